@@ -1,0 +1,49 @@
+// Driver.h — the fslc pipeline, run once per invocation.
+//
+// Options come from the command line (main.cpp) and fsl.toml; the driver reads each
+// input, runs the phases in order and writes what --emit asks for. The phase sequence is
+// in Driver.cpp, one straight line, in the order of the folders under compiler/.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace llvm {
+class raw_ostream;
+}
+
+namespace fsl {
+
+enum class EmitKind { Check, Format, AST };
+enum class DiagnosticsFormat { Text, Json };
+enum class ColorMode { Auto, Always, Never };
+
+struct DriverOptions {
+  std::vector<std::string> inputs;
+  std::string outputDir;
+  std::vector<std::string> includeDirs;
+  std::vector<std::string> defines; // NAME=VALUE, as given
+  std::string target;               // empty: from fsl.toml, else the default
+  std::string configPath;
+  EmitKind emit = EmitKind::Check;
+  DiagnosticsFormat diagnosticsFormat = DiagnosticsFormat::Text;
+  ColorMode color = ColorMode::Auto;
+  bool verify = false;
+  bool warningsAsErrors = false;
+  unsigned errorLimit = 50;
+  /// Set by main when the command line itself could not be parsed.
+  std::string usageError;
+};
+
+/// Exit codes: 0 success, 1 diagnostics in the sources (or -verify mismatches),
+/// 2 usage, configuration or file-system errors.
+enum ExitCode { kExitSuccess = 0, kExitDiagnostics = 1, kExitUsage = 2 };
+
+/// Runs the pipeline; results go to `out`, diagnostics to `err`.
+int runDriver(const DriverOptions &options, llvm::raw_ostream &out, llvm::raw_ostream &err);
+
+/// Targets `--target` accepts.
+const std::vector<std::string> &knownTargets();
+constexpr const char *kDefaultTarget = "sm_90a";
+
+} // namespace fsl

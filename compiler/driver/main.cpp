@@ -1,0 +1,93 @@
+// main.cpp — the `fslc` command line (llvm::cl), handed to the driver.
+#include "driver/Driver.h"
+#include "support/LargeStack.h"
+
+#include <llvm/Config/llvm-config.h>
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/raw_ostream.h>
+
+namespace cl = llvm::cl;
+
+namespace {
+
+cl::OptionCategory category("fslc options");
+
+cl::list<std::string> inputs(cl::Positional, cl::desc("<input .fsl files>"), cl::cat(category));
+cl::opt<std::string> outputDir("o", cl::desc("Write outputs into <dir> instead of standard output"),
+                               cl::value_desc("dir"), cl::cat(category));
+cl::list<std::string> includeDirs("I", cl::desc("Add <dir> to the import search path"),
+                                  cl::value_desc("dir"), cl::Prefix, cl::cat(category));
+cl::list<std::string> defines("D", cl::desc("Set static dimension NAME to VALUE"),
+                              cl::value_desc("NAME=VALUE"), cl::Prefix, cl::cat(category));
+cl::opt<std::string> target("target", cl::desc("GPU target (default sm_90a)"),
+                            cl::value_desc("sm_XX"), cl::cat(category));
+cl::opt<std::string> configPath("config", cl::desc("Read project settings from an fsl.toml file"),
+                                cl::value_desc("fsl.toml"), cl::cat(category));
+cl::opt<fsl::EmitKind> emit(
+    "emit", cl::desc("What to produce"), cl::init(fsl::EmitKind::Check),
+    cl::values(clEnumValN(fsl::EmitKind::Check, "check", "Check the input only (default)"),
+               clEnumValN(fsl::EmitKind::Format, "format", "The input in canonical layout"),
+               clEnumValN(fsl::EmitKind::AST, "ast", "The syntax tree with source ranges")),
+    cl::cat(category));
+cl::opt<fsl::DiagnosticsFormat> diagnosticsFormat(
+    "diagnostics-format", cl::desc("How diagnostics are written to standard error"),
+    cl::init(fsl::DiagnosticsFormat::Text),
+    cl::values(clEnumValN(fsl::DiagnosticsFormat::Text, "text", "clang-style text (default)"),
+               clEnumValN(fsl::DiagnosticsFormat::Json, "json",
+                          "One JSON document (docs/diagnostics.md)")),
+    cl::cat(category));
+cl::opt<fsl::ColorMode> color(
+    "diagnostics-color", cl::desc("Color text diagnostics"), cl::init(fsl::ColorMode::Auto),
+    cl::values(clEnumValN(fsl::ColorMode::Auto, "auto", "When writing to a terminal (default)"),
+               clEnumValN(fsl::ColorMode::Always, "always", "Always"),
+               clEnumValN(fsl::ColorMode::Never, "never", "Never")),
+    cl::cat(category));
+cl::opt<bool> verify("verify", cl::desc("Check diagnostics against // expected-* comments"),
+                     cl::cat(category));
+cl::opt<bool> warningsAsErrors("Werror", cl::desc("Treat warnings as errors"), cl::cat(category));
+cl::opt<unsigned> errorLimit("error-limit",
+                             cl::desc("Stop after <n> errors (0: no limit, default 50)"),
+                             cl::init(50), cl::value_desc("n"), cl::cat(category));
+
+void printVersion(llvm::raw_ostream &out) {
+  out << "fslc 0.1.0 (FSL language draft 0)\n"
+      << "  built with LLVM " << LLVM_VERSION_STRING << " Support and the ANTLR 4 C++ runtime\n"
+      << "  default target: " << fsl::kDefaultTarget << "\n";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  cl::HideUnrelatedOptions(category);
+  cl::SetVersionPrinter(printVersion);
+  std::string usageError;
+  llvm::raw_string_ostream usageErrors(usageError);
+  bool parsed = cl::ParseCommandLineOptions(
+      argc, argv,
+      "fslc: the FSL fusion and schedule compiler\n\n"
+      "  Exit codes: 0 success, 1 diagnostics in the sources, 2 usage or file errors.\n",
+      &usageErrors);
+
+  fsl::DriverOptions options;
+  if (!parsed) {
+    // llvm::cl words its errors "fslc: <message>"; keep only the message.
+    llvm::StringRef message = llvm::StringRef(usageError).trim();
+    message.consume_front(llvm::StringRef(argv[0]).str() + ": ");
+    message.consume_front("fslc: ");
+    options.usageError = message.split('\n').first.str();
+  }
+  options.inputs.assign(inputs.begin(), inputs.end());
+  options.outputDir = outputDir;
+  options.includeDirs.assign(includeDirs.begin(), includeDirs.end());
+  options.defines.assign(defines.begin(), defines.end());
+  options.target = target;
+  options.configPath = configPath;
+  options.emit = emit;
+  options.diagnosticsFormat = diagnosticsFormat;
+  options.color = color;
+  options.verify = verify;
+  options.warningsAsErrors = warningsAsErrors;
+  options.errorLimit = errorLimit;
+  return fsl::runWithLargeStack(
+      [&] { return fsl::runDriver(options, llvm::outs(), llvm::errs()); });
+}

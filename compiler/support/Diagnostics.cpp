@@ -1,0 +1,142 @@
+// Diagnostics.cpp — registry lookup, the engine, and the text and JSON printers.
+#include "support/Diagnostics.h"
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/Support/JSON.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/raw_ostream.h>
+
+namespace fsl {
+
+static const DiagInfo kRegistry[] = {
+#define DIAGNOSTIC(Kind, Sev, Id, Format) {Severity::Sev, Id, Format},
+#include "support/Diagnostics.def"
+};
+
+const DiagInfo &diagInfo(DiagId kind) { return kRegistry[static_cast<size_t>(kind)]; }
+
+llvm::ArrayRef<DiagInfo> allDiagnostics() { return kRegistry; }
+
+llvm::StringRef severityName(Severity severity) {
+  switch (severity) {
+  case Severity::Error:
+    return "error";
+  case Severity::Warning:
+    return "warning";
+  case Severity::Note:
+    return "note";
+  }
+  return "error";
+}
+
+std::string messageWithId(const Diagnostic &diagnostic) {
+  return diagnostic.message + " [" + diagInfo(diagnostic.kind).id + "]";
+}
+
+DiagnosticBuilder::~DiagnosticBuilder() {
+  if (engine_)
+    engine_->emit(std::move(diagnostic_));
+}
+
+void DiagnosticEngine::emit(Diagnostic diagnostic) {
+  if (limitReached_)
+    return;
+  if (diagnostic.severity == Severity::Warning && warningsAsErrors_) {
+    diagnostic.severity = Severity::Error;
+    diagnostic.notes.push_back({DiagId::NoteWarningAsError, llvm::SMRange(),
+                                diagInfo(DiagId::NoteWarningAsError).format});
+  }
+  if (diagnostic.severity == Severity::Error) {
+    if (errorLimit_ != 0 && errorCount_ == errorLimit_) {
+      limitReached_ = true;
+      ++errorCount_;
+      consumer_->handle(Diagnostic{DiagId::TooManyErrors, Severity::Error, diagnostic.range,
+                                   llvm::formatv(diagInfo(DiagId::TooManyErrors).format,
+                                                 errorLimit_)
+                                       .str(),
+                                   {}});
+      return;
+    }
+    ++errorCount_;
+  } else if (diagnostic.severity == Severity::Warning) {
+    ++warningCount_;
+  }
+  consumer_->handle(diagnostic);
+}
+
+static llvm::SourceMgr::DiagKind toSourceMgrKind(Severity severity) {
+  switch (severity) {
+  case Severity::Error:
+    return llvm::SourceMgr::DK_Error;
+  case Severity::Warning:
+    return llvm::SourceMgr::DK_Warning;
+  case Severity::Note:
+    return llvm::SourceMgr::DK_Note;
+  }
+  return llvm::SourceMgr::DK_Error;
+}
+
+void TextDiagnosticPrinter::print(DiagId kind, Severity severity, llvm::SMRange range,
+                                  llvm::StringRef message) {
+  std::string text = (message + " [" + diagInfo(kind).id + "]").str();
+  if (!range.Start.isValid()) {
+    // No source text involved: the form compilers use for driver errors.
+    llvm::SMDiagnostic diag("fslc", toSourceMgrKind(severity), text);
+    diag.print(nullptr, out_, colors_, /*ShowKindLabel=*/true);
+    return;
+  }
+  llvm::SmallVector<llvm::SMRange, 1> ranges;
+  if (range.End.isValid() && range.End.getPointer() > range.Start.getPointer())
+    ranges.push_back(range);
+  sources_.PrintMessage(out_, range.Start, toSourceMgrKind(severity), text, ranges, {},
+                        colors_);
+}
+
+void TextDiagnosticPrinter::handle(const Diagnostic &diagnostic) {
+  print(diagnostic.kind, diagnostic.severity, diagnostic.range, diagnostic.message);
+  for (const DiagNote &note : diagnostic.notes)
+    print(note.kind, Severity::Note, note.range, note.message);
+  out_.flush();
+}
+
+/// {"file":..., "range": {"start": {"line","column"}, "end": {...}}}, 1-based, end exclusive.
+static void addLocation(llvm::json::Object &object, llvm::SourceMgr &sources,
+                        llvm::SMRange range) {
+  if (!range.Start.isValid())
+    return;
+  unsigned buffer = sources.FindBufferContainingLoc(range.Start);
+  if (buffer == 0)
+    return;
+  object["file"] = sources.getMemoryBuffer(buffer)->getBufferIdentifier();
+  auto position = [&](llvm::SMLoc loc) {
+    auto [line, column] = sources.getLineAndColumn(loc, buffer);
+    return llvm::json::Object{{"line", line}, {"column", column}};
+  };
+  llvm::SMLoc end = range.End.isValid() ? range.End : range.Start;
+  object["range"] = llvm::json::Object{{"start", position(range.Start)}, {"end", position(end)}};
+}
+
+void JsonDiagnosticPrinter::finish() {
+  llvm::json::Array list;
+  for (const Diagnostic &diagnostic : diagnostics_) {
+    llvm::json::Object object{{"id", diagInfo(diagnostic.kind).id},
+                              {"severity", severityName(diagnostic.severity)},
+                              {"message", diagnostic.message}};
+    addLocation(object, sources_, diagnostic.range);
+    llvm::json::Array notes;
+    for (const DiagNote &note : diagnostic.notes) {
+      llvm::json::Object noteObject{{"id", diagInfo(note.kind).id},
+                                    {"severity", "note"},
+                                    {"message", note.message}};
+      addLocation(noteObject, sources_, note.range);
+      notes.push_back(std::move(noteObject));
+    }
+    object["notes"] = std::move(notes);
+    list.push_back(std::move(object));
+  }
+  llvm::json::Object document{{"version", 1}, {"diagnostics", std::move(list)}};
+  out_ << llvm::formatv("{0:2}", llvm::json::Value(std::move(document))) << "\n";
+  out_.flush();
+}
+
+} // namespace fsl
