@@ -6,6 +6,8 @@
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <cstring>
+
 namespace cl = llvm::cl;
 
 namespace {
@@ -74,7 +76,15 @@ int main(int argc, char **argv) {
     llvm::StringRef message = llvm::StringRef(usageError).trim();
     message.consume_front(llvm::StringRef(argv[0]).str() + ": ");
     message.consume_front("fslc: ");
-    options.usageError = message.split('\n').first.str();
+    std::string firstLine = message.split('\n').first.str();
+    // Name the tool as the user would type it, not by the path it was run from.
+    size_t at;
+    while ((at = firstLine.find(argv[0])) != std::string::npos)
+      firstLine.replace(at, std::strlen(argv[0]), "fslc");
+    options.usageError = firstLine;
+    // Some llvm::cl errors (bad option values) go straight to standard error.
+    if (options.usageError.empty())
+      options.usageError = "invalid command line; run 'fslc --help' for usage";
   }
   options.inputs.assign(inputs.begin(), inputs.end());
   options.outputDir = outputDir;

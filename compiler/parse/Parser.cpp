@@ -126,14 +126,19 @@ std::string describeExpectedSet(const antlr4::misc::IntervalSet &expected,
 class SyntaxErrorListener : public antlr4::BaseErrorListener {
 public:
   SyntaxErrorListener(DiagnosticEngine &diagnostics, const TokenLocator &locator,
-                      const std::vector<const antlr4::Token *> &unclosedAtEnd)
-      : diagnostics_(diagnostics), locator_(locator), unclosedAtEnd_(unclosedAtEnd) {}
+                      const std::vector<const antlr4::Token *> &unclosedAtEnd,
+                      const std::set<size_t> &lexicallyBad)
+      : diagnostics_(diagnostics), locator_(locator), unclosedAtEnd_(unclosedAtEnd),
+        lexicallyBad_(lexicallyBad) {}
 
   void syntaxError(antlr4::Recognizer *recognizer, antlr4::Token *offending, size_t, size_t,
                    const std::string &, std::exception_ptr) override {
     auto *parser = static_cast<antlr4::Parser *>(recognizer);
     // ANTLR may report the same spot twice while it recovers; once is enough.
     if (offending && offending->getTokenIndex() == lastReportedToken_)
+      return;
+    // A token already reported by the lexer pass (an unterminated string) needs no second error.
+    if (offending && lexicallyBad_.count(offending->getStartIndex()))
       return;
     std::string found = "end of file";
     llvm::SMRange range(locator_.end(), locator_.end());
@@ -160,6 +165,7 @@ private:
   DiagnosticEngine &diagnostics_;
   const TokenLocator &locator_;
   const std::vector<const antlr4::Token *> &unclosedAtEnd_;
+  const std::set<size_t> &lexicallyBad_;
   size_t lastReportedToken_ = static_cast<size_t>(-1);
 };
 
@@ -214,10 +220,19 @@ std::unique_ptr<ast::File> parseFile(llvm::SourceMgr &sources, unsigned bufferId
   // Lex everything first: lexical errors are reported here, once each, and the parser
   // sees only well-formed tokens.
   std::vector<std::unique_ptr<antlr4::Token>> tokens;
+  // Start indices of tokens that had a lexical error or follow one: a syntax error there
+  // would only repeat it.
+  std::set<size_t> lexicallyBad;
+  bool afterLexicalError = false;
   bool sawDeclaration = false;
   for (;;) {
     std::unique_ptr<antlr4::Token> token = lexer.nextToken();
     size_t type = token->getType();
+    if (afterLexicalError && token->getChannel() == antlr4::Token::DEFAULT_CHANNEL &&
+        type != FSLLexer::BAD_CHARACTER) {
+      lexicallyBad.insert(token->getStartIndex());
+      afterLexicalError = false;
+    }
     if (type == antlr4::Token::EOF) {
       tokens.push_back(std::move(token));
       break;
@@ -227,12 +242,15 @@ std::unique_ptr<ast::File> parseFile(llvm::SourceMgr &sources, unsigned bufferId
     if (type == FSLLexer::BAD_CHARACTER) {
       diagnostics.report(DiagId::InvalidCharacter, locator.range(token.get()),
                          describeCharacter(token->getText()));
+      afterLexicalError = true;
       if (diagnostics.limitReached())
         return nullptr;
       continue;
     }
     if (type == FSLLexer::UNTERMINATED_STRING) {
       diagnostics.report(DiagId::UnterminatedString, locator.range(token.get()));
+      lexicallyBad.insert(token->getStartIndex());
+      afterLexicalError = true;
       static_cast<antlr4::CommonToken *>(token.get())->setType(FSLLexer::STRING);
     }
     if (type == FSLLexer::STAR && !tokens.empty() &&
@@ -297,7 +315,7 @@ std::unique_ptr<ast::File> parseFile(llvm::SourceMgr &sources, unsigned bufferId
   antlr4::ListTokenSource source(std::move(tokens));
   antlr4::CommonTokenStream stream(&source);
   FSLParser parser(&stream);
-  SyntaxErrorListener listener(diagnostics, locator, open);
+  SyntaxErrorListener listener(diagnostics, locator, open, lexicallyBad);
   parser.removeErrorListeners();
   parser.addErrorListener(&listener);
   FSLParser::FileContext *tree = nullptr;
