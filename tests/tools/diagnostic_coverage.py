@@ -6,7 +6,9 @@ expectation (`// expected-error {{... [id]}}`, matched against `message [id]`) o
 FileCheck line (any prefix, but not a -NOT line) of the tool's output. lit runs these tests, so an id that appears here was
 really printed. Ids named in tests but missing from the registry are reported too.
 
-usage: diagnostic_coverage.py Diagnostics.def LIT_TEST_DIR
+With a third argument, every id must also be listed in that documentation file.
+
+usage: diagnostic_coverage.py Diagnostics.def LIT_TEST_DIR [DOC.md]
 """
 import pathlib
 import re
@@ -33,7 +35,7 @@ def tested_ids(test_dir):
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         print(__doc__, file=sys.stderr)
         return 2
     ids = registry_ids(sys.argv[1])
@@ -42,9 +44,15 @@ def main():
         return 2
     tested = tested_ids(sys.argv[2])
     missing = [i for i in ids if i not in tested]
-    passed = len(ids) - len(missing)
     for ident in missing:
         print(f"error: diagnostic '{ident}' has no lit test that triggers it")
+    if len(sys.argv) == 4:
+        documented = pathlib.Path(sys.argv[3]).read_text()
+        undocumented = [i for i in ids if f"| {i} |" not in documented]
+        for ident in undocumented:
+            print(f"error: diagnostic '{ident}' is not listed in {sys.argv[3]}")
+        missing += [i for i in undocumented if i not in missing]
+    passed = len(ids) - len(missing)
     print(f"diagnostic coverage: {passed} passed, {len(missing)} failed")
     return 1 if missing else 0
 

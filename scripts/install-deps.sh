@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages fslc needs, only those missing.
+# The CUDA toolkit is expected in /usr/local/cuda (later phases use nvcc and NVRTC).
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ python3
+  antlr4 libantlr4-runtime-dev           # grammar/FSL.g4 -> C++ parser, and its runtime
+  llvm-19-dev libzstd-dev zlib1g-dev     # LLVM Support (+ what its CMake package links)
+  libxml2-dev libedit-dev libffi-dev libncurses-dev
+  llvm-19-tools                          # FileCheck, lit, not
+  libtomlplusplus-dev doctest-dev
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$package")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
