@@ -5,3 +5,9 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/install-deps.sh"
 cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
 cmake --build "$root/build"
+
+# The VS Code extension's pinned tools (editor-support/vscode/package-lock.json).
+if [ ! -d "$root/editor-support/vscode/node_modules" ] ||
+   [ "$root/editor-support/vscode/package-lock.json" -nt "$root/editor-support/vscode/node_modules" ]; then
+  (cd "$root/editor-support/vscode" && npm ci --no-audit --no-fund --loglevel=error)
+fi

@@ -11,6 +11,8 @@ packages=(
   llvm-19-tools                          # FileCheck, lit, not
   libtomlplusplus-dev doctest-dev
 )
+# The VS Code extension's tests run on Node.js; take Debian's only if none is installed.
+if ! command -v npm > /dev/null; then packages+=(nodejs npm); fi
 
 missing=()
 for package in "${packages[@]}"; do
