@@ -1,12 +1,17 @@
-// Driver.cpp — options and config, then per input: read → parse → (emit), in order.
+// Driver.cpp — options and config; then for every input read → parse → sema; then the
+// -D check across inputs; then emit. Nothing is written for an input with errors.
 #include "driver/Driver.h"
 
 #include "ast/Dumper.h"
 #include "ast/Printer.h"
 #include "driver/Config.h"
+#include "driver/Evaluate.h"
 #include "driver/Verify.h"
+#include "ir/Printer.h"
 #include "parse/Parser.h"
+#include "sema/Sema.h"
 #include "support/Diagnostics.h"
+#include "support/Target.h"
 
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/FileSystem.h>
@@ -16,28 +21,37 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <map>
+#include <set>
+
+#ifndef FSL_STDLIB_DIR
+#define FSL_STDLIB_DIR "stdlib"
+#endif
 
 namespace fsl {
-
-const std::vector<std::string> &knownTargets() {
-  static const std::vector<std::string> targets = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
-  return targets;
-}
-
 namespace {
 
 /// Settings after merging the command line over fsl.toml.
 struct Settings {
-  std::string target;
+  Target target;
   std::string outputDir;
+  std::string stdlibDir;
   std::vector<std::string> includeDirs;
   std::map<std::string, int64_t> defines;
+};
+
+/// One input on its way through the pipeline.
+struct Unit {
+  std::string path;
+  std::unique_ptr<ast::File> file;     // when only parsed (format, ast)
+  std::unique_ptr<Program> program;    // after sema
+  std::set<std::string> staticDimNames;
+  bool failed = false;
 };
 
 class Driver {
 public:
   Driver(const DriverOptions &options, llvm::raw_ostream &out, llvm::raw_ostream &err)
-      : options_(options), out_(out), err_(err),
+      : options_(options), out_(out),
         text_(sources_, err, options.color == ColorMode::Always ||
                                  (options.color == ColorMode::Auto && err.has_colors())),
         json_(sources_, err),
@@ -50,17 +64,23 @@ public:
 
   int run() {
     int code = configure();
+    if (code == kExitSuccess && options_.inputs.empty()) {
+      diagnostics_.report(DiagId::NoInputFiles, llvm::SMRange());
+      code = kExitUsage;
+    }
     if (code == kExitSuccess) {
-      if (options_.inputs.empty()) {
-        diagnostics_.report(DiagId::NoInputFiles, llvm::SMRange());
-        code = kExitUsage;
-      }
+      std::vector<Unit> units;
       for (const std::string &input : options_.inputs) {
-        int fileCode = compile(input);
-        code = std::max(code, fileCode);
+        units.push_back(frontEnd(input, code));
         if (diagnostics_.limitReached())
           break;
       }
+      if (!checkDefines(units))
+        code = std::max<int>(code, kExitDiagnostics);
+      else if (!options_.verify)
+        for (Unit &unit : units)
+          if (!unit.failed)
+            code = std::max(code, emit(unit));
     }
     diagnostics_.finish();
     return code;
@@ -85,12 +105,11 @@ private:
       config = std::move(*loaded);
     }
     unsigned errorsBefore = diagnostics_.errorCount();
-    settings_.target = !options_.target.empty() ? options_.target
-                       : config.target          ? *config.target
-                                                : kDefaultTarget;
-    if (!llvm::is_contained(knownTargets(), settings_.target))
-      diagnostics_.report(DiagId::UnknownTarget, llvm::SMRange(), settings_.target,
-                          llvm::join(knownTargets(), ", "));
+    settings_.stdlibDir = !options_.stdlibDir.empty() ? options_.stdlibDir : FSL_STDLIB_DIR;
+    std::string targetName = !options_.target.empty() ? options_.target
+                             : config.target          ? *config.target
+                                                      : kDefaultTarget;
+    loadTarget(targetName);
     settings_.outputDir = !options_.outputDir.empty() ? options_.outputDir : config.outputDir.value_or("");
     settings_.includeDirs = options_.includeDirs;
     settings_.includeDirs.insert(settings_.includeDirs.end(), config.includeDirs.begin(),
@@ -114,6 +133,30 @@ private:
     return diagnostics_.errorCount() == errorsBefore ? kExitSuccess : kExitUsage;
   }
 
+  /// Finds the target by file name or alias among stdlib/targets/*.toml.
+  void loadTarget(const std::string &name) {
+    llvm::SmallString<256> directory(settings_.stdlibDir);
+    llvm::sys::path::append(directory, "targets");
+    std::vector<std::string> known;
+    for (const std::string &file : targetFiles(directory)) {
+      std::optional<unsigned> buffer = readFile(file);
+      if (!buffer)
+        continue;
+      std::optional<Target> target = parseTarget(sources_, *buffer, diagnostics_);
+      if (!target)
+        continue;
+      known.push_back(target->name);
+      for (const std::string &alias : target->aliases)
+        known.push_back(alias + " (" + target->name + ")");
+      if (target->name == name || llvm::is_contained(target->aliases, name)) {
+        settings_.target = *target;
+        return;
+      }
+    }
+    diagnostics_.report(DiagId::UnknownTarget, llvm::SMRange(), name,
+                        known.empty() ? "none found in " + std::string(directory) : llvm::join(known, ", "));
+  }
+
   /// Adds a file to the source manager; reports why it cannot be read.
   std::optional<unsigned> readFile(const std::string &path) {
     if (llvm::sys::fs::is_directory(path)) {
@@ -129,13 +172,22 @@ private:
     return sources_.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
   }
 
-  // --- One input: the pipeline --------------------------------------------------------
+  // --- One input: the phases, in order ---------------------------------------------
 
-  int compile(const std::string &path) {
+  bool needsSemantics() const {
+    return options_.verify || options_.emit == EmitKind::Check ||
+           options_.emit == EmitKind::FusionIR || !options_.evaluateSizes.empty();
+  }
+
+  Unit frontEnd(const std::string &path, int &code) {
+    Unit unit;
+    unit.path = path;
+    unit.failed = true;
     std::optional<unsigned> buffer = readFile(path);
-    if (!buffer)
-      return kExitUsage;
-
+    if (!buffer) {
+      code = std::max<int>(code, kExitUsage);
+      return unit;
+    }
     // Under -verify the file's diagnostics are collected and compared, not printed.
     CollectingDiagnosticConsumer collected;
     DiagnosticEngine verifyEngine(collected);
@@ -144,38 +196,90 @@ private:
     unsigned errorsBefore = diagnostics.errorCount();
 
     std::unique_ptr<ast::File> file = parseFile(sources_, *buffer, diagnostics);
+    if (file)
+      unit.staticDimNames = staticDimNames(*file);
+    if (file && needsSemantics()) {
+      SemaOptions semaOptions{settings_.includeDirs, settings_.stdlibDir, settings_.defines};
+      unit.program = analyze(std::move(file), sources_, diagnostics, semaOptions);
+    } else {
+      unit.file = std::move(file);
+    }
 
-    if (options_.verify)
-      return verifyDiagnostics(sources_, *buffer, collected.diagnostics, diagnostics_)
-                 ? kExitSuccess
-                 : kExitDiagnostics;
-    if (!file || diagnostics.errorCount() != errorsBefore)
-      return kExitDiagnostics;
-    return emit(path, *file);
+    if (options_.verify) {
+      bool matched = verifyDiagnostics(sources_, *buffer, collected.diagnostics, diagnostics_);
+      if (!matched)
+        code = std::max<int>(code, kExitDiagnostics);
+      return unit;
+    }
+    unit.failed = (!unit.file && !unit.program) || diagnostics.errorCount() != errorsBefore;
+    if (unit.failed)
+      code = std::max<int>(code, kExitDiagnostics);
+    return unit;
   }
 
-  int emit(const std::string &path, const ast::File &file) {
+  static std::set<std::string> staticDimNames(const ast::File &file) {
+    std::set<std::string> names;
+    for (const ast::DeclPtr &decl : file.decls)
+      if (const auto *fusion = llvm::dyn_cast<ast::FusionDecl>(decl.get()))
+        for (const ast::StaticDim &dim : fusion->staticDims)
+          names.insert(dim.name.text);
+    return names;
+  }
+
+  /// Every -D must name a static dimension of some input.
+  bool checkDefines(const std::vector<Unit> &units) {
+    std::set<std::string> known;
+    for (const Unit &unit : units)
+      known.insert(unit.staticDimNames.begin(), unit.staticDimNames.end());
+    bool ok = true;
+    for (const auto &[name, value] : settings_.defines) {
+      if (known.count(name))
+        continue;
+      std::string hint = known.empty() ? "; the inputs declare none"
+                                       : "; static dimensions: " + llvm::join(known, ", ");
+      diagnostics_.report(DiagId::UnknownDefine, llvm::SMRange(), name, hint);
+      ok = false;
+    }
+    return ok;
+  }
+
+  int emit(Unit &unit) {
     std::string result;
     llvm::raw_string_ostream stream(result);
     const char *extension = "";
-    switch (options_.emit) {
-    case EmitKind::Check:
-      return kExitSuccess;
-    case EmitKind::Format:
-      stream << ast::formatFile(file);
-      extension = ".fsl";
-      break;
-    case EmitKind::AST:
-      ast::dumpAST(file, sources_, stream);
-      extension = ".ast";
-      break;
+    if (!options_.evaluateSizes.empty()) {
+      for (const auto &fusion : unit.program->fusions)
+        if (!evaluateAndSummarize(*fusion, options_.evaluateSizes, options_.seed, diagnostics_, stream))
+          return kExitDiagnostics;
+      extension = ".eval.txt";
+    } else {
+      switch (options_.emit) {
+      case EmitKind::Check:
+        return kExitSuccess;
+      case EmitKind::Format:
+        stream << ast::formatFile(*unit.file);
+        extension = ".fsl";
+        break;
+      case EmitKind::AST:
+        ast::dumpAST(*unit.file, sources_, stream);
+        extension = ".ast";
+        break;
+      case EmitKind::FusionIR:
+        for (size_t i = 0; i < unit.program->fusions.size(); ++i) {
+          if (i != 0)
+            stream << '\n';
+          ir::printFusion(*unit.program->fusions[i], stream);
+        }
+        extension = ".fusion-ir";
+        break;
+      }
     }
     if (settings_.outputDir.empty()) {
       out_ << result;
       out_.flush();
       return kExitSuccess;
     }
-    return writeOutput(path, extension, result);
+    return writeOutput(unit.path, extension, result);
   }
 
   int writeOutput(const std::string &inputPath, llvm::StringRef extension, llvm::StringRef contents) {
@@ -204,7 +308,6 @@ private:
 
   const DriverOptions &options_;
   llvm::raw_ostream &out_;
-  llvm::raw_ostream &err_;
   llvm::SourceMgr sources_;
   TextDiagnosticPrinter text_;
   JsonDiagnosticPrinter json_;

@@ -5,6 +5,7 @@
 // in Driver.cpp, one straight line, in the order of the folders under compiler/.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,7 @@ class raw_ostream;
 
 namespace fsl {
 
-enum class EmitKind { Check, Format, AST };
+enum class EmitKind { Check, Format, AST, FusionIR };
 enum class DiagnosticsFormat { Text, Json };
 enum class ColorMode { Auto, Always, Never };
 
@@ -25,6 +26,9 @@ struct DriverOptions {
   std::vector<std::string> defines; // NAME=VALUE, as given
   std::string target;               // empty: from fsl.toml, else the default
   std::string configPath;
+  std::string stdlibDir;            // empty: the stdlib of this source tree
+  std::string evaluateSizes;        // --evaluate: NAME=VALUE,... (sizes and scalars)
+  uint64_t seed = 0;                // random inputs of --evaluate
   EmitKind emit = EmitKind::Check;
   DiagnosticsFormat diagnosticsFormat = DiagnosticsFormat::Text;
   ColorMode color = ColorMode::Auto;
@@ -42,8 +46,6 @@ enum ExitCode { kExitSuccess = 0, kExitDiagnostics = 1, kExitUsage = 2 };
 /// Runs the pipeline; results go to `out`, diagnostics to `err`.
 int runDriver(const DriverOptions &options, llvm::raw_ostream &out, llvm::raw_ostream &err);
 
-/// Targets `--target` accepts.
-const std::vector<std::string> &knownTargets();
-constexpr const char *kDefaultTarget = "sm_90a";
+constexpr const char *kDefaultTarget = "h200";
 
 } // namespace fsl

@@ -21,15 +21,25 @@ cl::list<std::string> includeDirs("I", cl::desc("Add <dir> to the import search 
                                   cl::value_desc("dir"), cl::Prefix, cl::cat(category));
 cl::list<std::string> defines("D", cl::desc("Set static dimension NAME to VALUE"),
                               cl::value_desc("NAME=VALUE"), cl::Prefix, cl::cat(category));
-cl::opt<std::string> target("target", cl::desc("GPU target (default sm_90a)"),
-                            cl::value_desc("sm_XX"), cl::cat(category));
+cl::opt<std::string> target("target",
+                            cl::desc("GPU target: a file of stdlib/targets or an alias (default h200)"),
+                            cl::value_desc("name"), cl::cat(category));
+cl::opt<std::string> stdlibDir("stdlib", cl::desc("Standard library directory (imports, targets)"),
+                               cl::value_desc("dir"), cl::cat(category));
+cl::opt<std::string> evaluateSizes(
+    "evaluate",
+    cl::desc("Run the float64 reference on random inputs: sizes and scalars, as T=4,eps=1e-5"),
+    cl::value_desc("NAME=VALUE,..."), cl::cat(category));
+cl::opt<uint64_t> seed("seed", cl::desc("Seed of --evaluate's random inputs (default 0)"),
+                       cl::init(0), cl::cat(category));
 cl::opt<std::string> configPath("config", cl::desc("Read project settings from an fsl.toml file"),
                                 cl::value_desc("fsl.toml"), cl::cat(category));
 cl::opt<fsl::EmitKind> emit(
     "emit", cl::desc("What to produce"), cl::init(fsl::EmitKind::Check),
     cl::values(clEnumValN(fsl::EmitKind::Check, "check", "Check the input only (default)"),
                clEnumValN(fsl::EmitKind::Format, "format", "The input in canonical layout"),
-               clEnumValN(fsl::EmitKind::AST, "ast", "The syntax tree with source ranges")),
+               clEnumValN(fsl::EmitKind::AST, "ast", "The syntax tree with source ranges"),
+               clEnumValN(fsl::EmitKind::FusionIR, "fusion-ir", "The checked Fusion IR")),
     cl::cat(category));
 cl::opt<fsl::DiagnosticsFormat> diagnosticsFormat(
     "diagnostics-format", cl::desc("How diagnostics are written to standard error"),
@@ -92,6 +102,9 @@ int main(int argc, char **argv) {
   options.defines.assign(defines.begin(), defines.end());
   options.target = target;
   options.configPath = configPath;
+  options.stdlibDir = stdlibDir;
+  options.evaluateSizes = evaluateSizes;
+  options.seed = seed;
   options.emit = emit;
   options.diagnosticsFormat = diagnosticsFormat;
   options.color = color;

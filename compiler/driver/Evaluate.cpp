@@ -1,0 +1,147 @@
+// Evaluate.cpp — argument parsing, reproducible random inputs, output summaries.
+#include "driver/Evaluate.h"
+
+#include "eval/Evaluator.h"
+#include "ir/Printer.h"
+#include "support/Diagnostics.h"
+
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/Format.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <cmath>
+#include <map>
+
+namespace fsl {
+namespace {
+
+/// splitmix64: tiny, fast and identical everywhere (std distributions are not).
+class Random {
+public:
+  explicit Random(uint64_t seed) : state_(seed) {}
+  double uniform() { // [-1, 1)
+    return static_cast<double>(next() >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+  }
+
+private:
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  uint64_t state_;
+};
+
+std::string number(double value) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%.6g", value);
+  return text;
+}
+
+} // namespace
+
+bool evaluateAndSummarize(const ir::Fusion &fusion, const std::string &assignments, uint64_t seed,
+                          DiagnosticEngine &diagnostics, llvm::raw_ostream &out) {
+  auto fail = [&](const std::string &message) {
+    diagnostics.report(DiagId::InvalidEvaluateArgument, llvm::SMRange(), message);
+    return false;
+  };
+  eval::EvalRequest request;
+  std::map<std::string, double> scalars;
+  llvm::SmallVector<llvm::StringRef, 8> items;
+  llvm::StringRef(assignments).split(items, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef item : items) {
+    auto [name, valueText] = item.trim().split('=');
+    std::string key = name.trim().str();
+    valueText = valueText.trim();
+    if (fusion.findDim(key)) {
+      int64_t size;
+      if (valueText.getAsInteger(10, size))
+        return fail("size of " + key + " must be an integer, not '" + valueText.str() + "'");
+      request.sizes[key] = size;
+      continue;
+    }
+    bool isScalar = false;
+    for (const ir::Param &param : fusion.params)
+      isScalar |= param.name == key && param.dims.empty();
+    if (!isScalar)
+      return fail("'" + key + "' is neither a dimension nor a scalar parameter of " + fusion.name);
+    double value;
+    if (valueText.getAsDouble(value))
+      return fail("value of " + key + " must be a number, not '" + valueText.str() + "'");
+    scalars[key] = value;
+  }
+
+  // Extents first, to size the random inputs; evaluate() checks them again.
+  std::vector<int64_t> extents;
+  for (const ir::Dim &dim : fusion.dims) {
+    if (dim.staticExtent) {
+      extents.push_back(*dim.staticExtent);
+    } else if (auto it = request.sizes.find(dim.name); it != request.sizes.end() && it->second > 0) {
+      extents.push_back(it->second);
+    } else if (it != request.sizes.end()) {
+      return fail("size of " + dim.name + " must be positive");
+    } else {
+      return fail("give the size of runtime dimension " + dim.name + ", as in " + dim.name + "=4");
+    }
+  }
+  out << "evaluate " << fusion.name << ":";
+  for (size_t i = 0; i < fusion.dims.size(); ++i)
+    out << (i ? ", " : " ") << fusion.dims[i].name << "=" << extents[i]
+        << (fusion.dims[i].staticExtent ? " (static)" : "");
+  out << "; seed " << seed << "\n";
+
+  Random random(seed);
+  for (const ir::Param &param : fusion.params) {
+    std::string type = ir::typeString(fusion, param.dtype, param.dims);
+    if (param.dims.empty()) {
+      if (auto it = scalars.find(param.name); it != scalars.end())
+        request.params.push_back({it->second});
+      else if (param.defaultValue)
+        request.params.push_back({*param.defaultValue});
+      else
+        return fail("give a value for scalar " + param.name + ", as in " + param.name + "=1");
+      out << "  input " << param.name << ": " << type << " = " << number(request.params.back()[0]) << "\n";
+      continue;
+    }
+    std::vector<double> data(eval::elementCount(param.dims, extents));
+    for (double &element : data)
+      element = eval::roundTo(random.uniform(), param.dtype);
+    out << "  input " << param.name << ": " << type << ", " << data.size()
+        << " values uniform in [-1, 1)\n";
+    request.params.push_back(std::move(data));
+  }
+
+  llvm::Expected<eval::EvalResult> result = eval::evaluate(fusion, request);
+  if (!result)
+    return fail(llvm::toString(result.takeError()));
+  for (size_t i = 0; i < fusion.outputs.size(); ++i) {
+    const ir::Output &output = fusion.outputs[i];
+    const std::vector<double> &data = result->outputs[i];
+    double low = INFINITY, high = -INFINITY, sum = 0;
+    size_t nonFinite = 0;
+    for (double element : data) {
+      if (!std::isfinite(element)) {
+        ++nonFinite;
+        continue;
+      }
+      low = std::min(low, element);
+      high = std::max(high, element);
+      sum += element;
+    }
+    size_t finite = data.size() - nonFinite;
+    out << "  output " << output.name << ": " << ir::typeString(fusion, output.dtype, output.dims)
+        << (output.isInout ? " (inout)" : "") << "\n    min " << number(finite ? low : NAN)
+        << "  max " << number(finite ? high : NAN) << "  mean " << number(finite ? sum / finite : NAN);
+    if (nonFinite)
+      out << "  non-finite " << nonFinite;
+    out << "\n    first";
+    for (size_t k = 0; k < std::min<size_t>(6, data.size()); ++k)
+      out << ' ' << number(data[k]);
+    out << "\n";
+  }
+  return true;
+}
+
+} // namespace fsl

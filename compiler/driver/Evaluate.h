@@ -1,0 +1,26 @@
+// Evaluate.h — `fslc --evaluate T=4,eps=1e-5`: runs the float64 reference on random inputs.
+//
+// Sizes of runtime dimensions and values of scalar parameters come from the list;
+// scalars default to their declared defaults; tensor inputs are uniform in [-1, 1),
+// rounded to their types, from a seeded generator that is the same on every platform.
+// Prints one line per input and a summary (min, max, mean, first values) per output.
+#pragma once
+
+#include "ir/FusionIR.h"
+
+#include <cstdint>
+#include <string>
+
+namespace llvm {
+class raw_ostream;
+}
+
+namespace fsl {
+
+class DiagnosticEngine;
+
+/// Returns false after reporting `invalid-evaluate-argument`.
+bool evaluateAndSummarize(const ir::Fusion &fusion, const std::string &assignments, uint64_t seed,
+                          DiagnosticEngine &diagnostics, llvm::raw_ostream &out);
+
+} // namespace fsl

@@ -1,0 +1,269 @@
+// Evaluator.cpp — dense tensors indexed by named dimensions, one value at a time.
+#include "eval/Evaluator.h"
+
+#include <llvm/Support/FormatVariadic.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace fsl::eval {
+
+double roundTo(double value, ir::DType type) {
+  switch (type) {
+  case ir::DType::F64:
+    return value;
+  case ir::DType::F32:
+    return static_cast<double>(static_cast<float>(value));
+  case ir::DType::F16:
+    return static_cast<double>(static_cast<_Float16>(value));
+  case ir::DType::BF16: {
+    float f = static_cast<float>(value);
+    if (std::isnan(f))
+      return value;
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    bits += 0x7FFF + ((bits >> 16) & 1); // round to nearest even on the upper 16 bits
+    bits &= 0xFFFF0000u;
+    std::memcpy(&f, &bits, sizeof f);
+    return static_cast<double>(f);
+  }
+  case ir::DType::I32:
+  case ir::DType::I64: {
+    if (std::isnan(value))
+      return 0;
+    double limit = type == ir::DType::I32 ? 2147483647.0 : 9223372036854775807.0;
+    return std::trunc(std::max(-limit - 1, std::min(limit, value)));
+  }
+  case ir::DType::Bool:
+    return value != 0 ? 1 : 0;
+  }
+  return value;
+}
+
+int64_t elementCount(const std::vector<ir::DimId> &dims, const std::vector<int64_t> &extents) {
+  int64_t count = 1;
+  for (ir::DimId dim : dims)
+    count *= extents[dim];
+  return count;
+}
+
+namespace {
+
+/// A value's elements, row-major over its dims (fusion dimension order).
+struct Tensor {
+  std::vector<ir::DimId> dims;
+  std::vector<double> data;
+};
+
+/// Walks every index of `dims` and gives, for each, the linear offset into tensors
+/// whose dimensions are subsets (a missing dimension broadcasts).
+class IndexWalker {
+public:
+  IndexWalker(const std::vector<ir::DimId> &dims, const std::vector<int64_t> &extents)
+      : dims_(dims), extents_(extents), index_(dims.size(), 0) {}
+
+  /// Strides of `sub` (a subset of dims) seen from this walker's dims.
+  std::vector<int64_t> stridesOf(const std::vector<ir::DimId> &sub) const {
+    std::vector<int64_t> strides(dims_.size(), 0);
+    int64_t stride = 1;
+    for (size_t i = sub.size(); i-- > 0;) {
+      for (size_t j = 0; j < dims_.size(); ++j)
+        if (dims_[j] == sub[i])
+          strides[j] = stride;
+      stride *= extents_[sub[i]];
+    }
+    return strides;
+  }
+
+  int64_t total() const { return elementCount(dims_, extents_); }
+  const std::vector<int64_t> &index() const { return index_; }
+
+  void next() {
+    for (size_t i = dims_.size(); i-- > 0;) {
+      if (++index_[i] < extents_[dims_[i]])
+        return;
+      index_[i] = 0;
+    }
+  }
+
+  static int64_t offset(const std::vector<int64_t> &index, const std::vector<int64_t> &strides) {
+    int64_t result = 0;
+    for (size_t i = 0; i < index.size(); ++i)
+      result += index[i] * strides[i];
+    return result;
+  }
+
+private:
+  const std::vector<ir::DimId> &dims_;
+  const std::vector<int64_t> &extents_;
+  std::vector<int64_t> index_;
+};
+
+double nanMax(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
+double nanMin(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
+
+double apply(ir::Op op, const double *x) {
+  using ir::Op;
+  switch (op) {
+  case Op::Neg: return -x[0];
+  case Op::Not: return x[0] == 0 ? 1 : 0;
+  case Op::Exp: return std::exp(x[0]);
+  case Op::Log: return std::log(x[0]);
+  case Op::Sqrt: return std::sqrt(x[0]);
+  case Op::Rsqrt: return 1.0 / std::sqrt(x[0]);
+  case Op::Tanh: return std::tanh(x[0]);
+  case Op::Sigmoid: return 1.0 / (1.0 + std::exp(-x[0]));
+  case Op::Erf: return std::erf(x[0]);
+  case Op::Abs: return std::fabs(x[0]);
+  case Op::Add: return x[0] + x[1];
+  case Op::Sub: return x[0] - x[1];
+  case Op::Mul: return x[0] * x[1];
+  case Op::Div: return x[0] / x[1];
+  case Op::Max: return nanMax(x[0], x[1]);
+  case Op::Min: return nanMin(x[0], x[1]);
+  case Op::Pow: return std::pow(x[0], x[1]);
+  case Op::Lt: return x[0] < x[1];
+  case Op::Le: return x[0] <= x[1];
+  case Op::Gt: return x[0] > x[1];
+  case Op::Ge: return x[0] >= x[1];
+  case Op::Eq: return x[0] == x[1];
+  case Op::Ne: return x[0] != x[1];
+  case Op::And: return x[0] != 0 && x[1] != 0;
+  case Op::Or: return x[0] != 0 || x[1] != 0;
+  case Op::Where: return x[0] != 0 ? x[1] : x[2];
+  default: return NAN;
+  }
+}
+
+/// Reorders a tensor between fusion order and a declared order.
+std::vector<double> permute(const std::vector<double> &data, const std::vector<ir::DimId> &from,
+                            const std::vector<ir::DimId> &to, const std::vector<int64_t> &extents) {
+  std::vector<double> result(data.size());
+  IndexWalker walker(to, extents);
+  std::vector<int64_t> fromStrides = walker.stridesOf(from);
+  for (int64_t i = 0, n = walker.total(); i < n; ++i, walker.next())
+    result[i] = data[IndexWalker::offset(walker.index(), fromStrides)];
+  return result;
+}
+
+std::vector<ir::DimId> sortedDims(std::vector<ir::DimId> dims) {
+  std::sort(dims.begin(), dims.end());
+  return dims;
+}
+
+} // namespace
+
+llvm::Expected<EvalResult> evaluate(const ir::Fusion &fusion, const EvalRequest &request) {
+  auto fail = [](const std::string &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
+  EvalResult result;
+  for (const ir::Dim &dim : fusion.dims) {
+    auto given = request.sizes.find(dim.name);
+    if (dim.staticExtent) {
+      if (given != request.sizes.end() && given->second != *dim.staticExtent)
+        return fail(llvm::formatv("{0} is static ({1}); it cannot be {2}", dim.name,
+                                  *dim.staticExtent, given->second));
+      result.extents.push_back(*dim.staticExtent);
+    } else if (given == request.sizes.end()) {
+      return fail("no size given for dimension " + dim.name);
+    } else if (given->second <= 0) {
+      return fail(llvm::formatv("size of {0} must be positive, not {1}", dim.name, given->second));
+    } else {
+      result.extents.push_back(given->second);
+    }
+  }
+  if (request.params.size() != fusion.params.size())
+    return fail(llvm::formatv("{0} parameters expected, {1} given", fusion.params.size(),
+                              request.params.size()));
+
+  std::vector<Tensor> values(fusion.values.size());
+  for (const auto &valuePtr : fusion.values) {
+    const ir::Value &value = *valuePtr;
+    Tensor &out = values[value.id];
+    out.dims = value.dims;
+    int64_t count = elementCount(value.dims, result.extents);
+    switch (value.op) {
+    case ir::Op::Input:
+    case ir::Op::Scalar: {
+      const ir::Param &param = fusion.params[value.paramIndex];
+      std::vector<double> given = request.params[value.paramIndex];
+      if (value.op == ir::Op::Scalar && given.empty()) {
+        if (!param.defaultValue)
+          return fail("no value given for scalar " + param.name);
+        given = {*param.defaultValue};
+      }
+      if (static_cast<int64_t>(given.size()) != count)
+        return fail(llvm::formatv("{0} needs {1} elements, {2} given", param.name, count, given.size()));
+      for (double &element : given)
+        element = roundTo(element, param.dtype);
+      out.data = permute(given, param.dims, value.dims, result.extents);
+      break;
+    }
+    case ir::Op::Constant:
+      out.data = {roundTo(value.constant, value.dtype)};
+      break;
+    case ir::Op::Cast:
+      out.data = values[value.operands[0]->id].data;
+      for (double &element : out.data)
+        element = roundTo(element, value.dtype);
+      break;
+    case ir::Op::ReduceSum:
+    case ir::Op::ReduceMean:
+    case ir::Op::ReduceMax:
+    case ir::Op::ReduceMin:
+    case ir::Op::MatMul: {
+      bool isMax = value.op == ir::Op::ReduceMax, isMin = value.op == ir::Op::ReduceMin;
+      double start = isMax ? -INFINITY : isMin ? INFINITY : 0;
+      out.data.assign(count, start);
+      // Walk the full space (kept + reduced dims) and accumulate.
+      std::vector<ir::DimId> space = value.dims;
+      space.insert(space.end(), value.reduced.begin(), value.reduced.end());
+      space = sortedDims(space);
+      IndexWalker walker(space, result.extents);
+      std::vector<int64_t> outStrides = walker.stridesOf(value.dims);
+      std::vector<std::vector<int64_t>> inStrides;
+      for (const ir::Value *operand : value.operands)
+        inStrides.push_back(walker.stridesOf(operand->dims));
+      for (int64_t i = 0, n = walker.total(); i < n; ++i, walker.next()) {
+        double &target = out.data[IndexWalker::offset(walker.index(), outStrides)];
+        double x = values[value.operands[0]->id].data[IndexWalker::offset(walker.index(), inStrides[0])];
+        if (value.op == ir::Op::MatMul)
+          x *= values[value.operands[1]->id].data[IndexWalker::offset(walker.index(), inStrides[1])];
+        target = isMax ? nanMax(target, x) : isMin ? nanMin(target, x) : target + x;
+      }
+      if (value.op == ir::Op::ReduceMean) {
+        double reducedCount = static_cast<double>(elementCount(value.reduced, result.extents));
+        for (double &element : out.data)
+          element /= reducedCount;
+      }
+      break;
+    }
+    default: {
+      out.data.assign(count, 0);
+      IndexWalker walker(value.dims, result.extents);
+      std::vector<std::vector<int64_t>> inStrides;
+      for (const ir::Value *operand : value.operands)
+        inStrides.push_back(walker.stridesOf(operand->dims));
+      double args[3];
+      for (int64_t i = 0; i < count; ++i, walker.next()) {
+        for (size_t k = 0; k < value.operands.size(); ++k)
+          args[k] = values[value.operands[k]->id].data[IndexWalker::offset(walker.index(), inStrides[k])];
+        out.data[i] = apply(value.op, args);
+      }
+      break;
+    }
+    }
+  }
+  for (const ir::Output &output : fusion.outputs) {
+    const Tensor &tensor = values[output.value->id];
+    std::vector<double> stored = permute(tensor.data, tensor.dims, output.dims, result.extents);
+    for (double &element : stored)
+      element = roundTo(element, output.dtype);
+    result.outputs.push_back(std::move(stored));
+  }
+  return result;
+}
+
+} // namespace fsl::eval

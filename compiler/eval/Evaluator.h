@@ -1,0 +1,46 @@
+// Evaluator.h — the float64 reference: runs a fusion's IR on the CPU.
+//
+// Every later phase is checked against this. Values are computed in double precision;
+// the program's storage types are applied where it stores: inputs are rounded to their
+// parameter types, casts round to their target type, and outputs are rounded to their
+// declared types (so a bf16 output holds bf16 values). NaN and infinity propagate as in
+// IEEE arithmetic; max and min propagate NaN like torch.max.
+#pragma once
+
+#include "ir/FusionIR.h"
+
+#include <llvm/Support/Error.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace fsl::eval {
+
+/// Rounds `value` to what `type` can hold (round to nearest even; integers truncate
+/// toward zero and saturate; NaN becomes 0 for integers).
+double roundTo(double value, ir::DType type);
+
+struct EvalRequest {
+  /// Extents of the runtime dimensions; static ones come from the IR.
+  std::map<std::string, int64_t> sizes;
+  /// One buffer per parameter, row-major in its declared dimension order; a scalar's
+  /// buffer holds one value (empty: use the declared default).
+  std::vector<std::vector<double>> params;
+};
+
+struct EvalResult {
+  /// Extent of every fusion dimension, by dimension id.
+  std::vector<int64_t> extents;
+  /// One buffer per fusion output, row-major in its declared dimension order.
+  std::vector<std::vector<double>> outputs;
+};
+
+/// Evaluates `fusion`. Fails (without evaluating) on missing or wrong-sized inputs.
+llvm::Expected<EvalResult> evaluate(const ir::Fusion &fusion, const EvalRequest &request);
+
+/// Element count of a parameter or output with `dims` under `extents`.
+int64_t elementCount(const std::vector<ir::DimId> &dims, const std::vector<int64_t> &extents);
+
+} // namespace fsl::eval

@@ -1,0 +1,48 @@
+// Target.h — GPU descriptions read from stdlib/targets/*.toml.
+//
+// Heuristics and the schedule checker size their decisions from these numbers (SMs,
+// registers, shared memory, bandwidth). A target is named by its file (`h200`) or by
+// one of its `aliases` (`sm_90a`).
+#pragma once
+
+#include <llvm/ADT/StringRef.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class SourceMgr;
+}
+
+namespace fsl {
+
+class DiagnosticEngine;
+
+struct Target {
+  std::string name;
+  std::string description;
+  std::string arch; // sm_90a
+  std::vector<std::string> aliases;
+  int64_t smCount = 0;
+  int64_t warpSize = 32;
+  int64_t maxThreadsPerBlock = 0;
+  int64_t maxThreadsPerSm = 0;
+  int64_t registersPerSm = 0;
+  int64_t maxRegistersPerThread = 0;
+  int64_t sharedMemoryPerBlock = 0;
+  int64_t sharedMemoryPerSm = 0;
+  int64_t l2Bytes = 0;
+  int64_t memoryBytes = 0;
+  int64_t memoryBandwidthGBps = 0;
+};
+
+/// Parses one target file held in buffer `bufferId`; errors point at its TOML lines.
+std::optional<Target> parseTarget(llvm::SourceMgr &sources, unsigned bufferId,
+                                  DiagnosticEngine &diagnostics);
+
+/// The `*.toml` files of `directory`, sorted by name.
+std::vector<std::string> targetFiles(llvm::StringRef directory);
+
+} // namespace fsl
