@@ -100,8 +100,8 @@ private:
     std::vector<std::string> searched;
     std::optional<std::string> found = resolve(from, import.path, searched);
     if (!found) {
-      diagnostics_.report(DiagId::ImportNotFound, import.pathRange, import.path,
-                          llvm::join(searched, ", "));
+      diagnostics_.report(DiagId::ImportNotFound, import.pathRange, import.path)
+          .note(DiagId::NoteSearched, llvm::SMRange(), llvm::join(searched, ", "));
       return nullptr;
     }
     llvm::SmallString<256> canonical;
@@ -121,8 +121,8 @@ private:
       return it->second;
     auto buffer = llvm::MemoryBuffer::getFile(*found, false, false);
     if (!buffer) {
-      diagnostics_.report(DiagId::ImportNotFound, import.pathRange, import.path,
-                          *found + " (" + buffer.getError().message() + ")");
+      diagnostics_.report(DiagId::ImportNotFound, import.pathRange, import.path)
+          .note(DiagId::NoteSearched, llvm::SMRange(), *found + " (" + buffer.getError().message() + ")");
       return nullptr;
     }
     unsigned id = sources_.AddNewSourceBuffer(std::move(*buffer), import.pathRange.Start);
@@ -191,6 +191,8 @@ struct Typed {
 struct Binding {
   Typed expr;
   bool isOutputName = false;
+  /// A let whose value had errors: reading it says nothing more.
+  bool poisoned = false;
 };
 
 class FusionBuilder {
@@ -295,7 +297,9 @@ private:
       ir::Param irParam;
       irParam.name = param.name.text;
       irParam.dtype = toDType(param.type.element);
+      unsigned errorsBefore = diagnostics_.errorCount();
       irParam.dims = typeDims(param.type, /*create=*/true, "type");
+      bool broken = diagnostics_.errorCount() != errorsBefore;
       irParam.isInout = param.isInout;
       irParam.isStrided = param.isStrided;
       irParam.range = param.range;
@@ -315,7 +319,7 @@ private:
       typed.declaredAt = param.name.range;
       typed.range = param.name.range;
       fusion_->params.push_back(irParam);
-      defineName(param.name, Binding{typed, false});
+      defineName(param.name, Binding{typed, false, broken});
       if (param.isInout)
         inoutParams_[param.name.text] = index;
     }
@@ -359,7 +363,10 @@ private:
       ir::Output irOutput;
       irOutput.name = output.name.text;
       irOutput.dtype = toDType(output.type.element);
+      unsigned errorsBefore = diagnostics_.errorCount();
       irOutput.dims = typeDims(output.type, /*create=*/true, "type");
+      if (diagnostics_.errorCount() != errorsBefore)
+        brokenOutputs_.insert(output.name.text);
       irOutput.range = output.range;
       Typed typed;
       typed.declaredName = output.name.text;
@@ -374,15 +381,26 @@ private:
 
   void buildStatement(const Statement &statement) {
     std::optional<Typed> value = build(*statement.value);
-    if (!value)
+    if (statement.isLet && value && statement.declaredType) {
+      unsigned errorsBefore = diagnostics_.errorCount();
+      std::vector<DimId> dims = typeDims(*statement.declaredType, false, "type");
+      if (diagnostics_.errorCount() != errorsBefore)
+        value.reset();
+      else
+        value = conform(*value, toDType(statement.declaredType->element), dims,
+                        statement.target.text, statement.declaredType->range);
+    }
+    if (!value) {
+      // Errors were reported: keep the name known so that later uses say nothing more.
+      Typed poisoned;
+      poisoned.declaredAt = statement.target.range;
+      if (statement.isLet)
+        defineName(statement.target, Binding{poisoned, false, true});
+      else if (!assignedAt_.count(statement.target.text))
+        assignedAt_[statement.target.text] = statement.target.range;
       return;
+    }
     if (statement.isLet) {
-      if (statement.declaredType)
-        value = conform(*value, toDType(statement.declaredType->element),
-                        typeDims(*statement.declaredType, false, "type"), statement.target.text,
-                        statement.declaredType->range);
-      if (!value)
-        return;
       if (value->value && value->value->name.empty())
         value->value->name = statement.target.text;
       value->declaredName = statement.target.text;
@@ -410,6 +428,8 @@ private:
       return;
     }
     assignedAt_[name] = statement.target.range;
+    if (brokenOutputs_.count(name))
+      return;
     if (isOutput) {
       ir::Output &output = fusion_->outputs[outputIndex_[name]];
       std::optional<Typed> stored = conform(value, output.dtype, output.dims, name,
@@ -632,6 +652,8 @@ private:
       diagnostics_.report(DiagId::UnknownName, name.range, name.name.text);
       return std::nullopt;
     }
+    if (it->second.poisoned)
+      return std::nullopt;
     if (it->second.isOutputName) {
       diagnostics_.report(DiagId::OutputRead, name.range, name.name.text)
           .note(DiagId::NoteDeclaredHere, it->second.expr.declaredAt, name.name.text, "");
@@ -1007,6 +1029,7 @@ private:
   std::map<std::string, size_t> outputIndex_;
   std::map<std::string, unsigned> inoutParams_;
   std::map<std::string, llvm::SMRange> assignedAt_;
+  std::set<std::string> brokenOutputs_; // their declared type had errors
   std::vector<FnFrame> fnFrames_;
 };
 
