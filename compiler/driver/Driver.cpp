@@ -247,33 +247,42 @@ private:
     std::string result;
     llvm::raw_string_ostream stream(result);
     const char *extension = "";
-    if (!options_.evaluateSizes.empty()) {
-      for (const auto &fusion : unit.program->fusions)
-        if (!evaluateAndSummarize(*fusion, options_.evaluateSizes, options_.seed, diagnostics_, stream))
+    switch (options_.emit) {
+    case EmitKind::Check:
+      extension = ".eval.txt"; // only --evaluate can have something to say
+      break;
+    case EmitKind::Format:
+      stream << ast::formatFile(*unit.file);
+      extension = ".fsl";
+      break;
+    case EmitKind::AST:
+      ast::dumpAST(*unit.file, sources_, stream);
+      extension = ".ast";
+      break;
+    case EmitKind::FusionIR:
+      for (size_t i = 0; i < unit.program->fusions.size(); ++i) {
+        if (i != 0)
+          stream << '\n';
+        ir::printFusion(*unit.program->fusions[i], stream);
+      }
+      extension = ".fusion-ir";
+      break;
+    }
+    if (!options_.evaluateSizes.empty() && unit.program) {
+      for (const auto &fusion : unit.program->fusions) {
+        std::vector<const ir::Fusion *> others;
+        for (const auto &other : unit.program->fusions)
+          if (other != fusion)
+            others.push_back(other.get());
+        if (!result.empty())
+          stream << '\n';
+        if (!evaluateAndSummarize(*fusion, options_.evaluateSizes, options_.seed, others,
+                                  diagnostics_, stream))
           return kExitDiagnostics;
-      extension = ".eval.txt";
-    } else {
-      switch (options_.emit) {
-      case EmitKind::Check:
-        return kExitSuccess;
-      case EmitKind::Format:
-        stream << ast::formatFile(*unit.file);
-        extension = ".fsl";
-        break;
-      case EmitKind::AST:
-        ast::dumpAST(*unit.file, sources_, stream);
-        extension = ".ast";
-        break;
-      case EmitKind::FusionIR:
-        for (size_t i = 0; i < unit.program->fusions.size(); ++i) {
-          if (i != 0)
-            stream << '\n';
-          ir::printFusion(*unit.program->fusions[i], stream);
-        }
-        extension = ".fusion-ir";
-        break;
       }
     }
+    if (result.empty())
+      return kExitSuccess;
     if (settings_.outputDir.empty()) {
       out_ << result;
       out_.flush();

@@ -42,7 +42,18 @@ std::string number(double value) {
 } // namespace
 
 bool evaluateAndSummarize(const ir::Fusion &fusion, const std::string &assignments, uint64_t seed,
+                          const std::vector<const ir::Fusion *> &otherFusions,
                           DiagnosticEngine &diagnostics, llvm::raw_ostream &out) {
+  auto belongsToOther = [&](const std::string &name) {
+    for (const ir::Fusion *other : otherFusions) {
+      if (other->findDim(name))
+        return true;
+      for (const ir::Param &param : other->params)
+        if (param.name == name && param.dims.empty())
+          return true;
+    }
+    return false;
+  };
   auto fail = [&](const std::string &message) {
     diagnostics.report(DiagId::InvalidEvaluateArgument, llvm::SMRange(), message);
     return false;
@@ -65,6 +76,8 @@ bool evaluateAndSummarize(const ir::Fusion &fusion, const std::string &assignmen
     bool isScalar = false;
     for (const ir::Param &param : fusion.params)
       isScalar |= param.name == key && param.dims.empty();
+    if (!isScalar && belongsToOther(key))
+      continue;
     if (!isScalar)
       return fail("'" + key + "' is neither a dimension nor a scalar parameter of " + fusion.name);
     double value;
@@ -87,6 +100,8 @@ bool evaluateAndSummarize(const ir::Fusion &fusion, const std::string &assignmen
     }
   }
   out << "evaluate " << fusion.name << ":";
+  if (fusion.dims.empty())
+    out << " no dimensions";
   for (size_t i = 0; i < fusion.dims.size(); ++i)
     out << (i ? ", " : " ") << fusion.dims[i].name << "=" << extents[i]
         << (fusion.dims[i].staticExtent ? " (static)" : "");
@@ -106,10 +121,17 @@ bool evaluateAndSummarize(const ir::Fusion &fusion, const std::string &assignmen
       continue;
     }
     std::vector<double> data(eval::elementCount(param.dims, extents));
-    for (double &element : data)
-      element = eval::roundTo(random.uniform(), param.dtype);
-    out << "  input " << param.name << ": " << type << ", " << data.size()
-        << " values uniform in [-1, 1)\n";
+    // Floats uniform in [-1, 1); integers in [-8, 8); bools half true.
+    const char *distribution = ir::isFloat(param.dtype) ? "uniform in [-1, 1)"
+                               : ir::isInteger(param.dtype) ? "integers in [-8, 8)"
+                                                            : "true or false";
+    for (double &element : data) {
+      double u = random.uniform();
+      element = ir::isFloat(param.dtype) ? eval::roundTo(u, param.dtype)
+                : ir::isInteger(param.dtype) ? std::floor(u * 8) : (u >= 0 ? 1 : 0);
+    }
+    out << "  input " << param.name << ": " << type << ", " << data.size() << " values "
+        << distribution << "\n";
     request.params.push_back(std::move(data));
   }
 

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace llvm {
 class raw_ostream;
@@ -19,8 +20,10 @@ namespace fsl {
 
 class DiagnosticEngine;
 
-/// Returns false after reporting `invalid-evaluate-argument`.
+/// Returns false after reporting `invalid-evaluate-argument`. Names in `assignments`
+/// that belong to `otherFusions` only (a file with several fusions) are ignored.
 bool evaluateAndSummarize(const ir::Fusion &fusion, const std::string &assignments, uint64_t seed,
+                          const std::vector<const ir::Fusion *> &otherFusions,
                           DiagnosticEngine &diagnostics, llvm::raw_ostream &out);
 
 } // namespace fsl

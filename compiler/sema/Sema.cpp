@@ -7,6 +7,7 @@
 
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Format.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
 #include <llvm/Support/SourceMgr.h>
@@ -766,7 +767,7 @@ private:
         result.literalIsFloat = !integer;
         result.range = binary.range;
         std::string text;
-        llvm::raw_string_ostream(text) << *folded;
+        llvm::raw_string_ostream(text) << llvm::format(integer ? "%.0f" : "%.17g", *folded);
         result.spelling = text;
         return result;
       }

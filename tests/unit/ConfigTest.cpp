@@ -3,6 +3,8 @@
 
 #include "driver/Config.h"
 
+#include <map>
+
 #include <doctest/doctest.h>
 
 using namespace fsl;
@@ -53,4 +55,59 @@ TEST_CASE("unknown keys, wrong types and bad syntax point at their TOML line") {
   CHECK_FALSE(syntax.config);
   CHECK(syntax.collected.diagnostics.at(0).kind == DiagId::ConfigSyntaxError);
   CHECK(syntax.firstLine() == 2);
+}
+
+#include "support/Target.h"
+
+#include <llvm/Support/Path.h>
+
+TEST_CASE("the stdlib target files describe the H100 and the H200") {
+  llvm::SourceMgr sources;
+  CollectingDiagnosticConsumer collected;
+  DiagnosticEngine engine(collected);
+  std::vector<std::string> files = targetFiles(FSL_TEST_STDLIB_DIR "/targets");
+  REQUIRE(files.size() >= 2);
+  std::map<std::string, Target> targets;
+  for (const std::string &file : files) {
+    auto buffer = llvm::MemoryBuffer::getFile(file);
+    REQUIRE(buffer);
+    unsigned id = sources.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+    std::optional<Target> target = parseTarget(sources, id, engine);
+    REQUIRE_MESSAGE(target, file);
+    CHECK(llvm::sys::path::stem(file) == target->name);
+    targets[target->name] = *target;
+  }
+  CHECK(collected.diagnostics.empty());
+  const Target &h200 = targets.at("h200");
+  CHECK(h200.arch == "sm_90a");
+  CHECK(h200.smCount == 132);
+  CHECK(h200.registersPerSm == 65536);
+  CHECK(h200.sharedMemoryPerBlock == 227 * 1024);
+  CHECK(h200.memoryBandwidthGBps == 4800);
+  CHECK(targets.at("h100-sxm").memoryBandwidthGBps < h200.memoryBandwidthGBps);
+}
+
+TEST_CASE("target files with missing, wrong or unknown keys are refused at their line") {
+  llvm::SourceMgr sources;
+  CollectingDiagnosticConsumer collected;
+  DiagnosticEngine engine(collected);
+  unsigned id = sources.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy("name = \"x\"\ndescription = \"x\"\narch = \"sm_90a\"\n"
+                                           "sm_count = -4\nfavourite_colour = \"green\"\n",
+                                           "x.toml"),
+      llvm::SMLoc());
+  CHECK_FALSE(parseTarget(sources, id, engine));
+  bool sawNegative = false, sawUnknown = false, sawMissing = false;
+  for (const Diagnostic &d : collected.diagnostics) {
+    unsigned line = sources.getLineAndColumn(d.range.Start).first;
+    if (d.kind == DiagId::ConfigInvalidValue && line == 4)
+      sawNegative = true;
+    if (d.kind == DiagId::ConfigUnknownKey && line == 5)
+      sawUnknown = true;
+    if (d.kind == DiagId::ConfigInvalidValue && d.message.find("warp_size") != std::string::npos)
+      sawMissing = true;
+  }
+  CHECK(sawNegative);
+  CHECK(sawUnknown);
+  CHECK(sawMissing);
 }
