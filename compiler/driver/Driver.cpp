@@ -4,11 +4,14 @@
 
 #include "ast/Dumper.h"
 #include "ast/Printer.h"
+#include "check/Checker.h"
 #include "driver/Config.h"
 #include "driver/Evaluate.h"
 #include "driver/Verify.h"
 #include "ir/Printer.h"
 #include "parse/Parser.h"
+#include "schedule/Printer.h"
+#include "schedule/ScheduleBuilder.h"
 #include "sema/Sema.h"
 #include "support/Diagnostics.h"
 #include "support/Target.h"
@@ -44,6 +47,7 @@ struct Unit {
   std::string path;
   std::unique_ptr<ast::File> file;     // when only parsed (format, ast)
   std::unique_ptr<Program> program;    // after sema
+  std::vector<std::unique_ptr<sched::Schedule>> schedules; // explicit schedules, checked
   std::set<std::string> staticDimNames;
   bool failed = false;
 };
@@ -176,7 +180,8 @@ private:
 
   bool needsSemantics() const {
     return options_.verify || options_.emit == EmitKind::Check ||
-           options_.emit == EmitKind::FusionIR || !options_.evaluateSizes.empty();
+           options_.emit == EmitKind::FusionIR || options_.emit == EmitKind::Schedule ||
+           !options_.evaluateSizes.empty();
   }
 
   Unit frontEnd(const std::string &path, int &code) {
@@ -201,6 +206,8 @@ private:
     if (file && needsSemantics()) {
       SemaOptions semaOptions{settings_.includeDirs, settings_.stdlibDir, settings_.defines};
       unit.program = analyze(std::move(file), sources_, diagnostics, semaOptions);
+      if (unit.program)
+        buildSchedules(unit, diagnostics);
     } else {
       unit.file = std::move(file);
     }
@@ -215,6 +222,34 @@ private:
     if (unit.failed)
       code = std::max<int>(code, kExitDiagnostics);
     return unit;
+  }
+
+  /// Applies and checks every schedule block of the main file.
+  void buildSchedules(Unit &unit, DiagnosticEngine &diagnostics) {
+    std::map<std::string, std::vector<const ast::ScheduleDecl *>> byFusion;
+    for (const ast::DeclPtr &decl : unit.program->main->decls) {
+      const auto *schedule = llvm::dyn_cast<ast::ScheduleDecl>(decl.get());
+      if (!schedule)
+        continue;
+      const ir::Fusion *fusion = nullptr;
+      for (const auto &candidate : unit.program->fusions)
+        if (candidate->name == schedule->fusion.text)
+          fusion = candidate.get();
+      if (!fusion)
+        continue;
+      byFusion[fusion->name].push_back(schedule);
+      if (schedule->isAuto) {
+        sched::checkAutoSchedule(*schedule, diagnostics);
+        continue;
+      }
+      std::unique_ptr<sched::Schedule> built = sched::buildSchedule(*schedule, *fusion, diagnostics);
+      if (built && checkSchedule(*built, settings_.target, diagnostics))
+        unit.schedules.push_back(std::move(built));
+    }
+    for (const auto &[name, schedules] : byFusion)
+      for (const auto &fusion : unit.program->fusions)
+        if (fusion->name == name)
+          checkGuards(*fusion, schedules, diagnostics);
   }
 
   static std::set<std::string> staticDimNames(const ast::File &file) {
@@ -266,6 +301,21 @@ private:
         ir::printFusion(*unit.program->fusions[i], stream);
       }
       extension = ".fusion-ir";
+      break;
+    case EmitKind::Schedule:
+      if (options_.resolved) {
+        for (size_t i = 0; i < unit.schedules.size(); ++i) {
+          if (i != 0)
+            stream << '\n';
+          sched::printResolved(*unit.schedules[i], stream);
+        }
+        extension = ".schedule.txt";
+      } else {
+        for (const auto &schedule : unit.schedules)
+          sched::annotateDirectives(*schedule);
+        stream << ast::formatFile(*unit.program->main);
+        extension = ".fsl";
+      }
       break;
     }
     if (!options_.evaluateSizes.empty() && unit.program) {

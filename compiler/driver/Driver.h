@@ -15,7 +15,7 @@ class raw_ostream;
 
 namespace fsl {
 
-enum class EmitKind { Check, Format, AST, FusionIR };
+enum class EmitKind { Check, Format, AST, FusionIR, Schedule };
 enum class DiagnosticsFormat { Text, Json };
 enum class ColorMode { Auto, Always, Never };
 
@@ -32,6 +32,7 @@ struct DriverOptions {
   EmitKind emit = EmitKind::Check;
   DiagnosticsFormat diagnosticsFormat = DiagnosticsFormat::Text;
   ColorMode color = ColorMode::Auto;
+  bool resolved = false;            // --emit=schedule: loop nests instead of text
   bool verify = false;
   bool warningsAsErrors = false;
   unsigned errorLimit = 50;

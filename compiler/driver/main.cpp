@@ -39,7 +39,9 @@ cl::opt<fsl::EmitKind> emit(
     cl::values(clEnumValN(fsl::EmitKind::Check, "check", "Check the input only (default)"),
                clEnumValN(fsl::EmitKind::Format, "format", "The input in canonical layout"),
                clEnumValN(fsl::EmitKind::AST, "ast", "The syntax tree with source ranges"),
-               clEnumValN(fsl::EmitKind::FusionIR, "fusion-ir", "The checked Fusion IR")),
+               clEnumValN(fsl::EmitKind::FusionIR, "fusion-ir", "The checked Fusion IR"),
+               clEnumValN(fsl::EmitKind::Schedule, "schedule",
+                          "The file with derived extents noted on each directive")),
     cl::cat(category));
 cl::opt<fsl::DiagnosticsFormat> diagnosticsFormat(
     "diagnostics-format", cl::desc("How diagnostics are written to standard error"),
@@ -54,6 +56,9 @@ cl::opt<fsl::ColorMode> color(
                clEnumValN(fsl::ColorMode::Always, "always", "Always"),
                clEnumValN(fsl::ColorMode::Never, "never", "Never")),
     cl::cat(category));
+cl::opt<bool> resolved("resolved",
+                       cl::desc("With --emit=schedule: print every tensor's loop nest"),
+                       cl::cat(category));
 cl::opt<bool> verify("verify", cl::desc("Check diagnostics against // expected-* comments"),
                      cl::cat(category));
 cl::opt<bool> warningsAsErrors("Werror", cl::desc("Treat warnings as errors"), cl::cat(category));
@@ -108,6 +113,7 @@ int main(int argc, char **argv) {
   options.emit = emit;
   options.diagnosticsFormat = diagnosticsFormat;
   options.color = color;
+  options.resolved = resolved;
   options.verify = verify;
   options.warningsAsErrors = warningsAsErrors;
   options.errorLimit = errorLimit;

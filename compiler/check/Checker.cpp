@@ -1,0 +1,507 @@
+// Checker.cpp — one function per rule family, in the order of Diagnostics.def.
+#include "check/Checker.h"
+
+#include "support/Diagnostics.h"
+
+#include <llvm/ADT/StringExtras.h>
+
+#include <map>
+#include <set>
+
+namespace fsl {
+namespace {
+
+using sched::Loop;
+using sched::Parallel;
+using sched::TensorSchedule;
+
+class Checker {
+public:
+  Checker(const sched::Schedule &schedule, const Target &target, DiagnosticEngine &diagnostics)
+      : schedule_(schedule), target_(target), diagnostics_(diagnostics) {}
+
+  bool run() {
+    unsigned errorsBefore = diagnostics_.errorCount();
+    checkReductionParallelization();
+    checkParallelTypes();
+    checkProducerConsumer();
+    checkLaunchLimits();
+    checkVectorizeAndUnroll();
+    checkPlacement();
+    checkPersistentBuffers();
+    checkMatmul();
+    return diagnostics_.errorCount() == errorsBefore;
+  }
+
+private:
+  llvm::SMRange at(const ast::Directive *directive) const {
+    return directive ? directive->range : schedule_.decl->fusion.range;
+  }
+
+  std::string rootNames(const Loop &loop) const {
+    std::vector<std::string> names;
+    for (ir::DimId dim : loop.roots)
+      names.push_back(schedule_.fusion->dims[dim].name);
+    return llvm::join(names, "*");
+  }
+
+  void checkReductionParallelization() {
+    for (const TensorSchedule &tensor : schedule_.tensors)
+      for (const Loop &loop : tensor.loops)
+        if (loop.isReduction && sched::isBlockIndex(loop.parallel))
+          diagnostics_.report(DiagId::ReductionOnBlockIndex, at(loop.parallelizedBy), loop.name,
+                              tensor.name, sched::parallelName(loop.parallel))
+              .note(DiagId::NoteFusionLine, tensor.value->range,
+                    "'" + tensor.name + "' reduces over " + rootNames(loop) + " here");
+  }
+
+  void checkParallelTypes() {
+    // One loop per parallel type in a tensor.
+    for (const TensorSchedule &tensor : schedule_.tensors) {
+      std::map<Parallel, const Loop *> seen;
+      for (const Loop &loop : tensor.loops) {
+        if (loop.parallel == Parallel::Serial)
+          continue;
+        auto [it, inserted] = seen.emplace(loop.parallel, &loop);
+        if (!inserted)
+          diagnostics_.report(DiagId::ParallelTypeReused, at(loop.parallelizedBy),
+                              sched::parallelName(loop.parallel), it->second->name, loop.name,
+                              tensor.name);
+      }
+    }
+    // One extent per parallel type across the kernel.
+    std::map<Parallel, std::pair<const Loop *, const TensorSchedule *>> first;
+    for (const TensorSchedule &tensor : schedule_.tensors)
+      for (const Loop &loop : tensor.loops) {
+        if (loop.parallel == Parallel::Serial)
+          continue;
+        auto [it, inserted] = first.emplace(loop.parallel, std::make_pair(&loop, &tensor));
+        if (!inserted && it->second.first->extent.text != loop.extent.text)
+          diagnostics_.report(DiagId::ParallelExtentMismatch, at(loop.parallelizedBy),
+                              sched::parallelName(loop.parallel), it->second.first->extent.text,
+                              it->second.second->name, loop.extent.text, tensor.name);
+      }
+  }
+
+  void checkProducerConsumer() {
+    for (const TensorSchedule &producer : schedule_.tensors) {
+      // Inputs are read from global memory, which any thread or block can reach.
+      if (producer.isInput)
+        continue;
+      bool shared = producer.persistent == ast::MemoryKind::Shared ||
+                    producer.cache == ast::MemoryKind::Shared;
+      for (unsigned consumerIndex : producer.consumers) {
+        const TensorSchedule &consumer = schedule_.tensors[consumerIndex];
+        for (const Loop &loop : producer.loops) {
+          if (loop.isReduction)
+            continue; // a reduction's result is broadcast to its consumers
+          int position = consumer.findLoop(loop.name);
+          if (position < 0)
+            continue;
+          const Loop &theirs = consumer.loops[position];
+          if (theirs.parallel == loop.parallel)
+            continue;
+          const ast::Directive *where = theirs.parallelizedBy ? theirs.parallelizedBy : loop.parallelizedBy;
+          if (sched::isBlockIndex(loop.parallel) || sched::isBlockIndex(theirs.parallel))
+            diagnostics_.report(DiagId::ParallelNeedsGlobal, at(where), loop.name,
+                                sched::parallelName(loop.parallel), producer.name,
+                                sched::parallelName(theirs.parallel), consumer.name);
+          else if (!shared)
+            diagnostics_.report(DiagId::ParallelNeedsShared, at(where), loop.name,
+                                sched::parallelName(loop.parallel), producer.name,
+                                sched::parallelName(theirs.parallel), consumer.name)
+                .note(DiagId::NoteFusionLine, consumer.value->range,
+                      "'" + consumer.name + "' reads '" + producer.name + "' here");
+        }
+      }
+    }
+  }
+
+  /// Static threads per block of a tensor, and the loop that completes the count.
+  std::pair<int64_t, const Loop *> threadsPerBlock(const TensorSchedule &tensor) const {
+    int64_t threads = 1;
+    const Loop *last = nullptr;
+    for (const Loop &loop : tensor.loops)
+      if (sched::isThreadIndex(loop.parallel) && loop.extent.isStatic()) {
+        threads *= *loop.extent.value;
+        last = &loop;
+      }
+    return {threads, last};
+  }
+
+  void checkLaunchLimits() {
+    int64_t most = 1;
+    const TensorSchedule *widest = nullptr;
+    for (const TensorSchedule &tensor : schedule_.tensors) {
+      auto [threads, last] = threadsPerBlock(tensor);
+      if (threads > target_.maxThreadsPerBlock) {
+        std::vector<std::string> factors;
+        for (const Loop &loop : tensor.loops)
+          if (sched::isThreadIndex(loop.parallel) && loop.extent.isStatic())
+            factors.push_back(loop.name + " " + loop.extent.text);
+        diagnostics_.report(DiagId::TooManyThreads, at(last->parallelizedBy), threads, tensor.name,
+                            llvm::join(factors, " x "), target_.name, target_.maxThreadsPerBlock);
+      }
+      if (threads > most) {
+        most = threads;
+        widest = &tensor;
+      }
+      for (const Loop &loop : tensor.loops)
+        if ((loop.parallel == Parallel::BIDy || loop.parallel == Parallel::BIDz) &&
+            loop.extent.isStatic() && *loop.extent.value > 65535)
+          diagnostics_.report(DiagId::GridTooLarge, at(loop.parallelizedBy),
+                              sched::parallelName(loop.parallel), *loop.extent.value);
+    }
+    if (schedule_.launchBounds && widest && schedule_.launchBounds->value.value < most)
+      diagnostics_.report(DiagId::LaunchBoundsTooSmall, schedule_.launchBounds->range,
+                          schedule_.launchBounds->value.value, most, widest->name);
+  }
+
+  void checkVectorizeAndUnroll() {
+    // A directive names a loop of several tensors: report each rule once per directive.
+    std::set<std::pair<const ast::Directive *, int>> reported;
+    auto once = [&](const ast::Directive *directive, int rule) {
+      return reported.insert({directive, rule}).second;
+    };
+    for (const TensorSchedule &tensor : schedule_.tensors) {
+      for (size_t i = 0; i < tensor.loops.size(); ++i) {
+        const Loop &loop = tensor.loops[i];
+        if (loop.unrolled && !loop.unrollFactor && !loop.extent.isStatic() && once(loop.unrolledBy, 0))
+          diagnostics_.report(DiagId::UnrollNotStatic, at(loop.unrolledBy), loop.name, loop.extent.text);
+        if (!loop.vectorized)
+          continue;
+        const ast::Directive *where = loop.vectorizedBy;
+        if (!loop.extent.isStatic()) {
+          if (once(where, 1))
+            diagnostics_.report(DiagId::VectorizeNotStatic, at(where), loop.name, loop.extent.text);
+          continue;
+        }
+        int64_t width = *loop.extent.value;
+        if ((width & (width - 1)) != 0) {
+          if (once(where, 2))
+            diagnostics_.report(DiagId::VectorizeNotPowerOfTwo, at(where), width, loop.name);
+          continue;
+        }
+        if (tensor.computeAtPosition && i <= *tensor.computeAtPosition && once(where, 3))
+          diagnostics_.report(DiagId::VectorizeOutsideComputeAt, at(where), loop.name, tensor.name)
+              .note(DiagId::NoteDirective, tensor.computeAtBy->range, "compute_at is here");
+        // The remaining rules are about memory accesses: inputs and outputs.
+        if (!tensor.isInput && !tensor.isOutput)
+          continue;
+        if (i + 1 != tensor.loops.size()) {
+          if (once(where, 4))
+            diagnostics_.report(DiagId::VectorizeNotInnermost, at(where), loop.name, tensor.name,
+                                sched::loopNames(tensor));
+        } else if (!loop.contiguous) {
+          if (once(where, 5))
+            diagnostics_.report(DiagId::VectorizeNotContiguous, at(where), loop.name, tensor.name);
+        } else if (width * ir::dtypeBytes(tensor.dtype) > 16) {
+          if (once(where, 6))
+            diagnostics_.report(DiagId::VectorizeTooWide, at(where), width, ir::dtypeName(tensor.dtype),
+                                width * ir::dtypeBytes(tensor.dtype), tensor.name);
+        } else if (!loop.exact) {
+          // Runtime extents are checked at launch (a scalar variant takes over); a
+          // static extent must divide now.
+          const ir::Dim &root = schedule_.fusion->dims[loop.roots[0]];
+          if (root.staticExtent && once(where, 7))
+            diagnostics_.report(DiagId::VectorizeNotDividing, at(where), width, *root.staticExtent,
+                                root.name);
+        }
+      }
+    }
+  }
+
+  void checkPlacement() {
+    for (const TensorSchedule &tensor : schedule_.tensors) {
+      if (tensor.computeWithBy) {
+        if (tensor.consumers.empty())
+          diagnostics_.report(DiagId::ComputeWithNotPersistent, tensor.computeWithBy->range,
+                              tensor.name, "it has no consumer to be computed with");
+        else if (!tensor.isPersistentBuffer)
+          diagnostics_.report(DiagId::ComputeWithNotPersistent, tensor.computeWithBy->range,
+                              tensor.name,
+                              "it is not a persistent buffer (a value a reduction consumes and a "
+                              "later use needs again)");
+      }
+      if (tensor.isOutput && (tensor.persistentBy || tensor.cacheBy)) {
+        const ast::Directive *where = tensor.persistentBy ? tensor.persistentBy : tensor.cacheBy;
+        diagnostics_.report(DiagId::OutputNotGlobal, where->range, tensor.name,
+                            tensor.persistentBy ? "a persistent buffer" : "cached");
+      }
+    }
+  }
+
+  void checkPersistentBuffers() {
+    for (const TensorSchedule &tensor : schedule_.tensors) {
+      if (!tensor.persistentBy || tensor.isOutput)
+        continue;
+      if (!tensor.isPersistentBuffer) {
+        diagnostics_.report(DiagId::PersistentNotBuffer, tensor.persistentBy->range, tensor.name);
+        continue;
+      }
+      // Elements each thread keeps (registers) or each block keeps (shared memory).
+      int64_t perThread = 1, perBlock = 1;
+      bool known = true;
+      for (const Loop &loop : tensor.loops) {
+        if (sched::isBlockIndex(loop.parallel))
+          continue;
+        if (!loop.extent.isStatic()) {
+          known = false;
+          break;
+        }
+        perBlock *= *loop.extent.value;
+        if (!sched::isThreadIndex(loop.parallel))
+          perThread *= *loop.extent.value;
+      }
+      if (!known)
+        continue; // runtime extents: the launcher checks the size
+      unsigned bytes = ir::dtypeBytes(tensor.dtype);
+      if (tensor.persistent == ast::MemoryKind::Registers) {
+        int64_t registers = perThread * ((bytes + 3) / 4);
+        // Leave room for addresses, indices and the reduction's own values.
+        int64_t budget = target_.maxRegistersPerThread - 32;
+        if (registers > budget)
+          diagnostics_.report(DiagId::PersistentTooLarge, tensor.persistentBy->range, tensor.name,
+                              llvm::formatv("{0} registers per thread ({1} values of {2})", registers,
+                                            perThread, ir::dtypeName(tensor.dtype))
+                                  .str(),
+                              llvm::formatv("{0} leaves about {1} of its {2} for buffers; use more "
+                                            "threads, or persistent {3} in shared",
+                                            target_.name, budget, target_.maxRegistersPerThread,
+                                            tensor.name)
+                                  .str());
+      } else if (tensor.persistent == ast::MemoryKind::Shared) {
+        int64_t total = perBlock * bytes;
+        if (total > target_.sharedMemoryPerBlock)
+          diagnostics_.report(DiagId::PersistentTooLarge, tensor.persistentBy->range, tensor.name,
+                              llvm::formatv("{0} bytes of shared memory per block", total).str(),
+                              llvm::formatv("{0} has {1}; recompute it instead", target_.name,
+                                            target_.sharedMemoryPerBlock)
+                                  .str());
+      }
+    }
+  }
+
+  const ir::Value *matmulValue() const {
+    for (const auto &value : schedule_.fusion->values)
+      if (value->op == ir::Op::MatMul)
+        return value.get();
+    return nullptr;
+  }
+
+  void checkMatmul() {
+    const sched::MatmulSchedule &mm = schedule_.matmul;
+    if (!mm.any())
+      return;
+    const ir::Value *product = matmulValue();
+    if (!product) {
+      const ast::Directive *first = mm.mma ? static_cast<const ast::Directive *>(mm.mma)
+                                    : mm.pipeline ? mm.pipeline
+                                    : mm.warpSpecialize ? mm.warpSpecialize
+                                    : !mm.tiles.empty() ? mm.tiles[0]
+                                    : mm.cluster ? static_cast<const ast::Directive *>(mm.cluster)
+                                                 : mm.epilogue;
+      diagnostics_.report(DiagId::MmaWithoutMatmul, first->range,
+                          "'" + schedule_.fusion->name +
+                              "' has no matrix product (sum(a * b, over K) with a: [M, K] and b: [N, K])");
+      return;
+    }
+    const std::string &contracted = schedule_.fusion->dims[product->reduced[0]].name;
+    if (mm.mma && mm.mma->reductionDim.text != contracted)
+      diagnostics_.report(DiagId::MmaWithoutMatmul, mm.mma->reductionDim.range,
+                          "'" + mm.mma->reductionDim.text +
+                              "' is not the contracted dimension of the matrix product; it is " + contracted)
+          .note(DiagId::NoteFusionLine, product->range, "the matrix product is here");
+
+    bool sm90 = target_.arch == "sm_90a";
+    auto needSm90 = [&](const ast::Directive *directive, const char *what) {
+      if (directive && !sm90)
+        diagnostics_.report(DiagId::NeedsSm90, directive->range, what, target_.name, target_.arch);
+    };
+    needSm90(mm.warpSpecialize, "warp specialization (setmaxnreg)");
+    if (mm.pipeline && mm.pipeline->viaTma)
+      needSm90(mm.pipeline, "TMA");
+    if (mm.mma && mm.mma->instruction.text == "wgmma")
+      needSm90(mm.mma, "wgmma");
+    if (mm.cluster && mm.cluster->multicast)
+      needSm90(mm.cluster, "cluster multicast");
+
+    for (size_t i = 1; i < mm.tiles.size(); ++i) {
+      auto name = [](const ast::TilesDirective *t) {
+        switch (t->order) {
+        case ast::TileOrderKind::OnePerCta:
+          return "one_per_cta";
+        case ast::TileOrderKind::Persistent:
+          return "persistent";
+        case ast::TileOrderKind::StreamK:
+          return "stream_k";
+        case ast::TileOrderKind::SplitK:
+          return "split_k";
+        }
+        return "?";
+      };
+      bool persistentAndSplitK =
+          (mm.tiles[0]->order == ast::TileOrderKind::Persistent && mm.tiles[i]->order == ast::TileOrderKind::SplitK) ||
+          (mm.tiles[0]->order == ast::TileOrderKind::SplitK && mm.tiles[i]->order == ast::TileOrderKind::Persistent);
+      if (persistentAndSplitK)
+        diagnostics_.report(DiagId::TilesConflict, mm.tiles[i]->range, name(mm.tiles[i]), name(mm.tiles[0]))
+            .note(DiagId::NoteDirective, mm.tiles[0]->range, "the first tile order is here");
+      else
+        diagnostics_.report(DiagId::DuplicateDirective, mm.tiles[i]->range, "the tile order")
+            .note(DiagId::NoteDirective, mm.tiles[0]->range, "set here");
+    }
+
+    if (const ast::WarpSpecializeDirective *ws = mm.warpSpecialize) {
+      auto validCount = [](int64_t regs) { return regs >= 24 && regs <= 256 && regs % 8 == 0; };
+      for (const ast::IntLiteral *regs : {&ws->producerRegs, &ws->consumerRegs})
+        if (!validCount(regs->value))
+          diagnostics_.report(DiagId::WarpRolesRegisters, regs->range,
+                              llvm::formatv("{0} registers per thread: setmaxnreg takes a multiple of 8 "
+                                            "from 24 to 256",
+                                            regs->value)
+                                  .str());
+      int64_t total = 128 * (ws->producerRegs.value + ws->consumerCount.value * ws->consumerRegs.value);
+      if (total > target_.registersPerSm)
+        diagnostics_.report(DiagId::WarpRolesRegisters, ws->range,
+                            llvm::formatv("warp roles need 128 x ({0} + {1} x {2}) = {3} registers; "
+                                          "{4} has {5} per SM",
+                                          ws->producerRegs.value, ws->consumerCount.value,
+                                          ws->consumerRegs.value, total, target_.name,
+                                          target_.registersPerSm)
+                                .str());
+    }
+
+    if (mm.pipeline && mm.mma && mm.mma->ctaTile.values.size() == 3) {
+      int64_t m = mm.mma->ctaTile.values[0].value, n = mm.mma->ctaTile.values[1].value,
+              k = mm.mma->ctaTile.values[2].value;
+      int64_t operandBytes = 2;
+      for (const ir::Value *operand : product->operands) {
+        const ir::Value *source = operand;
+        while (source->op == ir::Op::Cast)
+          source = source->operands[0];
+        operandBytes = ir::dtypeBytes(source->dtype);
+      }
+      int64_t stageBytes = (m * k + n * k) * operandBytes;
+      int64_t total = mm.pipeline->stages.value * stageBytes;
+      std::string parts = llvm::formatv("{0} stages of {1} bytes", mm.pipeline->stages.value, stageBytes).str();
+      if (mm.epilogue && mm.epilogue->via != ast::EpilogueKind::Registers) {
+        int64_t epilogueBytes = m * n * ir::dtypeBytes(schedule_.fusion->outputs.empty()
+                                                           ? ir::DType::BF16
+                                                           : schedule_.fusion->outputs[0].dtype);
+        total += epilogueBytes;
+        parts += llvm::formatv(" and a {0}-byte epilogue tile", epilogueBytes).str();
+      }
+      if (total > target_.sharedMemoryPerBlock)
+        diagnostics_.report(DiagId::PipelineSharedMemory, mm.pipeline->range, parts, total,
+                            target_.name, target_.sharedMemoryPerBlock);
+    }
+  }
+
+  const sched::Schedule &schedule_;
+  const Target &target_;
+  DiagnosticEngine &diagnostics_;
+};
+
+bool satisfies(const ast::ScheduleDecl &decl, const std::map<std::string, int64_t> &point) {
+  for (const ast::SizeCondition &c : decl.when) {
+    int64_t v = point.at(c.dim.text), b = c.bound.value;
+    bool ok = c.op == ast::BinaryOp::Lt ? v < b
+              : c.op == ast::BinaryOp::Le ? v <= b
+              : c.op == ast::BinaryOp::Gt ? v > b
+              : c.op == ast::BinaryOp::Ge ? v >= b
+              : c.op == ast::BinaryOp::Eq ? v == b
+                                          : v != b;
+    if (!ok)
+      return false;
+  }
+  return true;
+}
+
+std::string describePoint(const std::map<std::string, int64_t> &point) {
+  std::vector<std::string> parts;
+  for (const auto &[dim, value] : point)
+    parts.push_back(dim + " = " + std::to_string(value));
+  return parts.empty() ? "always" : llvm::join(parts, " and ");
+}
+
+} // namespace
+
+bool checkSchedule(const sched::Schedule &schedule, const Target &target,
+                   DiagnosticEngine &diagnostics) {
+  return Checker(schedule, target, diagnostics).run();
+}
+
+bool checkGuards(const ir::Fusion &fusion, const std::vector<const ast::ScheduleDecl *> &schedules,
+                 DiagnosticEngine &diagnostics) {
+  unsigned errorsBefore = diagnostics.errorCount();
+  // Dimensions named by guards must be runtime dimensions of the fusion.
+  std::set<std::string> dims;
+  for (const ast::ScheduleDecl *decl : schedules)
+    for (const ast::SizeCondition &c : decl->when) {
+      std::optional<ir::DimId> dim = fusion.findDim(c.dim.text);
+      if (!dim) {
+        std::vector<std::string> names;
+        for (const ir::Dim &d : fusion.dims)
+          names.push_back(d.name);
+        diagnostics.report(DiagId::UnknownDim, c.dim.range, c.dim.text, llvm::join(names, ", "));
+        continue;
+      }
+      dims.insert(c.dim.text);
+    }
+  if (diagnostics.errorCount() != errorsBefore)
+    return false;
+  // Candidate sizes: 1 and every bound with its neighbours; between them nothing changes.
+  std::map<std::string, std::vector<int64_t>> candidates;
+  for (const std::string &dim : dims)
+    candidates[dim] = {1};
+  for (const ast::ScheduleDecl *decl : schedules)
+    for (const ast::SizeCondition &c : decl->when)
+      for (int64_t v : {c.bound.value - 1, c.bound.value, c.bound.value + 1})
+        if (v >= 1)
+          candidates[c.dim.text].push_back(v);
+  for (auto &[dim, values] : candidates) {
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+  }
+  // Walk the grid of candidates (small: a few dimensions, a few bounds each).
+  std::vector<std::string> names(dims.begin(), dims.end());
+  std::vector<size_t> index(names.size(), 0);
+  std::set<std::pair<const ast::ScheduleDecl *, const ast::ScheduleDecl *>> overlapReported;
+  bool uncoveredReported = false;
+  size_t steps = 0;
+  for (;;) {
+    std::map<std::string, int64_t> point;
+    for (size_t i = 0; i < names.size(); ++i)
+      point[names[i]] = candidates[names[i]][index[i]];
+    std::vector<const ast::ScheduleDecl *> applying;
+    for (const ast::ScheduleDecl *decl : schedules)
+      if (satisfies(*decl, point))
+        applying.push_back(decl);
+    // A guarded schedule takes precedence over the unguarded one, so only two guarded
+    // schedules (or two unguarded ones) conflict.
+    for (size_t a = 0; a < applying.size(); ++a)
+      for (size_t b = a + 1; b < applying.size(); ++b) {
+        if (applying[a]->when.empty() != applying[b]->when.empty())
+          continue;
+        if (overlapReported.insert({applying[a], applying[b]}).second)
+          diagnostics.report(DiagId::WhenOverlap, applying[b]->fusion.range, fusion.name,
+                             describePoint(point))
+              .note(DiagId::NoteDirective, applying[a]->fusion.range, "the other schedule is here");
+      }
+    if (applying.empty() && !uncoveredReported) {
+      uncoveredReported = true;
+      diagnostics.report(DiagId::WhenUncovered, schedules.back()->fusion.range, fusion.name,
+                         describePoint(point));
+    }
+    size_t i = 0;
+    while (i < names.size() && ++index[i] == candidates[names[i]].size()) {
+      index[i] = 0;
+      ++i;
+    }
+    if (i == names.size() || ++steps > 100000)
+      break;
+  }
+  return diagnostics.errorCount() == errorsBefore;
+}
+
+} // namespace fsl

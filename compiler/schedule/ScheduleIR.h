@@ -1,0 +1,114 @@
+// ScheduleIR.h — how a fusion runs: per-tensor loop nests and placement decisions.
+//
+// Every tensor of the fusion (inputs, named values, reductions, outputs) has a loop
+// nest derived from its named dimensions by the schedule's split / merge / reorder
+// directives, each loop carrying a parallel type and annotations. Directives act on
+// loops by name, so a transform of H reaches every tensor that has H (propagation by
+// name). Placement (compute_at, compute_with, inline), memory (persistent, cache), kernel
+// attributes and the declarative matrix-product record complete it. Text directives,
+// the heuristics and the printer all produce or read this one structure.
+#pragma once
+
+#include "ast/AST.h"
+#include "ir/FusionIR.h"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace fsl::sched {
+
+enum class Parallel { Serial, BIDx, BIDy, BIDz, TIDx, TIDy, TIDz };
+llvm::StringRef parallelName(Parallel parallel);
+bool isBlockIndex(Parallel parallel);  // BIDx..BIDz
+bool isThreadIndex(Parallel parallel); // TIDx..TIDz
+Parallel fromAst(ast::ParallelType type);
+
+/// A loop extent: a number when static, otherwise an expression over runtime sizes.
+struct Extent {
+  std::optional<int64_t> value;
+  std::string text;
+  static Extent of(int64_t value) { return {value, std::to_string(value)}; }
+  static Extent symbol(std::string text) { return {std::nullopt, std::move(text)}; }
+  bool isStatic() const { return value.has_value(); }
+};
+
+struct Loop {
+  std::string name;
+  Extent extent;
+  bool isReduction = false;
+  Parallel parallel = Parallel::Serial;
+  bool vectorized = false;
+  bool unswitched = false;
+  bool unrolled = false;
+  std::optional<int64_t> unrollFactor; // none with unrolled: fully
+  std::vector<ir::DimId> roots;        // the fusion dimensions it iterates over
+  /// The innermost piece of the tensor's contiguous dimension: a vector of it reads
+  /// consecutive addresses.
+  bool contiguous = false;
+  /// Every split on its way divides its extent: no remainder iterations.
+  bool exact = true;
+  // Where its annotations came from, for diagnostics.
+  const ast::Directive *parallelizedBy = nullptr;
+  const ast::Directive *vectorizedBy = nullptr;
+  const ast::Directive *unrolledBy = nullptr;
+};
+
+struct TensorSchedule {
+  std::string name;
+  const ir::Value *value = nullptr;
+  ir::DType dtype = ir::DType::F32;
+  bool isInput = false;
+  bool isOutput = false;
+  std::vector<std::string> aliases; // output names that are this tensor
+  std::vector<Loop> loops;           // outermost first
+  std::vector<unsigned> producers, consumers;
+  /// A value kept across a reduction that consumes it (a persistent buffer candidate).
+  bool isPersistentBuffer = false;
+  // Placement and memory, with the directives that set them.
+  std::optional<size_t> computeAtPosition; // loops [0, position] are shared with the consumer
+  const ast::Directive *computeAtBy = nullptr;
+  const ast::Directive *computeWithBy = nullptr;
+  std::optional<ast::MemoryKind> persistent;
+  const ast::Directive *persistentBy = nullptr;
+  std::optional<ast::MemoryKind> cache;
+  const ast::Directive *cacheBy = nullptr;
+  const ast::Directive *rfactorBy = nullptr;
+  const ast::Directive *inlinedBy = nullptr;
+
+  int findLoop(llvm::StringRef loopName) const;
+};
+
+/// The declarative matrix-product schedule (the fields nvFuser's MatmulParams has).
+struct MatmulSchedule {
+  const ast::MmaDirective *mma = nullptr;
+  const ast::PipelineDirective *pipeline = nullptr;
+  const ast::WarpSpecializeDirective *warpSpecialize = nullptr;
+  std::vector<const ast::TilesDirective *> tiles;
+  const ast::ClusterDirective *cluster = nullptr;
+  const ast::EpilogueDirective *epilogue = nullptr;
+  bool any() const {
+    return mma || pipeline || warpSpecialize || !tiles.empty() || cluster || epilogue;
+  }
+};
+
+struct Schedule {
+  const ast::ScheduleDecl *decl = nullptr;
+  const ir::Fusion *fusion = nullptr;
+  std::vector<TensorSchedule> tensors;
+  const ast::LaunchBoundsDirective *launchBounds = nullptr;
+  const ast::MaxRRegCountDirective *maxRRegCount = nullptr;
+  const ast::PdlDirective *pdl = nullptr;
+  MatmulSchedule matmul;
+  /// A derived-extent note per directive, printed by --emit=schedule.
+  std::map<const ast::Directive *, std::string> notes;
+
+  int findTensor(llvm::StringRef name) const;
+};
+
+/// Loop names of a tensor, for messages: "T, Hp, Hx, Hv".
+std::string loopNames(const TensorSchedule &tensor);
+
+} // namespace fsl::sched
