@@ -45,7 +45,15 @@ void printResolved(const Schedule &schedule, llvm::raw_ostream &out) {
   const ir::Fusion &fusion = *schedule.fusion;
   out << "schedule " << fusion.name << guardText(*schedule.decl) << "\n";
   for (const TensorSchedule &tensor : schedule.tensors) {
+    // Inputs and outputs show their memory layout; other values the fusion's order.
     std::vector<ir::DimId> dims = tensor.value->dims;
+    if (tensor.isInput)
+      dims = fusion.params[tensor.value->paramIndex].dims;
+    for (const ir::Output &output : fusion.outputs)
+      if (output.value == tensor.value && !tensor.isInput) {
+        dims = output.dims;
+        break;
+      }
     out << "  tensor " << tensor.name;
     for (const std::string &alias : tensor.aliases)
       out << " (= " << alias << ")";

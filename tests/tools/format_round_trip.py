@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Checks `fslc --emit=format` on every .fsl file of the repository.
+"""Checks `fslc --emit=format` and `--emit=schedule` on every .fsl file of the repository.
 
-- Printing, re-parsing and printing again gives the same text.
+- Printing, re-parsing and printing again gives the same text, for both.
 - Examples and stdlib files are already in canonical form (like `gofmt -l`).
 - A file that does not parse must be a negative test (`expected-error`, or `RUN: not %fslc`).
 
@@ -15,6 +15,23 @@ import sys
 SKIP_DIRS = {"build", "node_modules", ".git", "out"}
 CANONICAL_DIRS = ("examples", "stdlib")
 
+
+
+def schedule_round_trips(fslc, path):
+    """--emit=schedule twice gives the same text (files that do not check are skipped)."""
+    first = subprocess.run([fslc, "--emit=schedule", "--diagnostics-color=never", str(path)],
+                           capture_output=True, timeout=60)
+    if first.returncode != 0:
+        return True
+    # Next to the original, so that relative imports still resolve.
+    printed = pathlib.Path(path.parent) / (".roundtrip-" + path.name)
+    try:
+        printed.write_bytes(first.stdout)
+        second = subprocess.run([fslc, "--emit=schedule", "--diagnostics-color=never",
+                                 str(printed)], capture_output=True, timeout=60)
+    finally:
+        printed.unlink()
+    return second.returncode == 0 and second.stdout == first.stdout
 
 
 def main():
@@ -41,6 +58,9 @@ def main():
         pathlib.Path(printed_path).unlink()
         if second.returncode != 0 or second.stdout != first.stdout:
             failures.append(f"{rel}: printing the printed text changes it")
+            continue
+        if not schedule_round_trips(fslc, path):
+            failures.append(f"{rel}: --emit=schedule of the printed schedule differs")
             continue
         if rel.parts[0] in CANONICAL_DIRS and first.stdout != path.read_bytes():
             failures.append(f"{rel}: not in canonical form; run fslc --emit=format -o on it")
