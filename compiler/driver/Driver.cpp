@@ -5,7 +5,10 @@
 #include "ast/Dumper.h"
 #include "ast/Printer.h"
 #include "check/Checker.h"
+#include "codegen/CudaCodegen.h"
 #include "driver/Config.h"
+#include "driver/Simulate.h"
+#include "lower/Lower.h"
 #include "driver/Evaluate.h"
 #include "driver/Verify.h"
 #include "ir/Printer.h"
@@ -48,6 +51,7 @@ struct Unit {
   std::unique_ptr<ast::File> file;     // when only parsed (format, ast)
   std::unique_ptr<Program> program;    // after sema
   std::vector<std::unique_ptr<sched::Schedule>> schedules; // explicit schedules, checked
+  std::vector<std::unique_ptr<kir::Kernel>> kernels;       // lowered, when asked for
   std::set<std::string> staticDimNames;
   bool failed = false;
 };
@@ -181,7 +185,41 @@ private:
   bool needsSemantics() const {
     return options_.verify || options_.emit == EmitKind::Check ||
            options_.emit == EmitKind::FusionIR || options_.emit == EmitKind::Schedule ||
-           !options_.evaluateSizes.empty();
+           needsKernels() || !options_.evaluateSizes.empty();
+  }
+
+  bool needsKernels() const {
+    return options_.emit == EmitKind::KernelIR || options_.emit == EmitKind::Cuda ||
+           !options_.simulateSizes.empty();
+  }
+
+  /// The kernels of one fusion, guarded variants first (the launcher tries them in order).
+  std::vector<const kir::Kernel *> kernelsOf(const Unit &unit, const ir::Fusion &fusion) const {
+    std::vector<const kir::Kernel *> guarded, fallback;
+    for (const auto &kernel : unit.kernels)
+      if (kernel->fusion == &fusion)
+        (kernel->schedule->decl->when.empty() ? fallback : guarded).push_back(kernel.get());
+    guarded.insert(guarded.end(), fallback.begin(), fallback.end());
+    return guarded;
+  }
+
+  /// Lowers every explicit schedule; a fusion without one cannot generate code yet.
+  bool lowerAll(Unit &unit) {
+    unsigned errorsBefore = diagnostics_.errorCount();
+    for (const auto &fusion : unit.program->fusions) {
+      int variant = 0;
+      bool any = false;
+      for (const auto &schedule : unit.schedules) {
+        if (schedule->fusion != fusion.get())
+          continue;
+        any = true;
+        if (auto kernel = lowerSchedule(*schedule, fusion->name + "_v" + std::to_string(variant++), diagnostics_))
+          unit.kernels.push_back(std::move(kernel));
+      }
+      if (!any)
+        diagnostics_.report(DiagId::NeedsExplicitSchedule, fusion->range, fusion->name);
+    }
+    return diagnostics_.errorCount() == errorsBefore;
   }
 
   Unit frontEnd(const std::string &path, int &code) {
@@ -279,6 +317,8 @@ private:
   }
 
   int emit(Unit &unit) {
+    if (needsKernels() && !lowerAll(unit))
+      return kExitDiagnostics;
     std::string result;
     llvm::raw_string_ostream stream(result);
     const char *extension = "";
@@ -317,6 +357,27 @@ private:
         extension = ".fsl";
       }
       break;
+    case EmitKind::KernelIR:
+      for (size_t i = 0; i < unit.kernels.size(); ++i) {
+        if (i != 0)
+          stream << '\n';
+        kir::printKernel(*unit.kernels[i], stream);
+      }
+      extension = ".kernel-ir";
+      break;
+    case EmitKind::Cuda:
+      return emitCuda(unit);
+    }
+    if (!options_.simulateSizes.empty()) {
+      for (const auto &fusion : unit.program->fusions) {
+        if (!result.empty())
+          stream << '\n';
+        if (!simulateAndCompare(*fusion, kernelsOf(unit, *fusion), options_.simulateSizes, options_.seed,
+                                diagnostics_, stream)) {
+          out_ << result;
+          return kExitDiagnostics;
+        }
+      }
     }
     if (!options_.evaluateSizes.empty() && unit.program) {
       for (const auto &fusion : unit.program->fusions) {
@@ -341,9 +402,33 @@ private:
     return writeOutput(unit.path, extension, result);
   }
 
+  /// <fusion>.cu and <fusion>.h per fusion: into -o DIR, or to standard output.
+  int emitCuda(Unit &unit) {
+    for (const auto &fusion : unit.program->fusions) {
+      codegen::GeneratedSources sources =
+          codegen::generateCuda(*fusion, kernelsOf(unit, *fusion), unit.path);
+      if (settings_.outputDir.empty()) {
+        out_ << "// ---- " << fusion->name << ".h\n" << sources.header << "\n// ---- " << fusion->name
+             << ".cu\n" << sources.source;
+        continue;
+      }
+      int code = writeNamed(fusion->name + ".h", sources.header);
+      if (code == kExitSuccess)
+        code = writeNamed(fusion->name + ".cu", sources.source);
+      if (code != kExitSuccess)
+        return code;
+    }
+    out_.flush();
+    return kExitSuccess;
+  }
+
   int writeOutput(const std::string &inputPath, llvm::StringRef extension, llvm::StringRef contents) {
+    return writeNamed((llvm::sys::path::stem(inputPath) + extension).str(), contents);
+  }
+
+  int writeNamed(const std::string &fileName, llvm::StringRef contents) {
     llvm::SmallString<256> outputPath(settings_.outputDir);
-    llvm::sys::path::append(outputPath, llvm::sys::path::stem(inputPath) + extension);
+    llvm::sys::path::append(outputPath, fileName);
     if (std::error_code error = llvm::sys::fs::create_directories(settings_.outputDir)) {
       diagnostics_.report(DiagId::OutputNotWritable, llvm::SMRange(), settings_.outputDir,
                           error.message());

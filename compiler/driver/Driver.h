@@ -15,7 +15,7 @@ class raw_ostream;
 
 namespace fsl {
 
-enum class EmitKind { Check, Format, AST, FusionIR, Schedule };
+enum class EmitKind { Check, Format, AST, FusionIR, Schedule, KernelIR, Cuda };
 enum class DiagnosticsFormat { Text, Json };
 enum class ColorMode { Auto, Always, Never };
 
@@ -28,7 +28,8 @@ struct DriverOptions {
   std::string configPath;
   std::string stdlibDir;            // empty: the stdlib of this source tree
   std::string evaluateSizes;        // --evaluate: NAME=VALUE,... (sizes and scalars)
-  uint64_t seed = 0;                // random inputs of --evaluate
+  std::string simulateSizes;        // --simulate: NAME=VALUE,... (sizes and scalars)
+  uint64_t seed = 0;                // random inputs of --evaluate and --simulate
   EmitKind emit = EmitKind::Check;
   DiagnosticsFormat diagnosticsFormat = DiagnosticsFormat::Text;
   ColorMode color = ColorMode::Auto;

@@ -41,9 +41,10 @@ std::string number(double value) {
 
 } // namespace
 
-bool evaluateAndSummarize(const ir::Fusion &fusion, const std::string &assignments, uint64_t seed,
-                          const std::vector<const ir::Fusion *> &otherFusions,
-                          DiagnosticEngine &diagnostics, llvm::raw_ostream &out) {
+bool makeEvaluationRequest(const ir::Fusion &fusion, const std::string &assignments, uint64_t seed,
+                           const std::vector<const ir::Fusion *> &otherFusions,
+                           DiagnosticEngine &diagnostics, llvm::raw_ostream &out,
+                           eval::EvalRequest &request) {
   auto belongsToOther = [&](const std::string &name) {
     for (const ir::Fusion *other : otherFusions) {
       if (other->findDim(name))
@@ -58,7 +59,7 @@ bool evaluateAndSummarize(const ir::Fusion &fusion, const std::string &assignmen
     diagnostics.report(DiagId::InvalidEvaluateArgument, llvm::SMRange(), message);
     return false;
   };
-  eval::EvalRequest request;
+  request = eval::EvalRequest();
   std::map<std::string, double> scalars;
   llvm::SmallVector<llvm::StringRef, 8> items;
   llvm::StringRef(assignments).split(items, ',', -1, /*KeepEmpty=*/false);
@@ -134,6 +135,19 @@ bool evaluateAndSummarize(const ir::Fusion &fusion, const std::string &assignmen
         << distribution << "\n";
     request.params.push_back(std::move(data));
   }
+  return true;
+}
+
+bool evaluateAndSummarize(const ir::Fusion &fusion, const std::string &assignments, uint64_t seed,
+                          const std::vector<const ir::Fusion *> &otherFusions,
+                          DiagnosticEngine &diagnostics, llvm::raw_ostream &out) {
+  auto fail = [&](const std::string &message) {
+    diagnostics.report(DiagId::InvalidEvaluateArgument, llvm::SMRange(), message);
+    return false;
+  };
+  eval::EvalRequest request;
+  if (!makeEvaluationRequest(fusion, assignments, seed, otherFusions, diagnostics, out, request))
+    return false;
 
   llvm::Expected<eval::EvalResult> result = eval::evaluate(fusion, request);
   if (!result)

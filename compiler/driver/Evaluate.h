@@ -6,6 +6,7 @@
 // Prints one line per input and a summary (min, max, mean, first values) per output.
 #pragma once
 
+#include "eval/Evaluator.h"
 #include "ir/FusionIR.h"
 
 #include <cstdint>
@@ -19,6 +20,13 @@ class raw_ostream;
 namespace fsl {
 
 class DiagnosticEngine;
+
+/// Parses `assignments` and makes the seeded random inputs, printing one line per input
+/// to `out`. Returns false after reporting `invalid-evaluate-argument`.
+bool makeEvaluationRequest(const ir::Fusion &fusion, const std::string &assignments, uint64_t seed,
+                           const std::vector<const ir::Fusion *> &otherFusions,
+                           DiagnosticEngine &diagnostics, llvm::raw_ostream &out,
+                           eval::EvalRequest &request);
 
 /// Returns false after reporting `invalid-evaluate-argument`. Names in `assignments`
 /// that belong to `otherFusions` only (a file with several fusions) are ignored.

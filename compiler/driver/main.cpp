@@ -30,6 +30,10 @@ cl::opt<std::string> evaluateSizes(
     "evaluate",
     cl::desc("Run the float64 reference on random inputs: sizes and scalars, as T=4,eps=1e-5"),
     cl::value_desc("NAME=VALUE,..."), cl::cat(category));
+cl::opt<std::string> simulateSizes(
+    "simulate",
+    cl::desc("Run the kernels on the CPU simulator and compare with the float64 reference"),
+    cl::value_desc("NAME=VALUE,..."), cl::cat(category));
 cl::opt<uint64_t> seed("seed", cl::desc("Seed of --evaluate's random inputs (default 0)"),
                        cl::init(0), cl::cat(category));
 cl::opt<std::string> configPath("config", cl::desc("Read project settings from an fsl.toml file"),
@@ -41,7 +45,10 @@ cl::opt<fsl::EmitKind> emit(
                clEnumValN(fsl::EmitKind::AST, "ast", "The syntax tree with source ranges"),
                clEnumValN(fsl::EmitKind::FusionIR, "fusion-ir", "The checked Fusion IR"),
                clEnumValN(fsl::EmitKind::Schedule, "schedule",
-                          "The file with derived extents noted on each directive")),
+                          "The file with derived extents noted on each directive"),
+               clEnumValN(fsl::EmitKind::KernelIR, "kernel-ir", "The lowered kernels"),
+               clEnumValN(fsl::EmitKind::Cuda, "cuda",
+                          "CUDA kernels, launcher and header (<fusion>.cu, <fusion>.h)")),
     cl::cat(category));
 cl::opt<fsl::DiagnosticsFormat> diagnosticsFormat(
     "diagnostics-format", cl::desc("How diagnostics are written to standard error"),
@@ -109,6 +116,7 @@ int main(int argc, char **argv) {
   options.configPath = configPath;
   options.stdlibDir = stdlibDir;
   options.evaluateSizes = evaluateSizes;
+  options.simulateSizes = simulateSizes;
   options.seed = seed;
   options.emit = emit;
   options.diagnosticsFormat = diagnosticsFormat;

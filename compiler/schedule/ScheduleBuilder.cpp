@@ -22,8 +22,9 @@ bool isTensorValue(const ir::Fusion &fusion, const ir::Value &value) {
   return false;
 }
 
-Extent rootExtent(const ir::Dim &dim) {
-  return dim.staticExtent ? Extent::of(*dim.staticExtent) : Extent::symbol(dim.name);
+Extent rootExtent(const ir::Fusion &fusion, ir::DimId dim) {
+  const ir::Dim &d = fusion.dims[dim];
+  return d.staticExtent ? Extent::of(*d.staticExtent) : Extent::ofDim(dim, d.name);
 }
 
 } // namespace
@@ -73,7 +74,7 @@ std::vector<TensorSchedule> rootTensors(const ir::Fusion &fusion) {
       ir::DimId dim = layout[i];
       Loop loop;
       loop.name = fusion.dims[dim].name;
-      loop.extent = rootExtent(fusion.dims[dim]);
+      loop.extent = rootExtent(fusion, dim);
       loop.isReduction = std::count(value.reduced.begin(), value.reduced.end(), dim) != 0;
       loop.roots = {dim};
       loop.contiguous = i + 1 == layout.size();
@@ -223,11 +224,6 @@ private:
     return false;
   }
 
-  static Extent ceilDiv(const Extent &extent, int64_t factor) {
-    if (extent.isStatic())
-      return Extent::of((*extent.value + factor - 1) / factor);
-    return Extent::symbol("ceilDiv(" + extent.text + ", " + std::to_string(factor) + ")");
-  }
 
   void note(const ast::Directive &directive, const std::string &text) {
     if (!schedule_->notes.count(&directive))
@@ -362,11 +358,13 @@ private:
       bool divides = original.extent.isStatic() && *original.extent.value % factor == 0;
       if (d.factorIsOuter) {
         outer.extent = Extent::of(factor);
-        inner.extent = ceilDiv(original.extent, factor);
+        inner.extent = Extent::ceilDiv(original.extent, factor);
       } else {
         inner.extent = Extent::of(factor);
-        outer.extent = ceilDiv(original.extent, factor);
+        outer.extent = Extent::ceilDiv(original.extent, factor);
       }
+      inner.stride = original.stride;
+      outer.stride = Extent::mul(original.stride, inner.extent);
       outer.exact = inner.exact = original.exact && (divides || factor == 1);
       tensor.loops[position] = outer;
       tensor.loops.insert(tensor.loops.begin() + position + 1, inner);
@@ -408,9 +406,8 @@ private:
       }
       Loop result = first;
       result.name = d.result.text;
-      result.extent = first.extent.isStatic() && second.extent.isStatic()
-                          ? Extent::of(*first.extent.value * *second.extent.value)
-                          : Extent::symbol(first.extent.text + "*" + second.extent.text);
+      result.extent = Extent::mul(first.extent, second.extent);
+      result.stride = second.stride;
       result.roots.insert(result.roots.end(), second.roots.begin(), second.roots.end());
       result.contiguous = second.contiguous && b == a + 1;
       result.exact = first.exact && second.exact;

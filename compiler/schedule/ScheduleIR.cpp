@@ -3,6 +3,61 @@
 
 namespace fsl::sched {
 
+int64_t SizeExpr::evaluate(const std::vector<int64_t> &extents) const {
+  switch (kind) {
+  case Kind::Const:
+    return value;
+  case Kind::Dim:
+    return extents.at(dim);
+  case Kind::CeilDiv: {
+    int64_t n = lhs->evaluate(extents);
+    return (n + value - 1) / value;
+  }
+  case Kind::Mul:
+    return lhs->evaluate(extents) * rhs->evaluate(extents);
+  }
+  return 0;
+}
+
+Extent Extent::of(int64_t value) {
+  auto expr = std::make_shared<SizeExpr>();
+  expr->value = value;
+  return {value, std::to_string(value), expr};
+}
+
+Extent Extent::ofDim(ir::DimId dim, const std::string &name) {
+  auto expr = std::make_shared<SizeExpr>();
+  expr->kind = SizeExpr::Kind::Dim;
+  expr->dim = dim;
+  return {std::nullopt, name, expr};
+}
+
+Extent Extent::ceilDiv(const Extent &extent, int64_t divisor) {
+  if (extent.isStatic())
+    return of((*extent.value + divisor - 1) / divisor);
+  if (divisor == 1)
+    return extent;
+  auto expr = std::make_shared<SizeExpr>();
+  expr->kind = SizeExpr::Kind::CeilDiv;
+  expr->lhs = extent.expr;
+  expr->value = divisor;
+  return {std::nullopt, "ceilDiv(" + extent.text + ", " + std::to_string(divisor) + ")", expr};
+}
+
+Extent Extent::mul(const Extent &a, const Extent &b) {
+  if (a.isStatic() && b.isStatic())
+    return of(*a.value * *b.value);
+  if (a.isStatic() && *a.value == 1)
+    return b;
+  if (b.isStatic() && *b.value == 1)
+    return a;
+  auto expr = std::make_shared<SizeExpr>();
+  expr->kind = SizeExpr::Kind::Mul;
+  expr->lhs = a.expr;
+  expr->rhs = b.expr;
+  return {std::nullopt, a.text + "*" + b.text, expr};
+}
+
 llvm::StringRef parallelName(Parallel parallel) {
   switch (parallel) {
   case Parallel::Serial:

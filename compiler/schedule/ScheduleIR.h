@@ -13,6 +13,7 @@
 #include "ir/FusionIR.h"
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -26,12 +27,27 @@ bool isBlockIndex(Parallel parallel);  // BIDx..BIDz
 bool isThreadIndex(Parallel parallel); // TIDx..TIDz
 Parallel fromAst(ast::ParallelType type);
 
+/// An extent as an expression over the fusion's dimension sizes.
+struct SizeExpr {
+  enum class Kind { Const, Dim, CeilDiv, Mul };
+  Kind kind = Kind::Const;
+  int64_t value = 0;   // Const; the divisor of CeilDiv
+  ir::DimId dim = 0;   // Dim
+  std::shared_ptr<const SizeExpr> lhs, rhs;
+  /// Its value for the given extent of every fusion dimension.
+  int64_t evaluate(const std::vector<int64_t> &extents) const;
+};
+using SizeExprPtr = std::shared_ptr<const SizeExpr>;
+
 /// A loop extent: a number when static, otherwise an expression over runtime sizes.
 struct Extent {
   std::optional<int64_t> value;
   std::string text;
-  static Extent of(int64_t value) { return {value, std::to_string(value)}; }
-  static Extent symbol(std::string text) { return {std::nullopt, std::move(text)}; }
+  SizeExprPtr expr;
+  static Extent of(int64_t value);
+  static Extent ofDim(ir::DimId dim, const std::string &name);
+  static Extent ceilDiv(const Extent &extent, int64_t divisor);
+  static Extent mul(const Extent &a, const Extent &b);
   bool isStatic() const { return value.has_value(); }
 };
 
@@ -45,6 +61,8 @@ struct Loop {
   bool unrolled = false;
   std::optional<int64_t> unrollFactor; // none with unrolled: fully
   std::vector<ir::DimId> roots;        // the fusion dimensions it iterates over
+  /// How far one step of this loop moves along its root dimension (splits only).
+  Extent stride = Extent::of(1);
   /// The innermost piece of the tensor's contiguous dimension: a vector of it reads
   /// consecutive addresses.
   bool contiguous = false;

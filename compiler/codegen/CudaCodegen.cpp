@@ -1,0 +1,714 @@
+// CudaCodegen.cpp — kernels, launcher and header as text.
+#include "codegen/CudaCodegen.h"
+
+#include "ir/Printer.h"
+
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/FormatVariadic.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <cmath>
+#include <functional>
+#include <set>
+
+namespace fsl::codegen {
+namespace {
+
+using sched::Parallel;
+
+const char *cType(ir::DType type) {
+  switch (type) {
+  case ir::DType::Bool:
+    return "bool";
+  case ir::DType::I32:
+    return "int32_t";
+  case ir::DType::I64:
+    return "int64_t";
+  case ir::DType::F64:
+    return "double";
+  default:
+    return "float"; // f32, and bf16 / f16 values held in f32 registers
+  }
+}
+
+const char *memoryType(ir::DType type) {
+  switch (type) {
+  case ir::DType::BF16:
+    return "__nv_bfloat16";
+  case ir::DType::F16:
+    return "__half";
+  default:
+    return cType(type);
+  }
+}
+
+const char *runtimeDType(ir::DType type) {
+  switch (type) {
+  case ir::DType::Bool:
+    return "FSL_BOOL";
+  case ir::DType::I32:
+    return "FSL_I32";
+  case ir::DType::I64:
+    return "FSL_I64";
+  case ir::DType::F16:
+    return "FSL_F16";
+  case ir::DType::BF16:
+    return "FSL_BF16";
+  case ir::DType::F32:
+    return "FSL_F32";
+  case ir::DType::F64:
+    return "FSL_F64";
+  }
+  return "FSL_F32";
+}
+
+/// Reads element `index` of a pointer of `type` as a register value.
+std::string loadExpr(ir::DType type, const std::string &pointer, const std::string &index) {
+  if (type == ir::DType::BF16)
+    return "__bfloat162float(" + pointer + "[" + index + "])";
+  if (type == ir::DType::F16)
+    return "__half2float(" + pointer + "[" + index + "])";
+  return pointer + "[" + index + "]";
+}
+
+std::string storeValue(ir::DType type, const std::string &value) {
+  if (type == ir::DType::BF16)
+    return "__float2bfloat16_rn(" + value + ")";
+  if (type == ir::DType::F16)
+    return "__float2half_rn(" + value + ")";
+  return "(" + std::string(cType(type)) + ")(" + value + ")";
+}
+
+std::string literal(double value, ir::DType type) {
+  if (std::isinf(value))
+    return value > 0 ? "INFINITY" : "-INFINITY";
+  if (type == ir::DType::Bool)
+    return value != 0 ? "true" : "false";
+  if (ir::isInteger(type))
+    return llvm::formatv("{0}", static_cast<int64_t>(value)).str() + (type == ir::DType::I64 ? "LL" : "");
+  std::string text = llvm::formatv("{0:e9}", value).str();
+  return type == ir::DType::F64 ? text : text + "f";
+}
+
+class KernelWriter {
+public:
+  KernelWriter(const kir::Kernel &kernel, llvm::raw_ostream &out) : k_(kernel), f_(*kernel.fusion), out_(out) {}
+
+  void write() {
+    writeSignature();
+    out_ << " {\n";
+    writeIndices();
+    if (!k_.persistent.empty())
+      for (unsigned id : k_.persistent)
+        out_ << "  " << cType(f_.values[id]->dtype) << " " << bufferName(*f_.values[id]) << "["
+             << k_.bufferElements << "];  // persistent " << displayName(*f_.values[id])
+             << " in registers\n";
+    for (size_t p = 0; p < k_.phases.size(); ++p)
+      writePhase(static_cast<int>(p));
+    out_ << "}\n\n";
+  }
+
+  /// The kernel's parameters, shared with the launcher.
+  std::vector<std::string> parameters() const {
+    std::vector<std::string> result;
+    for (const ir::Param &param : f_.params) {
+      if (param.dims.empty()) {
+        result.push_back(std::string(cType(param.dtype)) + " " + param.name);
+        continue;
+      }
+      bool written = false;
+      for (const ir::Output &output : f_.outputs)
+        written |= output.isInout && f_.params[output.paramIndex].name == param.name;
+      result.push_back((written ? "" : "const ") + std::string(memoryType(param.dtype)) + "* " +
+                       (written ? "" : "__restrict__ ") + param.name);
+    }
+    for (const ir::Output &output : f_.outputs)
+      if (!output.isInout)
+        result.push_back(std::string(memoryType(output.dtype)) + "* __restrict__ " + output.name);
+    for (const ir::Dim &dim : f_.dims)
+      if (!dim.staticExtent)
+        result.push_back("int64_t " + dim.name);
+    return result;
+  }
+
+private:
+  std::string displayName(const ir::Value &value) const {
+    return value.name.empty() ? kir::valueName(value) : value.name;
+  }
+  std::string bufferName(const ir::Value &value) const { return kir::valueName(value) + "_buffer"; }
+  std::string accName(const ir::Value &value) const { return kir::valueName(value) + "_acc"; }
+
+  std::string sizeExpr(const sched::SizeExpr &e) const {
+    switch (e.kind) {
+    case sched::SizeExpr::Kind::Const:
+      return std::to_string(e.value);
+    case sched::SizeExpr::Kind::Dim:
+      return f_.dims[e.dim].staticExtent ? std::to_string(*f_.dims[e.dim].staticExtent) : f_.dims[e.dim].name;
+    case sched::SizeExpr::Kind::CeilDiv:
+      return "((" + sizeExpr(*e.lhs) + " + " + std::to_string(e.value - 1) + ") / " + std::to_string(e.value) + ")";
+    case sched::SizeExpr::Kind::Mul:
+      return "(" + sizeExpr(*e.lhs) + " * " + sizeExpr(*e.rhs) + ")";
+    }
+    return "0";
+  }
+
+  std::string dimExtent(ir::DimId dim) const {
+    return f_.dims[dim].staticExtent ? std::to_string(*f_.dims[dim].staticExtent) : f_.dims[dim].name;
+  }
+
+  void writeSignature() {
+    std::optional<int64_t> threads = k_.staticThreads();
+    out_ << "// " << k_.name << ": schedule of " << f_.name;
+    if (!k_.schedule->decl->when.empty()) {
+      std::vector<std::string> guards;
+      for (const ast::SizeCondition &c : k_.schedule->decl->when)
+        guards.push_back(c.dim.text + " " + ast::binaryOpSpelling(c.op).str() + " " + std::to_string(c.bound.value));
+      out_ << " when " << llvm::join(guards, " && ");
+    }
+    out_ << "\n__global__ void";
+    if (threads)
+      out_ << " __launch_bounds__("
+           << (k_.schedule->launchBounds ? k_.schedule->launchBounds->value.value : *threads) << ")";
+    out_ << " " << k_.name << "(\n    " << llvm::join(parameters(), ",\n    ") << ")";
+  }
+
+  /// Loop index variables get a suffix: a loop may be named like a runtime size (T).
+  static std::string var(const kir::KernelLoop &loop) { return loop.name + "_i"; }
+
+  void writeIndices() {
+    static const char *axes[] = {"x", "y", "z"};
+    for (size_t i = 0; i < k_.loops.size(); ++i) {
+      const kir::KernelLoop &loop = k_.loops[i];
+      if (loop.parallel == Parallel::Serial)
+        continue;
+      bool block = sched::isBlockIndex(loop.parallel);
+      int axis = static_cast<int>(loop.parallel) - (block ? static_cast<int>(Parallel::BIDx)
+                                                          : static_cast<int>(Parallel::TIDx));
+      out_ << "  const int64_t " << var(loop) << " = " << (block ? "blockIdx." : "threadIdx.")
+           << axes[axis] << ";  // parallelize " << loop.name << " -> "
+           << sched::parallelName(loop.parallel) << ", extent " << loop.extent.text << "\n";
+    }
+  }
+
+  /// The root index of `dim` at the current iteration.
+  std::string rootIndex(ir::DimId dim, bool vectorLaneZero) const {
+    std::vector<std::string> terms;
+    for (size_t i = 0; i < k_.loops.size(); ++i) {
+      const kir::KernelLoop &loop = k_.loops[i];
+      if (loop.root != dim)
+        continue;
+      if (vectorLaneZero && static_cast<int>(i) == k_.vectorLoop)
+        continue;
+      std::string stride = sizeExpr(*loop.stride.expr);
+      terms.push_back(stride == "1" ? var(loop) : var(loop) + " * " + stride);
+    }
+    return terms.empty() ? "0" : llvm::join(terms, " + ");
+  }
+
+  std::string offsetOf(const std::vector<ir::DimId> &dims, bool vectorLaneZero) const {
+    std::string offset;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      std::string index = "(" + rootIndex(dims[i], vectorLaneZero) + ")";
+      offset = i == 0 ? index : "(" + offset + ") * " + dimExtent(dims[i]) + " + " + index;
+    }
+    return offset.empty() ? "0" : offset;
+  }
+
+  std::string predicate(bool vectorLaneZero) const {
+    std::vector<std::string> conditions;
+    for (ir::DimId root : k_.inexactRoots)
+      conditions.push_back("(" + rootIndex(root, vectorLaneZero) + ") < " + dimExtent(root));
+    return llvm::join(conditions, " && ");
+  }
+
+  std::string opExpr(const ir::Value &value, const std::vector<std::string> &a) const {
+    bool f64 = value.dtype == ir::DType::F64;
+    auto fn = [&](const char *name) { return std::string(name) + (f64 ? "" : "f") + "(" + a[0] + ")"; };
+    switch (value.op) {
+    case ir::Op::Neg: return "-" + a[0];
+    case ir::Op::Not: return "!" + a[0];
+    case ir::Op::Exp: return fn("exp");
+    case ir::Op::Log: return fn("log");
+    case ir::Op::Sqrt: return fn("sqrt");
+    case ir::Op::Rsqrt: return fn("rsqrt");
+    case ir::Op::Tanh: return fn("tanh");
+    case ir::Op::Erf: return fn("erf");
+    case ir::Op::Abs: return ir::isFloat(value.dtype) ? fn("fabs") : "abs(" + a[0] + ")";
+    case ir::Op::Sigmoid: return f64 ? "1.0 / (1.0 + exp(-" + a[0] + "))" : "1.0f / (1.0f + expf(-" + a[0] + "))";
+    case ir::Op::Add: return a[0] + " + " + a[1];
+    case ir::Op::Sub: return a[0] + " - " + a[1];
+    case ir::Op::Mul: return a[0] + " * " + a[1];
+    case ir::Op::Div: return a[0] + " / " + a[1];
+    case ir::Op::Max: return "fsl_max(" + a[0] + ", " + a[1] + ")";
+    case ir::Op::Min: return "fsl_min(" + a[0] + ", " + a[1] + ")";
+    case ir::Op::Pow: return std::string(f64 ? "pow(" : "powf(") + a[0] + ", " + a[1] + ")";
+    case ir::Op::Lt: return a[0] + " < " + a[1];
+    case ir::Op::Le: return a[0] + " <= " + a[1];
+    case ir::Op::Gt: return a[0] + " > " + a[1];
+    case ir::Op::Ge: return a[0] + " >= " + a[1];
+    case ir::Op::Eq: return a[0] + " == " + a[1];
+    case ir::Op::Ne: return a[0] + " != " + a[1];
+    case ir::Op::And: return a[0] + " && " + a[1];
+    case ir::Op::Or: return a[0] + " || " + a[1];
+    case ir::Op::Where: return a[0] + " ? " + a[1] + " : " + a[2];
+    default: return "0";
+    }
+  }
+
+  /// Rounds a computed register value to its type (bf16 and f16 live in f32 registers).
+  std::string rounded(ir::DType type, const std::string &expr) const {
+    if (type == ir::DType::BF16)
+      return "__bfloat162float(__float2bfloat16_rn(" + expr + "))";
+    if (type == ir::DType::F16)
+      return "__half2float(__float2half_rn(" + expr + "))";
+    return expr;
+  }
+
+  bool vectorizedAccess(const std::vector<ir::DimId> &dims) const {
+    return k_.vectorAccessesExact && !dims.empty() && dims.back() == k_.loops[k_.vectorLoop].root;
+  }
+
+  void writePhase(int p) {
+    const kir::Phase &phase = k_.phases[p];
+    std::string indent = "  ";
+    out_ << "\n" << indent << "// Phase " << p;
+    if (p > 0)
+      out_ << ": after the block reductions of phase " << p - 1;
+    out_ << "\n";
+    for (const ir::Value *reduction : phase.reductions) {
+      double init = reduction->op == ir::Op::ReduceMax ? -INFINITY : reduction->op == ir::Op::ReduceMin ? INFINITY : 0;
+      out_ << indent << cType(reduction->dtype) << " " << accName(*reduction) << " = "
+           << literal(init, reduction->dtype) << ";  // " << ir::opName(reduction->op) << " of "
+           << displayName(*reduction) << "\n";
+    }
+    std::vector<int> serial = k_.serialLoops();
+    bool vector = k_.vectorLoop >= 0 && k_.vectorAccessesExact && !serial.empty() && serial.back() == k_.vectorLoop;
+    std::vector<int> outer = serial;
+    if (vector)
+      outer.pop_back();
+    // Index into the persistent buffer: the serial iterations, row-major (as the simulator).
+    std::string linear = "0";
+    for (size_t i = 0; i < serial.size(); ++i) {
+      const kir::KernelLoop &l = k_.loops[serial[i]];
+      linear = i == 0 ? var(l) : "(" + linear + ") * " + sizeExpr(*l.extent.expr) + " + " + var(l);
+    }
+    for (int loop : outer) {
+      const kir::KernelLoop &l = k_.loops[loop];
+      if (l.unrolled)
+        out_ << indent << "#pragma unroll\n";
+      out_ << indent << "for (int64_t " << var(l) << " = 0; " << var(l) << " < " << sizeExpr(*l.extent.expr)
+           << "; ++" << var(l) << ") {  // " << (l.unrolled ? "unroll " : "serial ") << l.name << "\n";
+      indent += "  ";
+    }
+    std::string guard = predicate(vector);
+    if (!guard.empty()) {
+      out_ << indent << "if (" << guard << ") {  // remainder of a non-divisible split\n";
+      indent += "  ";
+    }
+    std::vector<std::string> vectorStores;
+    if (vector) {
+      const kir::KernelLoop &v = k_.loops[k_.vectorLoop];
+      int64_t width = *v.extent.value;
+      // Whole-vector loads before the vector loop.
+      for (const ir::Value *value : phase.values) {
+        if (value->op != ir::Op::Input || k_.phaseOf.at(value->id) > p)
+          continue;
+        if (k_.persistent.count(value->id) && k_.phaseOf.at(value->id) < p)
+          continue;
+        const ir::Param &param = f_.params[value->paramIndex];
+        if (!vectorizedAccess(param.dims))
+          continue;
+        std::string name = kir::valueName(*value) + "_vec";
+        out_ << indent << memoryType(param.dtype) << " " << name << "[" << width << "];  // vectorize "
+             << v.name << ": " << width << " x " << ir::dtypeName(param.dtype) << " = "
+             << width * ir::dtypeBytes(param.dtype) << " bytes\n";
+        out_ << indent << "fsl_load_vector<" << width * ir::dtypeBytes(param.dtype) << ">(" << name << ", "
+             << param.name << " + " << offsetOf(param.dims, true) << ");\n";
+      }
+      for (const ir::Output *output : phase.stores)
+        if (vectorizedAccess(output->dims) && !ir::isReduction(output->value->op)) {
+          std::string name = output->name + "_vec";
+          out_ << indent << memoryType(output->dtype) << " " << name << "[" << width << "];\n";
+          vectorStores.push_back(output->name);
+        }
+      out_ << indent << "#pragma unroll\n";
+      out_ << indent << "for (int64_t " << var(v) << " = 0; " << var(v) << " < " << width << "; ++" << var(v)
+           << ") {  // vectorize " << v.name << "\n";
+      indent += "  ";
+    }
+    // Element body.
+    for (const ir::Value *value : phase.values) {
+      std::string name = kir::valueName(*value);
+      int valuePhase = k_.phaseOf.at(value->id);
+      std::string expr;
+      if (ir::isReduction(value->op) && valuePhase < p) {
+        continue; // the reduced value is a variable of the kernel already
+      } else if (k_.persistent.count(value->id) && valuePhase < p) {
+        expr = bufferName(*value) + "[" + linear + "]";
+      } else if (value->op == ir::Op::Input) {
+        const ir::Param &param = f_.params[value->paramIndex];
+        if (vector && vectorizedAccess(param.dims))
+          expr = loadExpr(param.dtype, name + "_vec", var(k_.loops[k_.vectorLoop]));
+        else
+          expr = loadExpr(param.dtype, param.name, offsetOf(param.dims, false));
+      } else if (value->op == ir::Op::Scalar) {
+        expr = f_.params[value->paramIndex].name;
+      } else if (value->op == ir::Op::Constant) {
+        expr = literal(value->constant, value->dtype);
+      } else if (value->op == ir::Op::Cast) {
+        expr = rounded(value->dtype, "(" + std::string(cType(value->dtype)) + ")(" + kir::valueName(*value->operands[0]) + ")");
+      } else {
+        std::vector<std::string> args;
+        for (const ir::Value *operand : value->operands)
+          args.push_back(kir::valueName(*operand));
+        expr = rounded(value->dtype, opExpr(*value, args));
+      }
+      out_ << indent << "const " << cType(value->dtype) << " " << name << " = " << expr << ";";
+      if (!value->name.empty())
+        out_ << "  // " << value->name;
+      out_ << "\n";
+    }
+    for (const ir::Value *saved : phase.saves)
+      out_ << indent << bufferName(*saved) << "[" << linear << "] = " << kir::valueName(*saved) << ";\n";
+    for (const ir::Value *reduction : phase.reductions) {
+      std::string acc = accName(*reduction), operand = kir::valueName(*reduction->operands[0]);
+      if (reduction->op == ir::Op::ReduceMax)
+        out_ << indent << acc << " = fsl_max(" << acc << ", " << operand << ");\n";
+      else if (reduction->op == ir::Op::ReduceMin)
+        out_ << indent << acc << " = fsl_min(" << acc << ", " << operand << ");\n";
+      else
+        out_ << indent << acc << " += " << operand << ";\n";
+    }
+    for (const ir::Output *output : phase.stores) {
+      std::string value = kir::valueName(*output->value);
+      if (vector && llvm::is_contained(vectorStores, output->name))
+        out_ << indent << output->name << "_vec[" << var(k_.loops[k_.vectorLoop]) << "] = " << storeValue(output->dtype, value) << ";\n";
+      else
+        out_ << indent << outputPointer(*output) << "[" << offsetOf(output->dims, false)
+             << "] = " << storeValue(output->dtype, value) << ";\n";
+    }
+    if (vector) {
+      indent.resize(indent.size() - 2);
+      out_ << indent << "}\n";
+      for (const std::string &name : vectorStores) {
+        const ir::Output *output = nullptr;
+        for (const ir::Output *candidate : phase.stores)
+          if (candidate->name == name)
+            output = candidate;
+        int64_t width = *k_.loops[k_.vectorLoop].extent.value;
+        out_ << indent << "fsl_store_vector<" << width * ir::dtypeBytes(output->dtype) << ">("
+             << outputPointer(*output) << " + " << offsetOf(output->dims, true) << ", " << name << "_vec);\n";
+      }
+    }
+    if (!guard.empty()) {
+      indent.resize(indent.size() - 2);
+      out_ << indent << "}\n";
+    }
+    for (size_t i = 0; i < outer.size(); ++i) {
+      indent.resize(indent.size() - 2);
+      out_ << indent << "}\n";
+    }
+    // Block reductions finish the phase's reductions for every thread.
+    for (const ir::Value *reduction : phase.reductions) {
+      std::string name = kir::valueName(*reduction), acc = accName(*reduction);
+      std::string type = cType(reduction->dtype);
+      std::string total = acc;
+      if (k_.blockReduced.count(reduction->id)) {
+        const char *combine = reduction->op == ir::Op::ReduceMax   ? "FslMax"
+                              : reduction->op == ir::Op::ReduceMin ? "FslMin"
+                                                                   : "FslSum";
+        out_ << "  " << acc << " = fsl_block_reduce_x(" << acc << ", " << combine << "(), reinterpret_cast<"
+             << type << "*>(fsl_shared));  // over threadIdx.x\n";
+      }
+      if (reduction->op == ir::Op::ReduceMean) {
+        std::string count = "1";
+        for (ir::DimId dim : reduction->reduced)
+          count = count == "1" ? dimExtent(dim) : count + " * " + dimExtent(dim);
+        total = acc + " / (" + type + ")(" + count + ")";
+      }
+      out_ << "  const " << type << " " << name << " = " << rounded(reduction->dtype, total) << ";  // "
+           << displayName(*reduction) << "\n";
+    }
+  }
+
+  std::string outputPointer(const ir::Output &output) const {
+    return output.isInout ? f_.params[output.paramIndex].name : output.name;
+  }
+
+  const kir::Kernel &k_;
+  const ir::Fusion &f_;
+  llvm::raw_ostream &out_;
+};
+
+const char *kPreamble = R"(#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+namespace {
+
+// max and min that propagate NaN, like the reference.
+template <typename T> __device__ __forceinline__ T fsl_max(T a, T b) {
+  return (a != a || b != b) ? (a != a ? a : b) : (a > b ? a : b);
+}
+template <typename T> __device__ __forceinline__ T fsl_min(T a, T b) {
+  return (a != a || b != b) ? (a != a ? a : b) : (a < b ? a : b);
+}
+struct FslSum { template <typename T> __device__ T operator()(T a, T b) const { return a + b; } };
+struct FslMax { template <typename T> __device__ T operator()(T a, T b) const { return fsl_max(a, b); } };
+struct FslMin { template <typename T> __device__ T operator()(T a, T b) const { return fsl_min(a, b); } };
+
+// One 16-, 8-, 4- or 2-byte access.
+template <int Bytes> struct FslVector;
+template <> struct FslVector<16> { using type = uint4; };
+template <> struct FslVector<8> { using type = uint2; };
+template <> struct FslVector<4> { using type = uint32_t; };
+template <> struct FslVector<2> { using type = uint16_t; };
+template <int Bytes, typename T> __device__ __forceinline__ void fsl_load_vector(T *to, const T *from) {
+  *reinterpret_cast<typename FslVector<Bytes>::type *>(to) =
+      *reinterpret_cast<const typename FslVector<Bytes>::type *>(from);
+}
+template <int Bytes, typename T> __device__ __forceinline__ void fsl_store_vector(T *to, const T *from) {
+  *reinterpret_cast<typename FslVector<Bytes>::type *>(to) =
+      *reinterpret_cast<const typename FslVector<Bytes>::type *>(from);
+}
+
+extern __shared__ unsigned char fsl_shared[];
+
+// Reduces `value` over threadIdx.x for each (threadIdx.y, threadIdx.z) and gives every
+// thread the result. A pairwise tree in shared memory: exact for any blockDim.x.
+template <typename T, typename Combine>
+__device__ T fsl_block_reduce_x(T value, Combine combine, T *scratch) {
+  const unsigned row = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x;
+  scratch[row + threadIdx.x] = value;
+  __syncthreads();
+  for (unsigned step = 1; step < blockDim.x; step <<= 1) {
+    if (threadIdx.x % (2 * step) == 0 && threadIdx.x + step < blockDim.x)
+      scratch[row + threadIdx.x] = combine(scratch[row + threadIdx.x], scratch[row + threadIdx.x + step]);
+    __syncthreads();
+  }
+  const T result = scratch[row];
+  __syncthreads(); // the scratch is reused by the next reduction
+  return result;
+}
+
+} // namespace
+)";
+
+std::string guardCondition(const kir::Kernel &kernel) {
+  std::vector<std::string> parts;
+  for (const ast::SizeCondition &c : kernel.schedule->decl->when)
+    parts.push_back(c.dim.text + " " + ast::binaryOpSpelling(c.op).str() + " " + std::to_string(c.bound.value));
+  return llvm::join(parts, " && ");
+}
+
+} // namespace
+
+GeneratedSources generateCuda(const ir::Fusion &fusion, const std::vector<const kir::Kernel *> &kernels,
+                              const std::string &sourcePath) {
+  GeneratedSources result;
+  std::string prefix = "fsl_" + fusion.name;
+
+  // --- Header ---------------------------------------------------------------------
+  std::vector<std::string> cParams, docs;
+  for (const ir::Param &param : fusion.params) {
+    std::string type = ir::typeString(fusion, param.dtype, param.dims);
+    if (param.dims.empty()) {
+      cParams.push_back(std::string(cType(param.dtype)) + " " + param.name);
+      docs.push_back(" *   " + param.name + ": " + type + " scalar" +
+                     (param.defaultValue ? llvm::formatv(" (default {0})", *param.defaultValue).str() : ""));
+    } else {
+      cParams.push_back("const fsl_tensor *" + param.name);
+      docs.push_back(" *   " + param.name + ": " + (param.isInout ? "inout " : "") + type +
+                     ", contiguous (row-major)");
+    }
+  }
+  for (const ir::Output &output : fusion.outputs)
+    if (!output.isInout) {
+      cParams.push_back("const fsl_tensor *" + output.name);
+      docs.push_back(" *   " + output.name + ": output " + ir::typeString(fusion, output.dtype, output.dims) +
+                     ", contiguous (row-major)");
+    }
+  cParams.push_back("cudaStream_t stream");
+  std::string signature = "fsl_status " + prefix + "(" + llvm::join(cParams, ", ") + ")";
+  {
+    llvm::raw_string_ostream h(result.header);
+    std::string guard = "FSL_" + llvm::StringRef(fusion.name).upper() + "_H";
+    h << "/* Generated by fslc from " << sourcePath << ": fusion " << fusion.name << ".\n *\n"
+      << " * " << signature << "\n *\n * Parameters:\n"
+      << llvm::join(docs, "\n") << "\n"
+      << " *\n * Static dimensions: ";
+    std::vector<std::string> statics, runtime;
+    for (const ir::Dim &dim : fusion.dims)
+      (dim.staticExtent ? statics : runtime)
+          .push_back(dim.staticExtent ? dim.name + " = " + std::to_string(*dim.staticExtent) : dim.name);
+    h << (statics.empty() ? "none" : llvm::join(statics, ", ")) << "; runtime dimensions: "
+      << (runtime.empty() ? "none" : llvm::join(runtime, ", ")) << " (taken from the tensors' sizes).\n"
+      << " * Every tensor is checked before launching; on an error nothing is launched or written,\n"
+      << " * and " << prefix << "_error() says why.\n */\n"
+      << "#ifndef " << guard << "\n#define " << guard << "\n\n#include \"fsl/runtime.h\"\n\n"
+      << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
+      << signature << ";\n\n/* The message of the last error of " << prefix << " on this thread. */\n"
+      << "const char *" << prefix << "_error(void);\n\n"
+      << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
+  }
+
+  // --- Source ---------------------------------------------------------------------
+  llvm::raw_string_ostream s(result.source);
+  s << "// Generated by fslc from " << sourcePath << ": fusion " << fusion.name << ".\n"
+    << "// Read it to tune the schedule; regenerate it rather than editing it.\n"
+    << "#include \"" << fusion.name << ".h\"\n\n"
+    << kPreamble << "\n";
+  for (const kir::Kernel *kernel : kernels)
+    KernelWriter(*kernel, s).write();
+
+  // Launcher: checks, variant choice, launch.
+  s << "namespace {\nthread_local char fsl_error_message[512];\n\n"
+    << "fsl_status fsl_fail(fsl_status status, const char *format, ...) {\n"
+    << "  va_list args;\n  va_start(args, format);\n"
+    << "  vsnprintf(fsl_error_message, sizeof fsl_error_message, format, args);\n"
+    << "  va_end(args);\n  return status;\n}\n\n"
+    << "const char *fsl_dtype_name(fsl_dtype dtype) {\n"
+    << "  static const char *names[] = {\"bool\", \"i32\", \"i64\", \"f16\", \"bf16\", \"f32\", \"f64\"};\n"
+    << "  return dtype >= 0 && dtype <= 6 ? names[dtype] : \"unknown\";\n}\n\n"
+    << "// Checks one tensor: pointer, type, rank, contiguity; sizes are checked by the caller.\n"
+    << "fsl_status fsl_check_tensor(const fsl_tensor *t, const char *name, fsl_dtype dtype, int rank) {\n"
+    << "  if (!t || !t->data)\n    return fsl_fail(FSL_ERROR_NULL_POINTER, \"%s: null tensor or data pointer\", name);\n"
+    << "  if (t->dtype != dtype)\n    return fsl_fail(FSL_ERROR_DTYPE, \"%s: dtype %s, expected %s\", name, fsl_dtype_name(t->dtype), fsl_dtype_name(dtype));\n"
+    << "  if (t->rank != rank)\n    return fsl_fail(FSL_ERROR_RANK, \"%s: rank %d, expected %d\", name, (int)t->rank, rank);\n"
+    << "  int64_t expected = 1;\n"
+    << "  for (int i = rank - 1; i >= 0; --i) {\n"
+    << "    if (t->sizes[i] < 0)\n      return fsl_fail(FSL_ERROR_SIZE, \"%s: negative size %lld in dimension %d\", name, (long long)t->sizes[i], i);\n"
+    << "    if (t->sizes[i] > 1 && t->strides[i] != expected)\n"
+    << "      return fsl_fail(FSL_ERROR_LAYOUT, \"%s: stride %lld in dimension %d, expected %lld (contiguous row-major)\", name, (long long)t->strides[i], i, (long long)expected);\n"
+    << "    expected *= t->sizes[i];\n  }\n  return FSL_OK;\n}\n\n"
+    << "int64_t fsl_bytes(const fsl_tensor *t, int element_bytes) {\n"
+    << "  int64_t n = element_bytes;\n  for (int i = 0; i < t->rank; ++i) n *= t->sizes[i];\n  return n;\n}\n\n"
+    << "bool fsl_overlap(const fsl_tensor *a, int ab, const fsl_tensor *b, int bb) {\n"
+    << "  const char *a0 = (const char *)a->data, *b0 = (const char *)b->data;\n"
+    << "  return a0 < b0 + fsl_bytes(b, bb) && b0 < a0 + fsl_bytes(a, ab) && fsl_bytes(a, ab) > 0 && fsl_bytes(b, bb) > 0;\n}\n"
+    << "} // namespace\n\n";
+  s << "extern \"C\" const char *" << prefix << "_error(void) { return fsl_error_message; }\n\n";
+  s << "extern \"C\" " << signature << " {\n  fsl_status status;\n";
+  // Per-tensor checks.
+  struct TensorRef {
+    std::string name;
+    ir::DType dtype;
+    std::vector<ir::DimId> dims;
+    bool written;
+    bool inout;
+  };
+  std::vector<TensorRef> tensors;
+  for (const ir::Param &param : fusion.params)
+    if (!param.dims.empty())
+      tensors.push_back({param.name, param.dtype, param.dims, param.isInout, param.isInout});
+  for (const ir::Output &output : fusion.outputs)
+    if (!output.isInout)
+      tensors.push_back({output.name, output.dtype, output.dims, true, false});
+  for (const TensorRef &t : tensors)
+    s << "  if ((status = fsl_check_tensor(" << t.name << ", \"" << t.name << "\", " << runtimeDType(t.dtype)
+      << ", " << t.dims.size() << ")) != FSL_OK)\n    return status;\n";
+  // Sizes: the first tensor with a dimension defines it; static ones must match.
+  for (ir::DimId dim = 0; dim < fusion.dims.size(); ++dim) {
+    const ir::Dim &d = fusion.dims[dim];
+    bool defined = false;
+    for (const TensorRef &t : tensors)
+      for (size_t i = 0; i < t.dims.size(); ++i) {
+        if (t.dims[i] != dim)
+          continue;
+        std::string size = t.name + "->sizes[" + std::to_string(i) + "]";
+        if (!defined && !d.staticExtent) {
+          s << "  const int64_t " << d.name << " = " << size << ";\n";
+          defined = true;
+          continue;
+        }
+        std::string expected = d.staticExtent ? std::to_string(*d.staticExtent) : d.name;
+        s << "  if (" << size << " != " << expected << ")\n    return fsl_fail(FSL_ERROR_SIZE, \"" << t.name
+          << ": size %lld of dimension " << d.name << ", expected %lld" << (d.staticExtent ? " (static)" : "")
+          << "\", (long long)" << size << ", (long long)" << expected << ");\n";
+      }
+  }
+  // Alignment of vector accesses.
+  std::set<std::string> aligned;
+  for (const kir::Kernel *kernel : kernels) {
+    if (kernel->vectorLoop < 0 || !kernel->vectorAccessesExact)
+      continue;
+    const kir::KernelLoop &v = kernel->loops[kernel->vectorLoop];
+    for (const TensorRef &t : tensors)
+      if (!t.dims.empty() && t.dims.back() == v.root && aligned.insert(t.name).second) {
+        int64_t bytes = *v.extent.value * ir::dtypeBytes(t.dtype);
+        s << "  if ((uintptr_t)" << t.name << "->data % " << bytes << " != 0)\n    return fsl_fail(FSL_ERROR_ALIGNMENT, \""
+          << t.name << ": data pointer %p is not aligned to " << bytes << " bytes (the kernel reads " << bytes
+          << "-byte vectors)\", " << t.name << "->data);\n";
+      }
+  }
+  // Outputs may not overlap other tensors (an inout parameter is its own output).
+  for (size_t i = 0; i < tensors.size(); ++i)
+    for (size_t j = 0; j < tensors.size(); ++j) {
+      if (i == j || !tensors[i].written || (tensors[j].written && j < i))
+        continue;
+      s << "  if (fsl_overlap(" << tensors[i].name << ", " << ir::dtypeBytes(tensors[i].dtype) << ", "
+        << tensors[j].name << ", " << ir::dtypeBytes(tensors[j].dtype) << "))\n    return fsl_fail(FSL_ERROR_OVERLAP, \""
+        << tensors[i].name << " overlaps " << tensors[j].name << " in memory; only inout parameters are updated in place\");\n";
+    }
+  // Empty tensors: nothing to do.
+  std::vector<std::string> empty;
+  for (const ir::Dim &d : fusion.dims)
+    if (!d.staticExtent)
+      empty.push_back(d.name + " == 0");
+  if (!empty.empty())
+    s << "  if (" << llvm::join(empty, " || ") << ")\n    return FSL_OK;\n";
+  // Variant choice and launch.
+  for (const kir::Kernel *kernel : kernels) {
+    std::string condition = guardCondition(*kernel);
+    s << "  " << (condition.empty() ? "{" : "if (" + condition + ") {") << "  // " << kernel->name << "\n";
+    std::string grid[3] = {"1", "1", "1"}, block[3] = {"1", "1", "1"};
+    for (const kir::KernelLoop &loop : kernel->loops) {
+      auto text = [&](const sched::SizeExpr &e) {
+        std::function<std::string(const sched::SizeExpr &)> rec = [&](const sched::SizeExpr &x) -> std::string {
+          switch (x.kind) {
+          case sched::SizeExpr::Kind::Const: return std::to_string(x.value);
+          case sched::SizeExpr::Kind::Dim: return fusion.dims[x.dim].staticExtent ? std::to_string(*fusion.dims[x.dim].staticExtent) : fusion.dims[x.dim].name;
+          case sched::SizeExpr::Kind::CeilDiv: return "((" + rec(*x.lhs) + " + " + std::to_string(x.value - 1) + ") / " + std::to_string(x.value) + ")";
+          case sched::SizeExpr::Kind::Mul: return "(" + rec(*x.lhs) + " * " + rec(*x.rhs) + ")";
+          }
+          return std::string("1");
+        };
+        return rec(e);
+      };
+      if (sched::isBlockIndex(loop.parallel))
+        grid[static_cast<int>(loop.parallel) - static_cast<int>(Parallel::BIDx)] = text(*loop.extent.expr);
+      if (sched::isThreadIndex(loop.parallel))
+        block[static_cast<int>(loop.parallel) - static_cast<int>(Parallel::TIDx)] = text(*loop.extent.expr);
+    }
+    s << "    const dim3 grid((unsigned)" << grid[0] << ", (unsigned)" << grid[1] << ", (unsigned)" << grid[2] << ");\n"
+      << "    const dim3 block((unsigned)" << block[0] << ", (unsigned)" << block[1] << ", (unsigned)" << block[2] << ");\n"
+      << "    const size_t shared_bytes = (size_t)block.x * block.y * block.z * 8;  // block reduction scratch\n"
+      << "    " << kernel->name << "<<<grid, block, shared_bytes, stream>>>(";
+    std::vector<std::string> args;
+    for (const ir::Param &param : fusion.params)
+      args.push_back(param.dims.empty() ? param.name
+                                        : "(" + std::string(param.isInout ? "" : "const ") + memoryType(param.dtype) +
+                                              " *)" + param.name + "->data");
+    for (const ir::Output &output : fusion.outputs)
+      if (!output.isInout)
+        args.push_back("(" + std::string(memoryType(output.dtype)) + " *)" + output.name + "->data");
+    for (const ir::Dim &dim : fusion.dims)
+      if (!dim.staticExtent)
+        args.push_back(dim.name);
+    s << llvm::join(args, ", ") << ");\n"
+      << "    const cudaError_t error = cudaGetLastError();\n"
+      << "    if (error != cudaSuccess)\n      return fsl_fail(FSL_ERROR_LAUNCH, \"" << kernel->name
+      << ": %s\", cudaGetErrorString(error));\n    return FSL_OK;\n  }\n";
+    if (condition.empty())
+      break;
+  }
+  s << "  return fsl_fail(FSL_ERROR_SIZE, \"no schedule of " << fusion.name << " applies to these sizes\");\n}\n";
+  return result;
+}
+
+} // namespace fsl::codegen

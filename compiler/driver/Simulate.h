@@ -1,0 +1,38 @@
+// Simulate.h — `fslc --simulate T=7`: runs the generated kernels on the CPU simulator and
+// compares every output with the float64 reference on the same random inputs.
+#pragma once
+
+#include "eval/Evaluator.h"
+#include "lower/KernelIR.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class raw_ostream;
+}
+
+namespace fsl {
+
+class DiagnosticEngine;
+
+/// Tolerance of a comparison with the reference: |sim - ref| <= abs + rel * |ref|.
+struct Tolerance {
+  double abs;
+  double rel;
+};
+Tolerance toleranceFor(ir::DType type);
+
+/// Compares simulated outputs with the reference; returns a description of the first
+/// element out of tolerance, or an empty string. NaN matches only NaN.
+std::string compareOutputs(const ir::Fusion &fusion, const eval::EvalResult &simulated,
+                           const eval::EvalResult &reference, std::vector<double> *maxErrors = nullptr);
+
+/// Picks the kernel variant for the sizes, simulates it and compares. Returns false after
+/// reporting a diagnostic.
+bool simulateAndCompare(const ir::Fusion &fusion, const std::vector<const kir::Kernel *> &kernels,
+                        const std::string &assignments, uint64_t seed, DiagnosticEngine &diagnostics,
+                        llvm::raw_ostream &out);
+
+} // namespace fsl

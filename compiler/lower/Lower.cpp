@@ -1,0 +1,272 @@
+// Lower.cpp — reference nest, support checks, phases and the persistent buffer.
+#include "lower/Lower.h"
+
+#include "support/Diagnostics.h"
+
+#include <llvm/ADT/StringExtras.h>
+
+#include <functional>
+
+namespace fsl {
+namespace {
+
+using sched::Parallel;
+
+class Lowering {
+public:
+  Lowering(const sched::Schedule &schedule, DiagnosticEngine &diagnostics)
+      : schedule_(schedule), fusion_(*schedule.fusion), diagnostics_(diagnostics) {}
+
+  std::unique_ptr<kir::Kernel> run(const std::string &name) {
+    kernel_ = std::make_unique<kir::Kernel>();
+    kernel_->name = name;
+    kernel_->fusion = &fusion_;
+    kernel_->schedule = &schedule_;
+    if (!chooseReference() || !checkTensors() || !checkReductions() || !assignPhases())
+      return nullptr;
+    return std::move(kernel_);
+  }
+
+private:
+  bool unsupported(const std::string &why) {
+    diagnostics_.report(DiagId::LoweringUnsupported, schedule_.decl->fusion.range, why);
+    return false;
+  }
+
+  /// The output tensor with the most iteration loops sets the kernel's loop nest.
+  bool chooseReference() {
+    const sched::TensorSchedule *reference = nullptr;
+    for (const sched::TensorSchedule &tensor : schedule_.tensors)
+      if (tensor.isOutput && (!reference || tensor.value->dims.size() > reference->value->dims.size()))
+        reference = &tensor;
+    if (!reference)
+      return unsupported("the fusion has no output");
+    // A reduction stored as an output keeps its reduced loops; take any loops the
+    // reference lacks from the reductions, so every root has its loops.
+    for (const sched::Loop &loop : reference->loops)
+      if (!addLoop(loop))
+        return false;
+    for (const sched::TensorSchedule &tensor : schedule_.tensors)
+      for (const sched::Loop &loop : tensor.loops)
+        if (findLoop(loop.name) < 0 && !addLoop(loop))
+          return false;
+    for (size_t i = 0; i < kernel_->loops.size(); ++i) {
+      const kir::KernelLoop &loop = kernel_->loops[i];
+      if (loop.vectorized) {
+        if (kernel_->vectorLoop >= 0)
+          return unsupported("two vectorized loops");
+        kernel_->vectorLoop = static_cast<int>(i);
+      }
+      if (!loop.exact)
+        kernel_->inexactRoots.insert(loop.root);
+    }
+    if (kernel_->vectorLoop >= 0) {
+      const kir::KernelLoop &vector = kernel_->loops[kernel_->vectorLoop];
+      if (sched::isBlockIndex(vector.parallel) || sched::isThreadIndex(vector.parallel))
+        return unsupported("a vectorized loop bound to " + sched::parallelName(vector.parallel).str());
+      // Accesses are whole vectors when the vector loop is innermost among the serial
+      // loops, walks its root contiguously and the root's extent divides.
+      std::vector<int> serial = kernel_->serialLoops();
+      const ir::Dim &root = fusion_.dims[vector.root];
+      kernel_->vectorAccessesExact = serial.back() == kernel_->vectorLoop && vector.stride.isStatic() &&
+                                     *vector.stride.value == 1 && vector.extent.isStatic() &&
+                                     root.staticExtent && *root.staticExtent % *vector.extent.value == 0;
+    }
+    return true;
+  }
+
+  int findLoop(const std::string &name) const {
+    for (size_t i = 0; i < kernel_->loops.size(); ++i)
+      if (kernel_->loops[i].name == name)
+        return static_cast<int>(i);
+    return -1;
+  }
+
+  bool addLoop(const sched::Loop &loop) {
+    if (loop.roots.size() != 1)
+      return unsupported("merged loop '" + loop.name + "' (merges are not lowered yet)");
+    kir::KernelLoop result;
+    result.name = loop.name;
+    result.extent = loop.extent;
+    result.parallel = loop.parallel;
+    result.vectorized = loop.vectorized;
+    result.unrolled = loop.unrolled;
+    result.root = loop.roots[0];
+    result.stride = loop.stride;
+    result.exact = loop.exact;
+    kernel_->loops.push_back(result);
+    return true;
+  }
+
+  /// Every tensor's loops must be loops of the reference nest, alike.
+  bool checkTensors() {
+    for (const sched::TensorSchedule &tensor : schedule_.tensors) {
+      if (tensor.persistent == ast::MemoryKind::Shared)
+        return unsupported("persistent " + tensor.name + " in shared (use registers or recompute)");
+      if (tensor.cache)
+        return unsupported("cache " + tensor.name + " (caching is not lowered yet)");
+      if (fusion_.params[0].isStrided || (tensor.isInput && fusion_.params[tensor.value->paramIndex].isStrided))
+        return unsupported("strided parameter " + tensor.name);
+      for (const sched::Loop &loop : tensor.loops) {
+        int index = findLoop(loop.name);
+        const kir::KernelLoop &reference = kernel_->loops[index];
+        if (loop.extent.text != reference.extent.text || loop.parallel != reference.parallel ||
+            loop.vectorized != reference.vectorized)
+          return unsupported("loop '" + loop.name + "' of '" + tensor.name +
+                             "' is scheduled differently from the output's");
+      }
+    }
+    if (schedule_.matmul.any())
+      return unsupported("matrix-product schedules (mma, pipeline, ...) are lowered by the matmul milestone");
+    for (const auto &value : fusion_.values)
+      if (value->op == ir::Op::MatMul)
+        return unsupported("matrix products are lowered by the matmul milestone");
+    return true;
+  }
+
+  bool checkReductions() {
+    for (const auto &value : fusion_.values) {
+      if (!ir::isReduction(value->op))
+        continue;
+      for (ir::DimId kept : value->dims)
+        for (const kir::KernelLoop &loop : kernel_->loops)
+          if (loop.root == kept && loop.parallel == Parallel::Serial && !(loop.extent.isStatic() && *loop.extent.value == 1))
+            return unsupported("reduction '" + kir::valueName(*value) + "' keeps dimension " +
+                               fusion_.dims[kept].name + " on serial loop '" + loop.name +
+                               "'; bind the kept dimensions to blocks or threads");
+      bool threadReduced = false;
+      for (ir::DimId reduced : value->reduced)
+        for (const kir::KernelLoop &loop : kernel_->loops) {
+          if (loop.root != reduced || loop.parallel == Parallel::Serial)
+            continue;
+          if (loop.parallel != Parallel::TIDx)
+            return unsupported("reduction over " + sched::parallelName(loop.parallel).str() +
+                               " (block reductions over threadIdx.x only, for now)");
+          threadReduced = true;
+        }
+      if (threadReduced)
+        kernel_->blockReduced.insert(value->id);
+    }
+    return true;
+  }
+
+  bool assignPhases() {
+    // The phase of a value: after every reduction it depends on has finished.
+    std::map<unsigned, int> phase;
+    int last = 0;
+    for (const auto &value : fusion_.values) {
+      int p = 0;
+      for (const ir::Value *operand : value->operands)
+        p = std::max(p, phase[operand->id] + (ir::isReduction(operand->op) ? 1 : 0));
+      phase[value->id] = p;
+      last = std::max(last, p + (ir::isReduction(value->op) ? 1 : 0));
+    }
+    // Which values later phases read, and how: kept in registers when the schedule says
+    // persistent ... in registers, recomputed otherwise.
+    std::set<unsigned> registers;
+    for (const sched::TensorSchedule &tensor : schedule_.tensors)
+      if (tensor.persistent == ast::MemoryKind::Registers)
+        registers.insert(tensor.value->id);
+    kernel_->bufferElements = 1;
+    for (int index : kernel_->serialLoops()) {
+      const kir::KernelLoop &loop = kernel_->loops[index];
+      if (!loop.extent.isStatic()) {
+        if (!registers.empty())
+          return unsupported("persistent buffer over loop '" + loop.name +
+                             "' of runtime extent; split it by a constant");
+        continue;
+      }
+      kernel_->bufferElements *= *loop.extent.value;
+    }
+
+    kernel_->phases.assign(last + 1, {});
+    std::set<unsigned> available; // reductions finished and values saved, per phase
+    for (int p = 0; p <= last; ++p) {
+      kir::Phase &current = kernel_->phases[p];
+      std::vector<const ir::Value *> roots;
+      for (const auto &value : fusion_.values) {
+        if (phase[value->id] != p)
+          continue;
+        if (ir::isReduction(value->op))
+          current.reductions.push_back(value.get());
+      }
+      for (const ir::Output &output : fusion_.outputs)
+        if (phase[output.value->id] + (ir::isReduction(output.value->op) ? 1 : 0) == p)
+          current.stores.push_back(&output);
+      // Saves: values of this phase that a later phase reads and the schedule keeps.
+      for (const auto &value : fusion_.values)
+        if (phase[value->id] == p && registers.count(value->id) && usedAfter(value.get(), p, phase)) {
+          current.saves.push_back(value.get());
+          kernel_->persistent.insert(value->id);
+        }
+      // What to compute: the closure of everything this phase uses.
+      std::set<unsigned> needed;
+      std::function<void(const ir::Value *)> need = [&](const ir::Value *value) {
+        if (needed.count(value->id))
+          return;
+        bool fromEarlier = available.count(value->id) != 0;
+        if (ir::isReduction(value->op) && phase[value->id] < p)
+          fromEarlier = true;
+        if (!fromEarlier)
+          for (const ir::Value *operand : value->operands)
+            need(operand);
+        needed.insert(value->id);
+      };
+      for (const ir::Value *reduction : current.reductions)
+        need(reduction->operands[0]);
+      for (const ir::Output *output : current.stores)
+        need(output->value);
+      for (const ir::Value *saved : current.saves)
+        need(saved);
+      for (const auto &value : fusion_.values)
+        if (needed.count(value->id) && !(ir::isReduction(value->op) && phase[value->id] == p))
+          current.values.push_back(value.get());
+      for (const ir::Value *saved : current.saves)
+        available.insert(saved->id);
+    }
+    kernel_->phaseOf = phase;
+    return checkInoutHazards();
+  }
+
+  /// A later phase computes a user of `value`.
+  bool usedAfter(const ir::Value *value, int p, std::map<unsigned, int> &phase) {
+    for (const auto &user : fusion_.values)
+      if (phase[user->id] > p && std::count(user->operands.begin(), user->operands.end(), value))
+        return true;
+    return false;
+  }
+
+  /// An inout parameter read (recomputed from) after its write-back would read the new
+  /// values on the GPU: refuse, and say how to keep the value instead.
+  bool checkInoutHazards() {
+    for (const ir::Output &output : fusion_.outputs) {
+      if (!output.isInout)
+        continue;
+      const ir::Value *input = fusion_.params[output.paramIndex].value;
+      int written = -1;
+      for (size_t p = 0; p < kernel_->phases.size(); ++p)
+        if (std::count(kernel_->phases[p].stores.begin(), kernel_->phases[p].stores.end(), &output))
+          written = static_cast<int>(p);
+      for (size_t p = written + 1; written >= 0 && p < kernel_->phases.size(); ++p)
+        if (std::count(kernel_->phases[p].values.begin(), kernel_->phases[p].values.end(), input))
+          return unsupported("inout '" + output.name +
+                             "' would be read again after it is written back; keep the value "
+                             "derived from it with 'persistent ... in registers'");
+    }
+    return true;
+  }
+
+  const sched::Schedule &schedule_;
+  const ir::Fusion &fusion_;
+  DiagnosticEngine &diagnostics_;
+  std::unique_ptr<kir::Kernel> kernel_;
+};
+
+} // namespace
+
+std::unique_ptr<kir::Kernel> lowerSchedule(const sched::Schedule &schedule, const std::string &kernelName,
+                                           DiagnosticEngine &diagnostics) {
+  return Lowering(schedule, diagnostics).run(kernelName);
+}
+
+} // namespace fsl

@@ -1,0 +1,55 @@
+/* fsl/runtime.h — what generated launchers and their callers share.
+ *
+ * A launcher takes one fsl_tensor per tensor parameter and plain values for scalar
+ * parameters, checks every tensor before launching, and returns FSL_OK or an error
+ * status whose message the fusion's *_error() function returns. Nothing is launched
+ * or written when a check fails. C and C++ callers; needs only the CUDA runtime.
+ */
+#ifndef FSL_RUNTIME_H
+#define FSL_RUNTIME_H
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum fsl_dtype {
+  FSL_BOOL = 0,
+  FSL_I32 = 1,
+  FSL_I64 = 2,
+  FSL_F16 = 3,
+  FSL_BF16 = 4,
+  FSL_F32 = 5,
+  FSL_F64 = 6
+} fsl_dtype;
+
+#define FSL_MAX_RANK 8
+
+/* A tensor in device memory: sizes and strides in elements, outermost first. */
+typedef struct fsl_tensor {
+  void *data;
+  fsl_dtype dtype;
+  int32_t rank;
+  int64_t sizes[FSL_MAX_RANK];
+  int64_t strides[FSL_MAX_RANK];
+} fsl_tensor;
+
+typedef enum fsl_status {
+  FSL_OK = 0,
+  FSL_ERROR_NULL_POINTER = 1,
+  FSL_ERROR_DTYPE = 2,
+  FSL_ERROR_RANK = 3,
+  FSL_ERROR_SIZE = 4,
+  FSL_ERROR_LAYOUT = 5,
+  FSL_ERROR_ALIGNMENT = 6,
+  FSL_ERROR_OVERLAP = 7,
+  FSL_ERROR_LAUNCH = 8
+} fsl_status;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FSL_RUNTIME_H */

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""GPU correctness suite: every generated fusion, at LLM sizes, against PyTorch float64.
+
+For each variant and each T: fresh random inputs (normal, bf16), outputs poisoned with
+NaN, one launch through the generated C-ABI launcher, then every output compared with a
+float64 reference that rounds where the program stores (the residual write-back and y to
+bf16). Passes when |out - ref| <= 1e-2 + 1e-2 |ref| everywhere and nothing is NaN.
+Also checks that the launcher refuses a misaligned pointer without writing anything.
+Prints a table; writes results.md into the output folder.
+"""
+import ctypes
+import datetime
+import os
+import sys
+
+import torch
+
+ROWS = [1, 7, 128, 4096, 32768]
+FSL_BF16, FSL_F32 = 4, 5
+
+
+class FslTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int32), ("rank", ctypes.c_int32),
+                ("sizes", ctypes.c_int64 * 8), ("strides", ctypes.c_int64 * 8)]
+
+
+def desc(t, offset_bytes=0):
+    d = FslTensor()
+    d.data = t.data_ptr() + offset_bytes
+    d.dtype = FSL_BF16 if t.dtype == torch.bfloat16 else FSL_F32
+    d.rank = t.dim()
+    for i, (s, st) in enumerate(zip(t.shape, t.stride())):
+        d.sizes[i], d.strides[i] = s, st
+    return d
+
+
+def load(build, name):
+    lib = ctypes.CDLL(os.path.join(build, name, "lib" + name.rsplit("_", 1)[0] + ".so"))
+    fusion = name.rsplit("_", 1)[0]
+    fn = getattr(lib, "fsl_" + fusion)
+    fn.restype = ctypes.c_int
+    err = getattr(lib, "fsl_" + fusion + "_error")
+    err.restype = ctypes.c_char_p
+    return fn, err
+
+
+def stream():
+    return ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+
+
+def bf16(x):
+    return x.to(torch.bfloat16).to(torch.float64)
+
+
+def run_case(fusion, fn, err, T, H):
+    g = torch.Generator(device="cuda")
+    g.manual_seed(1000 * T + H)
+    randn = lambda *shape: torch.randn(*shape, device="cuda", generator=g).to(torch.bfloat16)
+    P = ctypes.POINTER(FslTensor)
+    if fusion == "rms_norm_add":
+        x, res, w = randn(T, H), randn(T, H), randn(H)
+        y = torch.full((T, H), float("nan"), device="cuda", dtype=torch.bfloat16)
+        res_in = res.clone()
+        fn.argtypes = [P, P, P, ctypes.c_float, P, ctypes.c_void_p]
+        status = fn(desc(x), desc(res), desc(w), ctypes.c_float(1e-6), desc(y), stream())
+        torch.cuda.synchronize()
+        h = x.double() + res_in.double()
+        ref_res = bf16(h)
+        ref_y = bf16(h * torch.rsqrt((h * h).mean(-1, keepdim=True) + 1e-6) * w.double())
+        pairs = [("y", y, ref_y), ("residual", res, ref_res)]
+    elif fusion == "layer_norm":
+        x, gm, bt = randn(T, H), randn(H), randn(H)
+        y = torch.full((T, H), float("nan"), device="cuda", dtype=torch.bfloat16)
+        fn.argtypes = [P, P, P, ctypes.c_float, P, ctypes.c_void_p]
+        status = fn(desc(x), desc(gm), desc(bt), ctypes.c_float(1e-5), desc(y), stream())
+        torch.cuda.synchronize()
+        xd = x.double()
+        mu = xd.mean(-1, keepdim=True)
+        var = ((xd - mu) ** 2).mean(-1, keepdim=True)
+        pairs = [("y", y, bf16((xd - mu) * torch.rsqrt(var + 1e-5) * gm.double() + bt.double()))]
+    else:
+        x = randn(T, H)
+        y = torch.full((T, H), float("nan"), device="cuda", dtype=torch.bfloat16)
+        fn.argtypes = [P, P, ctypes.c_void_p]
+        status = fn(desc(x), desc(y), stream())
+        torch.cuda.synchronize()
+        pairs = [("y", y, bf16(torch.softmax(x.double(), -1)))]
+    if status != 0:
+        return False, f"status {status}: {err().decode()}"
+    worst = 0.0
+    for name, out, ref in pairs:
+        o = out.double()
+        if torch.isnan(o).any():
+            return False, f"{name}: {int(torch.isnan(o).sum())} NaN (unwritten or wrong)"
+        diff = (o - ref).abs()
+        bad = diff > 1e-2 + 1e-2 * ref.abs()
+        worst = max(worst, float(diff.max()))
+        if bad.any():
+            i = int(bad.flatten().nonzero()[0])
+            return False, f"{name}: element {i} = {float(o.flatten()[i])}, reference {float(ref.flatten()[i])}"
+    return True, f"max |err| {worst:.3g}"
+
+
+def misaligned_refused(fusion, fn, err, H):
+    """The launcher refuses a pointer off the vector alignment and writes nothing."""
+    T = 4
+    x = torch.randn(T * H + 8, device="cuda").to(torch.bfloat16)
+    view = x[1:1 + T * H].view(T, H)
+    y = torch.full((T, H), float("nan"), device="cuda", dtype=torch.bfloat16)
+    P = ctypes.POINTER(FslTensor)
+    if fusion == "softmax":
+        fn.argtypes = [P, P, ctypes.c_void_p]
+        status = fn(desc(view), desc(y), stream())
+    elif fusion == "layer_norm":
+        g = torch.randn(H, device="cuda").to(torch.bfloat16)
+        fn.argtypes = [P, P, P, ctypes.c_float, P, ctypes.c_void_p]
+        status = fn(desc(view), desc(g), desc(g), ctypes.c_float(1e-5), desc(y), stream())
+    else:
+        r = torch.randn(T, H, device="cuda").to(torch.bfloat16)
+        w = torch.randn(H, device="cuda").to(torch.bfloat16)
+        fn.argtypes = [P, P, P, ctypes.c_float, P, ctypes.c_void_p]
+        status = fn(desc(view), desc(r), desc(w), ctypes.c_float(1e-6), desc(y), stream())
+    torch.cuda.synchronize()
+    return status == 6 and bool(torch.isnan(y.double()).all()), err().decode()
+
+
+def main():
+    build, out = sys.argv[1], sys.argv[2]
+    rows, failures = [], 0
+    for name in sorted(d for d in os.listdir(build) if os.path.isdir(os.path.join(build, d))):
+        fusion, H = name.rsplit("_", 1)[0], int(name.rsplit("_", 1)[1])
+        try:
+            fn, err = load(build, name)
+        except OSError as e:
+            rows.append((fusion, H, "-", "FAIL", f"load: {e}"))
+            failures += 1
+            continue
+        for T in ROWS:
+            try:
+                ok, detail = run_case(fusion, fn, err, T, H)
+            except Exception as e:  # a CUDA error is a failure of this case, not of the suite
+                ok, detail = False, f"exception: {e}"
+            failures += not ok
+            rows.append((fusion, H, T, "pass" if ok else "FAIL", detail))
+        ok, message = misaligned_refused(fusion, fn, err, H)
+        failures += not ok
+        rows.append((fusion, H, "misaligned", "pass" if ok else "FAIL", message[:90]))
+    refused = open(os.path.join(build, "refused.txt")).read().strip().splitlines()
+    gpu = open(os.path.join(out, "gpu.txt")).read().strip() if os.path.exists(os.path.join(out, "gpu.txt")) else "?"
+    lines = [f"GPU suite, {datetime.date.today()}, {gpu}", "",
+             "| fusion | hidden | T | result | detail |", "|---|---|---|---|---|"]
+    lines += [f"| {f} | {h} | {t} | {r} | {d} |" for f, h, t, r, d in rows]
+    if refused:
+        lines += ["", "Refused by the checker (not built):", ""] + [f"- {line}" for line in refused]
+    lines += ["", f"{len(rows) - failures} passed, {failures} failed"]
+    text = "\n".join(lines)
+    print(text)
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write(text + "\n")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Generates the GPU suite's CUDA sources on the build machine (fslc does not run on the
+# GPU machine): every example normalization at every hidden size, into gpu-build/.
+# A size whose example schedule the checker refuses is listed in gpu-build/refused.txt.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+fslc="$root/build/bin/fslc"
+out="$root/gpu-build"
+rm -rf "$out" && mkdir -p "$out"
+: > "$out/refused.txt"
+for fusion in rms_norm_add layer_norm softmax; do
+  dim=H
+  [ "$fusion" = softmax ] && dim=S
+  for size in 1024 4096 8192 16384; do
+    dir="$out/${fusion}_${size}"
+    if ! "$fslc" --diagnostics-color=never -D "$dim=$size" --emit=cuda -o "$dir" \
+        "$root/examples/$fusion.fsl" 2> "$out/err.txt"; then
+      echo "$fusion $dim=$size: $(grep -o 'error: .*' "$out/err.txt" | head -1)" >> "$out/refused.txt"
+      rm -rf "$dir"
+    fi
+  done
+done
+rm -f "$out/err.txt"
+cp "$root/tests/gpu/check.py" "$out/"
+echo "generated: $(ls -d "$out"/*_* | wc -l) variants; refused: $(wc -l < "$out/refused.txt")"

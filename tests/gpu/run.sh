@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs on the H200 machine: builds every generated fusion with nvcc and checks it against
+# PyTorch in float64 on fresh random inputs (outputs poisoned with NaN first).
+# Usage there: bash tests/gpu/run.sh   (after tests/gpu/generate.sh here, carrying gpu-build)
+set -uo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+build="$root/gpu-build"
+out="${OUT:-$build}"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+for dir in "$build"/*_*/; do
+  name="$(basename "$dir")"
+  fusion="${name%_*}"
+  nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -shared -Xcompiler -fPIC \
+    -I "$root/runtime/include" -I "$dir" -o "$dir/lib$fusion.so" "$dir/$fusion.cu" \
+    > "$dir/nvcc.txt" 2>&1 || { echo "BUILD FAILED: $name"; cat "$dir/nvcc.txt"; }
+  grep -E "registers" "$dir/nvcc.txt" | sed "s/^/$name: /" >> "$out/ptxas.txt"
+done
+PYTHONUNBUFFERED=1 python3 "$build/check.py" "$build" "$out"
