@@ -4,6 +4,7 @@
 #include "ir/Printer.h"
 
 #include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/Format.h>
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -520,7 +521,7 @@ GeneratedSources generateCuda(const ir::Fusion &fusion, const std::vector<const 
     if (param.dims.empty()) {
       cParams.push_back(std::string(cType(param.dtype)) + " " + param.name);
       docs.push_back(" *   " + param.name + ": " + type + " scalar" +
-                     (param.defaultValue ? llvm::formatv(" (default {0})", *param.defaultValue).str() : ""));
+                     (param.defaultValue ? llvm::formatv(" (default {0})", llvm::format("%g", *param.defaultValue)).str() : ""));
     } else {
       cParams.push_back("const fsl_tensor *" + param.name);
       docs.push_back(" *   " + param.name + ": " + (param.isInout ? "inout " : "") + type +

@@ -366,14 +366,17 @@ private:
       extension = ".kernel-ir";
       break;
     case EmitKind::Cuda:
-      return emitCuda(unit);
+      // The sources go to -o DIR or standard output now; a --simulate report follows.
+      if (int code = emitCuda(unit); code != kExitSuccess)
+        return code;
+      break;
     }
     if (!options_.simulateSizes.empty()) {
       for (const auto &fusion : unit.program->fusions) {
         if (!result.empty())
           stream << '\n';
         if (!simulateAndCompare(*fusion, kernelsOf(unit, *fusion), options_.simulateSizes, options_.seed,
-                                diagnostics_, stream)) {
+                                options_.simulateMisalign, diagnostics_, stream)) {
           out_ << result;
           return kExitDiagnostics;
         }
@@ -394,7 +397,7 @@ private:
     }
     if (result.empty())
       return kExitSuccess;
-    if (settings_.outputDir.empty()) {
+    if (settings_.outputDir.empty() || options_.emit == EmitKind::Cuda) {
       out_ << result;
       out_.flush();
       return kExitSuccess;

@@ -29,6 +29,7 @@ struct DriverOptions {
   std::string stdlibDir;            // empty: the stdlib of this source tree
   std::string evaluateSizes;        // --evaluate: NAME=VALUE,... (sizes and scalars)
   std::string simulateSizes;        // --simulate: NAME=VALUE,... (sizes and scalars)
+  int64_t simulateMisalign = 0;     // --simulate-misalign: elements past an aligned address
   uint64_t seed = 0;                // random inputs of --evaluate and --simulate
   EmitKind emit = EmitKind::Check;
   DiagnosticsFormat diagnosticsFormat = DiagnosticsFormat::Text;

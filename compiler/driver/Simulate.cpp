@@ -46,7 +46,8 @@ std::string compareOutputs(const ir::Fusion &fusion, const eval::EvalResult &sim
         worst = std::max(worst, std::isnan(got) ? INFINITY : std::fabs(got - want));
       if (!ok)
         return llvm::formatv("output {0} element {1}: simulated {2}, reference {3} (tolerance {4} + {5} x |reference|)",
-                             output.name, i, got, want, tolerance.abs, tolerance.rel)
+                             output.name, i, llvm::format("%.9g", got), llvm::format("%.9g", want),
+                             llvm::format("%g", tolerance.abs), llvm::format("%g", tolerance.rel))
             .str();
     }
     if (maxErrors)
@@ -72,8 +73,8 @@ bool guardHolds(const kir::Kernel &kernel, const std::vector<int64_t> &extents) 
 } // namespace
 
 bool simulateAndCompare(const ir::Fusion &fusion, const std::vector<const kir::Kernel *> &kernels,
-                        const std::string &assignments, uint64_t seed, DiagnosticEngine &diagnostics,
-                        llvm::raw_ostream &out) {
+                        const std::string &assignments, uint64_t seed, int64_t misalign,
+                        DiagnosticEngine &diagnostics, llvm::raw_ostream &out) {
   // The evaluate path parses the sizes and makes the inputs; reuse it silently.
   std::string ignored;
   llvm::raw_string_ostream sink(ignored);
@@ -95,7 +96,7 @@ bool simulateAndCompare(const ir::Fusion &fusion, const std::vector<const kir::K
     diagnostics.report(DiagId::InvalidSimulateArgument, llvm::SMRange(), "no schedule of " + fusion.name + " applies to these sizes");
     return false;
   }
-  llvm::Expected<eval::EvalResult> simulated = sim::simulate(*chosen, request);
+  llvm::Expected<eval::EvalResult> simulated = sim::simulate(*chosen, request, misalign);
   if (!simulated) {
     diagnostics.report(DiagId::SimulationFault, chosen->schedule->decl->fusion.range,
                        chosen->name + ": " + llvm::toString(simulated.takeError()));

@@ -29,10 +29,11 @@ Tolerance toleranceFor(ir::DType type);
 std::string compareOutputs(const ir::Fusion &fusion, const eval::EvalResult &simulated,
                            const eval::EvalResult &reference, std::vector<double> *maxErrors = nullptr);
 
-/// Picks the kernel variant for the sizes, simulates it and compares. Returns false after
+/// Picks the kernel variant for the sizes, simulates it and compares. `misalign` places
+/// every tensor that many elements past an aligned address. Returns false after
 /// reporting a diagnostic.
 bool simulateAndCompare(const ir::Fusion &fusion, const std::vector<const kir::Kernel *> &kernels,
-                        const std::string &assignments, uint64_t seed, DiagnosticEngine &diagnostics,
-                        llvm::raw_ostream &out);
+                        const std::string &assignments, uint64_t seed, int64_t misalign,
+                        DiagnosticEngine &diagnostics, llvm::raw_ostream &out);
 
 } // namespace fsl

@@ -34,6 +34,10 @@ cl::opt<std::string> simulateSizes(
     "simulate",
     cl::desc("Run the kernels on the CPU simulator and compare with the float64 reference"),
     cl::value_desc("NAME=VALUE,..."), cl::cat(category));
+cl::opt<int64_t> simulateMisalign(
+    "simulate-misalign",
+    cl::desc("With --simulate: place every tensor <n> elements past an aligned address"),
+    cl::init(0), cl::value_desc("n"), cl::cat(category));
 cl::opt<uint64_t> seed("seed", cl::desc("Seed of --evaluate's random inputs (default 0)"),
                        cl::init(0), cl::cat(category));
 cl::opt<std::string> configPath("config", cl::desc("Read project settings from an fsl.toml file"),
@@ -117,6 +121,7 @@ int main(int argc, char **argv) {
   options.stdlibDir = stdlibDir;
   options.evaluateSizes = evaluateSizes;
   options.simulateSizes = simulateSizes;
+  options.simulateMisalign = simulateMisalign;
   options.seed = seed;
   options.emit = emit;
   options.diagnosticsFormat = diagnosticsFormat;

@@ -68,8 +68,10 @@ struct Fault : std::runtime_error {
 
 class Machine {
 public:
-  Machine(const kir::Kernel &kernel, const eval::EvalRequest &request, std::vector<int64_t> extents)
-      : kernel_(kernel), fusion_(*kernel.fusion), request_(request), extents_(std::move(extents)) {}
+  Machine(const kir::Kernel &kernel, const eval::EvalRequest &request, std::vector<int64_t> extents,
+          int64_t misalign)
+      : kernel_(kernel), fusion_(*kernel.fusion), request_(request), extents_(std::move(extents)),
+        misalign_(misalign) {}
 
   eval::EvalResult run() {
     const kir::Kernel &k = kernel_;
@@ -238,9 +240,9 @@ private:
     if (dims.back() != vector.root || thread.loopIndex[kernel_.vectorLoop] != 0)
       return;
     int64_t width = *vector.extent.value;
-    if (at % width != 0)
+    if ((at + misalign_) % width != 0)
       throw Fault(llvm::formatv("vector access of {0} at element {1} is not aligned to {2} bytes", name,
-                                at, width * ir::dtypeBytes(dtype)));
+                                at + misalign_, width * ir::dtypeBytes(dtype)));
   }
 
   void element(Thread &thread, int phase, int64_t linear) {
@@ -300,6 +302,7 @@ private:
   const ir::Fusion &fusion_;
   const eval::EvalRequest &request_;
   std::vector<int64_t> extents_;
+  int64_t misalign_;
   std::vector<int64_t> extentOf_;
   std::vector<std::vector<double>> memory_;
   std::vector<int> outputBuffer_;
@@ -307,7 +310,8 @@ private:
 
 } // namespace
 
-llvm::Expected<eval::EvalResult> simulate(const kir::Kernel &kernel, const eval::EvalRequest &request) {
+llvm::Expected<eval::EvalResult> simulate(const kir::Kernel &kernel, const eval::EvalRequest &request,
+                                          int64_t misalign) {
   const ir::Fusion &fusion = *kernel.fusion;
   // Sizes and inputs are checked as the evaluator checks them.
   eval::EvalRequest probe = request;
@@ -315,7 +319,7 @@ llvm::Expected<eval::EvalResult> simulate(const kir::Kernel &kernel, const eval:
   if (!shapes)
     return shapes.takeError();
   try {
-    return Machine(kernel, request, shapes->extents).run();
+    return Machine(kernel, request, shapes->extents, misalign).run();
   } catch (const Fault &fault) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), fault.what());
   }
