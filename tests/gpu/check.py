@@ -98,7 +98,7 @@ def run_case(fusion, fn, err, T, H):
         if bad.any():
             i = int(bad.flatten().nonzero()[0])
             return False, f"{name}: element {i} = {float(o.flatten()[i])}, reference {float(ref.flatten()[i])}"
-    return True, f"max |err| {worst:.3g}"
+    return True, f"max abs err {worst:.3g}"
 
 
 def misaligned_refused(fusion, fn, err, H):

@@ -75,7 +75,7 @@ def run(fslc, data, workdir, index):
     path = os.path.join(workdir, f"case{index}.fsl")
     with open(path, "wb") as handle:
         handle.write(data)
-    for args in (["--emit=format"], ["--emit=ast"], ["--emit=fusion-ir"], ["-verify"]):
+    for args in (["--emit=format"], ["--emit=ast"], ["--emit=fusion-ir"], ["--emit=cuda"], ["-verify"]):
         try:
             result = subprocess.run([fslc, *args, "--diagnostics-color=never", path],
                                     capture_output=True, timeout=TIME_LIMIT_S)
