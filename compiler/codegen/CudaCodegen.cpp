@@ -9,6 +9,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <set>
 
@@ -82,7 +83,7 @@ std::string storeValue(ir::DType type, const std::string &value) {
 
 std::string literal(double value, ir::DType type) {
   if (std::isinf(value))
-    return value > 0 ? "INFINITY" : "-INFINITY";
+    return std::string(value > 0 ? "" : "-") + (type == ir::DType::F64 ? "FSL_INF64" : "FSL_INF32");
   if (type == ir::DType::Bool)
     return value != 0 ? "true" : "false";
   if (ir::isInteger(type))
@@ -99,11 +100,22 @@ public:
     writeSignature();
     out_ << " {\n";
     writeIndices();
-    if (!k_.persistent.empty())
-      for (unsigned id : k_.persistent)
-        out_ << "  " << cType(f_.values[id]->dtype) << " " << bufferName(*f_.values[id]) << "["
-             << k_.bufferElements << "];  // persistent " << displayName(*f_.values[id])
-             << " in registers\n";
+    if (!k_.persistentShared.empty())
+      out_ << "  const unsigned fsl_threads = blockDim.x * blockDim.y * blockDim.z;\n"
+           << "  const unsigned fsl_tid = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;\n";
+    size_t sharedOffset = 0; // bytes per thread after the reduction scratch
+    for (unsigned id : k_.persistent) {
+      const ir::Value &value = *f_.values[id];
+      if (k_.persistentShared.count(id)) {
+        out_ << "  " << cType(value.dtype) << " *" << bufferName(value) << " = reinterpret_cast<" << cType(value.dtype)
+             << " *>(fsl_shared + fsl_threads * (8 + " << sharedOffset << "));  // persistent " << displayName(value)
+             << " in shared memory: " << k_.bufferElements << " per thread\n";
+        sharedOffset += k_.bufferElements * (value.dtype == ir::DType::F64 || value.dtype == ir::DType::I64 ? 8 : 4);
+      } else {
+        out_ << "  " << cType(value.dtype) << " " << bufferName(value) << "[" << k_.bufferElements
+             << "];  // persistent " << displayName(value) << " in registers\n";
+      }
+    }
     for (size_t p = 0; p < k_.phases.size(); ++p)
       writePhase(static_cast<int>(p));
     out_ << "}\n\n";
@@ -166,7 +178,7 @@ private:
         guards.push_back(c.dim.text + " " + ast::binaryOpSpelling(c.op).str() + " " + std::to_string(c.bound.value));
       out_ << " when " << llvm::join(guards, " && ");
     }
-    out_ << "\n__global__ void";
+    out_ << "\nextern \"C\" __global__ void";
     if (threads)
       out_ << " __launch_bounds__("
            << (k_.schedule->launchBounds ? k_.schedule->launchBounds->value.value : *threads) << ")";
@@ -269,145 +281,39 @@ private:
     return k_.vectorAccessesExact && !dims.empty() && dims.back() == k_.loops[k_.vectorLoop].root;
   }
 
+  /// Index of the current element in a persistent buffer: registers are per thread;
+  /// a shared-memory buffer interleaves the threads so neighbours use neighbouring banks.
+  std::string bufferAt(const ir::Value &value, const std::string &linear) const {
+    if (k_.persistentShared.count(value.id))
+      return bufferName(value) + "[(" + linear + ") * fsl_threads + fsl_tid]";
+    return bufferName(value) + "[" + linear + "]";
+  }
+
   void writePhase(int p) {
     const kir::Phase &phase = k_.phases[p];
-    std::string indent = "  ";
-    out_ << "\n" << indent << "// Phase " << p;
+    out_ << "\n  // Phase " << p;
     if (p > 0)
       out_ << ": after the block reductions of phase " << p - 1;
     out_ << "\n";
     for (const ir::Value *reduction : phase.reductions) {
       double init = reduction->op == ir::Op::ReduceMax ? -INFINITY : reduction->op == ir::Op::ReduceMin ? INFINITY : 0;
-      out_ << indent << cType(reduction->dtype) << " " << accName(*reduction) << " = "
+      out_ << "  " << cType(reduction->dtype) << " " << accName(*reduction) << " = "
            << literal(init, reduction->dtype) << ";  // " << ir::opName(reduction->op) << " of "
            << displayName(*reduction) << "\n";
     }
-    std::vector<int> serial = k_.serialLoops();
-    bool vector = k_.vectorLoop >= 0 && k_.vectorAccessesExact && !serial.empty() && serial.back() == k_.vectorLoop;
-    std::vector<int> outer = serial;
-    if (vector)
-      outer.pop_back();
-    // Index into the persistent buffer: the serial iterations, row-major (as the simulator).
-    std::string linear = "0";
-    for (size_t i = 0; i < serial.size(); ++i) {
-      const kir::KernelLoop &l = k_.loops[serial[i]];
-      linear = i == 0 ? var(l) : "(" + linear + ") * " + sizeExpr(*l.extent.expr) + " + " + var(l);
-    }
-    for (int loop : outer) {
-      const kir::KernelLoop &l = k_.loops[loop];
-      if (l.unrolled)
-        out_ << indent << "#pragma unroll\n";
-      out_ << indent << "for (int64_t " << var(l) << " = 0; " << var(l) << " < " << sizeExpr(*l.extent.expr)
-           << "; ++" << var(l) << ") {  // " << (l.unrolled ? "unroll " : "serial ") << l.name << "\n";
-      indent += "  ";
-    }
-    std::string guard = predicate(vector);
-    if (!guard.empty()) {
-      out_ << indent << "if (" << guard << ") {  // remainder of a non-divisible split\n";
-      indent += "  ";
-    }
-    std::vector<std::string> vectorStores;
-    if (vector) {
-      const kir::KernelLoop &v = k_.loops[k_.vectorLoop];
-      int64_t width = *v.extent.value;
-      // Whole-vector loads before the vector loop.
-      for (const ir::Value *value : phase.values) {
-        if (value->op != ir::Op::Input || k_.phaseOf.at(value->id) > p)
-          continue;
-        if (k_.persistent.count(value->id) && k_.phaseOf.at(value->id) < p)
-          continue;
-        const ir::Param &param = f_.params[value->paramIndex];
-        if (!vectorizedAccess(param.dims))
-          continue;
-        std::string name = kir::valueName(*value) + "_vec";
-        out_ << indent << memoryType(param.dtype) << " " << name << "[" << width << "];  // vectorize "
-             << v.name << ": " << width << " x " << ir::dtypeName(param.dtype) << " = "
-             << width * ir::dtypeBytes(param.dtype) << " bytes\n";
-        out_ << indent << "fsl_load_vector<" << width * ir::dtypeBytes(param.dtype) << ">(" << name << ", "
-             << param.name << " + " << offsetOf(param.dims, true) << ");\n";
-      }
-      for (const ir::Output *output : phase.stores)
-        if (vectorizedAccess(output->dims) && !ir::isReduction(output->value->op)) {
-          std::string name = output->name + "_vec";
-          out_ << indent << memoryType(output->dtype) << " " << name << "[" << width << "];\n";
-          vectorStores.push_back(output->name);
-        }
-      out_ << indent << "#pragma unroll\n";
-      out_ << indent << "for (int64_t " << var(v) << " = 0; " << var(v) << " < " << width << "; ++" << var(v)
-           << ") {  // vectorize " << v.name << "\n";
-      indent += "  ";
-    }
-    // Element body.
-    for (const ir::Value *value : phase.values) {
-      std::string name = kir::valueName(*value);
-      int valuePhase = k_.phaseOf.at(value->id);
-      std::string expr;
-      if (ir::isReduction(value->op) && valuePhase < p) {
-        continue; // the reduced value is a variable of the kernel already
-      } else if (k_.persistent.count(value->id) && valuePhase < p) {
-        expr = bufferName(*value) + "[" + linear + "]";
-      } else if (value->op == ir::Op::Input) {
-        const ir::Param &param = f_.params[value->paramIndex];
-        if (vector && vectorizedAccess(param.dims))
-          expr = loadExpr(param.dtype, name + "_vec", var(k_.loops[k_.vectorLoop]));
-        else
-          expr = loadExpr(param.dtype, param.name, offsetOf(param.dims, false));
-      } else if (value->op == ir::Op::Scalar) {
-        expr = f_.params[value->paramIndex].name;
-      } else if (value->op == ir::Op::Constant) {
-        expr = literal(value->constant, value->dtype);
-      } else if (value->op == ir::Op::Cast) {
-        expr = rounded(value->dtype, "(" + std::string(cType(value->dtype)) + ")(" + kir::valueName(*value->operands[0]) + ")");
-      } else {
-        std::vector<std::string> args;
-        for (const ir::Value *operand : value->operands)
-          args.push_back(kir::valueName(*operand));
-        expr = rounded(value->dtype, opExpr(*value, args));
-      }
-      out_ << indent << "const " << cType(value->dtype) << " " << name << " = " << expr << ";";
-      if (!value->name.empty())
-        out_ << "  // " << value->name;
-      out_ << "\n";
-    }
-    for (const ir::Value *saved : phase.saves)
-      out_ << indent << bufferName(*saved) << "[" << linear << "] = " << kir::valueName(*saved) << ";\n";
-    for (const ir::Value *reduction : phase.reductions) {
-      std::string acc = accName(*reduction), operand = kir::valueName(*reduction->operands[0]);
-      if (reduction->op == ir::Op::ReduceMax)
-        out_ << indent << acc << " = fsl_max(" << acc << ", " << operand << ");\n";
-      else if (reduction->op == ir::Op::ReduceMin)
-        out_ << indent << acc << " = fsl_min(" << acc << ", " << operand << ");\n";
-      else
-        out_ << indent << acc << " += " << operand << ";\n";
-    }
-    for (const ir::Output *output : phase.stores) {
-      std::string value = kir::valueName(*output->value);
-      if (vector && llvm::is_contained(vectorStores, output->name))
-        out_ << indent << output->name << "_vec[" << var(k_.loops[k_.vectorLoop]) << "] = " << storeValue(output->dtype, value) << ";\n";
-      else
-        out_ << indent << outputPointer(*output) << "[" << offsetOf(output->dims, false)
-             << "] = " << storeValue(output->dtype, value) << ";\n";
-    }
-    if (vector) {
-      indent.resize(indent.size() - 2);
-      out_ << indent << "}\n";
-      for (const std::string &name : vectorStores) {
-        const ir::Output *output = nullptr;
-        for (const ir::Output *candidate : phase.stores)
-          if (candidate->name == name)
-            output = candidate;
-        int64_t width = *k_.loops[k_.vectorLoop].extent.value;
-        out_ << indent << "fsl_store_vector<" << width * ir::dtypeBytes(output->dtype) << ">("
-             << outputPointer(*output) << " + " << offsetOf(output->dims, true) << ", " << name << "_vec);\n";
-      }
-    }
-    if (!guard.empty()) {
-      indent.resize(indent.size() - 2);
-      out_ << indent << "}\n";
-    }
-    for (size_t i = 0; i < outer.size(); ++i) {
-      indent.resize(indent.size() - 2);
-      out_ << indent << "}\n";
+    bool unswitch = false;
+    for (int loop : k_.serialLoops())
+      unswitch |= k_.loops[loop].unswitched;
+    std::string fastPath = inBoundsAtLastIteration();
+    if (unswitch && !fastPath.empty()) {
+      // unswitch: threads whose last iteration is in bounds skip every predicate.
+      out_ << "  if (" << fastPath << ") {  // unswitch: no iteration of this thread is out of bounds\n";
+      writeNest(p, false, "    ");
+      out_ << "  } else {  // the predicated remainder\n";
+      writeNest(p, true, "    ");
+      out_ << "  }\n";
+    } else {
+      writeNest(p, true, "  ");
     }
     // Block reductions finish the phase's reductions for every thread.
     for (const ir::Value *reduction : phase.reductions) {
@@ -432,6 +338,149 @@ private:
     }
   }
 
+  /// Every inexact root is in bounds when this thread's serial loops are at their last
+  /// iteration (indices grow with every loop, so then they are in bounds throughout).
+  std::string inBoundsAtLastIteration() const {
+    std::vector<std::string> conditions;
+    for (ir::DimId root : k_.inexactRoots) {
+      std::vector<std::string> terms;
+      for (const kir::KernelLoop &loop : k_.loops) {
+        if (loop.root != root)
+          continue;
+        std::string index = loop.parallel == Parallel::Serial ? "(" + sizeExpr(*loop.extent.expr) + " - 1)" : var(loop);
+        std::string stride = sizeExpr(*loop.stride.expr);
+        terms.push_back(stride == "1" ? index : index + " * " + stride);
+      }
+      conditions.push_back("(" + llvm::join(terms, " + ") + ") < " + dimExtent(root));
+    }
+    return llvm::join(conditions, " && ");
+  }
+
+  /// The serial loops of a phase and the element body, with or without predicates.
+  void writeNest(int p, bool predicated, std::string indent) {
+    const kir::Phase &phase = k_.phases[p];
+    std::vector<int> serial = k_.serialLoops();
+    bool vector = k_.vectorLoop >= 0 && k_.vectorAccessesExact && !serial.empty() && serial.back() == k_.vectorLoop;
+    std::vector<int> outer = serial;
+    if (vector)
+      outer.pop_back();
+    // Index into the persistent buffer: the serial iterations, row-major (as the simulator).
+    std::string linear = "0";
+    for (size_t i = 0; i < serial.size(); ++i) {
+      const kir::KernelLoop &l = k_.loops[serial[i]];
+      linear = i == 0 ? var(l) : "(" + linear + ") * " + sizeExpr(*l.extent.expr) + " + " + var(l);
+    }
+    for (int loop : outer) {
+      const kir::KernelLoop &l = k_.loops[loop];
+      if (l.unrolled)
+        out_ << indent << "#pragma unroll\n";
+      out_ << indent << "for (int64_t " << var(l) << " = 0; " << var(l) << " < " << sizeExpr(*l.extent.expr)
+           << "; ++" << var(l) << ") {  // " << (l.unrolled ? "unroll " : "serial ") << l.name << "\n";
+      indent += "  ";
+    }
+    std::string guard = predicated ? predicate(vector) : "";
+    if (!guard.empty()) {
+      out_ << indent << "if (" << guard << ") {  // remainder of a non-divisible split\n";
+      indent += "  ";
+    }
+    std::vector<std::string> vectorStores;
+    if (vector) {
+      const kir::KernelLoop &v = k_.loops[k_.vectorLoop];
+      int64_t width = *v.extent.value;
+      // Whole-vector loads before the vector loop.
+      for (const ir::Value *value : phase.values) {
+        if (value->op != ir::Op::Input)
+          continue;
+        const ir::Param &param = f_.params[value->paramIndex];
+        if (!vectorizedAccess(param.dims))
+          continue;
+        std::string name = kir::valueName(*value) + "_vec";
+        out_ << indent << memoryType(param.dtype) << " " << name << "[" << width << "];  // vectorize "
+             << v.name << ": " << width << " x " << ir::dtypeName(param.dtype) << " = "
+             << width * ir::dtypeBytes(param.dtype) << " bytes\n";
+        out_ << indent << "fsl_load_vector<" << width * ir::dtypeBytes(param.dtype) << ">(" << name << ", "
+             << param.name << " + " << offsetOf(param.dims, true) << ");\n";
+      }
+      for (const ir::Output *output : phase.stores)
+        if (vectorizedAccess(output->dims) && !ir::isReduction(output->value->op)) {
+          out_ << indent << memoryType(output->dtype) << " " << output->name << "_vec[" << width << "];\n";
+          vectorStores.push_back(output->name);
+        }
+      out_ << indent << "#pragma unroll\n";
+      out_ << indent << "for (int64_t " << var(v) << " = 0; " << var(v) << " < " << width << "; ++" << var(v)
+           << ") {  // vectorize " << v.name << "\n";
+      indent += "  ";
+    }
+    // Element body.
+    for (const ir::Value *value : phase.values) {
+      std::string name = kir::valueName(*value);
+      int valuePhase = k_.phaseOf.at(value->id);
+      std::string expr;
+      if (ir::isReduction(value->op) && valuePhase < p) {
+        continue; // the reduced value is a variable of the kernel already
+      } else if (k_.persistent.count(value->id) && valuePhase < p) {
+        expr = bufferAt(*value, linear);
+      } else if (value->op == ir::Op::Input) {
+        const ir::Param &param = f_.params[value->paramIndex];
+        if (vector && vectorizedAccess(param.dims))
+          expr = loadExpr(param.dtype, name + "_vec", var(k_.loops[k_.vectorLoop]));
+        else
+          expr = loadExpr(param.dtype, param.name, offsetOf(param.dims, false));
+      } else if (value->op == ir::Op::Scalar) {
+        expr = f_.params[value->paramIndex].name;
+      } else if (value->op == ir::Op::Constant) {
+        expr = literal(value->constant, value->dtype);
+      } else if (value->op == ir::Op::Cast) {
+        expr = rounded(value->dtype, "(" + std::string(cType(value->dtype)) + ")(" + kir::valueName(*value->operands[0]) + ")");
+      } else {
+        std::vector<std::string> args;
+        for (const ir::Value *operand : value->operands)
+          args.push_back(kir::valueName(*operand));
+        expr = rounded(value->dtype, opExpr(*value, args));
+      }
+      out_ << indent << "const " << cType(value->dtype) << " " << name << " = " << expr << ";";
+      if (!value->name.empty())
+        out_ << "  // " << value->name;
+      out_ << "\n";
+    }
+    for (const ir::Value *saved : phase.saves)
+      out_ << indent << bufferAt(*saved, linear) << " = " << kir::valueName(*saved) << ";\n";
+    for (const ir::Value *reduction : phase.reductions) {
+      std::string acc = accName(*reduction), operand = kir::valueName(*reduction->operands[0]);
+      if (reduction->op == ir::Op::ReduceMax)
+        out_ << indent << acc << " = fsl_max(" << acc << ", " << operand << ");\n";
+      else if (reduction->op == ir::Op::ReduceMin)
+        out_ << indent << acc << " = fsl_min(" << acc << ", " << operand << ");\n";
+      else
+        out_ << indent << acc << " += " << operand << ";\n";
+    }
+    for (const ir::Output *output : phase.stores) {
+      std::string value = kir::valueName(*output->value);
+      if (vector && llvm::is_contained(vectorStores, output->name))
+        out_ << indent << output->name << "_vec[" << var(k_.loops[k_.vectorLoop]) << "] = " << storeValue(output->dtype, value) << ";\n";
+      else
+        out_ << indent << outputPointer(*output) << "[" << offsetOf(output->dims, false)
+             << "] = " << storeValue(output->dtype, value) << ";\n";
+    }
+    if (vector) {
+      indent.resize(indent.size() - 2);
+      out_ << indent << "}\n";
+      int64_t width = *k_.loops[k_.vectorLoop].extent.value;
+      for (const ir::Output *output : phase.stores)
+        if (llvm::is_contained(vectorStores, output->name))
+          out_ << indent << "fsl_store_vector<" << width * ir::dtypeBytes(output->dtype) << ">("
+               << outputPointer(*output) << " + " << offsetOf(output->dims, true) << ", " << output->name << "_vec);\n";
+    }
+    if (!guard.empty()) {
+      indent.resize(indent.size() - 2);
+      out_ << indent << "}\n";
+    }
+    for (size_t i = 0; i < outer.size(); ++i) {
+      indent.resize(indent.size() - 2);
+      out_ << indent << "}\n";
+    }
+  }
+
   std::string outputPointer(const ir::Output &output) const {
     return output.isInout ? f_.params[output.paramIndex].name : output.name;
   }
@@ -441,14 +490,27 @@ private:
   llvm::raw_ostream &out_;
 };
 
-const char *kPreamble = R"(#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
+const char *kPreamble = R"(// The kernels compile with nvcc and with NVRTC (fslc --emit=ptx|cubin, the runtime's JIT);
+// the launcher below them is host code, left out under NVRTC.
+#ifdef __CUDACC_RTC__
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+typedef unsigned int uint32_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+#else
+#include "FUSION_HEADER"
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#endif
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#define FSL_INF32 __int_as_float(0x7f800000)
+#define FSL_INF64 __longlong_as_double(0x7ff0000000000000LL)
 
 namespace {
 
@@ -499,6 +561,15 @@ __device__ T fsl_block_reduce_x(T value, Combine combine, T *scratch) {
 
 } // namespace
 )";
+
+int64_t sharedBytesPerThread(const kir::Kernel &kernel) {
+  int64_t bytes = 8;
+  for (unsigned id : kernel.persistentShared) {
+    ir::DType type = kernel.fusion->values[id]->dtype;
+    bytes += kernel.bufferElements * (type == ir::DType::F64 || type == ir::DType::I64 ? 8 : 4);
+  }
+  return bytes;
+}
 
 std::string guardCondition(const kir::Kernel &kernel) {
   std::vector<std::string> parts;
@@ -560,15 +631,17 @@ GeneratedSources generateCuda(const ir::Fusion &fusion, const std::vector<const 
 
   // --- Source ---------------------------------------------------------------------
   llvm::raw_string_ostream s(result.source);
+  std::string preamble = kPreamble;
+  preamble.replace(preamble.find("FUSION_HEADER"), std::strlen("FUSION_HEADER"), fusion.name + ".h");
   s << "// Generated by fslc from " << sourcePath << ": fusion " << fusion.name << ".\n"
     << "// Read it to tune the schedule; regenerate it rather than editing it.\n"
-    << "#include \"" << fusion.name << ".h\"\n\n"
-    << kPreamble << "\n";
+    << preamble << "\n";
   for (const kir::Kernel *kernel : kernels)
     KernelWriter(*kernel, s).write();
 
   // Launcher: checks, variant choice, launch.
-  s << "namespace {\nthread_local char fsl_error_message[512];\n\n"
+  s << "#ifndef __CUDACC_RTC__\n// ---- Host launcher ----\n\n"
+    << "namespace {\nthread_local char fsl_error_message[512];\n\n"
     << "fsl_status fsl_fail(fsl_status status, const char *format, ...) {\n"
     << "  va_list args;\n  va_start(args, format);\n"
     << "  vsnprintf(fsl_error_message, sizeof fsl_error_message, format, args);\n"
@@ -688,7 +761,13 @@ GeneratedSources generateCuda(const ir::Fusion &fusion, const std::vector<const 
     }
     s << "    const dim3 grid((unsigned)" << grid[0] << ", (unsigned)" << grid[1] << ", (unsigned)" << grid[2] << ");\n"
       << "    const dim3 block((unsigned)" << block[0] << ", (unsigned)" << block[1] << ", (unsigned)" << block[2] << ");\n"
-      << "    const size_t shared_bytes = (size_t)block.x * block.y * block.z * 8;  // block reduction scratch\n"
+      << "    // Block reduction scratch (8 bytes a thread), then persistent buffers in shared memory.\n"
+      << "    const size_t shared_bytes = (size_t)block.x * block.y * block.z * " << sharedBytesPerThread(*kernel) << ";\n"
+      << "    if (shared_bytes > 48 * 1024) {\n"
+      << "      const cudaError_t opt_in = cudaFuncSetAttribute(" << kernel->name
+      << ", cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared_bytes);\n"
+      << "      if (opt_in != cudaSuccess)\n        return fsl_fail(FSL_ERROR_LAUNCH, \"" << kernel->name
+      << ": %zu bytes of shared memory: %s\", shared_bytes, cudaGetErrorString(opt_in));\n    }\n"
       << "    " << kernel->name << "<<<grid, block, shared_bytes, stream>>>(";
     std::vector<std::string> args;
     for (const ir::Param &param : fusion.params)
@@ -708,7 +787,8 @@ GeneratedSources generateCuda(const ir::Fusion &fusion, const std::vector<const 
     if (condition.empty())
       break;
   }
-  s << "  return fsl_fail(FSL_ERROR_SIZE, \"no schedule of " << fusion.name << " applies to these sizes\");\n}\n";
+  s << "  return fsl_fail(FSL_ERROR_SIZE, \"no schedule of " << fusion.name << " applies to these sizes\");\n}\n"
+    << "#endif // __CUDACC_RTC__\n";
   return result;
 }
 

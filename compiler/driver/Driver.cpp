@@ -6,6 +6,7 @@
 #include "ast/Printer.h"
 #include "check/Checker.h"
 #include "codegen/CudaCodegen.h"
+#include "codegen/Nvrtc.h"
 #include "driver/Config.h"
 #include "driver/Simulate.h"
 #include "lower/Lower.h"
@@ -190,6 +191,7 @@ private:
 
   bool needsKernels() const {
     return options_.emit == EmitKind::KernelIR || options_.emit == EmitKind::Cuda ||
+           options_.emit == EmitKind::Ptx || options_.emit == EmitKind::Cubin ||
            !options_.simulateSizes.empty();
   }
 
@@ -370,6 +372,11 @@ private:
       if (int code = emitCuda(unit); code != kExitSuccess)
         return code;
       break;
+    case EmitKind::Ptx:
+    case EmitKind::Cubin:
+      if (int code = emitCompiled(unit, options_.emit == EmitKind::Cubin); code != kExitSuccess)
+        return code;
+      break;
     }
     if (!options_.simulateSizes.empty()) {
       for (const auto &fusion : unit.program->fusions) {
@@ -397,7 +404,8 @@ private:
     }
     if (result.empty())
       return kExitSuccess;
-    if (settings_.outputDir.empty() || options_.emit == EmitKind::Cuda) {
+    if (settings_.outputDir.empty() || options_.emit == EmitKind::Cuda ||
+        options_.emit == EmitKind::Ptx || options_.emit == EmitKind::Cubin) {
       out_ << result;
       out_.flush();
       return kExitSuccess;
@@ -419,6 +427,28 @@ private:
       if (code == kExitSuccess)
         code = writeNamed(fusion->name + ".cu", sources.source);
       if (code != kExitSuccess)
+        return code;
+    }
+    out_.flush();
+    return kExitSuccess;
+  }
+
+  /// The kernels through NVRTC: <fusion>.ptx or <fusion>.cubin.
+  int emitCompiled(Unit &unit, bool cubin) {
+    for (const auto &fusion : unit.program->fusions) {
+      codegen::GeneratedSources sources = codegen::generateCuda(*fusion, kernelsOf(unit, *fusion), unit.path);
+      codegen::NvrtcResult compiled = codegen::compileWithNvrtc(
+          sources.source, fusion->name + ".cu", settings_.target.arch, cubin, options_.nvrtcOptions);
+      if (!compiled.ok) {
+        diagnostics_.report(DiagId::NvrtcFailed, fusion->range, fusion->name, compiled.log);
+        return kExitDiagnostics;
+      }
+      std::string name = fusion->name + (cubin ? ".cubin" : ".ptx");
+      if (settings_.outputDir.empty()) {
+        out_ << compiled.output;
+        continue;
+      }
+      if (int code = writeNamed(name, compiled.output); code != kExitSuccess)
         return code;
     }
     out_.flush();

@@ -15,7 +15,7 @@ class raw_ostream;
 
 namespace fsl {
 
-enum class EmitKind { Check, Format, AST, FusionIR, Schedule, KernelIR, Cuda };
+enum class EmitKind { Check, Format, AST, FusionIR, Schedule, KernelIR, Cuda, Ptx, Cubin };
 enum class DiagnosticsFormat { Text, Json };
 enum class ColorMode { Auto, Always, Never };
 
@@ -34,6 +34,7 @@ struct DriverOptions {
   EmitKind emit = EmitKind::Check;
   DiagnosticsFormat diagnosticsFormat = DiagnosticsFormat::Text;
   ColorMode color = ColorMode::Auto;
+  std::vector<std::string> nvrtcOptions; // -Xnvrtc
   bool resolved = false;            // --emit=schedule: loop nests instead of text
   bool verify = false;
   bool warningsAsErrors = false;

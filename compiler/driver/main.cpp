@@ -52,7 +52,9 @@ cl::opt<fsl::EmitKind> emit(
                           "The file with derived extents noted on each directive"),
                clEnumValN(fsl::EmitKind::KernelIR, "kernel-ir", "The lowered kernels"),
                clEnumValN(fsl::EmitKind::Cuda, "cuda",
-                          "CUDA kernels, launcher and header (<fusion>.cu, <fusion>.h)")),
+                          "CUDA kernels, launcher and header (<fusion>.cu, <fusion>.h)"),
+               clEnumValN(fsl::EmitKind::Ptx, "ptx", "The kernels compiled to PTX by NVRTC"),
+               clEnumValN(fsl::EmitKind::Cubin, "cubin", "The kernels compiled to a cubin by NVRTC")),
     cl::cat(category));
 cl::opt<fsl::DiagnosticsFormat> diagnosticsFormat(
     "diagnostics-format", cl::desc("How diagnostics are written to standard error"),
@@ -67,6 +69,8 @@ cl::opt<fsl::ColorMode> color(
                clEnumValN(fsl::ColorMode::Always, "always", "Always"),
                clEnumValN(fsl::ColorMode::Never, "never", "Never")),
     cl::cat(category));
+cl::list<std::string> nvrtcOptions("Xnvrtc", cl::desc("Pass <option> to NVRTC (--emit=ptx|cubin)"),
+                                   cl::value_desc("option"), cl::cat(category));
 cl::opt<bool> resolved("resolved",
                        cl::desc("With --emit=schedule: print every tensor's loop nest"),
                        cl::cat(category));
@@ -127,6 +131,10 @@ int main(int argc, char **argv) {
   options.diagnosticsFormat = diagnosticsFormat;
   options.color = color;
   options.resolved = resolved;
+  options.nvrtcOptions.assign(nvrtcOptions.begin(), nvrtcOptions.end());
+  // -o DIR without --emit writes the CUDA sources: the main job.
+  if (emit.getNumOccurrences() == 0 && !options.outputDir.empty())
+    options.emit = fsl::EmitKind::Cuda;
   options.verify = verify;
   options.warningsAsErrors = warningsAsErrors;
   options.errorLimit = errorLimit;

@@ -50,8 +50,10 @@ void printKernel(const Kernel &kernel, llvm::raw_ostream &out) {
       out << " (predicated)";
     out << "\n";
   }
-  if (!kernel.persistent.empty())
-    out << "  persistent buffer: " << kernel.bufferElements << " elements per thread in registers\n";
+  for (unsigned id : kernel.persistent)
+    out << "  persistent buffer " << valueName(*fusion.values[id]) << ": " << kernel.bufferElements
+        << " elements per thread in " << (kernel.persistentShared.count(id) ? "shared memory" : "registers")
+        << "\n";
   for (size_t p = 0; p < kernel.phases.size(); ++p) {
     const Phase &phase = kernel.phases[p];
     out << "  phase " << p << "\n";

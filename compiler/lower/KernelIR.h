@@ -29,6 +29,7 @@ struct KernelLoop {
   sched::Parallel parallel = sched::Parallel::Serial;
   bool vectorized = false;
   bool unrolled = false;
+  bool unswitched = false; // a fast path without predicates, and a predicated remainder
   ir::DimId root = 0;
   sched::Extent stride; // steps of the root dimension per iteration
   bool exact = true;    // no iteration past the root's extent
@@ -53,8 +54,10 @@ struct Kernel {
   std::vector<Phase> phases;
   /// Reductions whose result comes from a block reduction over threadIdx.x.
   std::set<unsigned> blockReduced;
-  /// Values read from the persistent register buffer in later phases.
+  /// Values read from the persistent buffer in later phases.
   std::set<unsigned> persistent;
+  /// Of those, the ones kept in shared memory rather than registers.
+  std::set<unsigned> persistentShared;
   /// Elements of the persistent buffer per thread: the serial (and vector) iterations.
   int64_t bufferElements = 1;
   int vectorLoop = -1; // index into loops, or -1

@@ -91,6 +91,7 @@ private:
     result.parallel = loop.parallel;
     result.vectorized = loop.vectorized;
     result.unrolled = loop.unrolled;
+    result.unswitched = loop.unswitched;
     result.root = loop.roots[0];
     result.stride = loop.stride;
     result.exact = loop.exact;
@@ -101,8 +102,6 @@ private:
   /// Every tensor's loops must be loops of the reference nest, alike.
   bool checkTensors() {
     for (const sched::TensorSchedule &tensor : schedule_.tensors) {
-      if (tensor.persistent == ast::MemoryKind::Shared)
-        return unsupported("persistent " + tensor.name + " in shared (use registers or recompute)");
       if (tensor.cache)
         return unsupported("cache " + tensor.name + " (caching is not lowered yet)");
       if (fusion_.params[0].isStrided || (tensor.isInput && fusion_.params[tensor.value->paramIndex].isStrided))
@@ -163,10 +162,13 @@ private:
     }
     // Which values later phases read, and how: kept in registers when the schedule says
     // persistent ... in registers, recomputed otherwise.
-    std::set<unsigned> registers;
+    std::set<unsigned> registers; // kept: in registers or in shared memory
     for (const sched::TensorSchedule &tensor : schedule_.tensors)
-      if (tensor.persistent == ast::MemoryKind::Registers)
+      if (tensor.persistent == ast::MemoryKind::Registers || tensor.persistent == ast::MemoryKind::Shared) {
         registers.insert(tensor.value->id);
+        if (tensor.persistent == ast::MemoryKind::Shared)
+          kernel_->persistentShared.insert(tensor.value->id);
+      }
     kernel_->bufferElements = 1;
     for (int index : kernel_->serialLoops()) {
       const kir::KernelLoop &loop = kernel_->loops[index];

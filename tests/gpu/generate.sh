@@ -20,6 +20,15 @@ for fusion in rms_norm_add layer_norm softmax; do
     fi
   done
 done
+# Variants of the example schedules that exercise other lowering paths.
+variant() { # name fusion dim size sed-expression
+  local dir="$out/${2}_${4}.$1"
+  sed "$5" "$root/examples/$2.fsl" > "$out/$2.$1.fsl"
+  "$fslc" --diagnostics-color=never -D "$3=$4" --emit=cuda -o "$dir" "$out/$2.$1.fsl"
+  rm "$out/$2.$1.fsl"
+}
+variant shared rms_norm_add H 16384 's/persistent h in registers/persistent h in shared/'
+variant unswitch softmax S 4096 's/    unroll Sp;/    unroll Sp;\n    unswitch Sp;/'
 rm -f "$out/err.txt"
 cp "$root/tests/gpu/check.py" "$out/"
 echo "generated: $(ls -d "$out"/*_* | wc -l) variants; refused: $(wc -l < "$out/refused.txt")"

@@ -9,10 +9,15 @@ out="${OUT:-$build}"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 for dir in "$build"/*_*/; do
   name="$(basename "$dir")"
-  fusion="${name%_*}"
+  fusion="${name%_*}"   # softmax_4096.unswitch -> softmax
   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -shared -Xcompiler -fPIC \
     -I "$root/runtime/include" -I "$dir" -o "$dir/lib$fusion.so" "$dir/$fusion.cu" \
     > "$dir/nvcc.txt" 2>&1 || { echo "BUILD FAILED: $name"; cat "$dir/nvcc.txt"; }
   grep -E "registers" "$dir/nvcc.txt" | sed "s/^/$name: /" >> "$out/ptxas.txt"
 done
+# The runtime's JIT path against the ahead-of-time build of the same kernel.
+nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I "$root/runtime/include" \
+  -I "$build/softmax_4096" -o "$build/jit_gpu_test" "$root/tests/gpu/jit_gpu_test.cu" \
+  "$build/softmax_4096/softmax.cu" "$root/runtime/src/jit.cpp" -lnvrtc -lcuda -ldl \
+  && "$build/jit_gpu_test" "$build/softmax_4096/softmax.cu" /tmp/fsl-jit-cache | tee "$out/jit.txt"
 PYTHONUNBUFFERED=1 python3 "$build/check.py" "$build" "$out"

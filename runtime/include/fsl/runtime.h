@@ -45,7 +45,10 @@ typedef enum fsl_status {
   FSL_ERROR_LAYOUT = 5,
   FSL_ERROR_ALIGNMENT = 6,
   FSL_ERROR_OVERLAP = 7,
-  FSL_ERROR_LAUNCH = 8
+  FSL_ERROR_LAUNCH = 8,
+  FSL_ERROR_COMPILE = 9,
+  FSL_ERROR_CACHE = 10,
+  FSL_ERROR_DRIVER = 11
 } fsl_status;
 
 #ifdef __cplusplus
