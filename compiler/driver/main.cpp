@@ -1,4 +1,5 @@
 // main.cpp — the `fslc` command line (llvm::cl), handed to the driver.
+#include "codegen/Nvrtc.h"
 #include "driver/Driver.h"
 #include "support/LargeStack.h"
 
@@ -84,6 +85,7 @@ cl::opt<unsigned> errorLimit("error-limit",
 void printVersion(llvm::raw_ostream &out) {
   out << "fslc 0.1.0 (FSL language draft 0)\n"
       << "  built with LLVM " << LLVM_VERSION_STRING << " Support and the ANTLR 4 C++ runtime\n"
+      << "  NVRTC " << fsl::codegen::nvrtcVersion() << " for --emit=ptx|cubin\n"
       << "  default target: " << fsl::kDefaultTarget << "\n";
 }
 

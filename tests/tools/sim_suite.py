@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Simulator suite: randomized legal schedules of pointwise, reduction, RMSNorm(+add),
+"""Simulator and NVRTC suite: randomized legal schedules of pointwise, reduction, RMSNorm(+add),
 LayerNorm and Softmax fusions, over hidden sizes that do and do not divide the splits,
-run on the CPU simulator and compared with the float64 reference (`fslc --simulate`).
+run on the CPU simulator and compared with the float64 reference (`fslc --simulate`);
+the kernels of every case that runs are also compiled for sm_90a by NVRTC.
 
 A case the checker or the lowering refuses (a vector width that does not divide H, a
 buffer too large...) is counted as refused, not run: the suite asserts that no case
@@ -86,6 +87,12 @@ def run(fslc, workdir, index, fusion, hidden, rows, text):
     result = subprocess.run([fslc, "--diagnostics-color=never", "--simulate", f"T={rows}", path],
                             capture_output=True, text=True, timeout=300)
     if result.returncode == 0 and "matches the float64 reference" in result.stdout:
+        # The same kernels must also compile for sm_90a through NVRTC.
+        compiled = subprocess.run([fslc, "--diagnostics-color=never", "--emit=cubin", "-o",
+                                   os.path.join(workdir, f"cubin{index}"), path],
+                                  capture_output=True, text=True, timeout=300)
+        if compiled.returncode != 0:
+            return "fail", f"{fusion} H={hidden} T={rows}: NVRTC:\n{text}\n{compiled.stderr}"
         return "pass", ""
     ids = set(re.findall(r"\[([a-z0-9-]+)\]", result.stderr))
     if result.returncode == 1 and ids and ids <= REFUSALS:
