@@ -543,19 +543,36 @@ template <int Bytes, typename T> __device__ __forceinline__ void fsl_store_vecto
 extern __shared__ unsigned char fsl_shared[];
 
 // Reduces `value` over threadIdx.x for each (threadIdx.y, threadIdx.z) and gives every
-// thread the result. A pairwise tree in shared memory: exact for any blockDim.x.
+// thread the result: serial partials (already in `value`) -> warp (shuffles) -> block
+// (one value per warp through shared memory). Without whole warps a row, a pairwise tree
+// in shared memory, exact for any blockDim.x.
 template <typename T, typename Combine>
 __device__ T fsl_block_reduce_x(T value, Combine combine, T *scratch) {
-  const unsigned row = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x;
-  scratch[row + threadIdx.x] = value;
+  const unsigned row = threadIdx.z * blockDim.y + threadIdx.y;
+  if (blockDim.x % 32 == 0) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1)
+      value = combine(value, __shfl_xor_sync(0xffffffffu, value, offset));
+    const unsigned warps = blockDim.x / 32;
+    if (threadIdx.x % 32 == 0)
+      scratch[row * warps + threadIdx.x / 32] = value;
+    __syncthreads();
+    T total = scratch[row * warps];
+    for (unsigned w = 1; w < warps; ++w)
+      total = combine(total, scratch[row * warps + w]);
+    __syncthreads(); // the scratch is reused by the next reduction
+    return total;
+  }
+  const unsigned base = row * blockDim.x;
+  scratch[base + threadIdx.x] = value;
   __syncthreads();
   for (unsigned step = 1; step < blockDim.x; step <<= 1) {
     if (threadIdx.x % (2 * step) == 0 && threadIdx.x + step < blockDim.x)
-      scratch[row + threadIdx.x] = combine(scratch[row + threadIdx.x], scratch[row + threadIdx.x + step]);
+      scratch[base + threadIdx.x] = combine(scratch[base + threadIdx.x], scratch[base + threadIdx.x + step]);
     __syncthreads();
   }
-  const T result = scratch[row];
-  __syncthreads(); // the scratch is reused by the next reduction
+  const T result = scratch[base];
+  __syncthreads();
   return result;
 }
 
