@@ -12,6 +12,7 @@
 #include "lower/Lower.h"
 #include "driver/Evaluate.h"
 #include "driver/Verify.h"
+#include "heuristics/Heuristics.h"
 #include "ir/Printer.h"
 #include "parse/Parser.h"
 #include "schedule/Printer.h"
@@ -53,6 +54,7 @@ struct Unit {
   std::unique_ptr<Program> program;    // after sema
   std::vector<std::unique_ptr<sched::Schedule>> schedules; // explicit schedules, checked
   std::vector<std::unique_ptr<kir::Kernel>> kernels;       // lowered, when asked for
+  std::map<std::string, std::string> noHeuristic;          // fusion -> why no auto schedule
   std::set<std::string> staticDimNames;
   bool failed = false;
 };
@@ -218,8 +220,11 @@ private:
         if (auto kernel = lowerSchedule(*schedule, fusion->name + "_v" + std::to_string(variant++), diagnostics_))
           unit.kernels.push_back(std::move(kernel));
       }
-      if (!any)
-        diagnostics_.report(DiagId::NeedsExplicitSchedule, fusion->range, fusion->name);
+      if (!any) {
+        auto why = unit.noHeuristic.find(fusion->name);
+        diagnostics_.report(DiagId::NeedsExplicitSchedule, fusion->range, fusion->name,
+                            why != unit.noHeuristic.end() ? why->second : "its schedules are all 'auto'");
+      }
     }
     return diagnostics_.errorCount() == errorsBefore;
   }
@@ -246,8 +251,10 @@ private:
     if (file && needsSemantics()) {
       SemaOptions semaOptions{settings_.includeDirs, settings_.stdlibDir, settings_.defines};
       unit.program = analyze(std::move(file), sources_, diagnostics, semaOptions);
-      if (unit.program)
+      if (unit.program) {
+        expandAutoSchedules(unit, diagnostics);
         buildSchedules(unit, diagnostics);
+      }
     } else {
       unit.file = std::move(file);
     }
@@ -262,6 +269,63 @@ private:
     if (unit.failed)
       code = std::max<int>(code, kExitDiagnostics);
     return unit;
+  }
+
+  /// Replaces each `= auto` block (and, when code or schedules are asked for, adds one for
+  /// each fusion without a schedule) by the schedule text the heuristics choose, parsed
+  /// like a user's, so everything after sees explicit schedules.
+  void expandAutoSchedules(Unit &unit, DiagnosticEngine &diagnostics) {
+    ast::File &main = *unit.program->main;
+    std::set<std::string> scheduled;
+    std::vector<ast::DeclPtr> decls;
+    for (ast::DeclPtr &decl : main.decls) {
+      auto *schedule = llvm::dyn_cast<ast::ScheduleDecl>(decl.get());
+      if (schedule)
+        scheduled.insert(schedule->fusion.text);
+      const ir::Fusion *fusion = schedule && schedule->isAuto ? fusionNamed(unit, schedule->fusion.text) : nullptr;
+      if (!fusion || !sched::checkAutoSchedule(*schedule, diagnostics)) {
+        decls.push_back(std::move(decl));
+        continue;
+      }
+      std::vector<ast::DeclPtr> chosen = heuristicSchedules(unit, *fusion, heuristics::knobsOf(*schedule), diagnostics);
+      if (chosen.empty()) {
+        decls.push_back(std::move(decl));
+        continue;
+      }
+      chosen.front()->comments.leading.insert(chosen.front()->comments.leading.begin(),
+                                              schedule->comments.leading.begin(), schedule->comments.leading.end());
+      chosen.front()->comments.blankLineBefore = schedule->comments.blankLineBefore;
+      for (ast::DeclPtr &generated : chosen)
+        decls.push_back(std::move(generated));
+    }
+    if (needsKernels() || options_.emit == EmitKind::Schedule)
+      for (const auto &fusion : unit.program->fusions)
+        if (!scheduled.count(fusion->name))
+          for (ast::DeclPtr &generated : heuristicSchedules(unit, *fusion, heuristics::Knobs(), diagnostics))
+            decls.push_back(std::move(generated));
+    main.decls = std::move(decls);
+  }
+
+  const ir::Fusion *fusionNamed(const Unit &unit, const std::string &name) const {
+    for (const auto &fusion : unit.program->fusions)
+      if (fusion->name == name)
+        return fusion.get();
+    return nullptr;
+  }
+
+  std::vector<ast::DeclPtr> heuristicSchedules(Unit &unit, const ir::Fusion &fusion,
+                                               const heuristics::Knobs &knobs, DiagnosticEngine &diagnostics) {
+    heuristics::Choice choice = heuristics::chooseSchedules(fusion, settings_.target, knobs);
+    if (choice.text.empty()) {
+      unit.noHeuristic[fusion.name] = choice.why;
+      return {};
+    }
+    unsigned buffer = sources_.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(choice.text, "<auto schedule of " + fusion.name + ">"), llvm::SMLoc());
+    std::unique_ptr<ast::File> parsed = parseFile(sources_, buffer, diagnostics);
+    if (!parsed)
+      return {};
+    return std::move(parsed->decls);
   }
 
   /// Applies and checks every schedule block of the main file.

@@ -1,0 +1,117 @@
+// HeuristicsTest.cpp — the heuristics' choices, pinned for given sizes, types and targets.
+#include "TestSupport.h"
+
+#include "heuristics/Heuristics.h"
+#include "sema/Sema.h"
+
+#include <doctest/doctest.h>
+
+#include <llvm/Support/FormatVariadic.h>
+
+using namespace fsl;
+using fsl::test::Parsed;
+
+namespace {
+
+Target h200() {
+  Target t;
+  t.name = "h200";
+  t.arch = "sm_90a";
+  t.smCount = 132;
+  t.maxThreadsPerBlock = 1024;
+  t.registersPerSm = 65536;
+  t.maxRegistersPerThread = 255;
+  t.sharedMemoryPerBlock = 232448;
+  return t;
+}
+
+const char *kRmsNormAdd = "fusion f<H = SIZE>(x: bf16[T, H], r: inout bf16[T, H], w: bf16[H]) -> (y: bf16[T, H]) {\n"
+                          "    let h = f32(x) + f32(r);\n    r = bf16(h);\n"
+                          "    y = bf16(h * rsqrt(mean(h * h, over H) + 1e-6) * f32(w));\n}\n";
+
+std::string choose(const std::string &text, heuristics::Knobs knobs = {}) {
+  Parsed parsed(text);
+  REQUIRE_MESSAGE(parsed.file, parsed.firstMessage());
+  auto program = analyze(std::move(parsed.file), parsed.sources, parsed.diagnostics, SemaOptions{});
+  REQUIRE_MESSAGE(program, parsed.firstMessage());
+  heuristics::Choice choice = heuristics::chooseSchedules(*program->fusions[0], h200(), knobs);
+  return choice.text.empty() ? "why: " + choice.why : choice.text;
+}
+
+std::string rmsNormAdd(int h, heuristics::Knobs knobs = {}) {
+  std::string text = kRmsNormAdd;
+  text.replace(text.find("SIZE"), 4, std::to_string(h));
+  return choose(text, knobs);
+}
+
+} // namespace
+
+TEST_CASE("inner persistent, H = 4096 bf16: 16-byte vectors, 128 static threads x 4, registers") {
+  std::string text = rmsNormAdd(4096);
+  CHECK(text.find("schedule f {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 128 -> (Hp, Hx);\n"
+                  "    parallelize T -> BIDx, Hx -> TIDx;\n    vectorize Hv;\n    unroll Hp;\n"
+                  "    persistent h in registers;\n    compute_with h;\n}") != std::string::npos);
+  // Fewer rows than SMs: one row over 512 threads.
+  CHECK(text.find("schedule f when T < 132 {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 512 -> (Hp, Hx);")
+        != std::string::npos);
+  CHECK(text.find("// persistent h in registers: 32 values of f32 a thread fit registers.") != std::string::npos);
+}
+
+TEST_CASE("inner persistent, H = 16384: 256 threads x 8 keeps 64 values a thread") {
+  std::string text = rmsNormAdd(16384);
+  CHECK(text.find("split Ho by 256 -> (Hp, Hx);") != std::string::npos);
+  CHECK(text.find("// persistent h in registers: 64 values") != std::string::npos);
+  CHECK(text.find("when T < 132 {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 1024 -> (Hp, Hx);") != std::string::npos);
+}
+
+TEST_CASE("inner persistent, H = 1024: one batch of 128 threads, no wider variant") {
+  std::string text = rmsNormAdd(1024);
+  CHECK(text.find("split Ho by 128 -> (Hp, Hx);") != std::string::npos);
+  CHECK(text.find("when T < 132") == std::string::npos);
+  CHECK(text.find("unroll Hp") == std::string::npos); // a batch of one
+}
+
+TEST_CASE("short rows share a block; a vector width divides H") {
+  std::string text = rmsNormAdd(200); // 25 vectors of 8: one warp a row, 4 rows a block
+  CHECK(text.find("split Ho by 32 -> (Hp, Hx);") != std::string::npos);
+  CHECK(text.find("split T by 4 -> (Tb, Ty);") != std::string::npos);
+  CHECK(text.find("parallelize Tb -> BIDx, Ty -> TIDy, Hx -> TIDx;") != std::string::npos);
+  std::string odd = rmsNormAdd(1000); // 1000 = 8 x 125
+  CHECK(odd.find("split H by 8 -> (Ho, Hv);") != std::string::npos);
+  std::string four = rmsNormAdd(1004); // 1004 = 4 x 251: 8 does not divide
+  CHECK(four.find("split H by 4 -> (Ho, Hv);") != std::string::npos);
+}
+
+TEST_CASE("knobs: static_bdimx = false splits the batch outer; compute_with = false drops it") {
+  heuristics::Knobs knobs;
+  knobs.staticBdimx = false;
+  knobs.computeWith = false;
+  std::string text = rmsNormAdd(4096, knobs);
+  CHECK(text.find("split Ho into 4 -> (Hp, Hx);") != std::string::npos);
+  CHECK(text.find("compute_with") == std::string::npos);
+  CHECK(text.find("static_bdimx = false") != std::string::npos);
+}
+
+TEST_CASE("the register budget moves large buffers to shared memory") {
+  heuristics::Knobs knobs;
+  knobs.persistentBatch = 32; // 32 x 8 = 256 values a thread: too many registers
+  std::string text = rmsNormAdd(32768, knobs);
+  CHECK(text.find("persistent h in shared;") != std::string::npos);
+}
+
+TEST_CASE("f32 rows get 4-wide vectors; runtime rows get scalar accesses") {
+  CHECK(choose("fusion f<H = 4096>(x: f32[T, H]) -> (y: f32[T, H]) {\n    let e = exp(x);\n"
+               "    y = e / sum(e, over H);\n}\n")
+            .find("split H by 4 -> (Ho, Hv);") != std::string::npos);
+  std::string pointwise = choose("fusion f(x: bf16[T, H]) -> (y: bf16[T, H]) {\n    y = x;\n}\n");
+  CHECK(pointwise.find("vectorize") == std::string::npos);
+  CHECK(pointwise.find("parallelize T -> BIDx, Hb -> BIDy, Hx -> TIDx;") != std::string::npos);
+}
+
+TEST_CASE("classification and what the heuristics decline") {
+  CHECK(choose("fusion f(x: f32[T, H]) -> (y: f32[H]) {\n    y = sum(x, over T);\n}\n")
+            .find("auto(reduction), outer") != std::string::npos);
+  CHECK(choose("fusion f(a: bf16[M, K], b: bf16[N, K]) -> (c: f32[M, N]) {\n"
+               "    c = sum(f32(a) * f32(b), over K);\n}\n") ==
+        "why: matrix products are scheduled by the matmul heuristic, which is not written yet");
+}
