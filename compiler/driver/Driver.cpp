@@ -283,7 +283,11 @@ private:
       if (schedule)
         scheduled.insert(schedule->fusion.text);
       const ir::Fusion *fusion = schedule && schedule->isAuto ? fusionNamed(unit, schedule->fusion.text) : nullptr;
-      if (!fusion || !sched::checkAutoSchedule(*schedule, diagnostics)) {
+      // A guard on an unknown dimension stays as written: checkGuards reports it there.
+      bool guardsKnown = true;
+      for (const ast::SizeCondition &c : schedule ? schedule->when : std::vector<ast::SizeCondition>{})
+        guardsKnown &= fusion && fusion->findDim(c.dim.text).has_value();
+      if (!fusion || !sched::checkAutoSchedule(*schedule, diagnostics) || !guardsKnown) {
         decls.push_back(std::move(decl));
         continue;
       }
@@ -342,10 +346,8 @@ private:
       if (!fusion)
         continue;
       byFusion[fusion->name].push_back(schedule);
-      if (schedule->isAuto) {
-        sched::checkAutoSchedule(*schedule, diagnostics);
-        continue;
-      }
+      if (schedule->isAuto)
+        continue; // knobs were checked when the heuristics expanded it
       std::unique_ptr<sched::Schedule> built = sched::buildSchedule(*schedule, *fusion, diagnostics);
       if (built && checkSchedule(*built, settings_.target, diagnostics))
         unit.schedules.push_back(std::move(built));
