@@ -313,7 +313,9 @@ private:
       writeNest(p, true, "    ");
       out_ << "  }\n";
     } else {
-      writeNest(p, true, "  ");
+      out_ << "  {\n";
+      writeNest(p, true, "    ");
+      out_ << "  }\n";
     }
     // Block reductions finish the phase's reductions for every thread.
     for (const ir::Value *reduction : phase.reductions) {
@@ -370,6 +372,63 @@ private:
       const kir::KernelLoop &l = k_.loops[serial[i]];
       linear = i == 0 ? var(l) : "(" + linear + ") * " + sizeExpr(*l.extent.expr) + " + " + var(l);
     }
+    // Prefetch: when the batch loops are unrolled and short, every vector of the batch is
+    // loaded before any is used, so all loads are in flight together (a store to an inout
+    // tensor would otherwise order the next iteration's loads after it).
+    std::vector<const ir::Value *> prefetched;
+    std::string outerLinear = "0";
+    int64_t outerCount = 1;
+    bool prefetch = vector && !outer.empty();
+    for (int loop : outer) {
+      const kir::KernelLoop &l = k_.loops[loop];
+      prefetch &= l.unrolled && l.extent.isStatic();
+      if (l.extent.isStatic())
+        outerCount *= *l.extent.value;
+      outerLinear = outerLinear == "0" ? var(l) : "(" + outerLinear + ") * " + sizeExpr(*l.extent.expr) + " + " + var(l);
+    }
+    prefetch &= outerCount <= 32;
+    if (prefetch) {
+      const kir::KernelLoop &v = k_.loops[k_.vectorLoop];
+      int64_t width = *v.extent.value;
+      for (const ir::Value *value : phase.values)
+        if (value->op == ir::Op::Input && vectorizedAccess(f_.params[value->paramIndex].dims))
+          prefetched.push_back(value);
+      if (prefetched.empty())
+        prefetch = false;
+      for (const ir::Value *value : prefetched) {
+        const ir::Param &param = f_.params[value->paramIndex];
+        out_ << indent << memoryType(param.dtype) << " " << kir::valueName(*value) << "_vec[" << outerCount << "]["
+             << width << "];  // prefetched: " << outerCount << " vectors of " << width << " x "
+             << ir::dtypeName(param.dtype) << "\n";
+      }
+      std::string prefetchIndent = indent;
+      for (int loop : outer) {
+        const kir::KernelLoop &l = k_.loops[loop];
+        out_ << prefetchIndent << "#pragma unroll\n" << prefetchIndent << "for (int64_t " << var(l) << " = 0; "
+             << var(l) << " < " << sizeExpr(*l.extent.expr) << "; ++" << var(l) << ") {  // prefetch over "
+             << l.name << "\n";
+        prefetchIndent += "  ";
+      }
+      std::string loadGuard = predicated ? predicate(true) : "";
+      if (!loadGuard.empty()) {
+        out_ << prefetchIndent << "if (" << loadGuard << ") {\n";
+        prefetchIndent += "  ";
+      }
+      for (const ir::Value *value : prefetched) {
+        const ir::Param &param = f_.params[value->paramIndex];
+        out_ << prefetchIndent << "fsl_load_vector<" << width * ir::dtypeBytes(param.dtype) << ">("
+             << kir::valueName(*value) << "_vec[" << outerLinear << "], " << param.name << " + "
+             << offsetOf(param.dims, true) << ");\n";
+      }
+      if (!loadGuard.empty()) {
+        prefetchIndent.resize(prefetchIndent.size() - 2);
+        out_ << prefetchIndent << "}\n";
+      }
+      for (size_t i = 0; i < outer.size(); ++i) {
+        prefetchIndent.resize(prefetchIndent.size() - 2);
+        out_ << prefetchIndent << "}\n";
+      }
+    }
     for (int loop : outer) {
       const kir::KernelLoop &l = k_.loops[loop];
       if (l.unrolled)
@@ -389,7 +448,7 @@ private:
       int64_t width = *v.extent.value;
       // Whole-vector loads before the vector loop.
       for (const ir::Value *value : phase.values) {
-        if (value->op != ir::Op::Input)
+        if (value->op != ir::Op::Input || llvm::is_contained(prefetched, value))
           continue;
         const ir::Param &param = f_.params[value->paramIndex];
         if (!vectorizedAccess(param.dims))
@@ -422,7 +481,9 @@ private:
         expr = bufferAt(*value, linear);
       } else if (value->op == ir::Op::Input) {
         const ir::Param &param = f_.params[value->paramIndex];
-        if (vector && vectorizedAccess(param.dims))
+        if (llvm::is_contained(prefetched, value))
+          expr = loadExpr(param.dtype, name + "_vec[" + outerLinear + "]", var(k_.loops[k_.vectorLoop]));
+        else if (vector && vectorizedAccess(param.dims))
           expr = loadExpr(param.dtype, name + "_vec", var(k_.loops[k_.vectorLoop]));
         else
           expr = loadExpr(param.dtype, param.name, offsetOf(param.dims, false));
