@@ -92,6 +92,21 @@ std::string literal(double value, ir::DType type) {
   return type == ir::DType::F64 ? text : text + "f";
 }
 
+/// A size expression as C++: static dimensions as numbers, runtime ones by name.
+std::string sizeText(const sched::SizeExpr &e, const ir::Fusion &fusion) {
+  switch (e.kind) {
+  case sched::SizeExpr::Kind::Const:
+    return std::to_string(e.value);
+  case sched::SizeExpr::Kind::Dim:
+    return fusion.dims[e.dim].staticExtent ? std::to_string(*fusion.dims[e.dim].staticExtent) : fusion.dims[e.dim].name;
+  case sched::SizeExpr::Kind::CeilDiv:
+    return "((" + sizeText(*e.lhs, fusion) + " + " + std::to_string(e.value - 1) + ") / " + std::to_string(e.value) + ")";
+  case sched::SizeExpr::Kind::Mul:
+    return "(" + sizeText(*e.lhs, fusion) + " * " + sizeText(*e.rhs, fusion) + ")";
+  }
+  return "0";
+}
+
 class KernelWriter {
 public:
   KernelWriter(const kir::Kernel &kernel, llvm::raw_ostream &out) : k_(kernel), f_(*kernel.fusion), out_(out) {}
@@ -151,19 +166,7 @@ private:
   std::string bufferName(const ir::Value &value) const { return kir::valueName(value) + "_buffer"; }
   std::string accName(const ir::Value &value) const { return kir::valueName(value) + "_acc"; }
 
-  std::string sizeExpr(const sched::SizeExpr &e) const {
-    switch (e.kind) {
-    case sched::SizeExpr::Kind::Const:
-      return std::to_string(e.value);
-    case sched::SizeExpr::Kind::Dim:
-      return f_.dims[e.dim].staticExtent ? std::to_string(*f_.dims[e.dim].staticExtent) : f_.dims[e.dim].name;
-    case sched::SizeExpr::Kind::CeilDiv:
-      return "((" + sizeExpr(*e.lhs) + " + " + std::to_string(e.value - 1) + ") / " + std::to_string(e.value) + ")";
-    case sched::SizeExpr::Kind::Mul:
-      return "(" + sizeExpr(*e.lhs) + " * " + sizeExpr(*e.rhs) + ")";
-    }
-    return "0";
-  }
+  std::string sizeExpr(const sched::SizeExpr &e) const { return sizeText(e, f_); }
 
   std::string dimExtent(ir::DimId dim) const {
     return f_.dims[dim].staticExtent ? std::to_string(*f_.dims[dim].staticExtent) : f_.dims[dim].name;
@@ -820,18 +823,7 @@ GeneratedSources generateCuda(const ir::Fusion &fusion, const std::vector<const 
     s << "  " << (condition.empty() ? "{" : "if (" + condition + ") {") << "  // " << kernel->name << "\n";
     std::string grid[3] = {"1", "1", "1"}, block[3] = {"1", "1", "1"};
     for (const kir::KernelLoop &loop : kernel->loops) {
-      auto text = [&](const sched::SizeExpr &e) {
-        std::function<std::string(const sched::SizeExpr &)> rec = [&](const sched::SizeExpr &x) -> std::string {
-          switch (x.kind) {
-          case sched::SizeExpr::Kind::Const: return std::to_string(x.value);
-          case sched::SizeExpr::Kind::Dim: return fusion.dims[x.dim].staticExtent ? std::to_string(*fusion.dims[x.dim].staticExtent) : fusion.dims[x.dim].name;
-          case sched::SizeExpr::Kind::CeilDiv: return "((" + rec(*x.lhs) + " + " + std::to_string(x.value - 1) + ") / " + std::to_string(x.value) + ")";
-          case sched::SizeExpr::Kind::Mul: return "(" + rec(*x.lhs) + " * " + rec(*x.rhs) + ")";
-          }
-          return std::string("1");
-        };
-        return rec(e);
-      };
+      auto text = [&](const sched::SizeExpr &e) { return sizeText(e, fusion); };
       if (sched::isBlockIndex(loop.parallel))
         grid[static_cast<int>(loop.parallel) - static_cast<int>(Parallel::BIDx)] = text(*loop.extent.expr);
       if (sched::isThreadIndex(loop.parallel))

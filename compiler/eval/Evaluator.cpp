@@ -103,7 +103,9 @@ private:
 double nanMax(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
 double nanMin(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
 
-double apply(ir::Op op, const double *x) {
+} // namespace
+
+double applyOp(ir::Op op, const double *x) {
   using ir::Op;
   switch (op) {
   case Op::Neg: return -x[0];
@@ -135,6 +137,8 @@ double apply(ir::Op op, const double *x) {
   default: return NAN;
   }
 }
+
+namespace {
 
 /// Reorders a tensor between fusion order and a declared order.
 std::vector<double> permute(const std::vector<double> &data, const std::vector<ir::DimId> &from,
@@ -250,7 +254,7 @@ llvm::Expected<EvalResult> evaluate(const ir::Fusion &fusion, const EvalRequest 
       for (int64_t i = 0; i < count; ++i, walker.next()) {
         for (size_t k = 0; k < value.operands.size(); ++k)
           args[k] = values[value.operands[k]->id].data[IndexWalker::offset(walker.index(), inStrides[k])];
-        out.data[i] = apply(value.op, args);
+        out.data[i] = applyOp(value.op, args);
       }
       break;
     }

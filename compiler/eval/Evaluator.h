@@ -40,6 +40,10 @@ struct EvalResult {
 /// Evaluates `fusion`. Fails (without evaluating) on missing or wrong-sized inputs.
 llvm::Expected<EvalResult> evaluate(const ir::Fusion &fusion, const EvalRequest &request);
 
+/// The value of a pointwise operation (neg ... where) on its operands, in double
+/// precision; max and min propagate NaN. Shared with the simulator.
+double applyOp(ir::Op op, const double *operands);
+
 /// Element count of a parameter or output with `dims` under `extents`.
 int64_t elementCount(const std::vector<ir::DimId> &dims, const std::vector<int64_t> &extents);
 

@@ -10,39 +10,6 @@ namespace {
 
 using sched::Parallel;
 
-double applyOp(ir::Op op, const std::vector<double> &x) {
-  using ir::Op;
-  switch (op) {
-  case Op::Neg: return -x[0];
-  case Op::Not: return x[0] == 0 ? 1 : 0;
-  case Op::Exp: return std::exp(x[0]);
-  case Op::Log: return std::log(x[0]);
-  case Op::Sqrt: return std::sqrt(x[0]);
-  case Op::Rsqrt: return 1.0 / std::sqrt(x[0]);
-  case Op::Tanh: return std::tanh(x[0]);
-  case Op::Sigmoid: return 1.0 / (1.0 + std::exp(-x[0]));
-  case Op::Erf: return std::erf(x[0]);
-  case Op::Abs: return std::fabs(x[0]);
-  case Op::Add: return x[0] + x[1];
-  case Op::Sub: return x[0] - x[1];
-  case Op::Mul: return x[0] * x[1];
-  case Op::Div: return x[0] / x[1];
-  case Op::Max: return std::isnan(x[0]) || std::isnan(x[1]) ? NAN : std::max(x[0], x[1]);
-  case Op::Min: return std::isnan(x[0]) || std::isnan(x[1]) ? NAN : std::min(x[0], x[1]);
-  case Op::Pow: return std::pow(x[0], x[1]);
-  case Op::Lt: return x[0] < x[1];
-  case Op::Le: return x[0] <= x[1];
-  case Op::Gt: return x[0] > x[1];
-  case Op::Ge: return x[0] >= x[1];
-  case Op::Eq: return x[0] == x[1];
-  case Op::Ne: return x[0] != x[1];
-  case Op::And: return x[0] != 0 && x[1] != 0;
-  case Op::Or: return x[0] != 0 || x[1] != 0;
-  case Op::Where: return x[0] != 0 ? x[1] : x[2];
-  default: return NAN;
-  }
-}
-
 /// How the GPU holds a value of `type`: f32 registers for the narrow float types.
 double asComputed(double value, ir::DType type) {
   if (type == ir::DType::BF16 || type == ir::DType::F16)
@@ -274,7 +241,7 @@ private:
         std::vector<double> args;
         for (const ir::Value *operand : value->operands)
           args.push_back(valueOf(operand));
-        result = asComputed(applyOp(value->op, args), value->dtype);
+        result = asComputed(eval::applyOp(value->op, args.data()), value->dtype);
       }
       values[value->id] = result;
     }
