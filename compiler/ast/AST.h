@@ -140,7 +140,8 @@ public:
 /// Parentheses the user wrote; kept so the printer does not remove them.
 class ParenExpr : public Expr {
 public:
-  ParenExpr(ExprPtr inner, llvm::SMRange range) : Expr(Kind::Paren, range), inner(std::move(inner)) {}
+  ParenExpr(ExprPtr inner, llvm::SMRange range)
+      : Expr(Kind::Paren, range), inner(std::move(inner)) {}
   static bool classof(const Expr *e) { return e->kind() == Kind::Paren; }
   ExprPtr inner;
 };
@@ -204,9 +205,28 @@ llvm::StringRef memoryKindName(MemoryKind kind);
 class Directive {
 public:
   enum class Kind {
-    Split, Merge, Reorder, Parallelize, Vectorize, Unroll, Unswitch, Rfactor, Inline,
-    ComputeAt, ComputeWith, Persistent, Cache, LaunchBounds, MaxRRegCount, Pdl, Mma,
-    Pipeline, WarpSpecialize, Tiles, Cluster, Epilogue
+    Split,
+    Merge,
+    Reorder,
+    Parallelize,
+    Vectorize,
+    Unroll,
+    Unswitch,
+    Rfactor,
+    Inline,
+    ComputeAt,
+    ComputeWith,
+    Persistent,
+    Cache,
+    LaunchBounds,
+    MaxRRegCount,
+    Pdl,
+    Mma,
+    Pipeline,
+    WarpSpecialize,
+    Tiles,
+    Cluster,
+    Epilogue
   };
   virtual ~Directive() = default;
   Kind kind() const { return kind_; }

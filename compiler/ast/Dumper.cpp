@@ -27,7 +27,8 @@ private:
     if (!range.Start.isValid())
       return "<invalid>";
     auto [startLine, startColumn] = sources_.getLineAndColumn(range.Start);
-    auto [endLine, endColumn] = sources_.getLineAndColumn(range.End.isValid() ? range.End : range.Start);
+    auto [endLine, endColumn] =
+        sources_.getLineAndColumn(range.End.isValid() ? range.End : range.Start);
     return llvm::formatv("<{0}:{1}-{2}:{3}>", startLine, startColumn, endLine, endColumn).str();
   }
 

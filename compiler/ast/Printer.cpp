@@ -178,7 +178,8 @@ private:
     }
     std::string paramLine = "(" + llvm::join(params, ", ") + ")";
     std::string outputLine = outputs.empty() ? "" : " -> (" + llvm::join(outputs, ", ") + ")";
-    bool wrapParams = paramComments || head.size() + paramLine.size() + outputLine.size() + 2 > kLineLimit;
+    bool wrapParams =
+        paramComments || head.size() + paramLine.size() + outputLine.size() + 2 > kLineLimit;
     out_ << head;
     if (!wrapParams || params.empty()) {
       out_ << paramLine;

@@ -49,8 +49,9 @@ private:
     for (const TensorSchedule &tensor : schedule_.tensors)
       for (const Loop &loop : tensor.loops)
         if (loop.isReduction && sched::isBlockIndex(loop.parallel))
-          diagnostics_.report(DiagId::ReductionOnBlockIndex, at(loop.parallelizedBy), loop.name,
-                              tensor.name, sched::parallelName(loop.parallel))
+          diagnostics_
+              .report(DiagId::ReductionOnBlockIndex, at(loop.parallelizedBy), loop.name,
+                      tensor.name, sched::parallelName(loop.parallel))
               .note(DiagId::NoteFusionLine, tensor.value->range,
                     "'" + tensor.name + "' reduces over " + rootNames(loop) + " here");
   }
@@ -101,15 +102,17 @@ private:
           const Loop &theirs = consumer.loops[position];
           if (theirs.parallel == loop.parallel)
             continue;
-          const ast::Directive *where = theirs.parallelizedBy ? theirs.parallelizedBy : loop.parallelizedBy;
+          const ast::Directive *where =
+              theirs.parallelizedBy ? theirs.parallelizedBy : loop.parallelizedBy;
           if (sched::isBlockIndex(loop.parallel) || sched::isBlockIndex(theirs.parallel))
             diagnostics_.report(DiagId::ParallelNeedsGlobal, at(where), loop.name,
                                 sched::parallelName(loop.parallel), producer.name,
                                 sched::parallelName(theirs.parallel), consumer.name);
           else if (!shared)
-            diagnostics_.report(DiagId::ParallelNeedsShared, at(where), loop.name,
-                                sched::parallelName(loop.parallel), producer.name,
-                                sched::parallelName(theirs.parallel), consumer.name)
+            diagnostics_
+                .report(DiagId::ParallelNeedsShared, at(where), loop.name,
+                        sched::parallelName(loop.parallel), producer.name,
+                        sched::parallelName(theirs.parallel), consumer.name)
                 .note(DiagId::NoteFusionLine, consumer.value->range,
                       "'" + consumer.name + "' reads '" + producer.name + "' here");
         }
@@ -166,8 +169,10 @@ private:
     for (const TensorSchedule &tensor : schedule_.tensors) {
       for (size_t i = 0; i < tensor.loops.size(); ++i) {
         const Loop &loop = tensor.loops[i];
-        if (loop.unrolled && !loop.unrollFactor && !loop.extent.isStatic() && once(loop.unrolledBy, 0))
-          diagnostics_.report(DiagId::UnrollNotStatic, at(loop.unrolledBy), loop.name, loop.extent.text);
+        if (loop.unrolled && !loop.unrollFactor && !loop.extent.isStatic() &&
+            once(loop.unrolledBy, 0))
+          diagnostics_.report(DiagId::UnrollNotStatic, at(loop.unrolledBy), loop.name,
+                              loop.extent.text);
         if (!loop.vectorized)
           continue;
         const ast::Directive *where = loop.vectorizedBy;
@@ -197,8 +202,9 @@ private:
             diagnostics_.report(DiagId::VectorizeNotContiguous, at(where), loop.name, tensor.name);
         } else if (width * ir::dtypeBytes(tensor.dtype) > 16) {
           if (once(where, 6))
-            diagnostics_.report(DiagId::VectorizeTooWide, at(where), width, ir::dtypeName(tensor.dtype),
-                                width * ir::dtypeBytes(tensor.dtype), tensor.name);
+            diagnostics_.report(DiagId::VectorizeTooWide, at(where), width,
+                                ir::dtypeName(tensor.dtype), width * ir::dtypeBytes(tensor.dtype),
+                                tensor.name);
         } else if (!loop.exact) {
           // Runtime extents are checked at launch (a scalar variant takes over); a
           // static extent must divide now.
@@ -262,8 +268,8 @@ private:
         int64_t budget = target_.maxRegistersPerThread - 32;
         if (registers > budget)
           diagnostics_.report(DiagId::PersistentTooLarge, tensor.persistentBy->range, tensor.name,
-                              llvm::formatv("{0} registers per thread ({1} values of {2})", registers,
-                                            perThread, ir::dtypeName(tensor.dtype))
+                              llvm::formatv("{0} registers per thread ({1} values of {2})",
+                                            registers, perThread, ir::dtypeName(tensor.dtype))
                                   .str(),
                               llvm::formatv("{0} leaves about {1} of its {2} for buffers; use more "
                                             "threads, or persistent {3} in shared",
@@ -295,22 +301,25 @@ private:
       return;
     const ir::Value *product = matmulValue();
     if (!product) {
-      const ast::Directive *first = mm.mma ? static_cast<const ast::Directive *>(mm.mma)
+      const ast::Directive *first = mm.mma        ? static_cast<const ast::Directive *>(mm.mma)
                                     : mm.pipeline ? mm.pipeline
                                     : mm.warpSpecialize ? mm.warpSpecialize
                                     : !mm.tiles.empty() ? mm.tiles[0]
                                     : mm.cluster ? static_cast<const ast::Directive *>(mm.cluster)
                                                  : mm.epilogue;
-      diagnostics_.report(DiagId::MmaWithoutMatmul, first->range,
-                          "'" + schedule_.fusion->name +
-                              "' has no matrix product (sum(a * b, over K) with a: [M, K] and b: [N, K])");
+      diagnostics_.report(
+          DiagId::MmaWithoutMatmul, first->range,
+          "'" + schedule_.fusion->name +
+              "' has no matrix product (sum(a * b, over K) with a: [M, K] and b: [N, K])");
       return;
     }
     const std::string &contracted = schedule_.fusion->dims[product->reduced[0]].name;
     if (mm.mma && mm.mma->reductionDim.text != contracted)
-      diagnostics_.report(DiagId::MmaWithoutMatmul, mm.mma->reductionDim.range,
-                          "'" + mm.mma->reductionDim.text +
-                              "' is not the contracted dimension of the matrix product; it is " + contracted)
+      diagnostics_
+          .report(DiagId::MmaWithoutMatmul, mm.mma->reductionDim.range,
+                  "'" + mm.mma->reductionDim.text +
+                      "' is not the contracted dimension of the matrix product; it is " +
+                      contracted)
           .note(DiagId::NoteFusionLine, product->range, "the matrix product is here");
 
     bool sm90 = target_.arch == "sm_90a";
@@ -340,11 +349,13 @@ private:
         }
         return "?";
       };
-      bool persistentAndSplitK =
-          (mm.tiles[0]->order == ast::TileOrderKind::Persistent && mm.tiles[i]->order == ast::TileOrderKind::SplitK) ||
-          (mm.tiles[0]->order == ast::TileOrderKind::SplitK && mm.tiles[i]->order == ast::TileOrderKind::Persistent);
+      bool persistentAndSplitK = (mm.tiles[0]->order == ast::TileOrderKind::Persistent &&
+                                  mm.tiles[i]->order == ast::TileOrderKind::SplitK) ||
+                                 (mm.tiles[0]->order == ast::TileOrderKind::SplitK &&
+                                  mm.tiles[i]->order == ast::TileOrderKind::Persistent);
       if (persistentAndSplitK)
-        diagnostics_.report(DiagId::TilesConflict, mm.tiles[i]->range, name(mm.tiles[i]), name(mm.tiles[0]))
+        diagnostics_
+            .report(DiagId::TilesConflict, mm.tiles[i]->range, name(mm.tiles[i]), name(mm.tiles[0]))
             .note(DiagId::NoteDirective, mm.tiles[0]->range, "the first tile order is here");
       else
         diagnostics_.report(DiagId::DuplicateDirective, mm.tiles[i]->range, "the tile order")
@@ -355,20 +366,22 @@ private:
       auto validCount = [](int64_t regs) { return regs >= 24 && regs <= 256 && regs % 8 == 0; };
       for (const ast::IntLiteral *regs : {&ws->producerRegs, &ws->consumerRegs})
         if (!validCount(regs->value))
-          diagnostics_.report(DiagId::WarpRolesRegisters, regs->range,
-                              llvm::formatv("{0} registers per thread: setmaxnreg takes a multiple of 8 "
-                                            "from 24 to 256",
-                                            regs->value)
-                                  .str());
-      int64_t total = 128 * (ws->producerRegs.value + ws->consumerCount.value * ws->consumerRegs.value);
+          diagnostics_.report(
+              DiagId::WarpRolesRegisters, regs->range,
+              llvm::formatv("{0} registers per thread: setmaxnreg takes a multiple of 8 "
+                            "from 24 to 256",
+                            regs->value)
+                  .str());
+      int64_t total =
+          128 * (ws->producerRegs.value + ws->consumerCount.value * ws->consumerRegs.value);
       if (total > target_.registersPerSm)
-        diagnostics_.report(DiagId::WarpRolesRegisters, ws->range,
-                            llvm::formatv("warp roles need 128 x ({0} + {1} x {2}) = {3} registers; "
-                                          "{4} has {5} per SM",
-                                          ws->producerRegs.value, ws->consumerCount.value,
-                                          ws->consumerRegs.value, total, target_.name,
-                                          target_.registersPerSm)
-                                .str());
+        diagnostics_.report(
+            DiagId::WarpRolesRegisters, ws->range,
+            llvm::formatv("warp roles need 128 x ({0} + {1} x {2}) = {3} registers; "
+                          "{4} has {5} per SM",
+                          ws->producerRegs.value, ws->consumerCount.value, ws->consumerRegs.value,
+                          total, target_.name, target_.registersPerSm)
+                .str());
     }
 
     if (mm.pipeline && mm.mma && mm.mma->ctaTile.values.size() == 3) {
@@ -383,11 +396,13 @@ private:
       }
       int64_t stageBytes = (m * k + n * k) * operandBytes;
       int64_t total = mm.pipeline->stages.value * stageBytes;
-      std::string parts = llvm::formatv("{0} stages of {1} bytes", mm.pipeline->stages.value, stageBytes).str();
+      std::string parts =
+          llvm::formatv("{0} stages of {1} bytes", mm.pipeline->stages.value, stageBytes).str();
       if (mm.epilogue && mm.epilogue->via != ast::EpilogueKind::Registers) {
-        int64_t epilogueBytes = m * n * ir::dtypeBytes(schedule_.fusion->outputs.empty()
-                                                           ? ir::DType::BF16
-                                                           : schedule_.fusion->outputs[0].dtype);
+        int64_t epilogueBytes =
+            m * n *
+            ir::dtypeBytes(schedule_.fusion->outputs.empty() ? ir::DType::BF16
+                                                             : schedule_.fusion->outputs[0].dtype);
         total += epilogueBytes;
         parts += llvm::formatv(" and a {0}-byte epilogue tile", epilogueBytes).str();
       }
@@ -405,7 +420,7 @@ private:
 bool satisfies(const ast::ScheduleDecl &decl, const std::map<std::string, int64_t> &point) {
   for (const ast::SizeCondition &c : decl.when) {
     int64_t v = point.at(c.dim.text), b = c.bound.value;
-    bool ok = c.op == ast::BinaryOp::Lt ? v < b
+    bool ok = c.op == ast::BinaryOp::Lt   ? v < b
               : c.op == ast::BinaryOp::Le ? v <= b
               : c.op == ast::BinaryOp::Gt ? v > b
               : c.op == ast::BinaryOp::Ge ? v >= b
@@ -484,8 +499,9 @@ bool checkGuards(const ir::Fusion &fusion, const std::vector<const ast::Schedule
         if (applying[a]->when.empty() != applying[b]->when.empty())
           continue;
         if (overlapReported.insert({applying[a], applying[b]}).second)
-          diagnostics.report(DiagId::WhenOverlap, applying[b]->fusion.range, fusion.name,
-                             describePoint(point))
+          diagnostics
+              .report(DiagId::WhenOverlap, applying[b]->fusion.range, fusion.name,
+                      describePoint(point))
               .note(DiagId::NoteDirective, applying[a]->fusion.range, "the other schedule is here");
       }
     if (applying.empty() && !uncoveredReported) {

@@ -87,7 +87,8 @@ std::string literal(double value, ir::DType type) {
   if (type == ir::DType::Bool)
     return value != 0 ? "true" : "false";
   if (ir::isInteger(type))
-    return llvm::formatv("{0}", static_cast<int64_t>(value)).str() + (type == ir::DType::I64 ? "LL" : "");
+    return llvm::formatv("{0}", static_cast<int64_t>(value)).str() +
+           (type == ir::DType::I64 ? "LL" : "");
   std::string text = llvm::formatv("{0:e9}", value).str();
   return type == ir::DType::F64 ? text : text + "f";
 }
@@ -98,9 +99,11 @@ std::string sizeText(const sched::SizeExpr &e, const ir::Fusion &fusion) {
   case sched::SizeExpr::Kind::Const:
     return std::to_string(e.value);
   case sched::SizeExpr::Kind::Dim:
-    return fusion.dims[e.dim].staticExtent ? std::to_string(*fusion.dims[e.dim].staticExtent) : fusion.dims[e.dim].name;
+    return fusion.dims[e.dim].staticExtent ? std::to_string(*fusion.dims[e.dim].staticExtent)
+                                           : fusion.dims[e.dim].name;
   case sched::SizeExpr::Kind::CeilDiv:
-    return "((" + sizeText(*e.lhs, fusion) + " + " + std::to_string(e.value - 1) + ") / " + std::to_string(e.value) + ")";
+    return "((" + sizeText(*e.lhs, fusion) + " + " + std::to_string(e.value - 1) + ") / " +
+           std::to_string(e.value) + ")";
   case sched::SizeExpr::Kind::Mul:
     return "(" + sizeText(*e.lhs, fusion) + " * " + sizeText(*e.rhs, fusion) + ")";
   }
@@ -109,7 +112,8 @@ std::string sizeText(const sched::SizeExpr &e, const ir::Fusion &fusion) {
 
 class KernelWriter {
 public:
-  KernelWriter(const kir::Kernel &kernel, llvm::raw_ostream &out) : k_(kernel), f_(*kernel.fusion), out_(out) {}
+  KernelWriter(const kir::Kernel &kernel, llvm::raw_ostream &out)
+      : k_(kernel), f_(*kernel.fusion), out_(out) {}
 
   void write() {
     writeSignature();
@@ -117,15 +121,18 @@ public:
     writeIndices();
     if (!k_.persistentShared.empty())
       out_ << "  const unsigned fsl_threads = blockDim.x * blockDim.y * blockDim.z;\n"
-           << "  const unsigned fsl_tid = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;\n";
+           << "  const unsigned fsl_tid = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + "
+              "threadIdx.x;\n";
     size_t sharedOffset = 0; // bytes per thread after the reduction scratch
     for (unsigned id : k_.persistent) {
       const ir::Value &value = *f_.values[id];
       if (k_.persistentShared.count(id)) {
-        out_ << "  " << cType(value.dtype) << " *" << bufferName(value) << " = reinterpret_cast<" << cType(value.dtype)
-             << " *>(fsl_shared + fsl_threads * (8 + " << sharedOffset << "));  // persistent " << displayName(value)
+        out_ << "  " << cType(value.dtype) << " *" << bufferName(value) << " = reinterpret_cast<"
+             << cType(value.dtype) << " *>(fsl_shared + fsl_threads * (8 + " << sharedOffset
+             << "));  // persistent " << displayName(value)
              << " in shared memory: " << k_.bufferElements << " per thread\n";
-        sharedOffset += k_.bufferElements * (value.dtype == ir::DType::F64 || value.dtype == ir::DType::I64 ? 8 : 4);
+        sharedOffset += k_.bufferElements *
+                        (value.dtype == ir::DType::F64 || value.dtype == ir::DType::I64 ? 8 : 4);
       } else {
         out_ << "  " << cType(value.dtype) << " " << bufferName(value) << "[" << k_.bufferElements
              << "];  // persistent " << displayName(value) << " in registers\n";
@@ -169,7 +176,8 @@ private:
   std::string sizeExpr(const sched::SizeExpr &e) const { return sizeText(e, f_); }
 
   std::string dimExtent(ir::DimId dim) const {
-    return f_.dims[dim].staticExtent ? std::to_string(*f_.dims[dim].staticExtent) : f_.dims[dim].name;
+    return f_.dims[dim].staticExtent ? std::to_string(*f_.dims[dim].staticExtent)
+                                     : f_.dims[dim].name;
   }
 
   void writeSignature() {
@@ -178,13 +186,15 @@ private:
     if (!k_.schedule->decl->when.empty()) {
       std::vector<std::string> guards;
       for (const ast::SizeCondition &c : k_.schedule->decl->when)
-        guards.push_back(c.dim.text + " " + ast::binaryOpSpelling(c.op).str() + " " + std::to_string(c.bound.value));
+        guards.push_back(c.dim.text + " " + ast::binaryOpSpelling(c.op).str() + " " +
+                         std::to_string(c.bound.value));
       out_ << " when " << llvm::join(guards, " && ");
     }
     out_ << "\nextern \"C\" __global__ void";
     if (threads)
       out_ << " __launch_bounds__("
-           << (k_.schedule->launchBounds ? k_.schedule->launchBounds->value.value : *threads) << ")";
+           << (k_.schedule->launchBounds ? k_.schedule->launchBounds->value.value : *threads)
+           << ")";
     out_ << " " << k_.name << "(\n    " << llvm::join(parameters(), ",\n    ") << ")";
   }
 
@@ -198,8 +208,8 @@ private:
       if (loop.parallel == Parallel::Serial)
         continue;
       bool block = sched::isBlockIndex(loop.parallel);
-      int axis = static_cast<int>(loop.parallel) - (block ? static_cast<int>(Parallel::BIDx)
-                                                          : static_cast<int>(Parallel::TIDx));
+      int axis = static_cast<int>(loop.parallel) -
+                 (block ? static_cast<int>(Parallel::BIDx) : static_cast<int>(Parallel::TIDx));
       out_ << "  const int64_t " << var(loop) << " = " << (block ? "blockIdx." : "threadIdx.")
            << axes[axis] << ";  // parallelize " << loop.name << " -> "
            << sched::parallelName(loop.parallel) << ", extent " << loop.extent.text << "\n";
@@ -239,35 +249,64 @@ private:
 
   std::string opExpr(const ir::Value &value, const std::vector<std::string> &a) const {
     bool f64 = value.dtype == ir::DType::F64;
-    auto fn = [&](const char *name) { return std::string(name) + (f64 ? "" : "f") + "(" + a[0] + ")"; };
+    auto fn = [&](const char *name) {
+      return std::string(name) + (f64 ? "" : "f") + "(" + a[0] + ")";
+    };
     switch (value.op) {
-    case ir::Op::Neg: return "-" + a[0];
-    case ir::Op::Not: return "!" + a[0];
-    case ir::Op::Exp: return fn("exp");
-    case ir::Op::Log: return fn("log");
-    case ir::Op::Sqrt: return fn("sqrt");
-    case ir::Op::Rsqrt: return fn("rsqrt");
-    case ir::Op::Tanh: return fn("tanh");
-    case ir::Op::Erf: return fn("erf");
-    case ir::Op::Abs: return ir::isFloat(value.dtype) ? fn("fabs") : "abs(" + a[0] + ")";
-    case ir::Op::Sigmoid: return f64 ? "1.0 / (1.0 + exp(-" + a[0] + "))" : "1.0f / (1.0f + expf(-" + a[0] + "))";
-    case ir::Op::Add: return a[0] + " + " + a[1];
-    case ir::Op::Sub: return a[0] + " - " + a[1];
-    case ir::Op::Mul: return a[0] + " * " + a[1];
-    case ir::Op::Div: return a[0] + " / " + a[1];
-    case ir::Op::Max: return "fsl_max(" + a[0] + ", " + a[1] + ")";
-    case ir::Op::Min: return "fsl_min(" + a[0] + ", " + a[1] + ")";
-    case ir::Op::Pow: return std::string(f64 ? "pow(" : "powf(") + a[0] + ", " + a[1] + ")";
-    case ir::Op::Lt: return a[0] + " < " + a[1];
-    case ir::Op::Le: return a[0] + " <= " + a[1];
-    case ir::Op::Gt: return a[0] + " > " + a[1];
-    case ir::Op::Ge: return a[0] + " >= " + a[1];
-    case ir::Op::Eq: return a[0] + " == " + a[1];
-    case ir::Op::Ne: return a[0] + " != " + a[1];
-    case ir::Op::And: return a[0] + " && " + a[1];
-    case ir::Op::Or: return a[0] + " || " + a[1];
-    case ir::Op::Where: return a[0] + " ? " + a[1] + " : " + a[2];
-    default: return "0";
+    case ir::Op::Neg:
+      return "-" + a[0];
+    case ir::Op::Not:
+      return "!" + a[0];
+    case ir::Op::Exp:
+      return fn("exp");
+    case ir::Op::Log:
+      return fn("log");
+    case ir::Op::Sqrt:
+      return fn("sqrt");
+    case ir::Op::Rsqrt:
+      return fn("rsqrt");
+    case ir::Op::Tanh:
+      return fn("tanh");
+    case ir::Op::Erf:
+      return fn("erf");
+    case ir::Op::Abs:
+      return ir::isFloat(value.dtype) ? fn("fabs") : "abs(" + a[0] + ")";
+    case ir::Op::Sigmoid:
+      return f64 ? "1.0 / (1.0 + exp(-" + a[0] + "))" : "1.0f / (1.0f + expf(-" + a[0] + "))";
+    case ir::Op::Add:
+      return a[0] + " + " + a[1];
+    case ir::Op::Sub:
+      return a[0] + " - " + a[1];
+    case ir::Op::Mul:
+      return a[0] + " * " + a[1];
+    case ir::Op::Div:
+      return a[0] + " / " + a[1];
+    case ir::Op::Max:
+      return "fsl_max(" + a[0] + ", " + a[1] + ")";
+    case ir::Op::Min:
+      return "fsl_min(" + a[0] + ", " + a[1] + ")";
+    case ir::Op::Pow:
+      return std::string(f64 ? "pow(" : "powf(") + a[0] + ", " + a[1] + ")";
+    case ir::Op::Lt:
+      return a[0] + " < " + a[1];
+    case ir::Op::Le:
+      return a[0] + " <= " + a[1];
+    case ir::Op::Gt:
+      return a[0] + " > " + a[1];
+    case ir::Op::Ge:
+      return a[0] + " >= " + a[1];
+    case ir::Op::Eq:
+      return a[0] + " == " + a[1];
+    case ir::Op::Ne:
+      return a[0] + " != " + a[1];
+    case ir::Op::And:
+      return a[0] + " && " + a[1];
+    case ir::Op::Or:
+      return a[0] + " || " + a[1];
+    case ir::Op::Where:
+      return a[0] + " ? " + a[1] + " : " + a[2];
+    default:
+      return "0";
     }
   }
 
@@ -299,7 +338,9 @@ private:
       out_ << ": after the block reductions of phase " << p - 1;
     out_ << "\n";
     for (const ir::Value *reduction : phase.reductions) {
-      double init = reduction->op == ir::Op::ReduceMax ? -INFINITY : reduction->op == ir::Op::ReduceMin ? INFINITY : 0;
+      double init = reduction->op == ir::Op::ReduceMax   ? -INFINITY
+                    : reduction->op == ir::Op::ReduceMin ? INFINITY
+                                                         : 0;
       out_ << "  " << cType(reduction->dtype) << " " << accName(*reduction) << " = "
            << literal(init, reduction->dtype) << ";  // " << ir::opName(reduction->op) << " of "
            << displayName(*reduction) << "\n";
@@ -310,7 +351,8 @@ private:
     std::string fastPath = inBoundsAtLastIteration();
     if (unswitch && !fastPath.empty()) {
       // unswitch: threads whose last iteration is in bounds skip every predicate.
-      out_ << "  if (" << fastPath << ") {  // unswitch: no iteration of this thread is out of bounds\n";
+      out_ << "  if (" << fastPath
+           << ") {  // unswitch: no iteration of this thread is out of bounds\n";
       writeNest(p, false, "    ");
       out_ << "  } else {  // the predicated remainder\n";
       writeNest(p, true, "    ");
@@ -329,8 +371,8 @@ private:
         const char *combine = reduction->op == ir::Op::ReduceMax   ? "FslMax"
                               : reduction->op == ir::Op::ReduceMin ? "FslMin"
                                                                    : "FslSum";
-        out_ << "  " << acc << " = fsl_block_reduce_x(" << acc << ", " << combine << "(), reinterpret_cast<"
-             << type << "*>(fsl_shared));  // over threadIdx.x\n";
+        out_ << "  " << acc << " = fsl_block_reduce_x(" << acc << ", " << combine
+             << "(), reinterpret_cast<" << type << "*>(fsl_shared));  // over threadIdx.x\n";
       }
       if (reduction->op == ir::Op::ReduceMean) {
         std::string count = "1";
@@ -338,8 +380,8 @@ private:
           count = count == "1" ? dimExtent(dim) : count + " * " + dimExtent(dim);
         total = acc + " / (" + type + ")(" + count + ")";
       }
-      out_ << "  const " << type << " " << name << " = " << rounded(reduction->dtype, total) << ";  // "
-           << displayName(*reduction) << "\n";
+      out_ << "  const " << type << " " << name << " = " << rounded(reduction->dtype, total)
+           << ";  // " << displayName(*reduction) << "\n";
     }
   }
 
@@ -352,7 +394,9 @@ private:
       for (const kir::KernelLoop &loop : k_.loops) {
         if (loop.root != root)
           continue;
-        std::string index = loop.parallel == Parallel::Serial ? "(" + sizeExpr(*loop.extent.expr) + " - 1)" : var(loop);
+        std::string index = loop.parallel == Parallel::Serial
+                                ? "(" + sizeExpr(*loop.extent.expr) + " - 1)"
+                                : var(loop);
         std::string stride = sizeExpr(*loop.stride.expr);
         terms.push_back(stride == "1" ? index : index + " * " + stride);
       }
@@ -365,7 +409,8 @@ private:
   void writeNest(int p, bool predicated, std::string indent) {
     const kir::Phase &phase = k_.phases[p];
     std::vector<int> serial = k_.serialLoops();
-    bool vector = k_.vectorLoop >= 0 && k_.vectorAccessesExact && !serial.empty() && serial.back() == k_.vectorLoop;
+    bool vector = k_.vectorLoop >= 0 && k_.vectorAccessesExact && !serial.empty() &&
+                  serial.back() == k_.vectorLoop;
     std::vector<int> outer = serial;
     if (vector)
       outer.pop_back();
@@ -387,7 +432,9 @@ private:
       prefetch &= l.unrolled && l.extent.isStatic();
       if (l.extent.isStatic())
         outerCount *= *l.extent.value;
-      outerLinear = outerLinear == "0" ? var(l) : "(" + outerLinear + ") * " + sizeExpr(*l.extent.expr) + " + " + var(l);
+      outerLinear = outerLinear == "0"
+                        ? var(l)
+                        : "(" + outerLinear + ") * " + sizeExpr(*l.extent.expr) + " + " + var(l);
     }
     prefetch &= outerCount <= 32;
     if (prefetch) {
@@ -400,16 +447,17 @@ private:
         prefetch = false;
       for (const ir::Value *value : prefetched) {
         const ir::Param &param = f_.params[value->paramIndex];
-        out_ << indent << memoryType(param.dtype) << " " << kir::valueName(*value) << "_vec[" << outerCount << "]["
-             << width << "];  // prefetched: " << outerCount << " vectors of " << width << " x "
-             << ir::dtypeName(param.dtype) << "\n";
+        out_ << indent << memoryType(param.dtype) << " " << kir::valueName(*value) << "_vec["
+             << outerCount << "][" << width << "];  // prefetched: " << outerCount << " vectors of "
+             << width << " x " << ir::dtypeName(param.dtype) << "\n";
       }
       std::string prefetchIndent = indent;
       for (int loop : outer) {
         const kir::KernelLoop &l = k_.loops[loop];
-        out_ << prefetchIndent << "#pragma unroll\n" << prefetchIndent << "for (int64_t " << var(l) << " = 0; "
-             << var(l) << " < " << sizeExpr(*l.extent.expr) << "; ++" << var(l) << ") {  // prefetch over "
-             << l.name << "\n";
+        out_ << prefetchIndent << "#pragma unroll\n"
+             << prefetchIndent << "for (int64_t " << var(l) << " = 0; " << var(l) << " < "
+             << sizeExpr(*l.extent.expr) << "; ++" << var(l) << ") {  // prefetch over " << l.name
+             << "\n";
         prefetchIndent += "  ";
       }
       std::string loadGuard = predicated ? predicate(true) : "";
@@ -436,8 +484,9 @@ private:
       const kir::KernelLoop &l = k_.loops[loop];
       if (l.unrolled)
         out_ << indent << "#pragma unroll\n";
-      out_ << indent << "for (int64_t " << var(l) << " = 0; " << var(l) << " < " << sizeExpr(*l.extent.expr)
-           << "; ++" << var(l) << ") {  // " << (l.unrolled ? "unroll " : "serial ") << l.name << "\n";
+      out_ << indent << "for (int64_t " << var(l) << " = 0; " << var(l) << " < "
+           << sizeExpr(*l.extent.expr) << "; ++" << var(l) << ") {  // "
+           << (l.unrolled ? "unroll " : "serial ") << l.name << "\n";
       indent += "  ";
     }
     std::string guard = predicated ? predicate(vector) : "";
@@ -457,20 +506,22 @@ private:
         if (!vectorizedAccess(param.dims))
           continue;
         std::string name = kir::valueName(*value) + "_vec";
-        out_ << indent << memoryType(param.dtype) << " " << name << "[" << width << "];  // vectorize "
-             << v.name << ": " << width << " x " << ir::dtypeName(param.dtype) << " = "
-             << width * ir::dtypeBytes(param.dtype) << " bytes\n";
-        out_ << indent << "fsl_load_vector<" << width * ir::dtypeBytes(param.dtype) << ">(" << name << ", "
-             << param.name << " + " << offsetOf(param.dims, true) << ");\n";
+        out_ << indent << memoryType(param.dtype) << " " << name << "[" << width
+             << "];  // vectorize " << v.name << ": " << width << " x "
+             << ir::dtypeName(param.dtype) << " = " << width * ir::dtypeBytes(param.dtype)
+             << " bytes\n";
+        out_ << indent << "fsl_load_vector<" << width * ir::dtypeBytes(param.dtype) << ">(" << name
+             << ", " << param.name << " + " << offsetOf(param.dims, true) << ");\n";
       }
       for (const ir::Output *output : phase.stores)
         if (vectorizedAccess(output->dims) && !ir::isReduction(output->value->op)) {
-          out_ << indent << memoryType(output->dtype) << " " << output->name << "_vec[" << width << "];\n";
+          out_ << indent << memoryType(output->dtype) << " " << output->name << "_vec[" << width
+               << "];\n";
           vectorStores.push_back(output->name);
         }
       out_ << indent << "#pragma unroll\n";
-      out_ << indent << "for (int64_t " << var(v) << " = 0; " << var(v) << " < " << width << "; ++" << var(v)
-           << ") {  // vectorize " << v.name << "\n";
+      out_ << indent << "for (int64_t " << var(v) << " = 0; " << var(v) << " < " << width << "; ++"
+           << var(v) << ") {  // vectorize " << v.name << "\n";
       indent += "  ";
     }
     // Element body.
@@ -485,7 +536,8 @@ private:
       } else if (value->op == ir::Op::Input) {
         const ir::Param &param = f_.params[value->paramIndex];
         if (llvm::is_contained(prefetched, value))
-          expr = loadExpr(param.dtype, name + "_vec[" + outerLinear + "]", var(k_.loops[k_.vectorLoop]));
+          expr = loadExpr(param.dtype, name + "_vec[" + outerLinear + "]",
+                          var(k_.loops[k_.vectorLoop]));
         else if (vector && vectorizedAccess(param.dims))
           expr = loadExpr(param.dtype, name + "_vec", var(k_.loops[k_.vectorLoop]));
         else
@@ -495,7 +547,8 @@ private:
       } else if (value->op == ir::Op::Constant) {
         expr = literal(value->constant, value->dtype);
       } else if (value->op == ir::Op::Cast) {
-        expr = rounded(value->dtype, "(" + std::string(cType(value->dtype)) + ")(" + kir::valueName(*value->operands[0]) + ")");
+        expr = rounded(value->dtype, "(" + std::string(cType(value->dtype)) + ")(" +
+                                         kir::valueName(*value->operands[0]) + ")");
       } else {
         std::vector<std::string> args;
         for (const ir::Value *operand : value->operands)
@@ -521,7 +574,8 @@ private:
     for (const ir::Output *output : phase.stores) {
       std::string value = kir::valueName(*output->value);
       if (vector && llvm::is_contained(vectorStores, output->name))
-        out_ << indent << output->name << "_vec[" << var(k_.loops[k_.vectorLoop]) << "] = " << storeValue(output->dtype, value) << ";\n";
+        out_ << indent << output->name << "_vec[" << var(k_.loops[k_.vectorLoop])
+             << "] = " << storeValue(output->dtype, value) << ";\n";
       else
         out_ << indent << outputPointer(*output) << "[" << offsetOf(output->dims, false)
              << "] = " << storeValue(output->dtype, value) << ";\n";
@@ -533,7 +587,8 @@ private:
       for (const ir::Output *output : phase.stores)
         if (llvm::is_contained(vectorStores, output->name))
           out_ << indent << "fsl_store_vector<" << width * ir::dtypeBytes(output->dtype) << ">("
-               << outputPointer(*output) << " + " << offsetOf(output->dims, true) << ", " << output->name << "_vec);\n";
+               << outputPointer(*output) << " + " << offsetOf(output->dims, true) << ", "
+               << output->name << "_vec);\n";
     }
     if (!guard.empty()) {
       indent.resize(indent.size() - 2);
@@ -554,7 +609,8 @@ private:
   llvm::raw_ostream &out_;
 };
 
-const char *kPreamble = R"(// The kernels compile with nvcc and with NVRTC (fslc --emit=ptx|cubin, the runtime's JIT);
+const char *kPreamble =
+    R"(// The kernels compile with nvcc and with NVRTC (fslc --emit=ptx|cubin, the runtime's JIT);
 // the launcher below them is host code, left out under NVRTC.
 #ifdef __CUDACC_RTC__
 typedef long long int64_t;
@@ -655,13 +711,15 @@ int64_t sharedBytesPerThread(const kir::Kernel &kernel) {
 std::string guardCondition(const kir::Kernel &kernel) {
   std::vector<std::string> parts;
   for (const ast::SizeCondition &c : kernel.schedule->decl->when)
-    parts.push_back(c.dim.text + " " + ast::binaryOpSpelling(c.op).str() + " " + std::to_string(c.bound.value));
+    parts.push_back(c.dim.text + " " + ast::binaryOpSpelling(c.op).str() + " " +
+                    std::to_string(c.bound.value));
   return llvm::join(parts, " && ");
 }
 
 } // namespace
 
-GeneratedSources generateCuda(const ir::Fusion &fusion, const std::vector<const kir::Kernel *> &kernels,
+GeneratedSources generateCuda(const ir::Fusion &fusion,
+                              const std::vector<const kir::Kernel *> &kernels,
                               const std::string &sourcePath) {
   GeneratedSources result;
   std::string prefix = "fsl_" + fusion.name;
@@ -672,8 +730,11 @@ GeneratedSources generateCuda(const ir::Fusion &fusion, const std::vector<const 
     std::string type = ir::typeString(fusion, param.dtype, param.dims);
     if (param.dims.empty()) {
       cParams.push_back(std::string(cType(param.dtype)) + " " + param.name);
-      docs.push_back(" *   " + param.name + ": " + type + " scalar" +
-                     (param.defaultValue ? llvm::formatv(" (default {0})", llvm::format("%g", *param.defaultValue)).str() : ""));
+      docs.push_back(
+          " *   " + param.name + ": " + type + " scalar" +
+          (param.defaultValue
+               ? llvm::formatv(" (default {0})", llvm::format("%g", *param.defaultValue)).str()
+               : ""));
     } else {
       cParams.push_back("const fsl_tensor *" + param.name);
       docs.push_back(" *   " + param.name + ": " + (param.isInout ? "inout " : "") + type +
@@ -683,7 +744,8 @@ GeneratedSources generateCuda(const ir::Fusion &fusion, const std::vector<const 
   for (const ir::Output &output : fusion.outputs)
     if (!output.isInout) {
       cParams.push_back("const fsl_tensor *" + output.name);
-      docs.push_back(" *   " + output.name + ": output " + ir::typeString(fusion, output.dtype, output.dims) +
+      docs.push_back(" *   " + output.name + ": output " +
+                     ir::typeString(fusion, output.dtype, output.dims) +
                      ", contiguous (row-major)");
     }
   cParams.push_back("cudaStream_t stream");
@@ -698,14 +760,18 @@ GeneratedSources generateCuda(const ir::Fusion &fusion, const std::vector<const 
     std::vector<std::string> statics, runtime;
     for (const ir::Dim &dim : fusion.dims)
       (dim.staticExtent ? statics : runtime)
-          .push_back(dim.staticExtent ? dim.name + " = " + std::to_string(*dim.staticExtent) : dim.name);
-    h << (statics.empty() ? "none" : llvm::join(statics, ", ")) << "; runtime dimensions: "
-      << (runtime.empty() ? "none" : llvm::join(runtime, ", ")) << " (taken from the tensors' sizes).\n"
-      << " * Every tensor is checked before launching; on an error nothing is launched or written,\n"
+          .push_back(dim.staticExtent ? dim.name + " = " + std::to_string(*dim.staticExtent)
+                                      : dim.name);
+    h << (statics.empty() ? "none" : llvm::join(statics, ", "))
+      << "; runtime dimensions: " << (runtime.empty() ? "none" : llvm::join(runtime, ", "))
+      << " (taken from the tensors' sizes).\n"
+      << " * Every tensor is checked before launching; on an error nothing is launched or "
+         "written,\n"
       << " * and " << prefix << "_error() says why.\n */\n"
       << "#ifndef " << guard << "\n#define " << guard << "\n\n#include \"fsl/runtime.h\"\n\n"
       << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
-      << signature << ";\n\n/* The message of the last error of " << prefix << " on this thread. */\n"
+      << signature << ";\n\n/* The message of the last error of " << prefix
+      << " on this thread. */\n"
       << "const char *" << prefix << "_error(void);\n\n"
       << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
   }
@@ -713,7 +779,8 @@ GeneratedSources generateCuda(const ir::Fusion &fusion, const std::vector<const 
   // --- Source ---------------------------------------------------------------------
   llvm::raw_string_ostream s(result.source);
   std::string preamble = kPreamble;
-  preamble.replace(preamble.find("FUSION_HEADER"), std::strlen("FUSION_HEADER"), fusion.name + ".h");
+  preamble.replace(preamble.find("FUSION_HEADER"), std::strlen("FUSION_HEADER"),
+                   fusion.name + ".h");
   s << "// Generated by fslc from " << sourcePath << ": fusion " << fusion.name << ".\n"
     << "// Read it to tune the schedule; regenerate it rather than editing it.\n"
     << preamble << "\n";
@@ -728,24 +795,33 @@ GeneratedSources generateCuda(const ir::Fusion &fusion, const std::vector<const 
     << "  vsnprintf(fsl_error_message, sizeof fsl_error_message, format, args);\n"
     << "  va_end(args);\n  return status;\n}\n\n"
     << "const char *fsl_dtype_name(fsl_dtype dtype) {\n"
-    << "  static const char *names[] = {\"bool\", \"i32\", \"i64\", \"f16\", \"bf16\", \"f32\", \"f64\"};\n"
+    << "  static const char *names[] = {\"bool\", \"i32\", \"i64\", \"f16\", \"bf16\", \"f32\", "
+       "\"f64\"};\n"
     << "  return dtype >= 0 && dtype <= 6 ? names[dtype] : \"unknown\";\n}\n\n"
     << "// Checks one tensor: pointer, type, rank, contiguity; sizes are checked by the caller.\n"
-    << "fsl_status fsl_check_tensor(const fsl_tensor *t, const char *name, fsl_dtype dtype, int rank) {\n"
-    << "  if (!t || !t->data)\n    return fsl_fail(FSL_ERROR_NULL_POINTER, \"%s: null tensor or data pointer\", name);\n"
-    << "  if (t->dtype != dtype)\n    return fsl_fail(FSL_ERROR_DTYPE, \"%s: dtype %s, expected %s\", name, fsl_dtype_name(t->dtype), fsl_dtype_name(dtype));\n"
-    << "  if (t->rank != rank)\n    return fsl_fail(FSL_ERROR_RANK, \"%s: rank %d, expected %d\", name, (int)t->rank, rank);\n"
+    << "fsl_status fsl_check_tensor(const fsl_tensor *t, const char *name, fsl_dtype dtype, int "
+       "rank) {\n"
+    << "  if (!t || !t->data)\n    return fsl_fail(FSL_ERROR_NULL_POINTER, \"%s: null tensor or "
+       "data pointer\", name);\n"
+    << "  if (t->dtype != dtype)\n    return fsl_fail(FSL_ERROR_DTYPE, \"%s: dtype %s, expected "
+       "%s\", name, fsl_dtype_name(t->dtype), fsl_dtype_name(dtype));\n"
+    << "  if (t->rank != rank)\n    return fsl_fail(FSL_ERROR_RANK, \"%s: rank %d, expected %d\", "
+       "name, (int)t->rank, rank);\n"
     << "  int64_t expected = 1;\n"
     << "  for (int i = rank - 1; i >= 0; --i) {\n"
-    << "    if (t->sizes[i] < 0)\n      return fsl_fail(FSL_ERROR_SIZE, \"%s: negative size %lld in dimension %d\", name, (long long)t->sizes[i], i);\n"
+    << "    if (t->sizes[i] < 0)\n      return fsl_fail(FSL_ERROR_SIZE, \"%s: negative size %lld "
+       "in dimension %d\", name, (long long)t->sizes[i], i);\n"
     << "    if (t->sizes[i] > 1 && t->strides[i] != expected)\n"
-    << "      return fsl_fail(FSL_ERROR_LAYOUT, \"%s: stride %lld in dimension %d, expected %lld (contiguous row-major)\", name, (long long)t->strides[i], i, (long long)expected);\n"
+    << "      return fsl_fail(FSL_ERROR_LAYOUT, \"%s: stride %lld in dimension %d, expected %lld "
+       "(contiguous row-major)\", name, (long long)t->strides[i], i, (long long)expected);\n"
     << "    expected *= t->sizes[i];\n  }\n  return FSL_OK;\n}\n\n"
     << "int64_t fsl_bytes(const fsl_tensor *t, int element_bytes) {\n"
-    << "  int64_t n = element_bytes;\n  for (int i = 0; i < t->rank; ++i) n *= t->sizes[i];\n  return n;\n}\n\n"
+    << "  int64_t n = element_bytes;\n  for (int i = 0; i < t->rank; ++i) n *= t->sizes[i];\n  "
+       "return n;\n}\n\n"
     << "bool fsl_overlap(const fsl_tensor *a, int ab, const fsl_tensor *b, int bb) {\n"
     << "  const char *a0 = (const char *)a->data, *b0 = (const char *)b->data;\n"
-    << "  return a0 < b0 + fsl_bytes(b, bb) && b0 < a0 + fsl_bytes(a, ab) && fsl_bytes(a, ab) > 0 && fsl_bytes(b, bb) > 0;\n}\n"
+    << "  return a0 < b0 + fsl_bytes(b, bb) && b0 < a0 + fsl_bytes(a, ab) && fsl_bytes(a, ab) > 0 "
+       "&& fsl_bytes(b, bb) > 0;\n}\n"
     << "} // namespace\n\n";
   s << "extern \"C\" const char *" << prefix << "_error(void) { return fsl_error_message; }\n\n";
   s << "extern \"C\" " << signature << " {\n  fsl_status status;\n";
@@ -765,8 +841,8 @@ GeneratedSources generateCuda(const ir::Fusion &fusion, const std::vector<const 
     if (!output.isInout)
       tensors.push_back({output.name, output.dtype, output.dims, true, false});
   for (const TensorRef &t : tensors)
-    s << "  if ((status = fsl_check_tensor(" << t.name << ", \"" << t.name << "\", " << runtimeDType(t.dtype)
-      << ", " << t.dims.size() << ")) != FSL_OK)\n    return status;\n";
+    s << "  if ((status = fsl_check_tensor(" << t.name << ", \"" << t.name << "\", "
+      << runtimeDType(t.dtype) << ", " << t.dims.size() << ")) != FSL_OK)\n    return status;\n";
   // Sizes: the first tensor with a dimension defines it; static ones must match.
   for (ir::DimId dim = 0; dim < fusion.dims.size(); ++dim) {
     const ir::Dim &d = fusion.dims[dim];
@@ -782,9 +858,10 @@ GeneratedSources generateCuda(const ir::Fusion &fusion, const std::vector<const 
           continue;
         }
         std::string expected = d.staticExtent ? std::to_string(*d.staticExtent) : d.name;
-        s << "  if (" << size << " != " << expected << ")\n    return fsl_fail(FSL_ERROR_SIZE, \"" << t.name
-          << ": size %lld of dimension " << d.name << ", expected %lld" << (d.staticExtent ? " (static)" : "")
-          << "\", (long long)" << size << ", (long long)" << expected << ");\n";
+        s << "  if (" << size << " != " << expected << ")\n    return fsl_fail(FSL_ERROR_SIZE, \""
+          << t.name << ": size %lld of dimension " << d.name << ", expected %lld"
+          << (d.staticExtent ? " (static)" : "") << "\", (long long)" << size << ", (long long)"
+          << expected << ");\n";
       }
   }
   // Alignment of vector accesses.
@@ -796,8 +873,9 @@ GeneratedSources generateCuda(const ir::Fusion &fusion, const std::vector<const 
     for (const TensorRef &t : tensors)
       if (!t.dims.empty() && t.dims.back() == v.root && aligned.insert(t.name).second) {
         int64_t bytes = *v.extent.value * ir::dtypeBytes(t.dtype);
-        s << "  if ((uintptr_t)" << t.name << "->data % " << bytes << " != 0)\n    return fsl_fail(FSL_ERROR_ALIGNMENT, \""
-          << t.name << ": data pointer %p is not aligned to " << bytes << " bytes (the kernel reads " << bytes
+        s << "  if ((uintptr_t)" << t.name << "->data % " << bytes
+          << " != 0)\n    return fsl_fail(FSL_ERROR_ALIGNMENT, \"" << t.name
+          << ": data pointer %p is not aligned to " << bytes << " bytes (the kernel reads " << bytes
           << "-byte vectors)\", " << t.name << "->data);\n";
       }
   }
@@ -806,9 +884,10 @@ GeneratedSources generateCuda(const ir::Fusion &fusion, const std::vector<const 
     for (size_t j = 0; j < tensors.size(); ++j) {
       if (i == j || !tensors[i].written || (tensors[j].written && j < i))
         continue;
-      s << "  if (fsl_overlap(" << tensors[i].name << ", " << ir::dtypeBytes(tensors[i].dtype) << ", "
-        << tensors[j].name << ", " << ir::dtypeBytes(tensors[j].dtype) << "))\n    return fsl_fail(FSL_ERROR_OVERLAP, \""
-        << tensors[i].name << " overlaps " << tensors[j].name << " in memory; only inout parameters are updated in place\");\n";
+      s << "  if (fsl_overlap(" << tensors[i].name << ", " << ir::dtypeBytes(tensors[i].dtype)
+        << ", " << tensors[j].name << ", " << ir::dtypeBytes(tensors[j].dtype)
+        << "))\n    return fsl_fail(FSL_ERROR_OVERLAP, \"" << tensors[i].name << " overlaps "
+        << tensors[j].name << " in memory; only inout parameters are updated in place\");\n";
     }
   // Empty tensors: nothing to do.
   std::vector<std::string> empty;
@@ -820,33 +899,43 @@ GeneratedSources generateCuda(const ir::Fusion &fusion, const std::vector<const 
   // Variant choice and launch.
   for (const kir::Kernel *kernel : kernels) {
     std::string condition = guardCondition(*kernel);
-    s << "  " << (condition.empty() ? "{" : "if (" + condition + ") {") << "  // " << kernel->name << "\n";
+    s << "  " << (condition.empty() ? "{" : "if (" + condition + ") {") << "  // " << kernel->name
+      << "\n";
     std::string grid[3] = {"1", "1", "1"}, block[3] = {"1", "1", "1"};
     for (const kir::KernelLoop &loop : kernel->loops) {
       auto text = [&](const sched::SizeExpr &e) { return sizeText(e, fusion); };
       if (sched::isBlockIndex(loop.parallel))
-        grid[static_cast<int>(loop.parallel) - static_cast<int>(Parallel::BIDx)] = text(*loop.extent.expr);
+        grid[static_cast<int>(loop.parallel) - static_cast<int>(Parallel::BIDx)] =
+            text(*loop.extent.expr);
       if (sched::isThreadIndex(loop.parallel))
-        block[static_cast<int>(loop.parallel) - static_cast<int>(Parallel::TIDx)] = text(*loop.extent.expr);
+        block[static_cast<int>(loop.parallel) - static_cast<int>(Parallel::TIDx)] =
+            text(*loop.extent.expr);
     }
-    s << "    const dim3 grid((unsigned)" << grid[0] << ", (unsigned)" << grid[1] << ", (unsigned)" << grid[2] << ");\n"
-      << "    const dim3 block((unsigned)" << block[0] << ", (unsigned)" << block[1] << ", (unsigned)" << block[2] << ");\n"
-      << "    // Block reduction scratch (8 bytes a thread), then persistent buffers in shared memory.\n"
-      << "    const size_t shared_bytes = (size_t)block.x * block.y * block.z * " << sharedBytesPerThread(*kernel) << ";\n"
+    s << "    const dim3 grid((unsigned)" << grid[0] << ", (unsigned)" << grid[1] << ", (unsigned)"
+      << grid[2] << ");\n"
+      << "    const dim3 block((unsigned)" << block[0] << ", (unsigned)" << block[1]
+      << ", (unsigned)" << block[2] << ");\n"
+      << "    // Block reduction scratch (8 bytes a thread), then persistent buffers in shared "
+         "memory.\n"
+      << "    const size_t shared_bytes = (size_t)block.x * block.y * block.z * "
+      << sharedBytesPerThread(*kernel) << ";\n"
       << "    if (shared_bytes > 48 * 1024) {\n"
       << "      const cudaError_t opt_in = cudaFuncSetAttribute(" << kernel->name
       << ", cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared_bytes);\n"
-      << "      if (opt_in != cudaSuccess)\n        return fsl_fail(FSL_ERROR_LAUNCH, \"" << kernel->name
+      << "      if (opt_in != cudaSuccess)\n        return fsl_fail(FSL_ERROR_LAUNCH, \""
+      << kernel->name
       << ": %zu bytes of shared memory: %s\", shared_bytes, cudaGetErrorString(opt_in));\n    }\n"
       << "    " << kernel->name << "<<<grid, block, shared_bytes, stream>>>(";
     std::vector<std::string> args;
     for (const ir::Param &param : fusion.params)
-      args.push_back(param.dims.empty() ? param.name
-                                        : "(" + std::string(param.isInout ? "" : "const ") + memoryType(param.dtype) +
-                                              " *)" + param.name + "->data");
+      args.push_back(param.dims.empty()
+                         ? param.name
+                         : "(" + std::string(param.isInout ? "" : "const ") +
+                               memoryType(param.dtype) + " *)" + param.name + "->data");
     for (const ir::Output &output : fusion.outputs)
       if (!output.isInout)
-        args.push_back("(" + std::string(memoryType(output.dtype)) + " *)" + output.name + "->data");
+        args.push_back("(" + std::string(memoryType(output.dtype)) + " *)" + output.name +
+                       "->data");
     for (const ir::Dim &dim : fusion.dims)
       if (!dim.staticExtent)
         args.push_back(dim.name);
@@ -857,7 +946,8 @@ GeneratedSources generateCuda(const ir::Fusion &fusion, const std::vector<const 
     if (condition.empty())
       break;
   }
-  s << "  return fsl_fail(FSL_ERROR_SIZE, \"no schedule of " << fusion.name << " applies to these sizes\");\n}\n"
+  s << "  return fsl_fail(FSL_ERROR_SIZE, \"no schedule of " << fusion.name
+    << " applies to these sizes\");\n}\n"
     << "#endif // __CUDACC_RTC__\n";
   return result;
 }

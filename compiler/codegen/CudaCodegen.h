@@ -21,7 +21,8 @@ struct GeneratedSources {
 };
 
 /// `kernels` are the variants of one fusion, guarded ones first, with their schedules.
-GeneratedSources generateCuda(const ir::Fusion &fusion, const std::vector<const kir::Kernel *> &kernels,
+GeneratedSources generateCuda(const ir::Fusion &fusion,
+                              const std::vector<const kir::Kernel *> &kernels,
                               const std::string &sourcePath);
 
 } // namespace fsl::codegen

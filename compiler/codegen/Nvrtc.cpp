@@ -14,7 +14,8 @@ NvrtcResult compileWithNvrtc(const std::string &source, const std::string &name,
                              const std::vector<std::string> &extraOptions) {
   NvrtcResult result;
   nvrtcProgram program;
-  if (nvrtcCreateProgram(&program, source.c_str(), name.c_str(), 0, nullptr, nullptr) != NVRTC_SUCCESS) {
+  if (nvrtcCreateProgram(&program, source.c_str(), name.c_str(), 0, nullptr, nullptr) !=
+      NVRTC_SUCCESS) {
     result.log = "nvrtcCreateProgram failed";
     return result;
   }
@@ -27,7 +28,8 @@ NvrtcResult compileWithNvrtc(const std::string &source, const std::string &name,
   std::vector<const char *> pointers;
   for (const std::string &option : options)
     pointers.push_back(option.c_str());
-  nvrtcResult compiled = nvrtcCompileProgram(program, static_cast<int>(pointers.size()), pointers.data());
+  nvrtcResult compiled =
+      nvrtcCompileProgram(program, static_cast<int>(pointers.size()), pointers.data());
   size_t logSize = 0;
   nvrtcGetProgramLogSize(program, &logSize);
   result.log.resize(logSize);

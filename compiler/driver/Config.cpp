@@ -15,9 +15,9 @@ class ConfigReader {
 public:
   ConfigReader(llvm::SourceMgr &sources, unsigned bufferId, DiagnosticEngine &diagnostics)
       : sources_(sources), bufferId_(bufferId), diagnostics_(diagnostics) {
-    directory_ = llvm::sys::path::parent_path(
-                     sources.getMemoryBuffer(bufferId)->getBufferIdentifier())
-                     .str();
+    directory_ =
+        llvm::sys::path::parent_path(sources.getMemoryBuffer(bufferId)->getBufferIdentifier())
+            .str();
   }
 
   std::optional<ProjectConfig> read() {
@@ -51,9 +51,10 @@ public:
 
 private:
   llvm::SMRange at(const toml::source_region &region) {
-    llvm::SMLoc start = sources_.FindLocForLineAndColumn(bufferId_, region.begin.line,
-                                                         region.begin.column);
-    llvm::SMLoc end = sources_.FindLocForLineAndColumn(bufferId_, region.end.line, region.end.column);
+    llvm::SMLoc start =
+        sources_.FindLocForLineAndColumn(bufferId_, region.begin.line, region.begin.column);
+    llvm::SMLoc end =
+        sources_.FindLocForLineAndColumn(bufferId_, region.end.line, region.end.column);
     if (!end.isValid() || end.getPointer() < start.getPointer())
       end = start;
     return llvm::SMRange(start, end);

@@ -8,12 +8,12 @@
 #include "codegen/CudaCodegen.h"
 #include "codegen/Nvrtc.h"
 #include "driver/Config.h"
-#include "driver/Simulate.h"
-#include "lower/Lower.h"
 #include "driver/Evaluate.h"
+#include "driver/Simulate.h"
 #include "driver/Verify.h"
 #include "heuristics/Heuristics.h"
 #include "ir/Printer.h"
+#include "lower/Lower.h"
 #include "parse/Parser.h"
 #include "schedule/Printer.h"
 #include "schedule/ScheduleBuilder.h"
@@ -50,8 +50,8 @@ struct Settings {
 /// One input on its way through the pipeline.
 struct Unit {
   std::string path;
-  std::unique_ptr<ast::File> file;     // when only parsed (format, ast)
-  std::unique_ptr<Program> program;    // after sema
+  std::unique_ptr<ast::File> file;                         // when only parsed (format, ast)
+  std::unique_ptr<Program> program;                        // after sema
   std::vector<std::unique_ptr<sched::Schedule>> schedules; // explicit schedules, checked
   std::vector<std::unique_ptr<kir::Kernel>> kernels;       // lowered, when asked for
   std::map<std::string, std::string> noHeuristic;          // fusion -> why no auto schedule
@@ -63,12 +63,12 @@ class Driver {
 public:
   Driver(const DriverOptions &options, llvm::raw_ostream &out, llvm::raw_ostream &err)
       : options_(options), out_(out),
-        text_(sources_, err, options.color == ColorMode::Always ||
-                                 (options.color == ColorMode::Auto && err.has_colors())),
-        json_(sources_, err),
-        diagnostics_(options.diagnosticsFormat == DiagnosticsFormat::Json
-                         ? static_cast<DiagnosticConsumer &>(json_)
-                         : static_cast<DiagnosticConsumer &>(text_)) {
+        text_(sources_, err,
+              options.color == ColorMode::Always ||
+                  (options.color == ColorMode::Auto && err.has_colors())),
+        json_(sources_, err), diagnostics_(options.diagnosticsFormat == DiagnosticsFormat::Json
+                                               ? static_cast<DiagnosticConsumer &>(json_)
+                                               : static_cast<DiagnosticConsumer &>(text_)) {
     diagnostics_.setWarningsAsErrors(options.warningsAsErrors);
     diagnostics_.setErrorLimit(options.errorLimit);
   }
@@ -121,7 +121,8 @@ private:
                              : config.target          ? *config.target
                                                       : kDefaultTarget;
     loadTarget(targetName);
-    settings_.outputDir = !options_.outputDir.empty() ? options_.outputDir : config.outputDir.value_or("");
+    settings_.outputDir =
+        !options_.outputDir.empty() ? options_.outputDir : config.outputDir.value_or("");
     settings_.includeDirs = options_.includeDirs;
     settings_.includeDirs.insert(settings_.includeDirs.end(), config.includeDirs.begin(),
                                  config.includeDirs.end());
@@ -133,8 +134,11 @@ private:
     for (const std::string &define : options_.defines) {
       auto [name, valueText] = llvm::StringRef(define).split('=');
       int64_t value;
-      bool validName = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
-                       llvm::all_of(name, [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+      bool validName = !name.empty() &&
+                       (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+                       llvm::all_of(name, [](char c) {
+                         return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                       });
       if (!validName || valueText.getAsInteger(10, value) || value <= 0) {
         diagnostics_.report(DiagId::InvalidDefine, llvm::SMRange(), define);
         continue;
@@ -165,7 +169,8 @@ private:
       }
     }
     diagnostics_.report(DiagId::UnknownTarget, llvm::SMRange(), name,
-                        known.empty() ? "none found in " + std::string(directory) : llvm::join(known, ", "));
+                        known.empty() ? "none found in " + std::string(directory)
+                                      : llvm::join(known, ", "));
   }
 
   /// Adds a file to the source manager; reports why it cannot be read.
@@ -177,7 +182,8 @@ private:
     auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                               /*RequiresNullTerminator=*/false);
     if (!buffer) {
-      diagnostics_.report(DiagId::InputNotReadable, llvm::SMRange(), path, buffer.getError().message());
+      diagnostics_.report(DiagId::InputNotReadable, llvm::SMRange(), path,
+                          buffer.getError().message());
       return std::nullopt;
     }
     return sources_.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
@@ -217,13 +223,15 @@ private:
         if (schedule->fusion != fusion.get())
           continue;
         any = true;
-        if (auto kernel = lowerSchedule(*schedule, fusion->name + "_v" + std::to_string(variant++), diagnostics_))
+        if (auto kernel = lowerSchedule(*schedule, fusion->name + "_v" + std::to_string(variant++),
+                                        diagnostics_))
           unit.kernels.push_back(std::move(kernel));
       }
       if (!any) {
         auto why = unit.noHeuristic.find(fusion->name);
         diagnostics_.report(DiagId::NeedsExplicitSchedule, fusion->range, fusion->name,
-                            why != unit.noHeuristic.end() ? why->second : "its schedules are all 'auto'");
+                            why != unit.noHeuristic.end() ? why->second
+                                                          : "its schedules are all 'auto'");
       }
     }
     return diagnostics_.errorCount() == errorsBefore;
@@ -282,22 +290,26 @@ private:
       auto *schedule = llvm::dyn_cast<ast::ScheduleDecl>(decl.get());
       if (schedule)
         scheduled.insert(schedule->fusion.text);
-      const ir::Fusion *fusion = schedule && schedule->isAuto ? fusionNamed(unit, schedule->fusion.text) : nullptr;
+      const ir::Fusion *fusion =
+          schedule && schedule->isAuto ? fusionNamed(unit, schedule->fusion.text) : nullptr;
       // A guard on an unknown dimension stays as written: checkGuards reports it there.
       bool guardsKnown = true;
-      for (const ast::SizeCondition &c : schedule ? schedule->when : std::vector<ast::SizeCondition>{})
+      for (const ast::SizeCondition &c :
+           schedule ? schedule->when : std::vector<ast::SizeCondition>{})
         guardsKnown &= fusion && fusion->findDim(c.dim.text).has_value();
       if (!fusion || !sched::checkAutoSchedule(*schedule, diagnostics) || !guardsKnown) {
         decls.push_back(std::move(decl));
         continue;
       }
-      std::vector<ast::DeclPtr> chosen = heuristicSchedules(unit, *fusion, heuristics::knobsOf(*schedule), diagnostics);
+      std::vector<ast::DeclPtr> chosen =
+          heuristicSchedules(unit, *fusion, heuristics::knobsOf(*schedule), diagnostics);
       if (chosen.empty()) {
         decls.push_back(std::move(decl));
         continue;
       }
       chosen.front()->comments.leading.insert(chosen.front()->comments.leading.begin(),
-                                              schedule->comments.leading.begin(), schedule->comments.leading.end());
+                                              schedule->comments.leading.begin(),
+                                              schedule->comments.leading.end());
       chosen.front()->comments.blankLineBefore = schedule->comments.blankLineBefore;
       for (ast::DeclPtr &generated : chosen)
         decls.push_back(std::move(generated));
@@ -305,7 +317,8 @@ private:
     if (needsKernels() || options_.emit == EmitKind::Schedule)
       for (const auto &fusion : unit.program->fusions)
         if (!scheduled.count(fusion->name))
-          for (ast::DeclPtr &generated : heuristicSchedules(unit, *fusion, heuristics::Knobs(), diagnostics))
+          for (ast::DeclPtr &generated :
+               heuristicSchedules(unit, *fusion, heuristics::Knobs(), diagnostics))
             decls.push_back(std::move(generated));
     main.decls = std::move(decls);
   }
@@ -318,14 +331,16 @@ private:
   }
 
   std::vector<ast::DeclPtr> heuristicSchedules(Unit &unit, const ir::Fusion &fusion,
-                                               const heuristics::Knobs &knobs, DiagnosticEngine &diagnostics) {
+                                               const heuristics::Knobs &knobs,
+                                               DiagnosticEngine &diagnostics) {
     heuristics::Choice choice = heuristics::chooseSchedules(fusion, settings_.target, knobs);
     if (choice.text.empty()) {
       unit.noHeuristic[fusion.name] = choice.why;
       return {};
     }
     unsigned buffer = sources_.AddNewSourceBuffer(
-        llvm::MemoryBuffer::getMemBufferCopy(choice.text, "<auto schedule of " + fusion.name + ">"), llvm::SMLoc());
+        llvm::MemoryBuffer::getMemBufferCopy(choice.text, "<auto schedule of " + fusion.name + ">"),
+        llvm::SMLoc());
     std::unique_ptr<ast::File> parsed = parseFile(sources_, buffer, diagnostics);
     if (!parsed)
       return {};
@@ -348,7 +363,8 @@ private:
       byFusion[fusion->name].push_back(schedule);
       if (schedule->isAuto)
         continue; // knobs were checked when the heuristics expanded it
-      std::unique_ptr<sched::Schedule> built = sched::buildSchedule(*schedule, *fusion, diagnostics);
+      std::unique_ptr<sched::Schedule> built =
+          sched::buildSchedule(*schedule, *fusion, diagnostics);
       if (built && checkSchedule(*built, settings_.target, diagnostics))
         unit.schedules.push_back(std::move(built));
     }
@@ -448,8 +464,8 @@ private:
       for (const auto &fusion : unit.program->fusions) {
         if (!result.empty())
           stream << '\n';
-        if (!simulateAndCompare(*fusion, kernelsOf(unit, *fusion), options_.simulateSizes, options_.seed,
-                                options_.simulateMisalign, diagnostics_, stream)) {
+        if (!simulateAndCompare(*fusion, kernelsOf(unit, *fusion), options_.simulateSizes,
+                                options_.seed, options_.simulateMisalign, diagnostics_, stream)) {
           out_ << result;
           return kExitDiagnostics;
         }
@@ -485,8 +501,9 @@ private:
       codegen::GeneratedSources sources =
           codegen::generateCuda(*fusion, kernelsOf(unit, *fusion), unit.path);
       if (settings_.outputDir.empty()) {
-        out_ << "// ---- " << fusion->name << ".h\n" << sources.header << "\n// ---- " << fusion->name
-             << ".cu\n" << sources.source;
+        out_ << "// ---- " << fusion->name << ".h\n"
+             << sources.header << "\n// ---- " << fusion->name << ".cu\n"
+             << sources.source;
         continue;
       }
       int code = writeNamed(fusion->name + ".h", sources.header);
@@ -502,9 +519,11 @@ private:
   /// The kernels through NVRTC: <fusion>.ptx or <fusion>.cubin.
   int emitCompiled(Unit &unit, bool cubin) {
     for (const auto &fusion : unit.program->fusions) {
-      codegen::GeneratedSources sources = codegen::generateCuda(*fusion, kernelsOf(unit, *fusion), unit.path);
-      codegen::NvrtcResult compiled = codegen::compileWithNvrtc(
-          sources.source, fusion->name + ".cu", settings_.target.arch, cubin, options_.nvrtcOptions);
+      codegen::GeneratedSources sources =
+          codegen::generateCuda(*fusion, kernelsOf(unit, *fusion), unit.path);
+      codegen::NvrtcResult compiled =
+          codegen::compileWithNvrtc(sources.source, fusion->name + ".cu", settings_.target.arch,
+                                    cubin, options_.nvrtcOptions);
       if (!compiled.ok) {
         diagnostics_.report(DiagId::NvrtcFailed, fusion->range, fusion->name, compiled.log);
         return kExitDiagnostics;
@@ -521,7 +540,8 @@ private:
     return kExitSuccess;
   }
 
-  int writeOutput(const std::string &inputPath, llvm::StringRef extension, llvm::StringRef contents) {
+  int writeOutput(const std::string &inputPath, llvm::StringRef extension,
+                  llvm::StringRef contents) {
     return writeNamed((llvm::sys::path::stem(inputPath) + extension).str(), contents);
   }
 

@@ -26,16 +26,16 @@ struct DriverOptions {
   std::vector<std::string> defines; // NAME=VALUE, as given
   std::string target;               // empty: from fsl.toml, else the default
   std::string configPath;
-  std::string stdlibDir;            // empty: the stdlib of this source tree
-  std::string evaluateSizes;        // --evaluate: NAME=VALUE,... (sizes and scalars)
-  std::string simulateSizes;        // --simulate: NAME=VALUE,... (sizes and scalars)
-  int64_t simulateMisalign = 0;     // --simulate-misalign: elements past an aligned address
-  uint64_t seed = 0;                // random inputs of --evaluate and --simulate
+  std::string stdlibDir;        // empty: the stdlib of this source tree
+  std::string evaluateSizes;    // --evaluate: NAME=VALUE,... (sizes and scalars)
+  std::string simulateSizes;    // --simulate: NAME=VALUE,... (sizes and scalars)
+  int64_t simulateMisalign = 0; // --simulate-misalign: elements past an aligned address
+  uint64_t seed = 0;            // random inputs of --evaluate and --simulate
   EmitKind emit = EmitKind::Check;
   DiagnosticsFormat diagnosticsFormat = DiagnosticsFormat::Text;
   ColorMode color = ColorMode::Auto;
   std::vector<std::string> nvrtcOptions; // -Xnvrtc
-  bool resolved = false;            // --emit=schedule: loop nests instead of text
+  bool resolved = false;                 // --emit=schedule: loop nests instead of text
   bool verify = false;
   bool warningsAsErrors = false;
   unsigned errorLimit = 50;

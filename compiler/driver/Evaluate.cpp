@@ -92,7 +92,8 @@ bool makeEvaluationRequest(const ir::Fusion &fusion, const std::string &assignme
   for (const ir::Dim &dim : fusion.dims) {
     if (dim.staticExtent) {
       extents.push_back(*dim.staticExtent);
-    } else if (auto it = request.sizes.find(dim.name); it != request.sizes.end() && it->second > 0) {
+    } else if (auto it = request.sizes.find(dim.name);
+               it != request.sizes.end() && it->second > 0) {
       extents.push_back(it->second);
     } else if (it != request.sizes.end()) {
       return fail("size of " + dim.name + " must be positive");
@@ -118,18 +119,20 @@ bool makeEvaluationRequest(const ir::Fusion &fusion, const std::string &assignme
         request.params.push_back({*param.defaultValue});
       else
         return fail("give a value for scalar " + param.name + ", as in " + param.name + "=1");
-      out << "  input " << param.name << ": " << type << " = " << number(request.params.back()[0]) << "\n";
+      out << "  input " << param.name << ": " << type << " = " << number(request.params.back()[0])
+          << "\n";
       continue;
     }
     std::vector<double> data(eval::elementCount(param.dims, extents));
     // Floats uniform in [-1, 1); integers in [-8, 8); bools half true.
-    const char *distribution = ir::isFloat(param.dtype) ? "uniform in [-1, 1)"
+    const char *distribution = ir::isFloat(param.dtype)     ? "uniform in [-1, 1)"
                                : ir::isInteger(param.dtype) ? "integers in [-8, 8)"
                                                             : "true or false";
     for (double &element : data) {
       double u = random.uniform();
-      element = ir::isFloat(param.dtype) ? eval::roundTo(u, param.dtype)
-                : ir::isInteger(param.dtype) ? std::floor(u * 8) : (u >= 0 ? 1 : 0);
+      element = ir::isFloat(param.dtype)     ? eval::roundTo(u, param.dtype)
+                : ir::isInteger(param.dtype) ? std::floor(u * 8)
+                                             : (u >= 0 ? 1 : 0);
     }
     out << "  input " << param.name << ": " << type << ", " << data.size() << " values "
         << distribution << "\n";
@@ -169,7 +172,8 @@ bool evaluateAndSummarize(const ir::Fusion &fusion, const std::string &assignmen
     size_t finite = data.size() - nonFinite;
     out << "  output " << output.name << ": " << ir::typeString(fusion, output.dtype, output.dims)
         << (output.isInout ? " (inout)" : "") << "\n    min " << number(finite ? low : NAN)
-        << "  max " << number(finite ? high : NAN) << "  mean " << number(finite ? sum / finite : NAN);
+        << "  max " << number(finite ? high : NAN) << "  mean "
+        << number(finite ? sum / finite : NAN);
     if (nonFinite)
       out << "  non-finite " << nonFinite;
     out << "\n    first";

@@ -40,12 +40,14 @@ std::string compareOutputs(const ir::Fusion &fusion, const eval::EvalResult &sim
     for (size_t i = 0; i < reference.outputs[o].size(); ++i) {
       double want = reference.outputs[o][i], got = simulated.outputs[o][i];
       bool ok = std::isnan(want) ? std::isnan(got)
-                : std::isinf(want) ? got == want
-                                   : std::fabs(got - want) <= tolerance.abs + tolerance.rel * std::fabs(want);
+                : std::isinf(want)
+                    ? got == want
+                    : std::fabs(got - want) <= tolerance.abs + tolerance.rel * std::fabs(want);
       if (!std::isnan(want) && !std::isinf(want))
         worst = std::max(worst, std::isnan(got) ? INFINITY : std::fabs(got - want));
       if (!ok)
-        return llvm::formatv("output {0} element {1}: simulated {2}, reference {3} (tolerance {4} + {5} x |reference|)",
+        return llvm::formatv("output {0} element {1}: simulated {2}, reference {3} (tolerance {4} "
+                             "+ {5} x |reference|)",
                              output.name, i, llvm::format("%.9g", got), llvm::format("%.9g", want),
                              llvm::format("%g", tolerance.abs), llvm::format("%g", tolerance.rel))
             .str();
@@ -61,9 +63,12 @@ namespace {
 bool guardHolds(const kir::Kernel &kernel, const std::vector<int64_t> &extents) {
   for (const ast::SizeCondition &c : kernel.schedule->decl->when) {
     int64_t v = extents[*kernel.fusion->findDim(c.dim.text)], b = c.bound.value;
-    bool ok = c.op == ast::BinaryOp::Lt ? v < b : c.op == ast::BinaryOp::Le ? v <= b
-            : c.op == ast::BinaryOp::Gt ? v > b : c.op == ast::BinaryOp::Ge ? v >= b
-            : c.op == ast::BinaryOp::Eq ? v == b : v != b;
+    bool ok = c.op == ast::BinaryOp::Lt   ? v < b
+              : c.op == ast::BinaryOp::Le ? v <= b
+              : c.op == ast::BinaryOp::Gt ? v > b
+              : c.op == ast::BinaryOp::Ge ? v >= b
+              : c.op == ast::BinaryOp::Eq ? v == b
+                                          : v != b;
     if (!ok)
       return false;
   }
@@ -83,7 +88,8 @@ bool simulateAndCompare(const ir::Fusion &fusion, const std::vector<const kir::K
     return false;
   llvm::Expected<eval::EvalResult> reference = eval::evaluate(fusion, request);
   if (!reference) {
-    diagnostics.report(DiagId::InvalidSimulateArgument, llvm::SMRange(), llvm::toString(reference.takeError()));
+    diagnostics.report(DiagId::InvalidSimulateArgument, llvm::SMRange(),
+                       llvm::toString(reference.takeError()));
     return false;
   }
   const kir::Kernel *chosen = nullptr;
@@ -93,7 +99,8 @@ bool simulateAndCompare(const ir::Fusion &fusion, const std::vector<const kir::K
       break;
     }
   if (!chosen) {
-    diagnostics.report(DiagId::InvalidSimulateArgument, llvm::SMRange(), "no schedule of " + fusion.name + " applies to these sizes");
+    diagnostics.report(DiagId::InvalidSimulateArgument, llvm::SMRange(),
+                       "no schedule of " + fusion.name + " applies to these sizes");
     return false;
   }
   llvm::Expected<eval::EvalResult> simulated = sim::simulate(*chosen, request, misalign);
@@ -107,12 +114,15 @@ bool simulateAndCompare(const ir::Fusion &fusion, const std::vector<const kir::K
   std::vector<std::string> sizes;
   for (size_t i = 0; i < fusion.dims.size(); ++i)
     sizes.push_back(fusion.dims[i].name + "=" + std::to_string(reference->extents[i]));
-  out << "simulate " << fusion.name << " (" << chosen->name << "): " << llvm::join(sizes, ", ") << "; seed " << seed << "\n";
+  out << "simulate " << fusion.name << " (" << chosen->name << "): " << llvm::join(sizes, ", ")
+      << "; seed " << seed << "\n";
   for (size_t o = 0; o < fusion.outputs.size() && o < maxErrors.size(); ++o)
-    out << "  output " << fusion.outputs[o].name << ": " << ir::typeString(fusion, fusion.outputs[o].dtype, fusion.outputs[o].dims)
+    out << "  output " << fusion.outputs[o].name << ": "
+        << ir::typeString(fusion, fusion.outputs[o].dtype, fusion.outputs[o].dims)
         << "  max |error| " << llvm::format("%.3g", maxErrors[o]) << "\n";
   if (!mismatch.empty()) {
-    diagnostics.report(DiagId::SimulationMismatch, chosen->schedule->decl->fusion.range, chosen->name + ": " + mismatch);
+    diagnostics.report(DiagId::SimulationMismatch, chosen->schedule->decl->fusion.range,
+                       chosen->name + ": " + mismatch);
     return false;
   }
   out << "  matches the float64 reference\n";

@@ -27,7 +27,8 @@ Tolerance toleranceFor(ir::DType type);
 /// Compares simulated outputs with the reference; returns a description of the first
 /// element out of tolerance, or an empty string. NaN matches only NaN.
 std::string compareOutputs(const ir::Fusion &fusion, const eval::EvalResult &simulated,
-                           const eval::EvalResult &reference, std::vector<double> *maxErrors = nullptr);
+                           const eval::EvalResult &reference,
+                           std::vector<double> *maxErrors = nullptr);
 
 /// Picks the kernel variant for the sizes, simulates it and compares. `misalign` places
 /// every tensor that many elements past an aligned address. Returns false after

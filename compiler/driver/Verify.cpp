@@ -64,7 +64,8 @@ ExpectationList parseExpectations(const llvm::SourceMgr &sources, unsigned buffe
       if (!relative)
         line = amount;
       else if (minus && amount >= line) {
-        report.report(DiagId::VerifyBadDirective, where(rest.data()), "line offset before the first line");
+        report.report(DiagId::VerifyBadDirective, where(rest.data()),
+                      "line offset before the first line");
         continue;
       } else
         line = minus ? line - amount : line + amount;
@@ -75,7 +76,8 @@ ExpectationList parseExpectations(const llvm::SourceMgr &sources, unsigned buffe
       rest.consumeInteger(10, count);
     rest = rest.ltrim(" \t");
     if (!rest.consume_front("{{")) {
-      report.report(DiagId::VerifyBadDirective, where(rest.data()), "expected '{{' after the expectation");
+      report.report(DiagId::VerifyBadDirective, where(rest.data()),
+                    "expected '{{' after the expectation");
       continue;
     }
     size_t close = rest.find("}}");
@@ -95,14 +97,16 @@ bool verifyDiagnostics(const llvm::SourceMgr &sources, unsigned bufferId,
                        const std::vector<Diagnostic> &produced, DiagnosticEngine &report) {
   unsigned errorsBefore = report.errorCount();
   ExpectationList list = parseExpectations(sources, bufferId, report);
-  if (list.expectations.empty() && !list.expectsNoDiagnostics && report.errorCount() == errorsBefore)
+  if (list.expectations.empty() && !list.expectsNoDiagnostics &&
+      report.errorCount() == errorsBefore)
     report.report(DiagId::VerifyNoExpectations,
                   llvm::SMLoc::getFromPointer(sources.getMemoryBuffer(bufferId)->getBufferStart()));
 
   auto match = [&](Severity severity, unsigned line, const std::string &text, llvm::SMRange range) {
     for (Expectation &expectation : list.expectations) {
       if (expectation.severity == severity && expectation.line == line &&
-          expectation.seen < expectation.count && llvm::StringRef(text).contains(expectation.text)) {
+          expectation.seen < expectation.count &&
+          llvm::StringRef(text).contains(expectation.text)) {
         ++expectation.seen;
         return;
       }
@@ -125,14 +129,14 @@ bool verifyDiagnostics(const llvm::SourceMgr &sources, unsigned bufferId,
   }
   for (const Expectation &expectation : list.expectations)
     if (expectation.seen < expectation.count)
-      report.report(DiagId::VerifyNotSeen, expectation.range, severityWord(expectation.severity),
-                    llvm::formatv("'{0}' on line {1}{2}", expectation.text, expectation.line,
-                                  expectation.count > 1
-                                      ? llvm::formatv(" ({0} of {1} seen)", expectation.seen,
-                                                      expectation.count)
-                                            .str()
-                                      : std::string())
-                        .str());
+      report.report(
+          DiagId::VerifyNotSeen, expectation.range, severityWord(expectation.severity),
+          llvm::formatv(
+              "'{0}' on line {1}{2}", expectation.text, expectation.line,
+              expectation.count > 1
+                  ? llvm::formatv(" ({0} of {1} seen)", expectation.seen, expectation.count).str()
+                  : std::string())
+              .str());
   return report.errorCount() == errorsBefore;
 }
 

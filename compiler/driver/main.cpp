@@ -22,9 +22,9 @@ cl::list<std::string> includeDirs("I", cl::desc("Add <dir> to the import search 
                                   cl::value_desc("dir"), cl::Prefix, cl::cat(category));
 cl::list<std::string> defines("D", cl::desc("Set static dimension NAME to VALUE"),
                               cl::value_desc("NAME=VALUE"), cl::Prefix, cl::cat(category));
-cl::opt<std::string> target("target",
-                            cl::desc("GPU target: a file of stdlib/targets or an alias (default h200)"),
-                            cl::value_desc("name"), cl::cat(category));
+cl::opt<std::string>
+    target("target", cl::desc("GPU target: a file of stdlib/targets or an alias (default h200)"),
+           cl::value_desc("name"), cl::cat(category));
 cl::opt<std::string> stdlibDir("stdlib", cl::desc("Standard library directory (imports, targets)"),
                                cl::value_desc("dir"), cl::cat(category));
 cl::opt<std::string> evaluateSizes(
@@ -43,20 +43,21 @@ cl::opt<uint64_t> seed("seed", cl::desc("Seed of --evaluate's random inputs (def
                        cl::init(0), cl::cat(category));
 cl::opt<std::string> configPath("config", cl::desc("Read project settings from an fsl.toml file"),
                                 cl::value_desc("fsl.toml"), cl::cat(category));
-cl::opt<fsl::EmitKind> emit(
-    "emit", cl::desc("What to produce"), cl::init(fsl::EmitKind::Check),
-    cl::values(clEnumValN(fsl::EmitKind::Check, "check", "Check the input only (default)"),
-               clEnumValN(fsl::EmitKind::Format, "format", "The input in canonical layout"),
-               clEnumValN(fsl::EmitKind::AST, "ast", "The syntax tree with source ranges"),
-               clEnumValN(fsl::EmitKind::FusionIR, "fusion-ir", "The checked Fusion IR"),
-               clEnumValN(fsl::EmitKind::Schedule, "schedule",
-                          "The file with derived extents noted on each directive"),
-               clEnumValN(fsl::EmitKind::KernelIR, "kernel-ir", "The lowered kernels"),
-               clEnumValN(fsl::EmitKind::Cuda, "cuda",
-                          "CUDA kernels, launcher and header (<fusion>.cu, <fusion>.h)"),
-               clEnumValN(fsl::EmitKind::Ptx, "ptx", "The kernels compiled to PTX by NVRTC"),
-               clEnumValN(fsl::EmitKind::Cubin, "cubin", "The kernels compiled to a cubin by NVRTC")),
-    cl::cat(category));
+cl::opt<fsl::EmitKind>
+    emit("emit", cl::desc("What to produce"), cl::init(fsl::EmitKind::Check),
+         cl::values(clEnumValN(fsl::EmitKind::Check, "check", "Check the input only (default)"),
+                    clEnumValN(fsl::EmitKind::Format, "format", "The input in canonical layout"),
+                    clEnumValN(fsl::EmitKind::AST, "ast", "The syntax tree with source ranges"),
+                    clEnumValN(fsl::EmitKind::FusionIR, "fusion-ir", "The checked Fusion IR"),
+                    clEnumValN(fsl::EmitKind::Schedule, "schedule",
+                               "The file with derived extents noted on each directive"),
+                    clEnumValN(fsl::EmitKind::KernelIR, "kernel-ir", "The lowered kernels"),
+                    clEnumValN(fsl::EmitKind::Cuda, "cuda",
+                               "CUDA kernels, launcher and header (<fusion>.cu, <fusion>.h)"),
+                    clEnumValN(fsl::EmitKind::Ptx, "ptx", "The kernels compiled to PTX by NVRTC"),
+                    clEnumValN(fsl::EmitKind::Cubin, "cubin",
+                               "The kernels compiled to a cubin by NVRTC")),
+         cl::cat(category));
 cl::opt<fsl::DiagnosticsFormat> diagnosticsFormat(
     "diagnostics-format", cl::desc("How diagnostics are written to standard error"),
     cl::init(fsl::DiagnosticsFormat::Text),
@@ -64,16 +65,16 @@ cl::opt<fsl::DiagnosticsFormat> diagnosticsFormat(
                clEnumValN(fsl::DiagnosticsFormat::Json, "json",
                           "One JSON document (docs/diagnostics.md)")),
     cl::cat(category));
-cl::opt<fsl::ColorMode> color(
-    "diagnostics-color", cl::desc("Color text diagnostics"), cl::init(fsl::ColorMode::Auto),
-    cl::values(clEnumValN(fsl::ColorMode::Auto, "auto", "When writing to a terminal (default)"),
-               clEnumValN(fsl::ColorMode::Always, "always", "Always"),
-               clEnumValN(fsl::ColorMode::Never, "never", "Never")),
-    cl::cat(category));
+cl::opt<fsl::ColorMode> color("diagnostics-color", cl::desc("Color text diagnostics"),
+                              cl::init(fsl::ColorMode::Auto),
+                              cl::values(clEnumValN(fsl::ColorMode::Auto, "auto",
+                                                    "When writing to a terminal (default)"),
+                                         clEnumValN(fsl::ColorMode::Always, "always", "Always"),
+                                         clEnumValN(fsl::ColorMode::Never, "never", "Never")),
+                              cl::cat(category));
 cl::list<std::string> nvrtcOptions("Xnvrtc", cl::desc("Pass <option> to NVRTC (--emit=ptx|cubin)"),
                                    cl::value_desc("option"), cl::cat(category));
-cl::opt<bool> resolved("resolved",
-                       cl::desc("With --emit=schedule: print every tensor's loop nest"),
+cl::opt<bool> resolved("resolved", cl::desc("With --emit=schedule: print every tensor's loop nest"),
                        cl::cat(category));
 cl::opt<bool> verify("verify", cl::desc("Check diagnostics against // expected-* comments"),
                      cl::cat(category));

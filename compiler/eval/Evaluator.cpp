@@ -108,33 +108,60 @@ double nanMin(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN 
 double applyOp(ir::Op op, const double *x) {
   using ir::Op;
   switch (op) {
-  case Op::Neg: return -x[0];
-  case Op::Not: return x[0] == 0 ? 1 : 0;
-  case Op::Exp: return std::exp(x[0]);
-  case Op::Log: return std::log(x[0]);
-  case Op::Sqrt: return std::sqrt(x[0]);
-  case Op::Rsqrt: return 1.0 / std::sqrt(x[0]);
-  case Op::Tanh: return std::tanh(x[0]);
-  case Op::Sigmoid: return 1.0 / (1.0 + std::exp(-x[0]));
-  case Op::Erf: return std::erf(x[0]);
-  case Op::Abs: return std::fabs(x[0]);
-  case Op::Add: return x[0] + x[1];
-  case Op::Sub: return x[0] - x[1];
-  case Op::Mul: return x[0] * x[1];
-  case Op::Div: return x[0] / x[1];
-  case Op::Max: return nanMax(x[0], x[1]);
-  case Op::Min: return nanMin(x[0], x[1]);
-  case Op::Pow: return std::pow(x[0], x[1]);
-  case Op::Lt: return x[0] < x[1];
-  case Op::Le: return x[0] <= x[1];
-  case Op::Gt: return x[0] > x[1];
-  case Op::Ge: return x[0] >= x[1];
-  case Op::Eq: return x[0] == x[1];
-  case Op::Ne: return x[0] != x[1];
-  case Op::And: return x[0] != 0 && x[1] != 0;
-  case Op::Or: return x[0] != 0 || x[1] != 0;
-  case Op::Where: return x[0] != 0 ? x[1] : x[2];
-  default: return NAN;
+  case Op::Neg:
+    return -x[0];
+  case Op::Not:
+    return x[0] == 0 ? 1 : 0;
+  case Op::Exp:
+    return std::exp(x[0]);
+  case Op::Log:
+    return std::log(x[0]);
+  case Op::Sqrt:
+    return std::sqrt(x[0]);
+  case Op::Rsqrt:
+    return 1.0 / std::sqrt(x[0]);
+  case Op::Tanh:
+    return std::tanh(x[0]);
+  case Op::Sigmoid:
+    return 1.0 / (1.0 + std::exp(-x[0]));
+  case Op::Erf:
+    return std::erf(x[0]);
+  case Op::Abs:
+    return std::fabs(x[0]);
+  case Op::Add:
+    return x[0] + x[1];
+  case Op::Sub:
+    return x[0] - x[1];
+  case Op::Mul:
+    return x[0] * x[1];
+  case Op::Div:
+    return x[0] / x[1];
+  case Op::Max:
+    return nanMax(x[0], x[1]);
+  case Op::Min:
+    return nanMin(x[0], x[1]);
+  case Op::Pow:
+    return std::pow(x[0], x[1]);
+  case Op::Lt:
+    return x[0] < x[1];
+  case Op::Le:
+    return x[0] <= x[1];
+  case Op::Gt:
+    return x[0] > x[1];
+  case Op::Ge:
+    return x[0] >= x[1];
+  case Op::Eq:
+    return x[0] == x[1];
+  case Op::Ne:
+    return x[0] != x[1];
+  case Op::And:
+    return x[0] != 0 && x[1] != 0;
+  case Op::Or:
+    return x[0] != 0 || x[1] != 0;
+  case Op::Where:
+    return x[0] != 0 ? x[1] : x[2];
+  default:
+    return NAN;
   }
 }
 
@@ -199,7 +226,8 @@ llvm::Expected<EvalResult> evaluate(const ir::Fusion &fusion, const EvalRequest 
         given = {*param.defaultValue};
       }
       if (static_cast<int64_t>(given.size()) != count)
-        return fail(llvm::formatv("{0} needs {1} elements, {2} given", param.name, count, given.size()));
+        return fail(
+            llvm::formatv("{0} needs {1} elements, {2} given", param.name, count, given.size()));
       for (double &element : given)
         element = roundTo(element, param.dtype);
       out.data = permute(given, param.dims, value.dims, result.extents);
@@ -232,9 +260,11 @@ llvm::Expected<EvalResult> evaluate(const ir::Fusion &fusion, const EvalRequest 
         inStrides.push_back(walker.stridesOf(operand->dims));
       for (int64_t i = 0, n = walker.total(); i < n; ++i, walker.next()) {
         double &target = out.data[IndexWalker::offset(walker.index(), outStrides)];
-        double x = values[value.operands[0]->id].data[IndexWalker::offset(walker.index(), inStrides[0])];
+        double x =
+            values[value.operands[0]->id].data[IndexWalker::offset(walker.index(), inStrides[0])];
         if (value.op == ir::Op::MatMul)
-          x *= values[value.operands[1]->id].data[IndexWalker::offset(walker.index(), inStrides[1])];
+          x *=
+              values[value.operands[1]->id].data[IndexWalker::offset(walker.index(), inStrides[1])];
         target = isMax ? nanMax(target, x) : isMin ? nanMin(target, x) : target + x;
       }
       if (value.op == ir::Op::ReduceMean) {
@@ -253,7 +283,8 @@ llvm::Expected<EvalResult> evaluate(const ir::Fusion &fusion, const EvalRequest 
       double args[3];
       for (int64_t i = 0; i < count; ++i, walker.next()) {
         for (size_t k = 0; k < value.operands.size(); ++k)
-          args[k] = values[value.operands[k]->id].data[IndexWalker::offset(walker.index(), inStrides[k])];
+          args[k] =
+              values[value.operands[k]->id].data[IndexWalker::offset(walker.index(), inStrides[k])];
         out.data[i] = applyOp(value.op, args);
       }
       break;

@@ -18,7 +18,8 @@ int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
 const ir::Output *referenceOutput(const ir::Fusion &fusion) {
   const ir::Output *best = nullptr;
   for (const ir::Output &output : fusion.outputs)
-    if (!best || output.dims.size() + output.value->reduced.size() > best->dims.size() + best->value->reduced.size())
+    if (!best || output.dims.size() + output.value->reduced.size() >
+                     best->dims.size() + best->value->reduced.size())
       best = &output;
   return best;
 }
@@ -53,7 +54,8 @@ int64_t vectorWidth(const ir::Fusion &fusion, ir::DimId dim, const Knobs &knobs,
 std::string guard(const std::vector<ast::SizeCondition> &when, const std::string &extra = "") {
   std::vector<std::string> parts;
   for (const ast::SizeCondition &c : when)
-    parts.push_back(c.dim.text + " " + ast::binaryOpSpelling(c.op).str() + " " + std::to_string(c.bound.value));
+    parts.push_back(c.dim.text + " " + ast::binaryOpSpelling(c.op).str() + " " +
+                    std::to_string(c.bound.value));
   if (!extra.empty())
     parts.push_back(extra);
   return parts.empty() ? "" : " when " + llvm::join(parts, " && ");
@@ -78,20 +80,25 @@ struct RowSplit {
   int64_t vector = 1, threads = 32, batch = 1, rowsPerBlock = 1;
 };
 
-void rowDirectives(Block &block, const std::string &row, const std::string &dim, const RowSplit &split,
-                   bool staticBdimx, bool unroll) {
+void rowDirectives(Block &block, const std::string &row, const std::string &dim,
+                   const RowSplit &split, bool staticBdimx, bool unroll) {
   const std::string outer = dim + "o", vec = dim + "v", serial = dim + "p", lanes = dim + "x";
   if (split.vector > 1)
-    block.directives.push_back(llvm::formatv("split {0} by {1} -> ({2}, {3});", dim, split.vector, outer, vec).str());
+    block.directives.push_back(
+        llvm::formatv("split {0} by {1} -> ({2}, {3});", dim, split.vector, outer, vec).str());
   std::string base = split.vector > 1 ? outer : dim;
   if (staticBdimx)
-    block.directives.push_back(llvm::formatv("split {0} by {1} -> ({2}, {3});", base, split.threads, serial, lanes).str());
+    block.directives.push_back(
+        llvm::formatv("split {0} by {1} -> ({2}, {3});", base, split.threads, serial, lanes).str());
   else
-    block.directives.push_back(llvm::formatv("split {0} into {1} -> ({2}, {3});", base, split.batch, serial, lanes).str());
+    block.directives.push_back(
+        llvm::formatv("split {0} into {1} -> ({2}, {3});", base, split.batch, serial, lanes).str());
   std::string binding = llvm::formatv("parallelize {0} -> BIDx, {1} -> TIDx;", row, lanes).str();
   if (split.rowsPerBlock > 1) {
-    block.directives.push_back(llvm::formatv("split {0} by {1} -> ({0}b, {0}y);", row, split.rowsPerBlock).str());
-    binding = llvm::formatv("parallelize {0}b -> BIDx, {0}y -> TIDy, {1} -> TIDx;", row, lanes).str();
+    block.directives.push_back(
+        llvm::formatv("split {0} by {1} -> ({0}b, {0}y);", row, split.rowsPerBlock).str());
+    binding =
+        llvm::formatv("parallelize {0}b -> BIDx, {0}y -> TIDy, {1} -> TIDx;", row, lanes).str();
   }
   block.directives.push_back(binding);
   if (split.vector > 1)
@@ -108,7 +115,8 @@ public:
   Choice run() {
     for (const auto &value : fusion_.values)
       if (value->op == ir::Op::MatMul)
-        return {"", "matrix products are scheduled by the matmul heuristic, which is not written yet"};
+        return {"",
+                "matrix products are scheduled by the matmul heuristic, which is not written yet"};
     const ir::Output *reference = referenceOutput(fusion_);
     if (!reference)
       return {"", "the fusion has no output"};
@@ -149,17 +157,22 @@ private:
     std::string vectorWhy;
     int64_t vector = vectorWidth(fusion_, inner, knobs_, vectorWhy);
     Block block;
-    block.comments.push_back("auto(pointwise): " + vectorWhy + "; 128 threads a block, one access each.");
+    block.comments.push_back("auto(pointwise): " + vectorWhy +
+                             "; 128 threads a block, one access each.");
     if (vector > 1)
-      block.directives.push_back(llvm::formatv("split {0} by {1} -> ({0}o, {0}v);", d.name, vector).str());
+      block.directives.push_back(
+          llvm::formatv("split {0} by {1} -> ({0}o, {0}v);", d.name, vector).str());
     std::string base = vector > 1 ? d.name + "o" : d.name;
-    block.directives.push_back(llvm::formatv("split {0} by 128 -> ({1}b, {1}x);", base, d.name).str());
+    block.directives.push_back(
+        llvm::formatv("split {0} by 128 -> ({1}b, {1}x);", base, d.name).str());
     if (rows.empty())
-      block.directives.push_back(llvm::formatv("parallelize {0}b -> BIDx, {0}x -> TIDx;", d.name).str());
+      block.directives.push_back(
+          llvm::formatv("parallelize {0}b -> BIDx, {0}x -> TIDx;", d.name).str());
     else
-      block.directives.push_back(llvm::formatv("parallelize {0} -> BIDx, {1}b -> BIDy, {1}x -> TIDx;",
-                                               fusion_.dims[rows[0]].name, d.name)
-                                     .str());
+      block.directives.push_back(
+          llvm::formatv("parallelize {0} -> BIDx, {1}b -> BIDy, {1}x -> TIDx;",
+                        fusion_.dims[rows[0]].name, d.name)
+              .str());
     if (vector > 1)
       block.directives.push_back("vectorize " + d.name + "v;");
     return {block.render(fusion_.name, guard(knobs_.when)), ""};
@@ -167,10 +180,12 @@ private:
 
   /// Persistent buffers: values a reduction consumes and a later use needs, that do not
   /// themselves wait for a reduction (those are cheap to recompute from the buffer).
-  std::vector<const sched::TensorSchedule *> buffers(const std::vector<sched::TensorSchedule> &tensors) {
+  std::vector<const sched::TensorSchedule *>
+  buffers(const std::vector<sched::TensorSchedule> &tensors) {
     std::vector<const sched::TensorSchedule *> result;
     for (const sched::TensorSchedule &tensor : tensors) {
-      if (!tensor.isPersistentBuffer || tensor.isOutput || tensor.name.find('%') != std::string::npos)
+      if (!tensor.isPersistentBuffer || tensor.isOutput ||
+          tensor.name.find('%') != std::string::npos)
         continue;
       bool afterReduction = false;
       std::vector<const ir::Value *> stack = {tensor.value};
@@ -211,19 +226,22 @@ private:
     int64_t vector = vectorWidth(fusion_, inner, knobs_, vectorWhy);
 
     std::vector<sched::TensorSchedule> tensors = sched::rootTensors(fusion_);
-    std::vector<const sched::TensorSchedule *> kept = persistent ? buffers(tensors) : std::vector<const sched::TensorSchedule *>{};
+    std::vector<const sched::TensorSchedule *> kept =
+        persistent ? buffers(tensors) : std::vector<const sched::TensorSchedule *>{};
     int64_t numBuffers = std::max<int64_t>(1, static_cast<int64_t>(kept.size()));
 
     if (!d.staticExtent) {
       // A runtime row length: threads cover it in a loop (dynamic blockDim-free split).
       RowSplit split{1, 256, 1, 1};
       Block block;
-      block.comments.push_back(llvm::formatv("auto({0}): {1} is a runtime size: 256 threads loop over the row; "
-                                             "values are recomputed (no static buffer size).",
-                                             persistent ? "inner_persistent" : "reduction", d.name)
-                                   .str());
+      block.comments.push_back(
+          llvm::formatv("auto({0}): {1} is a runtime size: 256 threads loop over the row; "
+                        "values are recomputed (no static buffer size).",
+                        persistent ? "inner_persistent" : "reduction", d.name)
+              .str());
       block.directives.push_back(llvm::formatv("split {0} by 256 -> ({0}p, {0}x);", d.name).str());
-      block.directives.push_back(llvm::formatv("parallelize {0} -> BIDx, {1}x -> TIDx;", row, d.name).str());
+      block.directives.push_back(
+          llvm::formatv("parallelize {0} -> BIDx, {1}x -> TIDx;", row, d.name).str());
       for (const sched::TensorSchedule *buffer : kept)
         block.directives.push_back("persistent " + buffer->name + " in recompute;");
       (void)split;
@@ -238,12 +256,14 @@ private:
     auto choose = [&](int64_t minThreads) {
       RowSplit split;
       split.vector = vector;
-      split.threads = std::clamp(roundUp(ceilDiv(vectors, batchLimit), 32), std::min<int64_t>(minThreads, roundUp(vectors, 32)),
+      split.threads = std::clamp(roundUp(ceilDiv(vectors, batchLimit), 32),
+                                 std::min<int64_t>(minThreads, roundUp(vectors, 32)),
                                  target_.maxThreadsPerBlock);
       split.batch = ceilDiv(vectors, split.threads);
       if (!knobs_.staticBdimx) // the baseline: batch first, threads = what is left
         split.threads = ceilDiv(vectors, split.batch);
-      split.rowsPerBlock = knobs_.rowsPerBlock.value_or(split.threads < 128 ? 128 / roundUp(split.threads, 32) : 1);
+      split.rowsPerBlock =
+          knobs_.rowsPerBlock.value_or(split.threads < 128 ? 128 / roundUp(split.threads, 32) : 1);
       return split;
     };
     RowSplit normal = choose(128);
@@ -260,9 +280,11 @@ private:
                                  .str();
         if (values * numBuffers > 2 * registerBudget) {
           // Shared memory also holds the reduction scratch, 8 bytes a thread.
-          if (sharedBytes * numBuffers + 8 * split.threads * split.rowsPerBlock <= target_.sharedMemoryPerBlock) {
+          if (sharedBytes * numBuffers + 8 * split.threads * split.rowsPerBlock <=
+              target_.sharedMemoryPerBlock) {
             memory = "shared";
-            reason = llvm::formatv("{0} values a thread are too many for registers; {1} bytes a block fit shared memory",
+            reason = llvm::formatv("{0} values a thread are too many for registers; {1} bytes a "
+                                   "block fit shared memory",
                                    values, sharedBytes)
                          .str();
           } else {
@@ -270,18 +292,23 @@ private:
             reason = "too large for registers and shared memory: the inputs are read again";
           }
         }
-        block.comments.push_back("persistent " + buffer->name + " in " + memory + ": " + reason + ".");
+        block.comments.push_back("persistent " + buffer->name + " in " + memory + ": " + reason +
+                                 ".");
         block.directives.push_back("persistent " + buffer->name + " in " + memory + ";");
         if (knobs_.computeWith && memory != "recompute")
           block.directives.push_back("compute_with " + buffer->name + ";");
       }
     };
     auto describe = [&](const RowSplit &split, const char *purpose) {
-      return llvm::formatv("{0}: {1} = {2}: {3} vectors ({4}) = {5} threads x {6} serial{7}{8}.", purpose, d.name,
-                           *d.staticExtent, vectors, vectorWhy, split.threads, split.batch,
-                           knobs_.staticBdimx ? " (blockDim.x static: the row split inner by the thread count)"
-                                              : " (static_bdimx = false: the batch split outer)",
-                           split.rowsPerBlock > 1 ? llvm::formatv(", {0} rows a block", split.rowsPerBlock).str() : "")
+      return llvm::formatv("{0}: {1} = {2}: {3} vectors ({4}) = {5} threads x {6} serial{7}{8}.",
+                           purpose, d.name, *d.staticExtent, vectors, vectorWhy, split.threads,
+                           split.batch,
+                           knobs_.staticBdimx
+                               ? " (blockDim.x static: the row split inner by the thread count)"
+                               : " (static_bdimx = false: the batch split outer)",
+                           split.rowsPerBlock > 1
+                               ? llvm::formatv(", {0} rows a block", split.rowsPerBlock).str()
+                               : "")
           .str();
     };
     const char *kind = persistent ? "inner_persistent" : "reduction";
@@ -289,17 +316,22 @@ private:
     bool widen = wide.threads > normal.threads && knobs_.when.empty() && !knobs_.rowsPerBlock;
     if (widen) {
       Block small;
-      small.comments.push_back(llvm::formatv("auto({0}), fewer rows than the {1} SMs of {2}: wider blocks, more "
-                                             "warps a row.",
-                                             kind, target_.smCount, target_.name)
-                                   .str());
+      small.comments.push_back(
+          llvm::formatv("auto({0}), fewer rows than the {1} SMs of {2}: wider blocks, more "
+                        "warps a row.",
+                        kind, target_.smCount, target_.name)
+              .str());
       small.comments.push_back(describe(wide, "row split"));
       rowDirectives(small, row, d.name, wide, knobs_.staticBdimx, true);
       persistentDirectives(small, wide);
-      text += small.render(fusion_.name, guard({}, row + " < " + std::to_string(target_.smCount))) + "\n";
+      text += small.render(fusion_.name, guard({}, row + " < " + std::to_string(target_.smCount))) +
+              "\n";
     }
     Block block;
-    block.comments.push_back(llvm::formatv("auto({0}){1}.", kind, widen ? llvm::formatv(", {0} rows or more", target_.smCount).str() : "").str());
+    block.comments.push_back(
+        llvm::formatv("auto({0}){1}.", kind,
+                      widen ? llvm::formatv(", {0} rows or more", target_.smCount).str() : "")
+            .str());
     block.comments.push_back(describe(normal, "row split"));
     rowDirectives(block, row, d.name, normal, knobs_.staticBdimx, true);
     persistentDirectives(block, normal);
@@ -311,9 +343,11 @@ private:
     const ir::Dim &d = fusion_.dims[inner];
     Block block;
     block.comments.push_back("auto(reduction), outer: each thread reduces one column over " +
-                             fusion_.dims[reduced].name + " serially; columns on threads and blocks.");
+                             fusion_.dims[reduced].name +
+                             " serially; columns on threads and blocks.");
     block.directives.push_back(llvm::formatv("split {0} by 128 -> ({0}b, {0}x);", d.name).str());
-    block.directives.push_back(llvm::formatv("parallelize {0}b -> BIDx, {0}x -> TIDx;", d.name).str());
+    block.directives.push_back(
+        llvm::formatv("parallelize {0}b -> BIDx, {0}x -> TIDx;", d.name).str());
     return {block.render(fusion_.name, guard(knobs_.when)), ""};
   }
 

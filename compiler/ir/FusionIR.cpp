@@ -48,41 +48,76 @@ unsigned dtypeBytes(DType type) {
 
 llvm::StringRef opName(Op op) {
   switch (op) {
-  case Op::Input: return "input";
-  case Op::Scalar: return "scalar";
-  case Op::Constant: return "constant";
-  case Op::Cast: return "cast";
-  case Op::Neg: return "neg";
-  case Op::Not: return "not";
-  case Op::Exp: return "exp";
-  case Op::Log: return "log";
-  case Op::Sqrt: return "sqrt";
-  case Op::Rsqrt: return "rsqrt";
-  case Op::Tanh: return "tanh";
-  case Op::Sigmoid: return "sigmoid";
-  case Op::Erf: return "erf";
-  case Op::Abs: return "abs";
-  case Op::Add: return "add";
-  case Op::Sub: return "sub";
-  case Op::Mul: return "mul";
-  case Op::Div: return "div";
-  case Op::Max: return "max";
-  case Op::Min: return "min";
-  case Op::Pow: return "pow";
-  case Op::Lt: return "lt";
-  case Op::Le: return "le";
-  case Op::Gt: return "gt";
-  case Op::Ge: return "ge";
-  case Op::Eq: return "eq";
-  case Op::Ne: return "ne";
-  case Op::And: return "and";
-  case Op::Or: return "or";
-  case Op::Where: return "where";
-  case Op::ReduceSum: return "sum";
-  case Op::ReduceMax: return "max";
-  case Op::ReduceMin: return "min";
-  case Op::ReduceMean: return "mean";
-  case Op::MatMul: return "matmul";
+  case Op::Input:
+    return "input";
+  case Op::Scalar:
+    return "scalar";
+  case Op::Constant:
+    return "constant";
+  case Op::Cast:
+    return "cast";
+  case Op::Neg:
+    return "neg";
+  case Op::Not:
+    return "not";
+  case Op::Exp:
+    return "exp";
+  case Op::Log:
+    return "log";
+  case Op::Sqrt:
+    return "sqrt";
+  case Op::Rsqrt:
+    return "rsqrt";
+  case Op::Tanh:
+    return "tanh";
+  case Op::Sigmoid:
+    return "sigmoid";
+  case Op::Erf:
+    return "erf";
+  case Op::Abs:
+    return "abs";
+  case Op::Add:
+    return "add";
+  case Op::Sub:
+    return "sub";
+  case Op::Mul:
+    return "mul";
+  case Op::Div:
+    return "div";
+  case Op::Max:
+    return "max";
+  case Op::Min:
+    return "min";
+  case Op::Pow:
+    return "pow";
+  case Op::Lt:
+    return "lt";
+  case Op::Le:
+    return "le";
+  case Op::Gt:
+    return "gt";
+  case Op::Ge:
+    return "ge";
+  case Op::Eq:
+    return "eq";
+  case Op::Ne:
+    return "ne";
+  case Op::And:
+    return "and";
+  case Op::Or:
+    return "or";
+  case Op::Where:
+    return "where";
+  case Op::ReduceSum:
+    return "sum";
+  case Op::ReduceMax:
+    return "max";
+  case Op::ReduceMin:
+    return "min";
+  case Op::ReduceMean:
+    return "mean";
+  case Op::MatMul:
+    return "matmul";
   }
   return "?";
 }

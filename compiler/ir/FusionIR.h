@@ -41,13 +41,39 @@ enum class Op {
   Constant, // a literal
   Cast,
   // Unary pointwise
-  Neg, Not, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Erf, Abs,
+  Neg,
+  Not,
+  Exp,
+  Log,
+  Sqrt,
+  Rsqrt,
+  Tanh,
+  Sigmoid,
+  Erf,
+  Abs,
   // Binary pointwise
-  Add, Sub, Mul, Div, Max, Min, Pow, Lt, Le, Gt, Ge, Eq, Ne, And, Or,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Max,
+  Min,
+  Pow,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Eq,
+  Ne,
+  And,
+  Or,
   // Ternary
   Where,
   // Reductions over `reduced` dimensions
-  ReduceSum, ReduceMax, ReduceMin, ReduceMean,
+  ReduceSum,
+  ReduceMax,
+  ReduceMin,
+  ReduceMean,
   // sum(a * b, over K) with a, b each lacking one of the other's dims
   MatMul,
 };
@@ -56,9 +82,9 @@ bool isReduction(Op op);
 
 /// Layout of one matrix-product operand.
 struct MatMulOperand {
-  DimId rowDim;            // M for the left operand, N for the right one
-  bool contractedIsInner;  // K is the operand's last (contiguous) dimension
-  std::string inputName;   // the parameter it is read from, when directly an input
+  DimId rowDim;           // M for the left operand, N for the right one
+  bool contractedIsInner; // K is the operand's last (contiguous) dimension
+  std::string inputName;  // the parameter it is read from, when directly an input
 };
 
 struct Value {
@@ -67,13 +93,13 @@ struct Value {
   DType dtype = DType::F32;
   std::vector<DimId> dims; // in fusion dimension order
   std::vector<const Value *> operands;
-  std::string name;        // let binding or parameter name, for printing
-  llvm::SMRange range;     // the expression that produced it
+  std::string name;    // let binding or parameter name, for printing
+  llvm::SMRange range; // the expression that produced it
   // Op-specific:
-  unsigned paramIndex = 0;       // Input, Scalar
-  double constant = 0;           // Constant
-  std::string constantSpelling;  // Constant
-  std::vector<DimId> reduced;    // reductions, MatMul (the contracted dim)
+  unsigned paramIndex = 0;                           // Input, Scalar
+  double constant = 0;                               // Constant
+  std::string constantSpelling;                      // Constant
+  std::vector<DimId> reduced;                        // reductions, MatMul (the contracted dim)
   std::optional<MatMulOperand> lhsLayout, rhsLayout; // MatMul
 };
 

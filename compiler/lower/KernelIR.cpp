@@ -52,8 +52,8 @@ void printKernel(const Kernel &kernel, llvm::raw_ostream &out) {
   }
   for (unsigned id : kernel.persistent)
     out << "  persistent buffer " << valueName(*fusion.values[id]) << ": " << kernel.bufferElements
-        << " elements per thread in " << (kernel.persistentShared.count(id) ? "shared memory" : "registers")
-        << "\n";
+        << " elements per thread in "
+        << (kernel.persistentShared.count(id) ? "shared memory" : "registers") << "\n";
   for (size_t p = 0; p < kernel.phases.size(); ++p) {
     const Phase &phase = kernel.phases[p];
     out << "  phase " << p << "\n";
@@ -78,8 +78,8 @@ void printKernel(const Kernel &kernel, llvm::raw_ostream &out) {
     for (const ir::Value *value : phase.saves)
       out << "    save " << valueName(*value) << " to the persistent buffer\n";
     for (const ir::Value *value : phase.reductions)
-      out << "    accumulate " << ir::opName(value->op) << " " << valueName(*value) << " += "
-          << valueName(*value->operands[0]) << "\n";
+      out << "    accumulate " << ir::opName(value->op) << " " << valueName(*value)
+          << " += " << valueName(*value->operands[0]) << "\n";
     for (const ir::Output *output : phase.stores)
       out << "    store " << output->name << " = " << valueName(*output->value) << "\n";
     for (const ir::Value *value : phase.reductions)

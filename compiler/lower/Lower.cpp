@@ -37,7 +37,8 @@ private:
   bool chooseReference() {
     const sched::TensorSchedule *reference = nullptr;
     for (const sched::TensorSchedule &tensor : schedule_.tensors)
-      if (tensor.isOutput && (!reference || tensor.value->dims.size() > reference->value->dims.size()))
+      if (tensor.isOutput &&
+          (!reference || tensor.value->dims.size() > reference->value->dims.size()))
         reference = &tensor;
     if (!reference)
       return unsupported("the fusion has no output");
@@ -63,14 +64,16 @@ private:
     if (kernel_->vectorLoop >= 0) {
       const kir::KernelLoop &vector = kernel_->loops[kernel_->vectorLoop];
       if (sched::isBlockIndex(vector.parallel) || sched::isThreadIndex(vector.parallel))
-        return unsupported("a vectorized loop bound to " + sched::parallelName(vector.parallel).str());
+        return unsupported("a vectorized loop bound to " +
+                           sched::parallelName(vector.parallel).str());
       // Accesses are whole vectors when the vector loop is innermost among the serial
       // loops, walks its root contiguously and the root's extent divides.
       std::vector<int> serial = kernel_->serialLoops();
       const ir::Dim &root = fusion_.dims[vector.root];
-      kernel_->vectorAccessesExact = serial.back() == kernel_->vectorLoop && vector.stride.isStatic() &&
-                                     *vector.stride.value == 1 && vector.extent.isStatic() &&
-                                     root.staticExtent && *root.staticExtent % *vector.extent.value == 0;
+      kernel_->vectorAccessesExact = serial.back() == kernel_->vectorLoop &&
+                                     vector.stride.isStatic() && *vector.stride.value == 1 &&
+                                     vector.extent.isStatic() && root.staticExtent &&
+                                     *root.staticExtent % *vector.extent.value == 0;
     }
     return true;
   }
@@ -104,7 +107,8 @@ private:
     for (const sched::TensorSchedule &tensor : schedule_.tensors) {
       if (tensor.cache)
         return unsupported("cache " + tensor.name + " (caching is not lowered yet)");
-      if (fusion_.params[0].isStrided || (tensor.isInput && fusion_.params[tensor.value->paramIndex].isStrided))
+      if (fusion_.params[0].isStrided ||
+          (tensor.isInput && fusion_.params[tensor.value->paramIndex].isStrided))
         return unsupported("strided parameter " + tensor.name);
       for (const sched::Loop &loop : tensor.loops) {
         int index = findLoop(loop.name);
@@ -116,7 +120,8 @@ private:
       }
     }
     if (schedule_.matmul.any())
-      return unsupported("matrix-product schedules (mma, pipeline, ...) are lowered by the matmul milestone");
+      return unsupported(
+          "matrix-product schedules (mma, pipeline, ...) are lowered by the matmul milestone");
     for (const auto &value : fusion_.values)
       if (value->op == ir::Op::MatMul)
         return unsupported("matrix products are lowered by the matmul milestone");
@@ -129,7 +134,8 @@ private:
         continue;
       for (ir::DimId kept : value->dims)
         for (const kir::KernelLoop &loop : kernel_->loops)
-          if (loop.root == kept && loop.parallel == Parallel::Serial && !(loop.extent.isStatic() && *loop.extent.value == 1))
+          if (loop.root == kept && loop.parallel == Parallel::Serial &&
+              !(loop.extent.isStatic() && *loop.extent.value == 1))
             return unsupported("reduction '" + kir::valueName(*value) + "' keeps dimension " +
                                fusion_.dims[kept].name + " on serial loop '" + loop.name +
                                "'; bind the kept dimensions to blocks or threads");
@@ -164,7 +170,8 @@ private:
     // persistent ... in registers, recomputed otherwise.
     std::set<unsigned> registers; // kept: in registers or in shared memory
     for (const sched::TensorSchedule &tensor : schedule_.tensors)
-      if (tensor.persistent == ast::MemoryKind::Registers || tensor.persistent == ast::MemoryKind::Shared) {
+      if (tensor.persistent == ast::MemoryKind::Registers ||
+          tensor.persistent == ast::MemoryKind::Shared) {
         registers.insert(tensor.value->id);
         if (tensor.persistent == ast::MemoryKind::Shared)
           kernel_->persistentShared.insert(tensor.value->id);
@@ -197,7 +204,8 @@ private:
           current.stores.push_back(&output);
       // Saves: values of this phase that a later phase reads and the schedule keeps.
       for (const auto &value : fusion_.values)
-        if (phase[value->id] == p && registers.count(value->id) && usedAfter(value.get(), p, phase)) {
+        if (phase[value->id] == p && registers.count(value->id) &&
+            usedAfter(value.get(), p, phase)) {
           current.saves.push_back(value.get());
           kernel_->persistent.insert(value->id);
         }
@@ -266,7 +274,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<kir::Kernel> lowerSchedule(const sched::Schedule &schedule, const std::string &kernelName,
+std::unique_ptr<kir::Kernel> lowerSchedule(const sched::Schedule &schedule,
+                                           const std::string &kernelName,
                                            DiagnosticEngine &diagnostics) {
   return Lowering(schedule, diagnostics).run(kernelName);
 }

@@ -16,7 +16,8 @@ namespace fsl {
 
 class DiagnosticEngine;
 
-std::unique_ptr<kir::Kernel> lowerSchedule(const sched::Schedule &schedule, const std::string &kernelName,
+std::unique_ptr<kir::Kernel> lowerSchedule(const sched::Schedule &schedule,
+                                           const std::string &kernelName,
                                            DiagnosticEngine &diagnostics);
 
 } // namespace fsl

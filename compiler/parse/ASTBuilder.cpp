@@ -120,7 +120,9 @@ private:
   // --- Small pieces -----------------------------------------------------------------
 
   llvm::SMRange range(antlr4::ParserRuleContext *context) { return locator_.range(context); }
-  llvm::SMRange range(antlr4::tree::TerminalNode *node) { return locator_.range(node->getSymbol()); }
+  llvm::SMRange range(antlr4::tree::TerminalNode *node) {
+    return locator_.range(node->getSymbol());
+  }
 
   Name name(FSLParser::NameContext *context) { return Name{context->getText(), range(context)}; }
 

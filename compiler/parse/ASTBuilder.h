@@ -14,8 +14,7 @@ namespace fsl {
 class DiagnosticEngine;
 class TokenLocator;
 
-std::unique_ptr<ast::File> buildAST(FSLParser::FileContext *tree,
-                                    antlr4::CommonTokenStream &tokens,
+std::unique_ptr<ast::File> buildAST(FSLParser::FileContext *tree, antlr4::CommonTokenStream &tokens,
                                     const TokenLocator &locator, DiagnosticEngine &diagnostics);
 
 } // namespace fsl

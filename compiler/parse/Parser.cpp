@@ -72,7 +72,9 @@ std::string describeExpected(const antlr4::dfa::Vocabulary &vocabulary, size_t t
   }
 }
 
-bool isDirectiveWord(size_t type) { return type >= FSLLexer::K_SPLIT && type <= FSLLexer::K_TMA_STORE; }
+bool isDirectiveWord(size_t type) {
+  return type >= FSLLexer::K_SPLIT && type <= FSLLexer::K_TMA_STORE;
+}
 
 /// Turns ANTLR's expected-token set into a short English list.
 std::string describeExpectedSet(const antlr4::misc::IntervalSet &expected,
@@ -94,9 +96,9 @@ std::string describeExpectedSet(const antlr4::misc::IntervalSet &expected,
   bool nameExpected = types.count(FSLLexer::IDENT) != 0;
   if (types.count(FSLLexer::INT) && types.count(FSLLexer::FLOAT) && nameExpected &&
       types.count(FSLLexer::LPAREN)) {
-    for (size_t type : {FSLLexer::INT, FSLLexer::FLOAT, FSLLexer::TRUE, FSLLexer::FALSE,
-                        FSLLexer::LPAREN, FSLLexer::MINUS, FSLLexer::NOT,
-                        FSLLexer::ELEMENT_TYPE, FSLLexer::IDENT})
+    for (size_t type :
+         {FSLLexer::INT, FSLLexer::FLOAT, FSLLexer::TRUE, FSLLexer::FALSE, FSLLexer::LPAREN,
+          FSLLexer::MINUS, FSLLexer::NOT, FSLLexer::ELEMENT_TYPE, FSLLexer::IDENT})
       types.erase(type);
     parts.push_back("an expression");
   }
@@ -207,8 +209,9 @@ std::unique_ptr<ast::File> parseFile(llvm::SourceMgr &sources, unsigned bufferId
   size_t badByte = findInvalidUtf8(text);
   if (badByte != llvm::StringRef::npos) {
     llvm::SMLoc at = llvm::SMLoc::getFromPointer(text.data() + badByte);
-    diagnostics.report(DiagId::InvalidUtf8, llvm::SMRange(at, llvm::SMLoc::getFromPointer(at.getPointer() + 1)),
-                       llvm::utohexstr(static_cast<unsigned char>(text[badByte]), /*LowerCase=*/false, 2));
+    diagnostics.report(
+        DiagId::InvalidUtf8, llvm::SMRange(at, llvm::SMLoc::getFromPointer(at.getPointer() + 1)),
+        llvm::utohexstr(static_cast<unsigned char>(text[badByte]), /*LowerCase=*/false, 2));
     return nullptr;
   }
 
@@ -253,11 +256,11 @@ std::unique_ptr<ast::File> parseFile(llvm::SourceMgr &sources, unsigned bufferId
       afterLexicalError = true;
       static_cast<antlr4::CommonToken *>(token.get())->setType(FSLLexer::STRING);
     }
-    if (type == FSLLexer::STAR && !tokens.empty() &&
-        tokens.back()->getType() == FSLLexer::SLASH &&
+    if (type == FSLLexer::STAR && !tokens.empty() && tokens.back()->getType() == FSLLexer::SLASH &&
         tokens.back()->getStopIndex() + 1 == token->getStartIndex()) {
       // A terminated `/*` would have lexed as a comment: this one runs to the end.
-      diagnostics.report(DiagId::UnterminatedBlockComment, locator.range(tokens.back().get(), token.get()));
+      diagnostics.report(DiagId::UnterminatedBlockComment,
+                         locator.range(tokens.back().get(), token.get()));
       tokens.pop_back();
       for (;;) {
         std::unique_ptr<antlr4::Token> rest = lexer.nextToken();

@@ -22,8 +22,8 @@ llvm::SMRange TokenLocator::range(const antlr4::Token *first, const antlr4::Toke
   if (first->getType() == antlr4::Token::EOF)
     return llvm::SMRange(end(), end());
   size_t start = first->getStartIndex();
-  size_t stop = last->getType() == antlr4::Token::EOF ? byteOffset_.size() - 1
-                                                        : last->getStopIndex() + 1;
+  size_t stop =
+      last->getType() == antlr4::Token::EOF ? byteOffset_.size() - 1 : last->getStopIndex() + 1;
   if (stop < start)
     stop = start;
   return llvm::SMRange(locAt(start), locAt(stop));

@@ -59,8 +59,9 @@ std::vector<TensorSchedule> rootTensors(const ir::Fusion &fusion) {
       // A reduction stored as an output: its reduced loops come innermost.
       layout.insert(layout.end(), value.reduced.begin(), value.reduced.end());
     } else {
-      tensor.name = !value.name.empty() ? value.name
-                                        : (ir::opName(value.op) + "%" + std::to_string(value.id)).str();
+      tensor.name = !value.name.empty()
+                        ? value.name
+                        : (ir::opName(value.op) + "%" + std::to_string(value.id)).str();
     }
     for (const std::string &name : outputNames)
       if (name != tensor.name)
@@ -197,7 +198,8 @@ private:
     if (result.empty() && report) {
       if (ref.tensor)
         diagnostics_.report(DiagId::ScheduleUnknownLoop, ref.dim.range, ref.tensor->text,
-                            ref.dim.text, loopNames(tensors()[schedule_->findTensor(ref.tensor->text)]));
+                            ref.dim.text,
+                            loopNames(tensors()[schedule_->findTensor(ref.tensor->text)]));
       else
         diagnostics_.report(DiagId::ScheduleUnknownLoop, ref.dim.range, fusion_.name, ref.dim.text,
                             allLoopNames());
@@ -211,8 +213,9 @@ private:
     const TensorSchedule &tensor = tensors()[tensorIndex];
     if (!tensor.computeAtPosition || loopIndex > static_cast<int>(*tensor.computeAtPosition))
       return true;
-    diagnostics_.report(DiagId::TransformInsideComputeAt, directive.range, what,
-                        tensor.loops[loopIndex].name, tensor.name)
+    diagnostics_
+        .report(DiagId::TransformInsideComputeAt, directive.range, what,
+                tensor.loops[loopIndex].name, tensor.name)
         .note(DiagId::NoteDirective, tensor.computeAtBy->range, "compute_at is here");
     return false;
   }
@@ -223,7 +226,6 @@ private:
     diagnostics_.report(DiagId::LoopNameTaken, name.range, name.text, tensors()[tensorIndex].name);
     return false;
   }
-
 
   void note(const ast::Directive &directive, const std::string &text) {
     if (!schedule_->notes.count(&directive))
@@ -264,20 +266,23 @@ private:
       const auto &d = llvm::cast<ast::ComputeWithDirective>(directive);
       int index = tensorNamed(d.tensor);
       if (index >= 0)
-        setOnce(directive, tensors()[index].computeWithBy, "compute_with of '" + d.tensor.text + "'");
+        setOnce(directive, tensors()[index].computeWithBy,
+                "compute_with of '" + d.tensor.text + "'");
       return;
     }
     case K::Persistent: {
       const auto &d = llvm::cast<ast::PersistentDirective>(directive);
       int index = tensorNamed(d.tensor);
-      if (index >= 0 && setOnce(directive, tensors()[index].persistentBy, "the memory of '" + d.tensor.text + "'"))
+      if (index >= 0 && setOnce(directive, tensors()[index].persistentBy,
+                                "the memory of '" + d.tensor.text + "'"))
         tensors()[index].persistent = d.memory;
       return;
     }
     case K::Cache: {
       const auto &d = llvm::cast<ast::CacheDirective>(directive);
       int index = tensorNamed(d.tensor);
-      if (index >= 0 && setOnce(directive, tensors()[index].cacheBy, "the cache of '" + d.tensor.text + "'"))
+      if (index >= 0 &&
+          setOnce(directive, tensors()[index].cacheBy, "the cache of '" + d.tensor.text + "'"))
         tensors()[index].cache = d.memory;
       return;
     }
@@ -311,7 +316,8 @@ private:
     }
   }
 
-  template <typename T> bool setOnce(const ast::Directive &directive, const T *&slot, const std::string &what) {
+  template <typename T>
+  bool setOnce(const ast::Directive &directive, const T *&slot, const std::string &what) {
     if (slot) {
       diagnostics_.report(DiagId::DuplicateDirective, directive.range, what)
           .note(DiagId::NoteDirective, slot->range, "set here");
@@ -321,7 +327,8 @@ private:
     return true;
   }
 
-  bool setOnce(const ast::Directive &directive, const ast::Directive *&slot, const std::string &what) {
+  bool setOnce(const ast::Directive &directive, const ast::Directive *&slot,
+               const std::string &what) {
     if (slot) {
       diagnostics_.report(DiagId::DuplicateDirective, directive.range, what)
           .note(DiagId::NoteDirective, slot->range, "set here");
@@ -394,10 +401,12 @@ private:
       if (first.isReduction != second.isReduction) {
         const Loop &reduction = first.isReduction ? first : second;
         const Loop &iteration = first.isReduction ? second : first;
-        diagnostics_.report(DiagId::MergeReductionIteration, d.range, reduction.name, iteration.name,
-                            tensor.name)
+        diagnostics_
+            .report(DiagId::MergeReductionIteration, d.range, reduction.name, iteration.name,
+                    tensor.name)
             .note(DiagId::NoteFusionLine, tensor.value->range,
-                  "'" + tensor.name + "' reduces over " + fusion_.dims[reduction.roots[0]].name + " here");
+                  "'" + tensor.name + "' reduces over " + fusion_.dims[reduction.roots[0]].name +
+                      " here");
         return;
       }
       if (tensor.findLoop(d.result.text) >= 0) {
@@ -421,7 +430,8 @@ private:
     }
     if (!merged)
       diagnostics_.report(DiagId::ScheduleUnknownLoop, d.range, fusion_.name,
-                          d.first.dim.text + " and " + d.second.dim.text + " together", allLoopNames());
+                          d.first.dim.text + " and " + d.second.dim.text + " together",
+                          allLoopNames());
   }
 
   void reorder(const ast::ReorderDirective &d) {
@@ -459,7 +469,8 @@ private:
         loop.parallelizedBy = &d;
       }
       if (!found.empty()) {
-        const Loop &loop = tensors()[found[0]].loops[tensors()[found[0]].findLoop(binding.dim.dim.text)];
+        const Loop &loop =
+            tensors()[found[0]].loops[tensors()[found[0]].findLoop(binding.dim.dim.text)];
         bool threads = isThreadIndex(loop.parallel);
         notes.push_back(llvm::formatv("{0}: {1} {2}{3}", loop.name, loop.extent.text,
                                       threads ? "threads" : "blocks",
@@ -495,8 +506,8 @@ private:
       const Loop &loop = tensor.loops[tensor.findLoop(ref.dim.text)];
       if (what == "vectorize" && (tensor.isInput || tensor.isOutput) && loop.extent.isStatic()) {
         note(d, llvm::formatv("{0} x {1} = {2} bytes per access of {3}", *loop.extent.value,
-                              ir::dtypeName(tensor.dtype), *loop.extent.value * ir::dtypeBytes(tensor.dtype),
-                              tensor.name)
+                              ir::dtypeName(tensor.dtype),
+                              *loop.extent.value * ir::dtypeBytes(tensor.dtype), tensor.name)
                     .str());
         return;
       }
@@ -523,7 +534,8 @@ private:
     }
     if (!any)
       diagnostics_.report(DiagId::RfactorNotReduction, d.dim.range, d.dim.dim.text,
-                          d.dim.tensor ? "'" + d.dim.tensor->text + "'" : std::string("any tensor"));
+                          d.dim.tensor ? "'" + d.dim.tensor->text + "'"
+                                       : std::string("any tensor"));
   }
 
   void computeAt(const ast::ComputeAtDirective &d) {
@@ -559,8 +571,11 @@ bool checkAutoSchedule(const ast::ScheduleDecl &decl, DiagnosticEngine &diagnost
       {"pointwise", {{"vector_width", "int"}, {"unroll", "int"}}},
       {"reduction", {{"vector_width", "int"}, {"rfactor", "bool"}}},
       {"inner_persistent",
-       {{"static_bdimx", "bool"}, {"compute_with", "bool"}, {"vector_width", "int"},
-        {"persistent_batch", "int"}, {"rows_per_block", "int"}}},
+       {{"static_bdimx", "bool"},
+        {"compute_with", "bool"},
+        {"vector_width", "int"},
+        {"persistent_batch", "int"},
+        {"rows_per_block", "int"}}},
       {"matmul", {{"stages", "int"}, {"split_k", "int"}, {"swizzle", "int"}}},
   };
   unsigned errorsBefore = diagnostics.errorCount();

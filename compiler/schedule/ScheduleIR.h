@@ -31,8 +31,8 @@ Parallel fromAst(ast::ParallelType type);
 struct SizeExpr {
   enum class Kind { Const, Dim, CeilDiv, Mul };
   Kind kind = Kind::Const;
-  int64_t value = 0;   // Const; the divisor of CeilDiv
-  ir::DimId dim = 0;   // Dim
+  int64_t value = 0; // Const; the divisor of CeilDiv
+  ir::DimId dim = 0; // Dim
   std::shared_ptr<const SizeExpr> lhs, rhs;
   /// Its value for the given extent of every fusion dimension.
   int64_t evaluate(const std::vector<int64_t> &extents) const;
@@ -81,7 +81,7 @@ struct TensorSchedule {
   bool isInput = false;
   bool isOutput = false;
   std::vector<std::string> aliases; // output names that are this tensor
-  std::vector<Loop> loops;           // outermost first
+  std::vector<Loop> loops;          // outermost first
   std::vector<unsigned> producers, consumers;
   /// A value kept across a reduction that consumes it (a persistent buffer candidate).
   bool isPersistentBuffer = false;

@@ -97,7 +97,8 @@ private:
     return std::nullopt;
   }
 
-  const Scope *loadImport(const File &from, const ImportDecl &import, std::vector<std::string> &stack) {
+  const Scope *loadImport(const File &from, const ImportDecl &import,
+                          std::vector<std::string> &stack) {
     std::vector<std::string> searched;
     std::optional<std::string> found = resolve(from, import.path, searched);
     if (!found) {
@@ -115,7 +116,8 @@ private:
       for (auto it = onStack; it != stack.end(); ++it)
         chain.push_back("'" + llvm::sys::path::filename(*it).str() + "'");
       chain.push_back("'" + llvm::sys::path::filename(key).str() + "'");
-      diagnostics_.report(DiagId::ImportCycle, import.pathRange, import.path, llvm::join(chain, " -> "));
+      diagnostics_.report(DiagId::ImportCycle, import.pathRange, import.path,
+                          llvm::join(chain, " -> "));
       return nullptr;
     }
     if (auto it = loaded_.find(key); it != loaded_.end())
@@ -123,7 +125,8 @@ private:
     auto buffer = llvm::MemoryBuffer::getFile(*found, false, false);
     if (!buffer) {
       diagnostics_.report(DiagId::ImportNotFound, import.pathRange, import.path)
-          .note(DiagId::NoteSearched, llvm::SMRange(), *found + " (" + buffer.getError().message() + ")");
+          .note(DiagId::NoteSearched, llvm::SMRange(),
+                *found + " (" + buffer.getError().message() + ")");
       return nullptr;
     }
     unsigned id = sources_.AddNewSourceBuffer(std::move(*buffer), import.pathRange.Start);
@@ -334,7 +337,8 @@ private:
     }
     const Expr *expr = param.defaultValue.get();
     bool negate = false;
-    if (const auto *unary = llvm::dyn_cast<UnaryExpr>(expr); unary && unary->op == UnaryOp::Negate) {
+    if (const auto *unary = llvm::dyn_cast<UnaryExpr>(expr);
+        unary && unary->op == UnaryOp::Negate) {
       negate = true;
       expr = unary->operand.get();
     }
@@ -433,8 +437,8 @@ private:
       return;
     if (isOutput) {
       ir::Output &output = fusion_->outputs[outputIndex_[name]];
-      std::optional<Typed> stored = conform(value, output.dtype, output.dims, name,
-                                            binding->second.expr.declaredAt);
+      std::optional<Typed> stored =
+          conform(value, output.dtype, output.dims, name, binding->second.expr.declaredAt);
       if (stored)
         output.value = stored->value;
       return;
@@ -465,18 +469,20 @@ private:
       value = *materialized;
     }
     if (value.value->dtype != dtype) {
-      diagnostics_.report(DiagId::TypeMismatch, value.range,
-                          llvm::formatv("'{0}' is declared {1} but the value is {2}; cast it: {3}(...)",
-                                        name, declared, describe(value), ir::dtypeName(dtype))
-                              .str())
+      diagnostics_
+          .report(DiagId::TypeMismatch, value.range,
+                  llvm::formatv("'{0}' is declared {1} but the value is {2}; cast it: {3}(...)",
+                                name, declared, describe(value), ir::dtypeName(dtype))
+                      .str())
           .note(DiagId::NoteDeclaredHere, declaredAt, name, " as " + declared);
       return std::nullopt;
     }
     if (sorted(dims) != value.value->dims) {
-      diagnostics_.report(DiagId::DimMismatch, value.range,
-                          llvm::formatv("'{0}' is declared {1} but the value is {2}", name,
-                                        declared, describe(value))
-                              .str())
+      diagnostics_
+          .report(DiagId::DimMismatch, value.range,
+                  llvm::formatv("'{0}' is declared {1} but the value is {2}", name, declared,
+                                describe(value))
+                      .str())
           .note(DiagId::NoteDeclaredHere, declaredAt, name, " as " + declared);
       return std::nullopt;
     }
@@ -577,12 +583,13 @@ private:
       } else if (operand->value->dtype != dtype) {
         auto report = diagnostics_.report(
             DiagId::TypeMismatch, range,
-            llvm::formatv("{0} of {1} and {2}: tensor types are never converted implicitly; "
-                          "cast one side, as in {3}(...)",
-                          what, describe(*typedOne), describe(*operand),
-                          ir::dtypeName(ir::dtypeBytes(dtype) >= ir::dtypeBytes(operand->value->dtype)
-                                            ? dtype
-                                            : operand->value->dtype))
+            llvm::formatv(
+                "{0} of {1} and {2}: tensor types are never converted implicitly; "
+                "cast one side, as in {3}(...)",
+                what, describe(*typedOne), describe(*operand),
+                ir::dtypeName(ir::dtypeBytes(dtype) >= ir::dtypeBytes(operand->value->dtype)
+                                  ? dtype
+                                  : operand->value->dtype))
                 .str());
         noteDeclaration(report, *typedOne);
         noteDeclaration(report, *operand);
@@ -721,7 +728,8 @@ private:
                                                      : "numeric";
       auto report = diagnostics_.report(
           DiagId::InvalidOperandType, range,
-          llvm::formatv("{0} needs {1} operands, not {2}", what, wanted, ir::dtypeName(dtype)).str());
+          llvm::formatv("{0} needs {1} operands, not {2}", what, wanted, ir::dtypeName(dtype))
+              .str());
       noteDeclaration(report, operands[0]);
       return std::nullopt;
     }
@@ -825,8 +833,10 @@ private:
     if (auto fn = scope.fns.find(name); fn != scope.fns.end())
       return inlineFn(call, fn->second);
 
-    static const std::map<std::string, Op> reductions = {
-        {"sum", Op::ReduceSum}, {"mean", Op::ReduceMean}, {"max", Op::ReduceMax}, {"min", Op::ReduceMin}};
+    static const std::map<std::string, Op> reductions = {{"sum", Op::ReduceSum},
+                                                         {"mean", Op::ReduceMean},
+                                                         {"max", Op::ReduceMax},
+                                                         {"min", Op::ReduceMin}};
     static const std::map<std::string, Op> unaryMath = {
         {"exp", Op::Exp},   {"log", Op::Log},         {"sqrt", Op::Sqrt}, {"rsqrt", Op::Rsqrt},
         {"tanh", Op::Tanh}, {"sigmoid", Op::Sigmoid}, {"erf", Op::Erf},   {"abs", Op::Abs}};
@@ -848,7 +858,8 @@ private:
       args.push_back(*built);
     }
     if (isReductionName) {
-      bool elementwise = (name == "max" || name == "min") && call.overDims.empty() && args.size() == 2;
+      bool elementwise =
+          (name == "max" || name == "min") && call.overDims.empty() && args.size() == 2;
       if (elementwise)
         return pointwise(name == "max" ? Op::Max : Op::Min, args, call.range, "'" + name + "'",
                          Operands::Numeric);
@@ -863,14 +874,15 @@ private:
     if (name == "where") {
       if (!checkArgs(call, 3))
         return std::nullopt;
-      std::optional<Typed> condition = args[0].isLiteral() ? materialize(args[0], DType::Bool)
-                                                             : std::optional<Typed>(args[0]);
+      std::optional<Typed> condition =
+          args[0].isLiteral() ? materialize(args[0], DType::Bool) : std::optional<Typed>(args[0]);
       if (!condition)
         return std::nullopt;
       if (condition->value->dtype != DType::Bool) {
         auto report = diagnostics_.report(
             DiagId::InvalidOperandType, condition->range,
-            llvm::formatv("the condition of 'where' must be bool, not {0}", describe(*condition)).str());
+            llvm::formatv("the condition of 'where' must be bool, not {0}", describe(*condition))
+                .str());
         noteDeclaration(report, *condition);
         return std::nullopt;
       }
@@ -878,9 +890,9 @@ private:
       if (!unify(branches, call.range, "'where'"))
         return std::nullopt;
       Typed result;
-      result.value = add(Op::Where, args[1].value->dtype,
-                         {condition->value, args[1].value, args[2].value}, call.range,
-                         unionDims({condition->value, args[1].value, args[2].value}));
+      result.value =
+          add(Op::Where, args[1].value->dtype, {condition->value, args[1].value, args[2].value},
+              call.range, unionDims({condition->value, args[1].value, args[2].value}));
       result.range = call.range;
       return result;
     }
@@ -922,8 +934,9 @@ private:
       reduced.push_back(*dim);
     }
     if (input->dtype == DType::Bool) {
-      diagnostics_.report(DiagId::InvalidOperandType, call.range,
-                          llvm::formatv("'{0}' needs numeric operands, not bool", call.callee.text).str());
+      diagnostics_.report(
+          DiagId::InvalidOperandType, call.range,
+          llvm::formatv("'{0}' needs numeric operands, not bool", call.callee.text).str());
       return std::nullopt;
     }
     reduced = sorted(reduced);
@@ -996,8 +1009,9 @@ private:
       return std::nullopt;
     }
     if (call.args.size() != fn.params.size()) {
-      diagnostics_.report(DiagId::WrongArgumentCount, call.range, fn.name.text, fn.params.size(),
-                          call.args.size())
+      diagnostics_
+          .report(DiagId::WrongArgumentCount, call.range, fn.name.text, fn.params.size(),
+                  call.args.size())
           .note(DiagId::NoteDeclaredHere, fn.name.range, fn.name.text, "");
       return std::nullopt;
     }

@@ -107,7 +107,8 @@ private:
   };
 
   void runBlock(const std::vector<int> &blockLoops, const std::vector<int64_t> &block,
-                const std::vector<int> &threadLoops, const std::vector<std::vector<int64_t>> &threads) {
+                const std::vector<int> &threadLoops,
+                const std::vector<std::vector<int64_t>> &threads) {
     std::vector<Thread> state(threads.size());
     for (size_t t = 0; t < threads.size(); ++t) {
       state[t].loopIndex.assign(kernel_.loops.size(), 0);
@@ -194,7 +195,8 @@ private:
       result = result * extents_[dim] + index;
     }
     if (result >= size)
-      throw Fault(llvm::formatv("out-of-bounds access of {0} at element {1} of {2}", name, result, size));
+      throw Fault(
+          llvm::formatv("out-of-bounds access of {0} at element {1} of {2}", name, result, size));
     return result;
   }
 
@@ -208,8 +210,8 @@ private:
       return;
     int64_t width = *vector.extent.value;
     if ((at + misalign_) % width != 0)
-      throw Fault(llvm::formatv("vector access of {0} at element {1} is not aligned to {2} bytes", name,
-                                at + misalign_, width * ir::dtypeBytes(dtype)));
+      throw Fault(llvm::formatv("vector access of {0} at element {1} is not aligned to {2} bytes",
+                                name, at + misalign_, width * ir::dtypeBytes(dtype)));
   }
 
   void element(Thread &thread, int phase, int64_t linear) {
@@ -252,7 +254,8 @@ private:
     }
     for (const ir::Value *reduction : kernel_.phases[phase].reductions) {
       double &acc = thread.accumulator[reduction->id];
-      acc = asComputed(combine(reduction->op, acc, valueOf(reduction->operands[0])), reduction->dtype);
+      acc = asComputed(combine(reduction->op, acc, valueOf(reduction->operands[0])),
+                       reduction->dtype);
     }
     for (const ir::Output *output : kernel_.phases[phase].stores) {
       size_t index = static_cast<size_t>(output - fusion_.outputs.data());
@@ -277,8 +280,8 @@ private:
 
 } // namespace
 
-llvm::Expected<eval::EvalResult> simulate(const kir::Kernel &kernel, const eval::EvalRequest &request,
-                                          int64_t misalign) {
+llvm::Expected<eval::EvalResult> simulate(const kir::Kernel &kernel,
+                                          const eval::EvalRequest &request, int64_t misalign) {
   const ir::Fusion &fusion = *kernel.fusion;
   // Sizes and inputs are checked as the evaluator checks them.
   eval::EvalRequest probe = request;

@@ -17,7 +17,7 @@ namespace fsl::sim {
 /// Same inputs and result layout as the reference evaluator's. `misalign` places every
 /// tensor that many elements past an aligned address (what a caller's sliced tensor
 /// does), to show the vector accesses the launcher refuses.
-llvm::Expected<eval::EvalResult> simulate(const kir::Kernel &kernel, const eval::EvalRequest &request,
-                                          int64_t misalign = 0);
+llvm::Expected<eval::EvalResult> simulate(const kir::Kernel &kernel,
+                                          const eval::EvalRequest &request, int64_t misalign = 0);
 
 } // namespace fsl::sim

@@ -43,18 +43,19 @@ void DiagnosticEngine::emit(Diagnostic diagnostic) {
     return;
   if (diagnostic.severity == Severity::Warning && warningsAsErrors_) {
     diagnostic.severity = Severity::Error;
-    diagnostic.notes.push_back({DiagId::NoteWarningAsError, llvm::SMRange(),
-                                diagInfo(DiagId::NoteWarningAsError).format});
+    diagnostic.notes.push_back(
+        {DiagId::NoteWarningAsError, llvm::SMRange(), diagInfo(DiagId::NoteWarningAsError).format});
   }
   if (diagnostic.severity == Severity::Error) {
     if (errorLimit_ != 0 && errorCount_ == errorLimit_) {
       limitReached_ = true;
       ++errorCount_;
-      consumer_->handle(Diagnostic{DiagId::TooManyErrors, Severity::Error, diagnostic.range,
-                                   llvm::formatv(diagInfo(DiagId::TooManyErrors).format,
-                                                 errorLimit_)
-                                       .str(),
-                                   {}});
+      consumer_->handle(
+          Diagnostic{DiagId::TooManyErrors,
+                     Severity::Error,
+                     diagnostic.range,
+                     llvm::formatv(diagInfo(DiagId::TooManyErrors).format, errorLimit_).str(),
+                     {}});
       return;
     }
     ++errorCount_;
@@ -88,8 +89,7 @@ void TextDiagnosticPrinter::print(DiagId kind, Severity severity, llvm::SMRange 
   llvm::SmallVector<llvm::SMRange, 1> ranges;
   if (range.End.isValid() && range.End.getPointer() > range.Start.getPointer())
     ranges.push_back(range);
-  sources_.PrintMessage(out_, range.Start, toSourceMgrKind(severity), text, ranges, {},
-                        colors_);
+  sources_.PrintMessage(out_, range.Start, toSourceMgrKind(severity), text, ranges, {}, colors_);
 }
 
 void TextDiagnosticPrinter::handle(const Diagnostic &diagnostic) {
@@ -100,8 +100,7 @@ void TextDiagnosticPrinter::handle(const Diagnostic &diagnostic) {
 }
 
 /// {"file":..., "range": {"start": {"line","column"}, "end": {...}}}, 1-based, end exclusive.
-static void addLocation(llvm::json::Object &object, llvm::SourceMgr &sources,
-                        llvm::SMRange range) {
+static void addLocation(llvm::json::Object &object, llvm::SourceMgr &sources, llvm::SMRange range) {
   if (!range.Start.isValid())
     return;
   unsigned buffer = sources.FindBufferContainingLoc(range.Start);
@@ -125,9 +124,8 @@ void JsonDiagnosticPrinter::finish() {
     addLocation(object, sources_, diagnostic.range);
     llvm::json::Array notes;
     for (const DiagNote &note : diagnostic.notes) {
-      llvm::json::Object noteObject{{"id", diagInfo(note.kind).id},
-                                    {"severity", "note"},
-                                    {"message", note.message}};
+      llvm::json::Object noteObject{
+          {"id", diagInfo(note.kind).id}, {"severity", "note"}, {"message", note.message}};
       addLocation(noteObject, sources_, note.range);
       notes.push_back(std::move(noteObject));
     }

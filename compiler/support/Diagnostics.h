@@ -53,7 +53,7 @@ struct DiagNote {
 /// One formatted diagnostic, ready for a consumer.
 struct Diagnostic {
   DiagId kind;
-  Severity severity; // after -Werror
+  Severity severity;   // after -Werror
   llvm::SMRange range; // invalid for diagnostics that concern no source text
   std::string message;
   std::vector<DiagNote> notes;
@@ -110,8 +110,11 @@ public:
   DiagnosticBuilder report(DiagId kind, llvm::SMRange range, Args &&...args) {
     const DiagInfo &info = diagInfo(kind);
     return DiagnosticBuilder(
-        *this, Diagnostic{kind, info.severity, range,
-                          llvm::formatv(info.format, std::forward<Args>(args)...).str(), {}});
+        *this, Diagnostic{kind,
+                          info.severity,
+                          range,
+                          llvm::formatv(info.format, std::forward<Args>(args)...).str(),
+                          {}});
   }
   template <typename... Args>
   DiagnosticBuilder report(DiagId kind, llvm::SMLoc loc, Args &&...args) {

@@ -15,8 +15,10 @@ namespace fsl {
 
 namespace {
 
-llvm::SMRange rangeOf(llvm::SourceMgr &sources, unsigned bufferId, const toml::source_region &region) {
-  llvm::SMLoc start = sources.FindLocForLineAndColumn(bufferId, region.begin.line, region.begin.column);
+llvm::SMRange rangeOf(llvm::SourceMgr &sources, unsigned bufferId,
+                      const toml::source_region &region) {
+  llvm::SMLoc start =
+      sources.FindLocForLineAndColumn(bufferId, region.begin.line, region.begin.column);
   llvm::SMLoc end = sources.FindLocForLineAndColumn(bufferId, region.end.line, region.end.column);
   if (!end.isValid() || end.getPointer() < start.getPointer())
     end = start;
@@ -58,12 +60,14 @@ std::optional<Target> parseTarget(llvm::SourceMgr &sources, unsigned bufferId,
   std::string known = "name, description, arch, aliases";
   for (const IntField &field : intFields)
     known += std::string(", ") + field.key;
-  llvm::SMRange fileStart(llvm::SMLoc::getFromPointer(text.data()), llvm::SMLoc::getFromPointer(text.data()));
+  llvm::SMRange fileStart(llvm::SMLoc::getFromPointer(text.data()),
+                          llvm::SMLoc::getFromPointer(text.data()));
   auto requireString = [&](const char *key, std::string &into) {
     const toml::node *node = root.get(key);
     if (!node || !node->is_string()) {
-      diagnostics.report(DiagId::ConfigInvalidValue, node ? rangeOf(sources, bufferId, node->source()) : fileStart,
-                         key, "a string");
+      diagnostics.report(DiagId::ConfigInvalidValue,
+                         node ? rangeOf(sources, bufferId, node->source()) : fileStart, key,
+                         "a string");
       return;
     }
     into = *node->value<std::string>();
@@ -111,7 +115,8 @@ std::optional<Target> parseTarget(llvm::SourceMgr &sources, unsigned bufferId,
 std::vector<std::string> targetFiles(llvm::StringRef directory) {
   std::vector<std::string> files;
   std::error_code error;
-  for (llvm::sys::fs::directory_iterator it(directory, error), end; it != end && !error; it.increment(error))
+  for (llvm::sys::fs::directory_iterator it(directory, error), end; it != end && !error;
+       it.increment(error))
     if (llvm::sys::path::extension(it->path()) == ".toml")
       files.push_back(it->path());
   std::sort(files.begin(), files.end());

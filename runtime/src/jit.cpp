@@ -69,7 +69,8 @@ bool readFile(const std::string &path, std::string &contents) {
   return !contents.empty();
 }
 
-fsl_status deliver(const std::string &bytes, int hit, const std::string &path, fsl_jit_binary *binary) {
+fsl_status deliver(const std::string &bytes, int hit, const std::string &path,
+                   fsl_jit_binary *binary) {
   binary->data = static_cast<char *>(std::malloc(bytes.size()));
   std::memcpy(binary->data, bytes.data(), bytes.size());
   binary->size = bytes.size();
@@ -110,20 +111,23 @@ extern "C" fsl_status fsl_jit_compile(const char *source, const char *name, cons
                                       const char *cache_dir, fsl_jit_binary *binary, char *error,
                                       size_t error_size) {
   if (!source || !name || !arch || !binary)
-    return fail(FSL_ERROR_NULL_POINTER, error, error_size, "source, name, arch and binary are required");
+    return fail(FSL_ERROR_NULL_POINTER, error, error_size,
+                "source, name, arch and binary are required");
   *binary = fsl_jit_binary{};
   int major = 0, minor = 0;
   nvrtcVersion(&major, &minor);
   std::vector<std::string> all = {std::string("--gpu-architecture=") + arch, "-std=c++17"};
   const char *cudaHome = std::getenv("CUDA_HOME");
-  all.push_back(std::string("-I") + (cudaHome && *cudaHome ? cudaHome : "/usr/local/cuda") + "/include");
+  all.push_back(std::string("-I") + (cudaHome && *cudaHome ? cudaHome : "/usr/local/cuda") +
+                "/include");
   for (int i = 0; i < option_count; ++i)
     all.push_back(options[i]);
   std::string key = "nvrtc " + std::to_string(major) + "." + std::to_string(minor) + "\n";
   for (const std::string &option : all)
     key += option + "\n";
   char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(source, fnv1a(key))));
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(fnv1a(source, fnv1a(key))));
   std::string directory = cacheDirectory(cache_dir);
   std::string path = directory + "/" + name + "-" + hex + ".cubin";
 
@@ -137,7 +141,8 @@ extern "C" fsl_status fsl_jit_compile(const char *source, const char *name, cons
   std::vector<const char *> pointers;
   for (const std::string &option : all)
     pointers.push_back(option.c_str());
-  nvrtcResult result = nvrtcCompileProgram(program, static_cast<int>(pointers.size()), pointers.data());
+  nvrtcResult result =
+      nvrtcCompileProgram(program, static_cast<int>(pointers.size()), pointers.data());
   if (result != NVRTC_SUCCESS) {
     size_t size = 0;
     nvrtcGetProgramLogSize(program, &size);
@@ -155,7 +160,8 @@ extern "C" fsl_status fsl_jit_compile(const char *source, const char *name, cons
 
   // Write atomically: a concurrent reader sees the whole file or none.
   if (!makeDirectories(directory))
-    return fail(FSL_ERROR_CACHE, error, error_size, "cannot create the cache directory " + directory);
+    return fail(FSL_ERROR_CACHE, error, error_size,
+                "cannot create the cache directory " + directory);
   std::string temporary = path + ".tmp" + std::to_string(getpid());
   {
     std::ofstream out(temporary, std::ios::binary);
@@ -199,6 +205,7 @@ extern "C" fsl_status fsl_jit_function(void *module, const char *name, void **fu
   int result = driver.moduleGetFunction(function, module, name);
   if (result != 0)
     return fail(FSL_ERROR_DRIVER, error, error_size,
-                std::string("no kernel '") + name + "' in the module (CUresult " + std::to_string(result) + ")");
+                std::string("no kernel '") + name + "' in the module (CUresult " +
+                    std::to_string(result) + ")");
   return FSL_OK;
 }

@@ -51,8 +51,8 @@ void expect(const char *name, fsl_status got, fsl_status want, const char *fragm
   const char *message = fsl_rms_norm_add_error();
   if (got != want || (fragment && !std::strstr(message, fragment))) {
     ++failures;
-    std::printf("FAIL %s: status %d (want %d), message \"%s\" (want \"%s\")\n", name, got, want, message,
-                fragment ? fragment : "");
+    std::printf("FAIL %s: status %d (want %d), message \"%s\" (want \"%s\")\n", name, got, want,
+                message, fragment ? fragment : "");
   } else {
     std::printf("ok   %s: %s\n", name, fragment ? message : "FSL_OK");
   }
@@ -81,12 +81,14 @@ int main() {
     Case c;
     c.residual.sizes[0] = 5;
     c.residual.strides[0] = 4096;
-    expect("shared dimension", c.run(), FSL_ERROR_SIZE, "residual: size 5 of dimension T, expected 4");
+    expect("shared dimension", c.run(), FSL_ERROR_SIZE,
+           "residual: size 5 of dimension T, expected 4");
   }
   {
     Case c;
     c.weight.sizes[0] = 2048;
-    expect("static dimension", c.run(), FSL_ERROR_SIZE, "weight: size 2048 of dimension H, expected 4096 (static)");
+    expect("static dimension", c.run(), FSL_ERROR_SIZE,
+           "weight: size 2048 of dimension H, expected 4096 (static)");
   }
   {
     Case c;
@@ -96,7 +98,8 @@ int main() {
   {
     Case c;
     c.x.data = reinterpret_cast<void *>(0x10000002);
-    expect("alignment", c.run(), FSL_ERROR_ALIGNMENT, "x: data pointer 0x10000002 is not aligned to 16 bytes");
+    expect("alignment", c.run(), FSL_ERROR_ALIGNMENT,
+           "x: data pointer 0x10000002 is not aligned to 16 bytes");
   }
   {
     Case c;

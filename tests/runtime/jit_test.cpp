@@ -30,22 +30,29 @@ int main(int argc, char **argv) {
   char error[4096] = "";
 
   fsl_jit_binary first{}, second{}, other{};
-  fsl_status status = fsl_jit_compile(source.c_str(), "softmax.cu", "sm_90a", nullptr, 0, argv[2], &first, error, sizeof error);
-  expect(status == FSL_OK && first.size > 0 && !first.cache_hit, "first compile misses the cache", error);
-  status = fsl_jit_compile(source.c_str(), "softmax.cu", "sm_90a", nullptr, 0, argv[2], &second, error, sizeof error);
+  fsl_status status = fsl_jit_compile(source.c_str(), "softmax.cu", "sm_90a", nullptr, 0, argv[2],
+                                      &first, error, sizeof error);
+  expect(status == FSL_OK && first.size > 0 && !first.cache_hit, "first compile misses the cache",
+         error);
+  status = fsl_jit_compile(source.c_str(), "softmax.cu", "sm_90a", nullptr, 0, argv[2], &second,
+                           error, sizeof error);
   expect(status == FSL_OK && second.cache_hit, "second compile reads the cache", second.path);
   expect(first.size == second.size && std::memcmp(first.data, second.data, first.size) == 0,
          "the cached cubin is the compiled one");
   const char *options[] = {"-DFSL_TEST_VARIANT=1"};
-  status = fsl_jit_compile(source.c_str(), "softmax.cu", "sm_90a", options, 1, argv[2], &other, error, sizeof error);
+  status = fsl_jit_compile(source.c_str(), "softmax.cu", "sm_90a", options, 1, argv[2], &other,
+                           error, sizeof error);
   expect(status == FSL_OK && !other.cache_hit && std::strcmp(other.path, first.path) != 0,
          "other options are another cache entry");
   fsl_jit_binary broken{};
   std::string bad = source + "\n__global__ void broken() { undeclared_name = 1; }\n";
-  status = fsl_jit_compile(bad.c_str(), "broken.cu", "sm_90a", nullptr, 0, argv[2], &broken, error, sizeof error);
-  expect(status == FSL_ERROR_COMPILE && std::strstr(error, "undeclared_name"), "a compile error returns NVRTC's log",
+  status = fsl_jit_compile(bad.c_str(), "broken.cu", "sm_90a", nullptr, 0, argv[2], &broken, error,
+                           sizeof error);
+  expect(status == FSL_ERROR_COMPILE && std::strstr(error, "undeclared_name"),
+         "a compile error returns NVRTC's log",
          status == FSL_ERROR_COMPILE ? "FSL_ERROR_COMPILE" : "");
-  status = fsl_jit_compile(nullptr, "x.cu", "sm_90a", nullptr, 0, argv[2], &broken, error, sizeof error);
+  status =
+      fsl_jit_compile(nullptr, "x.cu", "sm_90a", nullptr, 0, argv[2], &broken, error, sizeof error);
   expect(status == FSL_ERROR_NULL_POINTER, "a null source is refused", error);
   fsl_jit_free(&first);
   fsl_jit_free(&second);

@@ -59,9 +59,13 @@ TEST_CASE("text diagnostics are clang-style with the line and a caret") {
   TextDiagnosticPrinter printer(sources, out, /*colors=*/false);
   DiagnosticEngine engine(printer);
   llvm::SMLoc dollar = llvm::SMLoc::getFromPointer(start + 19);
-  engine.report(DiagId::InvalidCharacter, llvm::SMRange(dollar, llvm::SMLoc::getFromPointer(start + 20)),
-                "'$'")
-      .note(DiagId::NoteOpenedHere, llvm::SMRange(llvm::SMLoc::getFromPointer(start), llvm::SMLoc::getFromPointer(start + 3)), "let");
+  engine
+      .report(DiagId::InvalidCharacter,
+              llvm::SMRange(dollar, llvm::SMLoc::getFromPointer(start + 20)), "'$'")
+      .note(
+          DiagId::NoteOpenedHere,
+          llvm::SMRange(llvm::SMLoc::getFromPointer(start), llvm::SMLoc::getFromPointer(start + 3)),
+          "let");
   CHECK(text == "a.fsl:2:9: error: invalid character '$' in program text [invalid-character]\n"
                 "let y = $;\n"
                 "        ^\n"
@@ -79,9 +83,10 @@ TEST_CASE("JSON diagnostics are one document with 1-based ranges") {
   llvm::raw_string_ostream out(text);
   JsonDiagnosticPrinter printer(sources, out);
   DiagnosticEngine engine(printer);
-  engine.report(DiagId::InvalidCharacter,
-                llvm::SMRange(llvm::SMLoc::getFromPointer(start + 6), llvm::SMLoc::getFromPointer(start + 7)),
-                "'$'");
+  engine.report(
+      DiagId::InvalidCharacter,
+      llvm::SMRange(llvm::SMLoc::getFromPointer(start + 6), llvm::SMLoc::getFromPointer(start + 7)),
+      "'$'");
   engine.report(DiagId::NoInputFiles, llvm::SMRange());
   engine.finish();
   llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);

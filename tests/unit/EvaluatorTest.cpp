@@ -29,7 +29,8 @@ void checkClose(const std::vector<double> &actual, const std::vector<double> &ex
                 double tolerance = 1e-12) {
   REQUIRE(actual.size() == expected.size());
   for (size_t i = 0; i < actual.size(); ++i)
-    CHECK_MESSAGE(std::fabs(actual[i] - expected[i]) <= tolerance * std::max(1.0, std::fabs(expected[i])),
+    CHECK_MESSAGE(std::fabs(actual[i] - expected[i]) <=
+                      tolerance * std::max(1.0, std::fabs(expected[i])),
                   "element ", i, ": ", actual[i], " vs ", expected[i]);
 }
 
@@ -47,16 +48,18 @@ TEST_CASE("softmax of a known row") {
 }
 
 TEST_CASE("RMSNorm of a known row, with the bf16 output rounded") {
-  const char *rms = "fusion rms(x: f32[T, H], w: f32[H], eps: f32 = 0.0) -> (y: f32[T, H], b: bf16[T, H]) {\n"
-                    "    let ms = mean(x * x, over H);\n"
-                    "    let n = x * rsqrt(ms + eps) * w;\n"
-                    "    y = n;\n"
-                    "    b = bf16(n);\n"
-                    "}\n";
+  const char *rms =
+      "fusion rms(x: f32[T, H], w: f32[H], eps: f32 = 0.0) -> (y: f32[T, H], b: bf16[T, H]) {\n"
+      "    let ms = mean(x * x, over H);\n"
+      "    let n = x * rsqrt(ms + eps) * w;\n"
+      "    y = n;\n"
+      "    b = bf16(n);\n"
+      "}\n";
   auto outputs = run(rms, {{{"T", 1}, {"H", 4}}, {{1, 2, 3, 4}, {1, 1, 1, 1}, {}}});
   // mean of squares 30 / 4 = 7.5; 1 / sqrt(7.5) = 0.3651483716701107
   // y is f32: the stored values are these, rounded to f32 (relative error below 2^-24).
-  checkClose(outputs[0], {0.3651483716701107, 0.7302967433402214, 1.0954451150103321, 1.4605934866804429},
+  checkClose(outputs[0],
+             {0.3651483716701107, 0.7302967433402214, 1.0954451150103321, 1.4605934866804429},
              6e-8);
   // bf16 keeps 8 significant bits: 0.365148 -> 0.365234375, 1.46059 -> 1.4609375
   checkClose(outputs[1], {0.365234375, 0.73046875, 1.09375, 1.4609375});
@@ -100,11 +103,11 @@ TEST_CASE("NaN and infinity propagate") {
 
 TEST_CASE("rounding to storage types is round-to-nearest-even") {
   using eval::roundTo;
-  CHECK(roundTo(1.00390625, ir::DType::BF16) == 1.0);        // halfway, even is 1.0
-  CHECK(roundTo(1.01171875, ir::DType::BF16) == 1.015625);   // halfway, even is up
-  CHECK(roundTo(1.005, ir::DType::BF16) == 1.0078125);       // nearest
+  CHECK(roundTo(1.00390625, ir::DType::BF16) == 1.0);      // halfway, even is 1.0
+  CHECK(roundTo(1.01171875, ir::DType::BF16) == 1.015625); // halfway, even is up
+  CHECK(roundTo(1.005, ir::DType::BF16) == 1.0078125);     // nearest
   CHECK(roundTo(1.0 + std::ldexp(1.0, -11), ir::DType::F16) == 1.0);
-  CHECK(roundTo(65520.0, ir::DType::F16) == INFINITY);       // overflows f16
+  CHECK(roundTo(65520.0, ir::DType::F16) == INFINITY); // overflows f16
   CHECK(roundTo(0.1, ir::DType::F32) == static_cast<double>(0.1f));
   CHECK(roundTo(-2.7, ir::DType::I32) == -2.0);
   CHECK(roundTo(1e20, ir::DType::I32) == 2147483647.0);

@@ -25,9 +25,10 @@ Target h200() {
   return t;
 }
 
-const char *kRmsNormAdd = "fusion f<H = SIZE>(x: bf16[T, H], r: inout bf16[T, H], w: bf16[H]) -> (y: bf16[T, H]) {\n"
-                          "    let h = f32(x) + f32(r);\n    r = bf16(h);\n"
-                          "    y = bf16(h * rsqrt(mean(h * h, over H) + 1e-6) * f32(w));\n}\n";
+const char *kRmsNormAdd =
+    "fusion f<H = SIZE>(x: bf16[T, H], r: inout bf16[T, H], w: bf16[H]) -> (y: bf16[T, H]) {\n"
+    "    let h = f32(x) + f32(r);\n    r = bf16(h);\n"
+    "    y = bf16(h * rsqrt(mean(h * h, over H) + 1e-6) * f32(w));\n}\n";
 
 std::string choose(const std::string &text, heuristics::Knobs knobs = {}) {
   Parsed parsed(text);
@@ -52,16 +53,19 @@ TEST_CASE("inner persistent, H = 4096 bf16: 16-byte vectors, 128 static threads 
                   "    parallelize T -> BIDx, Hx -> TIDx;\n    vectorize Hv;\n    unroll Hp;\n"
                   "    persistent h in registers;\n    compute_with h;\n}") != std::string::npos);
   // Fewer rows than SMs: one row over 512 threads.
-  CHECK(text.find("schedule f when T < 132 {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 512 -> (Hp, Hx);")
-        != std::string::npos);
-  CHECK(text.find("// persistent h in registers: 32 values of f32 a thread fit registers.") != std::string::npos);
+  CHECK(text.find("schedule f when T < 132 {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 512 "
+                  "-> (Hp, Hx);") != std::string::npos);
+  CHECK(text.find("// persistent h in registers: 32 values of f32 a thread fit registers.") !=
+        std::string::npos);
 }
 
 TEST_CASE("inner persistent, H = 16384: 256 threads x 8 keeps 64 values a thread") {
   std::string text = rmsNormAdd(16384);
   CHECK(text.find("split Ho by 256 -> (Hp, Hx);") != std::string::npos);
   CHECK(text.find("// persistent h in registers: 64 values") != std::string::npos);
-  CHECK(text.find("when T < 132 {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 1024 -> (Hp, Hx);") != std::string::npos);
+  CHECK(text.find(
+            "when T < 132 {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 1024 -> (Hp, Hx);") !=
+        std::string::npos);
 }
 
 TEST_CASE("inner persistent, H = 1024: one batch of 128 threads, no wider variant") {

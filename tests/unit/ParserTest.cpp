@@ -29,7 +29,8 @@ TEST_CASE("a fusion's signature and body become AST nodes with their source rang
   CHECK(fusion->params[1].isStrided);
   CHECK(fusion->params[2].type.isScalar());
   REQUIRE(fusion->params[2].defaultValue);
-  CHECK(llvm::cast<LiteralExpr>(*fusion->params[2].defaultValue).floatValue == doctest::Approx(1e-6));
+  CHECK(llvm::cast<LiteralExpr>(*fusion->params[2].defaultValue).floatValue ==
+        doctest::Approx(1e-6));
   REQUIRE(fusion->outputs.size() == 1);
   REQUIRE(fusion->body.size() == 2);
   const Statement &let = fusion->body[0];
@@ -95,7 +96,8 @@ TEST_CASE("schedule directives keep their operands") {
   REQUIRE(parallelize->bindings.size() == 2);
   CHECK(parallelize->bindings[1].type == ParallelType::TIDx);
   CHECK(llvm::cast<UnrollDirective>(schedule->directives[2].get())->factor->value == 2);
-  CHECK(llvm::cast<PersistentDirective>(schedule->directives[3].get())->memory == MemoryKind::Shared);
+  CHECK(llvm::cast<PersistentDirective>(schedule->directives[3].get())->memory ==
+        MemoryKind::Shared);
   auto *tiles = llvm::cast<TilesDirective>(schedule->directives[4].get());
   CHECK(tiles->order == TileOrderKind::SplitK);
   CHECK(tiles->parameter->value == 4);

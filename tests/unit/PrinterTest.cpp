@@ -20,8 +20,9 @@ std::string format(const std::string &text) {
 } // namespace
 
 TEST_CASE("printing is idempotent on messy input") {
-  std::string messy = "fusion   f<H=8>(x:bf16[T,H],eps:f32=1e-6)->(y:bf16[T,H]){let a=f32(x)*f32(x);"
-                      "y=bf16(a+eps);}schedule f{split H by 2->(a,b);vectorize b;}";
+  std::string messy =
+      "fusion   f<H=8>(x:bf16[T,H],eps:f32=1e-6)->(y:bf16[T,H]){let a=f32(x)*f32(x);"
+      "y=bf16(a+eps);}schedule f{split H by 2->(a,b);vectorize b;}";
   std::string once = format(messy);
   CHECK(once == "fusion f<H = 8>(x: bf16[T, H], eps: f32 = 1e-6) -> (y: bf16[T, H]) {\n"
                 "    let a = f32(x) * f32(x);\n"
@@ -71,7 +72,8 @@ TEST_CASE("user parentheses stay; needed ones are added for built trees") {
 }
 
 TEST_CASE("blank lines between items are kept, at most one") {
-  std::string printed = format("fusion f() -> (y: f32[T]) {\n    let a = 1;\n\n\n\n    y = a;\n}\n");
+  std::string printed =
+      format("fusion f() -> (y: f32[T]) {\n    let a = 1;\n\n\n\n    y = a;\n}\n");
   CHECK(printed == "fusion f() -> (y: f32[T]) {\n    let a = 1;\n\n    y = a;\n}\n");
 }
 

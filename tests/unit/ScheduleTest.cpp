@@ -17,10 +17,11 @@ using fsl::test::Parsed;
 
 namespace {
 
-const char *kFusion = "fusion p<A = 24, B = 36, C = 10>(x: f32[A, B, C], w: f32[B]) -> (y: f32[A, C]) {\n"
-                      "    let t = x * w;\n"
-                      "    y = sum(t, over B);\n"
-                      "}\n";
+const char *kFusion =
+    "fusion p<A = 24, B = 36, C = 10>(x: f32[A, B, C], w: f32[B]) -> (y: f32[A, C]) {\n"
+    "    let t = x * w;\n"
+    "    y = sum(t, over B);\n"
+    "}\n";
 
 /// Builds the schedule `directives` of fusion p; fails the test on any diagnostic.
 struct Built {

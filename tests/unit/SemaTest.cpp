@@ -40,7 +40,8 @@ TEST_CASE("dimensions follow the order of first appearance in the signature") {
 TEST_CASE("static dimensions take -D values over their defaults") {
   SemaOptions options;
   options.defines["H"] = 8192;
-  Analyzed a("fusion f<H = 4096>(x: f32[T, H]) -> (y: f32[T]) {\n    y = sum(x, over H);\n}\n", options);
+  Analyzed a("fusion f<H = 4096>(x: f32[T, H]) -> (y: f32[T]) {\n    y = sum(x, over H);\n}\n",
+             options);
   CHECK(*a.fusion().dims[1].staticExtent == 8192);
   CHECK_FALSE(a.fusion().dims[0].staticExtent.has_value());
 }
@@ -62,7 +63,8 @@ TEST_CASE("sum of a product over a shared dimension is a matrix product") {
 }
 
 TEST_CASE("a product reduced over a dimension only one side has is not a matrix product") {
-  Analyzed a("fusion f(x: f32[T, H], w: f32[H]) -> (y: f32[T]) {\n    y = sum(x * w, over H);\n}\n");
+  Analyzed a(
+      "fusion f(x: f32[T, H], w: f32[H]) -> (y: f32[T]) {\n    y = sum(x * w, over H);\n}\n");
   CHECK(a.fusion().outputs[0].value->op == ir::Op::ReduceSum);
 }
 

@@ -23,7 +23,8 @@ struct VerifyFixture {
     return llvm::SMRange(loc, loc);
   }
   Diagnostic error(unsigned line, std::string message) {
-    return Diagnostic{DiagId::SyntaxError, Severity::Error, lineRange(line), std::move(message), {}};
+    return Diagnostic{
+        DiagId::SyntaxError, Severity::Error, lineRange(line), std::move(message), {}};
   }
 };
 

@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 typedef struct fsl_jit_binary {
-  char *data;      /* the cubin, owned; release with fsl_jit_free */
+  char *data; /* the cubin, owned; release with fsl_jit_free */
   size_t size;
   int cache_hit;   /* 1 when read from the cache */
   char path[1024]; /* the cache file */
@@ -35,7 +35,8 @@ void fsl_jit_free(fsl_jit_binary *binary);
 
 /* Loads a cubin into the current context (cuModuleLoadData); `module` receives a
  * CUmodule. A context must be current (any runtime-API call creates the primary one). */
-fsl_status fsl_jit_load(const fsl_jit_binary *binary, void **module, char *error, size_t error_size);
+fsl_status fsl_jit_load(const fsl_jit_binary *binary, void **module, char *error,
+                        size_t error_size);
 
 /* Finds kernel `name` in a loaded module (cuModuleGetFunction); `function` receives a
  * CUfunction for cuLaunchKernel. */
