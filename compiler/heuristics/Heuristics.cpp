@@ -178,8 +178,9 @@ private:
     return {block.render(fusion_.name, guard(knobs_.when)), ""};
   }
 
-  /// Persistent buffers: values a reduction consumes and a later use needs, that do not
-  /// themselves wait for a reduction (those are cheap to recompute from the buffer).
+  /// Persistent buffers: values a reduction consumes and a later use needs. One that
+  /// itself waits for a reduction is kept only when recomputing it costs a transcendental
+  /// function (softmax's exp(x - max)); others are cheap to recompute from the buffer.
   std::vector<const sched::TensorSchedule *>
   buffers(const std::vector<sched::TensorSchedule> &tensors) {
     std::vector<const sched::TensorSchedule *> result;
@@ -197,10 +198,40 @@ private:
           stack.push_back(operand);
         }
       }
-      if (!afterReduction)
+      if (!afterReduction || expensive(tensor.value, tensors))
         result.push_back(&tensor);
     }
     return result;
+  }
+
+  /// Computing `value` from the nearest tensors involves exp, log, tanh, erf, sigmoid or pow.
+  static bool expensive(const ir::Value *value, const std::vector<sched::TensorSchedule> &tensors) {
+    auto isTensor = [&](const ir::Value *v) {
+      for (const sched::TensorSchedule &t : tensors)
+        if (t.value == v)
+          return true;
+      return false;
+    };
+    std::vector<const ir::Value *> stack = {value};
+    while (!stack.empty()) {
+      const ir::Value *v = stack.back();
+      stack.pop_back();
+      switch (v->op) {
+      case ir::Op::Exp:
+      case ir::Op::Log:
+      case ir::Op::Tanh:
+      case ir::Op::Erf:
+      case ir::Op::Sigmoid:
+      case ir::Op::Pow:
+        return true;
+      default:
+        break;
+      }
+      for (const ir::Value *operand : v->operands)
+        if (!isTensor(operand))
+          stack.push_back(operand);
+    }
+    return false;
   }
 
   Choice reductionLike(bool persistent) {
