@@ -673,6 +673,8 @@ __device__ T fsl_block_reduce_x(T value, Combine combine, T *scratch) {
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1)
       value = combine(value, __shfl_xor_sync(0xffffffffu, value, offset));
+    if (blockDim.x == 32)
+      return value; // a warp a row: every lane holds the total, no barrier needed
     const unsigned warps = blockDim.x / 32;
     if (threadIdx.x % 32 == 0)
       scratch[row * warps + threadIdx.x / 32] = value;

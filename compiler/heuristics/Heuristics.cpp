@@ -297,7 +297,10 @@ private:
           knobs_.rowsPerBlock.value_or(split.threads < 128 ? 128 / roundUp(split.threads, 32) : 1);
       return split;
     };
-    RowSplit normal = choose(128);
+    // Short rows: a warp a row when its batch fits the budget, four rows a block, so the
+    // reduction is shuffles alone (no barrier) and blocks still hold 128 threads.
+    bool warpPerRow = ceilDiv(vectors, 32) <= batchLimit && vectors > 32;
+    RowSplit normal = choose(warpPerRow ? 32 : 128);
     RowSplit wide = choose(std::min<int64_t>(1024, roundUp(vectors, 32)));
     wide.rowsPerBlock = 1;
 

@@ -68,11 +68,13 @@ TEST_CASE("inner persistent, H = 16384: 256 threads x 8 keeps 64 values a thread
         std::string::npos);
 }
 
-TEST_CASE("inner persistent, H = 1024: one batch of 128 threads, no wider variant") {
+TEST_CASE("inner persistent, H = 1024: a warp a row, four rows a block; wider for few rows") {
   std::string text = rmsNormAdd(1024);
-  CHECK(text.find("split Ho by 128 -> (Hp, Hx);") != std::string::npos);
-  CHECK(text.find("when T < 132") == std::string::npos);
-  CHECK(text.find("unroll Hp") == std::string::npos); // a batch of one
+  CHECK(text.find("schedule f {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 32 -> (Hp, Hx);\n"
+                  "    split T by 4 -> (Tb, Ty);\n"
+                  "    parallelize Tb -> BIDx, Ty -> TIDy, Hx -> TIDx;") != std::string::npos);
+  CHECK(text.find("when T < 132 {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 128 -> (Hp, Hx);") !=
+        std::string::npos);
 }
 
 TEST_CASE("short rows share a block; a vector width divides H") {
