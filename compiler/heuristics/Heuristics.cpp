@@ -297,9 +297,11 @@ private:
           knobs_.rowsPerBlock.value_or(split.threads < 128 ? 128 / roundUp(split.threads, 32) : 1);
       return split;
     };
-    // Short rows: a warp a row when its batch fits the budget, four rows a block, so the
-    // reduction is shuffles alone (no barrier) and blocks still hold 128 threads.
-    bool warpPerRow = ceilDiv(vectors, 32) <= batchLimit && vectors > 32;
+    // Short rows with two buffers (softmax: compute-heavy, two reductions): a warp a row
+    // when its batch fits the budget, four rows a block, so each reduction is shuffles
+    // alone. Measured on the H200 (docs/performance.md, change 3): +14-38 % for softmax at
+    // H = 1024, but 3-10 % slower for the one-buffer norms, which keep 128 threads a row.
+    bool warpPerRow = numBuffers >= 2 && ceilDiv(vectors, 32) <= batchLimit && vectors > 32;
     RowSplit normal = choose(warpPerRow ? 32 : 128);
     RowSplit wide = choose(std::min<int64_t>(1024, roundUp(vectors, 32)));
     wide.rowsPerBlock = 1;
