@@ -418,17 +418,9 @@ private:
 };
 
 bool satisfies(const ast::ScheduleDecl &decl, const std::map<std::string, int64_t> &point) {
-  for (const ast::SizeCondition &c : decl.when) {
-    int64_t v = point.at(c.dim.text), b = c.bound.value;
-    bool ok = c.op == ast::BinaryOp::Lt   ? v < b
-              : c.op == ast::BinaryOp::Le ? v <= b
-              : c.op == ast::BinaryOp::Gt ? v > b
-              : c.op == ast::BinaryOp::Ge ? v >= b
-              : c.op == ast::BinaryOp::Eq ? v == b
-                                          : v != b;
-    if (!ok)
+  for (const ast::SizeCondition &c : decl.when)
+    if (!ast::holds(c, point.at(c.dim.text)))
       return false;
-  }
   return true;
 }
 

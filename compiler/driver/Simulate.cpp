@@ -61,17 +61,9 @@ std::string compareOutputs(const ir::Fusion &fusion, const eval::EvalResult &sim
 namespace {
 
 bool guardHolds(const kir::Kernel &kernel, const std::vector<int64_t> &extents) {
-  for (const ast::SizeCondition &c : kernel.schedule->decl->when) {
-    int64_t v = extents[*kernel.fusion->findDim(c.dim.text)], b = c.bound.value;
-    bool ok = c.op == ast::BinaryOp::Lt   ? v < b
-              : c.op == ast::BinaryOp::Le ? v <= b
-              : c.op == ast::BinaryOp::Gt ? v > b
-              : c.op == ast::BinaryOp::Ge ? v >= b
-              : c.op == ast::BinaryOp::Eq ? v == b
-                                          : v != b;
-    if (!ok)
+  for (const ast::SizeCondition &c : kernel.schedule->decl->when)
+    if (!ast::holds(c, extents[*kernel.fusion->findDim(c.dim.text)]))
       return false;
-  }
   return true;
 }
 
