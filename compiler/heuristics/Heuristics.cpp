@@ -263,7 +263,6 @@ private:
 
     if (!d.staticExtent) {
       // A runtime row length: threads cover it in a loop (dynamic blockDim-free split).
-      RowSplit split{1, 256, 1, 1};
       Block block;
       block.comments.push_back(
           llvm::formatv("auto({0}): {1} is a runtime size: 256 threads loop over the row; "
@@ -275,7 +274,6 @@ private:
           llvm::formatv("parallelize {0} -> BIDx, {1}x -> TIDx;", row, d.name).str());
       for (const sched::TensorSchedule *buffer : kept)
         block.directives.push_back("persistent " + buffer->name + " in recompute;");
-      (void)split;
       return {block.render(fusion_.name, guard(knobs_.when)), ""};
     }
 

@@ -41,7 +41,7 @@ private:
           (!reference || tensor.value->dims.size() > reference->value->dims.size()))
         reference = &tensor;
     if (!reference)
-      return unsupported("the fusion has no output");
+      return unsupported("no output of the fusion is a tensor");
     // A reduction stored as an output keeps its reduced loops; take any loops the
     // reference lacks from the reductions, so every root has its loops.
     for (const sched::Loop &loop : reference->loops)
@@ -107,8 +107,7 @@ private:
     for (const sched::TensorSchedule &tensor : schedule_.tensors) {
       if (tensor.cache)
         return unsupported("cache " + tensor.name + " (caching is not lowered yet)");
-      if (fusion_.params[0].isStrided ||
-          (tensor.isInput && fusion_.params[tensor.value->paramIndex].isStrided))
+      if (tensor.isInput && fusion_.params[tensor.value->paramIndex].isStrided)
         return unsupported("strided parameter " + tensor.name);
       for (const sched::Loop &loop : tensor.loops) {
         int index = findLoop(loop.name);
