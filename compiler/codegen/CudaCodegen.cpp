@@ -138,6 +138,7 @@ public:
              << "];  // persistent " << displayName(value) << " in registers\n";
       }
     }
+    writeEarlyLoads();
     for (size_t p = 0; p < k_.phases.size(); ++p)
       writePhase(static_cast<int>(p));
     out_ << "}\n\n";
@@ -201,7 +202,61 @@ private:
   /// Loop index variables get a suffix: a loop may be named like a runtime size (T).
   static std::string var(const kir::KernelLoop &loop) { return loop.name + "_i"; }
 
+  /// Inputs first read after a block reduction, loaded before phase 0 (see
+  /// Kernel::earlyInputs): one vector per iteration of the unrolled batch.
+  void writeEarlyLoads() {
+    if (k_.earlyInputs.empty())
+      return;
+    std::vector<int> outer = k_.serialLoops();
+    outer.pop_back(); // the vector loop
+    const kir::KernelLoop &v = k_.loops[k_.vectorLoop];
+    int64_t width = *v.extent.value, count = 1;
+    std::string linear = "0";
+    for (int loop : outer) {
+      const kir::KernelLoop &l = k_.loops[loop];
+      count *= *l.extent.value;
+      linear = linear == "0" ? var(l) : "(" + linear + ") * " + sizeExpr(*l.extent.expr) + " + " + var(l);
+    }
+    out_ << "\n  // Early loads: read after a block reduction, loaded now so that their latency\n"
+         << "  // overlaps the row's loads and reductions.\n";
+    for (const ir::Value *value : k_.earlyInputs) {
+      const ir::Param &param = f_.params[value->paramIndex];
+      out_ << "  " << memoryType(param.dtype) << " " << kir::valueName(*value) << "_early[" << count
+           << "][" << width << "];  // " << param.name << ": " << count
+           << (count == 1 ? " vector of " : " vectors of ") << width
+           << " x " << ir::dtypeName(param.dtype) << "\n";
+    }
+    std::string indent = "  ";
+    out_ << indent << "{\n";
+    indent += "  ";
+    for (int loop : outer) {
+      const kir::KernelLoop &l = k_.loops[loop];
+      out_ << indent << "#pragma unroll\n"
+           << indent << "for (int64_t " << var(l) << " = 0; " << var(l) << " < "
+           << sizeExpr(*l.extent.expr) << "; ++" << var(l) << ") {  // early loads over " << l.name
+           << "\n";
+      indent += "  ";
+    }
+    std::string guard = predicate(true);
+    if (!guard.empty()) {
+      out_ << indent << "if (" << guard << ") {\n";
+      indent += "  ";
+    }
+    for (const ir::Value *value : k_.earlyInputs) {
+      const ir::Param &param = f_.params[value->paramIndex];
+      out_ << indent << "fsl_load_vector<" << width * ir::dtypeBytes(param.dtype) << ">("
+           << kir::valueName(*value) << "_early[" << linear << "], " << param.name << " + "
+           << offsetOf(param.dims, true) << ");\n";
+    }
+    size_t closing = outer.size() + (guard.empty() ? 0 : 1) + 1;
+    for (size_t i = 0; i < closing; ++i) {
+      indent.resize(indent.size() - 2);
+      out_ << indent << "}\n";
+    }
+  }
+
   void writeIndices() {
+    out_ << "  fsl_grid_dependency_wait();  // programmatic dependent launch: see the preamble\n";
     static const char *axes[] = {"x", "y", "z"};
     for (size_t i = 0; i < k_.loops.size(); ++i) {
       const kir::KernelLoop &loop = k_.loops[i];
@@ -280,6 +335,8 @@ private:
     case ir::Op::Mul:
       return a[0] + " * " + a[1];
     case ir::Op::Div:
+      if (k_.reciprocalDivisions.count(value.id)) // the divisor is the same for the whole row
+        return a[0] + " * (" + (f64 ? "1.0" : "1.0f") + " / " + a[1] + ")";
       return a[0] + " / " + a[1];
     case ir::Op::Max:
       return "fsl_max(" + a[0] + ", " + a[1] + ")";
@@ -441,10 +498,14 @@ private:
       const kir::KernelLoop &v = k_.loops[k_.vectorLoop];
       int64_t width = *v.extent.value;
       for (const ir::Value *value : phase.values)
-        if (value->op == ir::Op::Input && vectorizedAccess(f_.params[value->paramIndex].dims))
+        if (value->op == ir::Op::Input && vectorizedAccess(f_.params[value->paramIndex].dims) &&
+            !llvm::is_contained(k_.earlyInputs, value))
           prefetched.push_back(value);
-      if (prefetched.empty())
-        prefetch = false;
+      prefetch = !prefetched.empty();
+    }
+    if (prefetch) {
+      const kir::KernelLoop &v = k_.loops[k_.vectorLoop];
+      int64_t width = *v.extent.value;
       for (const ir::Value *value : prefetched) {
         const ir::Param &param = f_.params[value->paramIndex];
         out_ << indent << memoryType(param.dtype) << " " << kir::valueName(*value) << "_vec["
@@ -500,7 +561,8 @@ private:
       int64_t width = *v.extent.value;
       // Whole-vector loads before the vector loop.
       for (const ir::Value *value : phase.values) {
-        if (value->op != ir::Op::Input || llvm::is_contained(prefetched, value))
+        if (value->op != ir::Op::Input || llvm::is_contained(prefetched, value) ||
+            llvm::is_contained(k_.earlyInputs, value))
           continue;
         const ir::Param &param = f_.params[value->paramIndex];
         if (!vectorizedAccess(param.dims))
@@ -526,6 +588,8 @@ private:
     }
     // Element body.
     for (const ir::Value *value : phase.values) {
+      if (onlyStored(*value, phase))
+        continue; // the store rounds its operand (see storedValue)
       std::string name = kir::valueName(*value);
       int valuePhase = k_.phaseOf.at(value->id);
       std::string expr;
@@ -535,7 +599,10 @@ private:
         expr = bufferAt(*value, linear);
       } else if (value->op == ir::Op::Input) {
         const ir::Param &param = f_.params[value->paramIndex];
-        if (llvm::is_contained(prefetched, value))
+        if (llvm::is_contained(k_.earlyInputs, value))
+          expr = loadExpr(param.dtype, name + "_early[" + outerLinear + "]",
+                          var(k_.loops[k_.vectorLoop]));
+        else if (llvm::is_contained(prefetched, value))
           expr = loadExpr(param.dtype, name + "_vec[" + outerLinear + "]",
                           var(k_.loops[k_.vectorLoop]));
         else if (vector && vectorizedAccess(param.dims))
@@ -572,7 +639,7 @@ private:
         out_ << indent << acc << " += " << operand << ";\n";
     }
     for (const ir::Output *output : phase.stores) {
-      std::string value = kir::valueName(*output->value);
+      std::string value = kir::valueName(*storedValue(*output));
       if (vector && llvm::is_contained(vectorStores, output->name))
         out_ << indent << output->name << "_vec[" << var(k_.loops[k_.vectorLoop])
              << "] = " << storeValue(output->dtype, value) << ";\n";
@@ -598,6 +665,33 @@ private:
       indent.resize(indent.size() - 2);
       out_ << indent << "}\n";
     }
+  }
+
+  /// The value a store converts: for an output that is a cast to its own type from f32
+  /// (`bf16(...)`), the f32 value itself, so the store rounds once rather than twice.
+  static const ir::Value *storedValue(const ir::Output &output) {
+    const ir::Value *value = output.value;
+    if (value->op == ir::Op::Cast && value->dtype == output.dtype &&
+        (value->dtype == ir::DType::BF16 || value->dtype == ir::DType::F16) &&
+        value->operands[0]->dtype == ir::DType::F32)
+      return value->operands[0];
+    return value;
+  }
+
+  /// A cast that only feeds stores which round its operand themselves.
+  bool onlyStored(const ir::Value &value, const kir::Phase &phase) const {
+    bool bypassed = false;
+    for (const ir::Output *output : phase.stores)
+      bypassed |= output->value == &value && storedValue(*output) != &value;
+    if (!bypassed)
+      return false;
+    for (const auto &user : f_.values)
+      if (llvm::is_contained(user->operands, &value))
+        return false;
+    for (const ir::Output &output : f_.outputs)
+      if (output.value == &value && !llvm::is_contained(phase.stores, &output))
+        return false;
+    return true;
   }
 
   std::string outputPointer(const ir::Output &output) const {
@@ -641,6 +735,25 @@ template <typename T> __device__ __forceinline__ T fsl_max(T a, T b) {
 template <typename T> __device__ __forceinline__ T fsl_min(T a, T b) {
   return (a != a || b != b) ? (a != a ? a : b) : (a < b ? a : b);
 }
+// f32: one instruction (max.NaN / min.NaN, sm_80 and later) instead of the comparisons.
+template <> __device__ __forceinline__ float fsl_max<float>(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return (a != a || b != b) ? (a != a ? a : b) : (a > b ? a : b);
+#endif
+}
+template <> __device__ __forceinline__ float fsl_min<float>(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return (a != a || b != b) ? (a != a ? a : b) : (a < b ? a : b);
+#endif
+}
 struct FslSum { template <typename T> __device__ T operator()(T a, T b) const { return a + b; } };
 struct FslMax { template <typename T> __device__ T operator()(T a, T b) const { return fsl_max(a, b); } };
 struct FslMin { template <typename T> __device__ T operator()(T a, T b) const { return fsl_min(a, b); } };
@@ -661,6 +774,17 @@ template <int Bytes, typename T> __device__ __forceinline__ void fsl_store_vecto
 }
 
 extern __shared__ unsigned char fsl_shared[];
+
+// Programmatic dependent launch (sm_90 and later): the launcher lets this grid start
+// while the stream's previous kernel finishes. Wait for that kernel's memory before the
+// first access, then let the next kernel start its own launch early. Without the launch
+// attribute (or before sm_90) both are no-ops.
+__device__ __forceinline__ void fsl_grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 
 // Reduces `value` over threadIdx.x for each (threadIdx.y, threadIdx.z) and gives every
 // thread the result: serial partials (already in `value`) -> warp (shuffles) -> block
@@ -720,9 +844,16 @@ std::string guardCondition(const kir::Kernel &kernel) {
 
 } // namespace
 
+bool supportsProgrammaticLaunch(const std::string &arch) {
+  llvm::StringRef digits = llvm::StringRef(arch).drop_front(arch.rfind('_') + 1);
+  unsigned version = 0;
+  digits.take_while(llvm::isDigit).getAsInteger(10, version);
+  return version >= 90;
+}
+
 GeneratedSources generateCuda(const ir::Fusion &fusion,
                               const std::vector<const kir::Kernel *> &kernels,
-                              const std::string &sourcePath) {
+                              const std::string &sourcePath, const CodegenOptions &options) {
   GeneratedSources result;
   std::string prefix = "fsl_" + fusion.name;
 
@@ -790,8 +921,11 @@ GeneratedSources generateCuda(const ir::Fusion &fusion,
     KernelWriter(*kernel, s).write();
 
   // Launcher: checks, variant choice, launch.
-  s << "#ifndef __CUDACC_RTC__\n// ---- Host launcher ----\n\n"
-    << "namespace {\nthread_local char fsl_error_message[512];\n\n"
+  s << "#ifndef __CUDACC_RTC__\n// ---- Host launcher ----\n\n";
+  if (options.programmaticDependentLaunch)
+    s << "#ifndef FSL_PDL\n#define FSL_PDL 1  // programmatic dependent launch; 0 turns it off\n"
+      << "#endif\n\n";
+  s << "namespace {\nthread_local char fsl_error_message[512];\n\n"
     << "fsl_status fsl_fail(fsl_status status, const char *format, ...) {\n"
     << "  va_list args;\n  va_start(args, format);\n"
     << "  vsnprintf(fsl_error_message, sizeof fsl_error_message, format, args);\n"
@@ -927,7 +1061,21 @@ GeneratedSources generateCuda(const ir::Fusion &fusion,
       << "      if (opt_in != cudaSuccess)\n        return fsl_fail(FSL_ERROR_LAUNCH, \""
       << kernel->name
       << ": %zu bytes of shared memory: %s\", shared_bytes, cudaGetErrorString(opt_in));\n    }\n"
-      << "    " << kernel->name << "<<<grid, block, shared_bytes, stream>>>(";
+      ;
+    if (options.programmaticDependentLaunch)
+      s << "    // Programmatic dependent launch: the grid may start while the stream's previous "
+           "kernel\n"
+        << "    // finishes (the kernel waits for its memory first). -DFSL_PDL=0 turns it off.\n"
+        << "    cudaLaunchAttribute attributes[1];\n"
+        << "    attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;\n"
+        << "    attributes[0].val.programmaticStreamSerializationAllowed = FSL_PDL;\n"
+        << "    cudaLaunchConfig_t config = {};\n"
+        << "    config.gridDim = grid;\n    config.blockDim = block;\n"
+        << "    config.dynamicSmemBytes = shared_bytes;\n    config.stream = stream;\n"
+        << "    config.attrs = attributes;\n    config.numAttrs = 1;\n"
+        << "    const cudaError_t launched = cudaLaunchKernelEx(&config, " << kernel->name << ", ";
+    else
+      s << "    " << kernel->name << "<<<grid, block, shared_bytes, stream>>>(";
     std::vector<std::string> args;
     for (const ir::Param &param : fusion.params)
       args.push_back(param.dims.empty()
@@ -942,7 +1090,9 @@ GeneratedSources generateCuda(const ir::Fusion &fusion,
       if (!dim.staticExtent)
         args.push_back(dim.name);
     s << llvm::join(args, ", ") << ");\n"
-      << "    const cudaError_t error = cudaGetLastError();\n"
+      << "    const cudaError_t error = "
+      << (options.programmaticDependentLaunch ? "launched != cudaSuccess ? launched : " : "")
+      << "cudaGetLastError();\n"
       << "    if (error != cudaSuccess)\n      return fsl_fail(FSL_ERROR_LAUNCH, \"" << kernel->name
       << ": %s\", cudaGetErrorString(error));\n    return FSL_OK;\n  }\n";
     if (condition.empty())

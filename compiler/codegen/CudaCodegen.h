@@ -20,9 +20,18 @@ struct GeneratedSources {
   std::string source; // <fusion>.cu
 };
 
+struct CodegenOptions {
+  /// Launch with the programmatic-stream-serialization attribute (sm_90 and later), so a
+  /// kernel's launch overlaps the end of the previous one in the stream.
+  bool programmaticDependentLaunch = false;
+};
+
+/// Whether `arch` (sm_90a, sm_80...) supports programmatic dependent launch.
+bool supportsProgrammaticLaunch(const std::string &arch);
+
 /// `kernels` are the variants of one fusion, guarded ones first, with their schedules.
 GeneratedSources generateCuda(const ir::Fusion &fusion,
                               const std::vector<const kir::Kernel *> &kernels,
-                              const std::string &sourcePath);
+                              const std::string &sourcePath, const CodegenOptions &options = {});
 
 } // namespace fsl::codegen

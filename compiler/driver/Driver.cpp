@@ -495,11 +495,18 @@ private:
     return writeOutput(unit.path, extension, result);
   }
 
+  codegen::CodegenOptions codegenOptions() const {
+    codegen::CodegenOptions options;
+    options.programmaticDependentLaunch =
+        codegen::supportsProgrammaticLaunch(settings_.target.arch);
+    return options;
+  }
+
   /// <fusion>.cu and <fusion>.h per fusion: into -o DIR, or to standard output.
   int emitCuda(Unit &unit) {
     for (const auto &fusion : unit.program->fusions) {
       codegen::GeneratedSources sources =
-          codegen::generateCuda(*fusion, kernelsOf(unit, *fusion), unit.path);
+          codegen::generateCuda(*fusion, kernelsOf(unit, *fusion), unit.path, codegenOptions());
       if (settings_.outputDir.empty()) {
         out_ << "// ---- " << fusion->name << ".h\n"
              << sources.header << "\n// ---- " << fusion->name << ".cu\n"
@@ -520,7 +527,7 @@ private:
   int emitCompiled(Unit &unit, bool cubin) {
     for (const auto &fusion : unit.program->fusions) {
       codegen::GeneratedSources sources =
-          codegen::generateCuda(*fusion, kernelsOf(unit, *fusion), unit.path);
+          codegen::generateCuda(*fusion, kernelsOf(unit, *fusion), unit.path, codegenOptions());
       codegen::NvrtcResult compiled =
           codegen::compileWithNvrtc(sources.source, fusion->name + ".cu", settings_.target.arch,
                                     cubin, options_.nvrtcOptions);

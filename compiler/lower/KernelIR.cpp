@@ -54,6 +54,8 @@ void printKernel(const Kernel &kernel, llvm::raw_ostream &out) {
     out << "  persistent buffer " << valueName(*fusion.values[id]) << ": " << kernel.bufferElements
         << " elements per thread in "
         << (kernel.persistentShared.count(id) ? "shared memory" : "registers") << "\n";
+  for (const ir::Value *input : kernel.earlyInputs)
+    out << "  early load " << fusion.params[input->paramIndex].name << " before phase 0\n";
   for (size_t p = 0; p < kernel.phases.size(); ++p) {
     const Phase &phase = kernel.phases[p];
     out << "  phase " << p << "\n";
@@ -66,6 +68,8 @@ void printKernel(const Kernel &kernel, llvm::raw_ostream &out) {
         out << "persistent buffer";
       } else {
         out << ir::opName(value->op);
+        if (kernel.reciprocalDivisions.count(value->id))
+          out << " (times the reciprocal)";
         if (value->op == ir::Op::Input)
           out << " load " << fusion.params[value->paramIndex].name;
         if (value->op == ir::Op::Constant)

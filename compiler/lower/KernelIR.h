@@ -67,6 +67,13 @@ struct Kernel {
   std::set<ir::DimId> inexactRoots; // roots whose index must be checked against the extent
   /// The phase whose loop computes each value (a reduction: the phase that accumulates it).
   std::map<unsigned, int> phaseOf;
+  /// Divisions by a value that is the same for every element of a row (a reduction, or
+  /// computed from reductions and scalars): `a / b` becomes `a * (1 / b)`, one division
+  /// a thread instead of one an element. The simulator rounds the same way.
+  std::set<unsigned> reciprocalDivisions;
+  /// Inputs first read after a block reduction (a norm's weight) that are loaded before
+  /// the first phase, so their latency hides behind the row's loads and reductions.
+  std::vector<const ir::Value *> earlyInputs;
 
   std::vector<int> loopsOn(sched::Parallel parallel) const;
   /// Loops that run inside one thread (not bound to blocks or threads), outermost first.

@@ -234,7 +234,78 @@ private:
         available.insert(saved->id);
     }
     kernel_->phaseOf = phase;
+    chooseReciprocals();
+    chooseEarlyInputs();
     return checkInoutHazards();
+  }
+
+  /// The same for every element a thread visits: built from reductions (their kept
+  /// dimensions are bound to blocks and threads), scalars and constants only.
+  bool rowInvariant(const ir::Value *value, std::map<unsigned, bool> &memo) const {
+    auto found = memo.find(value->id);
+    if (found != memo.end())
+      return found->second;
+    bool invariant;
+    if (ir::isReduction(value->op) || value->op == ir::Op::Scalar ||
+        value->op == ir::Op::Constant)
+      invariant = true;
+    else if (value->op == ir::Op::Input)
+      invariant = false;
+    else {
+      invariant = true;
+      for (const ir::Value *operand : value->operands)
+        invariant = invariant && rowInvariant(operand, memo);
+    }
+    return memo[value->id] = invariant;
+  }
+
+  /// Float divisions by a row-invariant divisor multiply by its reciprocal instead
+  /// (softmax's `e / sum(e)`): one IEEE division a thread rather than one an element.
+  void chooseReciprocals() {
+    std::map<unsigned, bool> memo;
+    for (const auto &value : fusion_.values)
+      if (value->op == ir::Op::Div && ir::isFloat(value->dtype) &&
+          !rowInvariant(value.get(), memo) && rowInvariant(value->operands[1], memo))
+        kernel_->reciprocalDivisions.insert(value->id);
+  }
+
+  /// Inputs that only phases after the first read (a norm's weight, LayerNorm's shift)
+  /// are loaded before phase 0 when the batch is a short unrolled run of whole vectors
+  /// and they cost at most 16 registers a thread: their loads then overlap the row's
+  /// instead of waiting behind the block reduction.
+  void chooseEarlyInputs() {
+    if (kernel_->phases.size() < 2 || kernel_->vectorLoop < 0 || !kernel_->vectorAccessesExact)
+      return;
+    std::vector<int> serial = kernel_->serialLoops();
+    if (serial.empty() || serial.back() != kernel_->vectorLoop)
+      return;
+    int64_t vectors = 1;
+    for (size_t i = 0; i + 1 < serial.size(); ++i) {
+      const kir::KernelLoop &loop = kernel_->loops[serial[i]];
+      if (!loop.extent.isStatic() || (!loop.unrolled && *loop.extent.value != 1))
+        return;
+      vectors *= *loop.extent.value;
+    }
+    const kir::KernelLoop &vector = kernel_->loops[kernel_->vectorLoop];
+    const int64_t budgetBytes = 64;
+    int64_t bytes = 0;
+    std::set<unsigned> readFirst;
+    for (const ir::Value *value : kernel_->phases[0].values)
+      readFirst.insert(value->id);
+    for (size_t p = 1; p < kernel_->phases.size(); ++p)
+      for (const ir::Value *value : kernel_->phases[p].values) {
+        if (value->op != ir::Op::Input || readFirst.count(value->id) ||
+            llvm::is_contained(kernel_->earlyInputs, value))
+          continue;
+        const ir::Param &param = fusion_.params[value->paramIndex];
+        if (param.dims.empty() || param.dims.back() != vector.root || param.isInout)
+          continue;
+        int64_t cost = vectors * *vector.extent.value * ir::dtypeBytes(param.dtype);
+        if (bytes + cost > budgetBytes)
+          continue;
+        bytes += cost;
+        kernel_->earlyInputs.push_back(value);
+      }
   }
 
   /// A later phase computes a user of `value`.

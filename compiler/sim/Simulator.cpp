@@ -239,6 +239,11 @@ private:
         result = eval::roundTo(value->constant, value->dtype);
       } else if (value->op == ir::Op::Cast) {
         result = asComputed(valueOf(value->operands[0]), value->dtype);
+      } else if (kernel_.reciprocalDivisions.count(value->id)) {
+        // a * (1 / b), each step rounded as the GPU's registers round it.
+        ir::DType registers = value->dtype == ir::DType::F64 ? ir::DType::F64 : ir::DType::F32;
+        double reciprocal = asComputed(1.0 / valueOf(value->operands[1]), registers);
+        result = asComputed(valueOf(value->operands[0]) * reciprocal, value->dtype);
       } else {
         std::vector<double> args;
         for (const ir::Value *operand : value->operands)

@@ -103,7 +103,10 @@ def fsl_call(lib, fusion, s):
 
 
 def time_calls(calls, replays=30):
-    """Median time of one call: a graph of all calls, replayed."""
+    """Median time of one call: a graph of all calls, replayed.
+
+    The graph is replayed for at least 20 ms before timing, so the first implementation
+    timed at a size does not pay for clocks ramping up or pages first touched."""
     for c in calls:  # warm-up (and compile) outside the graph
         c()
     torch.cuda.synchronize()
@@ -111,7 +114,13 @@ def time_calls(calls, replays=30):
     with torch.cuda.graph(graph):
         for c in calls:
             c()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
     graph.replay()
+    end.record()
+    end.synchronize()
+    for _ in range(min(200, int(20 / max(start.elapsed_time(end), 1e-3)))):
+        graph.replay()
     torch.cuda.synchronize()
     times = []
     for _ in range(replays):
@@ -124,22 +133,32 @@ def time_calls(calls, replays=30):
     return statistics.median(times)
 
 
+COPY_VARIANTS = ["grid-stride, 1 vector", "grid-stride, 2 vectors", "grid-stride, 4 vectors",
+                 "one vector a thread"]
+
+
 def copy_ceiling(build):
+    """The best of the copy kernels (TB/s, read + write), and each one's result."""
     lib = ctypes.CDLL(os.path.join(build, "libcopy16.so"))
-    lib.launch_copy16.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
+    lib.launch_copy16.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int,
+                                  ctypes.c_void_p]
     n = 1 << 30
     a = torch.empty(n, dtype=torch.uint8, device="cuda")
     b = torch.empty(n, dtype=torch.uint8, device="cuda")
-    us = time_calls([lambda: lib.launch_copy16(a.data_ptr(), b.data_ptr(), n,
-                                                ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))] * 4)
-    return 2 * n / (us * 1e-6) / 1e12  # TB/s, read + write
+    each = {}
+    for variant, name in enumerate(COPY_VARIANTS):
+        call = lambda: lib.launch_copy16(a.data_ptr(), b.data_ptr(), n, variant,
+                                         ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        us = time_calls([call] * 4)
+        each[name] = 2 * n / (us * 1e-6) / 1e12
+    return max(each.values()), each
 
 
 def main():
     build, out = sys.argv[1], sys.argv[2]
     torch.manual_seed(0)
-    ceiling = copy_ceiling(build)
-    print(f"copy ceiling: {ceiling:.2f} TB/s")
+    ceiling, copies = copy_ceiling(build)
+    print(f"copy ceiling: {ceiling:.2f} TB/s ({', '.join(f'{k}: {v:.2f}' for k, v in copies.items())})")
     torch._dynamo.config.cache_size_limit = 512  # one static compile per shape
     compiled = {f: torch.compile(eager(f), dynamic=True) for f in FUSIONS}
     static = {f: torch.compile(eager(f), dynamic=False) for f in FUSIONS}
@@ -167,6 +186,15 @@ def main():
                 t_eager = time_calls([torch_call(eager(fusion), fusion, s) for s in inputs])
                 t_comp = time_calls([torch_call(compiled[fusion], fusion, s) for s in inputs])
                 t_static = time_calls([torch_call(static[fusion], fusion, s) for s in inputs])
+                # Variants of our kernels, when generated: launched without PDL, built by
+                # the previous fslc (generate.sh --before), softmax with the fast exp.
+                variants = {}
+                for name, path in [("nopdl", f"auto_{H}/lib{fusion}_nopdl.so"),
+                                   ("before", f"before_{H}/lib{fusion}.so"),
+                                   ("fastexp", f"auto_{H}/lib{fusion}_fastexp.so")]:
+                    if os.path.exists(os.path.join(build, path)):
+                        lib = ctypes.CDLL(os.path.join(build, path))
+                        variants[name] = time_calls([fsl_call(lib, fusion, s) for s in inputs])
                 best = min(t_eager, t_comp, t_static)
                 tbs = moved / (t_ours * 1e-6) / 1e12
                 frac = tbs / ceiling
@@ -174,10 +202,11 @@ def main():
                 rows.append(dict(fusion=fusion, H=H, T=T, ours=t_ours, eager=t_eager, compiled=t_comp,
                                  compiled_static=t_static,
                                  speedup=best / t_ours, tbs=tbs, ceiling=frac, correct=ok, meets=meets,
-                                 mb=moved / 1e6))
+                                 mb=moved / 1e6, variants=variants))
                 print(f"{fusion:13s} H={H:5d} T={T:5d} ours {t_ours:8.2f}us eager {t_eager:8.2f} "
                       f"compile {t_comp:8.2f} static {t_static:8.2f} x{best / t_ours:5.2f} {tbs:5.2f}TB/s {100 * frac:5.1f}% "
-                      f"{'ok' if ok else 'WRONG'} {'meets' if meets else 'misses'}")
+                      f"{'ok' if ok else 'WRONG'} {'meets' if meets else 'misses'} "
+                      + " ".join(f"{k} {v:.2f}" for k, v in variants.items()))
                 if fusion == "rms_norm_add":
                     # The A/B pair timed back to back, and ours twice, to show the spread.
                     t_base = time_calls([fsl_call(base, fusion, s) for s in inputs])
@@ -186,7 +215,7 @@ def main():
                 del inputs
                 torch.cuda.empty_cache()
     with open(os.path.join(out, "bench.json"), "w") as f:
-        json.dump({"ceiling": ceiling, "rows": rows, "ab": ab, "date": str(datetime.date.today())}, f)
+        json.dump({"ceiling": ceiling, "copies": copies, "rows": rows, "ab": ab, "date": str(datetime.date.today())}, f)
     met = sum(r["meets"] for r in rows)
     wrong = sum(not r["correct"] for r in rows)
     print(f"\ntargets met at {met} of {len(rows)} points; {wrong} wrong results")

@@ -2,7 +2,14 @@
 # Generates the benchmark's kernels here (fslc does not run on the GPU machine): the
 # stdlib normalizations with the heuristics' schedules at every hidden size, plus the
 # A/B baseline of rms_norm_add (static_bdimx = false, compute_with = false).
+#
+#   generate.sh [--before OLD_FSLC]
+#
+# --before also generates every kernel with another fslc build (say, of the previous
+# commit) into before_<H>/, so bench.py times old and new code in the same process.
 set -euo pipefail
+before=""
+if [ "${1:-}" = "--before" ]; then before="$2"; fi
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 fslc="$root/build/bin/fslc"
 out="$root/bench-build"
@@ -13,6 +20,11 @@ for size in 1024 4096 5120 8192 16384; do
   sed 's/^\(fusion rms_norm_add.*\)$/\1/' "$root/stdlib/std/norms.fsl" > "$out/baseline.fsl"
   printf '\nschedule rms_norm_add = auto(inner_persistent) {\n    static_bdimx = false;\n    compute_with = false;\n}\n' >> "$out/baseline.fsl"
   "$fslc" -D H=$size -D S=$size -o "$out/baseline_$size" "$out/baseline.fsl"
+  if [ -n "$before" ]; then
+    "$before" -D H=$size -D S=$size -o "$out/before_$size" "$root/stdlib/std/norms.fsl"
+  fi
+  # Variant for the exp-precision experiment: softmax with the fast exp (ex2.approx).
+  sed 's/expf(/__expf(/g' "$out/auto_$size/softmax.cu" > "$out/auto_$size/softmax_fastexp.cu"
 done
 cp "$root/tests/bench/bench.py" "$root/tests/bench/copy16.cu" "$out/"
 echo "generated $(ls "$out"/*/*.cu | wc -l) sources"
