@@ -7,13 +7,16 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="$root/gpu-build"
 out="${OUT:-$build}"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
-for dir in "$build"/*_*/; do
-  name="$(basename "$dir")"
-  fusion="${name%_*}"   # softmax_4096.unswitch -> softmax
+build_one() {  # builds one generated fusion folder (softmax_4096.unswitch -> softmax)
+  dir="$1"; name="$(basename "$dir")"; fusion="${name%_*}"
   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -shared -Xcompiler -fPIC \
     -I "$root/runtime/include" -I "$dir" -o "$dir/lib$fusion.so" "$dir/$fusion.cu" \
     > "$dir/nvcc.txt" 2>&1 || { echo "BUILD FAILED: $name"; cat "$dir/nvcc.txt"; }
-  grep -E "registers" "$dir/nvcc.txt" | sed "s/^/$name: /" >> "$out/ptxas.txt"
+}
+export -f build_one; export root
+ls -d "$build"/*_*/ | xargs -P 16 -I{} bash -c 'build_one {}'
+for dir in "$build"/*_*/; do
+  grep -E "registers" "$dir/nvcc.txt" | sed "s/^/$(basename "$dir"): /" >> "$out/ptxas.txt"
 done
 # The runtime's JIT path against the ahead-of-time build of the same kernel.
 nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I "$root/runtime/include" \
