@@ -429,7 +429,8 @@ private:
                               : reduction->op == ir::Op::ReduceMin ? "FslMin"
                                                                    : "FslSum";
         out_ << "  " << acc << " = fsl_block_reduce_x(" << acc << ", " << combine
-             << "(), reinterpret_cast<" << type << "*>(fsl_shared));  // over threadIdx.x\n";
+             << "(), reinterpret_cast<" << type << "*>(fsl_shared), " << blockReductions_++ % 2
+             << ");  // over threadIdx.x\n";
       }
       if (reduction->op == ir::Op::ReduceMean) {
         std::string count = "1";
@@ -701,6 +702,7 @@ private:
   const kir::Kernel &k_;
   const ir::Fusion &f_;
   llvm::raw_ostream &out_;
+  int blockReductions_ = 0; // emitted so far: they alternate between two scratch slots
 };
 
 const char *kPreamble =
@@ -726,33 +728,33 @@ typedef int int32_t;
 #define FSL_INF32 __int_as_float(0x7f800000)
 #define FSL_INF64 __longlong_as_double(0x7ff0000000000000LL)
 
+// Whether T is f32 (outside the unnamed namespace: nvcc warns of unused members there).
+template <typename T> struct FslIsF32 { static constexpr bool value = false; };
+template <> struct FslIsF32<float> { static constexpr bool value = true; };
+
 namespace {
 
-// max and min that propagate NaN, like the reference.
+// max and min that propagate NaN, like the reference: for f32 one instruction
+// (max.NaN / min.NaN, sm_80 and later), else comparisons.
 template <typename T> __device__ __forceinline__ T fsl_max(T a, T b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (FslIsF32<T>::value) {
+    float r;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+  }
+#endif
   return (a != a || b != b) ? (a != a ? a : b) : (a > b ? a : b);
 }
 template <typename T> __device__ __forceinline__ T fsl_min(T a, T b) {
-  return (a != a || b != b) ? (a != a ? a : b) : (a < b ? a : b);
-}
-// f32: one instruction (max.NaN / min.NaN, sm_80 and later) instead of the comparisons.
-template <> __device__ __forceinline__ float fsl_max<float>(float a, float b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  float r;
-  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-#else
-  return (a != a || b != b) ? (a != a ? a : b) : (a > b ? a : b);
+  if constexpr (FslIsF32<T>::value) {
+    float r;
+    asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+  }
 #endif
-}
-template <> __device__ __forceinline__ float fsl_min<float>(float a, float b) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  float r;
-  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-#else
   return (a != a || b != b) ? (a != a ? a : b) : (a < b ? a : b);
-#endif
 }
 struct FslSum { template <typename T> __device__ T operator()(T a, T b) const { return a + b; } };
 struct FslMax { template <typename T> __device__ T operator()(T a, T b) const { return fsl_max(a, b); } };
@@ -787,11 +789,14 @@ __device__ __forceinline__ void fsl_grid_dependency_wait() {
 }
 
 // Reduces `value` over threadIdx.x for each (threadIdx.y, threadIdx.z) and gives every
-// thread the result: serial partials (already in `value`) -> warp (shuffles) -> block
-// (one value per warp through shared memory). Without whole warps a row, a pairwise tree
-// in shared memory, exact for any blockDim.x.
+// thread the result: serial partials (already in `value`) -> warp (shuffles) -> block: one
+// partial per warp through shared memory, which every warp then combines with shuffles
+// (a tree with bounds, right for any number of warps). Successive reductions alternate
+// between two scratch slots, so none needs a barrier after it: the next reduction's
+// barrier orders the reads of this one before the writes of the one after. Without whole
+// warps a row, a pairwise tree in shared memory, exact for any blockDim.x.
 template <typename T, typename Combine>
-__device__ T fsl_block_reduce_x(T value, Combine combine, T *scratch) {
+__device__ T fsl_block_reduce_x(T value, Combine combine, T *scratch, unsigned slot) {
   const unsigned row = threadIdx.z * blockDim.y + threadIdx.y;
   if (blockDim.x % 32 == 0) {
 #pragma unroll
@@ -799,17 +804,22 @@ __device__ T fsl_block_reduce_x(T value, Combine combine, T *scratch) {
       value = combine(value, __shfl_xor_sync(0xffffffffu, value, offset));
     if (blockDim.x == 32)
       return value; // a warp a row: every lane holds the total, no barrier needed
-    const unsigned warps = blockDim.x / 32;
-    if (threadIdx.x % 32 == 0)
-      scratch[row * warps + threadIdx.x / 32] = value;
+    const unsigned warps = blockDim.x / 32, lane = threadIdx.x % 32;
+    T *partials = scratch + slot * (blockDim.y * blockDim.z * warps) + row * warps;
+    if (lane == 0)
+      partials[threadIdx.x / 32] = value;
     __syncthreads();
-    T total = scratch[row * warps];
-    for (unsigned w = 1; w < warps; ++w)
-      total = combine(total, scratch[row * warps + w]);
-    __syncthreads(); // the scratch is reused by the next reduction
-    return total;
+    T total = partials[lane % warps];
+#pragma unroll
+    for (unsigned offset = 16; offset > 0; offset >>= 1) {
+      const T other = __shfl_down_sync(0xffffffffu, total, offset);
+      if (lane + offset < warps)
+        total = combine(total, other);
+    }
+    return __shfl_sync(0xffffffffu, total, 0);
   }
   const unsigned base = row * blockDim.x;
+  __syncthreads(); // an earlier reduction's readers are done with the scratch
   scratch[base + threadIdx.x] = value;
   __syncthreads();
   for (unsigned step = 1; step < blockDim.x; step <<= 1) {
@@ -817,9 +827,7 @@ __device__ T fsl_block_reduce_x(T value, Combine combine, T *scratch) {
       scratch[base + threadIdx.x] = combine(scratch[base + threadIdx.x], scratch[base + threadIdx.x + step]);
     __syncthreads();
   }
-  const T result = scratch[base];
-  __syncthreads();
-  return result;
+  return scratch[base];
 }
 
 } // namespace

@@ -16,7 +16,7 @@ out="$root/bench-build"
 rm -rf "$out" && mkdir -p "$out"
 for size in 1024 4096 5120 8192 16384; do
   "$fslc" -D H=$size -D S=$size -o "$out/auto_$size" "$root/stdlib/std/norms.fsl"
-  "$fslc" -D H=$size --emit=schedule "$root/stdlib/std/norms.fsl" > "$out/auto_$size/schedules.fsl"
+  "$fslc" -D H=$size -D S=$size --emit=schedule "$root/stdlib/std/norms.fsl" > "$out/auto_$size/schedules.fsl"
   sed 's/^\(fusion rms_norm_add.*\)$/\1/' "$root/stdlib/std/norms.fsl" > "$out/baseline.fsl"
   printf '\nschedule rms_norm_add = auto(inner_persistent) {\n    static_bdimx = false;\n    compute_with = false;\n}\n' >> "$out/baseline.fsl"
   "$fslc" -D H=$size -D S=$size -o "$out/baseline_$size" "$out/baseline.fsl"
