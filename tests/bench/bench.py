@@ -187,11 +187,21 @@ def main():
                 t_comp = time_calls([torch_call(compiled[fusion], fusion, s) for s in inputs])
                 t_static = time_calls([torch_call(static[fusion], fusion, s) for s in inputs])
                 # Variants of our kernels, when generated: launched without PDL, built by
-                # the previous fslc (generate.sh --before), softmax with the fast exp.
+                # the previous fslc (generate.sh --before) or without early loads (noearly),
+                # softmax with the fast exp, streaming cache hints (cs, stcs).
+                # Hand schedules of experiments.sh (exp_<name>_<H>/): t... at T >= 1024, s... below.
                 variants = {}
-                for name, path in [("nopdl", f"auto_{H}/lib{fusion}_nopdl.so"),
-                                   ("before", f"before_{H}/lib{fusion}.so"),
-                                   ("fastexp", f"auto_{H}/lib{fusion}_fastexp.so")]:
+                candidates = [("nopdl", f"auto_{H}/lib{fusion}_nopdl.so"),
+                              ("before", f"before_{H}/lib{fusion}.so"),
+                              ("noearly", f"noearly_{H}/lib{fusion}.so"),
+                              ("fastexp", f"auto_{H}/lib{fusion}_fastexp.so"),
+                              ("cs", f"auto_{H}/lib{fusion}_cs.so"),
+                              ("stcs", f"auto_{H}/lib{fusion}_stcs.so")]
+                prefix = "exp_t" if T >= 1024 else "exp_s"
+                candidates += [(d[len("exp_"):-len(f"_{H}")], f"{d}/lib{fusion}.so")
+                               for d in sorted(os.listdir(build))
+                               if d.startswith(prefix) and d.endswith(f"_{H}")]
+                for name, path in candidates:
                     if os.path.exists(os.path.join(build, path)):
                         lib = ctypes.CDLL(os.path.join(build, path))
                         variants[name] = time_calls([fsl_call(lib, fusion, s) for s in inputs])

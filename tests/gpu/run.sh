@@ -23,4 +23,4 @@ nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I "$root/runtime/incl
   -I "$build/softmax_4096" -o "$build/jit_gpu_test" "$root/tests/gpu/jit_gpu_test.cu" \
   "$build/softmax_4096/softmax.cu" "$root/runtime/src/jit.cpp" -lnvrtc -lcuda -ldl \
   && "$build/jit_gpu_test" "$build/softmax_4096/softmax.cu" /tmp/fsl-jit-cache | tee "$out/jit.txt"
-PYTHONUNBUFFERED=1 python3 "$build/check.py" "$build" "$out"
+PYTHONUNBUFFERED=1 python3 "$root/tests/gpu/check.py" "$build" "$out"
