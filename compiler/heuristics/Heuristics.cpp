@@ -278,10 +278,15 @@ private:
     }
 
     int64_t vectors = ceilDiv(*d.staticExtent, vector);
-    // Register budget for buffers: 64 f32 values a thread keeps occupancy near 50%.
-    const int64_t registerBudget = 64;
+    // Register budget for buffers: 64 f32 values a thread keeps occupancy near 50%. The
+    // batch is at most 4 vectors a thread: measured on the H200 (docs/performance.md,
+    // change 5), 256 threads x 4 beat 128 x 8 at H = 8192 and 512 x 4 beat 256 x 8 at
+    // H = 16384 (the larger batch's registers halve the warps an SM holds).
+    const int64_t registerBudget = 64, batchTarget = 4;
     int64_t batchLimit = knobs_.persistentBatch.value_or(
-        persistent ? std::max<int64_t>(1, registerBudget / (vector * numBuffers)) : 16);
+        persistent
+            ? std::clamp<int64_t>(registerBudget / (vector * numBuffers), 1, batchTarget)
+            : 16);
     auto choose = [&](int64_t minThreads) {
       RowSplit split;
       split.vector = vector;
@@ -295,13 +300,16 @@ private:
           knobs_.rowsPerBlock.value_or(split.threads < 128 ? 128 / roundUp(split.threads, 32) : 1);
       return split;
     };
-    // Short rows with two buffers (softmax: compute-heavy, two reductions): a warp a row
-    // when its batch fits the budget, four rows a block, so each reduction is shuffles
-    // alone. Measured on the H200 (docs/performance.md, change 3): +14-38 % for softmax at
-    // H = 1024, but 3-10 % slower for the one-buffer norms, which keep 128 threads a row.
-    bool warpPerRow = numBuffers >= 2 && ceilDiv(vectors, 32) <= batchLimit && vectors > 32;
+    // Short rows: a warp a row when its batch fits, four rows a block, so each reduction
+    // is shuffles alone and a block has four rows' loads in flight. Measured on the H200
+    // (docs/performance.md, changes 3 and 5): at H = 1024 and T >= 1024, 5-17 % faster
+    // than 128 threads a row for every fusion once block reductions are cheap.
+    bool warpPerRow = ceilDiv(vectors, 32) <= batchLimit && vectors > 32;
     RowSplit normal = choose(warpPerRow ? 32 : 128);
-    RowSplit wide = choose(std::min<int64_t>(1024, roundUp(vectors, 32)));
+    // Fewer rows than SMs: a batch of 2, up to 512 threads a row (at least 128). Measured
+    // (change 5): 512 x 2 beat 1024 x 1 at H = 8192 by 5-16 %, 256 x 2 beat 512 x 1 at
+    // H = 4096 by 1-6 %: half the threads wait at each barrier for the same loads.
+    RowSplit wide = choose(std::clamp<int64_t>(roundUp(ceilDiv(vectors, 2), 32), 128, 512));
     wide.rowsPerBlock = 1;
 
     auto persistentDirectives = [&](Block &block, const RowSplit &split) {

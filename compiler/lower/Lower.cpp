@@ -187,6 +187,36 @@ private:
       kernel_->bufferElements *= *loop.extent.value;
     }
 
+    // An inout write-back waits for the last phase that reads its parameter (a value
+    // derived from it recomputed after a reduction), so every read sees the old data.
+    std::map<const ir::Output *, int> storePhase;
+    for (const ir::Output &output : fusion_.outputs)
+      storePhase[&output] = phase[output.value->id] + (ir::isReduction(output.value->op) ? 1 : 0);
+    buildPhases(phase, last, registers, storePhase);
+    bool deferred = false;
+    for (const ir::Output &output : fusion_.outputs) {
+      if (!output.isInout)
+        continue;
+      const ir::Value *input = fusion_.params[output.paramIndex].value;
+      for (int p = last; p > storePhase[&output]; --p)
+        if (llvm::is_contained(kernel_->phases[p].values, input)) {
+          storePhase[&output] = p;
+          deferred = true;
+          break;
+        }
+    }
+    if (deferred)
+      buildPhases(phase, last, registers, storePhase);
+    kernel_->phaseOf = phase;
+    chooseReciprocals();
+    chooseEarlyInputs();
+    return true;
+  }
+
+  /// Each phase's reductions, stores, saves and the values they need.
+  void buildPhases(std::map<unsigned, int> &phase, int last, const std::set<unsigned> &registers,
+                   const std::map<const ir::Output *, int> &storePhase) {
+    kernel_->persistent.clear();
     kernel_->phases.assign(last + 1, {});
     std::set<unsigned> available; // reductions finished and values saved, per phase
     for (int p = 0; p <= last; ++p) {
@@ -199,7 +229,7 @@ private:
           current.reductions.push_back(value.get());
       }
       for (const ir::Output &output : fusion_.outputs)
-        if (phase[output.value->id] + (ir::isReduction(output.value->op) ? 1 : 0) == p)
+        if (storePhase.at(&output) == p)
           current.stores.push_back(&output);
       // Saves: values of this phase that a later phase reads and the schedule keeps.
       for (const auto &value : fusion_.values)
@@ -233,10 +263,6 @@ private:
       for (const ir::Value *saved : current.saves)
         available.insert(saved->id);
     }
-    kernel_->phaseOf = phase;
-    chooseReciprocals();
-    chooseEarlyInputs();
-    return checkInoutHazards();
   }
 
   /// The same for every element a thread visits: built from reductions (their kept
@@ -314,26 +340,6 @@ private:
       if (phase[user->id] > p && std::count(user->operands.begin(), user->operands.end(), value))
         return true;
     return false;
-  }
-
-  /// An inout parameter read (recomputed from) after its write-back would read the new
-  /// values on the GPU: refuse, and say how to keep the value instead.
-  bool checkInoutHazards() {
-    for (const ir::Output &output : fusion_.outputs) {
-      if (!output.isInout)
-        continue;
-      const ir::Value *input = fusion_.params[output.paramIndex].value;
-      int written = -1;
-      for (size_t p = 0; p < kernel_->phases.size(); ++p)
-        if (std::count(kernel_->phases[p].stores.begin(), kernel_->phases[p].stores.end(), &output))
-          written = static_cast<int>(p);
-      for (size_t p = written + 1; written >= 0 && p < kernel_->phases.size(); ++p)
-        if (std::count(kernel_->phases[p].values.begin(), kernel_->phases[p].values.end(), input))
-          return unsupported("inout '" + output.name +
-                             "' would be read again after it is written back; keep the value "
-                             "derived from it with 'persistent ... in registers'");
-    }
-    return true;
   }
 
   const sched::Schedule &schedule_;

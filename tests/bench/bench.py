@@ -21,6 +21,7 @@ HIDDEN = [1024, 4096, 5120, 8192, 16384]
 ROWS = [1, 16, 128, 1024, 8192, 32768]
 FUSIONS = ["rms_norm_add", "rms_norm", "layer_norm", "softmax"]
 L2_BYTES = 50 * 1024 * 1024
+AB_EXTRA = [2560, 3584]  # where static_bdimx = false picks a thread count that is no warp multiple
 
 
 class FslTensor(ctypes.Structure):
@@ -194,6 +195,7 @@ def main():
                 candidates = [("nopdl", f"auto_{H}/lib{fusion}_nopdl.so"),
                               ("before", f"before_{H}/lib{fusion}.so"),
                               ("noearly", f"noearly_{H}/lib{fusion}.so"),
+                              ("dynamic", f"dynamic/lib{fusion}.so"),
                               ("fastexp", f"auto_{H}/lib{fusion}_fastexp.so"),
                               ("cs", f"auto_{H}/lib{fusion}_cs.so"),
                               ("stcs", f"auto_{H}/lib{fusion}_stcs.so")]
@@ -224,6 +226,21 @@ def main():
                     ab.append(dict(H=H, T=T, static=t_ours, static_again=t_again, baseline=t_base))
                 del inputs
                 torch.cuda.empty_cache()
+    # The A/B at hidden sizes outside the grid where the two splits differ.
+    for H in AB_EXTRA:
+        static_lib = ctypes.CDLL(os.path.join(build, f"auto_{H}", "librms_norm_add.so"))
+        base = ctypes.CDLL(os.path.join(build, f"baseline_{H}", "librms_norm_add.so"))
+        for T in ROWS:
+            moved = bytes_moved("rms_norm_add", T, H)
+            sets = max(1, min(64, -(-3 * L2_BYTES // moved)))
+            inputs = [make_inputs("rms_norm_add", T, H) for _ in range(sets)]
+            t_static = time_calls([fsl_call(static_lib, "rms_norm_add", s) for s in inputs])
+            t_base = time_calls([fsl_call(base, "rms_norm_add", s) for s in inputs])
+            t_again = time_calls([fsl_call(static_lib, "rms_norm_add", s) for s in inputs])
+            ab.append(dict(H=H, T=T, static=t_static, static_again=t_again, baseline=t_base))
+            print(f"A/B H={H:5d} T={T:5d} static {t_static:8.2f} baseline {t_base:8.2f} again {t_again:8.2f}")
+            del inputs
+            torch.cuda.empty_cache()
     with open(os.path.join(out, "bench.json"), "w") as f:
         json.dump({"ceiling": ceiling, "copies": copies, "rows": rows, "ab": ab, "date": str(datetime.date.today())}, f)
     met = sum(r["meets"] for r in rows)

@@ -52,27 +52,35 @@ TEST_CASE("inner persistent, H = 4096 bf16: 16-byte vectors, 128 static threads 
   CHECK(text.find("schedule f {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 128 -> (Hp, Hx);\n"
                   "    parallelize T -> BIDx, Hx -> TIDx;\n    vectorize Hv;\n    unroll Hp;\n"
                   "    persistent h in registers;\n    compute_with h;\n}") != std::string::npos);
-  // Fewer rows than SMs: one row over 512 threads.
-  CHECK(text.find("schedule f when T < 132 {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 512 "
+  // Fewer rows than SMs: one row over 256 threads x 2.
+  CHECK(text.find("schedule f when T < 132 {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 256 "
                   "-> (Hp, Hx);") != std::string::npos);
   CHECK(text.find("// persistent h in registers: 32 values of f32 a thread fit registers.") !=
         std::string::npos);
 }
 
-TEST_CASE("inner persistent, H = 16384: 256 threads x 8 keeps 64 values a thread") {
+TEST_CASE("inner persistent, H = 16384: 512 threads x 4, no wider variant") {
   std::string text = rmsNormAdd(16384);
-  CHECK(text.find("split Ho by 256 -> (Hp, Hx);") != std::string::npos);
-  CHECK(text.find("// persistent h in registers: 64 values") != std::string::npos);
+  CHECK(text.find("split Ho by 512 -> (Hp, Hx);") != std::string::npos);
+  CHECK(text.find("// persistent h in registers: 32 values") != std::string::npos);
+  CHECK(text.find("when T < 132") == std::string::npos); // 512 threads already
+}
+
+TEST_CASE("inner persistent, H = 8192: 256 threads x 4; 512 x 2 below the SM count") {
+  std::string text = rmsNormAdd(8192);
+  CHECK(text.find("schedule f {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 256 -> (Hp, Hx);") !=
+        std::string::npos);
   CHECK(text.find(
-            "when T < 132 {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 1024 -> (Hp, Hx);") !=
+            "when T < 132 {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 512 -> (Hp, Hx);") !=
         std::string::npos);
 }
 
-TEST_CASE("inner persistent, H = 1024: one batch of 128 threads, no wider variant") {
+TEST_CASE("inner persistent, H = 1024: a warp a row, 4 rows a block; 128 threads below the SM count") {
   std::string text = rmsNormAdd(1024);
-  CHECK(text.find("split Ho by 128 -> (Hp, Hx);") != std::string::npos);
-  CHECK(text.find("when T < 132") == std::string::npos);
-  CHECK(text.find("unroll Hp") == std::string::npos); // a batch of one
+  CHECK(text.find("schedule f {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 32 -> (Hp, Hx);\n"
+                  "    split T by 4 -> (Tb, Ty);") != std::string::npos);
+  CHECK(text.find("when T < 132 {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 128 -> (Hp, Hx);") !=
+        std::string::npos);
 }
 
 TEST_CASE("softmax with short rows: a warp a row, four rows a block") {
