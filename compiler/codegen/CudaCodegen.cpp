@@ -780,9 +780,13 @@ extern __shared__ unsigned char fsl_shared[];
 // Programmatic dependent launch (sm_90 and later): the launcher lets this grid start
 // while the stream's previous kernel finishes. Wait for that kernel's memory before the
 // first access, then let the next kernel start its own launch early. Without the launch
-// attribute (or before sm_90) both are no-ops.
+// attribute (or before sm_90) both are no-ops; -DFSL_PDL=0 leaves out both the
+// instructions and the attribute.
+#ifndef FSL_PDL
+#define FSL_PDL 1
+#endif
 __device__ __forceinline__ void fsl_grid_dependency_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && FSL_PDL
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
@@ -930,9 +934,6 @@ GeneratedSources generateCuda(const ir::Fusion &fusion,
 
   // Launcher: checks, variant choice, launch.
   s << "#ifndef __CUDACC_RTC__\n// ---- Host launcher ----\n\n";
-  if (options.programmaticDependentLaunch)
-    s << "#ifndef FSL_PDL\n#define FSL_PDL 1  // programmatic dependent launch; 0 turns it off\n"
-      << "#endif\n\n";
   s << "namespace {\nthread_local char fsl_error_message[512];\n\n"
     << "fsl_status fsl_fail(fsl_status status, const char *format, ...) {\n"
     << "  va_list args;\n  va_start(args, format);\n"
