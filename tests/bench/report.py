@@ -22,7 +22,8 @@ def main():
     print(f"## Results: {data['date']}, {gpu}\n")
     copies = ", ".join(f"{name} {value:.2f}" for name, value in data.get("copies", {}).items())
     print(f"Copy ceiling measured in the same run: **{ceiling:.2f} TB/s** (best of: {copies}).")
-    print("Times are µs per call (median of 30 graph replays). `compile` is `torch.compile(dynamic=True)`, "
+    print("Times are µs per call (median of 30 graph replays; ours and the peers timed in one order, then "
+          "in the reverse, each the mean of its two). `compile` is `torch.compile(dynamic=True)`, "
           "`static` is `torch.compile(dynamic=False)` compiled for each shape. `x best` is the fastest "
           "peer's time over ours; `% ceiling` our bytes per second over the copy ceiling; `target` the "
           "issue's rule (not slower than either peer, and ≥ 1.10× the faster peer or ≥ 95 % of the "
