@@ -112,8 +112,8 @@ std::string sizeText(const sched::SizeExpr &e, const ir::Fusion &fusion) {
 
 class KernelWriter {
 public:
-  KernelWriter(const kir::Kernel &kernel, llvm::raw_ostream &out)
-      : k_(kernel), f_(*kernel.fusion), out_(out) {}
+  KernelWriter(const kir::Kernel &kernel, llvm::raw_ostream &out, int64_t registersPerSm)
+      : k_(kernel), f_(*kernel.fusion), out_(out), registersPerSm_(registersPerSm) {}
 
   void write() {
     writeSignature();
@@ -191,11 +191,23 @@ private:
                          std::to_string(c.bound.value));
       out_ << " when " << llvm::join(guards, " && ");
     }
+    // maxrregcount N: as many blocks an SM as N registers a thread allow, which makes
+    // ptxas keep each thread within about N registers (exactly N without static threads).
+    const ast::MaxRRegCountDirective *registers = k_.schedule->maxRRegCount;
+    if (registers)
+      out_ << "\n// maxrregcount " << registers->value.value;
     out_ << "\nextern \"C\" __global__ void";
-    if (threads)
-      out_ << " __launch_bounds__("
-           << (k_.schedule->launchBounds ? k_.schedule->launchBounds->value.value : *threads)
-           << ")";
+    if (threads) {
+      int64_t maxThreads =
+          k_.schedule->launchBounds ? k_.schedule->launchBounds->value.value : *threads;
+      out_ << " __launch_bounds__(" << maxThreads;
+      if (registers)
+        out_ << ", "
+             << std::max<int64_t>(1, registersPerSm_ / (registers->value.value * maxThreads));
+      out_ << ")";
+    } else if (registers) {
+      out_ << " __maxnreg__(" << registers->value.value << ")";
+    }
     out_ << " " << k_.name << "(\n    " << llvm::join(parameters(), ",\n    ") << ")";
   }
 
@@ -702,6 +714,7 @@ private:
   const kir::Kernel &k_;
   const ir::Fusion &f_;
   llvm::raw_ostream &out_;
+  int64_t registersPerSm_;
   int blockReductions_ = 0; // emitted so far: they alternate between two scratch slots
 };
 
@@ -930,7 +943,7 @@ GeneratedSources generateCuda(const ir::Fusion &fusion,
     << "// Read it to tune the schedule; regenerate it rather than editing it.\n"
     << preamble << "\n";
   for (const kir::Kernel *kernel : kernels)
-    KernelWriter(*kernel, s).write();
+    KernelWriter(*kernel, s, options.registersPerSm).write();
 
   // Launcher: checks, variant choice, launch.
   s << "#ifndef __CUDACC_RTC__\n// ---- Host launcher ----\n\n";

@@ -24,6 +24,8 @@ struct CodegenOptions {
   /// Launch with the programmatic-stream-serialization attribute (sm_90 and later), so a
   /// kernel's launch overlaps the end of the previous one in the stream.
   bool programmaticDependentLaunch = false;
+  /// The register file of an SM: `maxrregcount N` becomes a minimum of blocks an SM.
+  int64_t registersPerSm = 65536;
 };
 
 /// Whether `arch` (sm_90a, sm_80...) supports programmatic dependent launch.

@@ -499,6 +499,7 @@ private:
     codegen::CodegenOptions options;
     options.programmaticDependentLaunch =
         codegen::supportsProgrammaticLaunch(settings_.target.arch);
+    options.registersPerSm = settings_.target.registersPerSm;
     return options;
   }
 
