@@ -159,8 +159,9 @@ private:
       diagnostics_.report(DiagId::LaunchBoundsTooSmall, schedule_.launchBounds->range,
                           schedule_.launchBounds->value.value, most, widest->name);
     // ptxas allocates at least 24 registers a thread; the target sets the most.
-    if (schedule_.maxRRegCount && (schedule_.maxRRegCount->value.value < 24 ||
-                                   schedule_.maxRRegCount->value.value > target_.maxRegistersPerThread))
+    if (schedule_.maxRRegCount &&
+        (schedule_.maxRRegCount->value.value < 24 ||
+         schedule_.maxRRegCount->value.value > target_.maxRegistersPerThread))
       diagnostics_.report(DiagId::MaxRRegCountOutOfRange, schedule_.maxRRegCount->range,
                           schedule_.maxRRegCount->value.value, target_.maxRegistersPerThread,
                           target_.name);

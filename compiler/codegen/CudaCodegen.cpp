@@ -227,7 +227,8 @@ private:
     for (int loop : outer) {
       const kir::KernelLoop &l = k_.loops[loop];
       count *= *l.extent.value;
-      linear = linear == "0" ? var(l) : "(" + linear + ") * " + sizeExpr(*l.extent.expr) + " + " + var(l);
+      linear = linear == "0" ? var(l)
+                             : "(" + linear + ") * " + sizeExpr(*l.extent.expr) + " + " + var(l);
     }
     out_ << "\n  // Early loads: read after a block reduction, loaded now so that their latency\n"
          << "  // overlaps the row's loads and reductions.\n";
@@ -235,8 +236,8 @@ private:
       const ir::Param &param = f_.params[value->paramIndex];
       out_ << "  " << memoryType(param.dtype) << " " << kir::valueName(*value) << "_early[" << count
            << "][" << width << "];  // " << param.name << ": " << count
-           << (count == 1 ? " vector of " : " vectors of ") << width
-           << " x " << ir::dtypeName(param.dtype) << "\n";
+           << (count == 1 ? " vector of " : " vectors of ") << width << " x "
+           << ir::dtypeName(param.dtype) << "\n";
     }
     std::string indent = "  ";
     out_ << indent << "{\n";
@@ -508,8 +509,6 @@ private:
     }
     prefetch &= outerCount <= 32;
     if (prefetch) {
-      const kir::KernelLoop &v = k_.loops[k_.vectorLoop];
-      int64_t width = *v.extent.value;
       for (const ir::Value *value : phase.values)
         if (value->op == ir::Op::Input && vectorizedAccess(f_.params[value->paramIndex].dims) &&
             !llvm::is_contained(k_.earlyInputs, value))
@@ -1082,8 +1081,7 @@ GeneratedSources generateCuda(const ir::Fusion &fusion,
       << ", cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared_bytes);\n"
       << "      if (opt_in != cudaSuccess)\n        return fsl_fail(FSL_ERROR_LAUNCH, \""
       << kernel->name
-      << ": %zu bytes of shared memory: %s\", shared_bytes, cudaGetErrorString(opt_in));\n    }\n"
-      ;
+      << ": %zu bytes of shared memory: %s\", shared_bytes, cudaGetErrorString(opt_in));\n    }\n";
     if (options.programmaticDependentLaunch)
       s << "    // Programmatic dependent launch: the grid may start while the stream's previous "
            "kernel\n"

@@ -284,9 +284,8 @@ private:
     // H = 16384 (the larger batch's registers halve the warps an SM holds).
     const int64_t registerBudget = 64, batchTarget = 4;
     int64_t batchLimit = knobs_.persistentBatch.value_or(
-        persistent
-            ? std::clamp<int64_t>(registerBudget / (vector * numBuffers), 1, batchTarget)
-            : 16);
+        persistent ? std::clamp<int64_t>(registerBudget / (vector * numBuffers), 1, batchTarget)
+                   : 16);
     auto choose = [&](int64_t minThreads) {
       RowSplit split;
       split.vector = vector;

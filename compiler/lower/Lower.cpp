@@ -272,8 +272,7 @@ private:
     if (found != memo.end())
       return found->second;
     bool invariant;
-    if (ir::isReduction(value->op) || value->op == ir::Op::Scalar ||
-        value->op == ir::Op::Constant)
+    if (ir::isReduction(value->op) || value->op == ir::Op::Scalar || value->op == ir::Op::Constant)
       invariant = true;
     else if (value->op == ir::Op::Input)
       invariant = false;

@@ -68,24 +68,28 @@ TEST_CASE("inner persistent, H = 16384: 512 threads x 4, no wider variant") {
 
 TEST_CASE("inner persistent, H = 8192: 256 threads x 4; 512 x 2 below the SM count") {
   std::string text = rmsNormAdd(8192);
-  CHECK(text.find("schedule f {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 256 -> (Hp, Hx);") !=
-        std::string::npos);
+  CHECK(
+      text.find("schedule f {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 256 -> (Hp, Hx);") !=
+      std::string::npos);
   CHECK(text.find(
             "when T < 132 {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 512 -> (Hp, Hx);") !=
         std::string::npos);
 }
 
-TEST_CASE("inner persistent, H = 1024: a warp a row, 4 rows a block; 128 threads below the SM count") {
+TEST_CASE(
+    "inner persistent, H = 1024: a warp a row, 4 rows a block; 128 threads below the SM count") {
   std::string text = rmsNormAdd(1024);
   CHECK(text.find("schedule f {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 32 -> (Hp, Hx);\n"
                   "    split T by 4 -> (Tb, Ty);") != std::string::npos);
-  CHECK(text.find("when T < 132 {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 128 -> (Hp, Hx);") !=
+  CHECK(text.find(
+            "when T < 132 {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 128 -> (Hp, Hx);") !=
         std::string::npos);
 }
 
 TEST_CASE("softmax with short rows: a warp a row, four rows a block") {
-  std::string text = choose("fusion f<H = 1024>(x: bf16[T, H]) -> (y: bf16[T, H]) {\n    let xf = f32(x);\n"
-                            "    let e = exp(xf - max(xf, over H));\n    y = bf16(e / sum(e, over H));\n}\n");
+  std::string text =
+      choose("fusion f<H = 1024>(x: bf16[T, H]) -> (y: bf16[T, H]) {\n    let xf = f32(x);\n"
+             "    let e = exp(xf - max(xf, over H));\n    y = bf16(e / sum(e, over H));\n}\n");
   CHECK(text.find("// persistent e in registers") != std::string::npos);
   CHECK(text.find("schedule f {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 32 -> (Hp, Hx);\n"
                   "    split T by 4 -> (Tb, Ty);\n"
