@@ -189,24 +189,26 @@ private:
 
     // An inout write-back waits for the last phase that reads its parameter (a value
     // derived from it recomputed after a reduction), so every read sees the old data.
+    // Deferring a store can make its phase read other parameters: repeat until no store
+    // moves (stores only move later, so this ends).
     std::map<const ir::Output *, int> storePhase;
     for (const ir::Output &output : fusion_.outputs)
       storePhase[&output] = phase[output.value->id] + (ir::isReduction(output.value->op) ? 1 : 0);
-    buildPhases(phase, last, registers, storePhase);
-    bool deferred = false;
-    for (const ir::Output &output : fusion_.outputs) {
-      if (!output.isInout)
-        continue;
-      const ir::Value *input = fusion_.params[output.paramIndex].value;
-      for (int p = last; p > storePhase[&output]; --p)
-        if (llvm::is_contained(kernel_->phases[p].values, input)) {
-          storePhase[&output] = p;
-          deferred = true;
-          break;
-        }
-    }
-    if (deferred)
+    for (bool deferred = true; deferred;) {
       buildPhases(phase, last, registers, storePhase);
+      deferred = false;
+      for (const ir::Output &output : fusion_.outputs) {
+        if (!output.isInout)
+          continue;
+        const ir::Value *input = fusion_.params[output.paramIndex].value;
+        for (int p = last; p > storePhase[&output]; --p)
+          if (llvm::is_contained(kernel_->phases[p].values, input)) {
+            storePhase[&output] = p;
+            deferred = true;
+            break;
+          }
+      }
+    }
     kernel_->phaseOf = phase;
     chooseReciprocals();
     chooseEarlyInputs();
