@@ -46,7 +46,9 @@ void printKernel(const Kernel &kernel, llvm::raw_ostream &out) {
     if (loop.unrolled)
       out << " unroll";
     out << " : " << fusion.dims[loop.root].name << " += " << loop.name << " * " << loop.stride.text;
-    if (!loop.exact)
+    if (kernel.clampedRoots.count(loop.root) && !loop.exact)
+      out << " (clamped: past the end, reads repeat the last and stores are skipped)";
+    else if (!loop.exact)
       out << " (predicated)";
     out << "\n";
   }

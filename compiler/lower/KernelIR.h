@@ -65,6 +65,10 @@ struct Kernel {
   /// and divisible by the width, so no vector straddles the end.
   bool vectorAccessesExact = false;
   std::set<ir::DimId> inexactRoots; // roots whose index must be checked against the extent
+  /// Inexact roots that no serial loop walks and no reduction reduces (rows split over
+  /// blocks and threadIdx.y): a thread past the end reads the last row again and skips its
+  /// stores, so no loop needs a bounds check (fewer registers live across branches).
+  std::set<ir::DimId> clampedRoots;
   /// The phase whose loop computes each value (a reduction: the phase that accumulates it).
   std::map<unsigned, int> phaseOf;
   /// Divisions by a value that is the same for every element of a row (a reduction, or

@@ -24,6 +24,7 @@ public:
     kernel_->schedule = &schedule_;
     if (!chooseReference() || !checkTensors() || !checkReductions() || !assignPhases())
       return nullptr;
+    chooseClampedRoots();
     return std::move(kernel_);
   }
 
@@ -264,6 +265,23 @@ private:
           current.values.push_back(value.get());
       for (const ir::Value *saved : current.saves)
         available.insert(saved->id);
+    }
+  }
+
+  /// Inexact roots walked by no serial loop and reduced by no reduction are clamped
+  /// rather than checked (see Kernel::clampedRoots): reading a repeated row is harmless
+  /// when nothing sums over rows, and its stores are skipped.
+  void chooseClampedRoots() {
+    for (ir::DimId root : std::set<ir::DimId>(kernel_->inexactRoots)) {
+      bool clampable = true;
+      for (const kir::KernelLoop &loop : kernel_->loops)
+        clampable &= !(loop.root == root && loop.parallel == Parallel::Serial);
+      for (const auto &value : fusion_.values)
+        clampable &= !(ir::isReduction(value->op) && llvm::is_contained(value->reduced, root));
+      if (clampable) {
+        kernel_->inexactRoots.erase(root);
+        kernel_->clampedRoots.insert(root);
+      }
     }
   }
 

@@ -183,12 +183,15 @@ private:
     return index;
   }
 
-  /// Row-major offset of the current element in a tensor with declared `dims`.
+  /// Row-major offset of the current element in a tensor with declared `dims`; `clamp`
+  /// reads the last row for a clamped root past its end, as the GPU's loads do.
   int64_t offset(const Thread &thread, const std::vector<ir::DimId> &dims, const std::string &name,
-                 int64_t size) const {
+                 int64_t size, bool clamp = false) const {
     int64_t result = 0;
     for (ir::DimId dim : dims) {
       int64_t index = rootIndex(thread, dim);
+      if (clamp && kernel_.clampedRoots.count(dim))
+        index = std::min(index, extents_[dim] - 1);
       if (index >= extents_[dim])
         throw Fault(llvm::formatv("out-of-bounds access of {0}: {1} index {2} >= {3}", name,
                                   fusion_.dims[dim].name, index, extents_[dim]));
@@ -230,7 +233,8 @@ private:
       } else if (value->op == ir::Op::Input) {
         const ir::Param &param = fusion_.params[value->paramIndex];
         const std::vector<double> &data = memory_[value->paramIndex];
-        int64_t at = offset(thread, param.dims, param.name, static_cast<int64_t>(data.size()));
+        int64_t at =
+            offset(thread, param.dims, param.name, static_cast<int64_t>(data.size()), true);
         checkVectorAlignment(thread, param.dims, at, param.name, param.dtype);
         result = data[at];
       } else if (value->op == ir::Op::Scalar) {
@@ -263,6 +267,11 @@ private:
                        reduction->dtype);
     }
     for (const ir::Output *output : kernel_.phases[phase].stores) {
+      bool pastTheEnd = false; // a clamped row past the end stores nothing
+      for (ir::DimId dim : output->dims)
+        pastTheEnd |= kernel_.clampedRoots.count(dim) && rootIndex(thread, dim) >= extents_[dim];
+      if (pastTheEnd)
+        continue;
       size_t index = static_cast<size_t>(output - fusion_.outputs.data());
       std::vector<double> &data = memory_[outputBuffer_[index]];
       int64_t at = offset(thread, output->dims, output->name, static_cast<int64_t>(data.size()));
