@@ -156,6 +156,12 @@ def copy_ceiling(build):
     return max(each.values()), each
 
 
+def save(out, ceiling, copies, rows, ab):
+    with open(os.path.join(out, "bench.json"), "w") as f:
+        json.dump({"ceiling": ceiling, "copies": copies, "rows": rows, "ab": ab,
+                   "date": str(datetime.date.today())}, f)
+
+
 def main():
     build, out = sys.argv[1], sys.argv[2]
     # Optional subsets for a quick look: bench.py BUILD OUT [H,H,...] [T,T,...]
@@ -246,6 +252,7 @@ def main():
                                    baseline=t_base))
                 del inputs
                 torch.cuda.empty_cache()
+        save(out, ceiling, copies, rows, ab)  # after each hidden size: a cut-off run keeps them
     # The A/B at hidden sizes outside the grid where the two splits differ.
     for H in (AB_EXTRA if len(sys.argv) <= 3 else []):
         static_lib = ctypes.CDLL(os.path.join(build, f"auto_{H}", "librms_norm_add.so"))
@@ -262,8 +269,7 @@ def main():
             print(f"A/B H={H:5d} T={T:5d} static {t_static:8.2f} baseline {t_base:8.2f} again {t_again:8.2f}")
             del inputs
             torch.cuda.empty_cache()
-    with open(os.path.join(out, "bench.json"), "w") as f:
-        json.dump({"ceiling": ceiling, "copies": copies, "rows": rows, "ab": ab, "date": str(datetime.date.today())}, f)
+    save(out, ceiling, copies, rows, ab)
     met = sum(r["meets"] for r in rows)
     wrong = sum(not r["correct"] for r in rows)
     print(f"\ntargets met at {met} of {len(rows)} points; {wrong} wrong results")
