@@ -54,8 +54,8 @@ variant 16384 512 1; variant 16384 1024 1
 variant 4096 256 1 s; variant 4096 128 1 s
 variant 8192 512 1 s; variant 8192 256 1 s
 variant 16384 512 1 s; variant 16384 256 1 s
-# Cache-hint variants of the auto kernels: streaming (evict-first) loads and stores
-# (cs), or streaming stores only (stcs).
+# Variants of the auto kernels: streaming (evict-first) loads and stores (cs), streaming
+# stores only (stcs), at most 64 registers a thread (reg64).
 for cu in "$out"/auto_*/{rms_norm,rms_norm_add,layer_norm,softmax}.cu; do
   python3 - "$cu" <<'PY'
 import sys
@@ -75,6 +75,11 @@ cs_store = store.replace("""  *reinterpret_cast<typename FslVector<Bytes>::type 
          *reinterpret_cast<const typename FslVector<Bytes>::type *>(from));""")
 open(path[:-3] + "_cs.cu", "w").write(text.replace(load, cs_load).replace(store, cs_store))
 open(path[:-3] + "_stcs.cu", "w").write(text.replace(store, cs_store))
+# A register cap of 64 a thread: as many blocks an SM as that allows (run F).
+import re
+capped = re.sub(r"__launch_bounds__\((\d+)\)",
+                lambda m: f"__launch_bounds__({m.group(1)}, {max(1, 65536 // (64 * int(m.group(1))))})", text)
+open(path[:-3] + "_reg64.cu", "w").write(capped)
 PY
 done
 echo "generated $(ls -d "$out"/exp_* | wc -l) experiment folders"
