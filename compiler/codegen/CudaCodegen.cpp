@@ -318,10 +318,10 @@ private:
     return offset.empty() ? "0" : offset;
   }
 
-  /// Which bounds checks a predicate holds: a root that no serial loop walks (rows split
-  /// over blocks and threadIdx.y) has the same check in every iteration of a thread, so it
-  /// guards a whole loop nest once; checking it in every iteration instead kept values
-  /// live across the branches (LayerNorm at H = 1024: 128 registers instead of 64).
+  /// Which bounds checks a predicate holds: a root that no serial loop walks has the same
+  /// check in every iteration of a thread, so it guards a whole loop nest once (checks in
+  /// every iteration keep values live across the branches). Rows split over blocks and
+  /// threadIdx.y are usually clamped instead and need no check (Kernel::clampedRoots).
   enum class Checks { All, SameForThread, PerIteration };
 
   bool sameForThread(ir::DimId root) const {
