@@ -311,8 +311,8 @@ private:
     for (size_t i = 0; i < dims.size(); ++i) {
       std::string index = "(" + rootIndex(dims[i], vectorLaneZero) + ")";
       if (clamp && k_.clampedRoots.count(dims[i]))
-        index = "fsl_clamp_index" + index.substr(0, index.size() - 1) + ", " +
-                dimExtent(dims[i]) + ")";
+        index =
+            "fsl_clamp_index" + index.substr(0, index.size() - 1) + ", " + dimExtent(dims[i]) + ")";
       offset = i == 0 ? index : "(" + offset + ") * " + dimExtent(dims[i]) + " + " + index;
     }
     return offset.empty() ? "0" : offset;
@@ -729,9 +729,8 @@ private:
       for (const ir::Output *output : phase.stores)
         if (llvm::is_contained(vectorStores, output->name))
           out_ << indent << storeGuard(output->dims) << "fsl_store_vector<"
-               << width * ir::dtypeBytes(output->dtype) << ">("
-               << outputPointer(*output) << " + " << offsetOf(output->dims, true) << ", "
-               << output->name << "_vec);\n";
+               << width * ir::dtypeBytes(output->dtype) << ">(" << outputPointer(*output) << " + "
+               << offsetOf(output->dims, true) << ", " << output->name << "_vec);\n";
     }
     if (!guard.empty()) {
       indent.resize(indent.size() - 2);
