@@ -322,7 +322,7 @@ private:
   /// check in every iteration of a thread, so it guards a whole loop nest once (checks in
   /// every iteration keep values live across the branches). Rows split over blocks and
   /// threadIdx.y are usually clamped instead and need no check (Kernel::clampedRoots).
-  enum class Checks { All, SameForThread, PerIteration };
+  enum class Checks { SameForThread, PerIteration };
 
   bool sameForThread(ir::DimId root) const {
     for (const kir::KernelLoop &loop : k_.loops)
@@ -331,11 +331,10 @@ private:
     return true;
   }
 
-  std::string predicate(bool vectorLaneZero, Checks which = Checks::All) const {
+  std::string predicate(bool vectorLaneZero, Checks which) const {
     std::vector<std::string> conditions;
     for (ir::DimId root : k_.inexactRoots) {
-      if ((which == Checks::SameForThread && !sameForThread(root)) ||
-          (which == Checks::PerIteration && sameForThread(root)))
+      if (sameForThread(root) != (which == Checks::SameForThread))
         continue;
       conditions.push_back("(" + rootIndex(root, vectorLaneZero) + ") < " + dimExtent(root));
     }
