@@ -1,6 +1,8 @@
 // Nvrtc.cpp — one NVRTC program per call.
 #include "codegen/Nvrtc.h"
 
+#include "fsl_device_header.inc" // generated: the text of runtime/include/fsl/device.cuh
+
 #include <nvrtc.h>
 
 #ifndef FSL_CUDA_INCLUDE_DIR
@@ -13,8 +15,12 @@ NvrtcResult compileWithNvrtc(const std::string &source, const std::string &name,
                              const std::string &arch, bool cubin,
                              const std::vector<std::string> &extraOptions) {
   NvrtcResult result;
+  // Generated sources include "fsl/device.cuh": NVRTC gets the copy built into fslc, so
+  // the kernels compile without an include path to the runtime's headers.
+  const char *headers[] = {kFslDeviceHeaderText};
+  const char *headerNames[] = {kFslDeviceHeaderName};
   nvrtcProgram program;
-  if (nvrtcCreateProgram(&program, source.c_str(), name.c_str(), 0, nullptr, nullptr) !=
+  if (nvrtcCreateProgram(&program, source.c_str(), name.c_str(), 1, headers, headerNames) !=
       NVRTC_SUCCESS) {
     result.log = "nvrtcCreateProgram failed";
     return result;

@@ -1,7 +1,8 @@
 // Nvrtc.h — compiles generated CUDA to PTX or a cubin with NVRTC (`--emit=ptx|cubin`).
 //
 // The generated source's kernel part is NVRTC-clean (the host launcher is skipped under
-// __CUDACC_RTC__), so what nvcc builds ahead of time NVRTC builds in process.
+// __CUDACC_RTC__), so what nvcc builds ahead of time NVRTC builds in process. The
+// helpers it includes (fsl/device.cuh) are built into fslc and given to NVRTC by content.
 #pragma once
 
 #include <string>

@@ -13,12 +13,14 @@
 #include "driver/Verify.h"
 #include "heuristics/Heuristics.h"
 #include "ir/Printer.h"
+#include "kir/Printer.h"
 #include "lower/Lower.h"
 #include "parse/Parser.h"
 #include "schedule/Printer.h"
 #include "schedule/ScheduleBuilder.h"
 #include "sema/Sema.h"
 #include "support/Diagnostics.h"
+#include "support/Internal.h"
 #include "support/Target.h"
 
 #include <llvm/ADT/StringExtras.h>
@@ -53,7 +55,7 @@ struct Unit {
   std::unique_ptr<ast::File> file;                         // when only parsed (format, ast)
   std::unique_ptr<Program> program;                        // after sema
   std::vector<std::unique_ptr<sched::Schedule>> schedules; // explicit schedules, checked
-  std::vector<std::unique_ptr<kir::Kernel>> kernels;       // lowered, when asked for
+  std::vector<std::unique_ptr<kir::Program>> programs;     // lowered, when asked for
   std::map<std::string, std::string> noHeuristic;          // fusion -> why no auto schedule
   std::set<std::string> staticDimNames;
   bool failed = false;
@@ -62,7 +64,7 @@ struct Unit {
 class Driver {
 public:
   Driver(const DriverOptions &options, llvm::raw_ostream &out, llvm::raw_ostream &err)
-      : options_(options), out_(out),
+      : options_(options), out_(out), err_(err),
         text_(sources_, err,
               options.color == ColorMode::Always ||
                   (options.color == ColorMode::Auto && err.has_colors())),
@@ -105,6 +107,13 @@ private:
       diagnostics_.report(DiagId::UsageError, llvm::SMRange(), options_.usageError);
       return kExitUsage;
     }
+    for (const std::string &pass : options_.printAfter)
+      if (!llvm::is_contained(loweringPassNames(), pass)) {
+        diagnostics_.report(DiagId::UsageError, llvm::SMRange(),
+                            "--print-after=" + pass + ": no lowering pass of that name (passes: " +
+                                llvm::join(loweringPassNames(), ", ") + ")");
+        return kExitUsage;
+      }
     ProjectConfig config;
     if (!options_.configPath.empty()) {
       std::optional<unsigned> buffer = readFile(options_.configPath);
@@ -203,30 +212,32 @@ private:
            !options_.simulateSizes.empty();
   }
 
-  /// The kernels of one fusion, guarded variants first (the launcher tries them in order).
-  std::vector<const kir::Kernel *> kernelsOf(const Unit &unit, const ir::Fusion &fusion) const {
-    std::vector<const kir::Kernel *> guarded, fallback;
-    for (const auto &kernel : unit.kernels)
-      if (kernel->fusion == &fusion)
-        (kernel->schedule->decl->when.empty() ? fallback : guarded).push_back(kernel.get());
-    guarded.insert(guarded.end(), fallback.begin(), fallback.end());
-    return guarded;
+  /// The lowered program of one fusion.
+  const kir::Program &programOf(const Unit &unit, const ir::Fusion &fusion) const {
+    for (const auto &program : unit.programs)
+      if (program->fusion == &fusion)
+        return *program;
+    FSL_UNREACHABLE("a fusion without a lowered program");
   }
 
   /// Lowers every explicit schedule; a fusion without one cannot generate code yet.
   bool lowerAll(Unit &unit) {
     unsigned errorsBefore = diagnostics_.errorCount();
+    PrintAfter print;
+    print.passes.insert(options_.printAfter.begin(), options_.printAfter.end());
+    print.all = options_.printAfterAll;
+    print.out = &err_;
+    lower::LowerOptions lowerOptions;
+    lowerOptions.registersPerSm = settings_.target.registersPerSm;
     for (const auto &fusion : unit.program->fusions) {
-      int variant = 0;
-      bool any = false;
-      for (const auto &schedule : unit.schedules) {
-        if (schedule->fusion != fusion.get())
-          continue;
-        any = true;
-        if (auto kernel = lowerSchedule(*schedule, fusion->name + "_v" + std::to_string(variant++),
-                                        diagnostics_))
-          unit.kernels.push_back(std::move(kernel));
-      }
+      std::vector<const sched::Schedule *> schedules;
+      for (const auto &schedule : unit.schedules)
+        if (schedule->fusion == fusion.get())
+          schedules.push_back(schedule.get());
+      bool any = !schedules.empty();
+      if (any)
+        if (auto program = lowerFusion(*fusion, schedules, lowerOptions, diagnostics_, print))
+          unit.programs.push_back(std::move(program));
       if (!any) {
         auto why = unit.noHeuristic.find(fusion->name);
         diagnostics_.report(DiagId::NeedsExplicitSchedule, fusion->range, fusion->name,
@@ -333,7 +344,8 @@ private:
   std::vector<ast::DeclPtr> heuristicSchedules(Unit &unit, const ir::Fusion &fusion,
                                                const heuristics::Knobs &knobs,
                                                DiagnosticEngine &diagnostics) {
-    heuristics::Choice choice = heuristics::chooseSchedules(fusion, settings_.target, knobs);
+    heuristics::Choice choice =
+        heuristics::chooseSchedules(fusion, settings_.target, knobs, &diagnostics);
     if (choice.text.empty()) {
       unit.noHeuristic[fusion.name] = choice.why;
       return {};
@@ -442,10 +454,10 @@ private:
       }
       break;
     case EmitKind::KernelIR:
-      for (size_t i = 0; i < unit.kernels.size(); ++i) {
+      for (size_t i = 0; i < unit.programs.size(); ++i) {
         if (i != 0)
           stream << '\n';
-        kir::printKernel(*unit.kernels[i], stream);
+        kir::printProgram(*unit.programs[i], stream);
       }
       extension = ".kernel-ir";
       break;
@@ -464,7 +476,7 @@ private:
       for (const auto &fusion : unit.program->fusions) {
         if (!result.empty())
           stream << '\n';
-        if (!simulateAndCompare(*fusion, kernelsOf(unit, *fusion), options_.simulateSizes,
+        if (!simulateAndCompare(*fusion, programOf(unit, *fusion), options_.simulateSizes,
                                 options_.seed, options_.simulateMisalign, diagnostics_, stream)) {
           out_ << result;
           return kExitDiagnostics;
@@ -499,7 +511,6 @@ private:
     codegen::CodegenOptions options;
     options.programmaticDependentLaunch =
         codegen::supportsProgrammaticLaunch(settings_.target.arch);
-    options.registersPerSm = settings_.target.registersPerSm;
     return options;
   }
 
@@ -507,7 +518,7 @@ private:
   int emitCuda(Unit &unit) {
     for (const auto &fusion : unit.program->fusions) {
       codegen::GeneratedSources sources =
-          codegen::generateCuda(*fusion, kernelsOf(unit, *fusion), unit.path, codegenOptions());
+          codegen::generateCuda(programOf(unit, *fusion), unit.path, codegenOptions());
       if (settings_.outputDir.empty()) {
         out_ << "// ---- " << fusion->name << ".h\n"
              << sources.header << "\n// ---- " << fusion->name << ".cu\n"
@@ -528,7 +539,7 @@ private:
   int emitCompiled(Unit &unit, bool cubin) {
     for (const auto &fusion : unit.program->fusions) {
       codegen::GeneratedSources sources =
-          codegen::generateCuda(*fusion, kernelsOf(unit, *fusion), unit.path, codegenOptions());
+          codegen::generateCuda(programOf(unit, *fusion), unit.path, codegenOptions());
       codegen::NvrtcResult compiled =
           codegen::compileWithNvrtc(sources.source, fusion->name + ".cu", settings_.target.arch,
                                     cubin, options_.nvrtcOptions);
@@ -579,6 +590,7 @@ private:
 
   const DriverOptions &options_;
   llvm::raw_ostream &out_;
+  llvm::raw_ostream &err_; // --print-after output, as LLVM's tools print it
   llvm::SourceMgr sources_;
   TextDiagnosticPrinter text_;
   JsonDiagnosticPrinter json_;

@@ -36,6 +36,8 @@ struct DriverOptions {
   ColorMode color = ColorMode::Auto;
   std::vector<std::string> nvrtcOptions; // -Xnvrtc
   bool resolved = false;                 // --emit=schedule: loop nests instead of text
+  std::vector<std::string> printAfter;   // --print-after=PASS: Kernel IR after that pass
+  bool printAfterAll = false;            // --print-after-all
   bool verify = false;
   bool warningsAsErrors = false;
   unsigned errorLimit = 50;

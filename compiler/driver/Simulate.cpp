@@ -4,6 +4,7 @@
 
 #include "driver/Evaluate.h"
 #include "ir/Printer.h"
+#include "kir/Mutator.h"
 #include "sim/Simulator.h"
 #include "support/Diagnostics.h"
 
@@ -60,16 +61,27 @@ std::string compareOutputs(const ir::Fusion &fusion, const eval::EvalResult &sim
 
 namespace {
 
-bool guardHolds(const kir::Kernel &kernel, const std::vector<int64_t> &extents) {
-  for (const ast::SizeCondition &c : kernel.schedule->decl->when)
-    if (!ast::holds(c, extents[*kernel.fusion->findDim(c.dim.text)]))
-      return false;
-  return true;
+/// The first variant whose guard holds for these sizes.
+const kir::Variant *chooseVariant(const kir::Program &program,
+                                  const std::vector<int64_t> &extents) {
+  for (const kir::Variant &variant : program.variants) {
+    if (!variant.guard)
+      return &variant;
+    kir::Expr bound = kir::substitute(variant.guard, [&](const kir::VarPtr &v) -> kir::Expr {
+      for (size_t d = 0; d < program.dims.size(); ++d)
+        if (program.dims[d] == v)
+          return kir::index(extents[d]);
+      return nullptr;
+    });
+    if (kir::evaluateStatic(bound).value_or(0) != 0)
+      return &variant;
+  }
+  return nullptr;
 }
 
 } // namespace
 
-bool simulateAndCompare(const ir::Fusion &fusion, const std::vector<const kir::Kernel *> &kernels,
+bool simulateAndCompare(const ir::Fusion &fusion, const kir::Program &program,
                         const std::string &assignments, uint64_t seed, int64_t misalign,
                         DiagnosticEngine &diagnostics, llvm::raw_ostream &out) {
   // The evaluate path parses the sizes and makes the inputs; reuse it silently.
@@ -84,20 +96,16 @@ bool simulateAndCompare(const ir::Fusion &fusion, const std::vector<const kir::K
                        llvm::toString(reference.takeError()));
     return false;
   }
-  const kir::Kernel *chosen = nullptr;
-  for (const kir::Kernel *kernel : kernels)
-    if (guardHolds(*kernel, reference->extents)) {
-      chosen = kernel;
-      break;
-    }
-  if (!chosen) {
+  const kir::Variant *variant = chooseVariant(program, reference->extents);
+  if (!variant) {
     diagnostics.report(DiagId::InvalidSimulateArgument, llvm::SMRange(),
                        "no schedule of " + fusion.name + " applies to these sizes");
     return false;
   }
-  llvm::Expected<eval::EvalResult> simulated = sim::simulate(*chosen, request, misalign);
+  const kir::Kernel *chosen = &program.kernels[variant->launches.front()];
+  llvm::Expected<eval::EvalResult> simulated = sim::simulate(program, request, misalign);
   if (!simulated) {
-    diagnostics.report(DiagId::SimulationFault, chosen->schedule->decl->fusion.range,
+    diagnostics.report(DiagId::SimulationFault, chosen->origin.range,
                        chosen->name + ": " + llvm::toString(simulated.takeError()));
     return false;
   }
@@ -113,7 +121,7 @@ bool simulateAndCompare(const ir::Fusion &fusion, const std::vector<const kir::K
         << ir::typeString(fusion, fusion.outputs[o].dtype, fusion.outputs[o].dims)
         << "  max |error| " << llvm::format("%.3g", maxErrors[o]) << "\n";
   if (!mismatch.empty()) {
-    diagnostics.report(DiagId::SimulationMismatch, chosen->schedule->decl->fusion.range,
+    diagnostics.report(DiagId::SimulationMismatch, chosen->origin.range,
                        chosen->name + ": " + mismatch);
     return false;
   }

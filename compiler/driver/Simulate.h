@@ -3,7 +3,7 @@
 #pragma once
 
 #include "eval/Evaluator.h"
-#include "lower/KernelIR.h"
+#include "kir/IR.h"
 
 #include <cstdint>
 #include <string>
@@ -30,10 +30,10 @@ std::string compareOutputs(const ir::Fusion &fusion, const eval::EvalResult &sim
                            const eval::EvalResult &reference,
                            std::vector<double> *maxErrors = nullptr);
 
-/// Picks the kernel variant for the sizes, simulates it and compares. `misalign` places
-/// every tensor that many elements past an aligned address. Returns false after
-/// reporting a diagnostic.
-bool simulateAndCompare(const ir::Fusion &fusion, const std::vector<const kir::Kernel *> &kernels,
+/// Simulates the program's variant for the sizes and compares. `misalign` places every
+/// tensor that many elements past an aligned address. Returns false after reporting a
+/// diagnostic.
+bool simulateAndCompare(const ir::Fusion &fusion, const kir::Program &program,
                         const std::string &assignments, uint64_t seed, int64_t misalign,
                         DiagnosticEngine &diagnostics, llvm::raw_ostream &out);
 

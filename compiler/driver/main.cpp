@@ -76,6 +76,13 @@ cl::list<std::string> nvrtcOptions("Xnvrtc", cl::desc("Pass <option> to NVRTC (-
                                    cl::value_desc("option"), cl::cat(category));
 cl::opt<bool> resolved("resolved", cl::desc("With --emit=schedule: print every tensor's loop nest"),
                        cl::cat(category));
+cl::list<std::string> printAfter("print-after",
+                                 cl::desc("Print the Kernel IR after lowering pass <pass> "
+                                          "(on standard error; repeatable)"),
+                                 cl::value_desc("pass"), cl::cat(category));
+cl::opt<bool> printAfterAll("print-after-all",
+                            cl::desc("Print the Kernel IR after every lowering pass"),
+                            cl::cat(category));
 cl::opt<bool> verify("verify", cl::desc("Check diagnostics against // expected-* comments"),
                      cl::cat(category));
 cl::opt<bool> warningsAsErrors("Werror", cl::desc("Treat warnings as errors"), cl::cat(category));
@@ -134,6 +141,8 @@ int main(int argc, char **argv) {
   options.diagnosticsFormat = diagnosticsFormat;
   options.color = color;
   options.resolved = resolved;
+  options.printAfter.assign(printAfter.begin(), printAfter.end());
+  options.printAfterAll = printAfterAll;
   options.nvrtcOptions.assign(nvrtcOptions.begin(), nvrtcOptions.end());
   // -o DIR without --emit writes the CUDA sources: the main job.
   if (emit.getNumOccurrences() == 0 && !options.outputDir.empty())

@@ -36,21 +36,6 @@ unsigned widestElement(const ir::Fusion &fusion, ir::DimId dim) {
   return bytes;
 }
 
-/// Vector width: up to 16 bytes, a power of two dividing the static extent.
-int64_t vectorWidth(const ir::Fusion &fusion, ir::DimId dim, const Knobs &knobs, std::string &why) {
-  const ir::Dim &d = fusion.dims[dim];
-  unsigned bytes = widestElement(fusion, dim);
-  int64_t width = knobs.vectorWidth.value_or(16 / bytes);
-  if (!d.staticExtent) {
-    why = d.name + " is a runtime size: scalar accesses (vectors need a static extent they divide)";
-    return 1;
-  }
-  while (width > 1 && *d.staticExtent % width != 0)
-    width /= 2;
-  why = llvm::formatv("{0} x {1} bytes = {2}-byte accesses", width, bytes, width * bytes).str();
-  return width;
-}
-
 std::string guard(const std::vector<ast::SizeCondition> &when, const std::string &extra = "") {
   std::vector<std::string> parts;
   for (const ast::SizeCondition &c : when)
@@ -109,10 +94,36 @@ void rowDirectives(Block &block, const std::string &row, const std::string &dim,
 
 class Chooser {
 public:
-  Chooser(const ir::Fusion &fusion, const Target &target, const Knobs &knobs)
-      : fusion_(fusion), target_(target), knobs_(knobs) {}
+  Chooser(const ir::Fusion &fusion, const Target &target, const Knobs &knobs,
+          DiagnosticEngine *diagnostics)
+      : fusion_(fusion), target_(target), knobs_(knobs), diagnostics_(diagnostics) {}
 
   Choice run() {
+    Choice choice = dispatch();
+    // A heuristic that declines the fusion takes the knobs with it: `why` says why.
+    if (choice.text.empty())
+      return choice;
+    // Whatever the heuristic did not use is refused, so no knob is ever ignored.
+    for (const auto &[name, set] : written())
+      if (set && !honoured_.count(name))
+        refuse(name, unused_.empty()
+                         ? "auto(" + kind_ + ") does not read it for '" + fusion_.name + "'"
+                         : unused_);
+    if (refused_.empty())
+      return choice;
+    for (const auto &[name, reason] : refused_) {
+      auto at = knobs_.ranges.find(name);
+      if (diagnostics_)
+        diagnostics_->report(DiagId::AutoKnobUnsupported,
+                             at != knobs_.ranges.end() ? at->second : llvm::SMRange(), name,
+                             reason);
+    }
+    return {"",
+            "knob '" + refused_.front().first + "' cannot be honoured: " + refused_.front().second};
+  }
+
+private:
+  Choice dispatch() {
     for (const auto &value : fusion_.values)
       if (value->op == ir::Op::MatMul)
         return {"",
@@ -120,15 +131,77 @@ public:
     const ir::Output *reference = referenceOutput(fusion_);
     if (!reference)
       return {"", "the fusion has no output"};
-    std::string kind = knobs_.kind.empty() ? classify(fusion_) : knobs_.kind;
-    if (kind == "pointwise")
+    kind_ = knobs_.kind.empty() ? classify(fusion_) : knobs_.kind;
+    if (kind_ == "pointwise")
       return pointwise();
-    if (kind == "reduction" || kind == "inner_persistent")
-      return reductionLike(kind == "inner_persistent");
-    return {"", "auto(" + kind + ") is not implemented yet"};
+    if (kind_ == "reduction" || kind_ == "inner_persistent")
+      return reductionLike(kind_ == "inner_persistent");
+    return {"", "auto(" + kind_ + ") is not implemented yet"};
   }
 
-private:
+  /// Each knob and whether it is set.
+  std::vector<std::pair<std::string, bool>> written() const {
+    return {{"static_bdimx", knobs_.staticBdimx.has_value()},
+            {"compute_with", knobs_.computeWith.has_value()},
+            {"vector_width", knobs_.vectorWidth.has_value()},
+            {"unroll", knobs_.unroll.has_value()},
+            {"persistent_batch", knobs_.persistentBatch.has_value()},
+            {"rows_per_block", knobs_.rowsPerBlock.has_value()}};
+  }
+  void honour(const std::string &knob) { honoured_.insert(knob); }
+  void refuse(const std::string &knob, const std::string &reason) {
+    honoured_.insert(knob); // reported once
+    refused_.emplace_back(knob, reason);
+  }
+
+  /// Vector width: the knob's exactly, or up to 16 bytes, a power of two dividing the
+  /// static extent.
+  int64_t vectorWidth(ir::DimId dim, std::string &why) {
+    const ir::Dim &d = fusion_.dims[dim];
+    unsigned bytes = widestElement(fusion_, dim);
+    int64_t widest = 16 / bytes;
+    if (d.staticExtent)
+      while (widest > 1 && *d.staticExtent % widest != 0)
+        widest /= 2;
+    if (knobs_.vectorWidth) {
+      int64_t width = *knobs_.vectorWidth;
+      if (width == 1) {
+        honour("vector_width");
+        why = "vector_width = 1: scalar accesses";
+        return 1;
+      }
+      if (!d.staticExtent)
+        refuse("vector_width", d.name +
+                                   " is a runtime size, and vectors need a static extent "
+                                   "they divide; give " +
+                                   d.name + " a static size or remove the knob");
+      else if (width * bytes > 16)
+        refuse("vector_width", llvm::formatv("{0} x {1}-byte elements are {2} bytes, over the 16 "
+                                             "bytes of one access; use vector_width = {3} or less",
+                                             width, bytes, width * bytes, widest)
+                                   .str());
+      else if (*d.staticExtent % width != 0)
+        refuse("vector_width",
+               llvm::formatv("{0} does not divide {1} = {2}; use vector_width = {3} or less", width,
+                             d.name, *d.staticExtent, widest)
+                   .str());
+      else {
+        honour("vector_width");
+        why = llvm::formatv("vector_width = {0}: {0} x {1} bytes = {2}-byte accesses", width, bytes,
+                            width * bytes)
+                  .str();
+        return width;
+      }
+    }
+    if (!d.staticExtent) {
+      why =
+          d.name + " is a runtime size: scalar accesses (vectors need a static extent they divide)";
+      return 1;
+    }
+    why = llvm::formatv("{0} x {1} bytes = {2}-byte accesses", widest, bytes, widest * bytes).str();
+    return widest;
+  }
+
   /// The contiguous dimension and the others of the reference layout.
   bool layout(ir::DimId &inner, std::vector<ir::DimId> &rows, std::string &why) {
     const ir::Output *reference = referenceOutput(fusion_);
@@ -155,16 +228,32 @@ private:
       return {"", why};
     const ir::Dim &d = fusion_.dims[inner];
     std::string vectorWhy;
-    int64_t vector = vectorWidth(fusion_, inner, knobs_, vectorWhy);
+    int64_t vector = vectorWidth(inner, vectorWhy);
+    // unroll = N: each thread makes N accesses a block's width apart (so each stays
+    // coalesced), in an unrolled loop: fewer blocks, more loads in flight a thread.
+    int64_t unroll = knobs_.unroll.value_or(1);
+    if (knobs_.unroll)
+      honour("unroll");
     Block block;
-    block.comments.push_back("auto(pointwise): " + vectorWhy +
-                             "; 128 threads a block, one access each.");
+    block.comments.push_back(
+        "auto(pointwise): " + vectorWhy + "; 128 threads a block, " +
+        (unroll > 1
+             ? llvm::formatv("{0} accesses each, 128 accesses apart (unroll = {0})", unroll).str()
+             : std::string(knobs_.unroll ? "one access each (unroll = 1)" : "one access each")) +
+        ".");
     if (vector > 1)
       block.directives.push_back(
           llvm::formatv("split {0} by {1} -> ({0}o, {0}v);", d.name, vector).str());
     std::string base = vector > 1 ? d.name + "o" : d.name;
-    block.directives.push_back(
-        llvm::formatv("split {0} by 128 -> ({1}b, {1}x);", base, d.name).str());
+    if (unroll > 1) {
+      block.directives.push_back(
+          llvm::formatv("split {0} by 128 -> ({1}q, {1}x);", base, d.name).str());
+      block.directives.push_back(
+          llvm::formatv("split {0}q by {1} -> ({0}b, {0}u);", d.name, unroll).str());
+    } else {
+      block.directives.push_back(
+          llvm::formatv("split {0} by 128 -> ({1}b, {1}x);", base, d.name).str());
+    }
     if (rows.empty())
       block.directives.push_back(
           llvm::formatv("parallelize {0}b -> BIDx, {0}x -> TIDx;", d.name).str());
@@ -175,6 +264,8 @@ private:
               .str());
     if (vector > 1)
       block.directives.push_back("vectorize " + d.name + "v;");
+    if (unroll > 1)
+      block.directives.push_back("unroll " + d.name + "u;");
     return {block.render(fusion_.name, guard(knobs_.when)), ""};
   }
 
@@ -254,7 +345,8 @@ private:
     const ir::Dim &d = fusion_.dims[inner];
     const std::string row = fusion_.dims[rows[0]].name;
     std::string vectorWhy;
-    int64_t vector = vectorWidth(fusion_, inner, knobs_, vectorWhy);
+    int64_t vector = vectorWidth(inner, vectorWhy);
+    bool staticBdimx = knobs_.staticBdimx.value_or(true);
 
     std::vector<sched::TensorSchedule> tensors = sched::rootTensors(fusion_);
     std::vector<const sched::TensorSchedule *> kept =
@@ -274,6 +366,13 @@ private:
           llvm::formatv("parallelize {0} -> BIDx, {1}x -> TIDx;", row, d.name).str());
       for (const sched::TensorSchedule *buffer : kept)
         block.directives.push_back("persistent " + buffer->name + " in recompute;");
+      // 256 threads is a static blockDim.x; the rest needs a static row to size it.
+      if (staticBdimx)
+        honour("static_bdimx");
+      unused_ = d.name +
+                " is a runtime size: 256 threads loop over the row, one row a block, "
+                "and buffers are recomputed; the knob needs a static " +
+                d.name;
       return {block.render(fusion_.name, guard(knobs_.when)), ""};
     }
 
@@ -289,12 +388,21 @@ private:
     auto choose = [&](int64_t minThreads) {
       RowSplit split;
       split.vector = vector;
-      split.threads = std::clamp(roundUp(ceilDiv(vectors, batchLimit), 32),
-                                 std::min<int64_t>(minThreads, roundUp(vectors, 32)),
-                                 target_.maxThreadsPerBlock);
-      split.batch = ceilDiv(vectors, split.threads);
-      if (!knobs_.staticBdimx) // the baseline: batch first, threads = what is left
+      if (knobs_.persistentBatch) {
+        // The knob is the batch: the fewest threads that cover the row with it (whole
+        // warps when blockDim.x is static), checked below.
+        split.batch = *knobs_.persistentBatch;
         split.threads = ceilDiv(vectors, split.batch);
+        if (staticBdimx)
+          split.threads = roundUp(split.threads, 32);
+      } else {
+        split.threads = std::clamp(roundUp(ceilDiv(vectors, batchLimit), 32),
+                                   std::min<int64_t>(minThreads, roundUp(vectors, 32)),
+                                   target_.maxThreadsPerBlock);
+        split.batch = ceilDiv(vectors, split.threads);
+        if (!staticBdimx) // the baseline: batch first, threads = what is left
+          split.threads = ceilDiv(vectors, split.batch);
+      }
       split.rowsPerBlock =
           knobs_.rowsPerBlock.value_or(split.threads < 128 ? 128 / roundUp(split.threads, 32) : 1);
       return split;
@@ -310,7 +418,47 @@ private:
     // H = 4096 by 1-6 %: half the threads wait at each barrier for the same loads.
     RowSplit wide = choose(std::clamp<int64_t>(roundUp(ceilDiv(vectors, 2), 32), 128, 512));
     wide.rowsPerBlock = 1;
+    if (knobs_.staticBdimx)
+      honour("static_bdimx"); // either way: it decides how the row is split
+    if (knobs_.persistentBatch) {
+      int64_t batch = *knobs_.persistentBatch;
+      if (batch > vectors)
+        refuse("persistent_batch",
+               llvm::formatv("the row has {0} vectors ({1}); use persistent_batch = {0} or less",
+                             vectors, vectorWhy)
+                   .str());
+      else if (normal.threads > target_.maxThreadsPerBlock)
+        refuse("persistent_batch",
+               llvm::formatv("{0} vectors at {1} a thread need {2} threads, over the {3} of a "
+                             "block on {4}; use persistent_batch = {5} or more",
+                             vectors, batch, normal.threads, target_.maxThreadsPerBlock,
+                             target_.name, ceilDiv(vectors, target_.maxThreadsPerBlock))
+                   .str());
+      else if (staticBdimx && ceilDiv(vectors, normal.threads) != batch)
+        refuse("persistent_batch",
+               llvm::formatv("a static blockDim.x is whole warps, and {0} threads cover the "
+                             "{1} vectors with {2} a thread; use persistent_batch = {2}, or "
+                             "static_bdimx = false",
+                             normal.threads, vectors, ceilDiv(vectors, normal.threads))
+                   .str());
+      else
+        honour("persistent_batch");
+    }
+    if (knobs_.rowsPerBlock) {
+      int64_t rowsPerBlock = *knobs_.rowsPerBlock;
+      if (normal.threads * rowsPerBlock > target_.maxThreadsPerBlock)
+        refuse("rows_per_block",
+               llvm::formatv("{0} rows of {1} threads are {2} threads, over the {3} of a block "
+                             "on {4}; use rows_per_block = {5} or less",
+                             rowsPerBlock, normal.threads, normal.threads * rowsPerBlock,
+                             target_.maxThreadsPerBlock, target_.name,
+                             std::max<int64_t>(1, target_.maxThreadsPerBlock / normal.threads))
+                   .str());
+      else
+        honour("rows_per_block");
+    }
 
+    bool computedWith = false; // some buffer is computed with its first consumer
     auto persistentDirectives = [&](Block &block, const RowSplit &split) {
       int64_t values = split.batch * split.vector;
       for (const sched::TensorSchedule *buffer : kept) {
@@ -336,25 +484,29 @@ private:
         block.comments.push_back("persistent " + buffer->name + " in " + memory + ": " + reason +
                                  ".");
         block.directives.push_back("persistent " + buffer->name + " in " + memory + ";");
-        if (knobs_.computeWith && memory != "recompute")
-          block.directives.push_back("compute_with " + buffer->name + ";");
+        if (memory != "recompute") {
+          computedWith = true;
+          if (knobs_.computeWith.value_or(true))
+            block.directives.push_back("compute_with " + buffer->name + ";");
+        }
       }
     };
     auto describe = [&](const RowSplit &split, const char *purpose) {
-      return llvm::formatv("{0}: {1} = {2}: {3} vectors ({4}) = {5} threads x {6} serial{7}{8}.",
-                           purpose, d.name, *d.staticExtent, vectors, vectorWhy, split.threads,
-                           split.batch,
-                           knobs_.staticBdimx
-                               ? " (blockDim.x static: the row split inner by the thread count)"
-                               : " (static_bdimx = false: the batch split outer)",
-                           split.rowsPerBlock > 1
-                               ? llvm::formatv(", {0} rows a block", split.rowsPerBlock).str()
-                               : "")
+      return llvm::formatv(
+                 "{0}: {1} = {2}: {3} vectors ({4}) = {5} threads x {6} serial{7}{8}.", purpose,
+                 d.name, *d.staticExtent, vectors, vectorWhy, split.threads, split.batch,
+                 staticBdimx ? " (blockDim.x static: the row split inner by the thread count)"
+                             : " (static_bdimx = false: the batch split outer)",
+                 split.rowsPerBlock > 1
+                     ? llvm::formatv(", {0} rows a block", split.rowsPerBlock).str()
+                     : "")
           .str();
     };
     const char *kind = persistent ? "inner_persistent" : "reduction";
     std::string text;
-    bool widen = wide.threads > normal.threads && knobs_.when.empty() && !knobs_.rowsPerBlock;
+    // A guard, a row count or a batch the user gave applies to every size: no variant.
+    bool widen = wide.threads > normal.threads && knobs_.when.empty() && !knobs_.rowsPerBlock &&
+                 !knobs_.persistentBatch;
     if (widen) {
       Block small;
       small.comments.push_back(
@@ -363,7 +515,7 @@ private:
                         kind, target_.smCount, target_.name)
               .str());
       small.comments.push_back(describe(wide, "row split"));
-      rowDirectives(small, row, d.name, wide, knobs_.staticBdimx, true);
+      rowDirectives(small, row, d.name, wide, staticBdimx, true);
       persistentDirectives(small, wide);
       text += small.render(fusion_.name, guard({}, row + " < " + std::to_string(target_.smCount))) +
               "\n";
@@ -374,14 +526,30 @@ private:
                       widen ? llvm::formatv(", {0} rows or more", target_.smCount).str() : "")
             .str());
     block.comments.push_back(describe(normal, "row split"));
-    rowDirectives(block, row, d.name, normal, knobs_.staticBdimx, true);
+    rowDirectives(block, row, d.name, normal, staticBdimx, true);
     persistentDirectives(block, normal);
     text += block.render(fusion_.name, guard(knobs_.when));
+    if (knobs_.computeWith) {
+      if (computedWith)
+        honour("compute_with");
+      else
+        refuse("compute_with",
+               kept.empty() ? "'" + fusion_.name +
+                                  "' keeps no persistent buffer to compute with its first consumer"
+                            : "its persistent buffers are recomputed (too large for registers "
+                              "and shared memory), not kept");
+    }
     return {text, ""};
   }
 
   Choice outerReduction(ir::DimId reduced, ir::DimId inner) {
     const ir::Dim &d = fusion_.dims[inner];
+    if (knobs_.vectorWidth == 1)
+      honour("vector_width"); // scalar accesses are what it makes
+    unused_ = "'" + fusion_.name + "' reduces " + fusion_.dims[reduced].name +
+              ", not its contiguous dimension " + d.name +
+              ": the outer-reduction schedule gives each thread one column and has no row "
+              "to split, batch or vectorize; write the schedule by hand";
     Block block;
     block.comments.push_back("auto(reduction), outer: each thread reduces one column over " +
                              fusion_.dims[reduced].name +
@@ -395,6 +563,11 @@ private:
   const ir::Fusion &fusion_;
   const Target &target_;
   const Knobs &knobs_;
+  DiagnosticEngine *diagnostics_;
+  std::string kind_;
+  std::set<std::string> honoured_;                           // and refused
+  std::vector<std::pair<std::string, std::string>> refused_; // knob, why
+  std::string unused_; // why the schedule taken reads none of the other knobs
 };
 
 } // namespace
@@ -406,6 +579,7 @@ Knobs knobsOf(const ast::ScheduleDecl &decl) {
   knobs.when = decl.when;
   for (const ast::Knob &knob : decl.knobs) {
     const auto &literal = llvm::cast<ast::LiteralExpr>(*knob.value);
+    knobs.ranges[knob.name.text] = knob.range;
     if (knob.name.text == "static_bdimx")
       knobs.staticBdimx = literal.boolValue;
     else if (knob.name.text == "compute_with")
@@ -416,6 +590,9 @@ Knobs knobsOf(const ast::ScheduleDecl &decl) {
       knobs.persistentBatch = literal.intValue;
     else if (knob.name.text == "rows_per_block")
       knobs.rowsPerBlock = literal.intValue;
+    else if (knob.name.text == "unroll")
+      knobs.unroll = literal.intValue;
+    // ScheduleBuilder refuses the other knobs before the heuristics run.
   }
   return knobs;
 }
@@ -432,8 +609,9 @@ std::string classify(const ir::Fusion &fusion) {
   return "reduction";
 }
 
-Choice chooseSchedules(const ir::Fusion &fusion, const Target &target, const Knobs &knobs) {
-  return Chooser(fusion, target, knobs).run();
+Choice chooseSchedules(const ir::Fusion &fusion, const Target &target, const Knobs &knobs,
+                       DiagnosticEngine *diagnostics) {
+  return Chooser(fusion, target, knobs, diagnostics).run();
 }
 
 } // namespace fsl::heuristics

@@ -4,7 +4,7 @@
 // explain each choice; the driver parses it and checks it like any schedule, so
 // `--emit=schedule` shows exactly what was chosen and it can be pasted and tuned.
 //   pointwise         vectors of up to 16 bytes on the contiguous dimension, 128 threads,
-//                     rows on blocks.
+//                     rows on blocks; `unroll = N`: N accesses a thread, a block apart.
 //   reduction         inner: the reduced row split into vectors, threads and a serial
 //                     batch, one row per block; outer: kept columns on threads, the reduced
 //                     dimension serial.
@@ -19,22 +19,29 @@
 
 #include "ast/AST.h"
 #include "ir/FusionIR.h"
+#include "support/Diagnostics.h"
 #include "support/Target.h"
 
+#include <map>
 #include <optional>
 #include <string>
 
 namespace fsl::heuristics {
 
-/// The knobs of `= auto(kind) { ... }` (ScheduleBuilder checks names and types).
+/// The knobs of `= auto(kind) { ... }`. ScheduleBuilder checks names and types and refuses
+/// the knobs no heuristic can honour (rfactor, the matmul knobs, any knob of plain `auto`);
+/// the heuristics honour each knob set here exactly or refuse it (never ignore it). Unset
+/// knobs are the heuristic's choice.
 struct Knobs {
-  std::string kind; // empty: chosen from the fusion's shape
-  bool staticBdimx = true;
-  bool computeWith = true;
-  std::optional<int64_t> vectorWidth;
-  std::optional<int64_t> persistentBatch;
-  std::optional<int64_t> rowsPerBlock;
-  std::vector<ast::SizeCondition> when; // the auto block's own guard
+  std::string kind;                            // empty: chosen from the fusion's shape
+  std::optional<bool> staticBdimx;             // default true
+  std::optional<bool> computeWith;             // default true
+  std::optional<int64_t> vectorWidth;          // elements an access
+  std::optional<int64_t> unroll;               // pointwise: vectors a thread
+  std::optional<int64_t> persistentBatch;      // vectors of the row a thread keeps
+  std::optional<int64_t> rowsPerBlock;         // rows on TIDy
+  std::vector<ast::SizeCondition> when;        // the auto block's own guard
+  std::map<std::string, llvm::SMRange> ranges; // knob name -> where it is written
 };
 
 Knobs knobsOf(const ast::ScheduleDecl &decl);
@@ -47,7 +54,11 @@ struct Choice {
   std::string why;
 };
 
-/// Schedules for `fusion` on `target`.
-Choice chooseSchedules(const ir::Fusion &fusion, const Target &target, const Knobs &knobs);
+/// Schedules for `fusion` on `target`. A knob this fusion's heuristic cannot honour (a
+/// vector width that does not divide the row, a batch over the block's threads...) is
+/// reported at the knob as `auto-knob-unsupported` when `diagnostics` is given; either
+/// way the choice is then empty and `why` names the knob.
+Choice chooseSchedules(const ir::Fusion &fusion, const Target &target, const Knobs &knobs,
+                       DiagnosticEngine *diagnostics = nullptr);
 
 } // namespace fsl::heuristics

@@ -1,23 +1,40 @@
-// Lower.h — Schedule IR and Fusion IR to Kernel IR.
+// Lower.h — Schedule IR and Fusion IR to a Kernel IR program.
 //
-// Supported today: schedules whose tensors all share one reference loop nest by name
-// (the shape of pointwise, row-reduction and inner-persistent normalization kernels):
-// loops bound to blocks and threads, serial and unrolled loops, one innermost vector
-// loop, splits (no merges), reductions whose kept dimensions are block- or thread-
-// parallel, reduced over serial loops and threadIdx.x, persistent buffers in registers
-// or recomputed. Anything else is reported as `lowering-unsupported` with the reason.
+// Each schedule block of a fusion becomes one kernel: planned (Plan.h), then built and
+// rewritten by the passes of Passes.h in order, with the verifier after each. The
+// kernels of one fusion form a program whose variants are the schedules' `when` guards,
+// tried in order (guarded ones first), each launching its kernel.
 #pragma once
 
-#include "lower/KernelIR.h"
+#include "kir/IR.h"
+#include "lower/Context.h"
+#include "schedule/ScheduleIR.h"
 
-#include <memory>
+#include <set>
+
+namespace llvm {
+class raw_ostream;
+}
 
 namespace fsl {
 
 class DiagnosticEngine;
 
-std::unique_ptr<kir::Kernel> lowerSchedule(const sched::Schedule &schedule,
-                                           const std::string &kernelName,
-                                           DiagnosticEngine &diagnostics);
+struct PrintAfter {
+  std::set<std::string> passes; // --print-after=NAME (repeatable)
+  bool all = false;             // --print-after-all
+  llvm::raw_ostream *out = nullptr;
+};
+
+/// The names of the lowering passes, in order (for option checking and help).
+std::vector<std::string> loweringPassNames();
+
+/// The program of one fusion from its schedules (none may be `auto` any more), or null
+/// after diagnostics. `schedules` in source order.
+std::unique_ptr<kir::Program> lowerFusion(const ir::Fusion &fusion,
+                                          const std::vector<const sched::Schedule *> &schedules,
+                                          const lower::LowerOptions &options,
+                                          DiagnosticEngine &diagnostics,
+                                          const PrintAfter &print = {});
 
 } // namespace fsl

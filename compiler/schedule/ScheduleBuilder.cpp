@@ -7,6 +7,7 @@
 
 #include <llvm/ADT/BitVector.h>
 #include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/MathExtras.h>
 
 namespace fsl::sched {
 namespace {
@@ -375,6 +376,14 @@ private:
       outer.exact = inner.exact = original.exact && (divides || factor == 1);
       tensor.loops[position] = outer;
       tensor.loops.insert(tensor.loops.begin() + position + 1, inner);
+      sched::LoopTransform transform;
+      transform.kind = sched::LoopTransform::Kind::Split;
+      transform.input = original.name;
+      transform.outer = outer.name;
+      transform.inner = inner.name;
+      transform.innerExtent = inner.extent;
+      transform.range = d.range;
+      tensor.transforms.push_back(transform);
       note(d, llvm::formatv("{0}: {1}, {2}: {3}{4}", outer.name, outer.extent.text, inner.name,
                             inner.extent.text, outer.exact ? "" : "; the last iteration is partial")
                   .str());
@@ -422,6 +431,14 @@ private:
       result.exact = first.exact && second.exact;
       result.parallel = Parallel::Serial;
       result.parallelizedBy = nullptr;
+      sched::LoopTransform transform;
+      transform.kind = sched::LoopTransform::Kind::Merge;
+      transform.input = first.name;
+      transform.secondInput = second.name;
+      transform.result = result.name;
+      transform.innerExtent = second.extent;
+      transform.range = d.range;
+      tensor.transforms.push_back(transform);
       int low = std::min(a, b), high = std::max(a, b);
       tensor.loops[low] = result;
       tensor.loops.erase(tensor.loops.begin() + high);
@@ -565,6 +582,44 @@ std::unique_ptr<Schedule> buildSchedule(const ast::ScheduleDecl &decl, const ir:
   return Builder(decl, fusion, diagnostics).build();
 }
 
+/// Why a known knob cannot be honoured whatever the fusion, or nothing. The heuristics
+/// refuse the knobs that depend on the fusion (a vector width that does not divide it...).
+static std::optional<std::string> refusedKnob(const std::string &knob, const std::string &kind) {
+  // Which heuristic plain `auto` runs depends on the fusion's shape, and each reads only
+  // its own knobs: a knob there could silently go unused.
+  if (kind.empty()) {
+    static const std::map<std::string, const char *> owners = {
+        {"vector_width", "auto(pointwise), auto(reduction) or auto(inner_persistent)"},
+        {"unroll", "auto(pointwise)"},
+        {"rfactor", "auto(reduction)"},
+        {"static_bdimx", "auto(inner_persistent)"},
+        {"compute_with", "auto(inner_persistent)"},
+        {"persistent_batch", "auto(inner_persistent)"},
+        {"rows_per_block", "auto(inner_persistent)"},
+        {"stages", "auto(matmul)"},
+        {"split_k", "auto(matmul)"},
+        {"swizzle", "auto(matmul)"}};
+    auto owner = owners.find(knob);
+    return llvm::formatv("plain 'auto' picks its heuristic from the fusion's shape and each "
+                         "heuristic reads only its own knobs; name the heuristic: {0}",
+                         owner != owners.end() ? owner->second : "auto(kind)")
+        .str();
+  }
+  if (knob == "rfactor")
+    return std::string("rfactor is not lowered yet; without the knob auto(reduction) reduces "
+                       "each thread's part serially, then across the threads; remove it");
+  static const std::map<std::string, const char *> matmul = {
+      {"stages", "'pipeline N stages'"},
+      {"split_k", "'tiles split_k N'"},
+      {"swizzle", "'tiles persistent swizzle N'"}};
+  if (auto directive = matmul.find(knob); directive != matmul.end())
+    return llvm::formatv("auto(matmul) is not written yet (matrix products are not lowered "
+                         "yet), so no heuristic reads it; schedule the product by hand with {0}",
+                         directive->second)
+        .str();
+  return std::nullopt;
+}
+
 bool checkAutoSchedule(const ast::ScheduleDecl &decl, DiagnosticEngine &diagnostics) {
   // Knobs of each heuristic and the kind of value each takes.
   static const std::map<std::string, std::map<std::string, const char *>> kinds = {
@@ -585,6 +640,12 @@ bool checkAutoSchedule(const ast::ScheduleDecl &decl, DiagnosticEngine &diagnost
     diagnostics.report(DiagId::UnknownAutoKind, decl.autoKind->range, kind);
     return false;
   }
+  // A knob given twice: the heuristics would read only the last.
+  std::map<std::string, llvm::SMRange> seen;
+  for (const ast::Knob &knob : decl.knobs)
+    if (auto [first, inserted] = seen.emplace(knob.name.text, knob.range); !inserted)
+      diagnostics.report(DiagId::DuplicateDirective, knob.range, "knob '" + knob.name.text + "'")
+          .note(DiagId::NoteDirective, first->second, "set here");
   for (const ast::Knob &knob : decl.knobs) {
     // Without a kind, a knob must belong to some heuristic.
     const char *type = nullptr;
@@ -610,6 +671,10 @@ bool checkAutoSchedule(const ast::ScheduleDecl &decl, DiagnosticEngine &diagnost
       diagnostics.report(DiagId::KnobType, knob.value->range, knob.name.text, "true or false");
     else if (std::string(type) == "int" && (!isInt || literal.intValue < 1))
       diagnostics.report(DiagId::KnobType, knob.value->range, knob.name.text, "a positive integer");
+    else if (knob.name.text == "vector_width" && !llvm::isPowerOf2_64(literal.intValue))
+      diagnostics.report(DiagId::KnobType, knob.value->range, knob.name.text, "a power of two");
+    else if (auto reason = refusedKnob(knob.name.text, kind))
+      diagnostics.report(DiagId::AutoKnobUnsupported, knob.range, knob.name.text, *reason);
   }
   return diagnostics.errorCount() == errorsBefore;
 }

@@ -74,6 +74,20 @@ struct Loop {
   const ast::Directive *unrolledBy = nullptr;
 };
 
+/// One split or merge, in the order applied: how a tensor's loops derive from its
+/// dimensions. Lowering walks them backwards to index every dimension from the loops
+/// (a split's input is outer * inner extent + inner; a merge's inputs are the merged
+/// index divided by, and modulo, the second input's extent).
+struct LoopTransform {
+  enum class Kind { Split, Merge };
+  Kind kind = Kind::Split;
+  std::string input, secondInput; // split: input; merge: first and second
+  std::string outer, inner;       // split: the two loops
+  std::string result;             // merge: the merged loop
+  Extent innerExtent;             // split: the inner loop's extent; merge: the second's
+  llvm::SMRange range;            // the directive
+};
+
 struct TensorSchedule {
   std::string name;
   const ir::Value *value = nullptr;
@@ -82,6 +96,7 @@ struct TensorSchedule {
   bool isOutput = false;
   std::vector<std::string> aliases; // output names that are this tensor
   std::vector<Loop> loops;          // outermost first
+  std::vector<LoopTransform> transforms;
   std::vector<unsigned> producers, consumers;
   /// A value kept across a reduction that consumes it (a persistent buffer candidate).
   bool isPersistentBuffer = false;

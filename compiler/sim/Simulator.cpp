@@ -1,312 +1,1608 @@
-// Simulator.cpp — the kernel's loops, executed.
+// Simulator.cpp — the Kernel IR interpreted: every block of a launch, its threads in
+// lockstep over a mask, with the memory and synchronisation checks of Simulator.h.
 #include "sim/Simulator.h"
 
+#include "kir/Mutator.h"
+#include "support/Internal.h"
+
+#include <llvm/ADT/Twine.h>
 #include <llvm/Support/FormatVariadic.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <new>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace fsl::sim {
+
+using kir::Buffer;
+using kir::DType;
+using kir::ExprKind;
+using kir::ExprNode;
+using kir::MemorySpace;
+using kir::StmtKind;
+using kir::StmtNode;
+using kir::Swizzle;
+using kir::Var;
+
+// --- Layouts shared with the tests -----------------------------------------------------
+
+std::array<int64_t, 2> wgmmaAccumulatorPosition(int64_t t, int64_t i) {
+  // The f32 accumulator of wgmma.mma_async.m64nNk16: PTX ISA 9.7.15.5.1.1.1 ("Matrix
+  // Fragments for wgmma.mma_async.m64nNk16", figure "WGMMA .m64nNk16 register fragment
+  // layout for accumulator matrix D"), the same map as CUTLASS's CLayout_64xN in
+  // include/cute/atom/mma_traits_sm90_gmma.hpp: thread shape (4, 8, 4) with strides
+  // (128, 1, 16) and value shape (2, 2, N/8) with strides (64, 8, 512) over the
+  // column-major 64 x N index m + 64 n. Warp t/32 owns rows 16 (t/32) .. +15; lane group
+  // (t%32)/4 picks the row in each 8-row half; each thread holds column pairs
+  // 2 (t%4) + {0, 1} of every 8-column slice.
+  int64_t row = 16 * (t / 32) + (t % 32) / 4 + 8 * ((i / 2) % 2);
+  int64_t column = 8 * (i / 4) + 2 * (t % 4) + i % 2;
+  return {row, column};
+}
+
 namespace {
 
-using sched::Parallel;
-
-/// How the GPU holds a value of `type`: f32 registers for the narrow float types.
-double asComputed(double value, ir::DType type) {
-  if (type == ir::DType::BF16 || type == ir::DType::F16)
-    return eval::roundTo(eval::roundTo(value, ir::DType::F32), type);
-  return eval::roundTo(value, type);
+/// log2 of the 16-byte chunks a swizzle permutes (CUTLASS's Swizzle<B, 4, 3>: B).
+int swizzleBits(Swizzle swizzle) {
+  switch (swizzle) {
+  case Swizzle::None:
+    return 0;
+  case Swizzle::Bytes32:
+    return 1;
+  case Swizzle::Bytes64:
+    return 2;
+  case Swizzle::Bytes128:
+    return 3;
+  }
+  FSL_UNREACHABLE("swizzle");
 }
 
-double identity(ir::Op op) {
-  return op == ir::Op::ReduceMax ? -INFINITY : op == ir::Op::ReduceMin ? INFINITY : 0.0;
+/// Bytes of one swizzled row (the inner extent a TMA box or wgmma operand row spans).
+int64_t swizzleSpan(Swizzle swizzle) {
+  return swizzle == Swizzle::None ? 0 : 16 << swizzleBits(swizzle);
 }
 
-double combine(ir::Op op, double a, double b) {
-  if (op == ir::Op::ReduceMax)
-    return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
-  if (op == ir::Op::ReduceMin)
-    return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
-  return a + b;
+/// Bytes after which the XOR pattern repeats: eight 128-byte rows for 128B, four for 64B,
+/// two for 32B.
+int64_t swizzleRepeat(Swizzle swizzle) { return int64_t(128) << swizzleBits(swizzle); }
+
+llvm::StringRef swizzleName(Swizzle swizzle) {
+  switch (swizzle) {
+  case Swizzle::None:
+    return "no swizzle";
+  case Swizzle::Bytes32:
+    return "32B swizzle";
+  case Swizzle::Bytes64:
+    return "64B swizzle";
+  case Swizzle::Bytes128:
+    return "128B swizzle";
+  }
+  FSL_UNREACHABLE("swizzle");
 }
-
-struct Fault : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-class Machine {
-public:
-  Machine(const kir::Kernel &kernel, const eval::EvalRequest &request, std::vector<int64_t> extents,
-          int64_t misalign)
-      : kernel_(kernel), fusion_(*kernel.fusion), request_(request), extents_(std::move(extents)),
-        misalign_(misalign) {}
-
-  eval::EvalResult run() {
-    const kir::Kernel &k = kernel_;
-    // Memory: one buffer per parameter; outputs get their own, except inout write-backs,
-    // which share their parameter's buffer.
-    memory_.resize(fusion_.params.size());
-    for (size_t i = 0; i < fusion_.params.size(); ++i) {
-      const ir::Param &param = fusion_.params[i];
-      memory_[i] = request_.params[i];
-      if (param.dims.empty() && memory_[i].empty())
-        memory_[i] = {*param.defaultValue};
-      for (double &element : memory_[i])
-        element = eval::roundTo(element, param.dtype);
-    }
-    outputBuffer_.resize(fusion_.outputs.size());
-    for (size_t o = 0; o < fusion_.outputs.size(); ++o) {
-      const ir::Output &output = fusion_.outputs[o];
-      if (output.isInout) {
-        outputBuffer_[o] = static_cast<int>(output.paramIndex);
-      } else {
-        outputBuffer_[o] = static_cast<int>(memory_.size());
-        memory_.emplace_back(eval::elementCount(output.dims, extents_), NAN);
-      }
-    }
-    for (size_t i = 0; i < k.loops.size(); ++i)
-      extentOf_.push_back(k.loops[i].extent.expr->evaluate(extents_));
-
-    std::vector<int> blockLoops, threadLoops;
-    for (size_t i = 0; i < k.loops.size(); ++i) {
-      if (sched::isBlockIndex(k.loops[i].parallel))
-        blockLoops.push_back(static_cast<int>(i));
-      else if (sched::isThreadIndex(k.loops[i].parallel))
-        threadLoops.push_back(static_cast<int>(i));
-    }
-    std::vector<std::vector<int64_t>> threads = combinations(threadLoops);
-    for (const std::vector<int64_t> &block : combinations(blockLoops))
-      runBlock(blockLoops, block, threadLoops, threads);
-
-    eval::EvalResult result;
-    result.extents = extents_;
-    for (size_t o = 0; o < fusion_.outputs.size(); ++o)
-      result.outputs.push_back(memory_[outputBuffer_[o]]);
-    return result;
-  }
-
-private:
-  std::vector<std::vector<int64_t>> combinations(const std::vector<int> &loops) const {
-    std::vector<std::vector<int64_t>> all = {{}};
-    for (int loop : loops) {
-      std::vector<std::vector<int64_t>> next;
-      for (const auto &prefix : all)
-        for (int64_t i = 0; i < extentOf_[loop]; ++i) {
-          next.push_back(prefix);
-          next.back().push_back(i);
-        }
-      all = std::move(next);
-    }
-    return all;
-  }
-
-  struct Thread {
-    std::vector<int64_t> loopIndex; // per kernel loop (serial ones set while iterating)
-    std::map<unsigned, std::vector<double>> buffer; // persistent values per serial iteration
-    std::map<unsigned, double> accumulator;
-    std::map<unsigned, double> reduced;
-  };
-
-  void runBlock(const std::vector<int> &blockLoops, const std::vector<int64_t> &block,
-                const std::vector<int> &threadLoops,
-                const std::vector<std::vector<int64_t>> &threads) {
-    std::vector<Thread> state(threads.size());
-    for (size_t t = 0; t < threads.size(); ++t) {
-      state[t].loopIndex.assign(kernel_.loops.size(), 0);
-      for (size_t i = 0; i < blockLoops.size(); ++i)
-        state[t].loopIndex[blockLoops[i]] = block[i];
-      for (size_t i = 0; i < threadLoops.size(); ++i)
-        state[t].loopIndex[threadLoops[i]] = threads[t][i];
-    }
-    for (size_t p = 0; p < kernel_.phases.size(); ++p) {
-      const kir::Phase &phase = kernel_.phases[p];
-      for (Thread &thread : state) {
-        for (const ir::Value *reduction : phase.reductions)
-          thread.accumulator[reduction->id] = identity(reduction->op);
-        iterate(thread, static_cast<int>(p), 0, 0);
-      }
-      // The barrier after the phase: every thread has arrived (phases are uniform).
-      for (const ir::Value *reduction : phase.reductions)
-        finishReduction(*reduction, state, threadLoops);
-    }
-  }
-
-  void finishReduction(const ir::Value &reduction, std::vector<Thread> &state,
-                       const std::vector<int> &threadLoops) {
-    // Threads that differ only in the threadIdx.x loop of a reduced root combine.
-    int xLoop = -1;
-    for (int loop : threadLoops)
-      if (kernel_.loops[loop].parallel == Parallel::TIDx &&
-          std::count(reduction.reduced.begin(), reduction.reduced.end(), kernel_.loops[loop].root))
-        xLoop = loop;
-    std::map<std::vector<int64_t>, double> groups;
-    auto key = [&](const Thread &thread) {
-      std::vector<int64_t> k = thread.loopIndex;
-      if (xLoop >= 0)
-        k[xLoop] = 0;
-      return k;
-    };
-    for (Thread &thread : state) {
-      auto [it, inserted] = groups.emplace(key(thread), thread.accumulator[reduction.id]);
-      if (!inserted)
-        it->second = combine(reduction.op, it->second, thread.accumulator[reduction.id]);
-    }
-    double count = 1;
-    if (reduction.op == ir::Op::ReduceMean)
-      count = static_cast<double>(eval::elementCount(reduction.reduced, extents_));
-    for (Thread &thread : state) {
-      double total = groups[key(thread)];
-      if (reduction.op == ir::Op::ReduceMean)
-        total = total / count;
-      thread.reduced[reduction.id] = asComputed(total, reduction.dtype);
-    }
-  }
-
-  /// Walks the serial loops from position `depth`; `linear` numbers the iterations.
-  void iterate(Thread &thread, int phase, size_t depth, int64_t linear) {
-    std::vector<int> serial = kernel_.serialLoops();
-    if (depth == serial.size()) {
-      element(thread, phase, linear);
-      return;
-    }
-    int loop = serial[depth];
-    for (int64_t i = 0; i < extentOf_[loop]; ++i) {
-      thread.loopIndex[loop] = i;
-      iterate(thread, phase, depth + 1, linear * extentOf_[loop] + i);
-    }
-  }
-
-  int64_t rootIndex(const Thread &thread, ir::DimId root) const {
-    int64_t index = 0;
-    for (size_t i = 0; i < kernel_.loops.size(); ++i)
-      if (kernel_.loops[i].root == root)
-        index += thread.loopIndex[i] * kernel_.loops[i].stride.expr->evaluate(extents_);
-    return index;
-  }
-
-  /// Row-major offset of the current element in a tensor with declared `dims`; `clamp`
-  /// reads the last row for a clamped root past its end, as the GPU's loads do.
-  int64_t offset(const Thread &thread, const std::vector<ir::DimId> &dims, const std::string &name,
-                 int64_t size, bool clamp = false) const {
-    int64_t result = 0;
-    for (ir::DimId dim : dims) {
-      int64_t index = rootIndex(thread, dim);
-      if (clamp && kernel_.clampedRoots.count(dim))
-        index = std::min(index, extents_[dim] - 1);
-      if (index >= extents_[dim])
-        throw Fault(llvm::formatv("out-of-bounds access of {0}: {1} index {2} >= {3}", name,
-                                  fusion_.dims[dim].name, index, extents_[dim]));
-      result = result * extents_[dim] + index;
-    }
-    if (result >= size)
-      throw Fault(
-          llvm::formatv("out-of-bounds access of {0} at element {1} of {2}", name, result, size));
-    return result;
-  }
-
-  /// Vector accesses start on a multiple of the vector width.
-  void checkVectorAlignment(const Thread &thread, const std::vector<ir::DimId> &dims, int64_t at,
-                            const std::string &name, ir::DType dtype) const {
-    if (kernel_.vectorLoop < 0 || !kernel_.vectorAccessesExact || dims.empty())
-      return;
-    const kir::KernelLoop &vector = kernel_.loops[kernel_.vectorLoop];
-    if (dims.back() != vector.root || thread.loopIndex[kernel_.vectorLoop] != 0)
-      return;
-    int64_t width = *vector.extent.value;
-    if ((at + misalign_) % width != 0)
-      throw Fault(llvm::formatv("vector access of {0} at element {1} is not aligned to {2} bytes",
-                                name, at + misalign_, width * ir::dtypeBytes(dtype)));
-  }
-
-  void element(Thread &thread, int phase, int64_t linear) {
-    for (ir::DimId root : kernel_.inexactRoots)
-      if (rootIndex(thread, root) >= extents_[root])
-        return; // predicated off: past the end of a non-divisible split
-    std::map<unsigned, double> values;
-    auto valueOf = [&](const ir::Value *value) { return values.at(value->id); };
-    for (const ir::Value *value : kernel_.phases[phase].values) {
-      double result = 0;
-      int valuePhase = kernel_.phaseOf.at(value->id);
-      if (ir::isReduction(value->op) && valuePhase < phase) {
-        result = thread.reduced.at(value->id);
-      } else if (kernel_.persistent.count(value->id) && valuePhase < phase) {
-        result = thread.buffer.at(value->id).at(linear);
-      } else if (value->op == ir::Op::Input) {
-        const ir::Param &param = fusion_.params[value->paramIndex];
-        const std::vector<double> &data = memory_[value->paramIndex];
-        int64_t at =
-            offset(thread, param.dims, param.name, static_cast<int64_t>(data.size()), true);
-        checkVectorAlignment(thread, param.dims, at, param.name, param.dtype);
-        result = data[at];
-      } else if (value->op == ir::Op::Scalar) {
-        result = memory_[value->paramIndex].at(0);
-      } else if (value->op == ir::Op::Constant) {
-        result = eval::roundTo(value->constant, value->dtype);
-      } else if (value->op == ir::Op::Cast) {
-        result = asComputed(valueOf(value->operands[0]), value->dtype);
-      } else if (kernel_.reciprocalDivisions.count(value->id)) {
-        // a * (1 / b), each step rounded as the GPU's registers round it.
-        ir::DType registers = value->dtype == ir::DType::F64 ? ir::DType::F64 : ir::DType::F32;
-        double reciprocal = asComputed(1.0 / valueOf(value->operands[1]), registers);
-        result = asComputed(valueOf(value->operands[0]) * reciprocal, value->dtype);
-      } else {
-        std::vector<double> args;
-        for (const ir::Value *operand : value->operands)
-          args.push_back(valueOf(operand));
-        result = asComputed(eval::applyOp(value->op, args.data()), value->dtype);
-      }
-      values[value->id] = result;
-    }
-    for (const ir::Value *saved : kernel_.phases[phase].saves) {
-      std::vector<double> &buffer = thread.buffer[saved->id];
-      buffer.resize(kernel_.bufferElements, NAN);
-      buffer.at(linear) = values.at(saved->id);
-    }
-    for (const ir::Value *reduction : kernel_.phases[phase].reductions) {
-      double &acc = thread.accumulator[reduction->id];
-      acc = asComputed(combine(reduction->op, acc, valueOf(reduction->operands[0])),
-                       reduction->dtype);
-    }
-    for (const ir::Output *output : kernel_.phases[phase].stores) {
-      bool pastTheEnd = false; // a clamped row past the end stores nothing
-      for (ir::DimId dim : output->dims)
-        pastTheEnd |= kernel_.clampedRoots.count(dim) && rootIndex(thread, dim) >= extents_[dim];
-      if (pastTheEnd)
-        continue;
-      size_t index = static_cast<size_t>(output - fusion_.outputs.data());
-      std::vector<double> &data = memory_[outputBuffer_[index]];
-      int64_t at = offset(thread, output->dims, output->name, static_cast<int64_t>(data.size()));
-      checkVectorAlignment(thread, output->dims, at, output->name, output->dtype);
-      double value = ir::isReduction(output->value->op) ? thread.reduced.at(output->value->id)
-                                                        : values.at(output->value->id);
-      data[at] = eval::roundTo(value, output->dtype);
-    }
-  }
-
-  const kir::Kernel &kernel_;
-  const ir::Fusion &fusion_;
-  const eval::EvalRequest &request_;
-  std::vector<int64_t> extents_;
-  int64_t misalign_;
-  std::vector<int64_t> extentOf_;
-  std::vector<std::vector<double>> memory_;
-  std::vector<int> outputBuffer_;
-};
 
 } // namespace
 
-llvm::Expected<eval::EvalResult> simulate(const kir::Kernel &kernel,
-                                          const eval::EvalRequest &request, int64_t misalign) {
-  const ir::Fusion &fusion = *kernel.fusion;
-  // Sizes and inputs are checked as the evaluator checks them.
-  eval::EvalRequest probe = request;
-  llvm::Expected<eval::EvalResult> shapes = eval::evaluate(fusion, probe);
-  if (!shapes)
-    return shapes.takeError();
-  try {
-    return Machine(kernel, request, shapes->extents, misalign).run();
-  } catch (const Fault &fault) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), fault.what());
+int64_t swizzleAddress(int64_t address, Swizzle swizzle) {
+  // The hardware permutes by address bits (CU_TENSOR_MAP_SWIZZLE_*, and the wgmma
+  // descriptor's layout type): the 16-byte chunk c of 128-byte row r moves to chunk
+  // c ^ (r % 8) for 128B (within each 1024 bytes), c ^ (r % 4) for 64B (512 bytes),
+  // c ^ (r % 2) for 32B (256 bytes). TMA and wgmma apply the same map, so a tile that
+  // TMA wrote is read back by wgmma in its logical order.
+  int bits = swizzleBits(swizzle);
+  if (bits == 0)
+    return address;
+  int64_t mask = (int64_t(1) << bits) - 1;
+  return address ^ (((address >> 7) & mask) << 4);
+}
+
+namespace {
+
+/// A kernel fault: becomes the llvm::Error of runKernel, never escapes it. `located`: the
+/// message already says which block and thread.
+struct Fault : std::runtime_error {
+  Fault(const std::string &message, bool located) : std::runtime_error(message), located(located) {}
+  bool located;
+};
+
+[[noreturn]] void fail(const llvm::Twine &message) { throw Fault(message.str(), false); }
+
+/// How the GPU holds a value of `type`: bf16/f16 operations are computed in f32 and
+/// rounded to their type; f32 in f32; f64 exactly; integers truncate.
+double asComputed(double value, DType type) {
+  if (type == DType::BF16 || type == DType::F16)
+    return eval::roundTo(eval::roundTo(value, DType::F32), type);
+  return eval::roundTo(value, type);
+}
+
+bool isIntegral(DType type) { return ir::isInteger(type) || type == DType::Bool; }
+
+int64_t bytesOf(DType type) { return static_cast<int64_t>(ir::dtypeBytes(type)); }
+
+int64_t positiveMod(int64_t a, int64_t m) { return ((a % m) + m) % m; }
+
+llvm::StringRef spaceName(MemorySpace space) {
+  switch (space) {
+  case MemorySpace::Global:
+    return "global";
+  case MemorySpace::Shared:
+    return "shared";
+  case MemorySpace::Local:
+    return "local";
   }
+  FSL_UNREACHABLE("memory space");
+}
+
+ir::Op pointwiseOp(kir::UnaryOp op) {
+  switch (op) {
+  case kir::UnaryOp::Neg:
+    return ir::Op::Neg;
+  case kir::UnaryOp::Not:
+    return ir::Op::Not;
+  case kir::UnaryOp::Exp:
+    return ir::Op::Exp;
+  case kir::UnaryOp::Log:
+    return ir::Op::Log;
+  case kir::UnaryOp::Sqrt:
+    return ir::Op::Sqrt;
+  case kir::UnaryOp::Rsqrt:
+    return ir::Op::Rsqrt;
+  case kir::UnaryOp::Tanh:
+    return ir::Op::Tanh;
+  case kir::UnaryOp::Sigmoid:
+    return ir::Op::Sigmoid;
+  case kir::UnaryOp::Erf:
+    return ir::Op::Erf;
+  case kir::UnaryOp::Abs:
+    return ir::Op::Abs;
+  }
+  FSL_UNREACHABLE("unary op");
+}
+
+/// The reference's operation for a binary op; Mod has none (fmod on floats).
+std::optional<ir::Op> pointwiseOp(kir::BinaryOp op) {
+  switch (op) {
+  case kir::BinaryOp::Add:
+    return ir::Op::Add;
+  case kir::BinaryOp::Sub:
+    return ir::Op::Sub;
+  case kir::BinaryOp::Mul:
+    return ir::Op::Mul;
+  case kir::BinaryOp::Div:
+    return ir::Op::Div;
+  case kir::BinaryOp::Mod:
+    return std::nullopt;
+  case kir::BinaryOp::Min:
+    return ir::Op::Min;
+  case kir::BinaryOp::Max:
+    return ir::Op::Max;
+  case kir::BinaryOp::Pow:
+    return ir::Op::Pow;
+  case kir::BinaryOp::Lt:
+    return ir::Op::Lt;
+  case kir::BinaryOp::Le:
+    return ir::Op::Le;
+  case kir::BinaryOp::Gt:
+    return ir::Op::Gt;
+  case kir::BinaryOp::Ge:
+    return ir::Op::Ge;
+  case kir::BinaryOp::Eq:
+    return ir::Op::Eq;
+  case kir::BinaryOp::Ne:
+    return ir::Op::Ne;
+  case kir::BinaryOp::And:
+    return ir::Op::And;
+  case kir::BinaryOp::Or:
+    return ir::Op::Or;
+  }
+  FSL_UNREACHABLE("binary op");
+}
+
+/// Where an expression reads its variables and buffers: one thread of a block, or the
+/// launch (runtime dimensions and scalars only).
+class Scope {
+public:
+  virtual ~Scope() = default;
+  virtual double variable(const Var &v) = 0;
+  virtual double load(const Buffer &buffer, int64_t index) = 0;
+};
+
+int64_t exactInteger(double value, const char *what) {
+  if (!std::isfinite(value) || value != std::trunc(value) || std::fabs(value) > 9007199254740992.0)
+    fail(llvm::formatv("{0} is not an integer ({1})", what, value));
+  return static_cast<int64_t>(value);
+}
+
+double integerBinary(kir::BinaryOp op, DType type, double x, double y) {
+  int64_t a = exactInteger(x, "an integer operand"), b = exactInteger(y, "an integer operand");
+  int64_t r = 0;
+  switch (op) {
+  case kir::BinaryOp::Add:
+    if (__builtin_add_overflow(a, b, &r))
+      fail(llvm::formatv("integer overflow in {0} + {1}", a, b));
+    break;
+  case kir::BinaryOp::Sub:
+    if (__builtin_sub_overflow(a, b, &r))
+      fail(llvm::formatv("integer overflow in {0} - {1}", a, b));
+    break;
+  case kir::BinaryOp::Mul:
+    if (__builtin_mul_overflow(a, b, &r))
+      fail(llvm::formatv("integer overflow in {0} * {1}", a, b));
+    break;
+  case kir::BinaryOp::Div:
+  case kir::BinaryOp::Mod:
+    if (b == 0)
+      fail(llvm::formatv("integer division by zero ({0} {1} 0)", a, kir::binaryName(op)));
+    if (a == std::numeric_limits<int64_t>::min() && b == -1)
+      fail("integer overflow in a division");
+    r = op == kir::BinaryOp::Div ? a / b : a % b; // C: truncate toward zero
+    break;
+  case kir::BinaryOp::Min:
+    r = std::min(a, b);
+    break;
+  case kir::BinaryOp::Max:
+    r = std::max(a, b);
+    break;
+  case kir::BinaryOp::Pow:
+    return eval::roundTo(std::pow(x, y), type);
+  case kir::BinaryOp::Lt:
+    return a < b;
+  case kir::BinaryOp::Le:
+    return a <= b;
+  case kir::BinaryOp::Gt:
+    return a > b;
+  case kir::BinaryOp::Ge:
+    return a >= b;
+  case kir::BinaryOp::Eq:
+    return a == b;
+  case kir::BinaryOp::Ne:
+    return a != b;
+  case kir::BinaryOp::And:
+    return a != 0 && b != 0;
+  case kir::BinaryOp::Or:
+    return a != 0 || b != 0;
+  }
+  // i32 index arithmetic that wraps on the GPU is a bug, not a value.
+  if (type == DType::I32 &&
+      (r < std::numeric_limits<int32_t>::min() || r > std::numeric_limits<int32_t>::max()))
+    fail(llvm::formatv("i32 overflow: {0} {1} {2} = {3}", a, kir::binaryName(op), b, r));
+  if (type == DType::Bool)
+    return r != 0;
+  return static_cast<double>(r);
+}
+
+double evaluate(const ExprNode &e, Scope &scope) {
+  switch (e.kind) {
+  case ExprKind::Const:
+    return asComputed(e.constant, e.dtype);
+  case ExprKind::Var:
+    return scope.variable(*e.var);
+  case ExprKind::Unary: {
+    double a = evaluate(*e.operands[0], scope);
+    if (isIntegral(e.dtype) && e.unary == kir::UnaryOp::Neg)
+      return eval::roundTo(-a, e.dtype);
+    ir::Op op = pointwiseOp(e.unary);
+    return asComputed(eval::applyOp(op, &a), e.dtype);
+  }
+  case ExprKind::Binary: {
+    // && and || short-circuit as in C: `i < n && x[i] > 0` must not load x[n].
+    double a = evaluate(*e.operands[0], scope);
+    if (e.binary == kir::BinaryOp::And && a == 0)
+      return 0;
+    if (e.binary == kir::BinaryOp::Or && a != 0)
+      return 1;
+    double b = evaluate(*e.operands[1], scope);
+    DType operandType = e.operands[0]->dtype;
+    if (isIntegral(operandType) && isIntegral(e.operands[1]->dtype))
+      return integerBinary(e.binary, kir::isComparison(e.binary) ? DType::Bool : e.dtype, a, b);
+    double args[2] = {a, b};
+    std::optional<ir::Op> op = pointwiseOp(e.binary);
+    double r = op ? eval::applyOp(*op, args) : std::fmod(a, b);
+    return asComputed(r, e.dtype);
+  }
+  case ExprKind::Select:
+    // Only the chosen operand is evaluated, as C's ?: does.
+    return evaluate(*e.operands[0], scope) != 0 ? evaluate(*e.operands[1], scope)
+                                                : evaluate(*e.operands[2], scope);
+  case ExprKind::Cast:
+    // Integer targets truncate toward zero (and saturate, as cvt.rzi does).
+    return asComputed(evaluate(*e.operands[0], scope), e.dtype);
+  case ExprKind::Load: {
+    int64_t at = exactInteger(evaluate(*e.operands[0], scope), "a load index");
+    return scope.load(*e.buffer, at);
+  }
+  }
+  FSL_UNREACHABLE("expression kind");
+}
+
+/// The launch's scope: runtime dimensions and scalar parameters.
+class LaunchScope : public Scope {
+public:
+  explicit LaunchScope(const std::map<const Var *, double> &scalars) : scalars_(scalars) {}
+  double variable(const Var &v) override {
+    if (v.builtin != kir::Builtin::None)
+      fail("a launch expression reads the hardware index " + v.name);
+    auto it = scalars_.find(&v);
+    if (it == scalars_.end())
+      fail("a launch expression reads " + v.name + ", which has no value at launch");
+    return it->second;
+  }
+  double load(const Buffer &buffer, int64_t) override {
+    fail("a launch expression loads from " + buffer.name);
+  }
+
+private:
+  const std::map<const Var *, double> &scalars_;
+};
+
+using Mask = std::vector<int>; // active threads of the block, ascending linear ids
+
+/// One kernel launch.
+class Interpreter {
+public:
+  Interpreter(const kir::Kernel &kernel, Memory &memory, int64_t misalign,
+              const SimulatorLimits &limits)
+      : kernel_(kernel), memory_(memory), misalign_(misalign), limits_(limits) {}
+
+  void run() {
+    if (!kernel_.body)
+      fail("the kernel has no body");
+    checkParameters();
+    configureLaunch();
+    assignSlots();
+    for (int64_t z = 0; z < grid_[2]; ++z)
+      for (int64_t y = 0; y < grid_[1]; ++y)
+        for (int64_t x = 0; x < grid_[0]; ++x)
+          runBlock({x, y, z});
+  }
+
+private:
+  // --- The launch ----------------------------------------------------------------------
+
+  void checkParameters() {
+    for (const kir::KernelParam &param : kernel_.params) {
+      switch (param.kind) {
+      case kir::KernelParam::Kind::Tensor:
+        if (!param.buffer)
+          fail("a tensor parameter without a buffer");
+        globalData(*param.buffer);
+        break;
+      case kir::KernelParam::Kind::Scalar:
+      case kir::KernelParam::Kind::Dim:
+        if (!param.var)
+          fail("a scalar parameter without a variable");
+        if (!memory_.scalars.count(param.var.get()))
+          fail("no value for the kernel parameter " + param.var->name);
+        break;
+      case kir::KernelParam::Kind::TensorMap:
+        if (!param.tensorMap || !param.tensorMap->global)
+          fail("a tensor-map parameter without a tensor");
+        globalData(*param.tensorMap->global);
+        break;
+      }
+    }
+  }
+
+  int64_t launchValue(const kir::Expr &e, const char *what) {
+    if (!e)
+      return 1;
+    LaunchScope scope(memory_.scalars);
+    return exactInteger(evaluate(*e, scope), what);
+  }
+
+  void configureLaunch() {
+    static const char *axes = "xyz";
+    const kir::LaunchShape &launch = kernel_.launch;
+    int64_t threads = 1;
+    for (int d = 0; d < 3; ++d) {
+      grid_[d] = launchValue(launch.grid[d], "a grid extent");
+      block_[d] = launchValue(launch.block[d], "a block extent");
+      int64_t cluster = launchValue(launch.cluster[d], "a cluster extent");
+      if (grid_[d] < 1 || grid_[d] > limits_.maxGridDim[d])
+        fail(llvm::formatv("grid extent {0} along {1} is outside 1..{2}", grid_[d], axes[d],
+                           limits_.maxGridDim[d]));
+      if (block_[d] < 1 || block_[d] > limits_.maxBlockDim[d])
+        fail(llvm::formatv("block extent {0} along {1} is outside 1..{2}", block_[d], axes[d],
+                           limits_.maxBlockDim[d]));
+      if (cluster < 1 || grid_[d] % cluster != 0)
+        fail(llvm::formatv("grid extent {0} along {1} is not a multiple of the cluster extent {2}",
+                           grid_[d], axes[d], cluster));
+      threads *= block_[d];
+    }
+    if (threads > limits_.maxThreadsPerBlock)
+      fail(llvm::formatv("{0} threads per block; the target allows {1}", threads,
+                         limits_.maxThreadsPerBlock));
+    if (launch.maxThreads && threads > *launch.maxThreads)
+      fail(llvm::formatv("{0} threads per block exceed the kernel's __launch_bounds__ of {1}",
+                         threads, *launch.maxThreads));
+    threads_ = static_cast<int>(threads);
+    dynamicShared_ = launch.sharedBytes ? launchValue(launch.sharedBytes, "the shared bytes") : 0;
+    if (dynamicShared_ < 0 || dynamicShared_ > limits_.maxSharedBytesPerBlock)
+      fail(llvm::formatv("{0} bytes of dynamic shared memory; the target allows {1} per block",
+                         dynamicShared_, limits_.maxSharedBytesPerBlock));
+  }
+
+  /// Numbers every variable the body reads or writes: each thread keeps its values in
+  /// one row of `values_`. Launch scalars get a slot too, filled in every thread.
+  void assignSlots() {
+    auto add = [&](const Var *v) {
+      if (v && v->builtin == kir::Builtin::None)
+        slotOf_.emplace(v, static_cast<int>(slotOf_.size()));
+    };
+    for (const auto &[v, value] : memory_.scalars)
+      add(v);
+    kir::forEachStmt(kernel_.body, [&](const kir::Stmt &s) {
+      add(s->var.get());
+      if (s->kind == StmtKind::Let && s->mutableVar)
+        mutable_.insert(s->var.get());
+    });
+    kir::forEachExpr(kernel_.body, [&](const kir::Expr &e) {
+      if (e->kind == ExprKind::Var)
+        add(e->var.get());
+    });
+    slots_ = static_cast<int>(slotOf_.size());
+  }
+
+  void runBlock(std::array<int64_t, 3> blockIdx) {
+    blockIdx_ = blockIdx;
+    values_.assign(static_cast<size_t>(threads_) * slots_, 0.0);
+    bound_.assign(values_.size(), 0);
+    for (const auto &[v, value] : memory_.scalars)
+      for (int t = 0; t < threads_; ++t)
+        setVariable(t, *v, value);
+    locals_.clear();
+    shared_.clear();
+    mbarriers_.clear();
+    staticSharedEnd_ = 0;
+    Mask all(threads_);
+    for (int t = 0; t < threads_; ++t)
+      all[t] = t;
+    exec(*kernel_.body, all);
+  }
+
+  // --- Threads and their variables ------------------------------------------------------
+
+  std::array<int64_t, 3> threadIdx(int t) const {
+    return {t % block_[0], (t / block_[0]) % block_[1], t / (block_[0] * block_[1])};
+  }
+
+  [[noreturn]] void fault(int thread, const llvm::Twine &message) const {
+    std::string where =
+        llvm::formatv("block ({0}, {1}, {2})", blockIdx_[0], blockIdx_[1], blockIdx_[2]);
+    if (thread >= 0) {
+      std::array<int64_t, 3> tid = threadIdx(thread);
+      where += llvm::formatv(", thread ({0}, {1}, {2})", tid[0], tid[1], tid[2]).str();
+    }
+    throw Fault(where + ": " + message.str(), true);
+  }
+
+  /// Runs `f`, adding the block and thread to a fault from the expression evaluator.
+  template <typename F> auto located(int thread, F &&f) {
+    try {
+      return f();
+    } catch (const Fault &inner) {
+      if (inner.located)
+        throw;
+      fault(thread, inner.what());
+    }
+  }
+
+  void setVariable(int t, const Var &v, double value) {
+    auto it = slotOf_.find(&v);
+    FSL_INTERNAL_ASSERT(it != slotOf_.end(), "a variable without a slot");
+    size_t at = static_cast<size_t>(t) * slots_ + it->second;
+    values_[at] = value;
+    bound_[at] = 1;
+  }
+
+  double builtin(int t, kir::Builtin which) {
+    std::array<int64_t, 3> tid = threadIdx(t);
+    switch (which) {
+    case kir::Builtin::None:
+      break;
+    case kir::Builtin::ThreadIdxX:
+      return static_cast<double>(tid[0]);
+    case kir::Builtin::ThreadIdxY:
+      return static_cast<double>(tid[1]);
+    case kir::Builtin::ThreadIdxZ:
+      return static_cast<double>(tid[2]);
+    case kir::Builtin::BlockIdxX:
+      return static_cast<double>(blockIdx_[0]);
+    case kir::Builtin::BlockIdxY:
+      return static_cast<double>(blockIdx_[1]);
+    case kir::Builtin::BlockIdxZ:
+      return static_cast<double>(blockIdx_[2]);
+    case kir::Builtin::BlockDimX:
+      return static_cast<double>(block_[0]);
+    case kir::Builtin::BlockDimY:
+      return static_cast<double>(block_[1]);
+    case kir::Builtin::BlockDimZ:
+      return static_cast<double>(block_[2]);
+    }
+    FSL_UNREACHABLE("a hardware index");
+  }
+
+  double variable(int t, const Var &v) {
+    if (v.builtin != kir::Builtin::None)
+      return builtin(t, v.builtin);
+    auto it = slotOf_.find(&v);
+    size_t at = it == slotOf_.end() ? 0 : static_cast<size_t>(t) * slots_ + it->second;
+    if (it == slotOf_.end() || !bound_[at])
+      fail("variable " + v.name + " is read before it is set");
+    return values_[at];
+  }
+
+  class ThreadScope : public Scope {
+  public:
+    ThreadScope(Interpreter &machine, int thread) : machine_(machine), thread_(thread) {}
+    double variable(const Var &v) override { return machine_.variable(thread_, v); }
+    double load(const Buffer &buffer, int64_t index) override {
+      return machine_.element(buffer, index, thread_, /*store=*/false);
+    }
+
+  private:
+    Interpreter &machine_;
+    int thread_;
+  };
+
+  double value(const kir::Expr &e, int t) {
+    if (!e)
+      fault(t, "a statement lacks an expression it needs");
+    return located(t, [&] {
+      ThreadScope scope(*this, t);
+      return evaluate(*e, scope);
+    });
+  }
+
+  int64_t integer(const kir::Expr &e, int t, const char *what) {
+    double v = value(e, t);
+    return located(t, [&] { return exactInteger(v, what); });
+  }
+
+  /// An expression every thread of `mask` must agree on (a barrier's thread count, a
+  /// shared allocation's offset, a wgmma operand address).
+  int64_t uniform(const kir::Expr &e, const Mask &mask, const char *what) {
+    int64_t first = integer(e, mask.front(), what);
+    for (int t : mask)
+      if (int64_t other = integer(e, t, what); other != first)
+        fault(t, llvm::formatv("{0} is {1} here but {2} in thread {3} of the same block", what,
+                               other, first, mask.front()));
+    return first;
+  }
+
+  // --- Memory ----------------------------------------------------------------------------
+
+  struct LocalStorage {
+    int64_t elements = 0;
+    std::vector<double> data;       // threads x elements
+    std::vector<uint8_t> allocated; // per thread
+  };
+  struct SharedStorage {
+    int64_t offset = 0; // bytes into the block's dynamic (or static) shared memory
+    int64_t elements = 0;
+    int64_t bytes = 0;
+    bool dynamic = true;
+    std::vector<double> data;
+  };
+
+  std::vector<double> &globalData(const Buffer &buffer) {
+    if (buffer.space != MemorySpace::Global)
+      fail(buffer.name + " is used as a global buffer but lives in " +
+           spaceName(buffer.space).str() + " memory");
+    const Buffer *key = &buffer;
+    if (auto alias = memory_.aliases.find(key); alias != memory_.aliases.end())
+      key = alias->second;
+    auto it = memory_.global.find(key);
+    if (it == memory_.global.end())
+      fail("global buffer " + buffer.name + " has no memory (not a parameter or workspace)");
+    return it->second;
+  }
+
+  std::vector<double> &globalAt(const Buffer &buffer, int t) {
+    return *located(t, [&] { return &globalData(buffer); });
+  }
+
+  SharedStorage &sharedOf(const Buffer &buffer, int t) {
+    auto it = shared_.find(&buffer);
+    if (it == shared_.end())
+      fault(t, "shared buffer " + buffer.name + " is used before its allocation");
+    return it->second;
+  }
+
+  /// The element `index` of `buffer` as thread `t` sees it, bounds-checked.
+  double &element(const Buffer &buffer, int64_t index, int t, bool store) {
+    std::vector<double> *data = nullptr;
+    int64_t offset = 0, size = 0;
+    switch (buffer.space) {
+    case MemorySpace::Global:
+      data = &globalAt(buffer, t);
+      size = static_cast<int64_t>(data->size());
+      break;
+    case MemorySpace::Shared: {
+      SharedStorage &shared = sharedOf(buffer, t);
+      data = &shared.data;
+      size = shared.elements;
+      break;
+    }
+    case MemorySpace::Local: {
+      auto it = locals_.find(&buffer);
+      if (it == locals_.end() || !it->second.allocated[t])
+        fault(t, "local buffer " + buffer.name + " is used before its allocation");
+      data = &it->second.data;
+      size = it->second.elements;
+      offset = static_cast<int64_t>(t) * size;
+      break;
+    }
+    }
+    if (index < 0 || index >= size)
+      fault(t, llvm::formatv("out-of-bounds {0} {1} {2}: element {3} of {4}",
+                             store ? "store to" : "load from", spaceName(buffer.space), buffer.name,
+                             index, size));
+    return (*data)[offset + index];
+  }
+
+  /// A vector access of `lanes` elements at `index` starts on a multiple of its size.
+  void checkVectorAlignment(const Buffer &buffer, int64_t index, int64_t lanes, int t) {
+    int64_t bytes = lanes * bytesOf(buffer.dtype);
+    int64_t address = 0;
+    switch (buffer.space) {
+    case MemorySpace::Global:
+      // The tensor itself starts `misalign` elements past an aligned address.
+      address = (index + misalign_) * bytesOf(buffer.dtype);
+      break;
+    case MemorySpace::Shared:
+      address = sharedOf(buffer, t).offset + index * bytesOf(buffer.dtype);
+      break;
+    case MemorySpace::Local:
+      address = index * bytesOf(buffer.dtype);
+      break;
+    }
+    if (positiveMod(address, bytes) != 0)
+      fault(t, llvm::formatv("misaligned vector access of {0}: {1} lanes ({2} bytes) at element "
+                             "{3}{4}, {5} bytes past a {2}-byte boundary",
+                             buffer.name, lanes, bytes, index,
+                             buffer.space == MemorySpace::Global && misalign_
+                                 ? llvm::formatv(" (tensor misaligned by {0})", misalign_).str()
+                                 : std::string(),
+                             positiveMod(address, bytes)));
+  }
+
+  /// Writes of one statement by all its threads: two threads writing different values to
+  /// one element is a race the GPU resolves arbitrarily.
+  struct Write {
+    double *target;
+    double value;
+    int thread;
+    const Buffer *buffer;
+    int64_t index;
+  };
+  void commit(std::vector<Write> &writes) {
+    std::stable_sort(writes.begin(), writes.end(),
+                     [](const Write &a, const Write &b) { return a.target < b.target; });
+    for (size_t i = 1; i < writes.size(); ++i) {
+      const Write &a = writes[i - 1], &b = writes[i];
+      bool same = a.value == b.value || (std::isnan(a.value) && std::isnan(b.value));
+      if (a.target == b.target && !same)
+        fault(b.thread,
+              llvm::formatv("threads {0} and {1} store different values ({2}, {3}) to "
+                            "{4}[{5}] in one statement: a race",
+                            a.thread, b.thread, a.value, b.value, b.buffer->name, b.index));
+    }
+    for (const Write &w : writes)
+      *w.target = w.value;
+  }
+
+  // --- Statements ------------------------------------------------------------------------
+
+  void exec(const StmtNode &s, const Mask &mask) {
+    if (mask.empty())
+      return;
+    steps_ += static_cast<int64_t>(mask.size());
+    if (steps_ > limits_.maxThreadSteps)
+      fault(-1, llvm::formatv("the launch ran {0} thread statements, over the limit of {1} "
+                              "(a runaway loop?)",
+                              steps_, limits_.maxThreadSteps));
+    switch (s.kind) {
+    case StmtKind::Block:
+      for (const kir::Stmt &child : s.body)
+        if (child)
+          exec(*child, mask);
+      return;
+    case StmtKind::For:
+      return execFor(s, mask);
+    case StmtKind::If:
+    case StmtKind::WarpRole:
+      return execIf(s, mask);
+    case StmtKind::Let:
+    case StmtKind::Assign:
+      return execLet(s, mask);
+    case StmtKind::Allocate:
+      return execAllocate(s, mask);
+    case StmtKind::Store:
+      return execStore(s, mask);
+    case StmtKind::VectorCopy:
+      return execVectorCopy(s, mask);
+    case StmtKind::Reduce:
+      return execReduce(s, mask);
+    case StmtKind::Barrier:
+      return execBarrier(s, mask);
+    case StmtKind::GridDependency:
+    case StmtKind::Comment:
+    case StmtKind::FenceProxyAsync:
+    case StmtKind::WgmmaFence:
+    case StmtKind::WgmmaCommit:
+    case StmtKind::WgmmaWait:
+    case StmtKind::TmaStoreWait:
+      // Ordering only: every operation here completes before the next statement runs.
+      return;
+    case StmtKind::MBarrierInit:
+    case StmtKind::MBarrierArrive:
+    case StmtKind::MBarrierArriveExpectTx:
+    case StmtKind::MBarrierWait:
+      return execMBarrier(s, mask);
+    case StmtKind::TmaLoad:
+    case StmtKind::TmaStore:
+      for (int t : mask)
+        tma(s, t, s.kind == StmtKind::TmaLoad);
+      return;
+    case StmtKind::Wgmma:
+      return execWgmma(s, mask);
+    case StmtKind::SetMaxNReg:
+      return execSetMaxNReg(s, mask);
+    }
+    FSL_UNREACHABLE("statement kind");
+  }
+
+  const StmtNode &child(const StmtNode &s, size_t i) {
+    if (s.body.size() <= i || !s.body[i])
+      fail(kir::stmtKindName(s.kind) + " without its body");
+    return *s.body[i];
+  }
+
+  int64_t hardwareExtent(kir::Axis axis) {
+    switch (axis) {
+    case kir::Axis::BIDx:
+      return grid_[0];
+    case kir::Axis::BIDy:
+      return grid_[1];
+    case kir::Axis::BIDz:
+      return grid_[2];
+    case kir::Axis::TIDx:
+      return block_[0];
+    case kir::Axis::TIDy:
+      return block_[1];
+    case kir::Axis::TIDz:
+      return block_[2];
+    case kir::Axis::Warpgroup:
+      if (block_[0] % 128 != 0)
+        fault(-1, llvm::formatv("a loop over warpgroups needs blockDim.x a multiple of 128, "
+                                "not {0}",
+                                block_[0]));
+      return block_[0] / 128;
+    }
+    FSL_UNREACHABLE("axis");
+  }
+
+  int64_t hardwareIndex(kir::Axis axis, int t) {
+    std::array<int64_t, 3> tid = threadIdx(t);
+    switch (axis) {
+    case kir::Axis::BIDx:
+      return blockIdx_[0];
+    case kir::Axis::BIDy:
+      return blockIdx_[1];
+    case kir::Axis::BIDz:
+      return blockIdx_[2];
+    case kir::Axis::TIDx:
+      return tid[0];
+    case kir::Axis::TIDy:
+      return tid[1];
+    case kir::Axis::TIDz:
+      return tid[2];
+    case kir::Axis::Warpgroup:
+      return tid[0] / 128;
+    }
+    FSL_UNREACHABLE("axis");
+  }
+
+  void execFor(const StmtNode &s, const Mask &mask) {
+    if (!s.var)
+      fail("a loop without an index variable");
+    const StmtNode &body = child(s, 0);
+    if (s.loopKind == kir::LoopKind::Parallel) {
+      // No loop: the index is the hardware's, and the launch must cover the extent
+      // exactly (fewer would skip iterations, more would run past them unguarded).
+      int64_t hardware = hardwareExtent(s.axis);
+      for (int t : mask) {
+        int64_t extent = integer(s.extent, t, "a loop extent");
+        if (extent != hardware)
+          fault(t, llvm::formatv("loop {0} over {1} has extent {2}, but the launch gives {3}",
+                                 s.var->name, kir::axisName(s.axis), extent, hardware));
+        setVariable(t, *s.var, static_cast<double>(hardwareIndex(s.axis, t)));
+      }
+      return exec(body, mask);
+    }
+    // Serial, unrolled and vector loops: each thread runs its own trip count; a thread
+    // whose count is done leaves the mask of the remaining iterations.
+    std::vector<int64_t> extents;
+    extents.reserve(mask.size());
+    for (int t : mask)
+      extents.push_back(integer(s.extent, t, "a loop extent"));
+    for (int64_t i = 0;; ++i) {
+      Mask active;
+      for (size_t k = 0; k < mask.size(); ++k)
+        if (i < extents[k])
+          active.push_back(mask[k]);
+      if (active.empty())
+        return;
+      for (int t : active)
+        setVariable(t, *s.var, static_cast<double>(i));
+      exec(body, active);
+    }
+  }
+
+  void execIf(const StmtNode &s, const Mask &mask) {
+    Mask then, otherwise;
+    for (int t : mask)
+      (value(s.condition, t) != 0 ? then : otherwise).push_back(t);
+    exec(child(s, 0), then);
+    if (s.kind == StmtKind::If && s.body.size() > 1 && s.body[1])
+      exec(*s.body[1], otherwise);
+  }
+
+  void execLet(const StmtNode &s, const Mask &mask) {
+    if (!s.var)
+      fail(kir::stmtKindName(s.kind) + " without a variable");
+    if (s.kind == StmtKind::Assign && !mutable_.count(s.var.get()))
+      fault(mask.front(), "assignment to " + s.var->name + ", which is not declared mutable");
+    std::vector<double> results;
+    results.reserve(mask.size());
+    for (int t : mask)
+      results.push_back(asComputed(value(s.value, t), s.var->dtype));
+    for (size_t k = 0; k < mask.size(); ++k)
+      setVariable(mask[k], *s.var, results[k]);
+  }
+
+  void execAllocate(const StmtNode &s, const Mask &mask) {
+    if (!s.buffer)
+      fail("an allocation without a buffer");
+    const Buffer &buffer = *s.buffer;
+    switch (buffer.space) {
+    case MemorySpace::Global:
+      fault(mask.front(), "global buffer " + buffer.name +
+                              " is allocated inside the kernel; global memory comes from "
+                              "parameters and workspaces");
+    case MemorySpace::Local: {
+      // A declaration: each time a thread reaches it, the array is new and undefined.
+      LocalStorage &local = locals_[&buffer];
+      if (local.data.empty()) {
+        local.elements = buffer.elements();
+        if (local.elements < 1 || local.elements > (int64_t(1) << 24))
+          fault(mask.front(),
+                llvm::formatv("local buffer {0} of {1} elements", buffer.name, local.elements));
+        local.data.assign(static_cast<size_t>(threads_ * local.elements), NAN);
+        local.allocated.assign(threads_, 0);
+      }
+      for (int t : mask) {
+        std::fill_n(local.data.begin() + t * local.elements, local.elements, NAN);
+        local.allocated[t] = 1;
+      }
+      return;
+    }
+    case MemorySpace::Shared:
+      return allocateShared(s, mask);
+    }
+    FSL_UNREACHABLE("memory space");
+  }
+
+  void allocateShared(const StmtNode &s, const Mask &mask) {
+    const Buffer &buffer = *s.buffer;
+    int64_t elements =
+        s.count ? uniform(s.count, mask, "a shared buffer's element count") : buffer.elements();
+    int64_t bytes = elements * bytesOf(buffer.dtype);
+    int64_t alignment = std::max<int64_t>(buffer.alignment, 1);
+    if (elements < 1)
+      fault(mask.front(),
+            llvm::formatv("shared buffer {0} of {1} elements", buffer.name, elements));
+    int64_t offset = 0;
+    if (s.index) {
+      // A slice of the dynamic shared memory the launch provides.
+      offset = uniform(s.index, mask, "a shared buffer's byte offset");
+      if (offset < 0 || offset + bytes > dynamicShared_)
+        fault(mask.front(),
+              llvm::formatv("shared buffer {0} needs bytes [{1}, {2}) but the launch provides {3} "
+                            "bytes of dynamic shared memory",
+                            buffer.name, offset, offset + bytes, dynamicShared_));
+    } else {
+      // A static __shared__ array: laid out after the ones before it.
+      auto it = shared_.find(&buffer);
+      offset = it != shared_.end() ? it->second.offset
+                                   : (staticSharedEnd_ + alignment - 1) / alignment * alignment;
+    }
+    if (offset % alignment != 0)
+      fault(mask.front(), llvm::formatv("shared buffer {0} at byte offset {1} is not aligned to "
+                                        "the {2} bytes it needs",
+                                        buffer.name, offset, alignment));
+    if (auto it = shared_.find(&buffer); it != shared_.end()) {
+      // Reached again (a loop): the same memory, its contents kept.
+      if (it->second.offset != offset || it->second.elements != elements)
+        fault(mask.front(), "shared buffer " + buffer.name + " is allocated again elsewhere");
+      return;
+    }
+    // Each buffer has its own storage here, so two live buffers on the same bytes would
+    // not see each other's writes as they do on the GPU: refuse rather than differ.
+    for (const auto &[other, storage] : shared_)
+      if (storage.dynamic == (s.index != nullptr) && offset < storage.offset + storage.bytes &&
+          storage.offset < offset + bytes)
+        fault(mask.front(),
+              llvm::formatv("shared buffers {0} (bytes [{1}, {2})) and {3} (bytes [{4}, {5})) "
+                            "overlap; shared memory reused by two buffers is not simulated",
+                            buffer.name, offset, offset + bytes, other->name, storage.offset,
+                            storage.offset + storage.bytes));
+    if (!s.index)
+      staticSharedEnd_ = offset + bytes;
+    if (staticSharedEnd_ + dynamicShared_ > limits_.maxSharedBytesPerBlock)
+      fault(mask.front(),
+            llvm::formatv("{0} bytes of static and {1} of dynamic shared memory "
+                          "exceed the target's {2} per block",
+                          staticSharedEnd_, dynamicShared_, limits_.maxSharedBytesPerBlock));
+    SharedStorage &shared = shared_[&buffer];
+    shared.offset = offset;
+    shared.elements = elements;
+    shared.bytes = bytes;
+    shared.dynamic = s.index != nullptr;
+    shared.data.assign(static_cast<size_t>(elements), NAN);
+  }
+
+  void execStore(const StmtNode &s, const Mask &mask) {
+    if (!s.buffer)
+      fail("a store without a buffer");
+    const Buffer &buffer = *s.buffer;
+    std::vector<Write> writes;
+    writes.reserve(mask.size());
+    for (int t : mask) {
+      int64_t at = integer(s.index, t, "a store index");
+      double stored = eval::roundTo(value(s.value, t), buffer.dtype);
+      writes.push_back({&element(buffer, at, t, true), stored, t, &buffer, at});
+    }
+    commit(writes);
+  }
+
+  void execVectorCopy(const StmtNode &s, const Mask &mask) {
+    if (!s.buffer || !s.source)
+      fail("a vector copy without its buffers");
+    const Buffer &to = *s.buffer, &from = *s.source;
+    int64_t lanes = s.lanes;
+    for (const Buffer *b : {&to, &from}) {
+      int64_t bytes = lanes * bytesOf(b->dtype);
+      if (lanes < 1 || bytes > 16 || (bytes & (bytes - 1)) != 0)
+        fault(mask.front(), llvm::formatv("a vector access of {0} x {1} ({2} bytes); the GPU "
+                                          "has 1, 2, 4, 8 and 16",
+                                          lanes, ir::dtypeName(b->dtype), bytes));
+    }
+    std::vector<Write> writes;
+    for (int t : mask) {
+      int64_t src = integer(s.sourceIndex, t, "a vector source index");
+      int64_t dst = integer(s.index, t, "a vector destination index");
+      checkVectorAlignment(from, src, lanes, t);
+      checkVectorAlignment(to, dst, lanes, t);
+      for (int64_t l = 0; l < lanes; ++l) {
+        double v = eval::roundTo(element(from, src + l, t, false), to.dtype);
+        writes.push_back({&element(to, dst + l, t, true), v, t, &to, dst + l});
+      }
+    }
+    commit(writes);
+  }
+
+  double combine(kir::ReduceKind kind, double a, double b, DType type) {
+    switch (kind) {
+    case kir::ReduceKind::Sum:
+      return asComputed(a + b, type); // each step in the accumulator's type
+    case kir::ReduceKind::Max:
+      return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+    case kir::ReduceKind::Min:
+      return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+    }
+    FSL_UNREACHABLE("reduce kind");
+  }
+
+  /// Combines the accumulators of `group` (in order) and gives every one the total.
+  void reduceGroup(const StmtNode &s, const std::vector<int> &group) {
+    double total = variable(group.front(), *s.var);
+    for (size_t k = 1; k < group.size(); ++k)
+      total = combine(s.reduceKind, total, variable(group[k], *s.var), s.var->dtype);
+    for (int t : group)
+      setVariable(t, *s.var, total);
+  }
+
+  void execReduce(const StmtNode &s, const Mask &mask) {
+    if (!s.var)
+      fail("a reduction without an accumulator");
+    if (s.scope == kir::ReduceScope::Grid)
+      fault(-1, "grid reductions are not simulated yet");
+    if (!mutable_.count(s.var.get()))
+      fault(mask.front(), "reduction of " + s.var->name + ", which is not declared mutable");
+    for (int t : mask)
+      located(t, [&] { return variable(t, *s.var); }); // set before it is combined
+    if (s.scratch) {
+      // The block reduction goes through this shared scratch on the GPU.
+      if (s.scratch->space != MemorySpace::Shared)
+        fault(mask.front(), "reduction scratch " + s.scratch->name + " is not in shared memory");
+      sharedOf(*s.scratch, mask.front());
+    }
+    std::vector<uint8_t> active(threads_, 0);
+    for (int t : mask)
+      active[t] = 1;
+    if (s.scope == kir::ReduceScope::Warp) {
+      // Shuffles over all lanes of a warp (linear thread ids 32w .. 32w+31).
+      for (int w = 0; w * 32 < threads_; ++w) {
+        std::vector<int> lanes;
+        for (int t = w * 32; t < std::min(threads_, w * 32 + 32); ++t)
+          if (active[t])
+            lanes.push_back(t);
+        int existing = std::min(threads_, w * 32 + 32) - w * 32;
+        if (lanes.empty())
+          continue;
+        if (static_cast<int>(lanes.size()) != existing)
+          fault(lanes.front(), llvm::formatv("warp reduction of {0} reached by {1} of the {2} "
+                                             "lanes of warp {3}",
+                                             s.var->name, lanes.size(), existing, w));
+        reduceGroup(s, lanes);
+      }
+      return;
+    }
+    // BlockX: a barrier inside, so every thread of the block must be here.
+    if (static_cast<int>(mask.size()) != threads_)
+      fault(mask.front(), llvm::formatv("block reduction of {0} reached by {1} of {2} threads "
+                                        "(a barrier in divergent code)",
+                                        s.var->name, mask.size(), threads_));
+    // Each (threadIdx.y, threadIdx.z) row combines over threadIdx.x, in x order.
+    for (int64_t row = 0; row < block_[1] * block_[2]; ++row) {
+      std::vector<int> group;
+      for (int64_t x = 0; x < block_[0]; ++x)
+        group.push_back(static_cast<int>(row * block_[0] + x));
+      reduceGroup(s, group);
+    }
+  }
+
+  void execBarrier(const StmtNode &s, const Mask &mask) {
+    int arrived = static_cast<int>(mask.size());
+    switch (s.barrierKind) {
+    case kir::BarrierKind::Block:
+      if (arrived != threads_)
+        fault(mask.front(), llvm::formatv("__syncthreads reached by {0} of {1} threads (a "
+                                          "barrier in divergent code)",
+                                          arrived, threads_));
+      return;
+    case kir::BarrierKind::Named: {
+      int64_t expected = uniform(s.threads, mask, "a named barrier's thread count");
+      if (s.barrierId < 0 || s.barrierId > 15)
+        fault(mask.front(), llvm::formatv("named barrier {0}; the GPU has 0..15", s.barrierId));
+      if (expected % 32 != 0 || expected < 32)
+        fault(mask.front(), llvm::formatv("named barrier {0} for {1} threads; a multiple of the "
+                                          "warp size is needed",
+                                          s.barrierId, expected));
+      if (arrived != expected)
+        fault(mask.front(), llvm::formatv("named barrier {0} expects {1} threads but {2} arrive "
+                                          "together",
+                                          s.barrierId, expected, arrived));
+      return;
+    }
+    }
+    FSL_UNREACHABLE("barrier kind");
+  }
+
+  // --- mbarriers ---------------------------------------------------------------------------
+
+  /// One 64-bit mbarrier: arrivals and transaction bytes still expected in the current
+  /// phase, and the phase number (its parity is what waits test).
+  struct MBarrier {
+    int64_t expected = 0;
+    int64_t pending = 0;
+    int64_t tx = 0;
+    int64_t phase = 0;
+  };
+
+  std::string barrierName(const Buffer &buffer, int64_t index) {
+    return llvm::formatv("{0}[{1}]", buffer.name, index).str();
+  }
+
+  MBarrier *findBarrier(const Buffer &buffer, int64_t index, int t) {
+    if (buffer.space != MemorySpace::Shared || buffer.dtype != DType::I64)
+      fault(t, "mbarrier " + buffer.name + " must be an i64 (u64) slot in shared memory");
+    element(buffer, index, t, false); // allocated and in bounds
+    auto it = mbarriers_.find({&buffer, index});
+    return it == mbarriers_.end() ? nullptr : &it->second;
+  }
+
+  MBarrier &liveBarrier(const Buffer &buffer, int64_t index, int t) {
+    MBarrier *barrier = findBarrier(buffer, index, t);
+    if (!barrier)
+      fault(t, "mbarrier " + barrierName(buffer, index) + " is used before mbarrier.init");
+    return *barrier;
+  }
+
+  /// The phase completes when its arrivals and its transaction bytes are all in.
+  void settle(MBarrier &barrier) {
+    if (barrier.pending == 0 && barrier.tx == 0) {
+      ++barrier.phase;
+      barrier.pending = barrier.expected;
+    }
+  }
+
+  void arrive(MBarrier &barrier, const Buffer &buffer, int64_t index, int t) {
+    if (barrier.pending == 0)
+      fault(t, llvm::formatv("mbarrier {0}: an arrival beyond the {1} its phase expects",
+                             barrierName(buffer, index), barrier.expected));
+    --barrier.pending;
+    settle(barrier);
+  }
+
+  void execMBarrier(const StmtNode &s, const Mask &mask) {
+    if (!s.buffer)
+      fail(kir::stmtKindName(s.kind) + " without its barrier");
+    const Buffer &buffer = *s.buffer;
+    for (int t : mask) {
+      int64_t index = s.index ? integer(s.index, t, "an mbarrier index") : 0;
+      if (s.kind == StmtKind::MBarrierInit)
+        initBarrier(s, buffer, index, t);
+      else if (s.kind == StmtKind::MBarrierWait)
+        waitBarrier(s, buffer, index, t);
+      else
+        arriveBarrier(s, buffer, index, t);
+    }
+  }
+
+  void initBarrier(const StmtNode &s, const Buffer &buffer, int64_t index, int t) {
+    int64_t count = integer(s.count, t, "an mbarrier arrival count");
+    if (findBarrier(buffer, index, t))
+      fault(t, "second mbarrier.init of the live barrier " + barrierName(buffer, index) +
+                   " (is the init executed by more than one thread?)");
+    if (count < 1 || count >= (int64_t(1) << 20))
+      fault(t, llvm::formatv("mbarrier.init of {0} with {1} arrivals (1 .. 2^20-1)",
+                             barrierName(buffer, index), count));
+    MBarrier &barrier = mbarriers_[{&buffer, index}];
+    barrier.expected = barrier.pending = count;
+  }
+
+  /// mbarrier.arrive, or mbarrier.arrive.expect_tx with the byte count in `count`.
+  void arriveBarrier(const StmtNode &s, const Buffer &buffer, int64_t index, int t) {
+    MBarrier &barrier = liveBarrier(buffer, index, t);
+    if (s.kind == StmtKind::MBarrierArriveExpectTx) {
+      int64_t bytes = integer(s.count, t, "an expected transaction byte count");
+      if (bytes < 0)
+        fault(t,
+              llvm::formatv("mbarrier {0} expects {1} bytes", barrierName(buffer, index), bytes));
+      barrier.tx += bytes; // expect first, then arrive: the phase waits for the bytes
+    }
+    arrive(barrier, buffer, index, t);
+  }
+
+  void waitBarrier(const StmtNode &s, const Buffer &buffer, int64_t index, int t) {
+    MBarrier &barrier = liveBarrier(buffer, index, t);
+    int64_t parity = integer(s.count, t, "an mbarrier wait parity");
+    if (parity != 0 && parity != 1)
+      fault(t, llvm::formatv("mbarrier wait parity {0}", parity));
+    // try_wait.parity(p) succeeds once the phase of parity p has completed, that is while
+    // the current (incomplete) phase has the other parity; a fresh barrier is in phase 0,
+    // so a wait on parity 1 passes at once (PTX ISA, mbarrier.test_wait/try_wait,
+    // "phaseParity"). Everything that could arrive has already run in this lockstep
+    // model, so a wait on the current phase would never return.
+    if ((barrier.phase & 1) == parity)
+      fault(t, llvm::formatv("deadlock: wait on {0} parity {1} can never complete (pending "
+                             "arrivals {2}, tx bytes {3})",
+                             barrierName(buffer, index), parity, barrier.pending, barrier.tx));
+  }
+
+  // --- TMA ---------------------------------------------------------------------------------
+
+  /// The element of shared buffer `shared` that byte `relative` of a swizzled tile starting
+  /// at its element 0 lands in.
+  int64_t swizzledElement(const Buffer &buffer, const SharedStorage &shared, int64_t relative,
+                          Swizzle swizzle) {
+    int64_t address = swizzleAddress(shared.offset + relative, swizzle);
+    return (address - shared.offset) / bytesOf(buffer.dtype);
+  }
+
+  void checkSwizzleBase(const Buffer &buffer, const SharedStorage &shared, Swizzle swizzle, int t) {
+    if (swizzle != Swizzle::None && shared.offset % swizzleRepeat(swizzle) != 0)
+      fault(t, llvm::formatv("shared buffer {0} at byte offset {1} is used with the {2}, whose "
+                             "pattern repeats every {3} bytes: align it to {3}",
+                             buffer.name, shared.offset, swizzleName(swizzle),
+                             swizzleRepeat(swizzle)));
+  }
+
+  void tma(const StmtNode &s, int t, bool load) {
+    const char *op = load ? "TMA load" : "TMA store";
+    if (!s.tensorMap || !s.tensorMap->global || !s.buffer)
+      fault(t, llvm::formatv("{0} without its tensor map or shared buffer", op));
+    const kir::TensorMap &map = *s.tensorMap;
+    const Buffer &global = *map.global, &tile = *s.buffer;
+    size_t rank = map.box.size();
+    if (rank < 1 || rank > 5 || map.extents.size() != rank || s.coordinates.size() != rank)
+      fault(t, llvm::formatv("{0} through {1}: box, extents and coordinates of ranks {2}, {3}, "
+                             "{4} (1 to 5, all equal)",
+                             op, map.name, rank, map.extents.size(), s.coordinates.size()));
+    if (load && s.multicastMask)
+      fault(t, "multicast TMA loads (clusters) are not simulated");
+    if (tile.space != MemorySpace::Shared)
+      fault(t, llvm::formatv("{0} into {1}, which is not in shared memory", op, tile.name));
+    if (tile.dtype != global.dtype)
+      fault(t, llvm::formatv("{0} between {1} ({2}) and {3} ({4})", op, global.name,
+                             ir::dtypeName(global.dtype), tile.name, ir::dtypeName(tile.dtype)));
+    if (tile.swizzle != map.swizzle)
+      fault(t, llvm::formatv("tensor map {0} writes {1} with the {2}, but {1} is declared with "
+                             "the {3}",
+                             map.name, tile.name, swizzleName(map.swizzle),
+                             swizzleName(tile.swizzle)));
+    std::vector<double> &memory = globalAt(global, t);
+    SharedStorage &shared = sharedOf(tile, t);
+    int64_t bytes = bytesOf(global.dtype);
+
+    std::vector<int64_t> extents(rank), coordinates(rank);
+    int64_t globalElements = 1, boxElements = 1;
+    for (size_t d = 0; d < rank; ++d) {
+      extents[d] = integer(map.extents[d], t, "a tensor-map extent");
+      coordinates[d] = integer(s.coordinates[d], t, "a TMA coordinate");
+      if (extents[d] < 1)
+        fault(t, llvm::formatv("tensor map {0} has extent {1} in dimension {2}", map.name,
+                               extents[d], d));
+      if (map.box[d] < 1 || map.box[d] > 256)
+        fault(t, llvm::formatv("tensor map {0} has a box extent of {1} (1 to 256)", map.name,
+                               map.box[d]));
+      globalElements *= extents[d];
+      boxElements *= map.box[d];
+    }
+    // cuTensorMapEncodeTiled's rules: a 16-byte aligned tensor with 16-byte strides, and
+    // an inner box of whole 16-byte chunks.
+    if ((misalign_ * bytes) % 16 != 0)
+      fault(t, llvm::formatv("{0} of {1}: the tensor starts {2} bytes past a 16-byte boundary", op,
+                             global.name, misalign_ * bytes));
+    int64_t stride = bytes;
+    for (size_t d = rank; d-- > 1;) {
+      stride *= extents[d];
+      if (stride % 16 != 0)
+        fault(t, llvm::formatv("tensor map {0}: a stride of {1} bytes is not a multiple of 16",
+                               map.name, stride));
+    }
+    int64_t innerBytes = map.box[rank - 1] * bytes;
+    if (innerBytes % 16 != 0)
+      fault(t, llvm::formatv("tensor map {0}: an inner box of {1} bytes is not a multiple of 16",
+                             map.name, innerBytes));
+    if (map.swizzle != Swizzle::None && innerBytes != swizzleSpan(map.swizzle))
+      fault(t, llvm::formatv("tensor map {0}: an inner box of {1} bytes with the {2} is not "
+                             "simulated (only boxes whose rows are the swizzle's {3} bytes)",
+                             map.name, innerBytes, swizzleName(map.swizzle),
+                             swizzleSpan(map.swizzle)));
+    if (globalElements > static_cast<int64_t>(memory.size()))
+      fault(t, llvm::formatv("tensor map {0} covers {1} elements but {2} holds {3}", map.name,
+                             globalElements, global.name, memory.size()));
+    int64_t start = s.index ? integer(s.index, t, "a TMA shared-memory offset") : 0;
+    if ((shared.offset + start * bytes) % 128 != 0)
+      fault(t, llvm::formatv("{0} at byte {1} of shared memory; TMA needs 128-byte alignment", op,
+                             shared.offset + start * bytes));
+    checkSwizzleBase(tile, shared, map.swizzle, t);
+
+    // Walk the box in row-major order (innermost last), the order of its dense layout.
+    std::vector<int64_t> position(rank, 0);
+    for (int64_t linear = 0; linear < boxElements; ++linear) {
+      int64_t at = swizzledElement(tile, shared, (start + linear) * bytes, map.swizzle);
+      if (at < 0 || at >= shared.elements)
+        fault(t, llvm::formatv("{0}: a box of {1} elements at element {2} does not fit {3} ({4} "
+                               "elements)",
+                               op, boxElements, start, tile.name, shared.elements));
+      bool inside = true;
+      int64_t offset = 0;
+      for (size_t d = 0; d < rank; ++d) {
+        int64_t c = coordinates[d] + position[d];
+        inside = inside && c >= 0 && c < extents[d];
+        offset = offset * extents[d] + c;
+      }
+      if (load)
+        shared.data[at] = inside ? memory[offset] : 0.0; // out of the tensor: zero fill
+      else if (inside)
+        memory[offset] = eval::roundTo(shared.data[at], global.dtype);
+      for (size_t d = rank; d-- > 0;) {
+        if (++position[d] < map.box[d])
+          break;
+        position[d] = 0;
+      }
+    }
+    if (!load)
+      return;
+    if (!s.barrier)
+      fault(t, "TMA load without an mbarrier to complete on");
+    int64_t index = s.barrierIndex ? integer(s.barrierIndex, t, "an mbarrier index") : 0;
+    MBarrier &barrier = liveBarrier(*s.barrier, index, t);
+    barrier.tx -= boxElements * bytes; // the whole box counts, zero-filled parts too
+    if (barrier.tx < 0)
+      fault(t, llvm::formatv("TMA load of {0} bytes completes on {1}, which expected {2} bytes "
+                             "fewer (tx count {3})",
+                             boxElements * bytes, barrierName(*s.barrier, index), -barrier.tx,
+                             barrier.tx));
+    settle(barrier);
+  }
+
+  // --- wgmma -----------------------------------------------------------------------------
+
+  /// Element (mn, k) of a wgmma operand tile in shared memory. K-major: rows of the
+  /// M (or N) dimension, each one swizzle span wide, K contiguous within the row (the
+  /// canonical layout with the 8-row groups 8 spans apart). MN-major (transposed): rows of
+  /// K, M (or N) contiguous; only tiles whose M (or N) extent fits one span are handled.
+  double operand(const Buffer &buffer, int64_t start, bool mnMajor, int64_t mn, int64_t k, int t,
+                 const char *which) {
+    const SharedStorage &shared = sharedOf(buffer, t);
+    int64_t bytes = bytesOf(buffer.dtype), span = swizzleSpan(buffer.swizzle);
+    int64_t relative = start * bytes + (mnMajor ? k * span + mn * bytes : mn * span + k * bytes);
+    int64_t at = swizzledElement(buffer, shared, relative, buffer.swizzle);
+    if (at < 0 || at >= shared.elements)
+      fault(t, llvm::formatv("wgmma operand {0} reads element {1} of {2} ({3} elements)", which, at,
+                             buffer.name, shared.elements));
+    return shared.data[at];
+  }
+
+  void execWgmma(const StmtNode &s, const Mask &mask) {
+    const kir::WgmmaShape &shape = s.shape;
+    int t0 = mask.front();
+    if (shape.m != 64 || shape.k != 16 || shape.n < 8 || shape.n > 256 || shape.n % 8 != 0)
+      fault(t0, llvm::formatv("wgmma m{0}n{1}k{2}: m64nNk16 with N a multiple of 8 up to 256 is "
+                              "simulated",
+                              shape.m, shape.n, shape.k));
+    if (s.inputType != DType::BF16 && s.inputType != DType::F16)
+      fault(t0, "wgmma with " + ir::dtypeName(s.inputType).str() + " inputs is not simulated");
+    if (!s.buffer || !s.operandA || !s.operandB)
+      fault(t0, "wgmma without its accumulator or operands");
+    const Buffer &acc = *s.buffer;
+    if (acc.space != MemorySpace::Local || acc.dtype != DType::F32)
+      fault(t0, "wgmma accumulator " + acc.name + " must be a local f32 buffer");
+    for (const Buffer *b : {s.operandA.get(), s.operandB.get()}) {
+      if (b->space != MemorySpace::Shared || b->dtype != s.inputType)
+        fault(t0, "wgmma operand " + b->name + " must be a shared " +
+                      ir::dtypeName(s.inputType).str() + " buffer");
+      if (b->swizzle == Swizzle::None)
+        fault(t0, "wgmma operand " + b->name +
+                      " without a swizzle (the interleaved core-matrix layout) is not simulated");
+      checkSwizzleBase(*b, sharedOf(*b, t0), b->swizzle, t0);
+    }
+    int64_t span = swizzleSpan(s.operandA->swizzle) / bytesOf(s.inputType);
+    if (s.transposeA && shape.m > span)
+      fault(t0, llvm::formatv("an M-major wgmma operand of {0} rows wider than one swizzle row is "
+                              "not simulated",
+                              shape.m));
+    span = swizzleSpan(s.operandB->swizzle) / bytesOf(s.inputType);
+    if (s.transposeB && shape.n > span)
+      fault(t0, llvm::formatv("an N-major wgmma operand of {0} columns wider than one swizzle "
+                              "row is not simulated",
+                              shape.n));
+
+    // The four warps of each warpgroup issue one wgmma together.
+    std::map<int, std::vector<int>> warpgroups;
+    for (int t : mask)
+      warpgroups[t / 128].push_back(t);
+    for (const auto &[group, members] : warpgroups) {
+      if (members.size() != 128)
+        fault(members.front(), llvm::formatv("wgmma reached by {0} of the 128 threads of "
+                                             "warpgroup {1}",
+                                             members.size(), group));
+      int64_t a = uniform(s.offsetA, members, "wgmma operand A's offset");
+      int64_t b = uniform(s.offsetB, members, "wgmma operand B's offset");
+      // D += A B, each product exact, their sum over k added to the f32 accumulator.
+      std::vector<double> product(static_cast<size_t>(shape.m * shape.n), 0.0);
+      for (int64_t k = 0; k < shape.k; ++k) {
+        std::vector<double> column(shape.m);
+        for (int64_t m = 0; m < shape.m; ++m)
+          column[m] = operand(*s.operandA, a, s.transposeA, m, k, members.front(), "A");
+        for (int64_t n = 0; n < shape.n; ++n) {
+          double bv = operand(*s.operandB, b, s.transposeB, n, k, members.front(), "B");
+          for (int64_t m = 0; m < shape.m; ++m)
+            product[m * shape.n + n] += column[m] * bv;
+        }
+      }
+      for (int t : members) {
+        int64_t base = s.index ? integer(s.index, t, "a wgmma accumulator offset") : 0;
+        for (int64_t i = 0; i < shape.n / 2; ++i) {
+          auto [row, col] = wgmmaAccumulatorPosition(t % 128, i);
+          double &d = element(acc, base + i, t, true);
+          d = eval::roundTo(d + product[row * shape.n + col], DType::F32);
+        }
+      }
+    }
+  }
+
+  void execSetMaxNReg(const StmtNode &s, const Mask &mask) {
+    if (s.registers < 24 || s.registers > 256 || s.registers % 8 != 0)
+      fault(mask.front(), llvm::formatv("setmaxnreg {0}: 24 to 256 in steps of 8", s.registers));
+    // A warpgroup-wide instruction: all four warps execute it.
+    std::map<int, int> counts;
+    for (int t : mask)
+      ++counts[t / 128];
+    for (const auto &[group, count] : counts)
+      if (count != 128)
+        fault(mask.front(), llvm::formatv("setmaxnreg reached by {0} of the 128 threads of "
+                                          "warpgroup {1}",
+                                          count, group));
+  }
+
+  const kir::Kernel &kernel_;
+  Memory &memory_;
+  int64_t misalign_;
+  const SimulatorLimits &limits_;
+
+  std::array<int64_t, 3> grid_{1, 1, 1}, block_{1, 1, 1};
+  int threads_ = 1;
+  int64_t dynamicShared_ = 0;
+  std::unordered_map<const Var *, int> slotOf_;
+  std::unordered_set<const Var *> mutable_;
+  int slots_ = 0;
+  int64_t steps_ = 0;
+
+  // The block being run.
+  std::array<int64_t, 3> blockIdx_{0, 0, 0};
+  std::vector<double> values_; // threads x slots
+  std::vector<uint8_t> bound_;
+  std::unordered_map<const Buffer *, LocalStorage> locals_;
+  std::unordered_map<const Buffer *, SharedStorage> shared_;
+  int64_t staticSharedEnd_ = 0;
+  std::map<std::pair<const Buffer *, int64_t>, MBarrier> mbarriers_;
+};
+
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
+}
+
+} // namespace
+
+llvm::Error runKernel(const kir::Kernel &kernel, Memory &memory, int64_t misalign,
+                      const SimulatorLimits &limits) {
+  try {
+    Interpreter(kernel, memory, misalign, limits).run();
+    return llvm::Error::success();
+  } catch (const Fault &fault) {
+    return error("kernel " + kernel.name + ": " + fault.what());
+  } catch (const std::bad_alloc &) {
+    return error("kernel " + kernel.name + ": out of memory while simulating");
+  } catch (const std::length_error &) {
+    return error("kernel " + kernel.name + ": a buffer too large to simulate");
+  }
+}
+
+llvm::Expected<eval::EvalResult> simulate(const kir::Program &program,
+                                          const eval::EvalRequest &request, int64_t misalign,
+                                          const SimulatorLimits &limits) {
+  if (!program.fusion)
+    return error("the program has no fusion");
+  const ir::Fusion &fusion = *program.fusion;
+  // Sizes and inputs are checked, and the extents computed, as the reference does.
+  llvm::Expected<eval::EvalResult> probe = eval::evaluate(fusion, request);
+  if (!probe)
+    return probe.takeError();
+  const std::vector<int64_t> &extents = probe->extents;
+
+  std::map<const Var *, double> dims;
+  for (size_t d = 0; d < program.dims.size() && d < extents.size(); ++d)
+    if (program.dims[d])
+      dims[program.dims[d].get()] = static_cast<double>(extents[d]);
+
+  const kir::Variant *variant = nullptr;
+  for (const kir::Variant &candidate : program.variants) {
+    if (candidate.guard) {
+      try {
+        LaunchScope scope(dims);
+        if (evaluate(*candidate.guard, scope) == 0)
+          continue;
+      } catch (const Fault &fault) {
+        return error("the guard " + candidate.guardText + ": " + fault.what());
+      }
+    }
+    variant = &candidate;
+    break;
+  }
+  if (!variant)
+    return error("no variant of " + fusion.name + " applies to these sizes");
+
+  // Storage: the parameters (rounded to their types), the outputs (NaN until written;
+  // an inout output is its parameter's storage), the workspaces (zeros).
+  std::vector<std::vector<double>> storage;
+  for (size_t i = 0; i < fusion.params.size(); ++i) {
+    const ir::Param &param = fusion.params[i];
+    std::vector<double> data = request.params[i];
+    if (param.dims.empty() && data.empty() && param.defaultValue)
+      data = {*param.defaultValue};
+    for (double &element : data)
+      element = eval::roundTo(element, param.dtype);
+    storage.push_back(std::move(data));
+  }
+  std::vector<size_t> outputSlot;
+  for (const ir::Output &output : fusion.outputs) {
+    if (output.isInout) {
+      outputSlot.push_back(output.paramIndex);
+      continue;
+    }
+    outputSlot.push_back(storage.size());
+    storage.emplace_back(static_cast<size_t>(eval::elementCount(output.dims, extents)), NAN);
+  }
+  std::map<const Buffer *, size_t> workspaceSlot;
+  for (const kir::BufferPtr &workspace : program.workspaces) {
+    if (workspace->shape.empty())
+      return error("workspace " + workspace->name + " has no static size");
+    workspaceSlot[workspace.get()] = storage.size();
+    storage.emplace_back(static_cast<size_t>(workspace->elements()), 0.0);
+  }
+
+  for (unsigned launch : variant->launches) {
+    if (launch >= program.kernels.size())
+      return error(
+          llvm::formatv("variant launches kernel {0} of {1}", launch, program.kernels.size()));
+    const kir::Kernel &kernel = program.kernels[launch];
+    std::map<const Buffer *, size_t> slotOf = workspaceSlot;
+    Memory memory;
+    memory.scalars = dims;
+    auto tensorSlot = [&](const kir::KernelParam &param) -> llvm::Expected<size_t> {
+      if (param.isOutput) {
+        if (param.fusionParam >= fusion.outputs.size())
+          return error(llvm::formatv("{0}: output {1} of {2}", kernel.name, param.fusionParam,
+                                     fusion.outputs.size()));
+        return outputSlot[param.fusionParam];
+      }
+      if (param.fusionParam >= fusion.params.size())
+        return error(llvm::formatv("{0}: parameter {1} of {2}", kernel.name, param.fusionParam,
+                                   fusion.params.size()));
+      return static_cast<size_t>(param.fusionParam);
+    };
+    // Tensors first: a tensor map's tensor is often one of them.
+    for (bool maps : {false, true}) {
+      for (const kir::KernelParam &param : kernel.params) {
+        const Buffer *buffer = nullptr;
+        if (!maps && param.kind == kir::KernelParam::Kind::Tensor)
+          buffer = param.buffer.get();
+        else if (maps && param.kind == kir::KernelParam::Kind::TensorMap && param.tensorMap)
+          buffer = param.tensorMap->global.get();
+        if (!buffer || slotOf.count(buffer))
+          continue;
+        llvm::Expected<size_t> slot = tensorSlot(param);
+        if (!slot)
+          return slot.takeError();
+        slotOf[buffer] = *slot;
+      }
+    }
+    for (const kir::KernelParam &param : kernel.params) {
+      if (param.kind == kir::KernelParam::Kind::Scalar && param.var) {
+        if (param.fusionParam >= fusion.params.size() || storage[param.fusionParam].empty())
+          return error(kernel.name + ": no value for scalar " + param.var->name);
+        memory.scalars[param.var.get()] = storage[param.fusionParam][0];
+      } else if (param.kind == kir::KernelParam::Kind::Dim && param.var &&
+                 !memory.scalars.count(param.var.get())) {
+        // A dimension variable of the program is bound above; another one is found by
+        // the dimension's name.
+        std::optional<ir::DimId> dim = fusion.findDim(param.var->name);
+        if (!dim)
+          return error(kernel.name + ": no dimension for parameter " + param.var->name);
+        memory.scalars[param.var.get()] = static_cast<double>(extents[*dim]);
+      }
+    }
+    // Each storage slot moves into the memory once; other buffers of the slot alias it.
+    std::map<size_t, const Buffer *> owner;
+    for (const auto &[buffer, slot] : slotOf) {
+      auto [it, first] = owner.emplace(slot, buffer);
+      if (first)
+        memory.global[buffer] = std::move(storage[slot]);
+      else
+        memory.aliases[buffer] = it->second;
+    }
+    llvm::Error status = runKernel(kernel, memory, misalign, limits);
+    for (const auto &[slot, buffer] : owner)
+      storage[slot] = std::move(memory.global[buffer]);
+    if (status)
+      return status;
+  }
+
+  eval::EvalResult result;
+  result.extents = extents;
+  for (size_t slot : outputSlot)
+    result.outputs.push_back(storage[slot]);
+  return result;
 }
 
 } // namespace fsl::sim

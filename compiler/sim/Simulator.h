@@ -1,23 +1,110 @@
-// Simulator.h — runs Kernel IR on the CPU, block by block and thread by thread.
+// Simulator.h — an interpreter of the Kernel IR (kir/IR.h) on the CPU.
 //
-// It executes what the generated CUDA executes: the same loops, predicates, phases,
-// per-thread accumulators, block reductions over threadIdx.x and persistent register
-// buffers, with the arithmetic rounded to each value's type as the GPU computes it
-// (f32 for f32, bf16 and f16 values; f64 for f64). An inout parameter and its write-back
-// share one buffer, as on the GPU. Outputs start as NaN, so an element the kernel never
-// writes shows up. Out-of-bounds accesses and misaligned vector accesses are reported
-// as faults instead of being executed.
+// It runs what the CUDA printer emits from the same nodes, block by block. Within a
+// block every thread has its own variables and local buffers, and the threads execute
+// the body in lockstep (SIMT): a statement runs over a mask of active threads, an `if`
+// splits the mask, a serial loop drops a thread once its own extent is done. That makes
+// the synchronisation mistakes of a kernel visible as faults instead of wrong numbers:
+// a block reduction or barrier that only some threads reach, a shared buffer past the
+// launch's dynamic shared memory, an mbarrier wait that nothing can complete.
+//
+// Arithmetic is rounded as the GPU rounds it (kir/IR.h, "Values"): bf16/f16 operations in
+// f32 then rounded to their type, f32 in f32, f64 exactly, integers exactly with C
+// division. Memory never read before written: local and shared buffers start as NaN,
+// outputs start as NaN, so a value nobody computed shows up in the result.
+//
+// The Hopper operations run synchronously in program order but are checked as the
+// hardware defines them: mbarrier arrival counts, transaction bytes and phase parity;
+// TMA boxes with zero fill and the 32/64/128-byte shared-memory swizzles; wgmma tile
+// products with the documented accumulator fragment layout across a warpgroup.
+//
+// How the simulator reads the nodes where IR.h leaves room:
+//   - Shared buffers live at their Allocate `index` (bytes into the dynamic shared
+//     memory, assumed 1024-byte aligned); without one, in a static area after the previous
+//     static ones. Two live buffers may not overlap.
+//   - Load/Store/VectorCopy index a shared buffer by physical element: a swizzle the code
+//     needs is in its index expressions. TMA and wgmma apply the buffer's swizzle to the
+//     byte address themselves (swizzleAddress), so they agree with each other.
+//   - TmaLoad/TmaStore: the box goes to `buffer` at element `index`, dense row-major
+//     (innermost last) before the swizzle; the global tensor is dense with the map's
+//     extents. A swizzled map needs an inner box of exactly the swizzle's width.
+//   - Wgmma: `buffer` is the accumulator (local f32, fragment element i at `index` + i),
+//     `offsetA`/`offsetB` are element offsets into the operand buffers. K-major operands
+//     are rows of M (or N), one swizzle width apart; MN-major (transposeA/B) operands are
+//     rows of K, one swizzle width apart, and must fit one row (M or N <= 64 for bf16 with
+//     the 128B swizzle). Operands need a swizzled layout.
+//   - MBarrierInit/ArriveExpectTx/Wait read the arrivals, bytes and parity from `count`.
+//
+// Not modelled (each reported as an error, never computed differently): threads that make
+// progress independently (a producer warp waiting for a consumer warp of the same block
+// deadlocks here, because lockstep runs one branch of a divergence to completion before
+// the other), shared memory reused by two live buffers, clusters (multicast TMA), and
+// grid reductions.
 #pragma once
 
 #include "eval/Evaluator.h"
-#include "lower/KernelIR.h"
+#include "kir/IR.h"
+
+#include <llvm/Support/Error.h>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <vector>
 
 namespace fsl::sim {
 
-/// Same inputs and result layout as the reference evaluator's. `misalign` places every
-/// tensor that many elements past an aligned address (what a caller's sliced tensor
-/// does), to show the vector accesses the launcher refuses.
-llvm::Expected<eval::EvalResult> simulate(const kir::Kernel &kernel,
-                                          const eval::EvalRequest &request, int64_t misalign = 0);
+/// What the simulated GPU accepts (the H200's limits by default) and how much work a
+/// simulation may do before it is stopped.
+struct SimulatorLimits {
+  /// Dynamic plus static shared memory of one block: 227 KiB on sm_90.
+  int64_t maxSharedBytesPerBlock = 232448;
+  int64_t maxThreadsPerBlock = 1024;
+  std::array<int64_t, 3> maxBlockDim = {1024, 1024, 64};
+  std::array<int64_t, 3> maxGridDim = {2147483647, 65535, 65535};
+  /// Statement executions, counted per thread, over one kernel launch: a runaway loop
+  /// extent becomes an error instead of a hang.
+  int64_t maxThreadSteps = 4'000'000'000;
+};
+
+/// Runs the variant of `program` whose guard holds for the request's sizes, kernel by
+/// kernel. Same inputs and result layout as the reference evaluator's (eval::evaluate).
+/// `misalign` places every tensor that many elements past an aligned address, to show
+/// misaligned vector and TMA accesses.
+///
+/// Kernel parameters: a Tensor (and a TensorMap's tensor, unless another parameter or a
+/// workspace already binds that buffer) is fusion parameter `fusionParam`, or output
+/// `fusionParam` when `isOutput`; an inout output is its parameter's memory. A Scalar is
+/// the parameter's value (or default). A Dim is the extent of the program dimension whose
+/// variable it is, else of the fusion dimension of its name. Workspaces (static shapes)
+/// start as zeros and live across the variant's launches.
+llvm::Expected<eval::EvalResult> simulate(const kir::Program &program,
+                                          const eval::EvalRequest &request, int64_t misalign = 0,
+                                          const SimulatorLimits &limits = {});
+
+/// The global memory and kernel-parameter values of one launch.
+struct Memory {
+  /// Global buffers (kernel parameters, workspaces, tensor-map tensors) by buffer.
+  std::map<const kir::Buffer *, std::vector<double>> global;
+  /// A buffer that uses another's storage: key → a buffer of `global`. Two kernel
+  /// buffers can stand for one tensor (an inout tensor read through a TMA tensor map and
+  /// written through a plain pointer, say).
+  std::map<const kir::Buffer *, const kir::Buffer *> aliases;
+  /// Runtime dimensions and scalar parameters.
+  std::map<const kir::Var *, double> scalars;
+};
+
+/// Runs one kernel (every block of its grid) on `memory`. The lower level of `simulate`,
+/// for unit tests of hand-built kernels.
+llvm::Error runKernel(const kir::Kernel &kernel, Memory &memory, int64_t misalign = 0,
+                      const SimulatorLimits &limits = {});
+
+/// Where element `i` (0 ≤ i < n/2) of the f32 accumulator fragment of thread `t`
+/// (0 ≤ t < 128) of a warpgroup lies in the m64nNk16 tile D: {row, column}.
+std::array<int64_t, 2> wgmmaAccumulatorPosition(int64_t t, int64_t i);
+
+/// The byte address that byte address `address` of shared memory moves to under
+/// `swizzle` (address bits [4, 4+b) XOR bits [7, 7+b); b = 3, 2, 1 for 128, 64, 32 bytes).
+int64_t swizzleAddress(int64_t address, kir::Swizzle swizzle);
 
 } // namespace fsl::sim

@@ -1,6 +1,8 @@
 // jit.cpp — NVRTC compile with an on-disk cubin cache; driver API loaded with dlopen.
 #include "fsl/jit.h"
 
+#include "fsl_device_header.inc" // generated: the text of fsl/device.cuh
+
 #include <nvrtc.h>
 
 #include <dlfcn.h>
@@ -125,6 +127,8 @@ extern "C" fsl_status fsl_jit_compile(const char *source, const char *name, cons
   std::string key = "nvrtc " + std::to_string(major) + "." + std::to_string(minor) + "\n";
   for (const std::string &option : all)
     key += option + "\n";
+  // The helpers the source includes are part of what is compiled.
+  key += kFslDeviceHeaderText;
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx",
                 static_cast<unsigned long long>(fnv1a(source, fnv1a(key))));
@@ -135,8 +139,12 @@ extern "C" fsl_status fsl_jit_compile(const char *source, const char *name, cons
   if (readFile(path, cached))
     return deliver(cached, 1, path, binary);
 
+  // Generated sources include "fsl/device.cuh": NVRTC gets it by content, so no include
+  // path to the runtime's headers is needed where the JIT runs.
+  const char *headers[] = {kFslDeviceHeaderText};
+  const char *headerNames[] = {kFslDeviceHeaderName};
   nvrtcProgram program;
-  if (nvrtcCreateProgram(&program, source, name, 0, nullptr, nullptr) != NVRTC_SUCCESS)
+  if (nvrtcCreateProgram(&program, source, name, 1, headers, headerNames) != NVRTC_SUCCESS)
     return fail(FSL_ERROR_COMPILE, error, error_size, "nvrtcCreateProgram failed");
   std::vector<const char *> pointers;
   for (const std::string &option : all)

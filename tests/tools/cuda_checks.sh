@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Every generated CUDA source compiles for sm_90a (nvcc, no GPU needed), and the
-# generated launcher refuses bad tensors (tests/launcher/validation_test.cpp, run here).
+# Every generated CUDA source compiles for sm_90a (nvcc, no GPU needed), the generated
+# launcher refuses bad tensors (tests/launcher/validation_test.cpp, run here), and every
+# helper of fsl/device.cuh compiles (tests/device/device_header_test.cu).
 # usage: cuda_checks.sh FSLC NVCC REPO_ROOT WORKDIR
 set -euo pipefail
 fslc="$1" nvcc="$2" root="$3" work="$4"
@@ -17,4 +18,8 @@ done
 "$nvcc" "${flags[@]}" -I "$work/rms_norm_add" -o "$work/validation" \
   "$root/tests/launcher/validation_test.cpp" "$work/rms_norm_add/rms_norm_add.cu"
 "$work/validation"
+# fsl/device.cuh on its own: every helper instantiated, its inline PTX assembled by ptxas.
+"$nvcc" "${flags[@]}" -c "$root/tests/device/device_header_test.cu" -o "$work/device_header_test.o"
+echo "compiled tests/device/device_header_test.cu for sm_90a"
+passed=$((passed + 1))
 echo "cuda checks: $passed compiled"

@@ -140,3 +140,116 @@ TEST_CASE("classification and what the heuristics decline") {
                "    c = sum(f32(a) * f32(b), over K);\n}\n") ==
         "why: matrix products are scheduled by the matmul heuristic, which is not written yet");
 }
+
+namespace {
+
+/// The first fusion's schedules for the knobs of the file's first `= auto` block, and the
+/// diagnostics the heuristics report, as `knob text: message [id]`.
+struct Chosen {
+  std::string text;
+  std::vector<std::string> diagnostics;
+};
+
+Chosen chooseWithKnobs(const std::string &source) {
+  Parsed parsed(source);
+  REQUIRE_MESSAGE(parsed.file, parsed.firstMessage());
+  auto program = analyze(std::move(parsed.file), parsed.sources, parsed.diagnostics, SemaOptions{});
+  REQUIRE_MESSAGE(program, parsed.firstMessage());
+  const ast::ScheduleDecl *decl = nullptr;
+  for (const ast::DeclPtr &d : program->main->decls)
+    if (const auto *schedule = llvm::dyn_cast<ast::ScheduleDecl>(d.get()); schedule && !decl)
+      decl = schedule;
+  REQUIRE(decl);
+  size_t before = parsed.collected.diagnostics.size();
+  heuristics::Choice choice = heuristics::chooseSchedules(
+      *program->fusions[0], h200(), heuristics::knobsOf(*decl), &parsed.diagnostics);
+  Chosen chosen{choice.text.empty() ? "why: " + choice.why : choice.text, {}};
+  for (size_t i = before; i < parsed.collected.diagnostics.size(); ++i) {
+    const Diagnostic &d = parsed.collected.diagnostics[i];
+    chosen.diagnostics.push_back(parsed.text(d.range) + ": " + messageWithId(d));
+  }
+  return chosen;
+}
+
+const char *kNorm =
+    "fusion f<H = SIZE>(x: bf16[T, H]) -> (y: bf16[T, H]) {\n"
+    "    let h = f32(x);\n    y = bf16(h * rsqrt(mean(h * h, over H) + 1e-6));\n}\n";
+
+std::string norm(int h, const std::string &knobs) {
+  std::string text = kNorm;
+  text.replace(text.find("SIZE"), 4, std::to_string(h));
+  return text + "schedule f = auto(inner_persistent) {\n" + knobs + "}\n";
+}
+
+} // namespace
+
+TEST_CASE("knobs: a refused knob is reported at the knob, and nothing is chosen") {
+  Chosen chosen = chooseWithKnobs("fusion f<H = 4096>(x: f32[T, H]) -> (y: f32[T, H]) {\n"
+                                  "    y = x;\n}\n"
+                                  "schedule f = auto(pointwise) {\n    vector_width = 8;\n}\n");
+  REQUIRE(chosen.diagnostics.size() == 1);
+  CHECK(chosen.diagnostics[0] ==
+        "vector_width = 8;: knob 'vector_width' cannot be honoured: 8 x 4-byte elements are 32 "
+        "bytes, over the 16 bytes of one access; use vector_width = 4 or less "
+        "[auto-knob-unsupported]");
+  CHECK(chosen.text == "why: knob 'vector_width' cannot be honoured: 8 x 4-byte elements are 32 "
+                       "bytes, over the 16 bytes of one access; use vector_width = 4 or less");
+}
+
+TEST_CASE("knobs: without an engine a refusal still leaves no schedule, and says why") {
+  heuristics::Knobs knobs;
+  knobs.rowsPerBlock = 8; // 8 rows of 256 threads at H = 8192
+  CHECK(rmsNormAdd(8192, knobs) ==
+        "why: knob 'rows_per_block' cannot be honoured: 8 rows of 256 threads are 2048 threads, "
+        "over the 1024 of a block on h200; use rows_per_block = 4 or less");
+}
+
+TEST_CASE("knobs: unroll = N gives each thread N accesses, a block apart") {
+  Chosen chosen =
+      chooseWithKnobs("fusion f<H = 16384>(x: bf16[T, H]) -> (y: bf16[T, H]) {\n"
+                      "    y = x;\n}\nschedule f = auto(pointwise) {\n    unroll = 4;\n}\n");
+  CHECK(chosen.diagnostics.empty());
+  CHECK(chosen.text.find("    split H by 8 -> (Ho, Hv);\n    split Ho by 128 -> (Hq, Hx);\n"
+                         "    split Hq by 4 -> (Hb, Hu);\n"
+                         "    parallelize T -> BIDx, Hb -> BIDy, Hx -> TIDx;\n"
+                         "    vectorize Hv;\n    unroll Hu;\n") != std::string::npos);
+}
+
+TEST_CASE("knobs: persistent_batch is the batch, on the fewest whole warps, for every row count") {
+  Chosen chosen = chooseWithKnobs(norm(4096, "    persistent_batch = 8;\n"));
+  CHECK(chosen.diagnostics.empty());
+  CHECK(chosen.text.find("split Ho by 64 -> (Hp, Hx);") != std::string::npos);
+  CHECK(chosen.text.find("when T < 132") == std::string::npos);
+  // Outer split: the batch is exact without whole warps.
+  chosen = chooseWithKnobs(norm(1000, "    persistent_batch = 3;\n    static_bdimx = false;\n"));
+  CHECK(chosen.diagnostics.empty());
+  CHECK(chosen.text.find("split Ho into 3 -> (Hp, Hx);") != std::string::npos);
+  // Whole warps cover 128 vectors with at most 4 a thread.
+  chosen = chooseWithKnobs(norm(1024, "    persistent_batch = 8;\n"));
+  REQUIRE(chosen.diagnostics.size() == 1);
+  CHECK(chosen.diagnostics[0].find("persistent_batch = 8;: knob 'persistent_batch' cannot be "
+                                   "honoured: a static blockDim.x is whole warps") == 0);
+}
+
+TEST_CASE("knobs: each set knob is honoured or refused, never both, never neither") {
+  // Every knob of auto(inner_persistent) at once, all honoured.
+  Chosen chosen =
+      chooseWithKnobs(norm(4096, "    static_bdimx = false;\n    compute_with = false;\n"
+                                 "    vector_width = 4;\n    persistent_batch = 2;\n"
+                                 "    rows_per_block = 2;\n"));
+  CHECK(chosen.diagnostics.empty());
+  CHECK(chosen.text.find("split H by 4 -> (Ho, Hv);\n    split Ho into 2 -> (Hp, Hx);\n"
+                         "    split T by 2 -> (Tb, Ty);") != std::string::npos);
+  CHECK(chosen.text.find("compute_with") == std::string::npos);
+  // A knob set directly that the heuristic taken does not read is refused, not dropped.
+  heuristics::Knobs knobs;
+  knobs.unroll = 2; // a pointwise knob, given to a normalization
+  CHECK(rmsNormAdd(4096, knobs) ==
+        "why: knob 'unroll' cannot be honoured: auto(inner_persistent) does not read it for 'f'");
+  // A heuristic that declines the fusion takes its knobs along: `why` is its reason.
+  knobs = {};
+  knobs.kind = "reduction";
+  knobs.vectorWidth = 4;
+  CHECK(choose("fusion f(x: f32[T, H]) -> (y: f32[T, H]) {\n    y = x;\n}\n", knobs) ==
+        "why: the reduction heuristics handle fusions that reduce one dimension");
+}

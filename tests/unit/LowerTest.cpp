@@ -1,7 +1,10 @@
-// LowerTest.cpp — the choices the lowering makes that a schedule does not spell: early
-// loads, reciprocal divisions, clamped rows and deferred inout write-backs.
+// LowerTest.cpp — the choices the lowering passes make that a schedule does not spell:
+// early loads, reciprocal divisions, clamped rows, deferred inout write-backs, merges,
+// and the verifier after every pass.
 #include "TestSupport.h"
 
+#include "kir/Mutator.h"
+#include "kir/Printer.h"
 #include "lower/Lower.h"
 #include "schedule/ScheduleBuilder.h"
 #include "sema/Sema.h"
@@ -9,6 +12,7 @@
 #include <doctest/doctest.h>
 
 #include <llvm/ADT/STLExtras.h>
+#include <llvm/Support/raw_ostream.h>
 
 using namespace fsl;
 using fsl::test::Parsed;
@@ -20,7 +24,7 @@ struct Lowered {
   Parsed parsed;
   std::unique_ptr<Program> program;
   std::unique_ptr<sched::Schedule> schedule;
-  std::unique_ptr<kir::Kernel> kernel;
+  std::unique_ptr<kir::Program> lowered;
   explicit Lowered(const std::string &source) : parsed(source) {
     REQUIRE_MESSAGE(parsed.file, parsed.firstMessage());
     program = analyze(std::move(parsed.file), parsed.sources, parsed.diagnostics, SemaOptions{});
@@ -28,28 +32,38 @@ struct Lowered {
     const auto *decl = llvm::cast<ast::ScheduleDecl>(program->main->decls.back().get());
     schedule = sched::buildSchedule(*decl, *program->fusions[0], parsed.diagnostics);
     REQUIRE_MESSAGE(schedule, parsed.firstMessage());
-    kernel = lowerSchedule(*schedule, "k", parsed.diagnostics);
-    REQUIRE_MESSAGE(kernel, parsed.firstMessage());
+    lowered = lowerFusion(*program->fusions[0], {schedule.get()}, lower::LowerOptions{},
+                          parsed.diagnostics);
+    REQUIRE_MESSAGE(lowered, parsed.firstMessage());
   }
-  const ir::Value &value(const char *name) const {
-    for (const auto &v : program->fusions[0]->values)
-      if (v->name == name)
-        return *v;
-    FAIL("no value " << name);
-    return *program->fusions[0]->values[0];
+  const kir::Kernel &kernel() const { return lowered->kernels.at(0); }
+  std::string text() const {
+    std::string out;
+    llvm::raw_string_ostream stream(out);
+    kir::printKernel(kernel(), stream);
+    return out;
   }
+  /// Names of the global tensors loaded into `*_early` arrays before phase 0.
   std::vector<std::string> earlyInputs() const {
     std::vector<std::string> names;
-    for (const ir::Value *input : kernel->earlyInputs)
-      names.push_back(program->fusions[0]->params[input->paramIndex].name);
+    kir::forEachStmt(kernel().body, [&](const kir::Stmt &s) {
+      if (s->kind == kir::StmtKind::VectorCopy &&
+          llvm::StringRef(s->buffer->name).ends_with("_early"))
+        names.push_back(s->source->name);
+    });
     return names;
   }
+  /// The phase (by the count of block reductions before it) that stores `output`.
   int storePhase(const char *output) const {
-    for (size_t p = 0; p < kernel->phases.size(); ++p)
-      for (const ir::Output *o : kernel->phases[p].stores)
-        if (o->name == output)
-          return static_cast<int>(p);
-    return -1;
+    int reductions = 0, phase = -1;
+    kir::forEachStmt(kernel().body, [&](const kir::Stmt &s) {
+      if (s->kind == kir::StmtKind::Reduce)
+        ++reductions;
+      if ((s->kind == kir::StmtKind::Store || s->kind == kir::StmtKind::VectorCopy) &&
+          s->buffer->name == output && phase < 0)
+        phase = reductions;
+    });
+    return phase;
   }
 };
 
@@ -95,8 +109,11 @@ TEST_CASE("a division by a row-invariant value multiplies by its reciprocal") {
       "    y = p;\n    z = q;\n}\n"
       "schedule f {\n    split H by 128 -> (Hp, Hx);\n"
       "    parallelize T -> BIDx, Hx -> TIDx;\n}\n");
-  CHECK(softmax.kernel->reciprocalDivisions.count(softmax.value("p").id) == 1);
-  CHECK(softmax.kernel->reciprocalDivisions.count(softmax.value("q").id) == 0); // x varies
+  std::string text = softmax.text();
+  // p = e * (1 / (sum * s)); q = e / x stays a division (x varies).
+  CHECK(text.find("let p_") != std::string::npos);
+  CHECK(text.find("* (1:f32 / ") != std::string::npos);
+  CHECK(text.find("(e_2 / x_0)") != std::string::npos);
 }
 
 TEST_CASE("rows split over threadIdx.y are clamped; rows a thread walks are checked") {
@@ -104,18 +121,19 @@ TEST_CASE("rows split over threadIdx.y are clamped; rows a thread walks are chec
                "    let xf = f32(x);\n    y = bf16(xf / sum(xf, over H));\n}\n"
                "schedule f {\n    split H by 32 -> (Hp, Hx);\n    split T by 4 -> (Tb, Ty);\n"
                "    parallelize Tb -> BIDx, Ty -> TIDy, Hx -> TIDx;\n}\n");
-  ir::DimId t = 0;
-  CHECK(rows.program->fusions[0]->dims[t].name == "T");
-  CHECK(rows.kernel->clampedRoots.count(t) == 1);
-  CHECK(rows.kernel->inexactRoots.count(t) == 0);
+  // Loads read min(row, T - 1); stores past the end are skipped; no per-row check.
+  std::string text = rows.text();
+  CHECK(text.find("min(") != std::string::npos);
+  CHECK(text.find("a clamped row past the end") != std::string::npos);
+  CHECK(text.find("this thread's row is in bounds") == std::string::npos);
   // A column sum walks T in a serial loop (and sums over it: a repeated row would count
   // twice), so T keeps its bounds check.
   Lowered columns("fusion f<H = 64>(x: f32[T, H]) -> (y: f32[H]) {\n"
                   "    y = sum(x, over T);\n}\n"
                   "schedule f {\n    split T by 32 -> (Tb, Tx);\n"
                   "    parallelize H -> BIDx, Tx -> TIDx;\n}\n");
-  CHECK(columns.kernel->clampedRoots.empty());
-  CHECK(columns.kernel->inexactRoots.count(t) == 1);
+  CHECK(columns.text().find("min(") == std::string::npos);
+  CHECK(columns.text().find("remainder of a non-divisible split") != std::string::npos);
 }
 
 TEST_CASE("an inout write-back waits for the last phase that reads its parameter") {
@@ -130,4 +148,21 @@ TEST_CASE("an inout write-back waits for the last phase that reads its parameter
   Lowered kept(std::string(fusion) + "schedule f {\n" + split +
                "    persistent h in registers;\n}\n");
   CHECK(kept.storePhase("r") == 0);
+}
+
+TEST_CASE("a merged loop indexes both dimensions by division and remainder") {
+  Lowered merged("fusion f<H = 64>(x: f32[T, H]) -> (y: f32[T, H]) {\n    y = x * 2.0;\n}\n"
+                 "schedule f {\n    merge (T, H) -> TH;\n    split TH by 128 -> (B, X);\n"
+                 "    parallelize B -> BIDx, X -> TIDx;\n}\n");
+  std::string text = merged.text();
+  CHECK(text.find("/ 64)") != std::string::npos);
+  CHECK(text.find("% 64)") != std::string::npos);
+  CHECK(text.find("for B_i in [0, (((T * 64) + 127) / 128)) parallel BIDx") != std::string::npos);
+}
+
+TEST_CASE("unroll by N is recorded on the loop") {
+  Lowered unrolled("fusion f<H = 4096>(x: f32[T, H]) -> (y: f32[T, H]) {\n    y = x * 2.0;\n}\n"
+                   "schedule f {\n    split H by 128 -> (Hp, Hx);\n"
+                   "    parallelize T -> BIDx, Hx -> TIDx;\n    unroll Hp by 4;\n}\n");
+  CHECK(unrolled.text().find("for Hp_i in [0, 32) unrolled by 4") != std::string::npos);
 }

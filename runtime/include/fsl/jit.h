@@ -3,7 +3,9 @@
  * fsl_jit_compile runs NVRTC on a source fslc generated (the kernels compile under
  * NVRTC; the host launcher is skipped there) and keeps the cubin in a cache directory,
  * keyed by the NVRTC version, the architecture, the options and the source: a second
- * compile of the same program reads the file instead. fsl_jit_load loads a cubin into
+ * compile of the same program reads the file instead. The sources include
+ * "fsl/device.cuh"; the runtime holds a copy of it and gives it to NVRTC, so no include
+ * path is needed (it is part of the cache key too). fsl_jit_load loads a cubin into
  * the current CUDA context (driver API, loaded at run time, so programs that only
  * compile need no GPU driver). Kernels are extern "C": find them by their names.
  */

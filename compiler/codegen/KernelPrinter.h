@@ -1,0 +1,51 @@
+// KernelPrinter.h — one Kernel IR kernel as readable CUDA.
+//
+// The printer is a visitor of kir (one method per statement and expression kind) that
+// writes C++ for people tuning schedules: loops carry the directive that made them,
+// parallel loops become named hardware indices, index arithmetic has only the
+// parentheses C needs, and every device-side helper comes from fsl/device.cuh. It
+// decides nothing: what runs is what the IR says (the simulator executes the same IR).
+//
+// Values: bf16 and f16 values live in f32 registers. A load from a bf16/f16 buffer
+// widens, a store rounds once, and an operation of type bf16/f16 is computed in f32 and
+// rounded to its type (`__bfloat162float(__float2bfloat16_rn(...))`).
+#pragma once
+
+#include "kir/IR.h"
+
+#include <llvm/ADT/StringRef.h>
+
+#include <string>
+#include <vector>
+
+namespace llvm {
+class raw_ostream;
+}
+
+namespace fsl::codegen {
+
+/// The C type of a register value of `type` (bf16 and f16 values live in f32 registers).
+llvm::StringRef cType(ir::DType type);
+/// The C type of an element of a buffer of `type` (__nv_bfloat16, __half, else cType).
+llvm::StringRef memoryType(ir::DType type);
+
+/// `e` as a C expression, with the parentheses C precedence needs and no others.
+std::string printExpr(const kir::Expr &e);
+/// `e` as a C expression that may follow a cast or another prefix operator: parenthesized
+/// unless it is a name, a literal or a call.
+std::string printOperand(const kir::Expr &e);
+
+/// The declarations of `kernel`'s parameters, in KernelParam order ("const
+/// __nv_bfloat16* __restrict__ x", "float eps", "int64_t T", "const __grid_constant__
+/// CUtensorMap a_map").
+std::vector<std::string> kernelParameters(const kir::Kernel &kernel);
+
+/// What the kernels of `program` need above them: fsl/device.cuh, the CUtensorMap type
+/// when a kernel takes one (<cuda.h>, or a 64-byte opaque struct under NVRTC), and the
+/// dynamic shared memory `fsl_shared`, aligned for the most demanding shared buffer.
+void printKernelPrologue(const kir::Program &program, llvm::raw_ostream &out);
+
+/// `kernel` as one `extern "C" __global__` function, followed by a blank line.
+void printKernel(const kir::Kernel &kernel, llvm::raw_ostream &out);
+
+} // namespace fsl::codegen

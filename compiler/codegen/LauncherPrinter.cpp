@@ -1,0 +1,563 @@
+// LauncherPrinter.cpp — checks, variant choice and launches as host C++.
+#include "codegen/LauncherPrinter.h"
+
+#include "codegen/KernelPrinter.h"
+#include "ir/Printer.h"
+#include "kir/Mutator.h"
+#include "support/Internal.h"
+
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/Format.h>
+#include <llvm/Support/FormatVariadic.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <map>
+#include <set>
+
+namespace fsl::codegen {
+namespace {
+
+const char *runtimeDType(ir::DType type) {
+  switch (type) {
+  case ir::DType::Bool:
+    return "FSL_BOOL";
+  case ir::DType::I32:
+    return "FSL_I32";
+  case ir::DType::I64:
+    return "FSL_I64";
+  case ir::DType::F16:
+    return "FSL_F16";
+  case ir::DType::BF16:
+    return "FSL_BF16";
+  case ir::DType::F32:
+    return "FSL_F32";
+  case ir::DType::F64:
+    return "FSL_F64";
+  }
+  FSL_UNREACHABLE("dtype");
+}
+
+const char *tensorMapDType(ir::DType type) {
+  switch (type) {
+  case ir::DType::Bool:
+    return "CU_TENSOR_MAP_DATA_TYPE_UINT8";
+  case ir::DType::I32:
+    return "CU_TENSOR_MAP_DATA_TYPE_INT32";
+  case ir::DType::I64:
+    return "CU_TENSOR_MAP_DATA_TYPE_INT64";
+  case ir::DType::F16:
+    return "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
+  case ir::DType::BF16:
+    return "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16";
+  case ir::DType::F32:
+    return "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
+  case ir::DType::F64:
+    return "CU_TENSOR_MAP_DATA_TYPE_FLOAT64";
+  }
+  FSL_UNREACHABLE("dtype");
+}
+
+const char *tensorMapSwizzle(kir::Swizzle swizzle) {
+  switch (swizzle) {
+  case kir::Swizzle::None:
+    return "CU_TENSOR_MAP_SWIZZLE_NONE";
+  case kir::Swizzle::Bytes32:
+    return "CU_TENSOR_MAP_SWIZZLE_32B";
+  case kir::Swizzle::Bytes64:
+    return "CU_TENSOR_MAP_SWIZZLE_64B";
+  case kir::Swizzle::Bytes128:
+    return "CU_TENSOR_MAP_SWIZZLE_128B";
+  }
+  FSL_UNREACHABLE("swizzle");
+}
+
+/// One tensor of the launcher's signature: a fusion parameter with dimensions, or an
+/// output that is not an inout parameter.
+struct TensorRef {
+  std::string name;
+  ir::DType dtype;
+  std::vector<ir::DimId> dims;
+  bool written;
+};
+
+std::vector<TensorRef> signatureTensors(const ir::Fusion &fusion) {
+  std::vector<TensorRef> tensors;
+  for (const ir::Param &param : fusion.params)
+    if (!param.dims.empty())
+      tensors.push_back({param.name, param.dtype, param.dims, param.isInout});
+  for (const ir::Output &output : fusion.outputs)
+    if (!output.isInout)
+      tensors.push_back({output.name, output.dtype, output.dims, true});
+  return tensors;
+}
+
+std::string launcherName(const ir::Fusion &fusion) { return "fsl_" + fusion.name; }
+
+std::string launcherSignature(const ir::Fusion &fusion) {
+  std::vector<std::string> params;
+  for (const ir::Param &param : fusion.params)
+    params.push_back(param.dims.empty() ? cType(param.dtype).str() + " " + param.name
+                                        : "const fsl_tensor *" + param.name);
+  for (const ir::Output &output : fusion.outputs)
+    if (!output.isInout)
+      params.push_back("const fsl_tensor *" + output.name);
+  params.push_back("cudaStream_t stream");
+  return "fsl_status " + launcherName(fusion) + "(" + llvm::join(params, ", ") + ")";
+}
+
+/// The name of the launcher's tensor a kernel's global buffer stands for.
+std::string tensorOf(const kir::Program &program, const kir::KernelParam &param) {
+  const ir::Fusion &fusion = *program.fusion;
+  for (const kir::BufferPtr &workspace : program.workspaces)
+    FSL_INTERNAL_ASSERT(workspace != param.buffer, "the launcher does not allocate workspaces yet");
+  if (param.isOutput) {
+    FSL_INTERNAL_ASSERT(param.fusionParam < fusion.outputs.size(), "no such fusion output");
+    return fusion.outputs[param.fusionParam].name;
+  }
+  FSL_INTERNAL_ASSERT(param.fusionParam < fusion.params.size(), "no such fusion parameter");
+  return fusion.params[param.fusionParam].name;
+}
+
+/// Per launcher tensor, the widest vector access any kernel makes to it (bytes).
+std::map<std::string, int64_t> vectorAccessBytes(const kir::Program &program) {
+  std::map<std::string, int64_t> widest;
+  for (const kir::Kernel &kernel : program.kernels) {
+    std::map<const kir::Buffer *, std::string> tensors;
+    for (const kir::KernelParam &param : kernel.params)
+      if (param.kind == kir::KernelParam::Kind::Tensor)
+        tensors[param.buffer.get()] = tensorOf(program, param);
+    if (!kernel.body)
+      continue;
+    kir::forEachStmt(kernel.body, [&](const kir::Stmt &s) {
+      if (s->kind != kir::StmtKind::VectorCopy)
+        return;
+      int64_t bytes = s->lanes * ir::dtypeBytes(s->buffer->dtype);
+      for (const kir::Buffer *side : {s->buffer.get(), s->source.get()}) {
+        if (side->space != kir::MemorySpace::Global)
+          continue;
+        auto tensor = tensors.find(side);
+        FSL_INTERNAL_ASSERT(tensor != tensors.end(),
+                            "a vector access to a global buffer that is no kernel parameter");
+        widest[tensor->second] = std::max(widest[tensor->second], bytes);
+      }
+    });
+  }
+  return widest;
+}
+
+/// The launcher's local variable of a runtime dimension (a kernel parameter of kind Dim
+/// and a name in guards and launch shapes).
+std::string dimName(const kir::Program &program, ir::DimId dim) {
+  if (dim < program.dims.size() && program.dims[dim])
+    return program.dims[dim]->name;
+  return program.fusion->dims[dim].name;
+}
+
+class LauncherWriter {
+public:
+  LauncherWriter(const kir::Program &program, const CodegenOptions &options, llvm::raw_ostream &out)
+      : program_(program), fusion_(*program.fusion), options_(options), out_(out),
+        tensors_(signatureTensors(fusion_)) {}
+
+  void write() {
+    writeHelpers();
+    std::string prefix = launcherName(fusion_);
+    out_ << "extern \"C\" const char *" << prefix
+         << "_error(void) { return fsl_error_message; }\n\n";
+    out_ << "extern \"C\" " << launcherSignature(fusion_) << " {\n  fsl_status status;\n";
+    writeTensorChecks();
+    writeSizes();
+    writeAlignment();
+    writeOverlaps();
+    writeEmpty();
+    for (const kir::Variant &variant : program_.variants) {
+      writeVariant(variant);
+      if (!variant.guard)
+        break; // the variants after an unguarded one never run
+    }
+    out_ << "  return fsl_fail(FSL_ERROR_SIZE, \"no schedule of " << fusion_.name
+         << " applies to these sizes\");\n}\n";
+  }
+
+private:
+  bool usesTensorMaps() const {
+    for (const kir::Kernel &kernel : program_.kernels)
+      for (const kir::KernelParam &param : kernel.params)
+        if (param.kind == kir::KernelParam::Kind::TensorMap)
+          return true;
+    return false;
+  }
+
+  void writeHelpers() {
+    out_ << "namespace {\nthread_local char fsl_error_message[512];\n\n"
+         << "fsl_status fsl_fail(fsl_status status, const char *format, ...) {\n"
+         << "  va_list args;\n  va_start(args, format);\n"
+         << "  vsnprintf(fsl_error_message, sizeof fsl_error_message, format, args);\n"
+         << "  va_end(args);\n  return status;\n}\n\n"
+         << "const char *fsl_dtype_name(fsl_dtype dtype) {\n"
+         << "  static const char *names[] = {\"bool\", \"i32\", \"i64\", \"f16\", \"bf16\", "
+            "\"f32\", \"f64\"};\n"
+         << "  return dtype >= 0 && dtype <= 6 ? names[dtype] : \"unknown\";\n}\n\n"
+         << "// Checks one tensor: pointer, type, rank, contiguity; sizes are checked by the "
+            "caller.\n"
+         << "fsl_status fsl_check_tensor(const fsl_tensor *t, const char *name, fsl_dtype "
+            "dtype, int rank) {\n"
+         << "  if (!t || !t->data)\n    return fsl_fail(FSL_ERROR_NULL_POINTER, \"%s: null "
+            "tensor or data pointer\", name);\n"
+         << "  if (t->dtype != dtype)\n    return fsl_fail(FSL_ERROR_DTYPE, \"%s: dtype %s, "
+            "expected %s\", name, fsl_dtype_name(t->dtype), fsl_dtype_name(dtype));\n"
+         << "  if (t->rank != rank)\n    return fsl_fail(FSL_ERROR_RANK, \"%s: rank %d, expected "
+            "%d\", name, (int)t->rank, rank);\n"
+         << "  int64_t expected = 1;\n"
+         << "  for (int i = rank - 1; i >= 0; --i) {\n"
+         << "    if (t->sizes[i] < 0)\n      return fsl_fail(FSL_ERROR_SIZE, \"%s: negative "
+            "size %lld in dimension %d\", name, (long long)t->sizes[i], i);\n"
+         << "    if (t->sizes[i] > 1 && t->strides[i] != expected)\n"
+         << "      return fsl_fail(FSL_ERROR_LAYOUT, \"%s: stride %lld in dimension %d, "
+            "expected %lld (contiguous row-major)\", name, (long long)t->strides[i], i, (long "
+            "long)expected);\n"
+         << "    expected *= t->sizes[i];\n  }\n  return FSL_OK;\n}\n\n"
+         << "int64_t fsl_bytes(const fsl_tensor *t, int element_bytes) {\n"
+         << "  int64_t n = element_bytes;\n  for (int i = 0; i < t->rank; ++i) n *= "
+            "t->sizes[i];\n  return n;\n}\n\n"
+         << "bool fsl_overlap(const fsl_tensor *a, int ab, const fsl_tensor *b, int bb) {\n"
+         << "  const char *a0 = (const char *)a->data, *b0 = (const char *)b->data;\n"
+         << "  return a0 < b0 + fsl_bytes(b, bb) && b0 < a0 + fsl_bytes(a, ab) && "
+            "fsl_bytes(a, ab) > 0 && fsl_bytes(b, bb) > 0;\n}\n";
+    if (usesTensorMaps())
+      out_ << "\n// A TMA descriptor of a contiguous tensor (sizes and box innermost first).\n"
+           << "// cuTensorMapEncodeTiled comes from the driver through the runtime, so the\n"
+           << "// program needs no -lcuda.\n"
+           << "fsl_status fsl_encode_tensor_map(CUtensorMap *map, const char *name, "
+              "CUtensorMapDataType type, cuuint32_t rank, void *data, const cuuint64_t *sizes, "
+              "const cuuint64_t *strides, const cuuint32_t *box, CUtensorMapSwizzle swizzle) {\n"
+           << "  typedef CUresult (*Encode)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, "
+              "void *, const cuuint64_t *, const cuuint64_t *, const cuuint32_t *, const "
+              "cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion, "
+              "CUtensorMapFloatOOBfill);\n"
+           << "  static Encode encode = nullptr;\n"
+           << "  if (!encode) {\n"
+           << "    void *entry = nullptr;\n"
+           << "    cudaDriverEntryPointQueryResult found;\n"
+           << "    if (cudaGetDriverEntryPointByVersion(\"cuTensorMapEncodeTiled\", &entry, "
+              "12000, cudaEnableDefault, &found) != cudaSuccess || found != "
+              "cudaDriverEntryPointSuccess)\n"
+           << "      return fsl_fail(FSL_ERROR_LAUNCH, \"%s: the CUDA driver has no "
+              "cuTensorMapEncodeTiled\", name);\n"
+           << "    encode = (Encode)entry;\n  }\n"
+           << "  const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};\n"
+           << "  const CUresult encoded = encode(map, type, rank, data, sizes, strides, box, "
+              "element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, "
+              "CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);\n"
+           << "  if (encoded != CUDA_SUCCESS)\n"
+           << "    return fsl_fail(FSL_ERROR_LAUNCH, \"%s: cuTensorMapEncodeTiled failed "
+              "(CUresult %d)\", name, (int)encoded);\n"
+           << "  return FSL_OK;\n}\n";
+    out_ << "} // namespace\n\n";
+  }
+
+  void writeTensorChecks() {
+    for (const TensorRef &t : tensors_)
+      out_ << "  if ((status = fsl_check_tensor(" << t.name << ", \"" << t.name << "\", "
+           << runtimeDType(t.dtype) << ", " << t.dims.size()
+           << ")) != FSL_OK)\n    return status;\n";
+  }
+
+  /// The first tensor with a runtime dimension defines it; static ones must match.
+  void writeSizes() {
+    for (ir::DimId dim = 0; dim < fusion_.dims.size(); ++dim) {
+      const ir::Dim &d = fusion_.dims[dim];
+      std::string local = dimName(program_, dim);
+      bool defined = false;
+      for (const TensorRef &t : tensors_)
+        for (size_t i = 0; i < t.dims.size(); ++i) {
+          if (t.dims[i] != dim)
+            continue;
+          std::string size = t.name + "->sizes[" + std::to_string(i) + "]";
+          if (!defined && !d.staticExtent) {
+            out_ << "  const int64_t " << local << " = " << size << ";\n";
+            defined = true;
+            continue;
+          }
+          std::string expected = d.staticExtent ? std::to_string(*d.staticExtent) : local;
+          out_ << "  if (" << size << " != " << expected
+               << ")\n    return fsl_fail(FSL_ERROR_SIZE, \"" << t.name
+               << ": size %lld of dimension " << d.name << ", expected %lld"
+               << (d.staticExtent ? " (static)" : "") << "\", (long long)" << size
+               << ", (long long)" << expected << ");\n";
+        }
+    }
+  }
+
+  void writeAlignment() {
+    std::map<std::string, int64_t> widest = vectorAccessBytes(program_);
+    for (const TensorRef &t : tensors_) {
+      auto found = widest.find(t.name);
+      if (found == widest.end() || found->second <= ir::dtypeBytes(t.dtype))
+        continue;
+      int64_t bytes = found->second;
+      out_ << "  if ((uintptr_t)" << t.name << "->data % " << bytes
+           << " != 0)\n    return fsl_fail(FSL_ERROR_ALIGNMENT, \"" << t.name
+           << ": data pointer %p is not aligned to " << bytes << " bytes (the kernel reads "
+           << bytes << "-byte vectors)\", " << t.name << "->data);\n";
+    }
+  }
+
+  /// Outputs may not overlap other tensors (an inout parameter is its own output).
+  void writeOverlaps() {
+    for (size_t i = 0; i < tensors_.size(); ++i)
+      for (size_t j = 0; j < tensors_.size(); ++j) {
+        if (i == j || !tensors_[i].written || (tensors_[j].written && j < i))
+          continue;
+        out_ << "  if (fsl_overlap(" << tensors_[i].name << ", "
+             << ir::dtypeBytes(tensors_[i].dtype) << ", " << tensors_[j].name << ", "
+             << ir::dtypeBytes(tensors_[j].dtype) << "))\n    return fsl_fail(FSL_ERROR_OVERLAP, \""
+             << tensors_[i].name << " overlaps " << tensors_[j].name
+             << " in memory; only inout parameters are updated in place\");\n";
+      }
+  }
+
+  /// Empty tensors: nothing to do.
+  void writeEmpty() {
+    std::vector<std::string> empty;
+    for (ir::DimId dim = 0; dim < fusion_.dims.size(); ++dim)
+      if (!fusion_.dims[dim].staticExtent)
+        empty.push_back(dimName(program_, dim) + " == 0");
+    if (!empty.empty())
+      out_ << "  if (" << llvm::join(empty, " || ") << ")\n    return FSL_OK;\n";
+  }
+
+  void writeVariant(const kir::Variant &variant) {
+    std::vector<std::string> names;
+    for (unsigned k : variant.launches) {
+      FSL_INTERNAL_ASSERT(k < program_.kernels.size(), "a variant launches no such kernel");
+      names.push_back(program_.kernels[k].name);
+    }
+    out_ << "  " << (variant.guard ? "if (" + printExpr(variant.guard) + ") {" : "{") << "  // "
+         << llvm::join(names, ", ") << "\n";
+    // One launch prints in the variant's block; several get a block each, so that each
+    // one's grid, block and configuration are its own.
+    bool several = variant.launches.size() > 1;
+    for (unsigned k : variant.launches) {
+      const kir::Kernel &kernel = program_.kernels[k];
+      std::string indent = several ? "      " : "    ";
+      if (several)
+        out_ << "    {  // " << kernel.name << "\n";
+      writeLaunch(kernel, indent);
+      if (several)
+        out_ << "    }\n";
+    }
+    out_ << "    return FSL_OK;\n  }\n";
+  }
+
+  /// `(unsigned)extent` of one launch dimension (1 when unset).
+  static std::string unsignedExtent(const kir::Expr &e) {
+    return "(unsigned)" + (e ? printOperand(e) : std::string("1"));
+  }
+
+  static bool isClustered(const kir::LaunchShape &launch) {
+    if (!launch.cluster[0])
+      return false;
+    for (const kir::Expr &e : launch.cluster)
+      if (e && kir::asConstant(e) != 1)
+        return true;
+    return false;
+  }
+
+  void writeTensorMap(const kir::TensorMap &map, const std::string &indent) {
+    const kir::Buffer &global = *map.global;
+    size_t rank = map.extents.size();
+    FSL_INTERNAL_ASSERT(rank >= 1 && rank <= 5 && map.box.size() == rank,
+                        "a tensor map of other than 1 to 5 dimensions, or without a box of each");
+    // The IR lists extents and box innermost last; the driver wants them innermost first,
+    // with the byte strides of every dimension but the innermost.
+    std::vector<std::string> sizes, strides, box;
+    std::string stride = std::to_string(ir::dtypeBytes(global.dtype));
+    for (size_t i = 0; i < rank; ++i) {
+      const kir::Expr &extent = map.extents[rank - 1 - i];
+      sizes.push_back("(cuuint64_t)" + printOperand(extent));
+      box.push_back(std::to_string(map.box[rank - 1 - i]));
+      if (i > 0)
+        strides.push_back("(cuuint64_t)" + stride);
+      stride = stride + " * " + printOperand(extent);
+    }
+    std::string tensor = global.name;
+    for (const kir::Kernel &kernel : program_.kernels)
+      for (const kir::KernelParam &param : kernel.params)
+        if (param.kind == kir::KernelParam::Kind::Tensor && param.buffer.get() == &global)
+          tensor = tensorOf(program_, param);
+    out_ << indent << "CUtensorMap " << map.name << ";  // TMA descriptor of " << tensor << "\n"
+         << indent << "{\n"
+         << indent << "  const cuuint64_t sizes[" << rank << "] = {" << llvm::join(sizes, ", ")
+         << "};\n";
+    if (!strides.empty())
+      out_ << indent << "  const cuuint64_t strides[" << strides.size() << "] = {"
+           << llvm::join(strides, ", ") << "};\n";
+    out_ << indent << "  const cuuint32_t box[" << rank << "] = {" << llvm::join(box, ", ")
+         << "};\n"
+         << indent << "  if ((status = fsl_encode_tensor_map(&" << map.name << ", \"" << map.name
+         << "\", " << tensorMapDType(global.dtype) << ", " << rank << ", " << tensor << "->data, "
+         << "sizes, " << (strides.empty() ? "nullptr" : "strides") << ", box, "
+         << tensorMapSwizzle(map.swizzle) << ")) != FSL_OK)\n"
+         << indent << "    return status;\n"
+         << indent << "}\n";
+  }
+
+  std::vector<std::string> arguments(const kir::Kernel &kernel) {
+    std::vector<std::string> args;
+    for (const kir::KernelParam &param : kernel.params) {
+      switch (param.kind) {
+      case kir::KernelParam::Kind::Tensor:
+        args.push_back("(" + std::string(param.buffer->written ? "" : "const ") +
+                       memoryType(param.buffer->dtype).str() + " *)" + tensorOf(program_, param) +
+                       "->data");
+        break;
+      case kir::KernelParam::Kind::Scalar:
+        FSL_INTERNAL_ASSERT(param.fusionParam < fusion_.params.size(), "no such scalar");
+        args.push_back(fusion_.params[param.fusionParam].name);
+        break;
+      case kir::KernelParam::Kind::Dim:
+        args.push_back(param.var->name);
+        break;
+      case kir::KernelParam::Kind::TensorMap:
+        args.push_back(param.tensorMap->name);
+        break;
+      }
+    }
+    return args;
+  }
+
+  void writeLaunch(const kir::Kernel &kernel, const std::string &indent) {
+    const kir::LaunchShape &launch = kernel.launch;
+    for (const kir::KernelParam &param : kernel.params)
+      if (param.kind == kir::KernelParam::Kind::TensorMap)
+        writeTensorMap(*param.tensorMap, indent);
+    out_ << indent << "const dim3 grid(" << unsignedExtent(launch.grid[0]) << ", "
+         << unsignedExtent(launch.grid[1]) << ", " << unsignedExtent(launch.grid[2]) << ");\n"
+         << indent << "const dim3 block(" << unsignedExtent(launch.block[0]) << ", "
+         << unsignedExtent(launch.block[1]) << ", " << unsignedExtent(launch.block[2]) << ");\n";
+    std::optional<int64_t> staticShared = kir::evaluateStatic(launch.sharedBytes);
+    out_ << indent << "const size_t shared_bytes = "
+         << (launch.sharedBytes ? "(size_t)" + printOperand(launch.sharedBytes) : "0")
+         << ";  // dynamic shared memory\n";
+    if (launch.sharedBytes && !(staticShared && *staticShared <= 48 * 1024))
+      out_ << indent << "if (shared_bytes > 48 * 1024) {\n"
+           << indent << "  const cudaError_t opt_in = cudaFuncSetAttribute(" << kernel.name
+           << ", cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared_bytes);\n"
+           << indent << "  if (opt_in != cudaSuccess)\n"
+           << indent << "    return fsl_fail(FSL_ERROR_LAUNCH, \"" << kernel.name
+           << ": %zu bytes of shared memory: %s\", shared_bytes, cudaGetErrorString(opt_in));\n"
+           << indent << "}\n";
+    bool pdl = options_.programmaticDependentLaunch, cluster = isClustered(launch);
+    std::string args = llvm::join(arguments(kernel), ", ");
+    if (pdl || cluster) {
+      int count = (pdl ? 1 : 0) + (cluster ? 1 : 0), next = 0;
+      if (pdl)
+        out_ << indent
+             << "// Programmatic dependent launch: the grid may start while the stream's "
+                "previous kernel\n"
+             << indent
+             << "// finishes (the kernel waits for its memory first). -DFSL_PDL=0 turns it "
+                "off.\n";
+      out_ << indent << "cudaLaunchAttribute attributes[" << count << "];\n";
+      if (pdl) {
+        out_ << indent << "attributes[" << next
+             << "].id = cudaLaunchAttributeProgrammaticStreamSerialization;\n"
+             << indent << "attributes[" << next
+             << "].val.programmaticStreamSerializationAllowed = FSL_PDL;\n";
+        ++next;
+      }
+      if (cluster) {
+        out_ << indent << "attributes[" << next
+             << "].id = cudaLaunchAttributeClusterDimension;  // thread block clusters\n";
+        static const char *axes[] = {"x", "y", "z"};
+        for (int a = 0; a < 3; ++a)
+          out_ << indent << "attributes[" << next << "].val.clusterDim." << axes[a] << " = "
+               << unsignedExtent(launch.cluster[a]) << ";\n";
+        ++next;
+      }
+      out_ << indent << "cudaLaunchConfig_t config = {};\n"
+           << indent << "config.gridDim = grid;\n"
+           << indent << "config.blockDim = block;\n"
+           << indent << "config.dynamicSmemBytes = shared_bytes;\n"
+           << indent << "config.stream = stream;\n"
+           << indent << "config.attrs = attributes;\n"
+           << indent << "config.numAttrs = " << count << ";\n"
+           << indent << "const cudaError_t launched = cudaLaunchKernelEx(&config, " << kernel.name
+           << (args.empty() ? "" : ", ") << args << ");\n";
+    } else {
+      out_ << indent << kernel.name << "<<<grid, block, shared_bytes, stream>>>(" << args << ");\n";
+    }
+    out_ << indent << "const cudaError_t error = "
+         << (pdl || cluster ? "launched != cudaSuccess ? launched : " : "")
+         << "cudaGetLastError();\n"
+         << indent << "if (error != cudaSuccess)\n"
+         << indent << "  return fsl_fail(FSL_ERROR_LAUNCH, \"" << kernel.name
+         << ": %s\", cudaGetErrorString(error));\n";
+  }
+
+  const kir::Program &program_;
+  const ir::Fusion &fusion_;
+  const CodegenOptions &options_;
+  llvm::raw_ostream &out_;
+  std::vector<TensorRef> tensors_;
+};
+
+} // namespace
+
+std::string printLauncherHeader(const kir::Program &program, const std::string &sourcePath) {
+  FSL_INTERNAL_ASSERT(program.fusion, "a program without its fusion");
+  const ir::Fusion &fusion = *program.fusion;
+  std::string prefix = launcherName(fusion);
+  std::vector<std::string> docs;
+  for (const ir::Param &param : fusion.params) {
+    std::string type = ir::typeString(fusion, param.dtype, param.dims);
+    if (param.dims.empty())
+      docs.push_back(
+          " *   " + param.name + ": " + type + " scalar" +
+          (param.defaultValue
+               ? llvm::formatv(" (default {0})", llvm::format("%g", *param.defaultValue)).str()
+               : ""));
+    else
+      docs.push_back(" *   " + param.name + ": " + (param.isInout ? "inout " : "") + type +
+                     ", contiguous (row-major)");
+  }
+  for (const ir::Output &output : fusion.outputs)
+    if (!output.isInout)
+      docs.push_back(" *   " + output.name + ": output " +
+                     ir::typeString(fusion, output.dtype, output.dims) +
+                     ", contiguous (row-major)");
+  std::string signature = launcherSignature(fusion);
+  std::string header;
+  llvm::raw_string_ostream h(header);
+  std::string guard = "FSL_" + llvm::StringRef(fusion.name).upper() + "_H";
+  h << "/* Generated by fslc from " << sourcePath << ": fusion " << fusion.name << ".\n *\n"
+    << " * " << signature << "\n *\n * Parameters:\n"
+    << llvm::join(docs, "\n") << "\n"
+    << " *\n * Static dimensions: ";
+  std::vector<std::string> statics, runtime;
+  for (const ir::Dim &dim : fusion.dims)
+    (dim.staticExtent ? statics : runtime)
+        .push_back(dim.staticExtent ? dim.name + " = " + std::to_string(*dim.staticExtent)
+                                    : dim.name);
+  h << (statics.empty() ? "none" : llvm::join(statics, ", "))
+    << "; runtime dimensions: " << (runtime.empty() ? "none" : llvm::join(runtime, ", "))
+    << " (taken from the tensors' sizes).\n"
+    << " * Every tensor is checked before launching; on an error nothing is launched or "
+       "written,\n"
+    << " * and " << prefix << "_error() says why.\n */\n"
+    << "#ifndef " << guard << "\n#define " << guard << "\n\n#include \"fsl/runtime.h\"\n\n"
+    << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
+    << signature << ";\n\n/* The message of the last error of " << prefix << " on this thread. */\n"
+    << "const char *" << prefix << "_error(void);\n\n"
+    << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
+  return header;
+}
+
+void printLauncher(const kir::Program &program, const CodegenOptions &options,
+                   llvm::raw_ostream &out) {
+  FSL_INTERNAL_ASSERT(program.fusion, "a program without its fusion");
+  LauncherWriter(program, options, out).write();
+}
+
+} // namespace fsl::codegen

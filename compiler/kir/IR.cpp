@@ -1,0 +1,545 @@
+// IR.cpp — node constructors, with the folding of index arithmetic as it is built.
+#include "kir/IR.h"
+
+#include "support/Internal.h"
+
+#include <cmath>
+
+namespace fsl::kir {
+
+VarPtr makeVar(std::string name, DType dtype, Builtin builtin) {
+  auto v = std::make_shared<Var>();
+  v->name = std::move(name);
+  v->dtype = dtype;
+  v->builtin = builtin;
+  return v;
+}
+
+int64_t Buffer::elements() const {
+  int64_t n = 1;
+  for (int64_t extent : shape)
+    n *= extent;
+  return n;
+}
+
+namespace {
+
+std::shared_ptr<ExprNode> node(ExprKind kind, DType dtype) {
+  auto e = std::make_shared<ExprNode>();
+  e->kind = kind;
+  e->dtype = dtype;
+  return e;
+}
+
+bool isIntegerType(DType type) { return ir::isInteger(type); }
+
+} // namespace
+
+Expr constant(double value, DType dtype) {
+  auto e = node(ExprKind::Const, dtype);
+  e->constant = value;
+  return e;
+}
+
+Expr index(int64_t value) { return constant(static_cast<double>(value), DType::I64); }
+
+Expr var(const VarPtr &variable) {
+  FSL_INTERNAL_ASSERT(variable, "var() of a null variable");
+  auto e = node(ExprKind::Var, variable->dtype);
+  e->var = variable;
+  return e;
+}
+
+Expr unary(UnaryOp op, Expr a) {
+  auto e = node(ExprKind::Unary, op == UnaryOp::Not ? DType::Bool : a->dtype);
+  e->unary = op;
+  e->operands = {std::move(a)};
+  return e;
+}
+
+bool isComparison(BinaryOp op) {
+  switch (op) {
+  case BinaryOp::Lt:
+  case BinaryOp::Le:
+  case BinaryOp::Gt:
+  case BinaryOp::Ge:
+  case BinaryOp::Eq:
+  case BinaryOp::Ne:
+  case BinaryOp::And:
+  case BinaryOp::Or:
+    return true;
+  case BinaryOp::Add:
+  case BinaryOp::Sub:
+  case BinaryOp::Mul:
+  case BinaryOp::Div:
+  case BinaryOp::Mod:
+  case BinaryOp::Min:
+  case BinaryOp::Max:
+  case BinaryOp::Pow:
+    return false;
+  }
+  FSL_UNREACHABLE("binary op");
+}
+
+Expr binary(BinaryOp op, Expr a, Expr b) {
+  FSL_INTERNAL_ASSERT(a != nullptr && b != nullptr, "binary() of a null operand");
+  auto e = node(ExprKind::Binary, isComparison(op) ? DType::Bool : a->dtype);
+  e->binary = op;
+  e->operands = {std::move(a), std::move(b)};
+  return e;
+}
+
+Expr select(Expr condition, Expr a, Expr b) {
+  auto e = node(ExprKind::Select, a->dtype);
+  e->operands = {std::move(condition), std::move(a), std::move(b)};
+  return e;
+}
+
+Expr cast(DType to, Expr a) {
+  auto e = node(ExprKind::Cast, to);
+  e->operands = {std::move(a)};
+  return e;
+}
+
+Expr load(const BufferPtr &buffer, Expr at) {
+  FSL_INTERNAL_ASSERT(buffer, "load() of a null buffer");
+  auto e = node(ExprKind::Load, buffer->dtype);
+  e->buffer = buffer;
+  e->operands = {std::move(at)};
+  return e;
+}
+
+std::optional<int64_t> asConstant(const Expr &e) {
+  if (e && e->kind == ExprKind::Const && isIntegerType(e->dtype))
+    return static_cast<int64_t>(e->constant);
+  return std::nullopt;
+}
+
+namespace {
+
+/// Folds integer arithmetic on constants and the identities of 0 and 1.
+Expr foldIndex(BinaryOp op, Expr a, Expr b) {
+  std::optional<int64_t> x = asConstant(a), y = asConstant(b);
+  if (x && y) {
+    switch (op) {
+    case BinaryOp::Add:
+      return index(*x + *y);
+    case BinaryOp::Sub:
+      return index(*x - *y);
+    case BinaryOp::Mul:
+      return index(*x * *y);
+    case BinaryOp::Div:
+      if (*y != 0)
+        return index(*x / *y);
+      break;
+    case BinaryOp::Mod:
+      if (*y != 0)
+        return index(*x % *y);
+      break;
+    case BinaryOp::Min:
+      return index(std::min(*x, *y));
+    case BinaryOp::Max:
+      return index(std::max(*x, *y));
+    default:
+      break;
+    }
+  }
+  switch (op) {
+  case BinaryOp::Add:
+    if (x == 0)
+      return b;
+    if (y == 0)
+      return a;
+    break;
+  case BinaryOp::Sub:
+    if (y == 0)
+      return a;
+    break;
+  case BinaryOp::Mul:
+    if (x == 0 || y == 0)
+      return index(0);
+    if (x == 1)
+      return b;
+    if (y == 1)
+      return a;
+    break;
+  case BinaryOp::Div:
+    if (y == 1)
+      return a;
+    break;
+  case BinaryOp::Mod:
+    if (y == 1)
+      return index(0);
+    break;
+  default:
+    break;
+  }
+  return binary(op, std::move(a), std::move(b));
+}
+
+} // namespace
+
+Expr operator+(Expr a, Expr b) { return foldIndex(BinaryOp::Add, std::move(a), std::move(b)); }
+Expr operator-(Expr a, Expr b) { return foldIndex(BinaryOp::Sub, std::move(a), std::move(b)); }
+Expr operator*(Expr a, Expr b) { return foldIndex(BinaryOp::Mul, std::move(a), std::move(b)); }
+Expr operator/(Expr a, Expr b) { return foldIndex(BinaryOp::Div, std::move(a), std::move(b)); }
+Expr operator%(Expr a, Expr b) { return foldIndex(BinaryOp::Mod, std::move(a), std::move(b)); }
+Expr operator<(Expr a, Expr b) { return binary(BinaryOp::Lt, std::move(a), std::move(b)); }
+Expr operator&&(Expr a, Expr b) {
+  if (!a)
+    return b;
+  if (!b)
+    return a;
+  return binary(BinaryOp::And, std::move(a), std::move(b));
+}
+Expr min(Expr a, Expr b) { return foldIndex(BinaryOp::Min, std::move(a), std::move(b)); }
+Expr max(Expr a, Expr b) { return foldIndex(BinaryOp::Max, std::move(a), std::move(b)); }
+
+llvm::StringRef unaryName(UnaryOp op) {
+  switch (op) {
+  case UnaryOp::Neg:
+    return "neg";
+  case UnaryOp::Not:
+    return "not";
+  case UnaryOp::Exp:
+    return "exp";
+  case UnaryOp::Log:
+    return "log";
+  case UnaryOp::Sqrt:
+    return "sqrt";
+  case UnaryOp::Rsqrt:
+    return "rsqrt";
+  case UnaryOp::Tanh:
+    return "tanh";
+  case UnaryOp::Sigmoid:
+    return "sigmoid";
+  case UnaryOp::Erf:
+    return "erf";
+  case UnaryOp::Abs:
+    return "abs";
+  }
+  FSL_UNREACHABLE("unary op");
+}
+
+llvm::StringRef binaryName(BinaryOp op) {
+  switch (op) {
+  case BinaryOp::Add:
+    return "+";
+  case BinaryOp::Sub:
+    return "-";
+  case BinaryOp::Mul:
+    return "*";
+  case BinaryOp::Div:
+    return "/";
+  case BinaryOp::Mod:
+    return "%";
+  case BinaryOp::Min:
+    return "min";
+  case BinaryOp::Max:
+    return "max";
+  case BinaryOp::Pow:
+    return "pow";
+  case BinaryOp::Lt:
+    return "<";
+  case BinaryOp::Le:
+    return "<=";
+  case BinaryOp::Gt:
+    return ">";
+  case BinaryOp::Ge:
+    return ">=";
+  case BinaryOp::Eq:
+    return "==";
+  case BinaryOp::Ne:
+    return "!=";
+  case BinaryOp::And:
+    return "&&";
+  case BinaryOp::Or:
+    return "||";
+  }
+  FSL_UNREACHABLE("binary op");
+}
+
+llvm::StringRef stmtKindName(StmtKind kind) {
+  switch (kind) {
+  case StmtKind::Block:
+    return "block";
+  case StmtKind::For:
+    return "for";
+  case StmtKind::If:
+    return "if";
+  case StmtKind::Let:
+    return "let";
+  case StmtKind::Assign:
+    return "assign";
+  case StmtKind::Allocate:
+    return "allocate";
+  case StmtKind::Store:
+    return "store";
+  case StmtKind::VectorCopy:
+    return "vector_copy";
+  case StmtKind::Reduce:
+    return "reduce";
+  case StmtKind::Barrier:
+    return "barrier";
+  case StmtKind::GridDependency:
+    return "griddepcontrol";
+  case StmtKind::Comment:
+    return "comment";
+  case StmtKind::MBarrierInit:
+    return "mbarrier.init";
+  case StmtKind::MBarrierArrive:
+    return "mbarrier.arrive";
+  case StmtKind::MBarrierArriveExpectTx:
+    return "mbarrier.arrive_expect_tx";
+  case StmtKind::MBarrierWait:
+    return "mbarrier.try_wait.parity";
+  case StmtKind::FenceProxyAsync:
+    return "fence.proxy.async";
+  case StmtKind::TmaLoad:
+    return "tma.load";
+  case StmtKind::TmaStore:
+    return "tma.store";
+  case StmtKind::TmaStoreWait:
+    return "tma.store_wait";
+  case StmtKind::WgmmaFence:
+    return "wgmma.fence";
+  case StmtKind::Wgmma:
+    return "wgmma.mma_async";
+  case StmtKind::WgmmaCommit:
+    return "wgmma.commit_group";
+  case StmtKind::WgmmaWait:
+    return "wgmma.wait_group";
+  case StmtKind::SetMaxNReg:
+    return "setmaxnreg";
+  case StmtKind::WarpRole:
+    return "warp_role";
+  }
+  FSL_UNREACHABLE("statement kind");
+}
+
+llvm::StringRef axisName(Axis axis) {
+  switch (axis) {
+  case Axis::BIDx:
+    return "BIDx";
+  case Axis::BIDy:
+    return "BIDy";
+  case Axis::BIDz:
+    return "BIDz";
+  case Axis::TIDx:
+    return "TIDx";
+  case Axis::TIDy:
+    return "TIDy";
+  case Axis::TIDz:
+    return "TIDz";
+  case Axis::Warpgroup:
+    return "warpgroup";
+  }
+  FSL_UNREACHABLE("axis");
+}
+
+bool isBlockAxis(Axis axis) {
+  return axis == Axis::BIDx || axis == Axis::BIDy || axis == Axis::BIDz;
+}
+bool isThreadAxis(Axis axis) {
+  return axis == Axis::TIDx || axis == Axis::TIDy || axis == Axis::TIDz;
+}
+
+namespace {
+
+std::shared_ptr<StmtNode> stmt(StmtKind kind) {
+  auto s = std::make_shared<StmtNode>();
+  s->kind = kind;
+  return s;
+}
+
+} // namespace
+
+Stmt block(std::vector<Stmt> statements) {
+  auto s = stmt(StmtKind::Block);
+  s->body = flattenBlocks(std::move(statements));
+  return s;
+}
+
+std::vector<Stmt> flattenBlocks(std::vector<Stmt> statements) {
+  std::vector<Stmt> result;
+  for (Stmt &statement : statements) {
+    if (!statement)
+      continue;
+    if (statement->kind == StmtKind::Block && statement->label.empty() &&
+        statement->comment.empty())
+      result.insert(result.end(), statement->body.begin(), statement->body.end());
+    else
+      result.push_back(std::move(statement));
+  }
+  return result;
+}
+
+Stmt forLoop(VarPtr index, Expr extent, LoopKind kind, Stmt body, Origin origin) {
+  auto s = stmt(StmtKind::For);
+  s->var = std::move(index);
+  s->extent = std::move(extent);
+  s->loopKind = kind;
+  s->body = {std::move(body)};
+  s->origin = std::move(origin);
+  return s;
+}
+
+Stmt parallelLoop(VarPtr index, Expr extent, Axis axis, Stmt body, Origin origin) {
+  auto s = stmt(StmtKind::For);
+  s->var = std::move(index);
+  s->extent = std::move(extent);
+  s->loopKind = LoopKind::Parallel;
+  s->axis = axis;
+  s->body = {std::move(body)};
+  s->origin = std::move(origin);
+  return s;
+}
+
+Stmt ifThen(Expr condition, Stmt then, Stmt otherwise, std::string comment) {
+  auto s = stmt(StmtKind::If);
+  s->condition = std::move(condition);
+  s->body = {std::move(then)};
+  if (otherwise)
+    s->body.push_back(std::move(otherwise));
+  s->comment = std::move(comment);
+  return s;
+}
+
+Stmt let(VarPtr variable, Expr value, std::string comment) {
+  auto s = stmt(StmtKind::Let);
+  s->var = std::move(variable);
+  s->value = std::move(value);
+  s->comment = std::move(comment);
+  return s;
+}
+
+Stmt declare(VarPtr variable, Expr initial, std::string comment) {
+  auto s = stmt(StmtKind::Let);
+  s->var = std::move(variable);
+  s->value = std::move(initial);
+  s->mutableVar = true;
+  s->comment = std::move(comment);
+  return s;
+}
+
+Stmt assign(VarPtr variable, Expr value) {
+  auto s = stmt(StmtKind::Assign);
+  s->var = std::move(variable);
+  s->value = std::move(value);
+  return s;
+}
+
+Stmt allocate(BufferPtr buffer, std::string comment) {
+  auto s = stmt(StmtKind::Allocate);
+  s->buffer = std::move(buffer);
+  s->comment = std::move(comment);
+  return s;
+}
+
+Stmt store(BufferPtr buffer, Expr at, Expr value) {
+  auto s = stmt(StmtKind::Store);
+  s->buffer = std::move(buffer);
+  s->index = std::move(at);
+  s->value = std::move(value);
+  return s;
+}
+
+Stmt vectorCopy(BufferPtr to, Expr toIndex, BufferPtr from, Expr fromIndex, int64_t lanes) {
+  auto s = stmt(StmtKind::VectorCopy);
+  s->buffer = std::move(to);
+  s->index = std::move(toIndex);
+  s->source = std::move(from);
+  s->sourceIndex = std::move(fromIndex);
+  s->lanes = lanes;
+  return s;
+}
+
+Stmt reduce(VarPtr accumulator, ReduceKind kind, ReduceScope scope, BufferPtr scratch,
+            int64_t slot) {
+  auto s = stmt(StmtKind::Reduce);
+  s->var = std::move(accumulator);
+  s->reduceKind = kind;
+  s->scope = scope;
+  s->scratch = std::move(scratch);
+  s->slot = slot;
+  return s;
+}
+
+Stmt barrier() { return stmt(StmtKind::Barrier); }
+
+Stmt gridDependency(GridDependencyOp op) {
+  auto s = stmt(StmtKind::GridDependency);
+  s->gridOp = op;
+  return s;
+}
+
+Stmt comment(std::string text) {
+  auto s = stmt(StmtKind::Comment);
+  s->comment = std::move(text);
+  return s;
+}
+
+Stmt withBody(const Stmt &node, std::vector<Stmt> body) {
+  auto s = std::make_shared<StmtNode>(*node);
+  s->body = std::move(body);
+  return s;
+}
+
+std::optional<int64_t> evaluateStatic(const Expr &e) {
+  if (!e)
+    return std::nullopt;
+  switch (e->kind) {
+  case ExprKind::Const:
+    if (e->dtype == DType::Bool)
+      return e->constant != 0;
+    return asConstant(e);
+  case ExprKind::Binary: {
+    std::optional<int64_t> a = evaluateStatic(e->operands[0]), b = evaluateStatic(e->operands[1]);
+    if (!a || !b || !(isIntegerType(e->dtype) || e->dtype == DType::Bool))
+      return std::nullopt;
+    switch (e->binary) {
+    case BinaryOp::Lt:
+      return *a < *b;
+    case BinaryOp::Le:
+      return *a <= *b;
+    case BinaryOp::Gt:
+      return *a > *b;
+    case BinaryOp::Ge:
+      return *a >= *b;
+    case BinaryOp::Eq:
+      return *a == *b;
+    case BinaryOp::Ne:
+      return *a != *b;
+    case BinaryOp::And:
+      return *a && *b;
+    case BinaryOp::Or:
+      return *a || *b;
+    case BinaryOp::Add:
+      return *a + *b;
+    case BinaryOp::Sub:
+      return *a - *b;
+    case BinaryOp::Mul:
+      return *a * *b;
+    case BinaryOp::Div:
+      return *b == 0 ? std::nullopt : std::optional<int64_t>(*a / *b);
+    case BinaryOp::Mod:
+      return *b == 0 ? std::nullopt : std::optional<int64_t>(*a % *b);
+    case BinaryOp::Min:
+      return std::min(*a, *b);
+    case BinaryOp::Max:
+      return std::max(*a, *b);
+    default:
+      return std::nullopt;
+    }
+  }
+  case ExprKind::Var:
+  case ExprKind::Unary:
+  case ExprKind::Select:
+  case ExprKind::Cast:
+  case ExprKind::Load:
+    return std::nullopt;
+  }
+  FSL_UNREACHABLE("expression kind");
+}
+
+} // namespace fsl::kir

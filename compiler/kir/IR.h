@@ -1,0 +1,356 @@
+// IR.h — the Kernel IR: a program of kernels whose bodies are statements and expressions.
+//
+// Lowering builds it from the Schedule IR and the Fusion IR and rewrites it by passes
+// (lower/Passes.h); the CUDA printer (codegen/) and the simulator (sim/) are two visitors
+// of the same nodes, so whatever the printer emits the simulator executes.
+//
+// Shape, after Halide's Stmt/Expr and nvFuser's kernel IR:
+//   Program  = kernels + global workspaces + variants (a guard and a launch sequence)
+//   Kernel   = parameters + launch shape (expressions) + body
+//   body     = a tree of statements (loops, if, let, allocations, loads/stores, reductions,
+//              barriers, and the Hopper asynchronous operations) over typed expressions.
+// Nodes are immutable and shared (`std::shared_ptr<const ...>`): a pass that changes a
+// subtree rebuilds the path to it (see Mutator.h), so two variants can share what they
+// have in common. Every node kind is listed in an enum, and every switch over it is
+// exhaustive (no `default:`), so a new node cannot be silently skipped by a visitor.
+//
+// Values: an expression of a floating type is a number of that type; bf16 and f16 values
+// live in f32 registers (CUDA) or doubles rounded to their type (simulator). An operation
+// of type bf16/f16 is computed in f32 and rounded to its type; of type f32 or f64, in
+// that type. A load from a bf16 buffer gives a bf16 value; a store to a bf16 buffer
+// rounds the value it is given once (an f32 value stored there is rounded by the store).
+// Integer expressions (indices, I64) are exact; Div and Mod truncate toward zero.
+#pragma once
+
+#include "ir/FusionIR.h"
+
+#include <llvm/Support/SMLoc.h>
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fsl::kir {
+
+using ir::DType;
+
+// --- Variables and buffers -------------------------------------------------------
+
+/// Hardware indices a variable can stand for.
+enum class Builtin {
+  None,
+  ThreadIdxX,
+  ThreadIdxY,
+  ThreadIdxZ,
+  BlockIdxX,
+  BlockIdxY,
+  BlockIdxZ,
+  BlockDimX,
+  BlockDimY,
+  BlockDimZ,
+};
+
+/// A scalar variable: a loop index, a let binding, an accumulator, a kernel parameter
+/// (runtime dimension or scalar), or a hardware index. Identity is the object: two
+/// variables may share a name only in disjoint scopes.
+struct Var {
+  std::string name;
+  DType dtype = DType::I64;
+  Builtin builtin = Builtin::None;
+};
+using VarPtr = std::shared_ptr<const Var>;
+VarPtr makeVar(std::string name, DType dtype, Builtin builtin = Builtin::None);
+
+enum class MemorySpace {
+  Global, // a kernel parameter or a workspace of the program
+  Shared, // per block
+  Local,  // per thread (registers when indexed by constants after unrolling)
+};
+
+/// Shared-memory layouts: the 16-byte chunks of each 128/64/32-byte row are permuted by
+/// XOR with the row index, as TMA and wgmma expect (CU_TENSOR_MAP_SWIZZLE_*).
+enum class Swizzle { None, Bytes32, Bytes64, Bytes128 };
+
+struct Buffer {
+  std::string name;
+  DType dtype = DType::F32;
+  MemorySpace space = MemorySpace::Local;
+  /// Elements: static for shared and local buffers, empty for global ones (their size
+  /// comes from the tensor the launcher checks).
+  std::vector<int64_t> shape;
+  Swizzle swizzle = Swizzle::None;
+  /// Global: the kernel writes it (no `const`, no `__restrict__` when aliased).
+  bool written = false;
+  /// Global: an inout parameter (read and written through one pointer).
+  bool inout = false;
+  /// Shared: bytes of alignment the allocation needs (TMA destinations: 128 or 1024).
+  int64_t alignment = 16;
+  int64_t elements() const;
+};
+using BufferPtr = std::shared_ptr<const Buffer>;
+
+// --- Expressions -----------------------------------------------------------------
+
+enum class ExprKind { Const, Var, Unary, Binary, Select, Cast, Load };
+
+enum class UnaryOp { Neg, Not, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Erf, Abs };
+
+/// Div and Mod on integers round toward zero (C); on floats Div is IEEE division.
+/// Min and Max on floats propagate NaN (the reference's semantics).
+enum class BinaryOp { Add, Sub, Mul, Div, Mod, Min, Max, Pow, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
+
+struct ExprNode;
+using Expr = std::shared_ptr<const ExprNode>;
+
+struct ExprNode {
+  ExprKind kind = ExprKind::Const;
+  DType dtype = DType::I64;
+  double constant = 0;             // Const (integers are exact up to 2^53)
+  VarPtr var;                      // Var
+  UnaryOp unary = UnaryOp::Neg;    // Unary
+  BinaryOp binary = BinaryOp::Add; // Binary
+  std::vector<Expr>
+      operands;     // Unary 1, Binary 2, Select 3 (cond, then, else), Cast 1, Load 1 (index)
+  BufferPtr buffer; // Load: element `operands[0]` of `buffer`
+};
+
+Expr constant(double value, DType dtype);
+Expr index(int64_t value); // an I64 constant
+Expr var(const VarPtr &variable);
+Expr unary(UnaryOp op, Expr a);
+Expr binary(BinaryOp op, Expr a, Expr b); // the type of `a` (comparisons: Bool)
+Expr select(Expr condition, Expr a, Expr b);
+Expr cast(DType to, Expr a);
+Expr load(const BufferPtr &buffer, Expr index);
+// Index arithmetic, folded as it is built (see Simplify.h for the full simplifier).
+Expr operator+(Expr a, Expr b);
+Expr operator-(Expr a, Expr b);
+Expr operator*(Expr a, Expr b);
+Expr operator/(Expr a, Expr b);
+Expr operator%(Expr a, Expr b);
+Expr operator<(Expr a, Expr b);
+Expr operator&&(Expr a, Expr b);
+Expr min(Expr a, Expr b);
+Expr max(Expr a, Expr b);
+/// The value of a constant expression, if it is one.
+std::optional<int64_t> asConstant(const Expr &e);
+bool isComparison(BinaryOp op);
+llvm::StringRef unaryName(UnaryOp op);
+llvm::StringRef binaryName(BinaryOp op);
+
+// --- Statements ------------------------------------------------------------------
+
+enum class StmtKind {
+  Block,
+  For,
+  If,
+  Let,
+  Assign,
+  Allocate,
+  Store,
+  VectorCopy,
+  Reduce,
+  Barrier,
+  GridDependency,
+  Comment,
+  // Hopper
+  MBarrierInit,
+  MBarrierArrive,
+  MBarrierArriveExpectTx,
+  MBarrierWait,
+  FenceProxyAsync,
+  TmaLoad,
+  TmaStore,
+  TmaStoreWait,
+  WgmmaFence,
+  Wgmma,
+  WgmmaCommit,
+  WgmmaWait,
+  SetMaxNReg,
+  WarpRole,
+};
+llvm::StringRef stmtKindName(StmtKind kind);
+
+struct StmtNode;
+using Stmt = std::shared_ptr<const StmtNode>;
+
+/// Where a statement comes from in the user's text, for comments and late diagnostics.
+struct Origin {
+  std::string text;    // "split Ho by 64 -> (Hp, Hx)", "persistent h in registers"
+  llvm::SMRange range; // the directive (empty: none)
+};
+
+enum class LoopKind {
+  Serial,
+  Unrolled,   // `#pragma unroll` (fully, or by `unrollFactor`)
+  Vectorized, // the lanes of one vector access; extent static
+  Parallel,   // bound to `axis`: no loop, the index is a hardware index
+};
+
+enum class Axis { BIDx, BIDy, BIDz, TIDx, TIDy, TIDz, Warpgroup };
+llvm::StringRef axisName(Axis axis);
+bool isBlockAxis(Axis axis);
+bool isThreadAxis(Axis axis);
+
+enum class ReduceKind { Sum, Max, Min };
+/// Who combines: the lanes of a warp, the threads of a block along threadIdx.x (each
+/// (threadIdx.y, threadIdx.z) row separately), or the blocks of a grid (through a
+/// global workspace; needs a cooperative or a second kernel).
+enum class ReduceScope { Warp, BlockX, Grid };
+
+enum class BarrierKind { Block, Named };
+enum class GridDependencyOp { WaitAndLaunchDependents, Wait, LaunchDependents };
+
+/// One wgmma operand or accumulator layout (m64nNk16, bf16/f16 inputs, f32 accumulate).
+struct WgmmaShape {
+  int m = 64, n = 0, k = 16;
+};
+
+/// A TMA tensor map: what `cp.async.bulk.tensor` reads or writes, and how.
+struct TensorMap {
+  std::string name;          // the kernel parameter holding the CUtensorMap
+  BufferPtr global;          // the tensor in global memory
+  std::vector<Expr> extents; // of the global tensor, innermost last
+  std::vector<int64_t> box;  // the tile, innermost last
+  Swizzle swizzle = Swizzle::None;
+};
+using TensorMapPtr = std::shared_ptr<const TensorMap>;
+
+struct StmtNode {
+  StmtKind kind = StmtKind::Block;
+  Origin origin;
+  std::string comment; // printed next to the statement
+  /// A tag lowering passes use to find the statements they rewrite ("phase-nest",
+  /// "bounds-check"); printers ignore it.
+  std::string label;
+
+  std::vector<Stmt> body; // Block: the statements; For/WarpRole: body[0]; If: then, [else]
+  // For
+  VarPtr var; // For: the index; Let/Assign: the variable; Reduce: the accumulator
+  Expr extent;
+  LoopKind loopKind = LoopKind::Serial;
+  Axis axis = Axis::BIDx;
+  std::optional<int64_t> unrollFactor;
+  // If / WarpRole: condition; Let/Assign: value; Store: value
+  Expr condition;
+  Expr value;
+  bool mutableVar = false; // Let: an accumulator that Assign and Reduce update
+  // Allocate / Store / VectorCopy (dst) / MBarrier* (the barrier array) / Tma (smem side)
+  BufferPtr buffer;
+  // Allocate of a shared buffer: its byte offset in the dynamic shared memory (`index`)
+  // and, when its size is not static, its element count (`count`).
+  Expr index; // Store, VectorCopy dst, MBarrier*: element; Tma: element offset in smem
+  // VectorCopy: `lanes` elements from `source[sourceIndex]` to `buffer[index]` as one access
+  BufferPtr source;
+  Expr sourceIndex;
+  int64_t lanes = 1;
+  // Reduce
+  ReduceKind reduceKind = ReduceKind::Sum;
+  ReduceScope scope = ReduceScope::BlockX;
+  BufferPtr scratch; // Reduce (block): shared scratch; slot selects half of it
+  int64_t slot = 0;
+  // Barrier
+  BarrierKind barrierKind = BarrierKind::Block;
+  int64_t barrierId = 0;
+  Expr threads; // Named barrier: participating threads
+  // GridDependency
+  GridDependencyOp gridOp = GridDependencyOp::WaitAndLaunchDependents;
+  // MBarrierInit: arrivals; MBarrierArriveExpectTx: bytes; MBarrierWait: parity;
+  // Allocate (shared, runtime size): elements
+  Expr count;
+  // Tma: the tensor map, the tile's coordinates (innermost last), the barrier
+  TensorMapPtr tensorMap;
+  std::vector<Expr> coordinates;
+  BufferPtr barrier;
+  Expr barrierIndex;
+  Expr multicastMask; // TmaLoad into a cluster: null when not multicast
+  // Wgmma: accumulator (local f32 [m*n/128 per thread]), operands in shared memory
+  WgmmaShape shape;
+  BufferPtr operandA, operandB;
+  Expr offsetA, offsetB;
+  DType inputType = DType::BF16;
+  bool transposeA = false, transposeB = false;
+  // WgmmaWait / TmaStoreWait: groups left pending; SetMaxNReg: registers
+  int64_t pending = 0;
+  int64_t registers = 0;
+  bool increase = false;
+  // WarpRole
+  std::string role;
+};
+
+/// A sequence of statements, which is also a scope (C's braces). Unlabelled blocks among
+/// `statements` are spliced in: grouping alone makes no scope.
+Stmt block(std::vector<Stmt> statements);
+std::vector<Stmt> flattenBlocks(std::vector<Stmt> statements);
+Stmt forLoop(VarPtr index, Expr extent, LoopKind kind, Stmt body, Origin origin = {});
+Stmt parallelLoop(VarPtr index, Expr extent, Axis axis, Stmt body, Origin origin = {});
+Stmt ifThen(Expr condition, Stmt then, Stmt otherwise = nullptr, std::string comment = {});
+Stmt let(VarPtr variable, Expr value, std::string comment = {});
+Stmt declare(VarPtr variable, Expr initial, std::string comment = {}); // mutable
+Stmt assign(VarPtr variable, Expr value);
+Stmt allocate(BufferPtr buffer, std::string comment = {});
+Stmt store(BufferPtr buffer, Expr index, Expr value);
+Stmt vectorCopy(BufferPtr to, Expr toIndex, BufferPtr from, Expr fromIndex, int64_t lanes);
+Stmt reduce(VarPtr accumulator, ReduceKind kind, ReduceScope scope, BufferPtr scratch,
+            int64_t slot);
+Stmt barrier();
+Stmt gridDependency(GridDependencyOp op);
+Stmt comment(std::string text);
+/// A copy of `node` with other children (the same kind and fields otherwise).
+Stmt withBody(const Stmt &node, std::vector<Stmt> body);
+
+// --- Kernels and programs ----------------------------------------------------------
+
+struct KernelParam {
+  enum class Kind { Tensor, Scalar, Dim, TensorMap };
+  Kind kind = Kind::Tensor;
+  BufferPtr buffer;         // Tensor
+  VarPtr var;               // Scalar, Dim
+  TensorMapPtr tensorMap;   // TensorMap
+  unsigned fusionParam = 0; // Tensor/Scalar: index into the fusion's parameters (or outputs)
+  bool isOutput = false;    // Tensor: an output of the fusion (not an inout parameter)
+};
+
+/// How a kernel is launched: every extent an expression over the runtime dimensions.
+struct LaunchShape {
+  std::array<Expr, 3> grid, block, cluster;
+  /// Dynamic shared memory in bytes.
+  Expr sharedBytes;
+  std::optional<int64_t> maxThreads;     // __launch_bounds__
+  std::optional<int64_t> minBlocksPerSm; // __launch_bounds__, second argument
+  std::optional<int64_t> maxRegisters;   // __maxnreg__
+  std::string registerNote;              // "maxrregcount 64"
+};
+
+struct Kernel {
+  std::string name;
+  std::string comment; // "schedule of rms_norm_add when T < 132"
+  std::vector<KernelParam> params;
+  LaunchShape launch;
+  Stmt body;
+  Origin origin; // the schedule block
+};
+
+/// One way of running the fusion: launched when `guard` holds (null: always).
+struct Variant {
+  Expr guard;
+  std::string guardText;          // "T < 132"
+  std::vector<unsigned> launches; // indices into Program::kernels, in order
+};
+
+struct Program {
+  const ir::Fusion *fusion = nullptr; // the signature the launcher checks
+  /// Per fusion dimension: the variable of a runtime size (a kernel parameter the
+  /// launcher takes from the tensors), null for a static one (a constant in the IR).
+  std::vector<VarPtr> dims;
+  std::vector<Kernel> kernels;
+  std::vector<BufferPtr> workspaces; // global temporaries the launcher allocates
+  std::vector<Variant> variants;     // guarded ones first, tried in order
+};
+
+/// The static value of an expression over dimension variables, if it has one.
+std::optional<int64_t> evaluateStatic(const Expr &e);
+
+} // namespace fsl::kir

@@ -1,0 +1,256 @@
+// Verifier.cpp — scope and type checks over one kernel.
+#include "kir/Verifier.h"
+
+#include "kir/Printer.h"
+#include "support/Internal.h"
+
+#include <set>
+
+namespace fsl::kir {
+namespace {
+
+struct Failure {
+  std::string message;
+};
+
+class Checker {
+public:
+  explicit Checker(const Kernel &kernel) : kernel_(kernel) {
+    for (const KernelParam &param : kernel.params) {
+      if (param.var)
+        vars_.insert(param.var.get());
+      if (param.buffer)
+        buffers_.insert(param.buffer.get());
+      if (param.tensorMap && param.tensorMap->global)
+        buffers_.insert(param.tensorMap->global.get());
+    }
+  }
+
+  void run() {
+    if (!kernel_.body)
+      fail("kernel has no body");
+    stmt(kernel_.body);
+  }
+
+private:
+  [[noreturn]] void fail(const std::string &message) { throw Failure{message}; }
+
+  void expr(const Expr &e) {
+    if (!e)
+      fail("null expression");
+    switch (e->kind) {
+    case ExprKind::Const:
+      return;
+    case ExprKind::Var:
+      if (e->var->builtin == Builtin::None && !vars_.count(e->var.get()))
+        fail("variable '" + e->var->name + "' used outside its scope");
+      return;
+    case ExprKind::Unary:
+    case ExprKind::Cast:
+      if (e->operands.size() != 1)
+        fail("unary expression without one operand");
+      expr(e->operands[0]);
+      return;
+    case ExprKind::Binary:
+      if (e->operands.size() != 2)
+        fail("binary expression without two operands");
+      expr(e->operands[0]);
+      expr(e->operands[1]);
+      return;
+    case ExprKind::Select:
+      if (e->operands.size() != 3)
+        fail("select without three operands");
+      for (const Expr &operand : e->operands)
+        expr(operand);
+      return;
+    case ExprKind::Load:
+      buffer(e->buffer, "load");
+      integer(e->operands.at(0), "load index of " + e->buffer->name);
+      return;
+    }
+    FSL_UNREACHABLE("expression kind");
+  }
+
+  void integer(const Expr &e, const std::string &what) {
+    expr(e);
+    if (!ir::isInteger(e->dtype))
+      fail(what + " is not an integer: " + toString(e));
+  }
+
+  void buffer(const BufferPtr &b, const char *what) {
+    if (!b)
+      fail(std::string(what) + " of a null buffer");
+    if (!buffers_.count(b.get()))
+      fail(std::string(what) + " of buffer '" + b->name + "' that is not allocated here");
+  }
+
+  void mutableVar(const VarPtr &v, const char *what) {
+    if (!vars_.count(v.get()))
+      fail(std::string(what) + " of variable '" + v->name + "' outside its scope");
+    if (!mutables_.count(v.get()))
+      fail(std::string(what) + " of '" + v->name + "', which is not mutable");
+  }
+
+  /// A block's bindings end with the block (C scoping).
+  void scoped(const Stmt &s) {
+    std::set<const Var *> vars = vars_, mutables = mutables_;
+    std::set<const Buffer *> buffers = buffers_;
+    stmt(s);
+    vars_ = std::move(vars);
+    mutables_ = std::move(mutables);
+    buffers_ = std::move(buffers);
+  }
+
+  void stmt(const Stmt &s) {
+    if (!s)
+      fail("null statement");
+    switch (s->kind) {
+    case StmtKind::Block: {
+      // A block is a scope (C's braces).
+      std::set<const Var *> vars = vars_, mutables = mutables_;
+      std::set<const Buffer *> buffers = buffers_;
+      for (const Stmt &child : s->body)
+        stmt(child);
+      vars_ = std::move(vars);
+      mutables_ = std::move(mutables);
+      buffers_ = std::move(buffers);
+      return;
+    }
+    case StmtKind::For: {
+      integer(s->extent, "loop extent of " + s->var->name);
+      if (s->loopKind == LoopKind::Vectorized && !asConstant(s->extent))
+        fail("vectorized loop '" + s->var->name + "' has no static extent");
+      if (s->body.size() != 1)
+        fail("loop without one body");
+      std::set<const Var *> vars = vars_;
+      vars_.insert(s->var.get());
+      if (s->loopKind == LoopKind::Parallel)
+        stmt(s->body[0]); // a parallel loop binds a name for the rest of the kernel
+      else {
+        scoped(s->body[0]);
+        vars_ = std::move(vars);
+      }
+      return;
+    }
+    case StmtKind::If:
+      expr(s->condition);
+      if (s->condition->dtype != DType::Bool)
+        fail("if condition is not a boolean: " + toString(s->condition));
+      for (const Stmt &branch : s->body)
+        scoped(branch);
+      return;
+    case StmtKind::Let:
+      expr(s->value);
+      if (vars_.count(s->var.get()))
+        fail("variable '" + s->var->name + "' bound twice");
+      vars_.insert(s->var.get());
+      if (s->mutableVar)
+        mutables_.insert(s->var.get());
+      return;
+    case StmtKind::Assign:
+      expr(s->value);
+      mutableVar(s->var, "assignment");
+      return;
+    case StmtKind::Allocate:
+      if (s->buffer->space == MemorySpace::Global)
+        fail("allocation of global buffer '" + s->buffer->name + "' inside a kernel");
+      if (s->buffer->space == MemorySpace::Local && s->buffer->shape.empty())
+        fail("local buffer '" + s->buffer->name + "' without a static shape");
+      if (s->buffer->space == MemorySpace::Shared && !s->index)
+        fail("shared buffer '" + s->buffer->name + "' without a byte offset");
+      if (s->index)
+        integer(s->index, "byte offset of " + s->buffer->name);
+      if (s->count)
+        integer(s->count, "element count of " + s->buffer->name);
+      buffers_.insert(s->buffer.get());
+      return;
+    case StmtKind::Store:
+      buffer(s->buffer, "store");
+      integer(s->index, "store index of " + s->buffer->name);
+      expr(s->value);
+      return;
+    case StmtKind::VectorCopy:
+      buffer(s->buffer, "vector copy");
+      buffer(s->source, "vector copy");
+      integer(s->index, "vector copy index");
+      integer(s->sourceIndex, "vector copy index");
+      if (s->lanes < 1 || s->buffer->dtype != s->source->dtype)
+        fail("vector copy between '" + s->source->name + "' and '" + s->buffer->name +
+             "' of different types or no lanes");
+      return;
+    case StmtKind::Reduce:
+      mutableVar(s->var, "reduction");
+      if (s->scope == ReduceScope::BlockX)
+        buffer(s->scratch, "block reduction scratch");
+      return;
+    case StmtKind::Barrier:
+      if (s->threads)
+        integer(s->threads, "barrier thread count");
+      return;
+    case StmtKind::GridDependency:
+    case StmtKind::Comment:
+    case StmtKind::FenceProxyAsync:
+    case StmtKind::WgmmaFence:
+    case StmtKind::WgmmaCommit:
+    case StmtKind::WgmmaWait:
+    case StmtKind::TmaStoreWait:
+    case StmtKind::SetMaxNReg:
+      return;
+    case StmtKind::MBarrierInit:
+    case StmtKind::MBarrierArrive:
+    case StmtKind::MBarrierArriveExpectTx:
+    case StmtKind::MBarrierWait:
+      buffer(s->buffer, "mbarrier");
+      if (s->buffer->space != MemorySpace::Shared)
+        fail("mbarrier '" + s->buffer->name + "' is not in shared memory");
+      integer(s->index, "mbarrier index");
+      if (s->count)
+        expr(s->count);
+      return;
+    case StmtKind::TmaLoad:
+    case StmtKind::TmaStore:
+      buffer(s->buffer, "TMA");
+      if (s->buffer->space != MemorySpace::Shared)
+        fail("TMA copy with '" + s->buffer->name + "' outside shared memory");
+      if (!s->tensorMap || s->coordinates.size() != s->tensorMap->box.size())
+        fail("TMA copy whose coordinates do not match its box");
+      for (const Expr &coordinate : s->coordinates)
+        integer(coordinate, "TMA coordinate");
+      integer(s->index, "TMA shared offset");
+      if (s->barrier) {
+        buffer(s->barrier, "TMA barrier");
+        integer(s->barrierIndex, "TMA barrier index");
+      }
+      return;
+    case StmtKind::Wgmma:
+      buffer(s->buffer, "wgmma accumulator");
+      buffer(s->operandA, "wgmma operand");
+      buffer(s->operandB, "wgmma operand");
+      integer(s->offsetA, "wgmma operand offset");
+      integer(s->offsetB, "wgmma operand offset");
+      return;
+    case StmtKind::WarpRole:
+      expr(s->condition);
+      scoped(s->body.at(0));
+      return;
+    }
+    FSL_UNREACHABLE("statement kind");
+  }
+
+  const Kernel &kernel_;
+  std::set<const Var *> vars_, mutables_;
+  std::set<const Buffer *> buffers_;
+};
+
+} // namespace
+
+std::string verifyKernel(const Kernel &kernel) {
+  try {
+    Checker(kernel).run();
+  } catch (const Failure &failure) {
+    return kernel.name + ": " + failure.message;
+  }
+  return "";
+}
+
+} // namespace fsl::kir

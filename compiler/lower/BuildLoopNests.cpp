@@ -1,0 +1,445 @@
+// BuildLoopNests.cpp — the first pass: the plan as statements.
+//
+// Parameters; the parallel loops (block and thread indices); then, per phase, the
+// accumulators, one serial loop nest whose innermost body computes every value of the
+// element in order (loads straight from global memory, persistent values saved and
+// reloaded, accumulations, stores), and the block reductions that end the phase. No
+// bounds checks, vector accesses or hoisted loads yet: later passes add them.
+#include "lower/Passes.h"
+
+#include "support/Diagnostics.h"
+#include "support/Internal.h"
+
+#include <cmath>
+
+namespace fsl::lower {
+namespace {
+
+using kir::Expr;
+using kir::Stmt;
+
+std::string valueName(const ir::Value &value) {
+  return value.name.empty() ? "v" + std::to_string(value.id)
+                            : value.name + "_" + std::to_string(value.id);
+}
+
+/// The type a value of `type` has in a register (and in a persistent buffer).
+ir::DType registerType(ir::DType type) {
+  return type == ir::DType::BF16 || type == ir::DType::F16 ? ir::DType::F32 : type;
+}
+
+kir::Axis axisOf(sched::Parallel parallel) {
+  switch (parallel) {
+  case sched::Parallel::BIDx:
+    return kir::Axis::BIDx;
+  case sched::Parallel::BIDy:
+    return kir::Axis::BIDy;
+  case sched::Parallel::BIDz:
+    return kir::Axis::BIDz;
+  case sched::Parallel::TIDx:
+    return kir::Axis::TIDx;
+  case sched::Parallel::TIDy:
+    return kir::Axis::TIDy;
+  case sched::Parallel::TIDz:
+    return kir::Axis::TIDz;
+  case sched::Parallel::Serial:
+    break;
+  }
+  FSL_UNREACHABLE("a serial loop has no axis");
+}
+
+/// A value's operation as an expression of the value's type.
+Expr operation(const ir::Value &value, const std::vector<Expr> &a) {
+  auto typed = [&](Expr e) {
+    auto copy = std::make_shared<kir::ExprNode>(*e);
+    copy->dtype = value.dtype;
+    return Expr(copy);
+  };
+  auto un = [&](kir::UnaryOp op) { return typed(kir::unary(op, a[0])); };
+  auto bin = [&](kir::BinaryOp op) { return typed(kir::binary(op, a[0], a[1])); };
+  switch (value.op) {
+  case ir::Op::Neg:
+    return un(kir::UnaryOp::Neg);
+  case ir::Op::Not:
+    return un(kir::UnaryOp::Not);
+  case ir::Op::Exp:
+    return un(kir::UnaryOp::Exp);
+  case ir::Op::Log:
+    return un(kir::UnaryOp::Log);
+  case ir::Op::Sqrt:
+    return un(kir::UnaryOp::Sqrt);
+  case ir::Op::Rsqrt:
+    return un(kir::UnaryOp::Rsqrt);
+  case ir::Op::Tanh:
+    return un(kir::UnaryOp::Tanh);
+  case ir::Op::Sigmoid:
+    return un(kir::UnaryOp::Sigmoid);
+  case ir::Op::Erf:
+    return un(kir::UnaryOp::Erf);
+  case ir::Op::Abs:
+    return un(kir::UnaryOp::Abs);
+  case ir::Op::Add:
+    return bin(kir::BinaryOp::Add);
+  case ir::Op::Sub:
+    return bin(kir::BinaryOp::Sub);
+  case ir::Op::Mul:
+    return bin(kir::BinaryOp::Mul);
+  case ir::Op::Div:
+    return bin(kir::BinaryOp::Div);
+  case ir::Op::Max:
+    return bin(kir::BinaryOp::Max);
+  case ir::Op::Min:
+    return bin(kir::BinaryOp::Min);
+  case ir::Op::Pow:
+    return bin(kir::BinaryOp::Pow);
+  case ir::Op::Lt:
+    return bin(kir::BinaryOp::Lt);
+  case ir::Op::Le:
+    return bin(kir::BinaryOp::Le);
+  case ir::Op::Gt:
+    return bin(kir::BinaryOp::Gt);
+  case ir::Op::Ge:
+    return bin(kir::BinaryOp::Ge);
+  case ir::Op::Eq:
+    return bin(kir::BinaryOp::Eq);
+  case ir::Op::Ne:
+    return bin(kir::BinaryOp::Ne);
+  case ir::Op::And:
+    return bin(kir::BinaryOp::And);
+  case ir::Op::Or:
+    return bin(kir::BinaryOp::Or);
+  case ir::Op::Where:
+    return typed(kir::select(a[0], a[1], a[2]));
+  case ir::Op::Cast:
+    return kir::cast(value.dtype, a[0]);
+  case ir::Op::Input:
+  case ir::Op::Scalar:
+  case ir::Op::Constant:
+  case ir::Op::ReduceSum:
+  case ir::Op::ReduceMax:
+  case ir::Op::ReduceMin:
+  case ir::Op::ReduceMean:
+  case ir::Op::MatMul:
+    break;
+  }
+  FSL_UNREACHABLE("not a pointwise operation");
+}
+
+kir::ReduceKind reduceKind(ir::Op op) {
+  return op == ir::Op::ReduceMax   ? kir::ReduceKind::Max
+         : op == ir::Op::ReduceMin ? kir::ReduceKind::Min
+                                   : kir::ReduceKind::Sum;
+}
+
+class Builder {
+public:
+  explicit Builder(LowerContext &cx) : cx_(cx), plan_(cx.plan), f_(cx.fusion) {}
+
+  bool run() {
+    makeParameters();
+    for (const PlannedLoop &loop : plan_.loops)
+      cx_.loopVars.push_back(kir::makeVar(loop.name + "_i", ir::DType::I64));
+    if (!makeRootIndices())
+      return false;
+    std::vector<Stmt> inner;
+    makeBuffers(inner);
+    for (size_t p = 0; p < plan_.phases.size(); ++p)
+      makePhase(static_cast<int>(p), inner);
+    Stmt body = kir::block(std::move(inner));
+    for (int i = static_cast<int>(plan_.loops.size()) - 1; i >= 0; --i) {
+      const PlannedLoop &loop = plan_.loops[i];
+      if (loop.parallel == sched::Parallel::Serial)
+        continue;
+      body = kir::parallelLoop(cx_.loopVars[i], cx_.extentOf(loop.extent), axisOf(loop.parallel),
+                               body, loop.origin);
+    }
+    cx_.kernel.body =
+        kir::block({kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents), body});
+    return true;
+  }
+
+private:
+  void makeParameters() {
+    kir::Kernel &k = cx_.kernel;
+    cx_.paramBuffers.resize(f_.params.size());
+    cx_.scalarVars.resize(f_.params.size());
+    for (unsigned i = 0; i < f_.params.size(); ++i) {
+      const ir::Param &param = f_.params[i];
+      kir::KernelParam kp;
+      kp.fusionParam = i;
+      if (param.dims.empty()) {
+        kp.kind = kir::KernelParam::Kind::Scalar;
+        kp.var = cx_.scalarVars[i] = kir::makeVar(param.name, param.dtype);
+      } else {
+        auto buffer = std::make_shared<kir::Buffer>();
+        buffer->name = param.name;
+        buffer->dtype = param.dtype;
+        buffer->space = kir::MemorySpace::Global;
+        buffer->written = buffer->inout = param.isInout;
+        kp.buffer = cx_.paramBuffers[i] = buffer;
+        cx_.bufferDims[buffer.get()] = param.dims;
+      }
+      k.params.push_back(kp);
+    }
+    cx_.outputBuffers.resize(f_.outputs.size());
+    for (unsigned o = 0; o < f_.outputs.size(); ++o) {
+      const ir::Output &output = f_.outputs[o];
+      if (output.isInout) {
+        cx_.outputBuffers[o] = cx_.paramBuffers[output.paramIndex];
+        continue;
+      }
+      auto buffer = std::make_shared<kir::Buffer>();
+      buffer->name = output.name;
+      buffer->dtype = output.dtype;
+      buffer->space = kir::MemorySpace::Global;
+      buffer->written = true;
+      cx_.outputBuffers[o] = buffer;
+      cx_.bufferDims[buffer.get()] = output.dims;
+      kir::KernelParam kp;
+      kp.kind = kir::KernelParam::Kind::Tensor;
+      kp.buffer = buffer;
+      kp.fusionParam = o;
+      kp.isOutput = true;
+      k.params.push_back(kp);
+    }
+    for (ir::DimId d = 0; d < f_.dims.size(); ++d)
+      if (cx_.dimVars[d]) {
+        kir::KernelParam kp;
+        kp.kind = kir::KernelParam::Kind::Dim;
+        kp.var = cx_.dimVars[d];
+        k.params.push_back(kp);
+      }
+  }
+
+  /// Each dimension's index from the loop variables: the transforms walked backwards.
+  bool makeRootIndices() {
+    std::map<std::string, Expr> index;
+    for (size_t i = 0; i < plan_.loops.size(); ++i)
+      index[plan_.loops[i].name] = kir::var(cx_.loopVars[i]);
+    for (auto t = plan_.transforms.rbegin(); t != plan_.transforms.rend(); ++t) {
+      Expr inner = cx_.extentOf(t->innerExtent);
+      if (t->kind == sched::LoopTransform::Kind::Split) {
+        if (index.count(t->outer) && index.count(t->inner))
+          index[t->input] = index[t->outer] * inner + index[t->inner];
+      } else if (index.count(t->result)) {
+        index[t->input] = index[t->result] / inner;
+        index[t->secondInput] = index[t->result] % inner;
+      }
+    }
+    for (ir::DimId d = 0; d < f_.dims.size(); ++d) {
+      auto found = index.find(f_.dims[d].name);
+      if (found == index.end()) {
+        cx_.diagnostics.report(DiagId::LoweringUnsupported, plan_.schedule->decl->fusion.range,
+                               "no loop of the kernel walks dimension " + f_.dims[d].name);
+        return false;
+      }
+      cx_.rootIndex.push_back(found->second);
+    }
+    return true;
+  }
+
+  Expr threads() const {
+    using kir::Builtin;
+    return kir::var(kir::makeVar("blockDim.x", ir::DType::I64, Builtin::BlockDimX)) *
+           kir::var(kir::makeVar("blockDim.y", ir::DType::I64, Builtin::BlockDimY)) *
+           kir::var(kir::makeVar("blockDim.z", ir::DType::I64, Builtin::BlockDimZ));
+  }
+
+  Expr threadId() const {
+    using kir::Builtin;
+    auto b = [](const char *name, Builtin builtin) {
+      return kir::var(kir::makeVar(name, ir::DType::I64, builtin));
+    };
+    return (b("threadIdx.z", Builtin::ThreadIdxZ) * b("blockDim.y", Builtin::BlockDimY) +
+            b("threadIdx.y", Builtin::ThreadIdxY)) *
+               b("blockDim.x", Builtin::BlockDimX) +
+           b("threadIdx.x", Builtin::ThreadIdxX);
+  }
+
+  /// Scratch for block reductions (the first 8 bytes a thread of the dynamic shared
+  /// memory), then persistent buffers: in shared memory interleaved by thread, so
+  /// neighbouring threads use neighbouring banks; in registers, an array a thread.
+  void makeBuffers(std::vector<Stmt> &out) {
+    std::set<ir::DType> scratchTypes;
+    for (unsigned id : plan_.blockReduced)
+      scratchTypes.insert(accumulatorType(f_.values[id]->dtype));
+    for (ir::DType type : scratchTypes) {
+      auto scratch = std::make_shared<kir::Buffer>();
+      scratch->name = "fsl_scratch_" + ir::dtypeName(type).str();
+      scratch->dtype = type;
+      scratch->space = kir::MemorySpace::Shared;
+      Stmt allocation = kir::allocate(scratch, "block reduction scratch: 8 bytes a thread");
+      auto node = std::make_shared<kir::StmtNode>(*allocation);
+      node->index = kir::index(0);
+      node->count = threads() * kir::index(8 / ir::dtypeBytes(type));
+      out.push_back(node);
+      scratch_[type] = scratch;
+    }
+    Expr sharedOffset = threads() * kir::index(8);
+    for (unsigned id : plan_.persistent) {
+      const ir::Value &value = *f_.values[id];
+      auto buffer = std::make_shared<kir::Buffer>();
+      buffer->name = valueName(value) + "_buffer";
+      buffer->dtype = registerType(value.dtype);
+      std::string who = value.name.empty() ? valueName(value) : value.name;
+      if (plan_.persistentShared.count(id)) {
+        buffer->space = kir::MemorySpace::Shared;
+        auto node = std::make_shared<kir::StmtNode>(
+            *kir::allocate(buffer, "persistent " + who + " in shared memory: " +
+                                       std::to_string(plan_.bufferElements) + " per thread"));
+        node->index = sharedOffset;
+        node->count = threads() * kir::index(plan_.bufferElements);
+        out.push_back(node);
+        sharedOffset = sharedOffset +
+                       threads() * kir::index(plan_.bufferElements * ir::dtypeBytes(buffer->dtype));
+      } else {
+        buffer->space = kir::MemorySpace::Local;
+        buffer->shape = {plan_.bufferElements};
+        out.push_back(kir::allocate(buffer, "persistent " + who + " in registers"));
+      }
+      persistentBuffers_[id] = buffer;
+    }
+  }
+
+  static ir::DType accumulatorType(ir::DType type) { return registerType(type); }
+
+  /// The persistent buffer's element for the current serial iteration (row-major).
+  Expr bufferIndex(unsigned id) const {
+    Expr linear;
+    for (int loop : plan_.serialLoops()) {
+      Expr v = kir::var(cx_.loopVars[loop]);
+      linear = linear ? linear * cx_.extentOf(plan_.loops[loop].extent) + v : v;
+    }
+    if (!linear)
+      linear = kir::index(0);
+    if (plan_.persistentShared.count(id))
+      return linear * threads() + threadId();
+    return linear;
+  }
+
+  void makePhase(int p, std::vector<Stmt> &out) {
+    const PlannedPhase &phase = plan_.phases[p];
+    out.push_back(kir::comment(p == 0 ? "Phase 0"
+                                      : "Phase " + std::to_string(p) +
+                                            ": after the block reductions of phase " +
+                                            std::to_string(p - 1)));
+    std::map<unsigned, kir::VarPtr> accumulators;
+    for (const ir::Value *reduction : phase.reductions) {
+      ir::DType type = accumulatorType(reduction->dtype);
+      double init = reduction->op == ir::Op::ReduceMax   ? -INFINITY
+                    : reduction->op == ir::Op::ReduceMin ? INFINITY
+                                                         : 0;
+      kir::VarPtr acc = kir::makeVar(valueName(*reduction) + "_acc", type);
+      accumulators[reduction->id] = acc;
+      out.push_back(
+          kir::declare(acc, kir::constant(init, type),
+                       ir::opName(reduction->op).str() + " of " +
+                           (reduction->name.empty() ? valueName(*reduction) : reduction->name)));
+    }
+    // The element body, innermost.
+    std::vector<Stmt> element;
+    std::map<unsigned, Expr> values;
+    auto valueOf = [&](const ir::Value *value) -> Expr {
+      auto found = values.find(value->id);
+      if (found != values.end())
+        return found->second;
+      auto result = results_.find(value->id);
+      FSL_INTERNAL_ASSERT(result != results_.end(), "a value used before it is computed");
+      return kir::var(result->second);
+    };
+    for (const ir::Value *value : phase.values) {
+      int computedIn = plan_.phaseOf.at(value->id);
+      if (ir::isReduction(value->op) && computedIn < p)
+        continue; // the reduction's result is a variable of the thread already
+      Expr expr;
+      ir::DType type = value->dtype;
+      if (plan_.persistent.count(value->id) && computedIn < p) {
+        expr = kir::load(persistentBuffers_.at(value->id), bufferIndex(value->id));
+        type = expr->dtype;
+      } else if (value->op == ir::Op::Input) {
+        const kir::BufferPtr &buffer = cx_.paramBuffers[value->paramIndex];
+        expr = kir::load(buffer, cx_.offsetOf(f_.params[value->paramIndex].dims));
+      } else if (value->op == ir::Op::Scalar) {
+        expr = kir::var(cx_.scalarVars[value->paramIndex]);
+      } else if (value->op == ir::Op::Constant) {
+        expr = kir::constant(value->constant, value->dtype);
+      } else {
+        std::vector<Expr> operands;
+        for (const ir::Value *operand : value->operands)
+          operands.push_back(valueOf(operand));
+        expr = operation(*value, operands);
+      }
+      kir::VarPtr v = kir::makeVar(valueName(*value), type);
+      element.push_back(kir::let(v, expr, value->name));
+      values[value->id] = kir::var(v);
+    }
+    for (const ir::Value *saved : phase.saves)
+      element.push_back(
+          kir::store(persistentBuffers_.at(saved->id), bufferIndex(saved->id), valueOf(saved)));
+    for (const ir::Value *reduction : phase.reductions) {
+      const kir::VarPtr &acc = accumulators[reduction->id];
+      Expr operand = valueOf(reduction->operands[0]);
+      kir::BinaryOp combine = reduction->op == ir::Op::ReduceMax   ? kir::BinaryOp::Max
+                              : reduction->op == ir::Op::ReduceMin ? kir::BinaryOp::Min
+                                                                   : kir::BinaryOp::Add;
+      element.push_back(kir::assign(acc, kir::binary(combine, kir::var(acc), operand)));
+    }
+    for (const ir::Output *output : phase.stores) {
+      unsigned o = static_cast<unsigned>(output - f_.outputs.data());
+      element.push_back(
+          kir::store(cx_.outputBuffers[o], cx_.offsetOf(output->dims), valueOf(output->value)));
+    }
+    // The serial loops around it, innermost first.
+    Stmt nest = kir::block(std::move(element));
+    std::vector<int> serial = plan_.serialLoops();
+    for (auto it = serial.rbegin(); it != serial.rend(); ++it) {
+      const PlannedLoop &loop = plan_.loops[*it];
+      kir::LoopKind kind = loop.vectorized ? kir::LoopKind::Vectorized
+                           : loop.unrolled ? kir::LoopKind::Unrolled
+                                           : kir::LoopKind::Serial;
+      auto node = std::make_shared<kir::StmtNode>(
+          *kir::forLoop(cx_.loopVars[*it], cx_.extentOf(loop.extent), kind, nest, loop.origin));
+      if (loop.unrolled && !loop.vectorized)
+        node->unrollFactor = loop.unrollFactor;
+      nest = node;
+    }
+    out.push_back(labelled(kir::block({nest}), labels::PhaseNest));
+    // The block reductions that end the phase, and their results.
+    for (const ir::Value *reduction : phase.reductions) {
+      const kir::VarPtr &acc = accumulators[reduction->id];
+      if (plan_.blockReduced.count(reduction->id)) {
+        Stmt r = kir::reduce(acc, reduceKind(reduction->op), kir::ReduceScope::BlockX,
+                             scratch_.at(acc->dtype), blockReductions_++ % 2);
+        auto node = std::make_shared<kir::StmtNode>(*r);
+        node->comment = "over threadIdx.x";
+        out.push_back(node);
+      }
+      Expr total = kir::var(acc);
+      if (reduction->op == ir::Op::ReduceMean) {
+        Expr count = kir::index(1);
+        for (ir::DimId dim : reduction->reduced)
+          count = count * cx_.dimExtent(dim);
+        total = kir::binary(kir::BinaryOp::Div, total, kir::cast(acc->dtype, count));
+      }
+      if (reduction->dtype != acc->dtype)
+        total = kir::cast(reduction->dtype, total);
+      kir::VarPtr result = kir::makeVar(valueName(*reduction), reduction->dtype);
+      results_[reduction->id] = result;
+      out.push_back(kir::let(result, total, reduction->name));
+    }
+  }
+
+  LowerContext &cx_;
+  const Plan &plan_;
+  const ir::Fusion &f_;
+  std::map<unsigned, kir::BufferPtr> persistentBuffers_;
+  std::map<ir::DType, kir::BufferPtr> scratch_;
+  std::map<unsigned, kir::VarPtr> results_;
+  int blockReductions_ = 0;
+};
+
+} // namespace
+
+bool buildLoopNests(LowerContext &context) { return Builder(context).run(); }
+
+} // namespace fsl::lower

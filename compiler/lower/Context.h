@@ -1,0 +1,70 @@
+// Context.h — what the lowering passes share: the plan, the kernel being built, and
+// the names the first pass gave to loops, buffers and dimensions.
+//
+// Passes find what they rewrite by these handles (a loop by its index variable, a
+// tensor by its buffer) and by statement labels (Labels below), never by position.
+#pragma once
+
+#include "kir/IR.h"
+#include "lower/Plan.h"
+
+#include <map>
+
+namespace fsl {
+class DiagnosticEngine;
+}
+
+namespace fsl::lower {
+
+/// Labels on statements that later passes look for (StmtNode::comment is for people).
+namespace labels {
+inline constexpr const char *PhaseNest = "phase-nest";       // a phase's serial loop nest
+inline constexpr const char *RowGuard = "row-guard";         // bounds check once a thread
+inline constexpr const char *BoundsCheck = "bounds-check";   // bounds check each iteration
+inline constexpr const char *ClampedStore = "clamped-store"; // a store past a clamped row
+} // namespace labels
+
+struct LowerOptions {
+  /// The register file of an SM: `maxrregcount N` becomes a minimum of blocks an SM.
+  int64_t registersPerSm = 65536;
+};
+
+struct LowerContext {
+  const Plan &plan;
+  const ir::Fusion &fusion;
+  const LowerOptions &options;
+  DiagnosticEngine &diagnostics;
+  kir::Kernel kernel;
+
+  /// Per plan loop: its index variable.
+  std::vector<kir::VarPtr> loopVars;
+  /// Per fusion dimension: its runtime-size variable (null when static).
+  std::vector<kir::VarPtr> dimVars;
+  /// Per fusion parameter: its buffer (tensors) or variable (scalars); per output that is
+  /// not an inout parameter: its buffer.
+  std::vector<kir::BufferPtr> paramBuffers;
+  std::vector<kir::VarPtr> scalarVars;
+  std::vector<kir::BufferPtr> outputBuffers;
+  /// The dimensions of each global buffer, in memory order.
+  std::map<const kir::Buffer *, std::vector<ir::DimId>> bufferDims;
+  /// The index of each dimension in terms of the loop variables (one shared expression
+  /// per dimension, so a pass can recognise it inside an address).
+  std::vector<kir::Expr> rootIndex;
+
+  LowerContext(const Plan &plan, const LowerOptions &options, DiagnosticEngine &diagnostics)
+      : plan(plan), fusion(*plan.fusion), options(options), diagnostics(diagnostics) {}
+
+  kir::Expr dimExtent(ir::DimId dim) const;
+  kir::Expr extentOf(const sched::Extent &extent) const;
+  kir::Expr extentOf(const sched::SizeExpr &size) const;
+  /// Row-major element offset of the current element in a tensor with `dims`.
+  kir::Expr offsetOf(const std::vector<ir::DimId> &dims) const;
+  /// The variable of the vector loop (null without one).
+  kir::VarPtr vectorVar() const;
+};
+
+std::string labelOf(const kir::Stmt &s);
+/// A copy of `s` carrying `label`.
+kir::Stmt labelled(const kir::Stmt &s, const char *label);
+
+} // namespace fsl::lower

@@ -1,0 +1,63 @@
+// LaunchShape.cpp — the `launch-shape` pass: grid, block, shared memory, launch bounds.
+//
+// The grid and block are the extents of the parallel loops; dynamic shared memory is
+// the block reduction scratch (8 bytes a thread) and the shared persistent buffers.
+// `launch_bounds N` and `maxrregcount R` become __launch_bounds__(N, blocks an SM that
+// R registers a thread allow) — which makes ptxas keep each thread within about R
+// registers — or __maxnreg__(R) when the thread count is not static.
+#include "lower/Passes.h"
+
+#include "kir/Mutator.h"
+
+namespace fsl::lower {
+
+bool computeLaunchShape(LowerContext &context) {
+  kir::LaunchShape &launch = context.kernel.launch;
+  for (int i = 0; i < 3; ++i)
+    launch.grid[i] = launch.block[i] = kir::index(1);
+  kir::forEachStmt(context.kernel.body, [&](const kir::Stmt &s) {
+    if (s->kind != kir::StmtKind::For || s->loopKind != kir::LoopKind::Parallel)
+      return;
+    switch (s->axis) {
+    case kir::Axis::BIDx:
+    case kir::Axis::BIDy:
+    case kir::Axis::BIDz:
+      launch.grid[static_cast<int>(s->axis) - static_cast<int>(kir::Axis::BIDx)] = s->extent;
+      return;
+    case kir::Axis::TIDx:
+    case kir::Axis::TIDy:
+    case kir::Axis::TIDz:
+      launch.block[static_cast<int>(s->axis) - static_cast<int>(kir::Axis::TIDx)] = s->extent;
+      return;
+    case kir::Axis::Warpgroup:
+      return;
+    }
+  });
+  const Plan &plan = context.plan;
+  int64_t bytesPerThread = 8;
+  for (unsigned id : plan.persistentShared) {
+    ir::DType type = context.fusion.values[id]->dtype;
+    bytesPerThread +=
+        plan.bufferElements * (type == ir::DType::F64 || type == ir::DType::I64 ? 8 : 4);
+  }
+  launch.sharedBytes =
+      launch.block[0] * launch.block[1] * launch.block[2] * kir::index(bytesPerThread);
+  const sched::Schedule &schedule = *plan.schedule;
+  std::optional<int64_t> threads = plan.staticThreads();
+  std::optional<int64_t> registers;
+  if (schedule.maxRRegCount) {
+    registers = schedule.maxRRegCount->value.value;
+    launch.registerNote = "maxrregcount " + std::to_string(*registers);
+  }
+  if (threads) {
+    launch.maxThreads = schedule.launchBounds ? schedule.launchBounds->value.value : *threads;
+    if (registers)
+      launch.minBlocksPerSm =
+          std::max<int64_t>(1, context.options.registersPerSm / (*registers * *launch.maxThreads));
+  } else if (registers) {
+    launch.maxRegisters = registers;
+  }
+  return true;
+}
+
+} // namespace fsl::lower

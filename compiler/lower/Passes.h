@@ -1,0 +1,45 @@
+// Passes.h — the lowering passes, in the order Lower.cpp runs them.
+//
+// Each pass reads the LowerContext and rewrites `context.kernel`; the verifier
+// (kir/Verifier.h) runs after each, and `--print-after=NAME` prints the kernel then.
+// A pass returns false after reporting a diagnostic the user can act on.
+//
+//   build-loop-nests    parameters, parallel loops, one serial nest per phase with the
+//                       element body (loads, values, saves, accumulations, stores),
+//                       block reductions and their results
+//   bounds              predicates for split remainders (once a thread or per iteration)
+//                       and clamped rows (loads read the last row, stores are skipped)
+//   reciprocal-division a / b -> a * (1 / b) for a divisor that is the same for a row
+//   store-rounding      a store of bf16(x) stores x (the store rounds once)
+//   vectorize           element loads and stores of the vector loop become vector copies
+//   early-loads         inputs first read after a reduction are loaded before phase 0
+//   prefetch            a short unrolled batch loads all its vectors before using any
+//   unswitch            a copy of the nest without predicates for threads in bounds
+//   launch-shape        grid, block, shared memory and launch bounds
+//   simplify            index arithmetic folded with the loops' ranges
+#pragma once
+
+#include "lower/Context.h"
+
+namespace fsl::lower {
+
+bool buildLoopNests(LowerContext &context);
+bool insertBounds(LowerContext &context);
+bool reciprocalDivision(LowerContext &context);
+bool storeRounding(LowerContext &context);
+bool vectorizeAccesses(LowerContext &context);
+bool earlyLoads(LowerContext &context);
+bool prefetchBatches(LowerContext &context);
+bool unswitchNests(LowerContext &context);
+bool computeLaunchShape(LowerContext &context);
+bool simplifyIndices(LowerContext &context);
+
+struct PassInfo {
+  const char *name;
+  bool (*run)(LowerContext &);
+};
+
+/// Every pass, in order.
+const std::vector<PassInfo> &passList();
+
+} // namespace fsl::lower

@@ -1,0 +1,390 @@
+// Plan.cpp — reference nest, support checks, phases and the persistent buffer.
+#include "lower/Plan.h"
+
+#include "support/Diagnostics.h"
+
+#include <llvm/ADT/STLExtras.h>
+
+#include <functional>
+
+namespace fsl::lower {
+
+using sched::Parallel;
+
+std::vector<int> Plan::serialLoops() const {
+  std::vector<int> result;
+  for (size_t i = 0; i < loops.size(); ++i)
+    if (loops[i].parallel == Parallel::Serial)
+      result.push_back(static_cast<int>(i));
+  return result;
+}
+
+std::optional<int64_t> Plan::staticThreads() const {
+  int64_t threads = 1;
+  for (const PlannedLoop &loop : loops)
+    if (sched::isThreadIndex(loop.parallel)) {
+      if (!loop.extent.isStatic())
+        return std::nullopt;
+      threads *= *loop.extent.value;
+    }
+  return threads;
+}
+
+namespace {
+
+std::string valueName(const ir::Value &value) {
+  return value.name.empty() ? "v" + std::to_string(value.id)
+                            : value.name + "_" + std::to_string(value.id);
+}
+
+class Planner {
+public:
+  Planner(const sched::Schedule &schedule, DiagnosticEngine &diagnostics)
+      : schedule_(schedule), fusion_(*schedule.fusion), diagnostics_(diagnostics) {}
+
+  std::unique_ptr<Plan> run() {
+    plan_ = std::make_unique<Plan>();
+    plan_->schedule = &schedule_;
+    plan_->fusion = &fusion_;
+    if (!checkDirectives() || !chooseReference() || !checkTensors() || !checkReductions() ||
+        !assignPhases())
+      return nullptr;
+    chooseClampedRoots();
+    return std::move(plan_);
+  }
+
+private:
+  bool unsupported(const std::string &why, llvm::SMRange at = {}) {
+    diagnostics_.report(DiagId::LoweringUnsupported,
+                        at.isValid() ? at : schedule_.decl->fusion.range, why);
+    return false;
+  }
+
+  /// Directives the lowering cannot honour are refused at their own line; the ones that
+  /// state what the phase lowering does are checked against it.
+  bool checkDirectives() {
+    for (const sched::TensorSchedule &tensor : schedule_.tensors) {
+      if (tensor.rfactorBy)
+        return unsupported("rfactor: reductions are combined by one block, so a partial "
+                           "reduction over a loop has nowhere to go yet (remove the rfactor)",
+                           tensor.rfactorBy->range);
+      if (tensor.computeAtBy)
+        return unsupported("compute_at '" + tensor.name +
+                               "': every value is computed in the kernel's one loop nest, "
+                               "element by element; a separate producer nest is not lowered yet",
+                           tensor.computeAtBy->range);
+      if (tensor.inlinedBy && (tensor.persistent == ast::MemoryKind::Registers ||
+                               tensor.persistent == ast::MemoryKind::Shared))
+        return unsupported("inline '" + tensor.name + "' contradicts 'persistent " + tensor.name +
+                               "': a persistent value is kept, not recomputed",
+                           tensor.inlinedBy->range);
+      if (tensor.cache)
+        return unsupported("cache " + tensor.name + " (caching is not lowered yet)",
+                           tensor.cacheBy ? tensor.cacheBy->range : llvm::SMRange());
+      if (tensor.isInput && fusion_.params[tensor.value->paramIndex].isStrided)
+        return unsupported("strided parameter " + tensor.name);
+    }
+    if (schedule_.matmul.any())
+      return unsupported(
+          "matrix-product schedules (mma, pipeline, ...) are lowered by the matmul milestone");
+    for (const auto &value : fusion_.values)
+      if (value->op == ir::Op::MatMul)
+        return unsupported("matrix products are lowered by the matmul milestone");
+    return true;
+  }
+
+  /// The output tensor with the most iteration loops sets the kernel's loop nest.
+  bool chooseReference() {
+    const sched::TensorSchedule *reference = nullptr;
+    for (const sched::TensorSchedule &tensor : schedule_.tensors)
+      if (tensor.isOutput &&
+          (!reference || tensor.value->dims.size() > reference->value->dims.size()))
+        reference = &tensor;
+    if (!reference)
+      return unsupported("no output of the fusion is a tensor");
+    // A reduction stored as an output keeps its reduced loops; take any loops the
+    // reference lacks from the reductions, so every root has its loops.
+    for (const sched::Loop &loop : reference->loops)
+      addLoop(loop);
+    for (const sched::TensorSchedule &tensor : schedule_.tensors)
+      for (const sched::Loop &loop : tensor.loops)
+        if (findLoop(loop.name) < 0)
+          addLoop(loop);
+    // The transforms that made the loops, each once (they act on every tensor by name).
+    std::set<std::string> seen;
+    auto addTransforms = [&](const sched::TensorSchedule &tensor) {
+      for (const sched::LoopTransform &t : tensor.transforms) {
+        std::string key = t.kind == sched::LoopTransform::Kind::Split ? t.outer : t.result;
+        if (seen.insert(key).second)
+          plan_->transforms.push_back(t);
+      }
+    };
+    addTransforms(*reference);
+    for (const sched::TensorSchedule &tensor : schedule_.tensors)
+      addTransforms(tensor);
+    for (size_t i = 0; i < plan_->loops.size(); ++i) {
+      const PlannedLoop &loop = plan_->loops[i];
+      if (loop.vectorized) {
+        if (plan_->vectorLoop >= 0)
+          return unsupported("two vectorized loops", loop.origin.range);
+        plan_->vectorLoop = static_cast<int>(i);
+      }
+      if (!loop.exact)
+        plan_->inexactRoots.insert(loop.roots.begin(), loop.roots.end());
+    }
+    if (plan_->vectorLoop >= 0) {
+      const PlannedLoop &vector = plan_->loops[plan_->vectorLoop];
+      if (vector.parallel != Parallel::Serial)
+        return unsupported("a vectorized loop bound to " +
+                               sched::parallelName(vector.parallel).str(),
+                           vector.origin.range);
+      // Accesses are whole vectors when the vector loop is innermost among the serial
+      // loops, is the innermost piece of its one root and the root's extent divides.
+      std::vector<int> serial = plan_->serialLoops();
+      bool innermostPiece = false;
+      if (vector.roots.size() == 1) {
+        const ir::Dim &root = fusion_.dims[vector.roots[0]];
+        innermostPiece = root.staticExtent && vector.extent.isStatic() &&
+                         *root.staticExtent % *vector.extent.value == 0 &&
+                         isInnermostPiece(vector.name, root.name);
+      }
+      plan_->vectorAccessesExact = serial.back() == plan_->vectorLoop && innermostPiece;
+    }
+    return true;
+  }
+
+  /// Whether `loop` is reached from `root` through the inner side of splits only (its
+  /// index is the root's index modulo its extent: consecutive addresses).
+  bool isInnermostPiece(const std::string &loop, const std::string &root) const {
+    std::string current = root;
+    for (const sched::LoopTransform &t : plan_->transforms) {
+      if (t.kind == sched::LoopTransform::Kind::Merge &&
+          (t.input == current || t.secondInput == current))
+        current = t.secondInput == current ? t.result : "";
+      else if (t.kind == sched::LoopTransform::Kind::Split && t.input == current)
+        current = t.inner;
+    }
+    return current == loop;
+  }
+
+  int findLoop(const std::string &name) const {
+    for (size_t i = 0; i < plan_->loops.size(); ++i)
+      if (plan_->loops[i].name == name)
+        return static_cast<int>(i);
+    return -1;
+  }
+
+  void addLoop(const sched::Loop &loop) {
+    PlannedLoop result;
+    result.name = loop.name;
+    result.extent = loop.extent;
+    result.parallel = loop.parallel;
+    result.vectorized = loop.vectorized;
+    result.unrolled = loop.unrolled;
+    result.unrollFactor = loop.unrollFactor;
+    result.unswitched = loop.unswitched;
+    result.roots = loop.roots;
+    result.exact = loop.exact;
+    if (loop.parallel != Parallel::Serial) {
+      result.origin.text = "parallelize " + loop.name + " -> " +
+                           sched::parallelName(loop.parallel).str() + ", extent " +
+                           loop.extent.text;
+      if (loop.parallelizedBy)
+        result.origin.range = loop.parallelizedBy->range;
+    } else if (loop.vectorized) {
+      result.origin.text = "vectorize " + loop.name;
+      if (loop.vectorizedBy)
+        result.origin.range = loop.vectorizedBy->range;
+    } else if (loop.unrolled) {
+      result.origin.text = "unroll " + loop.name +
+                           (loop.unrollFactor ? " by " + std::to_string(*loop.unrollFactor) : "");
+      if (loop.unrolledBy)
+        result.origin.range = loop.unrolledBy->range;
+    } else {
+      result.origin.text = "serial " + loop.name;
+    }
+    plan_->loops.push_back(result);
+  }
+
+  /// Every tensor's loops must be loops of the reference nest, alike.
+  bool checkTensors() {
+    for (const sched::TensorSchedule &tensor : schedule_.tensors)
+      for (const sched::Loop &loop : tensor.loops) {
+        const PlannedLoop &reference = plan_->loops[findLoop(loop.name)];
+        if (loop.extent.text != reference.extent.text || loop.parallel != reference.parallel ||
+            loop.vectorized != reference.vectorized)
+          return unsupported("loop '" + loop.name + "' of '" + tensor.name +
+                             "' is scheduled differently from the output's");
+      }
+    return true;
+  }
+
+  bool checkReductions() {
+    for (const auto &value : fusion_.values) {
+      if (!ir::isReduction(value->op))
+        continue;
+      for (ir::DimId kept : value->dims)
+        for (const PlannedLoop &loop : plan_->loops)
+          if (llvm::is_contained(loop.roots, kept) && loop.parallel == Parallel::Serial &&
+              !(loop.extent.isStatic() && *loop.extent.value == 1))
+            return unsupported("reduction '" + valueName(*value) + "' keeps dimension " +
+                               fusion_.dims[kept].name + " on serial loop '" + loop.name +
+                               "'; bind the kept dimensions to blocks or threads");
+      bool threadReduced = false;
+      for (ir::DimId reduced : value->reduced)
+        for (const PlannedLoop &loop : plan_->loops) {
+          if (!llvm::is_contained(loop.roots, reduced))
+            continue;
+          if (loop.roots.size() > 1)
+            return unsupported("loop '" + loop.name + "' merges a reduced dimension of '" +
+                               valueName(*value) + "' with another one");
+          if (loop.parallel == Parallel::Serial)
+            continue;
+          if (loop.parallel != Parallel::TIDx)
+            return unsupported("reduction over " + sched::parallelName(loop.parallel).str() +
+                                   " (block reductions over threadIdx.x only, for now)",
+                               loop.origin.range);
+          threadReduced = true;
+        }
+      if (threadReduced)
+        plan_->blockReduced.insert(value->id);
+    }
+    return true;
+  }
+
+  bool assignPhases() {
+    // The phase of a value: after every reduction it depends on has finished.
+    std::map<unsigned, int> phase;
+    int last = 0;
+    for (const auto &value : fusion_.values) {
+      int p = 0;
+      for (const ir::Value *operand : value->operands)
+        p = std::max(p, phase[operand->id] + (ir::isReduction(operand->op) ? 1 : 0));
+      phase[value->id] = p;
+      last = std::max(last, p + (ir::isReduction(value->op) ? 1 : 0));
+    }
+    std::set<unsigned> kept; // persistent in registers or in shared memory
+    for (const sched::TensorSchedule &tensor : schedule_.tensors)
+      if (tensor.persistent == ast::MemoryKind::Registers ||
+          tensor.persistent == ast::MemoryKind::Shared) {
+        kept.insert(tensor.value->id);
+        if (tensor.persistent == ast::MemoryKind::Shared)
+          plan_->persistentShared.insert(tensor.value->id);
+      }
+    plan_->bufferElements = 1;
+    for (int index : plan_->serialLoops()) {
+      const PlannedLoop &loop = plan_->loops[index];
+      if (!loop.extent.isStatic()) {
+        if (!kept.empty())
+          return unsupported("persistent buffer over loop '" + loop.name +
+                             "' of runtime extent; split it by a constant");
+        continue;
+      }
+      plan_->bufferElements *= *loop.extent.value;
+    }
+    // An inout write-back waits for the last phase that reads its parameter, so every
+    // read sees the old data; deferring can make a phase read another inout parameter,
+    // so repeat until no store moves (stores only move later, so this ends).
+    std::map<const ir::Output *, int> storePhase;
+    for (const ir::Output &output : fusion_.outputs)
+      storePhase[&output] = phase[output.value->id] + (ir::isReduction(output.value->op) ? 1 : 0);
+    for (bool deferred = true; deferred;) {
+      buildPhases(phase, last, kept, storePhase);
+      deferred = false;
+      for (const ir::Output &output : fusion_.outputs) {
+        if (!output.isInout)
+          continue;
+        const ir::Value *input = fusion_.params[output.paramIndex].value;
+        for (int p = last; p > storePhase[&output]; --p)
+          if (llvm::is_contained(plan_->phases[p].values, input)) {
+            storePhase[&output] = p;
+            deferred = true;
+            break;
+          }
+      }
+    }
+    plan_->phaseOf = phase;
+    return true;
+  }
+
+  void buildPhases(std::map<unsigned, int> &phase, int last, const std::set<unsigned> &kept,
+                   const std::map<const ir::Output *, int> &storePhase) {
+    plan_->persistent.clear();
+    plan_->phases.assign(last + 1, {});
+    std::set<unsigned> available;
+    for (int p = 0; p <= last; ++p) {
+      PlannedPhase &current = plan_->phases[p];
+      for (const auto &value : fusion_.values)
+        if (phase[value->id] == p && ir::isReduction(value->op))
+          current.reductions.push_back(value.get());
+      for (const ir::Output &output : fusion_.outputs)
+        if (storePhase.at(&output) == p)
+          current.stores.push_back(&output);
+      for (const auto &value : fusion_.values)
+        if (phase[value->id] == p && kept.count(value->id) && usedAfter(value.get(), p, phase)) {
+          current.saves.push_back(value.get());
+          plan_->persistent.insert(value->id);
+        }
+      std::set<unsigned> needed;
+      std::function<void(const ir::Value *)> need = [&](const ir::Value *value) {
+        if (needed.count(value->id))
+          return;
+        bool fromEarlier =
+            available.count(value->id) != 0 || (ir::isReduction(value->op) && phase[value->id] < p);
+        if (!fromEarlier)
+          for (const ir::Value *operand : value->operands)
+            need(operand);
+        needed.insert(value->id);
+      };
+      for (const ir::Value *reduction : current.reductions)
+        need(reduction->operands[0]);
+      for (const ir::Output *output : current.stores)
+        need(output->value);
+      for (const ir::Value *saved : current.saves)
+        need(saved);
+      for (const auto &value : fusion_.values)
+        if (needed.count(value->id) && !(ir::isReduction(value->op) && phase[value->id] == p))
+          current.values.push_back(value.get());
+      for (const ir::Value *saved : current.saves)
+        available.insert(saved->id);
+    }
+  }
+
+  /// Inexact roots walked by no serial loop and reduced by no reduction are clamped
+  /// rather than checked: reading a repeated row is harmless when nothing sums over
+  /// rows, and its stores are skipped.
+  void chooseClampedRoots() {
+    for (ir::DimId root : std::set<ir::DimId>(plan_->inexactRoots)) {
+      bool clampable = true;
+      for (const PlannedLoop &loop : plan_->loops)
+        clampable &= !(llvm::is_contained(loop.roots, root) &&
+                       (loop.parallel == Parallel::Serial || loop.roots.size() > 1));
+      for (const auto &value : fusion_.values)
+        clampable &= !(ir::isReduction(value->op) && llvm::is_contained(value->reduced, root));
+      if (clampable) {
+        plan_->inexactRoots.erase(root);
+        plan_->clampedRoots.insert(root);
+      }
+    }
+  }
+
+  bool usedAfter(const ir::Value *value, int p, std::map<unsigned, int> &phase) {
+    for (const auto &user : fusion_.values)
+      if (phase[user->id] > p && llvm::is_contained(user->operands, value))
+        return true;
+    return false;
+  }
+
+  const sched::Schedule &schedule_;
+  const ir::Fusion &fusion_;
+  DiagnosticEngine &diagnostics_;
+  std::unique_ptr<Plan> plan_;
+};
+
+} // namespace
+
+std::unique_ptr<Plan> planKernel(const sched::Schedule &schedule, DiagnosticEngine &diagnostics) {
+  return Planner(schedule, diagnostics).run();
+}
+
+} // namespace fsl::lower

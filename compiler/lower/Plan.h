@@ -1,0 +1,65 @@
+// Plan.h — what the schedule asks of the kernel, before any statement exists.
+//
+// The first step of lowering reads the Schedule IR and the Fusion IR into a plan: the
+// kernel's loop nest (the output's loops, with the loops only reductions have), the
+// transforms that index each dimension from those loops, the phases a reduction cuts
+// the work into, the values kept across phases, and which dimensions may run past
+// their extent. Passes (Passes.h) turn the plan into Kernel IR statements and rewrite
+// them; the plan itself never reaches codegen or the simulator.
+#pragma once
+
+#include "kir/IR.h"
+#include "schedule/ScheduleIR.h"
+
+#include <map>
+#include <set>
+
+namespace fsl {
+class DiagnosticEngine;
+}
+
+namespace fsl::lower {
+
+struct PlannedLoop {
+  std::string name;
+  sched::Extent extent;
+  sched::Parallel parallel = sched::Parallel::Serial;
+  bool vectorized = false;
+  bool unrolled = false;
+  std::optional<int64_t> unrollFactor;
+  bool unswitched = false;
+  std::vector<ir::DimId> roots;
+  bool exact = true;
+  kir::Origin origin; // the directive that gave the loop its kind
+};
+
+struct PlannedPhase {
+  std::vector<const ir::Value *> values;     // computed per element, operands first
+  std::vector<const ir::Value *> reductions; // accumulated per thread in this phase
+  std::vector<const ir::Output *> stores;
+  std::vector<const ir::Value *> saves; // kept for later phases
+};
+
+struct Plan {
+  const sched::Schedule *schedule = nullptr;
+  const ir::Fusion *fusion = nullptr;
+  std::vector<PlannedLoop> loops; // outermost first
+  std::vector<sched::LoopTransform> transforms;
+  std::vector<PlannedPhase> phases;
+  std::map<unsigned, int> phaseOf;
+  std::set<unsigned> blockReduced;
+  std::set<unsigned> persistent, persistentShared;
+  int64_t bufferElements = 1;
+  int vectorLoop = -1;
+  bool vectorAccessesExact = false;
+  std::set<ir::DimId> inexactRoots, clampedRoots;
+
+  std::vector<int> serialLoops() const;
+  std::optional<int64_t> staticThreads() const;
+};
+
+/// The plan of one schedule, or null after a `lowering-unsupported` diagnostic at the
+/// directive (or schedule) that asks for what cannot be lowered.
+std::unique_ptr<Plan> planKernel(const sched::Schedule &schedule, DiagnosticEngine &diagnostics);
+
+} // namespace fsl::lower

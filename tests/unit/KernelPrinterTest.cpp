@@ -1,0 +1,716 @@
+// KernelPrinterTest.cpp — the CUDA and launcher printers over hand-built Kernel IR.
+//
+// Each program is built node by node (no parser, no lowering), printed, checked for the
+// lines a person tuning a schedule reads, and compiled with NVRTC for sm_90a (to a cubin,
+// so ptxas assembles every inline-PTX helper it uses): what the printer writes is CUDA.
+#include "codegen/KernelPrinter.h"
+#include "codegen/CudaCodegen.h"
+#include "codegen/Nvrtc.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+using namespace fsl;
+using ir::DType;
+using kir::Expr;
+using kir::Stmt;
+
+namespace {
+
+kir::BufferPtr makeBuffer(std::string name, DType dtype, kir::MemorySpace space,
+                          std::vector<int64_t> shape = {}) {
+  auto b = std::make_shared<kir::Buffer>();
+  b->name = std::move(name);
+  b->dtype = dtype;
+  b->space = space;
+  b->shape = std::move(shape);
+  return b;
+}
+
+kir::BufferPtr globalBuffer(std::string name, DType dtype, bool written = false,
+                            bool inout = false) {
+  auto b = std::make_shared<kir::Buffer>();
+  b->name = std::move(name);
+  b->dtype = dtype;
+  b->space = kir::MemorySpace::Global;
+  b->written = written;
+  b->inout = inout;
+  return b;
+}
+
+kir::BufferPtr sharedBuffer(std::string name, DType dtype, std::vector<int64_t> shape,
+                            int64_t alignment, kir::Swizzle swizzle = kir::Swizzle::None) {
+  auto b = std::make_shared<kir::Buffer>();
+  b->name = std::move(name);
+  b->dtype = dtype;
+  b->space = kir::MemorySpace::Shared;
+  b->shape = std::move(shape);
+  b->alignment = alignment;
+  b->swizzle = swizzle;
+  return b;
+}
+
+Stmt allocateShared(kir::BufferPtr buffer, int64_t byteOffset) {
+  auto s = std::make_shared<kir::StmtNode>(*kir::allocate(std::move(buffer)));
+  s->index = kir::index(byteOffset);
+  return s;
+}
+
+kir::KernelParam tensorParam(kir::BufferPtr buffer, unsigned fusionParam, bool isOutput = false) {
+  kir::KernelParam p;
+  p.kind = kir::KernelParam::Kind::Tensor;
+  p.buffer = std::move(buffer);
+  p.fusionParam = fusionParam;
+  p.isOutput = isOutput;
+  return p;
+}
+
+kir::KernelParam varParam(kir::KernelParam::Kind kind, kir::VarPtr var, unsigned fusionParam = 0) {
+  kir::KernelParam p;
+  p.kind = kind;
+  p.var = std::move(var);
+  p.fusionParam = fusionParam;
+  return p;
+}
+
+Expr f32(double value) { return kir::constant(value, DType::F32); }
+Expr builtin(const char *name, kir::Builtin which) {
+  return kir::var(kir::makeVar(name, DType::I64, which));
+}
+
+/// rms_norm_add's signature: x: bf16[T, H], residual: inout bf16[T, H], weight: bf16[H],
+/// eps: f32 -> y: bf16[T, H], with H = 4096 static and T a runtime size.
+std::unique_ptr<ir::Fusion> rmsNormAddFusion() {
+  auto f = std::make_unique<ir::Fusion>();
+  f->name = "rms_norm_add";
+  f->dims = {{"T", std::nullopt, {}}, {"H", 4096, {}}};
+  ir::Param x{"x", DType::BF16, {0, 1}};
+  ir::Param residual{"residual", DType::BF16, {0, 1}};
+  residual.isInout = true;
+  ir::Param weight{"weight", DType::BF16, {1}};
+  ir::Param eps{"eps", DType::F32, {}};
+  eps.defaultValue = 1e-6;
+  f->params = {x, residual, weight, eps};
+  ir::Output y{"y", DType::BF16, {0, 1}};
+  ir::Output residualOut{"residual", DType::BF16, {0, 1}};
+  residualOut.isInout = true;
+  residualOut.paramIndex = 1;
+  f->outputs = {residualOut, y};
+  return f;
+}
+
+/// The compile every printed source must pass: NVRTC to an sm_90a cubin (ptxas included).
+void requireCompiles(const std::string &source) {
+  codegen::NvrtcResult cubin = codegen::compileWithNvrtc(source, "printed.cu", "sm_90a", true, {});
+  INFO(source);
+  REQUIRE_MESSAGE(cubin.ok, cubin.log);
+  CHECK(!cubin.output.empty());
+}
+
+std::string ptxOf(const std::string &source) {
+  codegen::NvrtcResult ptx = codegen::compileWithNvrtc(source, "printed.cu", "sm_90a", false, {});
+  REQUIRE_MESSAGE(ptx.ok, ptx.log);
+  return ptx.output;
+}
+
+bool contains(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// A pointwise kernel as the lowering builds one: blocks over rows, threads over 8-wide
+/// vectors, an unrolled loop over the vectors of a thread, a vector loop over the lanes.
+struct PointwiseProgram {
+  std::unique_ptr<ir::Fusion> fusion = rmsNormAddFusion();
+  kir::Program program;
+  kir::VarPtr T = kir::makeVar("T", DType::I64);
+
+  explicit PointwiseProgram(bool guarded) {
+    kir::BufferPtr x = globalBuffer("x", DType::BF16);
+    kir::BufferPtr residual = globalBuffer("residual", DType::BF16, true, true);
+    kir::BufferPtr weight = globalBuffer("weight", DType::BF16);
+    kir::BufferPtr y = globalBuffer("y", DType::BF16, true);
+    kir::VarPtr eps = kir::makeVar("eps", DType::F32);
+    kir::VarPtr Ti = kir::makeVar("T_i", DType::I64), Hxi = kir::makeVar("Hx_i", DType::I64);
+    kir::VarPtr Hpi = kir::makeVar("Hp_i", DType::I64), Hvi = kir::makeVar("Hv_i", DType::I64);
+    kir::BufferPtr xVec = makeBuffer("x_vec", DType::BF16, kir::MemorySpace::Local, {8});
+    kir::BufferPtr rVec = makeBuffer("residual_vec", DType::BF16, kir::MemorySpace::Local, {8});
+    kir::BufferPtr yVec = makeBuffer("y_vec", DType::BF16, kir::MemorySpace::Local, {8});
+    Expr offset = kir::var(Ti) * kir::index(4096) + kir::var(Hpi) * kir::index(512) +
+                  kir::var(Hxi) * kir::index(8);
+    Expr element = offset + kir::var(Hvi);
+    kir::VarPtr h = kir::makeVar("h", DType::F32), hb = kir::makeVar("hb", DType::BF16);
+    Stmt lanes = kir::block({
+        kir::let(h,
+                 kir::binary(kir::BinaryOp::Add,
+                             kir::cast(DType::F32, kir::load(xVec, kir::var(Hvi))),
+                             kir::cast(DType::F32, kir::load(rVec, kir::var(Hvi)))),
+                 "h"),
+        kir::let(hb, kir::cast(DType::BF16, kir::var(h))),
+        kir::store(residual, element, kir::var(hb)),
+        kir::store(
+            yVec, kir::var(Hvi),
+            kir::binary(kir::BinaryOp::Mul,
+                        kir::binary(kir::BinaryOp::Mul, kir::var(h), kir::var(eps)),
+                        kir::load(weight, kir::var(Hpi) * kir::index(512) +
+                                              kir::var(Hxi) * kir::index(8) + kir::var(Hvi)))),
+    });
+    Stmt vector =
+        kir::forLoop(Hvi, kir::index(8), kir::LoopKind::Vectorized, lanes, {"vectorize Hv", {}});
+    Stmt perVector = kir::block({
+        kir::allocate(xVec),
+        kir::vectorCopy(xVec, kir::index(0), x, offset, 8),
+        kir::allocate(rVec),
+        kir::vectorCopy(rVec, kir::index(0), residual, offset, 8),
+        kir::allocate(yVec),
+        vector,
+        kir::vectorCopy(y, offset, yVec, kir::index(0), 8),
+    });
+    Stmt unrolled = kir::forLoop(Hpi, kir::index(8), kir::LoopKind::Unrolled, perVector,
+                                 {"split Ho by 64 -> (Hp, Hx)", {}});
+    Stmt guardedRow = kir::ifThen(kir::var(Ti) < kir::var(T), unrolled, nullptr, "row in bounds");
+    Stmt threads = kir::parallelLoop(Hxi, kir::index(64), kir::Axis::TIDx, guardedRow,
+                                     {"parallelize Hx -> TIDx", {}});
+    Stmt blocks =
+        kir::parallelLoop(Ti, kir::var(T), kir::Axis::BIDx, threads, {"parallelize T -> BIDx", {}});
+
+    kir::Kernel kernel;
+    kernel.name = "rms_norm_add_v0";
+    kernel.comment = "rms_norm_add_v0: schedule of rms_norm_add";
+    kernel.params = {tensorParam(x, 0),
+                     tensorParam(residual, 1),
+                     tensorParam(weight, 2),
+                     varParam(kir::KernelParam::Kind::Scalar, eps, 3),
+                     tensorParam(y, 1, /*isOutput=*/true),
+                     varParam(kir::KernelParam::Kind::Dim, T)};
+    kernel.launch.grid = {kir::var(T), kir::index(1), kir::index(1)};
+    kernel.launch.block = {kir::index(64), kir::index(1), kir::index(1)};
+    kernel.launch.maxThreads = 64;
+    kernel.body =
+        kir::block({kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents), blocks});
+    program.fusion = fusion.get();
+    program.dims = {T, nullptr};
+    program.kernels.push_back(kernel);
+    if (guarded) {
+      kir::Kernel small = kernel;
+      small.name = "rms_norm_add_v1";
+      small.comment = "rms_norm_add_v1: schedule of rms_norm_add when T < 132";
+      small.launch.registerNote = "maxrregcount 64";
+      small.launch.minBlocksPerSm = 16;
+      program.kernels.push_back(small);
+      program.variants.push_back({kir::var(T) < kir::index(132), "T < 132", {1}});
+    }
+    program.variants.push_back({nullptr, "", {0}});
+  }
+};
+
+} // namespace
+
+TEST_CASE("kernel printer: expressions keep only the parentheses C needs") {
+  kir::VarPtr a = kir::makeVar("a", DType::I64), b = kir::makeVar("b", DType::I64),
+              c = kir::makeVar("c", DType::I64);
+  Expr A = kir::var(a), B = kir::var(b), C = kir::var(c);
+  CHECK(codegen::printExpr(A * kir::index(4096) + B * kir::index(512) + C * kir::index(8)) ==
+        "a * 4096 + b * 512 + c * 8");
+  CHECK(codegen::printExpr((A + B) * C) == "(a + b) * c");
+  CHECK(codegen::printExpr(A - (B - C)) == "a - (b - c)");
+  CHECK(codegen::printExpr(A - B - C) == "a - b - c");
+  CHECK(codegen::printExpr(A / (B * C)) == "a / (b * c)");
+  CHECK(codegen::printExpr(A * B / C % kir::index(7)) == "a * b / c % 7");
+  CHECK(codegen::printExpr((A < B) && (B < C)) == "a < b && b < c");
+  CHECK(codegen::printExpr(kir::binary(kir::BinaryOp::Or, (A < B) && (B < C), A < C)) ==
+        "(a < b && b < c) || a < c");
+  CHECK(codegen::printExpr(kir::select(A < B, A, B + C)) == "a < b ? a : b + c");
+  CHECK(codegen::printExpr(kir::min(A, kir::index(7))) == "fsl_min<int64_t>(a, 7)");
+  CHECK(codegen::printExpr(A * kir::index(-2)) == "a * -2");
+  CHECK(codegen::printExpr(kir::unary(kir::UnaryOp::Neg, kir::index(-2))) == "-(-2)");
+  CHECK(codegen::printExpr(kir::unary(kir::UnaryOp::Neg, A + B)) == "-(a + b)");
+  CHECK(codegen::printExpr(kir::index(int64_t(1) << 40)) == "1099511627776LL");
+  // A hardware index is unsigned in C: subtracting from it is done in its IR type.
+  CHECK(codegen::printExpr(builtin("threadIdx.x", kir::Builtin::ThreadIdxX) - kir::index(32)) ==
+        "(int64_t)threadIdx.x - 32");
+  CHECK(codegen::printExpr(builtin("blockDim.x", kir::Builtin::BlockDimX) *
+                           builtin("blockIdx.y", kir::Builtin::BlockIdxY)) ==
+        "blockDim.x * blockIdx.y");
+}
+
+TEST_CASE("kernel printer: floats, narrow types and casts") {
+  kir::VarPtr x = kir::makeVar("x", DType::F32), d = kir::makeVar("d", DType::F64);
+  kir::VarPtr xb = kir::makeVar("xb", DType::BF16), i = kir::makeVar("i", DType::I64);
+  Expr X = kir::var(x), D = kir::var(d), XB = kir::var(xb), I = kir::var(i);
+  CHECK(codegen::printExpr(f32(1e-6)) == "1.000000000e-06f");
+  CHECK(codegen::printExpr(kir::constant(0.5, DType::F64)) == "5.000000000e-01");
+  CHECK(codegen::printExpr(f32(INFINITY)) == "FSL_INF32");
+  CHECK(codegen::printExpr(kir::constant(-INFINITY, DType::F64)) == "-FSL_INF64");
+  CHECK(codegen::printExpr(kir::unary(kir::UnaryOp::Exp, X)) == "expf(x)");
+  CHECK(codegen::printExpr(kir::unary(kir::UnaryOp::Rsqrt, D)) == "rsqrt(d)");
+  CHECK(codegen::printExpr(kir::unary(kir::UnaryOp::Sigmoid, X)) == "1.0f / (1.0f + expf(-x))");
+  CHECK(codegen::printExpr(kir::binary(kir::BinaryOp::Max, X, f32(0))) ==
+        "fsl_max(x, 0.000000000e+00f)");
+  CHECK(codegen::printExpr(kir::binary(kir::BinaryOp::Pow, X, f32(2))) ==
+        "powf(x, 2.000000000e+00f)");
+  // bf16 operations are computed in f32 and rounded; exact ones are not rounded.
+  CHECK(codegen::printExpr(kir::binary(kir::BinaryOp::Add, XB, XB)) ==
+        "__bfloat162float(__float2bfloat16_rn(xb + xb))");
+  CHECK(codegen::printExpr(kir::unary(kir::UnaryOp::Tanh, XB)) ==
+        "__bfloat162float(__float2bfloat16_rn(tanhf(xb)))");
+  CHECK(codegen::printExpr(kir::unary(kir::UnaryOp::Neg, XB)) == "-xb");
+  CHECK(codegen::printExpr(kir::binary(kir::BinaryOp::Min, XB, XB)) == "fsl_min(xb, xb)");
+  CHECK(codegen::printExpr(kir::cast(DType::BF16, X)) ==
+        "__bfloat162float(__float2bfloat16_rn(x))");
+  CHECK(codegen::printExpr(kir::cast(DType::BF16, D)) == "__bfloat162float(__double2bfloat16(d))");
+  CHECK(codegen::printExpr(kir::cast(DType::F32, XB)) == "xb");
+  CHECK(codegen::printExpr(kir::cast(DType::F32, I)) == "(float)(i)");
+  CHECK(codegen::printExpr(kir::cast(DType::F32, I) * X) == "(float)(i) * x");
+  CHECK(codegen::printExpr(kir::cast(DType::I64, X)) == "(int64_t)(x)");
+  CHECK(codegen::printExpr(kir::cast(DType::Bool, X + X)) == "x + x != 0");
+  kir::BufferPtr w = makeBuffer("w", DType::BF16, kir::MemorySpace::Local, {4});
+  CHECK(codegen::printExpr(kir::load(w, I + kir::index(1))) == "__bfloat162float(w[i + 1])");
+  CHECK(codegen::printOperand(I + kir::index(1)) == "(i + 1)");
+  CHECK(codegen::printOperand(I) == "i");
+}
+
+TEST_CASE("kernel printer: a pointwise kernel and its launcher") {
+  PointwiseProgram p(/*guarded=*/true);
+  codegen::CodegenOptions options;
+  options.programmaticDependentLaunch = true;
+  codegen::GeneratedSources sources = codegen::generateCuda(p.program, "rms.fsl", options);
+  const std::string &cu = sources.source;
+  INFO(cu);
+  CHECK(contains(cu, "#include \"fsl/device.cuh\""));
+  CHECK(contains(cu, "extern __shared__ __align__(16) unsigned char fsl_shared[];"));
+  CHECK(contains(cu, "// rms_norm_add_v0: schedule of rms_norm_add\n"
+                     "extern \"C\" __global__ void __launch_bounds__(64) rms_norm_add_v0(\n"
+                     "    const __nv_bfloat16* __restrict__ x,\n"
+                     "    __nv_bfloat16* residual,\n"
+                     "    const __nv_bfloat16* __restrict__ weight,\n"
+                     "    float eps,\n"
+                     "    __nv_bfloat16* __restrict__ y,\n"
+                     "    int64_t T) {\n"));
+  CHECK(contains(cu, "// maxrregcount 64\nextern \"C\" __global__ void __launch_bounds__(64, 16) "
+                     "rms_norm_add_v1("));
+  CHECK(contains(cu, "  fsl_grid_dependency_wait();"));
+  CHECK(contains(cu, "  fsl_grid_launch_dependents();"));
+  // Parallel loops: hardware indices at the same indentation as the loop would be.
+  CHECK(contains(cu, "\n  const int64_t T_i = blockIdx.x;  // parallelize T -> BIDx\n"
+                     "  const int64_t Hx_i = threadIdx.x;  // parallelize Hx -> TIDx\n"
+                     "  if (T_i < T) {  // row in bounds\n"));
+  CHECK(contains(cu, "    #pragma unroll\n"
+                     "    for (int64_t Hp_i = 0; Hp_i < 8; ++Hp_i) {  // split Ho by 64 -> (Hp, "
+                     "Hx)\n"));
+  CHECK(contains(cu, "      __align__(16) __nv_bfloat16 x_vec[8];  // 8 x bf16\n"));
+  CHECK(contains(cu, "      fsl_load_vector<16>(x_vec, x + (T_i * 4096 + Hp_i * 512 + Hx_i * "
+                     "8));\n"));
+  CHECK(contains(cu, "      #pragma unroll\n"
+                     "      for (int64_t Hv_i = 0; Hv_i < 8; ++Hv_i) {  // vectorize Hv\n"));
+  CHECK(contains(cu, "        const float h = __bfloat162float(x_vec[Hv_i]) + "
+                     "__bfloat162float(residual_vec[Hv_i]);  // h\n"));
+  CHECK(contains(cu, "        const float hb = __bfloat162float(__float2bfloat16_rn(h));\n"));
+  CHECK(contains(cu, "        residual[T_i * 4096 + Hp_i * 512 + Hx_i * 8 + Hv_i] = "
+                     "__float2bfloat16_rn(hb);\n"));
+  CHECK(contains(cu, "        y_vec[Hv_i] = __float2bfloat16_rn(h * eps * "
+                     "__bfloat162float(weight[Hp_i * 512 + Hx_i * 8 + Hv_i]));\n"));
+  CHECK(contains(cu, "      fsl_store_vector<16>(y + (T_i * 4096 + Hp_i * 512 + Hx_i * 8), "
+                     "y_vec);"));
+
+  // The launcher: checks, the guarded variant first, programmatic dependent launch.
+  CHECK(contains(cu, "#ifndef __CUDACC_RTC__\n// ---- Host launcher ----\n"));
+  CHECK(contains(cu, "#include \"rms_norm_add.h\""));
+  CHECK(contains(cu, "  const int64_t T = x->sizes[0];\n"));
+  CHECK(contains(cu, "  if (x->sizes[1] != 4096)\n    return fsl_fail(FSL_ERROR_SIZE, \"x: size "
+                     "%lld of dimension H, expected %lld (static)\""));
+  CHECK(contains(cu, "  if ((uintptr_t)x->data % 16 != 0)\n    return "
+                     "fsl_fail(FSL_ERROR_ALIGNMENT, \"x: data pointer %p is not aligned to 16 "
+                     "bytes (the kernel reads 16-byte vectors)\", x->data);\n"));
+  CHECK(contains(cu, "(uintptr_t)residual->data % 16"));
+  CHECK(contains(cu, "(uintptr_t)y->data % 16"));
+  CHECK(!contains(cu, "(uintptr_t)weight->data")); // read element by element
+  CHECK(contains(cu, "  if (fsl_overlap(y, 2, x, 2))\n"));
+  CHECK(contains(cu, "  if (T == 0)\n    return FSL_OK;\n"));
+  CHECK(contains(cu, "  if (T < 132) {  // rms_norm_add_v1\n"
+                     "    const dim3 grid((unsigned)T, (unsigned)1, (unsigned)1);\n"
+                     "    const dim3 block((unsigned)64, (unsigned)1, (unsigned)1);\n"));
+  CHECK(contains(cu, "  {  // rms_norm_add_v0\n"));
+  CHECK(contains(cu, "attributes[0].val.programmaticStreamSerializationAllowed = FSL_PDL;"));
+  CHECK(contains(cu, "cudaLaunchKernelEx(&config, rms_norm_add_v0, (const __nv_bfloat16 "
+                     "*)x->data, (__nv_bfloat16 *)residual->data, (const __nv_bfloat16 "
+                     "*)weight->data, eps, (__nv_bfloat16 *)y->data, T);"));
+  CHECK(!contains(cu, "cudaFuncSetAttribute")); // no dynamic shared memory
+  CHECK(contains(cu, "  return fsl_fail(FSL_ERROR_SIZE, \"no schedule of rms_norm_add applies "
+                     "to these sizes\");\n}\n#endif // __CUDACC_RTC__\n"));
+
+  // The header is the launcher's documentation.
+  CHECK(contains(sources.header, "fsl_status fsl_rms_norm_add(const fsl_tensor *x, const "
+                                 "fsl_tensor *residual, const fsl_tensor *weight, float eps, "
+                                 "const fsl_tensor *y, cudaStream_t stream);"));
+  CHECK(contains(sources.header, " *   eps: f32 scalar (default 1e-06)"));
+  CHECK(contains(sources.header, "Static dimensions: H = 4096; runtime dimensions: T"));
+  requireCompiles(cu);
+
+  // Without programmatic dependent launch: the triple-chevron launch.
+  PointwiseProgram plain(/*guarded=*/false);
+  std::string plainCu = codegen::generateCuda(plain.program, "rms.fsl").source;
+  CHECK(contains(plainCu, "rms_norm_add_v0<<<grid, block, shared_bytes, stream>>>((const "
+                          "__nv_bfloat16 *)x->data"));
+  CHECK(!contains(plainCu, "cudaLaunchKernelEx"));
+}
+
+TEST_CASE("kernel printer: shared memory and reductions") {
+  auto fusion = rmsNormAddFusion();
+  kir::VarPtr T = kir::makeVar("T", DType::I64);
+  kir::BufferPtr x = globalBuffer("x", DType::BF16);
+  kir::BufferPtr y = globalBuffer("y", DType::BF16, true);
+  kir::VarPtr Ti = kir::makeVar("T_i", DType::I64), Hxi = kir::makeVar("Hx_i", DType::I64);
+  kir::VarPtr Hpi = kir::makeVar("Hp_i", DType::I64);
+  kir::BufferPtr scratch = sharedBuffer("fsl_scratch_f32", DType::F32, {}, 16);
+  auto scratchAllocation = std::make_shared<kir::StmtNode>(
+      *kir::allocate(scratch, "block reduction scratch: 2 slots of a partial a warp"));
+  scratchAllocation->index = kir::index(0);
+  scratchAllocation->count = builtin("blockDim.x", kir::Builtin::BlockDimX) * kir::index(2);
+  kir::BufferPtr staged = sharedBuffer("h_shared", DType::F32, {8 * 256}, 16);
+  kir::VarPtr sum = kir::makeVar("ms_acc", DType::F32), largest = kir::makeVar("mx", DType::F32);
+  kir::VarPtr value = kir::makeVar("v", DType::F32);
+  Expr element = kir::var(Ti) * kir::index(4096) + kir::var(Hpi) * kir::index(256) + kir::var(Hxi);
+  Expr slot = kir::var(Hpi) * kir::index(256) + kir::var(Hxi);
+  auto namedBarrier = std::make_shared<kir::StmtNode>(*kir::barrier());
+  namedBarrier->barrierKind = kir::BarrierKind::Named;
+  namedBarrier->barrierId = 1;
+  namedBarrier->threads = kir::index(256);
+  Stmt accumulate = kir::forLoop(
+      Hpi, kir::index(16), kir::LoopKind::Serial,
+      kir::block({
+          kir::let(value, kir::load(x, element)),
+          kir::store(staged, slot, kir::var(value)),
+          kir::assign(
+              sum, kir::binary(kir::BinaryOp::Add, kir::var(sum),
+                               kir::binary(kir::BinaryOp::Mul, kir::var(value), kir::var(value)))),
+          kir::assign(largest, kir::binary(kir::BinaryOp::Max, kir::var(largest), kir::var(value))),
+      }),
+      {"serial Hp", {}});
+  auto unrollByFour = std::make_shared<kir::StmtNode>(*kir::forLoop(
+      Hpi, kir::index(16), kir::LoopKind::Unrolled,
+      kir::store(y, element,
+                 kir::binary(kir::BinaryOp::Mul, kir::load(staged, slot), kir::var(sum)))));
+  unrollByFour->unrollFactor = 4;
+  Stmt body = kir::block({
+      scratchAllocation,
+      allocateShared(staged, 4096),
+      kir::declare(sum, f32(0), "sum of ms"),
+      kir::declare(largest, f32(-INFINITY), "max of mx"),
+      accumulate,
+      kir::reduce(sum, kir::ReduceKind::Sum, kir::ReduceScope::BlockX, scratch, 0),
+      kir::reduce(largest, kir::ReduceKind::Max, kir::ReduceScope::Warp, nullptr, 0),
+      kir::assign(sum, kir::binary(kir::BinaryOp::Div, kir::var(sum), f32(4096))),
+      kir::barrier(),
+      namedBarrier,
+      kir::comment("phase 1: after the block reduction\nof ms"),
+      unrollByFour,
+  });
+  kir::Kernel kernel;
+  kernel.name = "norm_v0";
+  kernel.comment = "norm_v0";
+  kernel.params = {tensorParam(x, 0), tensorParam(y, 1, true),
+                   varParam(kir::KernelParam::Kind::Dim, T)};
+  kernel.launch.grid = {kir::var(T), kir::index(1), kir::index(1)};
+  kernel.launch.block = {kir::index(256), kir::index(1), kir::index(1)};
+  kernel.launch.sharedBytes = kir::index(4096 + 8 * 256 * 4);
+  kernel.launch.maxRegisters = 64;
+  kernel.body = kir::parallelLoop(Ti, kir::var(T), kir::Axis::BIDx,
+                                  kir::parallelLoop(Hxi, kir::index(256), kir::Axis::TIDx, body,
+                                                    {"parallelize Hx -> TIDx", {}}),
+                                  {"parallelize T -> BIDx", {}});
+  kir::Program program;
+  program.fusion = fusion.get();
+  program.dims = {T, nullptr};
+  program.kernels.push_back(kernel);
+  program.variants.push_back({nullptr, "", {0}});
+  std::string cu = codegen::generateCuda(program, "norm.fsl").source;
+  INFO(cu);
+  CHECK(contains(cu, "extern \"C\" __global__ void __maxnreg__(64) norm_v0("));
+  CHECK(contains(cu, "  float *fsl_scratch_f32 = reinterpret_cast<float *>(fsl_shared);  // block "
+                     "reduction scratch: 2 slots of a partial a warp in shared memory\n"));
+  CHECK(contains(cu, "  float *h_shared = reinterpret_cast<float *>(fsl_shared + 4096);  // 2048 "
+                     "x f32 in shared memory\n"));
+  CHECK(contains(cu, "  float ms_acc = 0.000000000e+00f;  // sum of ms\n"));
+  CHECK(contains(cu, "  float mx = -FSL_INF32;  // max of mx\n"));
+  CHECK(contains(cu, "  for (int64_t Hp_i = 0; Hp_i < 16; ++Hp_i) {  // serial Hp\n"
+                     "    const float v = __bfloat162float(x[T_i * 4096 + Hp_i * 256 + Hx_i]);\n"
+                     "    h_shared[Hp_i * 256 + Hx_i] = v;\n"
+                     "    ms_acc += v * v;\n"
+                     "    mx = fsl_max(mx, v);\n"
+                     "  }\n"));
+  CHECK(contains(cu, "  ms_acc = fsl_block_reduce_x(ms_acc, FslSum(), "
+                     "reinterpret_cast<float*>(fsl_scratch_f32), 0);  // over threadIdx.x\n"));
+  CHECK(contains(cu, "  mx = fsl_warp_reduce(mx, FslMax());"));
+  CHECK(contains(cu, "  ms_acc = ms_acc / 4.096000000e+03f;\n"));
+  CHECK(contains(cu, "  __syncthreads();\n  fsl_named_barrier_sync(1, 256);\n"));
+  CHECK(contains(cu, "  // phase 1: after the block reduction\n  // of ms\n"));
+  CHECK(contains(cu, "  #pragma unroll 4\n  for (int64_t Hp_i = 0; Hp_i < 16; ++Hp_i) {\n"
+                     "    y[T_i * 4096 + Hp_i * 256 + Hx_i] = __float2bfloat16_rn(h_shared[Hp_i "
+                     "* 256 + Hx_i] * ms_acc);\n"));
+  CHECK(contains(cu, "    const size_t shared_bytes = (size_t)12288;  // dynamic shared memory\n"));
+  CHECK(!contains(cu, "cudaFuncSetAttribute")); // 12 KiB: no opt-in
+  requireCompiles(cu);
+}
+
+TEST_CASE("kernel printer: the Hopper operations") {
+  // C[M, N] = A[M, K] * B[N, K]^T, one 64x128 tile a block: a producer warpgroup loads
+  // with TMA, a consumer warpgroup multiplies with wgmma and stores with TMA.
+  auto fusion = std::make_unique<ir::Fusion>();
+  fusion->name = "matmul";
+  fusion->dims = {{"M", std::nullopt, {}}, {"N", 4096, {}}, {"K", 4096, {}}};
+  fusion->params = {{"a", DType::BF16, {0, 2}}, {"b", DType::BF16, {1, 2}}};
+  fusion->outputs = {{"c", DType::F32, {0, 1}}};
+  kir::VarPtr M = kir::makeVar("M", DType::I64);
+  kir::BufferPtr a = globalBuffer("a", DType::BF16), b = globalBuffer("b", DType::BF16);
+  kir::BufferPtr c = globalBuffer("c", DType::F32, true);
+  auto tensorMap = [](std::string name, kir::BufferPtr global, std::vector<Expr> extents,
+                      std::vector<int64_t> box, kir::Swizzle swizzle) {
+    auto map = std::make_shared<kir::TensorMap>();
+    map->name = std::move(name);
+    map->global = std::move(global);
+    map->extents = std::move(extents);
+    map->box = std::move(box);
+    map->swizzle = swizzle;
+    return map;
+  };
+  kir::TensorMapPtr aMap =
+      tensorMap("a_map", a, {kir::var(M), kir::index(4096)}, {64, 64}, kir::Swizzle::Bytes128);
+  kir::TensorMapPtr bMap = tensorMap("b_map", b, {kir::index(4096), kir::index(4096)}, {128, 64},
+                                     kir::Swizzle::Bytes128);
+  kir::TensorMapPtr cMap =
+      tensorMap("c_map", c, {kir::var(M), kir::index(4096)}, {64, 32}, kir::Swizzle::None);
+  auto mapParam = [](kir::TensorMapPtr map) {
+    kir::KernelParam p;
+    p.kind = kir::KernelParam::Kind::TensorMap;
+    p.tensorMap = std::move(map);
+    return p;
+  };
+
+  kir::BufferPtr barriers = sharedBuffer("full", DType::I64, {2}, 8);
+  kir::BufferPtr tileA =
+      sharedBuffer("a_tile", DType::BF16, {64 * 64}, 1024, kir::Swizzle::Bytes128);
+  kir::BufferPtr tileB =
+      sharedBuffer("b_tile", DType::BF16, {128 * 64}, 1024, kir::Swizzle::Bytes128);
+  kir::BufferPtr tileC = sharedBuffer("c_tile", DType::F32, {64 * 32}, 128);
+  kir::BufferPtr acc = makeBuffer("acc", DType::F32, kir::MemorySpace::Local, {64});
+  kir::VarPtr Mo = kir::makeVar("Mo_i", DType::I64), k = kir::makeVar("k_i", DType::I64);
+  Expr tid = builtin("threadIdx.x", kir::Builtin::ThreadIdxX);
+
+  auto node = [](kir::StmtKind kind) {
+    auto s = std::make_shared<kir::StmtNode>();
+    s->kind = kind;
+    return s;
+  };
+  auto mbarrier = [&](kir::StmtKind kind, int64_t which, Expr count) {
+    auto s = node(kind);
+    s->buffer = barriers;
+    s->index = kir::index(which);
+    s->count = std::move(count);
+    return s;
+  };
+  auto tma = [&](kir::StmtKind kind, kir::TensorMapPtr map, kir::BufferPtr tile,
+                 std::vector<Expr> coordinates) {
+    auto s = node(kind);
+    s->tensorMap = std::move(map);
+    s->buffer = std::move(tile);
+    s->index = kir::index(0);
+    s->coordinates = std::move(coordinates);
+    if (kind == kir::StmtKind::TmaLoad) {
+      s->barrier = barriers;
+      s->barrierIndex = kir::index(0);
+    }
+    return s;
+  };
+  auto loadA = tma(kir::StmtKind::TmaLoad, aMap, tileA,
+                   {kir::var(Mo) * kir::index(64), kir::var(k) * kir::index(64)});
+  auto loadB =
+      tma(kir::StmtKind::TmaLoad, bMap, tileB, {kir::index(0), kir::var(k) * kir::index(64)});
+  loadB->multicastMask = kir::index(3);
+  auto mma = node(kir::StmtKind::Wgmma);
+  mma->shape = {64, 128, 16};
+  mma->buffer = acc;
+  mma->operandA = tileA;
+  mma->operandB = tileB;
+  mma->offsetA = kir::index(0);
+  mma->offsetB = kir::var(k) % kir::index(4) * kir::index(16);
+  mma->transposeB = false;
+  auto wait = node(kir::StmtKind::WgmmaWait);
+  wait->pending = 0;
+  auto storeWait = node(kir::StmtKind::TmaStoreWait);
+  storeWait->pending = 0;
+  auto setMax = [&](bool increase, int64_t registers) {
+    auto s = node(kir::StmtKind::SetMaxNReg);
+    s->increase = increase;
+    s->registers = registers;
+    return s;
+  };
+  auto role = [&](std::string name, Expr condition, Stmt body) {
+    auto s = node(kir::StmtKind::WarpRole);
+    s->role = std::move(name);
+    s->condition = std::move(condition);
+    s->body = {std::move(body)};
+    return s;
+  };
+  auto cluster = std::make_shared<kir::StmtNode>(*kir::comment("cluster of 2 along M"));
+
+  Stmt producer = role(
+      "producer", tid < kir::index(128),
+      kir::block({
+          setMax(false, 40),
+          kir::ifThen(kir::binary(kir::BinaryOp::Eq, tid, kir::index(0)),
+                      kir::forLoop(
+                          k, kir::index(64), kir::LoopKind::Serial,
+                          kir::block({
+                              mbarrier(kir::StmtKind::MBarrierWait, 1, kir::var(k) % kir::index(2)),
+                              mbarrier(kir::StmtKind::MBarrierArriveExpectTx, 0,
+                                       kir::index(64 * 64 * 2 + 128 * 64 * 2)),
+                              loadA,
+                              loadB,
+                          }))),
+      }));
+  Stmt consumer = role(
+      "consumer", kir::binary(kir::BinaryOp::Ge, tid, kir::index(128)),
+      kir::block({
+          setMax(true, 232),
+          kir::allocate(acc),
+          kir::forLoop(k, kir::index(64), kir::LoopKind::Serial,
+                       kir::block({
+                           mbarrier(kir::StmtKind::MBarrierWait, 0, kir::var(k) % kir::index(2)),
+                           node(kir::StmtKind::WgmmaFence),
+                           mma,
+                           node(kir::StmtKind::WgmmaCommit),
+                           wait,
+                           mbarrier(kir::StmtKind::MBarrierArrive, 1, nullptr),
+                       })),
+          kir::store(tileC, tid - kir::index(128), kir::load(acc, kir::index(0))),
+          node(kir::StmtKind::FenceProxyAsync),
+          tma(kir::StmtKind::TmaStore, cMap, tileC, {kir::var(Mo) * kir::index(64), kir::index(0)}),
+          storeWait,
+      }));
+  Stmt body = kir::block({
+      allocateShared(barriers, 0),
+      allocateShared(tileA, 1024),
+      allocateShared(tileB, 1024 + 8192),
+      allocateShared(tileC, 1024 + 8192 + 16384),
+      cluster,
+      kir::ifThen(kir::binary(kir::BinaryOp::Eq, tid, kir::index(0)),
+                  kir::block({mbarrier(kir::StmtKind::MBarrierInit, 0, kir::index(1)),
+                              mbarrier(kir::StmtKind::MBarrierInit, 1, kir::index(128)),
+                              node(kir::StmtKind::FenceProxyAsync)})),
+      kir::barrier(),
+      producer,
+      consumer,
+  });
+  kir::Kernel kernel;
+  kernel.name = "matmul_v0";
+  kernel.comment = "matmul_v0: warp-specialized wgmma";
+  kernel.params = {tensorParam(a, 0),       mapParam(aMap),
+                   mapParam(bMap),          mapParam(cMap),
+                   tensorParam(c, 0, true), varParam(kir::KernelParam::Kind::Dim, M)};
+  kernel.launch.grid = {
+      kir::binary(kir::BinaryOp::Div, kir::var(M) + kir::index(63), kir::index(64)), kir::index(1),
+      kir::index(1)};
+  kernel.launch.block = {kir::index(256), kir::index(1), kir::index(1)};
+  kernel.launch.cluster = {kir::index(2), kir::index(1), kir::index(1)};
+  kernel.launch.sharedBytes = kir::index(1024 + 8192 + 16384 + 8192 + 40960);
+  kernel.launch.maxThreads = 256;
+  kernel.launch.minBlocksPerSm = 1;
+  kernel.body =
+      kir::parallelLoop(Mo, kir::var(M), kir::Axis::BIDx, body, {"parallelize Mo -> BIDx", {}});
+  kir::Program program;
+  program.fusion = fusion.get();
+  program.dims = {M, nullptr, nullptr};
+  program.kernels.push_back(kernel);
+  program.variants.push_back({nullptr, "", {0}});
+  std::string cu = codegen::generateCuda(program, "matmul.fsl").source;
+  INFO(cu);
+  CHECK(contains(cu, "#ifdef __CUDACC_RTC__\n"));
+  CHECK(contains(cu, "#include <cuda.h>"));
+  CHECK(contains(cu, "extern __shared__ __align__(1024) unsigned char fsl_shared[];"));
+  CHECK(contains(cu, "__launch_bounds__(256, 1) matmul_v0(\n"
+                     "    const __nv_bfloat16* __restrict__ a,\n"
+                     "    const __grid_constant__ CUtensorMap a_map,\n"));
+  CHECK(contains(cu, "  int64_t *full = reinterpret_cast<int64_t *>(fsl_shared);"));
+  CHECK(contains(cu, "  __nv_bfloat16 *a_tile = reinterpret_cast<__nv_bfloat16 *>(fsl_shared + "
+                     "1024);"));
+  CHECK(contains(cu, "  // cluster of 2 along M\n"));
+  CHECK(contains(cu, "    fsl_mbarrier_init(&full[0], 1);\n"
+                     "    fsl_mbarrier_init(&full[1], 128);\n"
+                     "    fsl_fence_proxy_async_shared();\n"));
+  CHECK(contains(cu, "  if (threadIdx.x < 128) {  // producer\n    fsl_setmaxnreg_dec<40>();\n"));
+  CHECK(contains(cu, "fsl_mbarrier_wait(&full[1], k_i % 2);"));
+  CHECK(contains(cu, "fsl_mbarrier_arrive_expect_tx(&full[0], 24576);"));
+  // Coordinates innermost first, as PTX takes them.
+  CHECK(contains(cu, "fsl_tma_load_2d(a_tile, &a_map, &full[0], k_i * 64, Mo_i * 64);  // box "
+                     "64 x 64 of a\n"));
+  CHECK(contains(cu, "fsl_tma_load_2d_multicast(b_tile, &b_map, &full[0], 3, k_i * 64, 0);"));
+  CHECK(contains(cu, "  if (threadIdx.x >= 128) {  // consumer\n    fsl_setmaxnreg_inc<232>();\n"));
+  // The accumulator is pinned around the fence and the wait.
+  CHECK(contains(cu, "      fsl_wgmma_pin_accumulator<64>(acc);\n"
+                     "      fsl_wgmma_fence();\n"
+                     "      fsl_wgmma_m64n128k16_f32_bf16<0, 0>(acc, "
+                     "fsl_wgmma_descriptor_sw128(a_tile), fsl_wgmma_descriptor_sw128(b_tile + k_i "
+                     "% 4 * 16), 1);  // acc += a_tile * b_tile\n"
+                     "      fsl_wgmma_commit_group();\n"
+                     "      fsl_wgmma_wait_group<0>();\n"
+                     "      fsl_wgmma_pin_accumulator<64>(acc);\n"
+                     "      fsl_mbarrier_arrive(&full[1]);\n"));
+  CHECK(contains(cu, "    c_tile[(int64_t)threadIdx.x - 128] = acc[0];\n"));
+  CHECK(contains(cu, "    fsl_tma_store_2d(&c_map, c_tile, 0, Mo_i * 64);  // box 64 x 32 of c\n"
+                     "    fsl_bulk_commit_group();\n"
+                     "    fsl_bulk_wait_group_read<0>();"));
+  // The launcher encodes the tensor maps and launches a cluster with the opt-in for
+  // more than 48 KiB of shared memory.
+  CHECK(contains(cu, "    CUtensorMap a_map;  // TMA descriptor of a\n"));
+  CHECK(contains(cu, "      const cuuint64_t sizes[2] = {(cuuint64_t)4096, (cuuint64_t)M};\n"
+                     "      const cuuint64_t strides[1] = {(cuuint64_t)2 * 4096};\n"
+                     "      const cuuint32_t box[2] = {64, 64};\n"));
+  CHECK(contains(cu, "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->data, sizes, strides, box, "
+                     "CU_TENSOR_MAP_SWIZZLE_128B"));
+  CHECK(contains(cu, "    const dim3 grid((unsigned)((M + 63) / 64), (unsigned)1, (unsigned)1);"));
+  CHECK(
+      contains(cu, "cudaFuncSetAttribute(matmul_v0, cudaFuncAttributeMaxDynamicSharedMemorySize"));
+  CHECK(contains(cu, "    attributes[0].id = cudaLaunchAttributeClusterDimension;"));
+  CHECK(contains(cu, "    attributes[0].val.clusterDim.x = (unsigned)2;\n"));
+  CHECK(contains(cu, "cudaLaunchKernelEx(&config, matmul_v0, (const __nv_bfloat16 *)a->data, "
+                     "a_map, b_map, c_map, (float *)c->data, M);"));
+  requireCompiles(cu);
+  std::string ptx = ptxOf(cu);
+  CHECK(contains(ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"));
+  CHECK(contains(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                      ".multicast::cluster"));
+  CHECK(contains(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"));
+  CHECK(contains(ptx, "mbarrier.try_wait.parity.shared::cta.b64"));
+  CHECK(contains(ptx, "setmaxnreg.inc.sync.aligned.u32 232"));
+}
+
+TEST_CASE("kernel printer: device.cuh reaches NVRTC from inside fslc") {
+  // No include path to runtime/include: the header is built into fslc.
+  std::string source = "#include \"fsl/device.cuh\"\n"
+                       "extern \"C\" __global__ void k(float *out) {\n"
+                       "  out[threadIdx.x] = fsl_warp_reduce(fsl_max(out[0], 1.0f), FslSum());\n"
+                       "}\n";
+  requireCompiles(source);
+}
+
+TEST_CASE("kernel printer: every helper of device.cuh compiles under NVRTC") {
+  // The file cuda_checks.sh compiles with nvcc.
+  std::ifstream in(FSL_TEST_DEVICE_HEADER_TEST);
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  requireCompiles(text.str());
+  std::string ptx = ptxOf(text.str());
+  for (const char *instruction :
+       {"max.NaN.f32", "bar.sync", "griddepcontrol.wait", "griddepcontrol.launch_dependents",
+        "mbarrier.init.shared::cta.b64", "mbarrier.arrive.expect_tx.shared::cta.b64",
+        "fence.proxy.async.shared::cta", "cp.async.bulk.tensor.5d.shared::cluster",
+        "cp.async.bulk.tensor.5d.global.shared::cta.bulk_group", "cp.async.bulk.commit_group",
+        "cp.async.bulk.wait_group.read 2", "wgmma.fence.sync.aligned",
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16", "wgmma.wait_group.sync.aligned 1",
+        "setmaxnreg.dec.sync.aligned.u32 40"})
+    CHECK_MESSAGE(contains(ptx, instruction), instruction);
+}

@@ -1,0 +1,783 @@
+// SimulatorTest.cpp — the Kernel IR interpreter on hand-built kernels: results, the
+// faults it reports (divergent reductions, bounds, alignment, shared memory, mbarrier
+// deadlocks) and the Hopper layouts (TMA boxes and swizzles, wgmma fragments) against
+// values computed here independently.
+#include "TestSupport.h"
+
+#include "eval/Evaluator.h"
+#include "kir/IR.h"
+#include "sema/Sema.h"
+#include "sim/Simulator.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <optional>
+
+using namespace fsl;
+using namespace fsl::kir;
+
+namespace {
+
+// --- Building kernels --------------------------------------------------------------------
+
+BufferPtr makeBuffer(std::string name, DType dtype, MemorySpace space,
+                     std::vector<int64_t> shape = {}, Swizzle swizzle = Swizzle::None,
+                     int64_t alignment = 16) {
+  auto b = std::make_shared<Buffer>();
+  b->name = std::move(name);
+  b->dtype = dtype;
+  b->space = space;
+  b->shape = std::move(shape);
+  b->swizzle = swizzle;
+  b->alignment = alignment;
+  return b;
+}
+
+std::shared_ptr<StmtNode> node(StmtKind kind) {
+  auto s = std::make_shared<StmtNode>();
+  s->kind = kind;
+  return s;
+}
+
+/// A shared buffer at byte `offset` of the dynamic shared memory.
+Stmt allocateAt(const BufferPtr &buffer, int64_t offset) {
+  auto s = std::make_shared<StmtNode>(*allocate(buffer));
+  s->index = index(offset);
+  return s;
+}
+
+Stmt mbarrierInit(const BufferPtr &barrier, int64_t arrivals) {
+  auto s = node(StmtKind::MBarrierInit);
+  s->buffer = barrier;
+  s->index = index(0);
+  s->count = index(arrivals);
+  return s;
+}
+
+Stmt arriveExpectTx(const BufferPtr &barrier, int64_t bytes) {
+  auto s = node(StmtKind::MBarrierArriveExpectTx);
+  s->buffer = barrier;
+  s->index = index(0);
+  s->count = index(bytes);
+  return s;
+}
+
+Stmt arrive(const BufferPtr &barrier) {
+  auto s = node(StmtKind::MBarrierArrive);
+  s->buffer = barrier;
+  s->index = index(0);
+  return s;
+}
+
+Stmt waitParity(const BufferPtr &barrier, int64_t parity) {
+  auto s = node(StmtKind::MBarrierWait);
+  s->buffer = barrier;
+  s->index = index(0);
+  s->count = index(parity);
+  return s;
+}
+
+TensorMapPtr tensorMap(std::string name, const BufferPtr &global, std::vector<int64_t> extents,
+                       std::vector<int64_t> box, Swizzle swizzle) {
+  auto m = std::make_shared<TensorMap>();
+  m->name = std::move(name);
+  m->global = global;
+  for (int64_t e : extents)
+    m->extents.push_back(index(e));
+  m->box = std::move(box);
+  m->swizzle = swizzle;
+  return m;
+}
+
+Stmt tmaLoad(const BufferPtr &tile, const TensorMapPtr &map, std::vector<int64_t> coordinates,
+             const BufferPtr &barrier) {
+  auto s = node(StmtKind::TmaLoad);
+  s->buffer = tile;
+  s->index = index(0);
+  s->tensorMap = map;
+  for (int64_t c : coordinates)
+    s->coordinates.push_back(index(c));
+  s->barrier = barrier;
+  s->barrierIndex = index(0);
+  return s;
+}
+
+Stmt wgmma(const BufferPtr &accumulator, const BufferPtr &a, Expr offsetA, const BufferPtr &b,
+           Expr offsetB, int n, bool transposeB) {
+  auto s = node(StmtKind::Wgmma);
+  s->buffer = accumulator;
+  s->shape = WgmmaShape{64, n, 16};
+  s->operandA = a;
+  s->offsetA = std::move(offsetA);
+  s->operandB = b;
+  s->offsetB = std::move(offsetB);
+  s->inputType = DType::BF16;
+  s->transposeB = transposeB;
+  return s;
+}
+
+Expr eq(Expr a, Expr b) { return binary(BinaryOp::Eq, std::move(a), std::move(b)); }
+Expr f32(double v) { return constant(v, DType::F32); }
+
+KernelParam tensorParam(const BufferPtr &buffer) {
+  KernelParam p;
+  p.kind = KernelParam::Kind::Tensor;
+  p.buffer = buffer;
+  return p;
+}
+
+void launch(Kernel &kernel, int64_t grid, std::array<int64_t, 2> block, int64_t sharedBytes = 0) {
+  kernel.launch.grid = {index(grid), nullptr, nullptr};
+  kernel.launch.block = {index(block[0]), index(block[1]), nullptr};
+  kernel.launch.sharedBytes = index(sharedBytes);
+}
+
+/// The message of a failed run, or "" on success.
+std::string faultOf(llvm::Error error) {
+  if (!error)
+    return "";
+  return llvm::toString(std::move(error));
+}
+
+// --- Kernels used by several tests -----------------------------------------------------------
+
+struct Pointwise {
+  BufferPtr x = makeBuffer("x", DType::F32, MemorySpace::Global);
+  BufferPtr y = makeBuffer("y", DType::F32, MemorySpace::Global);
+  VarPtr n = makeVar("n", DType::I64);
+  Kernel kernel;
+
+  /// y[i] = x[i] * 2 for i = blockIdx.x * 4 + threadIdx.x, guarded by i < n or not.
+  explicit Pointwise(bool guarded) {
+    VarPtr b = makeVar("b", DType::I64), t = makeVar("t", DType::I64), i = makeVar("i", DType::I64);
+    Stmt write = store(y, var(i), binary(BinaryOp::Mul, load(x, var(i)), f32(2)));
+    Stmt body = block(
+        {let(i, var(b) * index(4) + var(t)), guarded ? ifThen(var(i) < var(n), write) : write});
+    kernel.name = "scale";
+    kernel.params = {tensorParam(x), tensorParam(y)};
+    kernel.body =
+        parallelLoop(b, index(3), Axis::BIDx, parallelLoop(t, index(4), Axis::TIDx, body));
+    launch(kernel, 3, {4, 1});
+  }
+
+  sim::Memory memory(int64_t count) const {
+    sim::Memory m;
+    for (int64_t i = 0; i < count; ++i)
+      m.global[x.get()].push_back(eval::roundTo(0.1 * static_cast<double>(i) - 0.3, DType::F32));
+    m.global[y.get()].assign(count, NAN);
+    m.scalars[n.get()] = static_cast<double>(count);
+    return m;
+  }
+};
+
+/// Three blocks of 8 x 2 threads; block b, row threadIdx.y reduces row 2b + y of x[6][8].
+struct RowSums {
+  BufferPtr x = makeBuffer("x", DType::F32, MemorySpace::Global);
+  BufferPtr sums = makeBuffer("sums", DType::F32, MemorySpace::Global);
+  BufferPtr maxima = makeBuffer("maxima", DType::F32, MemorySpace::Global);
+  Kernel kernel;
+
+  explicit RowSums(bool divergent) {
+    VarPtr b = makeVar("b", DType::I64), ty = makeVar("ty", DType::I64),
+           tx = makeVar("tx", DType::I64), row = makeVar("row", DType::I64);
+    VarPtr acc = makeVar("acc", DType::F32), top = makeVar("top", DType::F32);
+    Stmt sum = reduce(acc, ReduceKind::Sum, ReduceScope::BlockX, nullptr, 0);
+    Stmt body = block({
+        let(row, var(b) * index(2) + var(ty)),
+        declare(acc, load(x, var(row) * index(8) + var(tx))),
+        declare(top, load(x, var(row) * index(8) + var(tx))),
+        divergent ? ifThen(var(tx) < index(4), sum) : sum,
+        reduce(top, ReduceKind::Max, ReduceScope::BlockX, nullptr, 1),
+        ifThen(eq(var(tx), index(0)),
+               block({store(sums, var(row), var(acc)), store(maxima, var(row), var(top))})),
+    });
+    kernel.name = "row_sums";
+    kernel.params = {tensorParam(x), tensorParam(sums), tensorParam(maxima)};
+    kernel.body = parallelLoop(
+        b, index(3), Axis::BIDx,
+        parallelLoop(ty, index(2), Axis::TIDy, parallelLoop(tx, index(8), Axis::TIDx, body)));
+    launch(kernel, 3, {8, 2});
+  }
+
+  double element(int r, int c) const { return 0.5 * (r * 8 + c) - 7.0 + (c == 5 ? 20.0 : 0.0); }
+
+  sim::Memory memory() const {
+    sim::Memory m;
+    for (int r = 0; r < 6; ++r)
+      for (int c = 0; c < 8; ++c)
+        m.global[x.get()].push_back(element(r, c));
+    m.global[sums.get()].assign(6, NAN);
+    m.global[maxima.get()].assign(6, NAN);
+    return m;
+  }
+};
+
+/// One block of 32 threads: thread 0 starts a TMA load of a 4 x 8 box at (row 3, column 8)
+/// of g[5][12] (f32) into `tile`, every thread waits and copies the tile out.
+struct TmaBox {
+  BufferPtr g = makeBuffer("g", DType::F32, MemorySpace::Global);
+  BufferPtr out = makeBuffer("out", DType::F32, MemorySpace::Global);
+  BufferPtr bar = makeBuffer("bar", DType::I64, MemorySpace::Shared, {1}, Swizzle::None, 8);
+  BufferPtr tile = makeBuffer("tile", DType::F32, MemorySpace::Shared, {32}, Swizzle::None, 128);
+  TensorMapPtr map = tensorMap("g_map", g, {5, 12}, {4, 8}, Swizzle::None);
+  Kernel kernel;
+
+  /// `secondParity`: a second wait after the first, on that parity.
+  explicit TmaBox(int64_t expectedBytes, std::optional<int64_t> secondParity = {}) {
+    VarPtr t = makeVar("t", DType::I64);
+    std::vector<Stmt> body = {
+        allocateAt(bar, 0),
+        allocateAt(tile, 128),
+        ifThen(eq(var(t), index(0)), mbarrierInit(bar, 1)),
+        barrier(),
+        ifThen(eq(var(t), index(0)),
+               block({arriveExpectTx(bar, expectedBytes), tmaLoad(tile, map, {3, 8}, bar)})),
+        waitParity(bar, 0),
+    };
+    if (secondParity)
+      body.push_back(waitParity(bar, *secondParity));
+    body.push_back(store(out, var(t), load(tile, var(t))));
+    kernel.name = "tma_box";
+    kernel.params = {tensorParam(out)};
+    KernelParam mapParam;
+    mapParam.kind = KernelParam::Kind::TensorMap;
+    mapParam.tensorMap = map;
+    kernel.params.push_back(mapParam);
+    kernel.body = parallelLoop(t, index(32), Axis::TIDx, block(std::move(body)));
+    launch(kernel, 1, {32, 1}, 256);
+  }
+
+  sim::Memory memory() const {
+    sim::Memory m;
+    for (int r = 0; r < 5; ++r)
+      for (int c = 0; c < 12; ++c)
+        m.global[g.get()].push_back(100.0 * r + c);
+    m.global[out.get()].assign(32, NAN);
+    return m;
+  }
+};
+
+} // namespace
+
+TEST_CASE("simulator: a pointwise kernel over a grid of blocks and threads") {
+  Pointwise k(/*guarded=*/true);
+  sim::Memory memory = k.memory(10);
+  REQUIRE(faultOf(sim::runKernel(k.kernel, memory)) == "");
+  const std::vector<double> &x = memory.global[k.x.get()], &y = memory.global[k.y.get()];
+  REQUIRE(y.size() == 10);
+  for (size_t i = 0; i < y.size(); ++i)
+    CHECK(y[i] == eval::roundTo(x[i] * 2, DType::F32));
+}
+
+TEST_CASE("simulator: arithmetic is rounded as the GPU rounds it") {
+  // bf16 operations are computed in f32 and rounded to bf16; integers divide as C does.
+  BufferPtr out = makeBuffer("out", DType::F32, MemorySpace::Global);
+  VarPtr t = makeVar("t", DType::I64);
+  Expr a = constant(1.0078125, DType::BF16); // 1 + 2^-7, exact in bf16
+  Stmt body = block({
+      store(out, index(0), binary(BinaryOp::Mul, a, a)), // 1.0156860... -> 1.015625
+      store(out, index(1), cast(DType::F32, index(-7) / index(2))),
+      store(out, index(2), cast(DType::F32, index(-7) % index(2))),
+      store(out, index(3), binary(BinaryOp::Max, f32(1), f32(NAN))),
+      store(out, index(4), cast(DType::I32, f32(-2.75))),
+      store(out, index(5), binary(BinaryOp::Div, f32(1), f32(3))),
+  });
+  Kernel kernel;
+  kernel.name = "arith";
+  kernel.params = {tensorParam(out)};
+  kernel.body = parallelLoop(t, index(1), Axis::TIDx, body);
+  launch(kernel, 1, {1, 1});
+  sim::Memory memory;
+  memory.global[out.get()].assign(6, 0);
+  REQUIRE(faultOf(sim::runKernel(kernel, memory)) == "");
+  const std::vector<double> &o = memory.global[out.get()];
+  CHECK(o[0] == 1.015625);
+  CHECK(o[1] == -3);
+  CHECK(o[2] == -1);
+  CHECK(std::isnan(o[3]));
+  CHECK(o[4] == -2);
+  CHECK(o[5] == static_cast<double>(1.0f / 3.0f));
+}
+
+TEST_CASE("simulator: a block reduction gives each threadIdx.y row its own total") {
+  RowSums k(/*divergent=*/false);
+  sim::Memory memory = k.memory();
+  REQUIRE(faultOf(sim::runKernel(k.kernel, memory)) == "");
+  for (int r = 0; r < 6; ++r) {
+    double sum = 0, top = -INFINITY;
+    for (int c = 0; c < 8; ++c) {
+      sum += k.element(r, c);
+      top = std::max(top, k.element(r, c));
+    }
+    CHECK(memory.global[k.sums.get()][r] == sum);
+    CHECK(memory.global[k.maxima.get()][r] == top);
+  }
+}
+
+TEST_CASE("simulator: a block reduction inside an if is a divergent barrier") {
+  RowSums k(/*divergent=*/true);
+  sim::Memory memory = k.memory();
+  std::string message = faultOf(sim::runKernel(k.kernel, memory));
+  CHECK(message.find("block reduction of acc reached by 8 of 16 threads") != std::string::npos);
+  CHECK(message.find("kernel row_sums: block (0, 0, 0)") == 0);
+}
+
+TEST_CASE("simulator: an out-of-bounds store names the buffer, the element and the size") {
+  Pointwise k(/*guarded=*/false); // 12 threads for 10 elements
+  sim::Memory memory = k.memory(10);
+  std::string message = faultOf(sim::runKernel(k.kernel, memory));
+  CHECK(message.find("block (2, 0, 0), thread (2, 0, 0)") != std::string::npos);
+  // The load comes first: x[10] is read before y[10] is written.
+  CHECK(message.find("out-of-bounds load from global x: element 10 of 10") != std::string::npos);
+
+  // With x large enough, the store is the fault.
+  sim::Memory larger = k.memory(10);
+  larger.global[k.x.get()].resize(12, 1.0);
+  message = faultOf(sim::runKernel(k.kernel, larger));
+  CHECK(message.find("out-of-bounds store to global y: element 10 of 10") != std::string::npos);
+}
+
+TEST_CASE("simulator: misaligned vector copies fault") {
+  BufferPtr x = makeBuffer("x", DType::F32, MemorySpace::Global);
+  BufferPtr y = makeBuffer("y", DType::F32, MemorySpace::Global);
+  BufferPtr v = makeBuffer("v", DType::F32, MemorySpace::Local, {4});
+  auto kernelWith = [&](int64_t shift) {
+    VarPtr t = makeVar("t", DType::I64);
+    Kernel kernel;
+    kernel.name = "copy";
+    kernel.params = {tensorParam(x), tensorParam(y)};
+    kernel.body = parallelLoop(
+        t, index(3), Axis::TIDx,
+        block({allocate(v), vectorCopy(v, index(0), x, var(t) * index(4) + index(shift), 4),
+               vectorCopy(y, var(t) * index(4), v, index(0), 4)}));
+    launch(kernel, 1, {3, 1});
+    return kernel;
+  };
+  auto memory = [&] {
+    sim::Memory m;
+    for (int i = 0; i < 16; ++i)
+      m.global[x.get()].push_back(i);
+    m.global[y.get()].assign(12, NAN);
+    return m;
+  };
+
+  sim::Memory aligned = memory();
+  REQUIRE(faultOf(sim::runKernel(kernelWith(0), aligned)) == "");
+  for (int i = 0; i < 12; ++i)
+    CHECK(aligned.global[y.get()][i] == i);
+
+  sim::Memory shifted = memory();
+  std::string message = faultOf(sim::runKernel(kernelWith(2), shifted));
+  CHECK(message.find("misaligned vector access of x: 4 lanes (16 bytes) at element 2") !=
+        std::string::npos);
+
+  // Aligned indices into a tensor that starts one element past an aligned address.
+  sim::Memory misaligned = memory();
+  message = faultOf(sim::runKernel(kernelWith(0), misaligned, /*misalign=*/1));
+  CHECK(message.find("misaligned vector access of x") != std::string::npos);
+  CHECK(message.find("tensor misaligned by 1") != std::string::npos);
+}
+
+TEST_CASE("simulator: shared memory beyond the launch's dynamic shared memory faults") {
+  BufferPtr s = makeBuffer("s", DType::F32, MemorySpace::Shared, {64});
+  VarPtr t = makeVar("t", DType::I64);
+  Kernel kernel;
+  kernel.name = "shared";
+  kernel.body =
+      parallelLoop(t, index(32), Axis::TIDx, block({allocateAt(s, 0), store(s, var(t), f32(1))}));
+  launch(kernel, 1, {32, 1}, 128);
+  sim::Memory memory;
+  CHECK(faultOf(sim::runKernel(kernel, memory))
+            .find("shared buffer s needs bytes [0, 256) but the launch provides 128 bytes") !=
+        std::string::npos);
+
+  launch(kernel, 1, {32, 1}, 256);
+  CHECK(faultOf(sim::runKernel(kernel, memory)) == "");
+
+  // Two live buffers on the same bytes.
+  BufferPtr other = makeBuffer("other", DType::F32, MemorySpace::Shared, {16});
+  Kernel overlapping = kernel;
+  overlapping.body =
+      parallelLoop(t, index(32), Axis::TIDx, block({allocateAt(s, 0), allocateAt(other, 240)}));
+  launch(overlapping, 1, {32, 1}, 512);
+  CHECK(faultOf(sim::runKernel(overlapping, memory))
+            .find("shared buffers other (bytes [240, 304)) and s (bytes [0, 256)) overlap") !=
+        std::string::npos);
+
+  launch(kernel, 1, {32, 1}, 240 * 1024);
+  CHECK(faultOf(sim::runKernel(kernel, memory))
+            .find("245760 bytes of dynamic shared memory; the target allows 232448") !=
+        std::string::npos);
+}
+
+TEST_CASE("simulator: a TMA box partly outside the tensor, completed on an mbarrier") {
+  TmaBox k(/*expectedBytes=*/4 * 8 * 4);
+  sim::Memory memory = k.memory();
+  REQUIRE(faultOf(sim::runKernel(k.kernel, memory)) == "");
+  const std::vector<double> &out = memory.global[k.out.get()];
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 8; ++c) {
+      int row = 3 + r, col = 8 + c;
+      double expected = row < 5 && col < 12 ? 100.0 * row + col : 0.0; // zero fill outside
+      CHECK_MESSAGE(out[r * 8 + c] == expected, "box element ", r, ", ", c);
+    }
+}
+
+TEST_CASE("simulator: mbarrier transaction counts that do not match the box") {
+  // Fewer bytes expected than the box delivers: the count goes negative.
+  TmaBox fewer(/*expectedBytes=*/64);
+  sim::Memory memory = fewer.memory();
+  CHECK(faultOf(sim::runKernel(fewer.kernel, memory))
+            .find("TMA load of 128 bytes completes on bar[0], which expected 64 bytes fewer") !=
+        std::string::npos);
+
+  // More bytes expected: the phase never completes, and the wait is a deadlock.
+  TmaBox more(/*expectedBytes=*/256);
+  memory = more.memory();
+  CHECK(faultOf(sim::runKernel(more.kernel, memory))
+            .find("deadlock: wait on bar[0] parity 0 can never complete (pending arrivals 0, tx "
+                  "bytes 128)") != std::string::npos);
+}
+
+TEST_CASE("simulator: mbarrier phases and parity") {
+  // After phase 0 completes, a wait on parity 1 waits for phase 1, which nothing completes:
+  // an error, not a hang.
+  TmaBox k(/*expectedBytes=*/128, /*secondParity=*/1);
+  sim::Memory memory = k.memory();
+  CHECK(faultOf(sim::runKernel(k.kernel, memory))
+            .find("deadlock: wait on bar[0] parity 1 can never complete (pending arrivals 1, tx "
+                  "bytes 0)") != std::string::npos);
+  // A second wait on parity 0 passes: that phase has completed.
+  TmaBox again(/*expectedBytes=*/128, /*secondParity=*/0);
+  memory = again.memory();
+  CHECK(faultOf(sim::runKernel(again.kernel, memory)) == "");
+
+  // A fresh barrier is in phase 0, so the wait on parity 1 (the phase "before" it) passes,
+  // which producers rely on for their first wait on an empty slot.
+  BufferPtr bar = makeBuffer("bar", DType::I64, MemorySpace::Shared, {1}, Swizzle::None, 8);
+  VarPtr t = makeVar("t", DType::I64);
+  Kernel fresh;
+  fresh.name = "fresh";
+  fresh.body =
+      parallelLoop(t, index(32), Axis::TIDx,
+                   block({allocateAt(bar, 0), ifThen(eq(var(t), index(0)), mbarrierInit(bar, 32)),
+                          barrier(), waitParity(bar, 1), arrive(bar), waitParity(bar, 0)}));
+  launch(fresh, 1, {32, 1}, 16);
+  sim::Memory none;
+  CHECK(faultOf(sim::runKernel(fresh, none)) == "");
+
+  // An init by every thread initialises a live barrier again.
+  Kernel twice = fresh;
+  twice.body =
+      parallelLoop(t, index(32), Axis::TIDx, block({allocateAt(bar, 0), mbarrierInit(bar, 32)}));
+  CHECK(faultOf(sim::runKernel(twice, none))
+            .find("second mbarrier.init of the live barrier "
+                  "bar[0]") != std::string::npos);
+}
+
+TEST_CASE("simulator: a TMA store writes only the part of the box inside the tensor") {
+  BufferPtr g = makeBuffer("g", DType::F32, MemorySpace::Global);
+  BufferPtr tile = makeBuffer("tile", DType::F32, MemorySpace::Shared, {32}, Swizzle::None, 128);
+  TensorMapPtr map = tensorMap("g_map", g, {5, 12}, {4, 8}, Swizzle::None);
+  VarPtr t = makeVar("t", DType::I64);
+  auto tmaStore = node(StmtKind::TmaStore);
+  tmaStore->buffer = tile;
+  tmaStore->index = index(0);
+  tmaStore->tensorMap = map;
+  tmaStore->coordinates = {index(3), index(8)};
+  Kernel kernel;
+  kernel.name = "tma_store";
+  KernelParam mapParam;
+  mapParam.kind = KernelParam::Kind::TensorMap;
+  mapParam.tensorMap = map;
+  kernel.params = {mapParam};
+  kernel.body = parallelLoop(
+      t, index(32), Axis::TIDx,
+      block({allocateAt(tile, 0), store(tile, var(t), cast(DType::F32, var(t))),
+             node(StmtKind::FenceProxyAsync), barrier(),
+             ifThen(eq(var(t), index(0)), block({tmaStore, node(StmtKind::TmaStoreWait)}))}));
+  launch(kernel, 1, {32, 1}, 128);
+  sim::Memory memory;
+  memory.global[g.get()].assign(60, -1);
+  REQUIRE(faultOf(sim::runKernel(kernel, memory)) == "");
+  const std::vector<double> &out = memory.global[g.get()];
+  for (int r = 0; r < 5; ++r)
+    for (int c = 0; c < 12; ++c) {
+      bool inBox = r >= 3 && c >= 8;
+      CHECK(out[r * 12 + c] == (inBox ? (r - 3) * 8 + (c - 8) : -1));
+    }
+}
+
+TEST_CASE("simulator: barriers reached by part of the block fault") {
+  VarPtr t = makeVar("t", DType::I64);
+  Kernel kernel;
+  kernel.name = "barriers";
+  kernel.body = parallelLoop(t, index(64), Axis::TIDx, ifThen(var(t) < index(32), barrier()));
+  launch(kernel, 1, {64, 1});
+  sim::Memory memory;
+  CHECK(faultOf(sim::runKernel(kernel, memory)).find("__syncthreads reached by 32 of 64 threads") !=
+        std::string::npos);
+
+  auto named = node(StmtKind::Barrier);
+  named->barrierKind = BarrierKind::Named;
+  named->barrierId = 1;
+  named->threads = index(64);
+  kernel.body = parallelLoop(t, index(64), Axis::TIDx, ifThen(var(t) < index(32), named));
+  CHECK(faultOf(sim::runKernel(kernel, memory))
+            .find("named barrier 1 expects 64 threads but 32 arrive together") !=
+        std::string::npos);
+  kernel.body = parallelLoop(t, index(64), Axis::TIDx, named);
+  CHECK(faultOf(sim::runKernel(kernel, memory)) == "");
+}
+
+TEST_CASE("simulator: the 128-byte swizzle of a TMA load") {
+  BufferPtr g = makeBuffer("g", DType::F32, MemorySpace::Global);
+  BufferPtr out = makeBuffer("out", DType::F32, MemorySpace::Global);
+  BufferPtr bar = makeBuffer("bar", DType::I64, MemorySpace::Shared, {1}, Swizzle::None, 8);
+  BufferPtr tile =
+      makeBuffer("tile", DType::F32, MemorySpace::Shared, {256}, Swizzle::Bytes128, 1024);
+  TensorMapPtr map = tensorMap("g_map", g, {8, 32}, {8, 32}, Swizzle::Bytes128);
+  VarPtr t = makeVar("t", DType::I64), j = makeVar("j", DType::I64);
+  Kernel kernel;
+  kernel.name = "swizzle";
+  kernel.params = {tensorParam(out)};
+  KernelParam mapParam;
+  mapParam.kind = KernelParam::Kind::TensorMap;
+  mapParam.tensorMap = map;
+  kernel.params.push_back(mapParam);
+  Expr at = var(j) * index(32) + var(t);
+  kernel.body = parallelLoop(
+      t, index(32), Axis::TIDx,
+      block({allocateAt(bar, 0), allocateAt(tile, 1024),
+             ifThen(eq(var(t), index(0)), block({mbarrierInit(bar, 1), arriveExpectTx(bar, 1024),
+                                                 tmaLoad(tile, map, {0, 0}, bar)})),
+             waitParity(bar, 0),
+             forLoop(j, index(8), LoopKind::Serial, store(out, at, load(tile, at)))}));
+  launch(kernel, 1, {32, 1}, 2048);
+  sim::Memory memory;
+  for (int i = 0; i < 256; ++i)
+    memory.global[g.get()].push_back(i);
+  memory.global[out.get()].assign(256, NAN);
+  REQUIRE(faultOf(sim::runKernel(kernel, memory)) == "");
+  const std::vector<double> &physical = memory.global[out.get()];
+  // Row r (128 bytes = 32 floats) keeps its 16-byte chunks at c ^ r: row 0 unchanged,
+  // row 1 swaps chunk pairs, so element 4 of row 1 (value 36) is stored first.
+  CHECK(physical[0] == 0);
+  CHECK(physical[32] == 36);
+  CHECK(physical[36] == 32);
+  CHECK(physical[7 * 32] == 7 * 32 + 28); // row 7: chunk 0 holds logical chunk 7
+  for (int p = 0; p < 256; ++p) {
+    int r = p / 32, chunk = (p % 32) / 4, e = p % 4;
+    CHECK(physical[p] == r * 32 + (chunk ^ r) * 4 + e);
+  }
+}
+
+TEST_CASE("simulator: swizzle addresses and the wgmma accumulator layout") {
+  CHECK(sim::swizzleAddress(0, Swizzle::Bytes128) == 0);
+  CHECK(sim::swizzleAddress(128, Swizzle::Bytes128) == 128 + 16);
+  CHECK(sim::swizzleAddress(7 * 128 + 16, Swizzle::Bytes128) == 7 * 128 + 6 * 16);
+  CHECK(sim::swizzleAddress(1024 + 128, Swizzle::Bytes128) == 1024 + 128 + 16);
+  CHECK(sim::swizzleAddress(4 * 128, Swizzle::Bytes64) == 4 * 128); // repeats every 512
+  CHECK(sim::swizzleAddress(3 * 128, Swizzle::Bytes64) == 3 * 128 + 3 * 16);
+  CHECK(sim::swizzleAddress(128, Swizzle::Bytes32) == 128 + 16);
+  CHECK(sim::swizzleAddress(128 + 16, Swizzle::None) == 128 + 16);
+  // PTX ISA, wgmma m64nNk16 D fragments: thread 0 holds (0,0) (0,1) (8,0) (8,1) (0,8) ...
+  using Pos = std::array<int64_t, 2>;
+  CHECK(sim::wgmmaAccumulatorPosition(0, 0) == Pos{0, 0});
+  CHECK(sim::wgmmaAccumulatorPosition(0, 1) == Pos{0, 1});
+  CHECK(sim::wgmmaAccumulatorPosition(0, 2) == Pos{8, 0});
+  CHECK(sim::wgmmaAccumulatorPosition(0, 4) == Pos{0, 8});
+  CHECK(sim::wgmmaAccumulatorPosition(5, 3) == Pos{9, 3});
+  CHECK(sim::wgmmaAccumulatorPosition(37, 4) == Pos{17, 10});
+  CHECK(sim::wgmmaAccumulatorPosition(127, 31) == Pos{63, 63});
+}
+
+namespace {
+
+/// One warpgroup: TMA loads A[64][64] and B (K-major [N=64][K=64], or N-major [K][N]) with
+/// the 128-byte swizzle, four wgmma m64n64k16 steps over K, and the accumulator fragments
+/// stored to D[64][64] by the PTX ISA's layout, written out here in IR.
+struct WgmmaTile {
+  BufferPtr a = makeBuffer("a", DType::BF16, MemorySpace::Global);
+  BufferPtr b = makeBuffer("b", DType::BF16, MemorySpace::Global);
+  BufferPtr d = makeBuffer("d", DType::F32, MemorySpace::Global);
+  BufferPtr bar = makeBuffer("bar", DType::I64, MemorySpace::Shared, {1}, Swizzle::None, 8);
+  BufferPtr sa =
+      makeBuffer("sa", DType::BF16, MemorySpace::Shared, {64 * 64}, Swizzle::Bytes128, 1024);
+  BufferPtr sb =
+      makeBuffer("sb", DType::BF16, MemorySpace::Shared, {64 * 64}, Swizzle::Bytes128, 1024);
+  BufferPtr acc = makeBuffer("acc", DType::F32, MemorySpace::Local, {32});
+  Kernel kernel;
+
+  WgmmaTile(bool nMajorB, bool divergent) {
+    TensorMapPtr mapA = tensorMap("a_map", a, {64, 64}, {64, 64}, Swizzle::Bytes128);
+    TensorMapPtr mapB = tensorMap("b_map", b, {64, 64}, {64, 64}, Swizzle::Bytes128);
+    VarPtr t = makeVar("t", DType::I64), i = makeVar("i", DType::I64),
+           ks = makeVar("ks", DType::I64), row = makeVar("row", DType::I64),
+           col = makeVar("col", DType::I64);
+    // K-major: step k moves 16 elements along the row; N-major: 16 rows of 64.
+    Stmt mma = wgmma(acc, sa, var(ks) * index(16), sb, var(ks) * index(nMajorB ? 16 * 64 : 16), 64,
+                     nMajorB);
+    Stmt body = block({
+        allocateAt(bar, 0),
+        allocateAt(sa, 1024),
+        allocateAt(sb, 1024 + 8192),
+        allocate(acc),
+        forLoop(i, index(32), LoopKind::Unrolled, store(acc, var(i), f32(0))),
+        ifThen(eq(var(t), index(0)), mbarrierInit(bar, 1)),
+        barrier(),
+        ifThen(eq(var(t), index(0)),
+               block({arriveExpectTx(bar, 2 * 64 * 64 * 2), tmaLoad(sa, mapA, {0, 0}, bar),
+                      tmaLoad(sb, mapB, {0, 0}, bar)})),
+        waitParity(bar, 0),
+        node(StmtKind::WgmmaFence),
+        forLoop(ks, index(4), LoopKind::Unrolled,
+                divergent ? ifThen(var(t) < index(64), mma) : mma),
+        node(StmtKind::WgmmaCommit),
+        node(StmtKind::WgmmaWait),
+        forLoop(i, index(32), LoopKind::Unrolled,
+                block({let(row, index(16) * (var(t) / index(32)) + (var(t) % index(32)) / index(4) +
+                                    index(8) * ((var(i) / index(2)) % index(2))),
+                       let(col, index(8) * (var(i) / index(4)) + index(2) * (var(t) % index(4)) +
+                                    var(i) % index(2)),
+                       store(d, var(row) * index(64) + var(col), load(acc, var(i)))})),
+    });
+    kernel.name = "wgmma_tile";
+    kernel.params = {tensorParam(d)};
+    for (const TensorMapPtr &map : {mapA, mapB}) {
+      KernelParam p;
+      p.kind = KernelParam::Kind::TensorMap;
+      p.tensorMap = map;
+      kernel.params.push_back(p);
+    }
+    kernel.body = parallelLoop(t, index(128), Axis::TIDx, body);
+    launch(kernel, 1, {128, 1}, 1024 + 2 * 8192);
+  }
+
+  static double aAt(int m, int k) { return ((m * 3 + k * 5) % 7 - 3) * 0.5; }
+  static double bAt(int k, int n) { return ((n * 2 + k * 3) % 5 - 2) * 0.25; }
+
+  sim::Memory memory(bool nMajorB) const {
+    sim::Memory m;
+    for (int r = 0; r < 64; ++r)
+      for (int c = 0; c < 64; ++c) {
+        m.global[a.get()].push_back(aAt(r, c));                       // [M][K]
+        m.global[b.get()].push_back(nMajorB ? bAt(r, c) : bAt(c, r)); // [K][N] or [N][K]
+      }
+    m.global[d.get()].assign(64 * 64, NAN);
+    return m;
+  }
+};
+
+} // namespace
+
+TEST_CASE("simulator: wgmma m64n64k16 against a CPU product") {
+  for (bool nMajorB : {false, true}) {
+    CAPTURE(nMajorB);
+    WgmmaTile k(nMajorB, /*divergent=*/false);
+    sim::Memory memory = k.memory(nMajorB);
+    REQUIRE(faultOf(sim::runKernel(k.kernel, memory)) == "");
+    const std::vector<double> &d = memory.global[k.d.get()];
+    int wrong = 0;
+    for (int m = 0; m < 64; ++m)
+      for (int n = 0; n < 64; ++n) {
+        double expected = 0;
+        for (int kk = 0; kk < 64; ++kk)
+          expected += WgmmaTile::aAt(m, kk) * WgmmaTile::bAt(kk, n);
+        wrong += d[m * 64 + n] != expected;
+      }
+    CHECK(wrong == 0);
+  }
+}
+
+TEST_CASE("simulator: a wgmma reached by part of a warpgroup faults") {
+  WgmmaTile k(/*nMajorB=*/false, /*divergent=*/true);
+  sim::Memory memory = k.memory(false);
+  CHECK(faultOf(sim::runKernel(k.kernel, memory))
+            .find("wgmma reached by 64 of the 128 threads of warpgroup 0") != std::string::npos);
+}
+
+TEST_CASE("simulator: a runaway loop stops at the step limit") {
+  VarPtr t = makeVar("t", DType::I64), i = makeVar("i", DType::I64);
+  Kernel kernel;
+  kernel.name = "forever";
+  kernel.body = parallelLoop(t, index(32), Axis::TIDx,
+                             forLoop(i, index(int64_t(1) << 50), LoopKind::Serial, comment("x")));
+  launch(kernel, 1, {32, 1});
+  sim::Memory memory;
+  sim::SimulatorLimits limits;
+  limits.maxThreadSteps = 1'000'000;
+  CHECK(faultOf(sim::runKernel(kernel, memory, 0, limits)).find("over the limit of 1000000") !=
+        std::string::npos);
+}
+
+TEST_CASE("simulator: a parallel loop must match the launch") {
+  Pointwise k(/*guarded=*/true);
+  launch(k.kernel, 3, {8, 1});
+  sim::Memory memory = k.memory(10);
+  CHECK(faultOf(sim::runKernel(k.kernel, memory))
+            .find("loop t over TIDx has extent 4, but the launch gives 8") != std::string::npos);
+}
+
+TEST_CASE("simulator: a program's variants, parameters and outputs") {
+  test::Parsed parsed("fusion scale(x: f32[N], s: f32 = 3.0) -> (y: f32[N]) {\n"
+                      "    y = x * s;\n"
+                      "}\n");
+  REQUIRE_MESSAGE(parsed.file, parsed.firstMessage());
+  auto analyzed =
+      analyze(std::move(parsed.file), parsed.sources, parsed.diagnostics, SemaOptions{});
+  REQUIRE_MESSAGE(analyzed, parsed.firstMessage());
+  const ir::Fusion &fusion = *analyzed->fusions[0];
+
+  kir::Program program;
+  program.fusion = &fusion;
+  VarPtr n = makeVar("N", DType::I64);
+  program.dims = {n};
+  // Kernel 0 (for N < 4) copies x; kernel 1 scales it. Each has its own buffers.
+  for (bool scaled : {false, true}) {
+    BufferPtr x = makeBuffer("x", DType::F32, MemorySpace::Global);
+    BufferPtr y = makeBuffer("y", DType::F32, MemorySpace::Global);
+    VarPtr s = makeVar("s", DType::F32), t = makeVar("t", DType::I64);
+    Kernel kernel;
+    kernel.name = scaled ? "scale_large" : "scale_small";
+    KernelParam px = tensorParam(x), py = tensorParam(y), ps, pn;
+    py.isOutput = true;
+    ps.kind = KernelParam::Kind::Scalar;
+    ps.var = s;
+    ps.fusionParam = 1;
+    pn.kind = KernelParam::Kind::Dim;
+    pn.var = n;
+    kernel.params = {px, ps, pn, py};
+    Expr value = scaled ? binary(BinaryOp::Mul, load(x, var(t)), var(s)) : load(x, var(t));
+    kernel.body = parallelLoop(t, var(n), Axis::TIDx, store(y, var(t), value));
+    kernel.launch.grid = {index(1), nullptr, nullptr};
+    kernel.launch.block = {var(n), nullptr, nullptr};
+    program.kernels.push_back(std::move(kernel));
+  }
+  program.variants.push_back({var(n) < index(4), "N < 4", {0}});
+  program.variants.push_back({nullptr, "", {1}});
+
+  eval::EvalRequest request{{{"N", 10}}, {{}, {}}};
+  for (int i = 0; i < 10; ++i)
+    request.params[0].push_back(0.7 * i);
+  llvm::Expected<eval::EvalResult> reference = eval::evaluate(fusion, request);
+  REQUIRE(static_cast<bool>(reference));
+  llvm::Expected<eval::EvalResult> simulated = sim::simulate(program, request);
+  REQUIRE_MESSAGE(static_cast<bool>(simulated), llvm::toString(simulated.takeError()));
+  CHECK(simulated->extents == reference->extents);
+  CHECK(simulated->outputs == reference->outputs);
+
+  // N = 3 takes the first variant, which copies.
+  eval::EvalRequest small{{{"N", 3}}, {{1.5, 2.5, 3.5}, {}}};
+  simulated = sim::simulate(program, small);
+  REQUIRE_MESSAGE(static_cast<bool>(simulated), llvm::toString(simulated.takeError()));
+  CHECK(simulated->outputs[0] == std::vector<double>{1.5, 2.5, 3.5});
+
+  // A launch past the limits is an error of the kernel it names.
+  eval::EvalRequest huge{{{"N", 2000}}, {std::vector<double>(2000, 1.0), {}}};
+  simulated = sim::simulate(program, huge);
+  REQUIRE(!simulated);
+  CHECK(llvm::toString(simulated.takeError()) ==
+        "kernel scale_large: block extent 2000 along x is outside 1..1024");
+}
