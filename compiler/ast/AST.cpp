@@ -125,22 +125,4 @@ llvm::StringRef memoryKindName(MemoryKind kind) {
   return "registers";
 }
 
-bool holds(const SizeCondition &condition, int64_t value) {
-  int64_t bound = condition.bound.value;
-  switch (condition.op) {
-  case BinaryOp::Lt:
-    return value < bound;
-  case BinaryOp::Le:
-    return value <= bound;
-  case BinaryOp::Gt:
-    return value > bound;
-  case BinaryOp::Ge:
-    return value >= bound;
-  case BinaryOp::Eq:
-    return value == bound;
-  default:
-    return value != bound;
-  }
-}
-
 } // namespace fsl::ast

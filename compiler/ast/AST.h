@@ -393,9 +393,6 @@ struct SizeCondition {
   llvm::SMRange range;
 };
 
-/// Whether `value` (the size of the condition's dimension) satisfies the condition.
-bool holds(const SizeCondition &condition, int64_t value);
-
 /// `static_bdimx = true;` inside `= auto(kind) { ... }`.
 struct Knob {
   Name name;

@@ -78,17 +78,31 @@ class FilePrinter {
 public:
   explicit FilePrinter(llvm::raw_ostream &out) : out_(out) {}
 
-  void file(const File &file) {
+  void file(const File &file, DeclReplacement replace = nullptr,
+            const std::vector<std::string> &appended = {}) {
     const Decl *previous = nullptr;
     for (const DeclPtr &decl : file.decls) {
       if (previous && needsBlankLine(*previous, *decl))
         out_ << '\n';
-      leadingComments(decl->comments, "");
-      declaration(*decl);
+      std::vector<std::string> blocks;
+      if (replace)
+        blocks = replace(*decl);
+      if (blocks.empty()) {
+        leadingComments(decl->comments, "");
+        declaration(*decl);
+      }
+      for (size_t i = 0; i < blocks.size(); ++i)
+        out_ << (i != 0 ? "\n" : "") << blocks[i];
       previous = decl.get();
     }
+    // Blocks stand apart like fusions and schedules.
+    bool any = previous != nullptr;
+    for (const std::string &block : appended) {
+      out_ << (any ? "\n" : "") << block;
+      any = true;
+    }
     if (!file.endComments.empty()) {
-      if (previous)
+      if (any)
         out_ << '\n';
       commentLines(file.endComments, "");
     }
@@ -502,6 +516,14 @@ std::string formatFile(const File &file) {
   std::string text;
   llvm::raw_string_ostream out(text);
   FilePrinter(out).file(file);
+  return text;
+}
+
+std::string formatFile(const File &file, DeclReplacement replace,
+                       const std::vector<std::string> &appended) {
+  std::string text;
+  llvm::raw_string_ostream out(text);
+  FilePrinter(out).file(file, replace, appended);
   return text;
 }
 

@@ -9,7 +9,10 @@
 
 #include "ast/AST.h"
 
+#include <llvm/ADT/STLFunctionalExtras.h>
+
 #include <string>
+#include <vector>
 
 namespace llvm {
 class raw_ostream;
@@ -18,6 +21,16 @@ class raw_ostream;
 namespace fsl::ast {
 
 std::string formatFile(const File &file);
+
+/// What --emit=schedule prints instead of a declaration: whole blocks of text, their
+/// leading comments included, a blank line apart; none: the declaration itself.
+using DeclReplacement = llvm::function_ref<std::vector<std::string>(const Decl &)>;
+
+/// formatFile with some declarations replaced, and `appended` blocks (declarations that
+/// exist only as text: the schedules chosen for fusions without one) after the last
+/// declaration.
+std::string formatFile(const File &file, DeclReplacement replace,
+                       const std::vector<std::string> &appended);
 void printExpr(const Expr &expr, llvm::raw_ostream &out);
 std::string formatExpr(const Expr &expr);
 void printType(const Type &type, llvm::raw_ostream &out);

@@ -34,8 +34,9 @@ public:
   }
 
 private:
-  llvm::SMRange at(const ast::Directive *directive) const {
-    return directive ? directive->range : schedule_.decl->fusion.range;
+  /// Where a decision's directive is written; the schedule header when none made it.
+  llvm::SMRange at(const std::optional<sched::Origin> &origin) const {
+    return origin ? origin->range : schedule_.header.fusionRange;
   }
 
   std::string rootNames(const Loop &loop) const {
@@ -89,8 +90,8 @@ private:
       // Inputs are read from global memory, which any thread or block can reach.
       if (producer.isInput)
         continue;
-      bool shared = producer.persistent == ast::MemoryKind::Shared ||
-                    producer.cache == ast::MemoryKind::Shared;
+      bool shared = producer.persistent == sched::MemoryKind::Shared ||
+                    producer.cache == sched::MemoryKind::Shared;
       for (unsigned consumerIndex : producer.consumers) {
         const TensorSchedule &consumer = schedule_.tensors[consumerIndex];
         for (const Loop &loop : producer.loops) {
@@ -102,7 +103,7 @@ private:
           const Loop &theirs = consumer.loops[position];
           if (theirs.parallel == loop.parallel)
             continue;
-          const ast::Directive *where =
+          std::optional<sched::Origin> where =
               theirs.parallelizedBy ? theirs.parallelizedBy : loop.parallelizedBy;
           if (sched::isBlockIndex(loop.parallel) || sched::isBlockIndex(theirs.parallel))
             diagnostics_.report(DiagId::ParallelNeedsGlobal, at(where), loop.name,
@@ -155,23 +156,23 @@ private:
           diagnostics_.report(DiagId::GridTooLarge, at(loop.parallelizedBy),
                               sched::parallelName(loop.parallel), *loop.extent.value);
     }
-    if (schedule_.launchBounds && widest && schedule_.launchBounds->value.value < most)
-      diagnostics_.report(DiagId::LaunchBoundsTooSmall, schedule_.launchBounds->range,
-                          schedule_.launchBounds->value.value, most, widest->name);
+    if (schedule_.launchBounds && widest && schedule_.launchBounds->threads.value < most)
+      diagnostics_.report(DiagId::LaunchBoundsTooSmall, schedule_.launchBounds->origin.range,
+                          schedule_.launchBounds->threads.value, most, widest->name);
     // ptxas allocates at least 24 registers a thread; the target sets the most.
     if (schedule_.maxRRegCount &&
-        (schedule_.maxRRegCount->value.value < 24 ||
-         schedule_.maxRRegCount->value.value > target_.maxRegistersPerThread))
-      diagnostics_.report(DiagId::MaxRRegCountOutOfRange, schedule_.maxRRegCount->range,
-                          schedule_.maxRRegCount->value.value, target_.maxRegistersPerThread,
+        (schedule_.maxRRegCount->registers.value < 24 ||
+         schedule_.maxRRegCount->registers.value > target_.maxRegistersPerThread))
+      diagnostics_.report(DiagId::MaxRRegCountOutOfRange, schedule_.maxRRegCount->origin.range,
+                          schedule_.maxRRegCount->registers.value, target_.maxRegistersPerThread,
                           target_.name);
   }
 
   void checkVectorizeAndUnroll() {
     // A directive names a loop of several tensors: report each rule once per directive.
-    std::set<std::pair<const ast::Directive *, int>> reported;
-    auto once = [&](const ast::Directive *directive, int rule) {
-      return reported.insert({directive, rule}).second;
+    std::set<std::pair<size_t, int>> reported;
+    auto once = [&](const std::optional<sched::Origin> &origin, int rule) {
+      return reported.insert({origin ? origin->index : SIZE_MAX, rule}).second;
     };
     for (const TensorSchedule &tensor : schedule_.tensors) {
       for (size_t i = 0; i < tensor.loops.size(); ++i) {
@@ -182,7 +183,7 @@ private:
                               loop.extent.text);
         if (!loop.vectorized)
           continue;
-        const ast::Directive *where = loop.vectorizedBy;
+        const std::optional<sched::Origin> &where = loop.vectorizedBy;
         if (!loop.extent.isStatic()) {
           if (once(where, 1))
             diagnostics_.report(DiagId::VectorizeNotStatic, at(where), loop.name, loop.extent.text);
@@ -237,8 +238,8 @@ private:
                               "later use needs again)");
       }
       if (tensor.isOutput && (tensor.persistentBy || tensor.cacheBy)) {
-        const ast::Directive *where = tensor.persistentBy ? tensor.persistentBy : tensor.cacheBy;
-        diagnostics_.report(DiagId::OutputNotGlobal, where->range, tensor.name,
+        const sched::Origin &where = tensor.persistentBy ? *tensor.persistentBy : *tensor.cacheBy;
+        diagnostics_.report(DiagId::OutputNotGlobal, where.range, tensor.name,
                             tensor.persistentBy ? "a persistent buffer" : "cached");
       }
     }
@@ -269,7 +270,7 @@ private:
       if (!known)
         continue; // runtime extents: the launcher checks the size
       unsigned bytes = ir::dtypeBytes(tensor.dtype);
-      if (tensor.persistent == ast::MemoryKind::Registers) {
+      if (tensor.persistent == sched::MemoryKind::Registers) {
         int64_t registers = perThread * ((bytes + 3) / 4);
         // Leave room for addresses, indices and the reduction's own values.
         int64_t budget = target_.maxRegistersPerThread - 32;
@@ -283,7 +284,7 @@ private:
                                             target_.name, budget, target_.maxRegistersPerThread,
                                             tensor.name)
                                   .str());
-      } else if (tensor.persistent == ast::MemoryKind::Shared) {
+      } else if (tensor.persistent == sched::MemoryKind::Shared) {
         int64_t total = perBlock * bytes;
         if (total > target_.sharedMemoryPerBlock)
           diagnostics_.report(DiagId::PersistentTooLarge, tensor.persistentBy->range, tensor.name,
@@ -308,14 +309,14 @@ private:
       return;
     const ir::Value *product = matmulValue();
     if (!product) {
-      const ast::Directive *first = mm.mma        ? static_cast<const ast::Directive *>(mm.mma)
-                                    : mm.pipeline ? mm.pipeline
-                                    : mm.warpSpecialize ? mm.warpSpecialize
-                                    : !mm.tiles.empty() ? mm.tiles[0]
-                                    : mm.cluster ? static_cast<const ast::Directive *>(mm.cluster)
-                                                 : mm.epilogue;
+      const sched::Origin &first = mm.mma              ? mm.mma->origin
+                                   : mm.pipeline       ? mm.pipeline->origin
+                                   : mm.warpSpecialize ? mm.warpSpecialize->origin
+                                   : !mm.tiles.empty() ? mm.tiles[0].origin
+                                   : mm.cluster        ? mm.cluster->origin
+                                                       : mm.epilogue->origin;
       diagnostics_.report(
-          DiagId::MmaWithoutMatmul, first->range,
+          DiagId::MmaWithoutMatmul, first.range,
           "'" + schedule_.fusion->name +
               "' has no matrix product (sum(a * b, over K) with a: [M, K] and b: [N, K])");
       return;
@@ -330,48 +331,38 @@ private:
           .note(DiagId::NoteFusionLine, product->range, "the matrix product is here");
 
     bool sm90 = target_.arch == "sm_90a";
-    auto needSm90 = [&](const ast::Directive *directive, const char *what) {
-      if (directive && !sm90)
-        diagnostics_.report(DiagId::NeedsSm90, directive->range, what, target_.name, target_.arch);
+    auto needSm90 = [&](const sched::Origin &origin, const char *what) {
+      if (!sm90)
+        diagnostics_.report(DiagId::NeedsSm90, origin.range, what, target_.name, target_.arch);
     };
-    needSm90(mm.warpSpecialize, "warp specialization (setmaxnreg)");
+    if (mm.warpSpecialize)
+      needSm90(mm.warpSpecialize->origin, "warp specialization (setmaxnreg)");
     if (mm.pipeline && mm.pipeline->viaTma)
-      needSm90(mm.pipeline, "TMA");
+      needSm90(mm.pipeline->origin, "TMA");
     if (mm.mma && mm.mma->instruction.text == "wgmma")
-      needSm90(mm.mma, "wgmma");
+      needSm90(mm.mma->origin, "wgmma");
     if (mm.cluster && mm.cluster->multicast)
-      needSm90(mm.cluster, "cluster multicast");
+      needSm90(mm.cluster->origin, "cluster multicast");
 
     for (size_t i = 1; i < mm.tiles.size(); ++i) {
-      auto name = [](const ast::TilesDirective *t) {
-        switch (t->order) {
-        case ast::TileOrderKind::OnePerCta:
-          return "one_per_cta";
-        case ast::TileOrderKind::Persistent:
-          return "persistent";
-        case ast::TileOrderKind::StreamK:
-          return "stream_k";
-        case ast::TileOrderKind::SplitK:
-          return "split_k";
-        }
-        return "?";
-      };
-      bool persistentAndSplitK = (mm.tiles[0]->order == ast::TileOrderKind::Persistent &&
-                                  mm.tiles[i]->order == ast::TileOrderKind::SplitK) ||
-                                 (mm.tiles[0]->order == ast::TileOrderKind::SplitK &&
-                                  mm.tiles[i]->order == ast::TileOrderKind::Persistent);
+      sched::TileOrder firstOrder = mm.tiles[0].order, order = mm.tiles[i].order;
+      bool persistentAndSplitK =
+          (firstOrder == sched::TileOrder::Persistent && order == sched::TileOrder::SplitK) ||
+          (firstOrder == sched::TileOrder::SplitK && order == sched::TileOrder::Persistent);
       if (persistentAndSplitK)
         diagnostics_
-            .report(DiagId::TilesConflict, mm.tiles[i]->range, name(mm.tiles[i]), name(mm.tiles[0]))
-            .note(DiagId::NoteDirective, mm.tiles[0]->range, "the first tile order is here");
+            .report(DiagId::TilesConflict, mm.tiles[i].origin.range, sched::tileOrderName(order),
+                    sched::tileOrderName(firstOrder))
+            .note(DiagId::NoteDirective, mm.tiles[0].origin.range, "the first tile order is here");
       else
-        diagnostics_.report(DiagId::DuplicateDirective, mm.tiles[i]->range, "the tile order")
-            .note(DiagId::NoteDirective, mm.tiles[0]->range, "set here");
+        diagnostics_.report(DiagId::DuplicateDirective, mm.tiles[i].origin.range, "the tile order")
+            .note(DiagId::NoteDirective, mm.tiles[0].origin.range, "set here");
     }
 
-    if (const ast::WarpSpecializeDirective *ws = mm.warpSpecialize) {
+    if (mm.warpSpecialize) {
+      const sched::Applied<sched::WarpSpecialize> &ws = *mm.warpSpecialize;
       auto validCount = [](int64_t regs) { return regs >= 24 && regs <= 256 && regs % 8 == 0; };
-      for (const ast::IntLiteral *regs : {&ws->producerRegs, &ws->consumerRegs})
+      for (const sched::Count *regs : {&ws.producerRegs, &ws.consumerRegs})
         if (!validCount(regs->value))
           diagnostics_.report(
               DiagId::WarpRolesRegisters, regs->range,
@@ -380,20 +371,20 @@ private:
                             regs->value)
                   .str());
       int64_t total =
-          128 * (ws->producerRegs.value + ws->consumerCount.value * ws->consumerRegs.value);
+          128 * (ws.producerRegs.value + ws.consumerCount.value * ws.consumerRegs.value);
       if (total > target_.registersPerSm)
         diagnostics_.report(
-            DiagId::WarpRolesRegisters, ws->range,
+            DiagId::WarpRolesRegisters, ws.origin.range,
             llvm::formatv("warp roles need 128 x ({0} + {1} x {2}) = {3} registers; "
                           "{4} has {5} per SM",
-                          ws->producerRegs.value, ws->consumerCount.value, ws->consumerRegs.value,
+                          ws.producerRegs.value, ws.consumerCount.value, ws.consumerRegs.value,
                           total, target_.name, target_.registersPerSm)
                 .str());
     }
 
-    if (mm.pipeline && mm.mma && mm.mma->ctaTile.values.size() == 3) {
-      int64_t m = mm.mma->ctaTile.values[0].value, n = mm.mma->ctaTile.values[1].value,
-              k = mm.mma->ctaTile.values[2].value;
+    if (mm.pipeline && mm.mma && mm.mma->ctaTile.size() == 3) {
+      int64_t m = mm.mma->ctaTile[0].value, n = mm.mma->ctaTile[1].value,
+              k = mm.mma->ctaTile[2].value;
       int64_t operandBytes = 2;
       for (const ir::Value *operand : product->operands) {
         const ir::Value *source = operand;
@@ -405,7 +396,7 @@ private:
       int64_t total = mm.pipeline->stages.value * stageBytes;
       std::string parts =
           llvm::formatv("{0} stages of {1} bytes", mm.pipeline->stages.value, stageBytes).str();
-      if (mm.epilogue && mm.epilogue->via != ast::EpilogueKind::Registers) {
+      if (mm.epilogue && mm.epilogue->via != sched::EpilogueKind::Registers) {
         int64_t epilogueBytes =
             m * n *
             ir::dtypeBytes(schedule_.fusion->outputs.empty() ? ir::DType::BF16
@@ -414,7 +405,7 @@ private:
         parts += llvm::formatv(" and a {0}-byte epilogue tile", epilogueBytes).str();
       }
       if (total > target_.sharedMemoryPerBlock)
-        diagnostics_.report(DiagId::PipelineSharedMemory, mm.pipeline->range, parts, total,
+        diagnostics_.report(DiagId::PipelineSharedMemory, mm.pipeline->origin.range, parts, total,
                             target_.name, target_.sharedMemoryPerBlock);
     }
   }
@@ -424,9 +415,9 @@ private:
   DiagnosticEngine &diagnostics_;
 };
 
-bool satisfies(const ast::ScheduleDecl &decl, const std::map<std::string, int64_t> &point) {
-  for (const ast::SizeCondition &c : decl.when)
-    if (!ast::holds(c, point.at(c.dim.text)))
+bool satisfies(const sched::ScheduleHeader &header, const std::map<std::string, int64_t> &point) {
+  for (const sched::SizeGuard &guard : header.when)
+    if (!guard.holds(point.at(guard.dimName)))
       return false;
   return true;
 }
@@ -445,52 +436,41 @@ bool checkSchedule(const sched::Schedule &schedule, const Target &target,
   return Checker(schedule, target, diagnostics).run();
 }
 
-bool checkGuards(const ir::Fusion &fusion, const std::vector<const ast::ScheduleDecl *> &schedules,
+bool checkGuards(const ir::Fusion &fusion,
+                 const std::vector<const sched::ScheduleHeader *> &schedules,
                  DiagnosticEngine &diagnostics) {
   unsigned errorsBefore = diagnostics.errorCount();
-  // Dimensions named by guards must be runtime dimensions of the fusion.
-  std::set<std::string> dims;
-  for (const ast::ScheduleDecl *decl : schedules)
-    for (const ast::SizeCondition &c : decl->when) {
-      std::optional<ir::DimId> dim = fusion.findDim(c.dim.text);
-      if (!dim) {
-        std::vector<std::string> names;
-        for (const ir::Dim &d : fusion.dims)
-          names.push_back(d.name);
-        diagnostics.report(DiagId::UnknownDim, c.dim.range, c.dim.text, llvm::join(names, ", "));
-        continue;
-      }
-      dims.insert(c.dim.text);
-    }
-  if (diagnostics.errorCount() != errorsBefore)
-    return false;
   // Candidate sizes: 1 and every bound with its neighbours; between them nothing changes.
+  // (Points are keyed by name, so that messages list the dimensions alphabetically.)
   std::map<std::string, std::vector<int64_t>> candidates;
-  for (const std::string &dim : dims)
-    candidates[dim] = {1};
-  for (const ast::ScheduleDecl *decl : schedules)
-    for (const ast::SizeCondition &c : decl->when)
-      for (int64_t v : {c.bound.value - 1, c.bound.value, c.bound.value + 1})
+  for (const sched::ScheduleHeader *header : schedules)
+    for (const sched::SizeGuard &guard : header->when) {
+      std::vector<int64_t> &values = candidates[guard.dimName];
+      values.push_back(1);
+      for (int64_t v : {guard.bound - 1, guard.bound, guard.bound + 1})
         if (v >= 1)
-          candidates[c.dim.text].push_back(v);
+          values.push_back(v);
+    }
   for (auto &[dim, values] : candidates) {
     std::sort(values.begin(), values.end());
     values.erase(std::unique(values.begin(), values.end()), values.end());
   }
   // Walk the grid of candidates (small: a few dimensions, a few bounds each).
-  std::vector<std::string> names(dims.begin(), dims.end());
+  std::vector<std::string> names;
+  for (const auto &[dim, values] : candidates)
+    names.push_back(dim);
   std::vector<size_t> index(names.size(), 0);
-  std::set<std::pair<const ast::ScheduleDecl *, const ast::ScheduleDecl *>> overlapReported;
+  std::set<std::pair<const sched::ScheduleHeader *, const sched::ScheduleHeader *>> overlapReported;
   bool uncoveredReported = false;
   size_t steps = 0;
   for (;;) {
     std::map<std::string, int64_t> point;
     for (size_t i = 0; i < names.size(); ++i)
       point[names[i]] = candidates[names[i]][index[i]];
-    std::vector<const ast::ScheduleDecl *> applying;
-    for (const ast::ScheduleDecl *decl : schedules)
-      if (satisfies(*decl, point))
-        applying.push_back(decl);
+    std::vector<const sched::ScheduleHeader *> applying;
+    for (const sched::ScheduleHeader *header : schedules)
+      if (satisfies(*header, point))
+        applying.push_back(header);
     // A guarded schedule takes precedence over the unguarded one, so only two guarded
     // schedules (or two unguarded ones) conflict.
     for (size_t a = 0; a < applying.size(); ++a)
@@ -499,13 +479,13 @@ bool checkGuards(const ir::Fusion &fusion, const std::vector<const ast::Schedule
           continue;
         if (overlapReported.insert({applying[a], applying[b]}).second)
           diagnostics
-              .report(DiagId::WhenOverlap, applying[b]->fusion.range, fusion.name,
+              .report(DiagId::WhenOverlap, applying[b]->fusionRange, fusion.name,
                       describePoint(point))
-              .note(DiagId::NoteDirective, applying[a]->fusion.range, "the other schedule is here");
+              .note(DiagId::NoteDirective, applying[a]->fusionRange, "the other schedule is here");
       }
     if (applying.empty() && !uncoveredReported) {
       uncoveredReported = true;
-      diagnostics.report(DiagId::WhenUncovered, schedules.back()->fusion.range, fusion.name,
+      diagnostics.report(DiagId::WhenUncovered, schedules.back()->fusionRange, fusion.name,
                          describePoint(point));
     }
     size_t i = 0;

@@ -19,9 +19,12 @@ class DiagnosticEngine;
 bool checkSchedule(const sched::Schedule &schedule, const Target &target,
                    DiagnosticEngine &diagnostics);
 
-/// Checks the `when` guards of all schedules of one fusion: no two apply to the same
-/// sizes, and some schedule applies to every size.
-bool checkGuards(const ir::Fusion &fusion, const std::vector<const ast::ScheduleDecl *> &schedules,
+/// Checks the `when` guards of all schedules of one fusion (in source order, `= auto`
+/// ones the heuristics did not replace included): no two apply to the same sizes, and
+/// some schedule applies to every size. Guards name dimensions of the fusion
+/// (sched::checkGuardDims reports the others first).
+bool checkGuards(const ir::Fusion &fusion,
+                 const std::vector<const sched::ScheduleHeader *> &schedules,
                  DiagnosticEngine &diagnostics);
 
 } // namespace fsl

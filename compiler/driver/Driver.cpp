@@ -16,6 +16,7 @@
 #include "kir/Printer.h"
 #include "lower/Lower.h"
 #include "parse/Parser.h"
+#include "schedule/FromAst.h"
 #include "schedule/Printer.h"
 #include "schedule/ScheduleBuilder.h"
 #include "sema/Sema.h"
@@ -49,12 +50,24 @@ struct Settings {
   std::map<std::string, int64_t> defines;
 };
 
+/// A schedule block of the main file: a user's, or one the heuristics chose.
+struct PlannedSchedule {
+  /// The declaration it comes from (several blocks may replace one `= auto`); null for a
+  /// block chosen for a fusion that has no schedule.
+  const ast::ScheduleDecl *decl = nullptr;
+  const ir::Fusion *fusion = nullptr;
+  /// An `= auto` declaration the heuristics did not replace has only its header.
+  sched::ScheduleBlock block;
+  const sched::Schedule *built = nullptr; // once built and checked
+};
+
 /// One input on its way through the pipeline.
 struct Unit {
   std::string path;
   std::unique_ptr<ast::File> file;                         // when only parsed (format, ast)
   std::unique_ptr<Program> program;                        // after sema
-  std::vector<std::unique_ptr<sched::Schedule>> schedules; // explicit schedules, checked
+  std::vector<PlannedSchedule> planned;                    // in source order, then the chosen
+  std::vector<std::unique_ptr<sched::Schedule>> schedules; // built from `planned`, checked
   std::vector<std::unique_ptr<kir::Program>> programs;     // lowered, when asked for
   std::map<std::string, std::string> noHeuristic;          // fusion -> why no auto schedule
   std::set<std::string> staticDimNames;
@@ -271,7 +284,7 @@ private:
       SemaOptions semaOptions{settings_.includeDirs, settings_.stdlibDir, settings_.defines};
       unit.program = analyze(std::move(file), sources_, diagnostics, semaOptions);
       if (unit.program) {
-        expandAutoSchedules(unit, diagnostics);
+        planSchedules(unit, diagnostics);
         buildSchedules(unit, diagnostics);
       }
     } else {
@@ -290,48 +303,48 @@ private:
     return unit;
   }
 
-  /// Replaces each `= auto` block (and, when code or schedules are asked for, adds one for
-  /// each fusion without a schedule) by the schedule text the heuristics choose, parsed
-  /// like a user's, so everything after sees explicit schedules.
-  void expandAutoSchedules(Unit &unit, DiagnosticEngine &diagnostics) {
-    ast::File &main = *unit.program->main;
+  /// The typed block of every schedule declaration of the main file; an `= auto` one is
+  /// replaced by the blocks the heuristics choose (and, when code or schedules are asked
+  /// for, each fusion without a schedule gets theirs), so everything after sees explicit
+  /// schedules.
+  void planSchedules(Unit &unit, DiagnosticEngine &diagnostics) {
     std::set<std::string> scheduled;
-    std::vector<ast::DeclPtr> decls;
-    for (ast::DeclPtr &decl : main.decls) {
-      auto *schedule = llvm::dyn_cast<ast::ScheduleDecl>(decl.get());
-      if (schedule)
-        scheduled.insert(schedule->fusion.text);
-      const ir::Fusion *fusion =
-          schedule && schedule->isAuto ? fusionNamed(unit, schedule->fusion.text) : nullptr;
-      // A guard on an unknown dimension stays as written: checkGuards reports it there.
-      bool guardsKnown = true;
-      for (const ast::SizeCondition &c :
-           schedule ? schedule->when : std::vector<ast::SizeCondition>{})
-        guardsKnown &= fusion && fusion->findDim(c.dim.text).has_value();
-      if (!fusion || !sched::checkAutoSchedule(*schedule, diagnostics) || !guardsKnown) {
-        decls.push_back(std::move(decl));
+    for (const ast::DeclPtr &decl : unit.program->main->decls) {
+      const auto *schedule = llvm::dyn_cast<ast::ScheduleDecl>(decl.get());
+      if (!schedule)
+        continue;
+      scheduled.insert(schedule->fusion.text);
+      const ir::Fusion *fusion = fusionNamed(unit, schedule->fusion.text);
+      if (!fusion)
+        continue; // sema reported it
+      sched::ScheduleHeader header = sched::headerOf(*schedule, *fusion);
+      // A guard on an unknown dimension stays as written: it is reported with the guards.
+      bool guardsKnown = header.when.size() == schedule->when.size();
+      if (!schedule->isAuto) {
+        unit.planned.push_back({schedule, fusion, sched::blockOf(*schedule, header)});
         continue;
       }
-      std::vector<ast::DeclPtr> chosen =
-          heuristicSchedules(unit, *fusion, heuristics::knobsOf(*schedule), diagnostics);
+      std::vector<sched::ScheduleBlock> chosen;
+      if (sched::checkAutoSchedule(*schedule, diagnostics) && guardsKnown)
+        chosen =
+            heuristicSchedules(unit, *fusion, heuristics::knobsOf(*schedule, header), diagnostics);
       if (chosen.empty()) {
-        decls.push_back(std::move(decl));
+        sched::ScheduleBlock unexpanded;
+        unexpanded.header = header;
+        unit.planned.push_back({schedule, fusion, std::move(unexpanded)});
         continue;
       }
-      chosen.front()->comments.leading.insert(chosen.front()->comments.leading.begin(),
-                                              schedule->comments.leading.begin(),
-                                              schedule->comments.leading.end());
-      chosen.front()->comments.blankLineBefore = schedule->comments.blankLineBefore;
-      for (ast::DeclPtr &generated : chosen)
-        decls.push_back(std::move(generated));
+      // The user's comments above `= auto` stay above what replaces it.
+      chosen.front().comments = schedule->comments.leading;
+      for (sched::ScheduleBlock &block : chosen)
+        unit.planned.push_back({schedule, fusion, std::move(block)});
     }
     if (needsKernels() || options_.emit == EmitKind::Schedule)
       for (const auto &fusion : unit.program->fusions)
         if (!scheduled.count(fusion->name))
-          for (ast::DeclPtr &generated :
+          for (sched::ScheduleBlock &block :
                heuristicSchedules(unit, *fusion, heuristics::Knobs(), diagnostics))
-            decls.push_back(std::move(generated));
-    main.decls = std::move(decls);
+            unit.planned.push_back({nullptr, fusion.get(), std::move(block)});
   }
 
   const ir::Fusion *fusionNamed(const Unit &unit, const std::string &name) const {
@@ -341,49 +354,64 @@ private:
     return nullptr;
   }
 
-  std::vector<ast::DeclPtr> heuristicSchedules(Unit &unit, const ir::Fusion &fusion,
-                                               const heuristics::Knobs &knobs,
-                                               DiagnosticEngine &diagnostics) {
+  std::vector<sched::ScheduleBlock> heuristicSchedules(Unit &unit, const ir::Fusion &fusion,
+                                                       const heuristics::Knobs &knobs,
+                                                       DiagnosticEngine &diagnostics) {
     heuristics::Choice choice =
         heuristics::chooseSchedules(fusion, settings_.target, knobs, &diagnostics);
-    if (choice.text.empty()) {
+    if (choice.blocks.empty())
       unit.noHeuristic[fusion.name] = choice.why;
-      return {};
-    }
-    unsigned buffer = sources_.AddNewSourceBuffer(
-        llvm::MemoryBuffer::getMemBufferCopy(choice.text, "<auto schedule of " + fusion.name + ">"),
-        llvm::SMLoc());
-    std::unique_ptr<ast::File> parsed = parseFile(sources_, buffer, diagnostics);
-    if (!parsed)
-      return {};
-    return std::move(parsed->decls);
+    return std::move(choice.blocks);
   }
 
-  /// Applies and checks every schedule block of the main file.
+  /// Builds and checks every planned block, then the guards of each fusion's schedules.
   void buildSchedules(Unit &unit, DiagnosticEngine &diagnostics) {
-    std::map<std::string, std::vector<const ast::ScheduleDecl *>> byFusion;
-    for (const ast::DeclPtr &decl : unit.program->main->decls) {
-      const auto *schedule = llvm::dyn_cast<ast::ScheduleDecl>(decl.get());
-      if (!schedule)
-        continue;
-      const ir::Fusion *fusion = nullptr;
-      for (const auto &candidate : unit.program->fusions)
-        if (candidate->name == schedule->fusion.text)
-          fusion = candidate.get();
-      if (!fusion)
-        continue;
-      byFusion[fusion->name].push_back(schedule);
-      if (schedule->isAuto)
-        continue; // knobs were checked when the heuristics expanded it
+    std::map<std::string, std::vector<const sched::ScheduleHeader *>> byFusion;
+    for (PlannedSchedule &planned : unit.planned) {
+      byFusion[planned.fusion->name].push_back(&planned.block.header);
+      if (planned.block.header.isAuto)
+        continue; // knobs were checked when the heuristics were asked
       std::unique_ptr<sched::Schedule> built =
-          sched::buildSchedule(*schedule, *fusion, diagnostics);
-      if (built && checkSchedule(*built, settings_.target, diagnostics))
+          sched::buildSchedule(planned.block, *planned.fusion, diagnostics);
+      if (built && checkSchedule(*built, settings_.target, diagnostics)) {
+        planned.built = built.get();
         unit.schedules.push_back(std::move(built));
+      }
     }
-    for (const auto &[name, schedules] : byFusion)
-      for (const auto &fusion : unit.program->fusions)
-        if (fusion->name == name)
-          checkGuards(*fusion, schedules, diagnostics);
+    // Overlaps cannot be told while a guard names an unknown dimension.
+    for (const auto &[name, headers] : byFusion) {
+      bool known = true;
+      std::set<const ast::ScheduleDecl *> checked; // an `= auto` may give several blocks
+      for (const PlannedSchedule &planned : unit.planned)
+        if (planned.fusion->name == name && planned.decl && checked.insert(planned.decl).second)
+          known &= sched::checkGuardDims(*planned.decl, *planned.fusion, diagnostics);
+      if (known)
+        checkGuards(*fusionNamed(unit, name), headers, diagnostics);
+    }
+  }
+
+  /// --emit=schedule: the main file with every schedule printed from its typed block,
+  /// each directive followed by the note its build derived.
+  std::string formatWithSchedules(const Unit &unit) const {
+    auto text = [](const PlannedSchedule &planned) {
+      std::string printed;
+      llvm::raw_string_ostream out(printed);
+      sched::printBlock(planned.block,
+                        planned.built ? planned.built->notes : std::vector<std::string>(), out);
+      return printed;
+    };
+    std::vector<std::string> appended;
+    for (const PlannedSchedule &planned : unit.planned)
+      if (!planned.decl)
+        appended.push_back(text(planned));
+    auto replace = [&](const ast::Decl &decl) {
+      std::vector<std::string> blocks;
+      for (const PlannedSchedule &planned : unit.planned)
+        if (planned.decl == &decl && !planned.block.header.isAuto)
+          blocks.push_back(text(planned));
+      return blocks;
+    };
+    return ast::formatFile(*unit.program->main, replace, appended);
   }
 
   static std::set<std::string> staticDimNames(const ast::File &file) {
@@ -447,9 +475,7 @@ private:
         }
         extension = ".schedule.txt";
       } else {
-        for (const auto &schedule : unit.schedules)
-          sched::annotateDirectives(*schedule);
-        stream << ast::formatFile(*unit.program->main);
+        stream << formatWithSchedules(unit);
         extension = ".fsl";
       }
       break;

@@ -7,6 +7,7 @@
 #include "kir/Mutator.h"
 #include "sim/Simulator.h"
 #include "support/Diagnostics.h"
+#include "support/Internal.h"
 
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/Format.h>
@@ -27,9 +28,12 @@ Tolerance toleranceFor(ir::DType type) {
     return {1e-5, 1e-5};
   case ir::DType::F64:
     return {1e-12, 1e-12};
-  default:
-    return {0, 0};
+  case ir::DType::Bool:
+  case ir::DType::I32:
+  case ir::DType::I64:
+    return {0, 0}; // exact
   }
+  FSL_UNREACHABLE("dtype");
 }
 
 std::string compareOutputs(const ir::Fusion &fusion, const eval::EvalResult &simulated,

@@ -1,6 +1,8 @@
 // Evaluator.cpp — dense tensors indexed by named dimensions, one value at a time.
 #include "eval/Evaluator.h"
 
+#include "support/Internal.h"
+
 #include <llvm/Support/FormatVariadic.h>
 
 #include <cmath>
@@ -160,9 +162,18 @@ double applyOp(ir::Op op, const double *x) {
     return x[0] != 0 || x[1] != 0;
   case Op::Where:
     return x[0] != 0 ? x[1] : x[2];
-  default:
-    return NAN;
+  case Op::Input:
+  case Op::Scalar:
+  case Op::Constant:
+  case Op::Cast:
+  case Op::ReduceSum:
+  case Op::ReduceMax:
+  case Op::ReduceMin:
+  case Op::ReduceMean:
+  case Op::MatMul:
+    break;
   }
+  FSL_UNREACHABLE("applyOp of an operation that is not pointwise");
 }
 
 namespace {

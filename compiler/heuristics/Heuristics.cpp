@@ -1,6 +1,8 @@
-// Heuristics.cpp — one function per heuristic; each returns commented schedule text.
+// Heuristics.cpp — one function per heuristic; each returns typed schedule blocks with
+// the reasons for its choices.
 #include "heuristics/Heuristics.h"
 
+#include "ast/AST.h"
 #include "schedule/ScheduleBuilder.h"
 
 #include <llvm/ADT/StringExtras.h>
@@ -36,27 +38,52 @@ unsigned widestElement(const ir::Fusion &fusion, ir::DimId dim) {
   return bytes;
 }
 
-std::string guard(const std::vector<ast::SizeCondition> &when, const std::string &extra = "") {
-  std::vector<std::string> parts;
-  for (const ast::SizeCondition &c : when)
-    parts.push_back(c.dim.text + " " + ast::binaryOpSpelling(c.op).str() + " " +
-                    std::to_string(c.bound.value));
-  if (!extra.empty())
-    parts.push_back(extra);
-  return parts.empty() ? "" : " when " + llvm::join(parts, " && ");
-}
-
+/// A schedule block being chosen: its reasons and its directives, every operand of a
+/// directive pointing at what asked for it (a knob, or the `= auto` declaration).
 struct Block {
-  std::vector<std::string> comments;
-  std::vector<std::string> directives;
-  std::string render(const std::string &fusion, const std::string &when) const {
-    std::string text;
-    for (const std::string &comment : comments)
-      text += "// " + comment + "\n";
-    text += "schedule " + fusion + when + " {\n";
-    for (const std::string &directive : directives)
-      text += "    " + directive + "\n";
-    return text + "}\n";
+  std::vector<std::string> reasons;
+  std::vector<sched::Directive> directives;
+
+  static sched::LoopRef loop(const std::string &name, llvm::SMRange at) {
+    return {std::nullopt, {name, at}, at};
+  }
+  void add(sched::DirectiveOp op, llvm::SMRange at) {
+    directives.push_back({std::move(op), at, {}, false});
+  }
+
+  /// `split loop by factor -> (outer, inner)`, or `into` when `factorIsOuter`.
+  void split(const std::string &name, int64_t factor, const std::string &outer,
+             const std::string &inner, llvm::SMRange at, bool factorIsOuter = false) {
+    add(sched::Split{loop(name, at), factorIsOuter, {factor, at}, {outer, at}, {inner, at}}, at);
+  }
+  void parallelize(const std::vector<std::pair<std::string, sched::Parallel>> &bindings,
+                   llvm::SMRange at) {
+    sched::Parallelize parallelize;
+    for (const auto &[name, parallel] : bindings)
+      parallelize.bindings.push_back({loop(name, at), parallel});
+    add(parallelize, at);
+  }
+  void vectorize(const std::string &name, llvm::SMRange at) {
+    add(sched::Vectorize{loop(name, at)}, at);
+  }
+  void unroll(const std::string &name, llvm::SMRange at) {
+    add(sched::Unroll{loop(name, at), std::nullopt}, at);
+  }
+  void persistent(const std::string &tensor, sched::MemoryKind memory, llvm::SMRange at) {
+    add(sched::Persistent{{tensor, at}, memory}, at);
+  }
+  void computeWith(const std::string &tensor, llvm::SMRange at) {
+    add(sched::ComputeWith{{tensor, at}}, at);
+  }
+
+  sched::ScheduleBlock finish(const sched::ScheduleHeader &header,
+                              std::vector<sched::SizeGuard> when) && {
+    sched::ScheduleBlock block;
+    block.header = header;
+    block.header.when = std::move(when);
+    block.directives = std::move(directives);
+    block.reasons = std::move(reasons);
+    return block;
   }
 };
 
@@ -65,43 +92,52 @@ struct RowSplit {
   int64_t vector = 1, threads = 32, batch = 1, rowsPerBlock = 1;
 };
 
+/// Where each directive of a row split points: the knob that decided it, or the header.
+struct RowRanges {
+  llvm::SMRange vector, threads, rows, header;
+};
+
 void rowDirectives(Block &block, const std::string &row, const std::string &dim,
-                   const RowSplit &split, bool staticBdimx, bool unroll) {
+                   const RowSplit &split, bool staticBdimx, bool unroll, const RowRanges &at) {
   const std::string outer = dim + "o", vec = dim + "v", serial = dim + "p", lanes = dim + "x";
   if (split.vector > 1)
-    block.directives.push_back(
-        llvm::formatv("split {0} by {1} -> ({2}, {3});", dim, split.vector, outer, vec).str());
+    block.split(dim, split.vector, outer, vec, at.vector);
   std::string base = split.vector > 1 ? outer : dim;
   if (staticBdimx)
-    block.directives.push_back(
-        llvm::formatv("split {0} by {1} -> ({2}, {3});", base, split.threads, serial, lanes).str());
+    block.split(base, split.threads, serial, lanes, at.threads);
   else
-    block.directives.push_back(
-        llvm::formatv("split {0} into {1} -> ({2}, {3});", base, split.batch, serial, lanes).str());
-  std::string binding = llvm::formatv("parallelize {0} -> BIDx, {1} -> TIDx;", row, lanes).str();
+    block.split(base, split.batch, serial, lanes, at.threads, /*factorIsOuter=*/true);
   if (split.rowsPerBlock > 1) {
-    block.directives.push_back(
-        llvm::formatv("split {0} by {1} -> ({0}b, {0}y);", row, split.rowsPerBlock).str());
-    binding =
-        llvm::formatv("parallelize {0}b -> BIDx, {0}y -> TIDy, {1} -> TIDx;", row, lanes).str();
+    block.split(row, split.rowsPerBlock, row + "b", row + "y", at.rows);
+    block.parallelize({{row + "b", sched::Parallel::BIDx},
+                       {row + "y", sched::Parallel::TIDy},
+                       {lanes, sched::Parallel::TIDx}},
+                      at.header);
+  } else {
+    block.parallelize({{row, sched::Parallel::BIDx}, {lanes, sched::Parallel::TIDx}}, at.header);
   }
-  block.directives.push_back(binding);
   if (split.vector > 1)
-    block.directives.push_back("vectorize " + vec + ";");
+    block.vectorize(vec, at.vector);
   if (unroll && split.batch > 1)
-    block.directives.push_back("unroll " + serial + ";");
+    block.unroll(serial, at.header);
 }
 
 class Chooser {
 public:
   Chooser(const ir::Fusion &fusion, const Target &target, const Knobs &knobs,
           DiagnosticEngine *diagnostics)
-      : fusion_(fusion), target_(target), knobs_(knobs), diagnostics_(diagnostics) {}
+      : fusion_(fusion), target_(target), knobs_(knobs), diagnostics_(diagnostics) {
+    header_.fusion = fusion.name;
+    // Without an `= auto` declaration, the choice is for the fusion itself.
+    header_.fusionRange = knobs.fusionRange.isValid() ? knobs.fusionRange : fusion.range;
+    header_.range = knobs.declRange.isValid() ? knobs.declRange : fusion.range;
+    header_.chosenByHeuristics = true;
+  }
 
   Choice run() {
     Choice choice = dispatch();
     // A heuristic that declines the fusion takes the knobs with it: `why` says why.
-    if (choice.text.empty())
+    if (choice.blocks.empty())
       return choice;
     // Whatever the heuristic did not use is refused, so no knob is ever ignored.
     for (const auto &[name, set] : written())
@@ -118,7 +154,7 @@ public:
                              at != knobs_.ranges.end() ? at->second : llvm::SMRange(), name,
                              reason);
     }
-    return {"",
+    return {{},
             "knob '" + refused_.front().first + "' cannot be honoured: " + refused_.front().second};
   }
 
@@ -126,17 +162,17 @@ private:
   Choice dispatch() {
     for (const auto &value : fusion_.values)
       if (value->op == ir::Op::MatMul)
-        return {"",
+        return {{},
                 "matrix products are scheduled by the matmul heuristic, which is not written yet"};
     const ir::Output *reference = referenceOutput(fusion_);
     if (!reference)
-      return {"", "the fusion has no output"};
+      return {{}, "the fusion has no output"};
     kind_ = knobs_.kind.empty() ? classify(fusion_) : knobs_.kind;
     if (kind_ == "pointwise")
       return pointwise();
     if (kind_ == "reduction" || kind_ == "inner_persistent")
       return reductionLike(kind_ == "inner_persistent");
-    return {"", "auto(" + kind_ + ") is not implemented yet"};
+    return {{}, "auto(" + kind_ + ") is not implemented yet"};
   }
 
   /// Each knob and whether it is set.
@@ -149,6 +185,19 @@ private:
             {"rows_per_block", knobs_.rowsPerBlock.has_value()}};
   }
   void honour(const std::string &knob) { honoured_.insert(knob); }
+  /// Where a directive the knob decided points: the knob when it is written, else the
+  /// `= auto` declaration (or the fusion).
+  llvm::SMRange at(const std::string &knob) const {
+    auto found = knobs_.ranges.find(knob);
+    return found != knobs_.ranges.end() ? found->second : header_.range;
+  }
+  RowRanges rowRanges() const {
+    return {at("vector_width"), at(knobs_.persistentBatch ? "persistent_batch" : "static_bdimx"),
+            at("rows_per_block"), header_.range};
+  }
+  sched::ScheduleBlock finish(Block block, std::vector<sched::SizeGuard> when) const {
+    return std::move(block).finish(header_, std::move(when));
+  }
   void refuse(const std::string &knob, const std::string &reason) {
     honoured_.insert(knob); // reported once
     refused_.emplace_back(knob, reason);
@@ -225,7 +274,7 @@ private:
     std::vector<ir::DimId> rows;
     std::string why;
     if (!layout(inner, rows, why))
-      return {"", why};
+      return {{}, why};
     const ir::Dim &d = fusion_.dims[inner];
     std::string vectorWhy;
     int64_t vector = vectorWidth(inner, vectorWhy);
@@ -235,38 +284,35 @@ private:
     if (knobs_.unroll)
       honour("unroll");
     Block block;
-    block.comments.push_back(
+    block.reasons.push_back(
         "auto(pointwise): " + vectorWhy + "; 128 threads a block, " +
         (unroll > 1
              ? llvm::formatv("{0} accesses each, 128 accesses apart (unroll = {0})", unroll).str()
              : std::string(knobs_.unroll ? "one access each (unroll = 1)" : "one access each")) +
         ".");
     if (vector > 1)
-      block.directives.push_back(
-          llvm::formatv("split {0} by {1} -> ({0}o, {0}v);", d.name, vector).str());
+      block.split(d.name, vector, d.name + "o", d.name + "v", at("vector_width"));
     std::string base = vector > 1 ? d.name + "o" : d.name;
     if (unroll > 1) {
-      block.directives.push_back(
-          llvm::formatv("split {0} by 128 -> ({1}q, {1}x);", base, d.name).str());
-      block.directives.push_back(
-          llvm::formatv("split {0}q by {1} -> ({0}b, {0}u);", d.name, unroll).str());
+      block.split(base, 128, d.name + "q", d.name + "x", header_.range);
+      block.split(d.name + "q", unroll, d.name + "b", d.name + "u", at("unroll"));
     } else {
-      block.directives.push_back(
-          llvm::formatv("split {0} by 128 -> ({1}b, {1}x);", base, d.name).str());
+      block.split(base, 128, d.name + "b", d.name + "x", header_.range);
     }
     if (rows.empty())
-      block.directives.push_back(
-          llvm::formatv("parallelize {0}b -> BIDx, {0}x -> TIDx;", d.name).str());
+      block.parallelize(
+          {{d.name + "b", sched::Parallel::BIDx}, {d.name + "x", sched::Parallel::TIDx}},
+          header_.range);
     else
-      block.directives.push_back(
-          llvm::formatv("parallelize {0} -> BIDx, {1}b -> BIDy, {1}x -> TIDx;",
-                        fusion_.dims[rows[0]].name, d.name)
-              .str());
+      block.parallelize({{fusion_.dims[rows[0]].name, sched::Parallel::BIDx},
+                         {d.name + "b", sched::Parallel::BIDy},
+                         {d.name + "x", sched::Parallel::TIDx}},
+                        header_.range);
     if (vector > 1)
-      block.directives.push_back("vectorize " + d.name + "v;");
+      block.vectorize(d.name + "v", at("vector_width"));
     if (unroll > 1)
-      block.directives.push_back("unroll " + d.name + "u;");
-    return {block.render(fusion_.name, guard(knobs_.when)), ""};
+      block.unroll(d.name + "u", at("unroll"));
+    return {{finish(std::move(block), knobs_.when)}, ""};
   }
 
   /// Persistent buffers: values a reduction consumes and a later use needs. One that
@@ -330,18 +376,18 @@ private:
     std::vector<ir::DimId> rows;
     std::string why;
     if (!layout(inner, rows, why))
-      return {"", why};
+      return {{}, why};
     std::set<ir::DimId> reduced;
     for (const auto &value : fusion_.values)
       if (ir::isReduction(value->op))
         reduced.insert(value->reduced.begin(), value->reduced.end());
     if (reduced.size() != 1)
-      return {"", "the reduction heuristics handle fusions that reduce one dimension"};
+      return {{}, "the reduction heuristics handle fusions that reduce one dimension"};
     ir::DimId r = *reduced.begin();
     if (r != inner)
       return outerReduction(r, inner);
     if (rows.size() != 1)
-      return {"", "an inner reduction needs one row dimension"};
+      return {{}, "an inner reduction needs one row dimension"};
     const ir::Dim &d = fusion_.dims[inner];
     const std::string row = fusion_.dims[rows[0]].name;
     std::string vectorWhy;
@@ -356,16 +402,16 @@ private:
     if (!d.staticExtent) {
       // A runtime row length: threads cover it in a loop (dynamic blockDim-free split).
       Block block;
-      block.comments.push_back(
+      block.reasons.push_back(
           llvm::formatv("auto({0}): {1} is a runtime size: 256 threads loop over the row; "
                         "values are recomputed (no static buffer size).",
                         persistent ? "inner_persistent" : "reduction", d.name)
               .str());
-      block.directives.push_back(llvm::formatv("split {0} by 256 -> ({0}p, {0}x);", d.name).str());
-      block.directives.push_back(
-          llvm::formatv("parallelize {0} -> BIDx, {1}x -> TIDx;", row, d.name).str());
+      block.split(d.name, 256, d.name + "p", d.name + "x", at("static_bdimx"));
+      block.parallelize({{row, sched::Parallel::BIDx}, {d.name + "x", sched::Parallel::TIDx}},
+                        header_.range);
       for (const sched::TensorSchedule *buffer : kept)
-        block.directives.push_back("persistent " + buffer->name + " in recompute;");
+        block.persistent(buffer->name, sched::MemoryKind::Recompute, header_.range);
       // 256 threads is a static blockDim.x; the rest needs a static row to size it.
       if (staticBdimx)
         honour("static_bdimx");
@@ -373,7 +419,7 @@ private:
                 " is a runtime size: 256 threads loop over the row, one row a block, "
                 "and buffers are recomputed; the knob needs a static " +
                 d.name;
-      return {block.render(fusion_.name, guard(knobs_.when)), ""};
+      return {{finish(std::move(block), knobs_.when)}, ""};
     }
 
     int64_t vectors = ceilDiv(*d.staticExtent, vector);
@@ -463,7 +509,7 @@ private:
       int64_t values = split.batch * split.vector;
       for (const sched::TensorSchedule *buffer : kept) {
         int64_t sharedBytes = values * 4 * split.threads * split.rowsPerBlock;
-        std::string memory = "registers";
+        sched::MemoryKind memory = sched::MemoryKind::Registers;
         std::string reason = llvm::formatv("{0} values of {1} a thread fit registers", values,
                                            ir::dtypeName(buffer->dtype))
                                  .str();
@@ -471,23 +517,23 @@ private:
           // Shared memory also holds the reduction scratch, 8 bytes a thread.
           if (sharedBytes * numBuffers + 8 * split.threads * split.rowsPerBlock <=
               target_.sharedMemoryPerBlock) {
-            memory = "shared";
+            memory = sched::MemoryKind::Shared;
             reason = llvm::formatv("{0} values a thread are too many for registers; {1} bytes a "
                                    "block fit shared memory",
                                    values, sharedBytes)
                          .str();
           } else {
-            memory = "recompute";
+            memory = sched::MemoryKind::Recompute;
             reason = "too large for registers and shared memory: the inputs are read again";
           }
         }
-        block.comments.push_back("persistent " + buffer->name + " in " + memory + ": " + reason +
-                                 ".");
-        block.directives.push_back("persistent " + buffer->name + " in " + memory + ";");
-        if (memory != "recompute") {
+        block.reasons.push_back("persistent " + buffer->name + " in " +
+                                sched::memoryKindName(memory).str() + ": " + reason + ".");
+        block.persistent(buffer->name, memory, header_.range);
+        if (memory != sched::MemoryKind::Recompute) {
           computedWith = true;
           if (knobs_.computeWith.value_or(true))
-            block.directives.push_back("compute_with " + buffer->name + ";");
+            block.computeWith(buffer->name, at("compute_with"));
         }
       }
     };
@@ -503,32 +549,32 @@ private:
           .str();
     };
     const char *kind = persistent ? "inner_persistent" : "reduction";
-    std::string text;
+    std::vector<sched::ScheduleBlock> blocks;
     // A guard, a row count or a batch the user gave applies to every size: no variant.
     bool widen = wide.threads > normal.threads && knobs_.when.empty() && !knobs_.rowsPerBlock &&
                  !knobs_.persistentBatch;
     if (widen) {
       Block small;
-      small.comments.push_back(
+      small.reasons.push_back(
           llvm::formatv("auto({0}), fewer rows than the {1} SMs of {2}: wider blocks, more "
                         "warps a row.",
                         kind, target_.smCount, target_.name)
               .str());
-      small.comments.push_back(describe(wide, "row split"));
-      rowDirectives(small, row, d.name, wide, staticBdimx, true);
+      small.reasons.push_back(describe(wide, "row split"));
+      rowDirectives(small, row, d.name, wide, staticBdimx, true, rowRanges());
       persistentDirectives(small, wide);
-      text += small.render(fusion_.name, guard({}, row + " < " + std::to_string(target_.smCount))) +
-              "\n";
+      sched::SizeGuard fewRows{rows[0], row, sched::Comparison::Lt, target_.smCount, header_.range};
+      blocks.push_back(finish(std::move(small), {fewRows}));
     }
     Block block;
-    block.comments.push_back(
+    block.reasons.push_back(
         llvm::formatv("auto({0}){1}.", kind,
                       widen ? llvm::formatv(", {0} rows or more", target_.smCount).str() : "")
             .str());
-    block.comments.push_back(describe(normal, "row split"));
-    rowDirectives(block, row, d.name, normal, staticBdimx, true);
+    block.reasons.push_back(describe(normal, "row split"));
+    rowDirectives(block, row, d.name, normal, staticBdimx, true, rowRanges());
     persistentDirectives(block, normal);
-    text += block.render(fusion_.name, guard(knobs_.when));
+    blocks.push_back(finish(std::move(block), knobs_.when));
     if (knobs_.computeWith) {
       if (computedWith)
         honour("compute_with");
@@ -539,7 +585,7 @@ private:
                             : "its persistent buffers are recomputed (too large for registers "
                               "and shared memory), not kept");
     }
-    return {text, ""};
+    return {std::move(blocks), ""};
   }
 
   Choice outerReduction(ir::DimId reduced, ir::DimId inner) {
@@ -551,13 +597,14 @@ private:
               ": the outer-reduction schedule gives each thread one column and has no row "
               "to split, batch or vectorize; write the schedule by hand";
     Block block;
-    block.comments.push_back("auto(reduction), outer: each thread reduces one column over " +
-                             fusion_.dims[reduced].name +
-                             " serially; columns on threads and blocks.");
-    block.directives.push_back(llvm::formatv("split {0} by 128 -> ({0}b, {0}x);", d.name).str());
-    block.directives.push_back(
-        llvm::formatv("parallelize {0}b -> BIDx, {0}x -> TIDx;", d.name).str());
-    return {block.render(fusion_.name, guard(knobs_.when)), ""};
+    block.reasons.push_back("auto(reduction), outer: each thread reduces one column over " +
+                            fusion_.dims[reduced].name +
+                            " serially; columns on threads and blocks.");
+    block.split(d.name, 128, d.name + "b", d.name + "x", header_.range);
+    block.parallelize(
+        {{d.name + "b", sched::Parallel::BIDx}, {d.name + "x", sched::Parallel::TIDx}},
+        header_.range);
+    return {{finish(std::move(block), knobs_.when)}, ""};
   }
 
   const ir::Fusion &fusion_;
@@ -567,16 +614,19 @@ private:
   std::string kind_;
   std::set<std::string> honoured_;                           // and refused
   std::vector<std::pair<std::string, std::string>> refused_; // knob, why
-  std::string unused_; // why the schedule taken reads none of the other knobs
+  std::string unused_;           // why the schedule taken reads none of the other knobs
+  sched::ScheduleHeader header_; // of every block chosen
 };
 
 } // namespace
 
-Knobs knobsOf(const ast::ScheduleDecl &decl) {
+Knobs knobsOf(const ast::ScheduleDecl &decl, const sched::ScheduleHeader &header) {
   Knobs knobs;
   if (decl.autoKind)
     knobs.kind = decl.autoKind->text;
-  knobs.when = decl.when;
+  knobs.when = header.when;
+  knobs.declRange = header.range;
+  knobs.fusionRange = header.fusionRange;
   for (const ast::Knob &knob : decl.knobs) {
     const auto &literal = llvm::cast<ast::LiteralExpr>(*knob.value);
     knobs.ranges[knob.name.text] = knob.range;
@@ -592,7 +642,7 @@ Knobs knobsOf(const ast::ScheduleDecl &decl) {
       knobs.rowsPerBlock = literal.intValue;
     else if (knob.name.text == "unroll")
       knobs.unroll = literal.intValue;
-    // ScheduleBuilder refuses the other knobs before the heuristics run.
+    // sched::checkAutoSchedule refuses the other knobs before the heuristics run.
   }
   return knobs;
 }

@@ -1,8 +1,9 @@
 // Heuristics.h — schedules chosen by the compiler for `= auto` (or no schedule).
 //
-// The heuristics write schedule text, the same syntax users write, with comments that
-// explain each choice; the driver parses it and checks it like any schedule, so
-// `--emit=schedule` shows exactly what was chosen and it can be pasted and tuned.
+// The heuristics return typed schedule blocks (schedule/ScheduleBlock.h), the same
+// directives a user's schedule converts to, with the reasons for each choice; the driver
+// builds and checks them like any schedule, and `--emit=schedule` prints them with the
+// reasons as comments, so what was chosen can be pasted and tuned.
 //   pointwise         vectors of up to 16 bytes on the contiguous dimension, 128 threads,
 //                     rows on blocks; `unroll = N`: N accesses a thread, a block apart.
 //   reduction         inner: the reduced row split into vectors, threads and a serial
@@ -17,8 +18,8 @@
 //                     memory or recomputed by size.
 #pragma once
 
-#include "ast/AST.h"
 #include "ir/FusionIR.h"
+#include "schedule/ScheduleBlock.h"
 #include "support/Diagnostics.h"
 #include "support/Target.h"
 
@@ -26,12 +27,16 @@
 #include <optional>
 #include <string>
 
+namespace fsl::ast {
+class ScheduleDecl;
+}
+
 namespace fsl::heuristics {
 
-/// The knobs of `= auto(kind) { ... }`. ScheduleBuilder checks names and types and refuses
-/// the knobs no heuristic can honour (rfactor, the matmul knobs, any knob of plain `auto`);
-/// the heuristics honour each knob set here exactly or refuse it (never ignore it). Unset
-/// knobs are the heuristic's choice.
+/// The knobs of `= auto(kind) { ... }`. sched::checkAutoSchedule (schedule/FromAst.h)
+/// checks names and types and refuses the knobs no heuristic can honour (rfactor, the
+/// matmul knobs, any knob of plain `auto`); the heuristics honour each knob set here
+/// exactly or refuse it (never ignore it). Unset knobs are the heuristic's choice.
 struct Knobs {
   std::string kind;                            // empty: chosen from the fusion's shape
   std::optional<bool> staticBdimx;             // default true
@@ -40,17 +45,22 @@ struct Knobs {
   std::optional<int64_t> unroll;               // pointwise: vectors a thread
   std::optional<int64_t> persistentBatch;      // vectors of the row a thread keeps
   std::optional<int64_t> rowsPerBlock;         // rows on TIDy
-  std::vector<ast::SizeCondition> when;        // the auto block's own guard
+  std::vector<sched::SizeGuard> when;          // the auto block's own guard
   std::map<std::string, llvm::SMRange> ranges; // knob name -> where it is written
+  /// The `= auto` declaration and the fusion's name in it: the chosen blocks' directives
+  /// point at the declaration (or at the knob that decided them), schedule-wide
+  /// diagnostics at the name. Unset: at the fusion, which has no schedule.
+  llvm::SMRange declRange, fusionRange;
 };
 
-Knobs knobsOf(const ast::ScheduleDecl &decl);
+/// The knobs of an `= auto` declaration whose header is `header` (from sched::headerOf).
+Knobs knobsOf(const ast::ScheduleDecl &decl, const sched::ScheduleHeader &header);
 
 /// The heuristic for a fusion's shape: pointwise, reduction or inner_persistent.
 std::string classify(const ir::Fusion &fusion);
 
 struct Choice {
-  std::string text; // schedule blocks, or empty when `why` says why not
+  std::vector<sched::ScheduleBlock> blocks; // or none, when `why` says why not
   std::string why;
 };
 

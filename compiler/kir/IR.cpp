@@ -140,7 +140,15 @@ Expr foldIndex(BinaryOp op, Expr a, Expr b) {
       return index(std::min(*x, *y));
     case BinaryOp::Max:
       return index(std::max(*x, *y));
-    default:
+    case BinaryOp::Pow: // not index arithmetic: left as written
+    case BinaryOp::Lt:
+    case BinaryOp::Le:
+    case BinaryOp::Gt:
+    case BinaryOp::Ge:
+    case BinaryOp::Eq:
+    case BinaryOp::Ne:
+    case BinaryOp::And:
+    case BinaryOp::Or:
       break;
     }
   }
@@ -171,7 +179,17 @@ Expr foldIndex(BinaryOp op, Expr a, Expr b) {
     if (y == 1)
       return index(0);
     break;
-  default:
+  case BinaryOp::Min: // no identity to fold
+  case BinaryOp::Max:
+  case BinaryOp::Pow:
+  case BinaryOp::Lt:
+  case BinaryOp::Le:
+  case BinaryOp::Gt:
+  case BinaryOp::Ge:
+  case BinaryOp::Eq:
+  case BinaryOp::Ne:
+  case BinaryOp::And:
+  case BinaryOp::Or:
     break;
   }
   return binary(op, std::move(a), std::move(b));
@@ -528,9 +546,10 @@ std::optional<int64_t> evaluateStatic(const Expr &e) {
       return std::min(*a, *b);
     case BinaryOp::Max:
       return std::max(*a, *b);
-    default:
+    case BinaryOp::Pow: // no integer power in index arithmetic
       return std::nullopt;
     }
+    FSL_UNREACHABLE("binary op");
   }
   case ExprKind::Var:
   case ExprKind::Unary:

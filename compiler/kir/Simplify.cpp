@@ -61,8 +61,26 @@ public:
       if (c && a->kind == ExprKind::Binary && a->binary == BinaryOp::Mul)
         if (std::optional<int64_t> inner = asConstant(a->operands[1]))
           return a->operands[0] * index(*inner * *c);
+      // (x + y) * c -> x * c + y * c: the strides of split loops meet their constants
+      // (`Hp * 4096 + Hx * 8`, not `(Hp * 512 + Hx) * 8`), the form people write and
+      // the one that gave ptxas the faster schedule (docs/performance.md, 2026-11-30).
+      if (c && a->kind == ExprKind::Binary && a->binary == BinaryOp::Add)
+        return mutate(binary(BinaryOp::Mul, a->operands[0], b)) +
+               mutate(binary(BinaryOp::Mul, a->operands[1], b));
       break;
-    default:
+    case BinaryOp::Add: // no rule of their own: rebuilt below
+    case BinaryOp::Sub:
+    case BinaryOp::Min:
+    case BinaryOp::Max:
+    case BinaryOp::Pow:
+    case BinaryOp::Lt:
+    case BinaryOp::Le:
+    case BinaryOp::Gt:
+    case BinaryOp::Ge:
+    case BinaryOp::Eq:
+    case BinaryOp::Ne:
+    case BinaryOp::And:
+    case BinaryOp::Or:
       break;
     }
     // Rebuild through the folding operators (constants, 0 and 1).
@@ -81,9 +99,18 @@ public:
       return kir::min(a, b);
     case BinaryOp::Max:
       return kir::max(a, b);
-    default:
+    case BinaryOp::Pow:
+    case BinaryOp::Lt:
+    case BinaryOp::Le:
+    case BinaryOp::Gt:
+    case BinaryOp::Ge:
+    case BinaryOp::Eq:
+    case BinaryOp::Ne:
+    case BinaryOp::And:
+    case BinaryOp::Or:
       return simplified;
     }
+    return simplified;
   }
 
 private:
@@ -117,9 +144,21 @@ private:
       if (x.lo && *x.lo >= 0 && y.hi && *y.hi > 0)
         return {0, *y.hi - 1};
       return {};
-    default:
+    case BinaryOp::Sub: // unbounded as far as these rules need
+    case BinaryOp::Min:
+    case BinaryOp::Max:
+    case BinaryOp::Pow:
+    case BinaryOp::Lt:
+    case BinaryOp::Le:
+    case BinaryOp::Gt:
+    case BinaryOp::Ge:
+    case BinaryOp::Eq:
+    case BinaryOp::Ne:
+    case BinaryOp::And:
+    case BinaryOp::Or:
       return {};
     }
+    return {};
   }
 
   /// 0 <= e < c.

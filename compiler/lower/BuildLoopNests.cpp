@@ -11,6 +11,8 @@
 #include "support/Internal.h"
 
 #include <cmath>
+#include <functional>
+#include <set>
 
 namespace fsl::lower {
 namespace {
@@ -229,7 +231,7 @@ private:
     for (ir::DimId d = 0; d < f_.dims.size(); ++d) {
       auto found = index.find(f_.dims[d].name);
       if (found == index.end()) {
-        cx_.diagnostics.report(DiagId::LoweringUnsupported, plan_.schedule->decl->fusion.range,
+        cx_.diagnostics.report(DiagId::LoweringUnsupported, plan_.schedule->header.fusionRange,
                                "no loop of the kernel walks dimension " + f_.dims[d].name);
         return false;
       }
@@ -317,6 +319,90 @@ private:
     return linear;
   }
 
+  /// The serial loops of the plan around `body`, innermost first.
+  Stmt serialNest(Stmt body) const {
+    std::vector<int> serial = plan_.serialLoops();
+    for (auto it = serial.rbegin(); it != serial.rend(); ++it) {
+      const PlannedLoop &loop = plan_.loops[*it];
+      kir::LoopKind kind = loop.vectorized ? kir::LoopKind::Vectorized
+                           : loop.unrolled ? kir::LoopKind::Unrolled
+                                           : kir::LoopKind::Serial;
+      auto node = std::make_shared<kir::StmtNode>(
+          *kir::forLoop(cx_.loopVars[*it], cx_.extentOf(loop.extent), kind, body, loop.origin));
+      if (loop.unrolled && !loop.vectorized)
+        node->unrollFactor = loop.unrollFactor;
+      body = node;
+    }
+    return body;
+  }
+
+  /// The lets of an element body: each value of `order` that `needed` holds, computed
+  /// from its operands (an inlined value is an expression substituted into its users);
+  /// `fromBuffer` values are read back from their persistent buffer.
+  void computeValues(int p, const std::vector<const ir::Value *> &order,
+                     const std::set<unsigned> &needed, const std::set<unsigned> &fromBuffer,
+                     std::map<unsigned, Expr> &values, std::vector<Stmt> &element) {
+    auto valueOf = [&](const ir::Value *value) -> Expr {
+      auto found = values.find(value->id);
+      if (found != values.end())
+        return found->second;
+      auto result = results_.find(value->id);
+      FSL_INTERNAL_ASSERT(result != results_.end(), "a value used before it is computed");
+      return kir::var(result->second);
+    };
+    for (const ir::Value *value : order) {
+      if (!needed.count(value->id))
+        continue;
+      int computedIn = plan_.phaseOf.at(value->id);
+      if (ir::isReduction(value->op) && computedIn < p)
+        continue; // the reduction's result is a variable of the thread already
+      Expr expr;
+      ir::DType type = value->dtype;
+      if (fromBuffer.count(value->id)) {
+        expr = kir::load(persistentBuffers_.at(value->id), bufferIndex(value->id));
+        type = expr->dtype;
+      } else if (value->op == ir::Op::Input) {
+        const kir::BufferPtr &buffer = cx_.paramBuffers[value->paramIndex];
+        expr = kir::load(buffer, cx_.offsetOf(f_.params[value->paramIndex].dims));
+      } else if (value->op == ir::Op::Scalar) {
+        expr = kir::var(cx_.scalarVars[value->paramIndex]);
+      } else if (value->op == ir::Op::Constant) {
+        expr = kir::constant(value->constant, value->dtype);
+      } else {
+        std::vector<Expr> operands;
+        for (const ir::Value *operand : value->operands)
+          operands.push_back(valueOf(operand));
+        expr = operation(*value, operands);
+      }
+      if (plan_.inlined.count(value->id) && !fromBuffer.count(value->id)) {
+        values[value->id] = expr; // `inline`: the expression itself at every use
+        continue;
+      }
+      kir::VarPtr v = kir::makeVar(valueName(*value), type);
+      element.push_back(kir::let(v, expr, value->name));
+      values[value->id] = kir::var(v);
+    }
+  }
+
+  /// The values `roots` need, through operands, stopping at `available` values (read
+  /// from a buffer or finished reductions of earlier phases).
+  std::set<unsigned> closure(const std::vector<const ir::Value *> &roots, int p,
+                             const std::set<unsigned> &available) const {
+    std::set<unsigned> needed;
+    std::function<void(const ir::Value *)> need = [&](const ir::Value *value) {
+      if (!needed.insert(value->id).second)
+        return;
+      bool earlier = ir::isReduction(value->op) && plan_.phaseOf.at(value->id) < p;
+      if (available.count(value->id) || earlier)
+        return;
+      for (const ir::Value *operand : value->operands)
+        need(operand);
+    };
+    for (const ir::Value *root : roots)
+      need(root);
+    return needed;
+  }
+
   void makePhase(int p, std::vector<Stmt> &out) {
     const PlannedPhase &phase = plan_.phases[p];
     out.push_back(kir::comment(p == 0 ? "Phase 0"
@@ -336,44 +422,46 @@ private:
                        ir::opName(reduction->op).str() + " of " +
                            (reduction->name.empty() ? valueName(*reduction) : reduction->name)));
     }
-    // The element body, innermost.
+    // Values kept for later phases that the schedule does not compute with their first
+    // consumer get a loop nest of their own first; the phase then reads them back.
+    std::set<unsigned> fromBuffer;
+    for (const auto &value : f_.values)
+      if (plan_.persistent.count(value->id) && plan_.phaseOf.at(value->id) < p)
+        fromBuffer.insert(value->id);
+    std::vector<const ir::Value *> ownNest, saves;
+    for (const ir::Value *saved : phase.saves)
+      (plan_.computedWith.count(saved->id) ? saves : ownNest).push_back(saved);
+    if (!ownNest.empty()) {
+      std::vector<Stmt> producer;
+      std::map<unsigned, Expr> values;
+      computeValues(p, phase.values, closure(ownNest, p, fromBuffer), fromBuffer, values, producer);
+      for (const ir::Value *saved : ownNest)
+        producer.push_back(kir::store(persistentBuffers_.at(saved->id), bufferIndex(saved->id),
+                                      values.at(saved->id)));
+      Stmt nest =
+          labelled(kir::block({serialNest(kir::block(std::move(producer)))}), labels::PhaseNest);
+      auto node = std::make_shared<kir::StmtNode>(*nest);
+      node->comment = "persistent values without compute_with: a loop nest of their own";
+      out.push_back(node);
+      for (const ir::Value *saved : ownNest)
+        fromBuffer.insert(saved->id);
+    }
+    // The element body of the phase.
+    std::vector<const ir::Value *> roots = saves;
+    for (const ir::Value *reduction : phase.reductions)
+      roots.push_back(reduction->operands[0]);
+    for (const ir::Output *output : phase.stores)
+      roots.push_back(output->value);
     std::vector<Stmt> element;
     std::map<unsigned, Expr> values;
+    computeValues(p, phase.values, closure(roots, p, fromBuffer), fromBuffer, values, element);
     auto valueOf = [&](const ir::Value *value) -> Expr {
       auto found = values.find(value->id);
       if (found != values.end())
         return found->second;
-      auto result = results_.find(value->id);
-      FSL_INTERNAL_ASSERT(result != results_.end(), "a value used before it is computed");
-      return kir::var(result->second);
+      return kir::var(results_.at(value->id));
     };
-    for (const ir::Value *value : phase.values) {
-      int computedIn = plan_.phaseOf.at(value->id);
-      if (ir::isReduction(value->op) && computedIn < p)
-        continue; // the reduction's result is a variable of the thread already
-      Expr expr;
-      ir::DType type = value->dtype;
-      if (plan_.persistent.count(value->id) && computedIn < p) {
-        expr = kir::load(persistentBuffers_.at(value->id), bufferIndex(value->id));
-        type = expr->dtype;
-      } else if (value->op == ir::Op::Input) {
-        const kir::BufferPtr &buffer = cx_.paramBuffers[value->paramIndex];
-        expr = kir::load(buffer, cx_.offsetOf(f_.params[value->paramIndex].dims));
-      } else if (value->op == ir::Op::Scalar) {
-        expr = kir::var(cx_.scalarVars[value->paramIndex]);
-      } else if (value->op == ir::Op::Constant) {
-        expr = kir::constant(value->constant, value->dtype);
-      } else {
-        std::vector<Expr> operands;
-        for (const ir::Value *operand : value->operands)
-          operands.push_back(valueOf(operand));
-        expr = operation(*value, operands);
-      }
-      kir::VarPtr v = kir::makeVar(valueName(*value), type);
-      element.push_back(kir::let(v, expr, value->name));
-      values[value->id] = kir::var(v);
-    }
-    for (const ir::Value *saved : phase.saves)
+    for (const ir::Value *saved : saves)
       element.push_back(
           kir::store(persistentBuffers_.at(saved->id), bufferIndex(saved->id), valueOf(saved)));
     for (const ir::Value *reduction : phase.reductions) {
@@ -389,21 +477,8 @@ private:
       element.push_back(
           kir::store(cx_.outputBuffers[o], cx_.offsetOf(output->dims), valueOf(output->value)));
     }
-    // The serial loops around it, innermost first.
-    Stmt nest = kir::block(std::move(element));
-    std::vector<int> serial = plan_.serialLoops();
-    for (auto it = serial.rbegin(); it != serial.rend(); ++it) {
-      const PlannedLoop &loop = plan_.loops[*it];
-      kir::LoopKind kind = loop.vectorized ? kir::LoopKind::Vectorized
-                           : loop.unrolled ? kir::LoopKind::Unrolled
-                                           : kir::LoopKind::Serial;
-      auto node = std::make_shared<kir::StmtNode>(
-          *kir::forLoop(cx_.loopVars[*it], cx_.extentOf(loop.extent), kind, nest, loop.origin));
-      if (loop.unrolled && !loop.vectorized)
-        node->unrollFactor = loop.unrollFactor;
-      nest = node;
-    }
-    out.push_back(labelled(kir::block({nest}), labels::PhaseNest));
+    out.push_back(
+        labelled(kir::block({serialNest(kir::block(std::move(element)))}), labels::PhaseNest));
     // The block reductions that end the phase, and their results.
     for (const ir::Value *reduction : phase.reductions) {
       const kir::VarPtr &acc = accumulators[reduction->id];

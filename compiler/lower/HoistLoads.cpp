@@ -39,7 +39,29 @@ void collect(const Stmt &s, std::vector<Expr> &guards, std::vector<Found> &found
     if (s->source->space == kir::MemorySpace::Global && s->buffer->space == kir::MemorySpace::Local)
       found.push_back({s, guards});
     return;
-  default:
+  // Nothing else of a phase's nest holds the vector loads a batch hoists.
+  case kir::StmtKind::Let:
+  case kir::StmtKind::Assign:
+  case kir::StmtKind::Allocate:
+  case kir::StmtKind::Store:
+  case kir::StmtKind::Reduce:
+  case kir::StmtKind::Barrier:
+  case kir::StmtKind::GridDependency:
+  case kir::StmtKind::Comment:
+  case kir::StmtKind::MBarrierInit:
+  case kir::StmtKind::MBarrierArrive:
+  case kir::StmtKind::MBarrierArriveExpectTx:
+  case kir::StmtKind::MBarrierWait:
+  case kir::StmtKind::FenceProxyAsync:
+  case kir::StmtKind::TmaLoad:
+  case kir::StmtKind::TmaStore:
+  case kir::StmtKind::TmaStoreWait:
+  case kir::StmtKind::WgmmaFence:
+  case kir::StmtKind::Wgmma:
+  case kir::StmtKind::WgmmaCommit:
+  case kir::StmtKind::WgmmaWait:
+  case kir::StmtKind::SetMaxNReg:
+  case kir::StmtKind::WarpRole:
     return;
   }
 }

@@ -46,11 +46,11 @@ bool computeLaunchShape(LowerContext &context) {
   std::optional<int64_t> threads = plan.staticThreads();
   std::optional<int64_t> registers;
   if (schedule.maxRRegCount) {
-    registers = schedule.maxRRegCount->value.value;
+    registers = schedule.maxRRegCount->registers.value;
     launch.registerNote = "maxrregcount " + std::to_string(*registers);
   }
   if (threads) {
-    launch.maxThreads = schedule.launchBounds ? schedule.launchBounds->value.value : *threads;
+    launch.maxThreads = schedule.launchBounds ? schedule.launchBounds->threads.value : *threads;
     if (registers)
       launch.minBlocksPerSm =
           std::max<int64_t>(1, context.options.registersPerSm / (*registers * *launch.maxThreads));

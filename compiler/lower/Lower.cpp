@@ -46,29 +46,22 @@ std::vector<std::string> loweringPassNames() {
 
 namespace {
 
-kir::BinaryOp comparison(ast::BinaryOp op) {
-  switch (op) {
-  case ast::BinaryOp::Lt:
+kir::BinaryOp comparison(sched::Comparison comparison) {
+  switch (comparison) {
+  case sched::Comparison::Lt:
     return kir::BinaryOp::Lt;
-  case ast::BinaryOp::Le:
+  case sched::Comparison::Le:
     return kir::BinaryOp::Le;
-  case ast::BinaryOp::Gt:
+  case sched::Comparison::Gt:
     return kir::BinaryOp::Gt;
-  case ast::BinaryOp::Ge:
+  case sched::Comparison::Ge:
     return kir::BinaryOp::Ge;
-  case ast::BinaryOp::Eq:
+  case sched::Comparison::Eq:
     return kir::BinaryOp::Eq;
-  case ast::BinaryOp::Ne:
+  case sched::Comparison::Ne:
     return kir::BinaryOp::Ne;
-  case ast::BinaryOp::Mul:
-  case ast::BinaryOp::Div:
-  case ast::BinaryOp::Add:
-  case ast::BinaryOp::Sub:
-  case ast::BinaryOp::And:
-  case ast::BinaryOp::Or:
-    break;
   }
-  FSL_UNREACHABLE("a `when` condition compares");
+  FSL_UNREACHABLE("a comparison");
 }
 
 std::optional<kir::Kernel> lowerKernel(const sched::Schedule &schedule, const std::string &name,
@@ -81,15 +74,10 @@ std::optional<kir::Kernel> lowerKernel(const sched::Schedule &schedule, const st
   lower::LowerContext context(*plan, options, diagnostics);
   context.dimVars = dims;
   context.kernel.name = name;
-  context.kernel.origin.range = schedule.decl->fusion.range;
+  context.kernel.origin.range = schedule.header.fusionRange;
   context.kernel.comment = name + ": schedule of " + schedule.fusion->name;
-  if (!schedule.decl->when.empty()) {
-    std::vector<std::string> guards;
-    for (const ast::SizeCondition &c : schedule.decl->when)
-      guards.push_back(c.dim.text + " " + ast::binaryOpSpelling(c.op).str() + " " +
-                       std::to_string(c.bound.value));
-    context.kernel.comment += " when " + llvm::join(guards, " && ");
-  }
+  if (!schedule.header.when.empty())
+    context.kernel.comment += " when " + sched::guardText(schedule.header.when);
   for (const lower::PassInfo &pass : lower::passList()) {
     if (!pass.run(context))
       return std::nullopt;
@@ -128,17 +116,14 @@ std::unique_ptr<kir::Program> lowerFusion(const ir::Fusion &fusion,
       continue;
     }
     kir::Variant variant;
-    std::vector<std::string> texts;
-    for (const ast::SizeCondition &c : schedule->decl->when) {
-      ir::DimId dim = *fusion.findDim(c.dim.text);
-      kir::Expr extent = program->dims[dim] ? kir::var(program->dims[dim])
-                                            : kir::index(*fusion.dims[dim].staticExtent);
-      variant.guard =
-          variant.guard && kir::binary(comparison(c.op), extent, kir::index(c.bound.value));
-      texts.push_back(c.dim.text + " " + ast::binaryOpSpelling(c.op).str() + " " +
-                      std::to_string(c.bound.value));
+    for (const sched::SizeGuard &guard : schedule->header.when) {
+      kir::Expr extent = program->dims[guard.dim]
+                             ? kir::var(program->dims[guard.dim])
+                             : kir::index(*fusion.dims[guard.dim].staticExtent);
+      variant.guard = variant.guard &&
+                      kir::binary(comparison(guard.comparison), extent, kir::index(guard.bound));
     }
-    variant.guardText = llvm::join(texts, " && ");
+    variant.guardText = sched::guardText(schedule->header.when);
     variant.launches = {static_cast<unsigned>(program->kernels.size())};
     program->kernels.push_back(std::move(*kernel));
     (variant.guard ? guarded : fallback).push_back(variant);

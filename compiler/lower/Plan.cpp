@@ -56,7 +56,7 @@ public:
 private:
   bool unsupported(const std::string &why, llvm::SMRange at = {}) {
     diagnostics_.report(DiagId::LoweringUnsupported,
-                        at.isValid() ? at : schedule_.decl->fusion.range, why);
+                        at.isValid() ? at : schedule_.header.fusionRange, why);
     return false;
   }
 
@@ -73,10 +73,15 @@ private:
                                "': every value is computed in the kernel's one loop nest, "
                                "element by element; a separate producer nest is not lowered yet",
                            tensor.computeAtBy->range);
-      if (tensor.inlinedBy && (tensor.persistent == ast::MemoryKind::Registers ||
-                               tensor.persistent == ast::MemoryKind::Shared))
+      if (tensor.inlinedBy && (tensor.persistent == sched::MemoryKind::Registers ||
+                               tensor.persistent == sched::MemoryKind::Shared))
         return unsupported("inline '" + tensor.name + "' contradicts 'persistent " + tensor.name +
                                "': a persistent value is kept, not recomputed",
+                           tensor.inlinedBy->range);
+      if (tensor.inlinedBy && ir::isReduction(tensor.value->op))
+        return unsupported("inline '" + tensor.name +
+                               "': a reduction is computed once a row by its own loop, not "
+                               "substituted into its uses",
                            tensor.inlinedBy->range);
       if (tensor.cache)
         return unsupported("cache " + tensor.name + " (caching is not lowered yet)",
@@ -264,13 +269,22 @@ private:
       last = std::max(last, p + (ir::isReduction(value->op) ? 1 : 0));
     }
     std::set<unsigned> kept; // persistent in registers or in shared memory
-    for (const sched::TensorSchedule &tensor : schedule_.tensors)
-      if (tensor.persistent == ast::MemoryKind::Registers ||
-          tensor.persistent == ast::MemoryKind::Shared) {
+    for (const sched::TensorSchedule &tensor : schedule_.tensors) {
+      bool keptHere = tensor.persistent == sched::MemoryKind::Registers ||
+                      tensor.persistent == sched::MemoryKind::Shared;
+      if (keptHere) {
         kept.insert(tensor.value->id);
-        if (tensor.persistent == ast::MemoryKind::Shared)
+        if (tensor.persistent == sched::MemoryKind::Shared)
           plan_->persistentShared.insert(tensor.value->id);
+        if (tensor.computeWithBy)
+          plan_->computedWith.insert(tensor.value->id);
       }
+      // `inline t`, or `inline all` for every computed value that is not kept.
+      bool computed = !ir::isReduction(tensor.value->op) && tensor.value->op != ir::Op::Input &&
+                      tensor.value->op != ir::Op::Scalar && tensor.value->op != ir::Op::Constant;
+      if (tensor.inlinedBy || (schedule_.inlineAll && computed && !keptHere))
+        plan_->inlined.insert(tensor.value->id);
+    }
     plan_->bufferElements = 1;
     for (int index : plan_->serialLoops()) {
       const PlannedLoop &loop = plan_->loops[index];

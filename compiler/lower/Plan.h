@@ -49,6 +49,11 @@ struct Plan {
   std::map<unsigned, int> phaseOf;
   std::set<unsigned> blockReduced;
   std::set<unsigned> persistent, persistentShared;
+  /// Persistent values computed in their first consumer's loop (`compute_with`); the
+  /// others get a loop nest of their own before it.
+  std::set<unsigned> computedWith;
+  /// Values substituted into every use instead of bound once an element (`inline`).
+  std::set<unsigned> inlined;
   int64_t bufferElements = 1;
   int vectorLoop = -1;
   bool vectorAccessesExact = false;

@@ -1,8 +1,11 @@
-// Printer.cpp — resolved loop nests as a table per tensor.
+// Printer.cpp — directives and blocks as schedule text; resolved loop nests as a table
+// per tensor.
 #include "schedule/Printer.h"
 
 #include "ir/Printer.h"
+#include "support/Internal.h"
 
+#include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/Format.h>
 #include <llvm/Support/FormatVariadic.h>
@@ -12,12 +15,139 @@ namespace fsl::sched {
 
 namespace {
 
-std::string guardText(const ast::ScheduleDecl &decl) {
-  std::vector<std::string> parts;
-  for (const ast::SizeCondition &c : decl.when)
-    parts.push_back(c.dim.text + " " + ast::binaryOpSpelling(c.op).str() + " " +
-                    std::to_string(c.bound.value));
-  return parts.empty() ? "" : " when " + llvm::join(parts, " && ");
+template <typename T, typename F>
+void printList(const std::vector<T> &items, llvm::raw_ostream &out, F printItem) {
+  llvm::interleave(items, out, printItem, ", ");
+}
+
+void printLoopRef(const LoopRef &ref, llvm::raw_ostream &out) {
+  if (ref.tensor)
+    out << ref.tensor->text << '.';
+  out << ref.loop.text;
+}
+
+void printTuple(const std::vector<Count> &tuple, llvm::raw_ostream &out) {
+  out << '(';
+  printList(tuple, out, [&](const Count &count) { out << count.value; });
+  out << ')';
+}
+
+/// Writes each kind of directive; std::visit needs one overload per alternative.
+struct DirectiveWriter {
+  llvm::raw_ostream &out;
+
+  void operator()(const Split &d) {
+    out << "split ";
+    printLoopRef(d.loop, out);
+    out << (d.factorIsOuter ? " into " : " by ") << d.factor.value << " -> (" << d.outer.text
+        << ", " << d.inner.text << ')';
+  }
+  void operator()(const Merge &d) {
+    out << "merge (";
+    printLoopRef(d.first, out);
+    out << ", ";
+    printLoopRef(d.second, out);
+    out << ") -> " << d.result.text;
+  }
+  void operator()(const Reorder &d) {
+    out << "reorder (";
+    printList(d.order, out, [&](const LoopRef &ref) { printLoopRef(ref, out); });
+    out << ')';
+  }
+  void operator()(const Parallelize &d) {
+    out << "parallelize ";
+    printList(d.bindings, out, [&](const Binding &binding) {
+      printLoopRef(binding.loop, out);
+      out << " -> " << parallelName(binding.parallel);
+    });
+  }
+  void operator()(const Vectorize &d) {
+    out << "vectorize ";
+    printLoopRef(d.loop, out);
+  }
+  void operator()(const Unroll &d) {
+    out << "unroll ";
+    printLoopRef(d.loop, out);
+    if (d.factor)
+      out << " by " << d.factor->value;
+  }
+  void operator()(const Unswitch &d) {
+    out << "unswitch ";
+    printLoopRef(d.loop, out);
+  }
+  void operator()(const Rfactor &d) {
+    out << "rfactor ";
+    printLoopRef(d.loop, out);
+  }
+  void operator()(const Inline &d) { out << "inline " << (d.tensor ? d.tensor->text : "all"); }
+  void operator()(const ComputeAt &d) {
+    out << "compute_at " << d.tensor.text << ' ';
+    printLoopRef(d.at, out);
+  }
+  void operator()(const ComputeWith &d) { out << "compute_with " << d.tensor.text; }
+  void operator()(const Persistent &d) {
+    out << "persistent " << d.tensor.text << " in " << memoryKindName(d.memory);
+  }
+  void operator()(const Cache &d) {
+    out << "cache " << d.tensor.text << " in " << memoryKindName(d.memory);
+  }
+  void operator()(const LaunchBounds &d) { out << "launch_bounds " << d.threads.value; }
+  void operator()(const MaxRRegCount &d) { out << "maxrregcount " << d.registers.value; }
+  void operator()(const Pdl &) { out << "pdl"; }
+  void operator()(const Mma &d) {
+    out << "mma over " << d.reductionDim.text << ": tile ";
+    printTuple(d.ctaTile, out);
+    out << ", warp ";
+    printTuple(d.warpTile, out);
+    out << ", instruction " << d.instruction.text;
+    printTuple(d.instructionShape, out);
+  }
+  void operator()(const Pipeline &d) {
+    out << "pipeline " << d.stages.value << " stages";
+    if (d.viaTma)
+      out << " via tma";
+  }
+  void operator()(const WarpSpecialize &d) {
+    out << "warp_specialize producer(regs " << d.producerRegs.value << "), consumers("
+        << d.consumerCount.value << ", regs " << d.consumerRegs.value << ')';
+  }
+  void operator()(const Tiles &d) {
+    out << "tiles " << tileOrderName(d.order);
+    if (d.parameter)
+      out << (d.order == TileOrder::SplitK ? " " : " swizzle ") << d.parameter->value;
+  }
+  void operator()(const Cluster &d) {
+    out << "cluster ";
+    printTuple(d.shape, out);
+    if (d.multicast)
+      out << " multicast";
+  }
+  void operator()(const Epilogue &d) {
+    out << "epilogue via ";
+    switch (d.via) {
+    case EpilogueKind::Registers:
+      out << "registers";
+      return;
+    case EpilogueKind::Shared:
+      out << "shared";
+      return;
+    case EpilogueKind::SharedTmaStore:
+      out << "shared tma_store";
+      return;
+    }
+    FSL_UNREACHABLE("an epilogue kind");
+  }
+};
+
+constexpr const char *kIndent = "    ";
+
+void commentLines(const std::vector<std::string> &lines, const char *indent,
+                  llvm::raw_ostream &out) {
+  for (const std::string &line : lines) {
+    if (!line.empty())
+      out << indent << line;
+    out << '\n';
+  }
 }
 
 std::string annotations(const Loop &loop) {
@@ -43,7 +173,10 @@ std::string annotations(const Loop &loop) {
 
 void printResolved(const Schedule &schedule, llvm::raw_ostream &out) {
   const ir::Fusion &fusion = *schedule.fusion;
-  out << "schedule " << fusion.name << guardText(*schedule.decl) << "\n";
+  out << "schedule " << fusion.name;
+  if (!schedule.header.when.empty())
+    out << " when " << guardText(schedule.header.when);
+  out << "\n";
   for (const TensorSchedule &tensor : schedule.tensors) {
     // Inputs and outputs show their memory layout; other values the fusion's order.
     std::vector<ir::DimId> dims = tensor.value->dims;
@@ -72,9 +205,9 @@ void printResolved(const Schedule &schedule, llvm::raw_ostream &out) {
     if (tensor.isPersistentBuffer)
       roles.push_back("persistent buffer");
     if (tensor.persistent)
-      roles.push_back("in " + ast::memoryKindName(*tensor.persistent).str());
+      roles.push_back("in " + memoryKindName(*tensor.persistent).str());
     if (tensor.cache)
-      roles.push_back("cached in " + ast::memoryKindName(*tensor.cache).str());
+      roles.push_back("cached in " + memoryKindName(*tensor.cache).str());
     if (tensor.computeWithBy)
       roles.push_back("computed with its first consumer");
     if (tensor.computeAtPosition)
@@ -93,40 +226,54 @@ void printResolved(const Schedule &schedule, llvm::raw_ostream &out) {
   }
 }
 
-/// Notes that need the final loop nests: persistent buffers and compute_with.
-std::string placementNote(const Schedule &schedule, const ast::Directive &directive) {
-  for (const TensorSchedule &tensor : schedule.tensors) {
-    if (tensor.persistentBy == &directive) {
-      int64_t perThread = 1;
-      for (const Loop &loop : tensor.loops) {
-        if (isBlockIndex(loop.parallel) || isThreadIndex(loop.parallel))
-          continue;
-        if (!loop.extent.isStatic())
-          return tensor.name + ": runtime size per thread";
-        perThread *= *loop.extent.value;
-      }
-      return llvm::formatv("{0}: {1} values of {2} per thread", tensor.name, perThread,
-                           ir::dtypeName(tensor.dtype))
-          .str();
-    }
-    if (tensor.computeWithBy == &directive && !tensor.consumers.empty())
-      return "with its first consumer, " + schedule.tensors[tensor.consumers[0]].name;
-  }
-  return "";
+void printDirective(const Directive &directive, llvm::raw_ostream &out) {
+  std::visit(DirectiveWriter{out}, directive.op);
+  out << ';';
 }
 
-void annotateDirectives(const Schedule &schedule) {
-  for (const ast::DirectivePtr &directive : schedule.decl->directives) {
-    auto it = schedule.notes.find(directive.get());
-    std::string placement = placementNote(schedule, *directive);
-    if (!placement.empty()) {
-      const_cast<ast::Directive &>(*directive).comments.trailing = "// " + placement;
-      continue;
-    }
-    // The printer owns comments; derived notes replace what an earlier print wrote.
-    const_cast<ast::Directive &>(*directive).comments.trailing =
-        it == schedule.notes.end() || it->second.empty() ? "" : "// " + it->second;
+std::string directiveText(const Directive &directive) {
+  std::string text;
+  llvm::raw_string_ostream out(text);
+  printDirective(directive, out);
+  return text;
+}
+
+void printBlock(const ScheduleBlock &block, const std::vector<std::string> &notes,
+                llvm::raw_ostream &out) {
+  commentLines(block.comments, "", out);
+  for (const std::string &reason : block.reasons)
+    out << "// " << reason << '\n';
+  out << "schedule " << block.header.fusion;
+  if (!block.header.when.empty())
+    out << " when " << guardText(block.header.when);
+  out << " {\n";
+  for (size_t i = 0; i < block.directives.size(); ++i) {
+    const Directive &directive = block.directives[i];
+    if (directive.blankLineBefore && i != 0)
+      out << '\n';
+    commentLines(directive.comments, kIndent, out);
+    out << kIndent;
+    printDirective(directive, out);
+    if (i < notes.size() && !notes[i].empty())
+      out << "  // " << notes[i];
+    out << '\n';
   }
+  commentLines(block.endComments, kIndent, out);
+  out << '}';
+  if (!block.trailingComment.empty())
+    out << "  " << block.trailingComment;
+  out << '\n';
+}
+
+std::string formatBlocks(const std::vector<ScheduleBlock> &blocks) {
+  std::string text;
+  llvm::raw_string_ostream out(text);
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    if (i != 0)
+      out << '\n';
+    printBlock(blocks[i], {}, out);
+  }
+  return text;
 }
 
 } // namespace fsl::sched

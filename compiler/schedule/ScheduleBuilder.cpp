@@ -7,7 +7,9 @@
 
 #include <llvm/ADT/BitVector.h>
 #include <llvm/ADT/StringExtras.h>
-#include <llvm/Support/MathExtras.h>
+#include <llvm/Support/FormatVariadic.h>
+
+#include <map>
 
 namespace fsl::sched {
 namespace {
@@ -131,20 +133,24 @@ namespace {
 
 class Builder {
 public:
-  Builder(const ast::ScheduleDecl &decl, const ir::Fusion &fusion, DiagnosticEngine &diagnostics)
-      : fusion_(fusion), diagnostics_(diagnostics) {
+  Builder(const ScheduleBlock &block, const ir::Fusion &fusion, DiagnosticEngine &diagnostics)
+      : block_(block), fusion_(fusion), diagnostics_(diagnostics) {
     schedule_ = std::make_unique<Schedule>();
-    schedule_->decl = &decl;
+    schedule_->header = block.header;
     schedule_->fusion = &fusion;
     schedule_->tensors = rootTensors(fusion);
+    schedule_->notes.resize(block.directives.size());
   }
 
   std::unique_ptr<Schedule> build() {
     unsigned errorsBefore = diagnostics_.errorCount();
-    for (const ast::DirectivePtr &directive : schedule_->decl->directives)
-      apply(*directive);
+    for (size_t index = 0; index < block_.directives.size(); ++index) {
+      current_ = Origin{index, block_.directives[index].range};
+      std::visit([&](const auto &op) { apply(op); }, block_.directives[index].op);
+    }
     if (diagnostics_.errorCount() != errorsBefore)
       return nullptr;
+    placementNotes();
     return std::move(schedule_);
   }
 
@@ -173,7 +179,7 @@ private:
   }
 
   /// The tensor a name refers to (an inout name means its input), or -1 after an error.
-  int tensorNamed(const ast::Name &name) {
+  int tensorNamed(const Name &name) {
     int index = schedule_->findTensor(name.text);
     if (index < 0)
       diagnostics_.report(DiagId::ScheduleUnknownTensor, name.range, name.text, fusion_.name,
@@ -185,169 +191,85 @@ private:
     return tensor.name == name || llvm::is_contained(tensor.aliases, name);
   }
 
-  /// Tensors that have loop `ref.dim` (restricted to `ref.tensor` when given).
-  std::vector<unsigned> targets(const ast::DimRef &ref, bool report = true) {
+  /// Tensors that have loop `ref.loop` (restricted to `ref.tensor` when given).
+  std::vector<unsigned> targets(const LoopRef &ref, bool report = true) {
     std::vector<unsigned> result;
     if (ref.tensor && tensorNamed(*ref.tensor) < 0)
       return result;
     for (unsigned i = 0; i < tensors().size(); ++i) {
       if (ref.tensor && !matchesTensor(tensors()[i], ref.tensor->text))
         continue;
-      if (tensors()[i].findLoop(ref.dim.text) >= 0)
+      if (tensors()[i].findLoop(ref.loop.text) >= 0)
         result.push_back(i);
     }
     if (result.empty() && report) {
       if (ref.tensor)
-        diagnostics_.report(DiagId::ScheduleUnknownLoop, ref.dim.range, ref.tensor->text,
-                            ref.dim.text,
+        diagnostics_.report(DiagId::ScheduleUnknownLoop, ref.loop.range, ref.tensor->text,
+                            ref.loop.text,
                             loopNames(tensors()[schedule_->findTensor(ref.tensor->text)]));
       else
-        diagnostics_.report(DiagId::ScheduleUnknownLoop, ref.dim.range, fusion_.name, ref.dim.text,
-                            allLoopNames());
+        diagnostics_.report(DiagId::ScheduleUnknownLoop, ref.loop.range, fusion_.name,
+                            ref.loop.text, allLoopNames());
     }
     return result;
   }
 
   /// Refuses to transform a loop at or outside a compute_at position.
-  bool transformable(const ast::Directive &directive, const char *what, unsigned tensorIndex,
-                     int loopIndex) {
+  bool transformable(const char *what, unsigned tensorIndex, int loopIndex) {
     const TensorSchedule &tensor = tensors()[tensorIndex];
     if (!tensor.computeAtPosition || loopIndex > static_cast<int>(*tensor.computeAtPosition))
       return true;
     diagnostics_
-        .report(DiagId::TransformInsideComputeAt, directive.range, what,
+        .report(DiagId::TransformInsideComputeAt, current_.range, what,
                 tensor.loops[loopIndex].name, tensor.name)
         .note(DiagId::NoteDirective, tensor.computeAtBy->range, "compute_at is here");
     return false;
   }
 
-  bool nameFree(const ast::Name &name, unsigned tensorIndex) {
+  bool nameFree(const Name &name, unsigned tensorIndex) {
     if (tensors()[tensorIndex].findLoop(name.text) < 0)
       return true;
     diagnostics_.report(DiagId::LoopNameTaken, name.range, name.text, tensors()[tensorIndex].name);
     return false;
   }
 
-  void note(const ast::Directive &directive, const std::string &text) {
-    if (!schedule_->notes.count(&directive))
-      schedule_->notes[&directive] = text;
+  /// The current directive's note, unless an earlier tensor already gave it one.
+  void note(const std::string &text) {
+    std::string &slot = schedule_->notes[current_.index];
+    if (slot.empty())
+      slot = text;
   }
 
-  void apply(const ast::Directive &directive) {
-    using K = ast::Directive::Kind;
-    switch (directive.kind()) {
-    case K::Split:
-      return split(llvm::cast<ast::SplitDirective>(directive));
-    case K::Merge:
-      return merge(llvm::cast<ast::MergeDirective>(directive));
-    case K::Reorder:
-      return reorder(llvm::cast<ast::ReorderDirective>(directive));
-    case K::Parallelize:
-      return parallelize(llvm::cast<ast::ParallelizeDirective>(directive));
-    case K::Vectorize:
-      return annotate(directive, llvm::cast<ast::VectorizeDirective>(directive).dim, "vectorize");
-    case K::Unroll:
-      return annotate(directive, llvm::cast<ast::UnrollDirective>(directive).dim, "unroll");
-    case K::Unswitch:
-      return annotate(directive, llvm::cast<ast::UnswitchDirective>(directive).dim, "unswitch");
-    case K::Rfactor:
-      return rfactor(llvm::cast<ast::RfactorDirective>(directive));
-    case K::Inline: {
-      const auto &d = llvm::cast<ast::InlineDirective>(directive);
-      if (d.tensor) {
-        int index = tensorNamed(*d.tensor);
-        if (index >= 0)
-          setOnce(directive, tensors()[index].inlinedBy, "inlining of '" + d.tensor->text + "'");
-      }
-      return;
-    }
-    case K::ComputeAt:
-      return computeAt(llvm::cast<ast::ComputeAtDirective>(directive));
-    case K::ComputeWith: {
-      const auto &d = llvm::cast<ast::ComputeWithDirective>(directive);
-      int index = tensorNamed(d.tensor);
-      if (index >= 0)
-        setOnce(directive, tensors()[index].computeWithBy,
-                "compute_with of '" + d.tensor.text + "'");
-      return;
-    }
-    case K::Persistent: {
-      const auto &d = llvm::cast<ast::PersistentDirective>(directive);
-      int index = tensorNamed(d.tensor);
-      if (index >= 0 && setOnce(directive, tensors()[index].persistentBy,
-                                "the memory of '" + d.tensor.text + "'"))
-        tensors()[index].persistent = d.memory;
-      return;
-    }
-    case K::Cache: {
-      const auto &d = llvm::cast<ast::CacheDirective>(directive);
-      int index = tensorNamed(d.tensor);
-      if (index >= 0 &&
-          setOnce(directive, tensors()[index].cacheBy, "the cache of '" + d.tensor.text + "'"))
-        tensors()[index].cache = d.memory;
-      return;
-    }
-    case K::LaunchBounds:
-      setOnce(directive, schedule_->launchBounds, "launch_bounds");
-      return;
-    case K::MaxRRegCount:
-      setOnce(directive, schedule_->maxRRegCount, "maxrregcount");
-      return;
-    case K::Pdl:
-      setOnce(directive, schedule_->pdl, "pdl");
-      return;
-    case K::Mma:
-      setOnce(directive, schedule_->matmul.mma, "the mma tile");
-      return;
-    case K::Pipeline:
-      setOnce(directive, schedule_->matmul.pipeline, "the pipeline");
-      return;
-    case K::WarpSpecialize:
-      setOnce(directive, schedule_->matmul.warpSpecialize, "warp specialization");
-      return;
-    case K::Tiles:
-      schedule_->matmul.tiles.push_back(&llvm::cast<ast::TilesDirective>(directive));
-      return;
-    case K::Cluster:
-      setOnce(directive, schedule_->matmul.cluster, "the cluster shape");
-      return;
-    case K::Epilogue:
-      setOnce(directive, schedule_->matmul.epilogue, "the epilogue");
-      return;
-    }
+  static const Origin &originOf(const Origin &origin) { return origin; }
+  template <typename T> static const Origin &originOf(const Applied<T> &applied) {
+    return applied.origin;
   }
 
-  template <typename T>
-  bool setOnce(const ast::Directive &directive, const T *&slot, const std::string &what) {
+  /// Sets `slot` from the current directive unless an earlier one did (reported).
+  template <typename T> bool setOnce(std::optional<T> &slot, T value, const std::string &what) {
     if (slot) {
-      diagnostics_.report(DiagId::DuplicateDirective, directive.range, what)
-          .note(DiagId::NoteDirective, slot->range, "set here");
+      diagnostics_.report(DiagId::DuplicateDirective, current_.range, what)
+          .note(DiagId::NoteDirective, originOf(*slot).range, "set here");
       return false;
     }
-    slot = llvm::cast<T>(&directive);
+    slot = std::move(value);
     return true;
   }
 
-  bool setOnce(const ast::Directive &directive, const ast::Directive *&slot,
-               const std::string &what) {
-    if (slot) {
-      diagnostics_.report(DiagId::DuplicateDirective, directive.range, what)
-          .note(DiagId::NoteDirective, slot->range, "set here");
-      return false;
-    }
-    slot = &directive;
-    return true;
-  }
+  template <typename T> Applied<T> applied(const T &op) const { return Applied<T>{op, current_}; }
 
-  void split(const ast::SplitDirective &d) {
+  // One function per directive kind, called through std::visit: a kind without one
+  // does not compile.
+
+  void apply(const Split &d) {
     if (d.factor.value < 1) {
       diagnostics_.report(DiagId::SplitFactorNotPositive, d.factor.range, d.factor.value);
       return;
     }
-    for (unsigned index : targets(d.dim)) {
+    for (unsigned index : targets(d.loop)) {
       TensorSchedule &tensor = tensors()[index];
-      int position = tensor.findLoop(d.dim.dim.text);
-      if (!transformable(d, "split", index, position) || !nameFree(d.outer, index) ||
+      int position = tensor.findLoop(d.loop.loop.text);
+      if (!transformable("split", index, position) || !nameFree(d.outer, index) ||
           (d.inner.text != d.outer.text && !nameFree(d.inner, index)))
         return;
       if (d.inner.text == d.outer.text) {
@@ -360,7 +282,7 @@ private:
       outer.name = d.outer.text;
       inner.name = d.inner.text;
       outer.parallel = inner.parallel = Parallel::Serial;
-      outer.parallelizedBy = inner.parallelizedBy = nullptr;
+      outer.parallelizedBy = inner.parallelizedBy = std::nullopt;
       outer.vectorized = inner.vectorized = outer.unrolled = inner.unrolled = false;
       outer.contiguous = false;
       bool divides = original.extent.isStatic() && *original.extent.value % factor == 0;
@@ -376,21 +298,21 @@ private:
       outer.exact = inner.exact = original.exact && (divides || factor == 1);
       tensor.loops[position] = outer;
       tensor.loops.insert(tensor.loops.begin() + position + 1, inner);
-      sched::LoopTransform transform;
-      transform.kind = sched::LoopTransform::Kind::Split;
+      LoopTransform transform;
+      transform.kind = LoopTransform::Kind::Split;
       transform.input = original.name;
       transform.outer = outer.name;
       transform.inner = inner.name;
       transform.innerExtent = inner.extent;
-      transform.range = d.range;
+      transform.range = current_.range;
       tensor.transforms.push_back(transform);
-      note(d, llvm::formatv("{0}: {1}, {2}: {3}{4}", outer.name, outer.extent.text, inner.name,
-                            inner.extent.text, outer.exact ? "" : "; the last iteration is partial")
-                  .str());
+      note(llvm::formatv("{0}: {1}, {2}: {3}{4}", outer.name, outer.extent.text, inner.name,
+                         inner.extent.text, outer.exact ? "" : "; the last iteration is partial")
+               .str());
     }
   }
 
-  void merge(const ast::MergeDirective &d) {
+  void apply(const Merge &d) {
     std::vector<unsigned> withFirst = targets(d.first), withSecond = targets(d.second);
     if (withFirst.empty() || withSecond.empty())
       return;
@@ -399,19 +321,19 @@ private:
       if (!llvm::is_contained(withSecond, index))
         continue;
       TensorSchedule &tensor = tensors()[index];
-      int a = tensor.findLoop(d.first.dim.text), b = tensor.findLoop(d.second.dim.text);
+      int a = tensor.findLoop(d.first.loop.text), b = tensor.findLoop(d.second.loop.text);
       if (a == b) {
-        diagnostics_.report(DiagId::LoopNameTaken, d.second.range, d.second.dim.text, tensor.name);
+        diagnostics_.report(DiagId::LoopNameTaken, d.second.range, d.second.loop.text, tensor.name);
         return;
       }
-      if (!transformable(d, "merge", index, a) || !transformable(d, "merge", index, b))
+      if (!transformable("merge", index, a) || !transformable("merge", index, b))
         return;
       const Loop &first = tensor.loops[a], &second = tensor.loops[b];
       if (first.isReduction != second.isReduction) {
         const Loop &reduction = first.isReduction ? first : second;
         const Loop &iteration = first.isReduction ? second : first;
         diagnostics_
-            .report(DiagId::MergeReductionIteration, d.range, reduction.name, iteration.name,
+            .report(DiagId::MergeReductionIteration, current_.range, reduction.name, iteration.name,
                     tensor.name)
             .note(DiagId::NoteFusionLine, tensor.value->range,
                   "'" + tensor.name + "' reduces over " + fusion_.dims[reduction.roots[0]].name +
@@ -430,42 +352,42 @@ private:
       result.contiguous = second.contiguous && b == a + 1;
       result.exact = first.exact && second.exact;
       result.parallel = Parallel::Serial;
-      result.parallelizedBy = nullptr;
-      sched::LoopTransform transform;
-      transform.kind = sched::LoopTransform::Kind::Merge;
+      result.parallelizedBy = std::nullopt;
+      LoopTransform transform;
+      transform.kind = LoopTransform::Kind::Merge;
       transform.input = first.name;
       transform.secondInput = second.name;
       transform.result = result.name;
       transform.innerExtent = second.extent;
-      transform.range = d.range;
+      transform.range = current_.range;
       tensor.transforms.push_back(transform);
       int low = std::min(a, b), high = std::max(a, b);
       tensor.loops[low] = result;
       tensor.loops.erase(tensor.loops.begin() + high);
-      note(d, llvm::formatv("{0}: {1}", result.name, result.extent.text).str());
+      note(llvm::formatv("{0}: {1}", result.name, result.extent.text).str());
       merged = true;
     }
     if (!merged)
-      diagnostics_.report(DiagId::ScheduleUnknownLoop, d.range, fusion_.name,
-                          d.first.dim.text + " and " + d.second.dim.text + " together",
+      diagnostics_.report(DiagId::ScheduleUnknownLoop, current_.range, fusion_.name,
+                          d.first.loop.text + " and " + d.second.loop.text + " together",
                           allLoopNames());
   }
 
-  void reorder(const ast::ReorderDirective &d) {
-    for (const ast::DimRef &ref : d.order)
+  void apply(const Reorder &d) {
+    for (const LoopRef &ref : d.order)
       if (targets(ref).empty())
         return;
     for (unsigned index = 0; index < tensors().size(); ++index) {
       TensorSchedule &tensor = tensors()[index];
       std::vector<int> positions;
       std::vector<Loop> loops;
-      for (const ast::DimRef &ref : d.order) {
+      for (const LoopRef &ref : d.order) {
         if (ref.tensor && !matchesTensor(tensor, ref.tensor->text))
           continue;
-        int position = tensor.findLoop(ref.dim.text);
+        int position = tensor.findLoop(ref.loop.text);
         if (position < 0)
           continue;
-        if (!transformable(d, "reorder", index, position))
+        if (!transformable("reorder", index, position))
           return;
         positions.push_back(position);
         loops.push_back(tensor.loops[position]);
@@ -476,18 +398,18 @@ private:
     }
   }
 
-  void parallelize(const ast::ParallelizeDirective &d) {
+  void apply(const Parallelize &d) {
     std::vector<std::string> notes;
-    for (const ast::ParallelBinding &binding : d.bindings) {
-      std::vector<unsigned> found = targets(binding.dim);
+    for (const Binding &binding : d.bindings) {
+      std::vector<unsigned> found = targets(binding.loop);
       for (unsigned index : found) {
-        Loop &loop = tensors()[index].loops[tensors()[index].findLoop(binding.dim.dim.text)];
-        loop.parallel = fromAst(binding.type);
-        loop.parallelizedBy = &d;
+        Loop &loop = tensors()[index].loops[tensors()[index].findLoop(binding.loop.loop.text)];
+        loop.parallel = binding.parallel;
+        loop.parallelizedBy = current_;
       }
       if (!found.empty()) {
         const Loop &loop =
-            tensors()[found[0]].loops[tensors()[found[0]].findLoop(binding.dim.dim.text)];
+            tensors()[found[0]].loops[tensors()[found[0]].findLoop(binding.loop.loop.text)];
         bool threads = isThreadIndex(loop.parallel);
         notes.push_back(llvm::formatv("{0}: {1} {2}{3}", loop.name, loop.extent.text,
                                       threads ? "threads" : "blocks",
@@ -495,188 +417,180 @@ private:
                             .str());
       }
     }
-    note(d, llvm::join(notes, "; "));
+    note(llvm::join(notes, "; "));
   }
 
-  void annotate(const ast::Directive &d, const ast::DimRef &ref, llvm::StringRef what) {
-    std::vector<unsigned> found = targets(ref);
+  void apply(const Vectorize &d) {
+    std::vector<unsigned> found = targets(d.loop);
     for (unsigned index : found) {
-      TensorSchedule &tensor = tensors()[index];
-      Loop &loop = tensor.loops[tensor.findLoop(ref.dim.text)];
-      if (what == "vectorize") {
-        loop.vectorized = true;
-        loop.vectorizedBy = &d;
-      } else if (what == "unroll") {
-        loop.unrolled = true;
-        loop.unrolledBy = &d;
-        if (const auto &factor = llvm::cast<ast::UnrollDirective>(d).factor)
-          loop.unrollFactor = factor->value;
-      } else {
-        loop.unswitched = true;
-      }
+      Loop &loop = tensors()[index].loops[tensors()[index].findLoop(d.loop.loop.text)];
+      loop.vectorized = true;
+      loop.vectorizedBy = current_;
     }
-    if (found.empty())
-      return;
     // The note describes the memory access of the first input or output it touches.
     for (unsigned index : found) {
       const TensorSchedule &tensor = tensors()[index];
-      const Loop &loop = tensor.loops[tensor.findLoop(ref.dim.text)];
-      if (what == "vectorize" && (tensor.isInput || tensor.isOutput) && loop.extent.isStatic()) {
-        note(d, llvm::formatv("{0} x {1} = {2} bytes per access of {3}", *loop.extent.value,
-                              ir::dtypeName(tensor.dtype),
-                              *loop.extent.value * ir::dtypeBytes(tensor.dtype), tensor.name)
-                    .str());
-        return;
-      }
-      if (what != "vectorize") {
-        note(d, llvm::formatv("{0}: {1} iterations{2}", loop.name, loop.extent.text,
-                              loop.extent.isStatic() ? "" : ", runtime")
-                    .str());
+      const Loop &loop = tensor.loops[tensor.findLoop(d.loop.loop.text)];
+      if ((tensor.isInput || tensor.isOutput) && loop.extent.isStatic()) {
+        note(llvm::formatv("{0} x {1} = {2} bytes per access of {3}", *loop.extent.value,
+                           ir::dtypeName(tensor.dtype),
+                           *loop.extent.value * ir::dtypeBytes(tensor.dtype), tensor.name)
+                 .str());
         return;
       }
     }
   }
 
-  void rfactor(const ast::RfactorDirective &d) {
-    std::vector<unsigned> found = targets(d.dim);
+  void apply(const Unroll &d) {
+    std::vector<unsigned> found = targets(d.loop);
+    for (unsigned index : found) {
+      Loop &loop = tensors()[index].loops[tensors()[index].findLoop(d.loop.loop.text)];
+      loop.unrolled = true;
+      loop.unrolledBy = current_;
+      if (d.factor)
+        loop.unrollFactor = d.factor->value;
+    }
+    iterationsNote(found, d.loop);
+  }
+
+  void apply(const Unswitch &d) {
+    std::vector<unsigned> found = targets(d.loop);
+    for (unsigned index : found)
+      tensors()[index].loops[tensors()[index].findLoop(d.loop.loop.text)].unswitched = true;
+    iterationsNote(found, d.loop);
+  }
+
+  /// `Hp: 8 iterations`, from the first tensor that has the loop.
+  void iterationsNote(const std::vector<unsigned> &found, const LoopRef &ref) {
+    if (found.empty())
+      return;
+    const TensorSchedule &tensor = tensors()[found[0]];
+    const Loop &loop = tensor.loops[tensor.findLoop(ref.loop.text)];
+    note(llvm::formatv("{0}: {1} iterations{2}", loop.name, loop.extent.text,
+                       loop.extent.isStatic() ? "" : ", runtime")
+             .str());
+  }
+
+  void apply(const Rfactor &d) {
+    std::vector<unsigned> found = targets(d.loop);
     if (found.empty())
       return;
     bool any = false;
     for (unsigned index : found) {
       TensorSchedule &tensor = tensors()[index];
-      if (tensor.loops[tensor.findLoop(d.dim.dim.text)].isReduction) {
-        tensor.rfactorBy = &d;
+      if (tensor.loops[tensor.findLoop(d.loop.loop.text)].isReduction) {
+        tensor.rfactorBy = current_;
         any = true;
       }
     }
     if (!any)
-      diagnostics_.report(DiagId::RfactorNotReduction, d.dim.range, d.dim.dim.text,
-                          d.dim.tensor ? "'" + d.dim.tensor->text + "'"
-                                       : std::string("any tensor"));
+      diagnostics_.report(DiagId::RfactorNotReduction, d.loop.loop.range, d.loop.loop.text,
+                          d.loop.tensor ? "'" + d.loop.tensor->text + "'"
+                                        : std::string("any tensor"));
   }
 
-  void computeAt(const ast::ComputeAtDirective &d) {
+  void apply(const Inline &d) {
+    if (!d.tensor) {
+      setOnce(schedule_->inlineAll, current_, "inline all");
+      return;
+    }
+    int index = tensorNamed(*d.tensor);
+    if (index >= 0)
+      setOnce(tensors()[index].inlinedBy, current_, "inlining of '" + d.tensor->text + "'");
+  }
+
+  void apply(const ComputeAt &d) {
     int index = tensorNamed(d.tensor);
     if (index < 0)
       return;
     TensorSchedule &tensor = tensors()[index];
-    int position = tensor.findLoop(d.at.dim.text);
+    int position = tensor.findLoop(d.at.loop.text);
     if (position < 0) {
-      diagnostics_.report(DiagId::ScheduleUnknownLoop, d.at.range, tensor.name, d.at.dim.text,
+      diagnostics_.report(DiagId::ScheduleUnknownLoop, d.at.range, tensor.name, d.at.loop.text,
                           loopNames(tensor));
       return;
     }
-    if (setOnce(d, tensor.computeAtBy, "the compute_at position of '" + tensor.name + "'"))
+    if (setOnce(tensor.computeAtBy, current_, "the compute_at position of '" + tensor.name + "'"))
       tensor.computeAtPosition = static_cast<size_t>(position);
   }
 
+  void apply(const ComputeWith &d) {
+    int index = tensorNamed(d.tensor);
+    if (index >= 0)
+      setOnce(tensors()[index].computeWithBy, current_, "compute_with of '" + d.tensor.text + "'");
+  }
+
+  void apply(const Persistent &d) {
+    int index = tensorNamed(d.tensor);
+    if (index >= 0 &&
+        setOnce(tensors()[index].persistentBy, current_, "the memory of '" + d.tensor.text + "'"))
+      tensors()[index].persistent = d.memory;
+  }
+
+  void apply(const Cache &d) {
+    int index = tensorNamed(d.tensor);
+    if (index >= 0 &&
+        setOnce(tensors()[index].cacheBy, current_, "the cache of '" + d.tensor.text + "'"))
+      tensors()[index].cache = d.memory;
+  }
+
+  void apply(const LaunchBounds &d) {
+    setOnce(schedule_->launchBounds, applied(d), "launch_bounds");
+  }
+  void apply(const MaxRRegCount &d) {
+    setOnce(schedule_->maxRRegCount, applied(d), "maxrregcount");
+  }
+  void apply(const Pdl &) { setOnce(schedule_->pdl, current_, "pdl"); }
+  void apply(const Mma &d) { setOnce(schedule_->matmul.mma, applied(d), "the mma tile"); }
+  void apply(const Pipeline &d) { setOnce(schedule_->matmul.pipeline, applied(d), "the pipeline"); }
+  void apply(const WarpSpecialize &d) {
+    setOnce(schedule_->matmul.warpSpecialize, applied(d), "warp specialization");
+  }
+  // Every tile order is kept: the checker says which combinations conflict.
+  void apply(const Tiles &d) { schedule_->matmul.tiles.push_back(applied(d)); }
+  void apply(const Cluster &d) {
+    setOnce(schedule_->matmul.cluster, applied(d), "the cluster shape");
+  }
+  void apply(const Epilogue &d) { setOnce(schedule_->matmul.epilogue, applied(d), "the epilogue"); }
+
+  /// Notes that need the final loop nests, replacing any other: a persistent buffer's
+  /// size per thread, and whom compute_with joins.
+  void placementNotes() {
+    for (const TensorSchedule &tensor : tensors()) {
+      if (tensor.persistentBy)
+        schedule_->notes[tensor.persistentBy->index] = persistentNote(tensor);
+      if (tensor.computeWithBy && !tensor.consumers.empty())
+        schedule_->notes[tensor.computeWithBy->index] =
+            "with its first consumer, " + tensors()[tensor.consumers[0]].name;
+    }
+  }
+
+  static std::string persistentNote(const TensorSchedule &tensor) {
+    int64_t perThread = 1;
+    for (const Loop &loop : tensor.loops) {
+      if (isBlockIndex(loop.parallel) || isThreadIndex(loop.parallel))
+        continue;
+      if (!loop.extent.isStatic())
+        return tensor.name + ": runtime size per thread";
+      perThread *= *loop.extent.value;
+    }
+    return llvm::formatv("{0}: {1} values of {2} per thread", tensor.name, perThread,
+                         ir::dtypeName(tensor.dtype))
+        .str();
+  }
+
+  const ScheduleBlock &block_;
   const ir::Fusion &fusion_;
   DiagnosticEngine &diagnostics_;
   std::unique_ptr<Schedule> schedule_;
+  Origin current_; // the directive being applied
 };
 
 } // namespace
 
-std::unique_ptr<Schedule> buildSchedule(const ast::ScheduleDecl &decl, const ir::Fusion &fusion,
+std::unique_ptr<Schedule> buildSchedule(const ScheduleBlock &block, const ir::Fusion &fusion,
                                         DiagnosticEngine &diagnostics) {
-  return Builder(decl, fusion, diagnostics).build();
-}
-
-/// Why a known knob cannot be honoured whatever the fusion, or nothing. The heuristics
-/// refuse the knobs that depend on the fusion (a vector width that does not divide it...).
-static std::optional<std::string> refusedKnob(const std::string &knob, const std::string &kind) {
-  // Which heuristic plain `auto` runs depends on the fusion's shape, and each reads only
-  // its own knobs: a knob there could silently go unused.
-  if (kind.empty()) {
-    static const std::map<std::string, const char *> owners = {
-        {"vector_width", "auto(pointwise), auto(reduction) or auto(inner_persistent)"},
-        {"unroll", "auto(pointwise)"},
-        {"rfactor", "auto(reduction)"},
-        {"static_bdimx", "auto(inner_persistent)"},
-        {"compute_with", "auto(inner_persistent)"},
-        {"persistent_batch", "auto(inner_persistent)"},
-        {"rows_per_block", "auto(inner_persistent)"},
-        {"stages", "auto(matmul)"},
-        {"split_k", "auto(matmul)"},
-        {"swizzle", "auto(matmul)"}};
-    auto owner = owners.find(knob);
-    return llvm::formatv("plain 'auto' picks its heuristic from the fusion's shape and each "
-                         "heuristic reads only its own knobs; name the heuristic: {0}",
-                         owner != owners.end() ? owner->second : "auto(kind)")
-        .str();
-  }
-  if (knob == "rfactor")
-    return std::string("rfactor is not lowered yet; without the knob auto(reduction) reduces "
-                       "each thread's part serially, then across the threads; remove it");
-  static const std::map<std::string, const char *> matmul = {
-      {"stages", "'pipeline N stages'"},
-      {"split_k", "'tiles split_k N'"},
-      {"swizzle", "'tiles persistent swizzle N'"}};
-  if (auto directive = matmul.find(knob); directive != matmul.end())
-    return llvm::formatv("auto(matmul) is not written yet (matrix products are not lowered "
-                         "yet), so no heuristic reads it; schedule the product by hand with {0}",
-                         directive->second)
-        .str();
-  return std::nullopt;
-}
-
-bool checkAutoSchedule(const ast::ScheduleDecl &decl, DiagnosticEngine &diagnostics) {
-  // Knobs of each heuristic and the kind of value each takes.
-  static const std::map<std::string, std::map<std::string, const char *>> kinds = {
-      {"pointwise", {{"vector_width", "int"}, {"unroll", "int"}}},
-      {"reduction", {{"vector_width", "int"}, {"rfactor", "bool"}}},
-      {"inner_persistent",
-       {{"static_bdimx", "bool"},
-        {"compute_with", "bool"},
-        {"vector_width", "int"},
-        {"persistent_batch", "int"},
-        {"rows_per_block", "int"}}},
-      {"matmul", {{"stages", "int"}, {"split_k", "int"}, {"swizzle", "int"}}},
-  };
-  unsigned errorsBefore = diagnostics.errorCount();
-  std::string kind = decl.autoKind ? decl.autoKind->text : "";
-  auto found = kinds.find(kind);
-  if (decl.autoKind && found == kinds.end()) {
-    diagnostics.report(DiagId::UnknownAutoKind, decl.autoKind->range, kind);
-    return false;
-  }
-  // A knob given twice: the heuristics would read only the last.
-  std::map<std::string, llvm::SMRange> seen;
-  for (const ast::Knob &knob : decl.knobs)
-    if (auto [first, inserted] = seen.emplace(knob.name.text, knob.range); !inserted)
-      diagnostics.report(DiagId::DuplicateDirective, knob.range, "knob '" + knob.name.text + "'")
-          .note(DiagId::NoteDirective, first->second, "set here");
-  for (const ast::Knob &knob : decl.knobs) {
-    // Without a kind, a knob must belong to some heuristic.
-    const char *type = nullptr;
-    std::vector<std::string> names;
-    for (const auto &[name, knobs] : kinds) {
-      if (found != kinds.end() && name != kind)
-        continue;
-      for (const auto &[knobName, knobType] : knobs) {
-        names.push_back(knobName);
-        if (knobName == knob.name.text)
-          type = knobType;
-      }
-    }
-    if (!type) {
-      diagnostics.report(DiagId::UnknownKnob, knob.name.range, knob.name.text,
-                         kind.empty() ? "any" : kind, llvm::join(names, ", "));
-      continue;
-    }
-    const auto &literal = llvm::cast<ast::LiteralExpr>(*knob.value);
-    bool isBool = literal.literalKind == ast::LiteralExpr::LiteralKind::Bool;
-    bool isInt = literal.literalKind == ast::LiteralExpr::LiteralKind::Int;
-    if (std::string(type) == "bool" && !isBool)
-      diagnostics.report(DiagId::KnobType, knob.value->range, knob.name.text, "true or false");
-    else if (std::string(type) == "int" && (!isInt || literal.intValue < 1))
-      diagnostics.report(DiagId::KnobType, knob.value->range, knob.name.text, "a positive integer");
-    else if (knob.name.text == "vector_width" && !llvm::isPowerOf2_64(literal.intValue))
-      diagnostics.report(DiagId::KnobType, knob.value->range, knob.name.text, "a power of two");
-    else if (auto reason = refusedKnob(knob.name.text, kind))
-      diagnostics.report(DiagId::AutoKnobUnsupported, knob.range, knob.name.text, *reason);
-  }
-  return diagnostics.errorCount() == errorsBefore;
+  return Builder(block, fusion, diagnostics).build();
 }
 
 } // namespace fsl::sched

@@ -5,14 +5,16 @@
 // directives, each loop carrying a parallel type and annotations. Directives act on
 // loops by name, so a transform of H reaches every tensor that has H (propagation by
 // name). Placement (compute_at, compute_with, inline), memory (persistent, cache), kernel
-// attributes and the declarative matrix-product record complete it. Text directives,
-// the heuristics and the printer all produce or read this one structure.
+// attributes and the declarative matrix-product record complete it. The builder makes it
+// from a typed schedule block (ScheduleBlock.h), whether the user wrote the block or the
+// heuristics chose it; the checker, the printer and the lowering read it. It holds no
+// syntax tree: decisions keep the directive that made them as an Origin (a range).
 #pragma once
 
-#include "ast/AST.h"
 #include "ir/FusionIR.h"
+#include "schedule/Directive.h"
+#include "schedule/ScheduleBlock.h"
 
-#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -21,11 +23,15 @@
 
 namespace fsl::sched {
 
-enum class Parallel { Serial, BIDx, BIDy, BIDz, TIDx, TIDy, TIDz };
-llvm::StringRef parallelName(Parallel parallel);
-bool isBlockIndex(Parallel parallel);  // BIDx..BIDz
-bool isThreadIndex(Parallel parallel); // TIDx..TIDz
-Parallel fromAst(ast::ParallelType type);
+/// The directive that made a decision: its place in the block's list (one directive
+/// may set several loops; rules report once per directive) and where it is written.
+struct Origin {
+  size_t index = 0;
+  llvm::SMRange range;
+};
+
+/// A directive's operands as applied, with the directive.
+template <typename T> struct Applied : T { Origin origin; };
 
 /// An extent as an expression over the fusion's dimension sizes.
 struct SizeExpr {
@@ -69,9 +75,7 @@ struct Loop {
   /// Every split on its way divides its extent: no remainder iterations.
   bool exact = true;
   // Where its annotations came from, for diagnostics.
-  const ast::Directive *parallelizedBy = nullptr;
-  const ast::Directive *vectorizedBy = nullptr;
-  const ast::Directive *unrolledBy = nullptr;
+  std::optional<Origin> parallelizedBy, vectorizedBy, unrolledBy;
 };
 
 /// One split or merge, in the order applied: how a tensor's loops derive from its
@@ -102,41 +106,42 @@ struct TensorSchedule {
   bool isPersistentBuffer = false;
   // Placement and memory, with the directives that set them.
   std::optional<size_t> computeAtPosition; // loops [0, position] are shared with the consumer
-  const ast::Directive *computeAtBy = nullptr;
-  const ast::Directive *computeWithBy = nullptr;
-  std::optional<ast::MemoryKind> persistent;
-  const ast::Directive *persistentBy = nullptr;
-  std::optional<ast::MemoryKind> cache;
-  const ast::Directive *cacheBy = nullptr;
-  const ast::Directive *rfactorBy = nullptr;
-  const ast::Directive *inlinedBy = nullptr;
+  std::optional<Origin> computeAtBy, computeWithBy;
+  std::optional<MemoryKind> persistent;
+  std::optional<Origin> persistentBy;
+  std::optional<MemoryKind> cache;
+  std::optional<Origin> cacheBy;
+  std::optional<Origin> rfactorBy, inlinedBy;
 
   int findLoop(llvm::StringRef loopName) const;
 };
 
 /// The declarative matrix-product schedule (the fields nvFuser's MatmulParams has).
 struct MatmulSchedule {
-  const ast::MmaDirective *mma = nullptr;
-  const ast::PipelineDirective *pipeline = nullptr;
-  const ast::WarpSpecializeDirective *warpSpecialize = nullptr;
-  std::vector<const ast::TilesDirective *> tiles;
-  const ast::ClusterDirective *cluster = nullptr;
-  const ast::EpilogueDirective *epilogue = nullptr;
+  std::optional<Applied<Mma>> mma;
+  std::optional<Applied<Pipeline>> pipeline;
+  std::optional<Applied<WarpSpecialize>> warpSpecialize;
+  std::vector<Applied<Tiles>> tiles; // all of them: the checker reports the extra ones
+  std::optional<Applied<Cluster>> cluster;
+  std::optional<Applied<Epilogue>> epilogue;
   bool any() const {
     return mma || pipeline || warpSpecialize || !tiles.empty() || cluster || epilogue;
   }
 };
 
 struct Schedule {
-  const ast::ScheduleDecl *decl = nullptr;
+  ScheduleHeader header;
   const ir::Fusion *fusion = nullptr;
   std::vector<TensorSchedule> tensors;
-  const ast::LaunchBoundsDirective *launchBounds = nullptr;
-  const ast::MaxRRegCountDirective *maxRRegCount = nullptr;
-  const ast::PdlDirective *pdl = nullptr;
+  std::optional<Applied<LaunchBounds>> launchBounds;
+  std::optional<Applied<MaxRRegCount>> maxRRegCount;
+  std::optional<Origin> pdl;
+  /// `inline all`: every value that is not kept is substituted into its uses.
+  std::optional<Origin> inlineAll;
   MatmulSchedule matmul;
-  /// A derived-extent note per directive, printed by --emit=schedule.
-  std::map<const ast::Directive *, std::string> notes;
+  /// What each directive derived (`Hx: 64 threads, static`), by its index in the block;
+  /// --emit=schedule prints them after the directives. Empty: nothing to say.
+  std::vector<std::string> notes;
 
   int findTensor(llvm::StringRef name) const;
 };

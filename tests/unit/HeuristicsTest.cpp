@@ -2,6 +2,8 @@
 #include "TestSupport.h"
 
 #include "heuristics/Heuristics.h"
+#include "schedule/FromAst.h"
+#include "schedule/Printer.h"
 #include "sema/Sema.h"
 
 #include <doctest/doctest.h>
@@ -36,7 +38,7 @@ std::string choose(const std::string &text, heuristics::Knobs knobs = {}) {
   auto program = analyze(std::move(parsed.file), parsed.sources, parsed.diagnostics, SemaOptions{});
   REQUIRE_MESSAGE(program, parsed.firstMessage());
   heuristics::Choice choice = heuristics::chooseSchedules(*program->fusions[0], h200(), knobs);
-  return choice.text.empty() ? "why: " + choice.why : choice.text;
+  return choice.blocks.empty() ? "why: " + choice.why : sched::formatBlocks(choice.blocks);
 }
 
 std::string rmsNormAdd(int h, heuristics::Knobs knobs = {}) {
@@ -161,9 +163,12 @@ Chosen chooseWithKnobs(const std::string &source) {
       decl = schedule;
   REQUIRE(decl);
   size_t before = parsed.collected.diagnostics.size();
+  const ir::Fusion &fusion = *program->fusions[0];
   heuristics::Choice choice = heuristics::chooseSchedules(
-      *program->fusions[0], h200(), heuristics::knobsOf(*decl), &parsed.diagnostics);
-  Chosen chosen{choice.text.empty() ? "why: " + choice.why : choice.text, {}};
+      fusion, h200(), heuristics::knobsOf(*decl, sched::headerOf(*decl, fusion)),
+      &parsed.diagnostics);
+  Chosen chosen{choice.blocks.empty() ? "why: " + choice.why : sched::formatBlocks(choice.blocks),
+                {}};
   for (size_t i = before; i < parsed.collected.diagnostics.size(); ++i) {
     const Diagnostic &d = parsed.collected.diagnostics[i];
     chosen.diagnostics.push_back(parsed.text(d.range) + ": " + messageWithId(d));
@@ -252,4 +257,28 @@ TEST_CASE("knobs: each set knob is honoured or refused, never both, never neithe
   knobs.vectorWidth = 4;
   CHECK(choose("fusion f(x: f32[T, H]) -> (y: f32[T, H]) {\n    y = x;\n}\n", knobs) ==
         "why: the reduction heuristics handle fusions that reduce one dimension");
+}
+
+TEST_CASE("chosen directives point at the knob that decided them, the others at the block") {
+  Parsed parsed(norm(4096, "    vector_width = 4;\n    rows_per_block = 2;\n"));
+  REQUIRE_MESSAGE(parsed.file, parsed.firstMessage());
+  auto program = analyze(std::move(parsed.file), parsed.sources, parsed.diagnostics, SemaOptions{});
+  REQUIRE_MESSAGE(program, parsed.firstMessage());
+  const auto *decl = llvm::cast<ast::ScheduleDecl>(program->main->decls.back().get());
+  const ir::Fusion &fusion = *program->fusions[0];
+  heuristics::Choice choice = heuristics::chooseSchedules(
+      fusion, h200(), heuristics::knobsOf(*decl, sched::headerOf(*decl, fusion)),
+      &parsed.diagnostics);
+  REQUIRE(choice.blocks.size() == 1);
+  const sched::ScheduleBlock &block = choice.blocks[0];
+  CHECK(block.header.chosenByHeuristics);
+  CHECK(parsed.text(block.header.fusionRange) == "f");
+  REQUIRE(block.directives.size() >= 4);
+  CHECK(sched::directiveText(block.directives[0]) == "split H by 4 -> (Ho, Hv);");
+  CHECK(parsed.text(block.directives[0].range) == "vector_width = 4;");
+  CHECK(sched::directiveText(block.directives[2]) == "split T by 2 -> (Tb, Ty);");
+  CHECK(parsed.text(block.directives[2].range) == "rows_per_block = 2;");
+  CHECK(parsed.text(block.directives[3].range).rfind("schedule f = auto(inner_persistent)", 0) ==
+        0);
+  CHECK(block.reasons.front() == "auto(inner_persistent).");
 }

@@ -1,13 +1,17 @@
-// ScheduleTest.cpp — propagation by name, and a property test: random legal directive
-// sequences never lose or invent iterations.
+// ScheduleTest.cpp — propagation by name, a property test (random legal directive
+// sequences never lose or invent iterations), and typed directives: converted from the
+// AST with their ranges, built without one, printed back with their notes.
 #include "TestSupport.h"
 
+#include "schedule/FromAst.h"
+#include "schedule/Printer.h"
 #include "schedule/ScheduleBuilder.h"
 #include "sema/Sema.h"
 
 #include <doctest/doctest.h>
 
 #include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include <map>
 #include <random>
@@ -147,4 +151,110 @@ TEST_CASE("property: random legal directive sequences cover every dimension exac
     }
   }
   CHECK(schedulesChecked == 150);
+}
+
+TEST_CASE("typed directives print as the user wrote them, and keep their ranges") {
+  const char *directives = "    split B by 4 -> (Bo, Bi);\n"
+                           "    split x.A into 3 -> (Ao, Ai);\n"
+                           "    merge (Ao, Ai) -> AA;\n"
+                           "    reorder (C, AA);\n"
+                           "    parallelize AA -> BIDx, Bi -> TIDx, y.C -> TIDy;\n"
+                           "    vectorize x.C;\n"
+                           "    unroll Bo by 2;\n"
+                           "    unroll Bo;\n"
+                           "    unswitch C;\n"
+                           "    rfactor y.Bo;\n"
+                           "    inline t;\n"
+                           "    inline all;\n"
+                           "    compute_at t AA;\n"
+                           "    compute_with t;\n"
+                           "    persistent t in shared;\n"
+                           "    cache t in registers;\n"
+                           "    launch_bounds 256;\n"
+                           "    maxrregcount 64;\n"
+                           "    pdl;\n"
+                           "    mma over K: tile (128, 256, 64), warp (64, 256), instruction "
+                           "wgmma(64, 256, 16);\n"
+                           "    pipeline 4 stages via tma;\n"
+                           "    warp_specialize producer(regs 40), consumers(2, regs 232);\n"
+                           "    tiles persistent swizzle 8;\n"
+                           "    tiles split_k 2;\n"
+                           "    tiles stream_k;\n"
+                           "    cluster (2, 1) multicast;\n"
+                           "    epilogue via shared tma_store;\n";
+  Parsed parsed(std::string(kFusion) + "schedule p {\n" + directives + "}\n");
+  REQUIRE_MESSAGE(parsed.file, parsed.firstMessage());
+  auto program = analyze(std::move(parsed.file), parsed.sources, parsed.diagnostics, SemaOptions{});
+  REQUIRE_MESSAGE(program, parsed.firstMessage());
+  const auto *decl = llvm::cast<ast::ScheduleDecl>(program->main->decls.back().get());
+  sched::ScheduleBlock block = sched::blockOf(*decl, sched::headerOf(*decl, *program->fusions[0]));
+  REQUIRE(block.directives.size() == decl->directives.size());
+  std::string printed;
+  for (size_t i = 0; i < block.directives.size(); ++i) {
+    printed += "    " + sched::directiveText(block.directives[i]) + "\n";
+    // A typed directive points at its own text.
+    CHECK(parsed.text(block.directives[i].range) == sched::directiveText(block.directives[i]));
+  }
+  CHECK(printed == directives);
+  const auto &split = std::get<sched::Split>(block.directives[1].op);
+  CHECK(parsed.text(split.loop.range) == "x.A");
+  CHECK(parsed.text(split.factor.range) == "3");
+  CHECK(parsed.text(split.inner.range) == "Ai");
+}
+
+TEST_CASE("a block of typed directives builds without a syntax tree; notes by directive") {
+  Parsed parsed(kFusion);
+  REQUIRE_MESSAGE(parsed.file, parsed.firstMessage());
+  auto program = analyze(std::move(parsed.file), parsed.sources, parsed.diagnostics, SemaOptions{});
+  REQUIRE_MESSAGE(program, parsed.firstMessage());
+  auto loop = [](const char *name) { return sched::LoopRef{std::nullopt, {name, {}}, {}}; };
+  sched::ScheduleBlock block;
+  block.header.fusion = "p";
+  block.directives = {
+      {sched::Split{loop("C"), false, {4, {}}, {"Co", {}}, {"Ci", {}}}, {}, {}, false},
+      {sched::Parallelize{
+           {{loop("A"), sched::Parallel::BIDx}, {loop("Co"), sched::Parallel::TIDx}}},
+       {},
+       {},
+       false},
+      {sched::Unroll{loop("B"), std::nullopt}, {}, {}, false},
+      {sched::Persistent{{"t", {}}, sched::MemoryKind::Registers}, {}, {}, false},
+  };
+  std::unique_ptr<sched::Schedule> schedule =
+      sched::buildSchedule(block, *program->fusions[0], parsed.diagnostics);
+  REQUIRE_MESSAGE(schedule, parsed.firstMessage());
+  const sched::TensorSchedule &y = schedule->tensors.at(schedule->findTensor("y"));
+  CHECK(names(y) == std::vector<std::string>{"A", "Co", "Ci", "B"});
+  REQUIRE(y.loops[1].parallelizedBy);
+  CHECK(y.loops[1].parallelizedBy->index == 1);
+  CHECK(schedule->notes == std::vector<std::string>{"Co: 3, Ci: 4; the last iteration is partial",
+                                                    "A: 24 blocks, static; Co: 3 threads, static",
+                                                    "B: 36 iterations",
+                                                    "t: 144 values of f32 per thread"});
+  // The printer writes the block back with its notes.
+  std::string text;
+  llvm::raw_string_ostream out(text);
+  sched::printBlock(block, schedule->notes, out);
+  CHECK(text == "schedule p {\n"
+                "    split C by 4 -> (Co, Ci);  // Co: 3, Ci: 4; the last iteration is partial\n"
+                "    parallelize A -> BIDx, Co -> TIDx;  // A: 24 blocks, static; Co: 3 threads, "
+                "static\n"
+                "    unroll B;  // B: 36 iterations\n"
+                "    persistent t in registers;  // t: 144 values of f32 per thread\n"
+                "}\n");
+}
+
+TEST_CASE("a directive given twice is reported at the second, with the first as a note") {
+  Parsed parsed(std::string(kFusion) + "schedule p {\n    launch_bounds 128;\n"
+                                       "    launch_bounds 256;\n}\n");
+  REQUIRE(parsed.file);
+  auto program = analyze(std::move(parsed.file), parsed.sources, parsed.diagnostics, SemaOptions{});
+  REQUIRE(program);
+  const auto *decl = llvm::cast<ast::ScheduleDecl>(program->main->decls.back().get());
+  CHECK_FALSE(sched::buildSchedule(*decl, *program->fusions[0], parsed.diagnostics));
+  REQUIRE(parsed.collected.diagnostics.size() == 1);
+  const Diagnostic &duplicate = parsed.collected.diagnostics[0];
+  CHECK(parsed.text(duplicate.range) == "launch_bounds 256;");
+  REQUIRE(duplicate.notes.size() == 1);
+  CHECK(parsed.text(duplicate.notes[0].range) == "launch_bounds 128;");
 }

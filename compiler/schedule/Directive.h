@@ -1,0 +1,185 @@
+// Directive.h — schedule directives as typed values, in the order a schedule applies them.
+//
+// A schedule block (ScheduleBlock.h) is a list of these; ScheduleBuilder applies them
+// one by one and the printer (Printer.h) writes them back as text. A user's directives
+// are converted from the AST (schedule/FromAst.h); the heuristics build theirs directly.
+// Every operand keeps a source range for diagnostics: a user's points at what was
+// written, a heuristic's at the `= auto` knob that asked for it or at the schedule
+// header (or fusion) it was chosen for.
+#pragma once
+
+#include <llvm/ADT/StringRef.h>
+#include <llvm/Support/SMLoc.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace fsl::sched {
+
+enum class Parallel { Serial, BIDx, BIDy, BIDz, TIDx, TIDy, TIDz };
+llvm::StringRef parallelName(Parallel parallel);
+bool isBlockIndex(Parallel parallel);  // BIDx..BIDz
+bool isThreadIndex(Parallel parallel); // TIDx..TIDz
+
+enum class MemoryKind { Registers, Shared, Recompute };
+llvm::StringRef memoryKindName(MemoryKind kind);
+
+/// A loop or tensor name, and where it is written.
+struct Name {
+  std::string text;
+  llvm::SMRange range;
+};
+
+/// A number, and where it is written.
+struct Count {
+  int64_t value = 0;
+  llvm::SMRange range;
+};
+
+/// `H` (the loop H of every tensor that has one) or `y.H` (of tensor y only).
+struct LoopRef {
+  std::optional<Name> tensor;
+  Name loop;
+  llvm::SMRange range;
+};
+
+/// `split H by 8 -> (Ho, Hi)`: inner extent 8. `split H into 4 -> (Ho, Hi)`: outer extent 4.
+struct Split {
+  LoopRef loop;
+  bool factorIsOuter = false; // `into`
+  Count factor;
+  Name outer, inner;
+};
+
+struct Merge {
+  LoopRef first, second;
+  Name result;
+};
+
+struct Reorder {
+  std::vector<LoopRef> order;
+};
+
+/// `Hx -> TIDx` in a parallelize directive; never Parallel::Serial.
+struct Binding {
+  LoopRef loop;
+  Parallel parallel = Parallel::BIDx;
+};
+
+struct Parallelize {
+  std::vector<Binding> bindings;
+};
+
+struct Vectorize {
+  LoopRef loop;
+};
+
+struct Unroll {
+  LoopRef loop;
+  std::optional<Count> factor; // none: fully
+};
+
+struct Unswitch {
+  LoopRef loop;
+};
+
+struct Rfactor {
+  LoopRef loop;
+};
+
+/// `inline t;` or `inline all;`
+struct Inline {
+  std::optional<Name> tensor; // none: all
+};
+
+struct ComputeAt {
+  Name tensor;
+  LoopRef at;
+};
+
+struct ComputeWith {
+  Name tensor;
+};
+
+/// `persistent t in registers|shared|recompute`.
+struct Persistent {
+  Name tensor;
+  MemoryKind memory = MemoryKind::Registers;
+};
+
+/// `cache t in shared|registers`.
+struct Cache {
+  Name tensor;
+  MemoryKind memory = MemoryKind::Shared;
+};
+
+struct LaunchBounds {
+  Count threads;
+};
+
+struct MaxRRegCount {
+  Count registers;
+};
+
+struct Pdl {};
+
+/// `mma over K: tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16)`.
+struct Mma {
+  Name reductionDim;
+  std::vector<Count> ctaTile, warpTile;
+  Name instruction;
+  std::vector<Count> instructionShape;
+};
+
+/// `pipeline 4 stages via tma`.
+struct Pipeline {
+  Count stages;
+  bool viaTma = false;
+};
+
+/// `warp_specialize producer(regs 40), consumers(2, regs 232)`.
+struct WarpSpecialize {
+  Count producerRegs, consumerCount, consumerRegs;
+};
+
+enum class TileOrder { OnePerCta, Persistent, StreamK, SplitK };
+llvm::StringRef tileOrderName(TileOrder order);
+
+/// `tiles one_per_cta | persistent [swizzle N] | stream_k | split_k N`.
+struct Tiles {
+  TileOrder order = TileOrder::OnePerCta;
+  std::optional<Count> parameter; // swizzle N or split_k N
+};
+
+/// `cluster (2, 1) multicast`.
+struct Cluster {
+  std::vector<Count> shape;
+  bool multicast = false;
+};
+
+enum class EpilogueKind { Registers, Shared, SharedTmaStore };
+
+/// `epilogue via registers | shared [tma_store]`.
+struct Epilogue {
+  EpilogueKind via = EpilogueKind::Registers;
+};
+
+/// What a directive does, with its operands.
+using DirectiveOp =
+    std::variant<Split, Merge, Reorder, Parallelize, Vectorize, Unroll, Unswitch, Rfactor, Inline,
+                 ComputeAt, ComputeWith, Persistent, Cache, LaunchBounds, MaxRRegCount, Pdl, Mma,
+                 Pipeline, WarpSpecialize, Tiles, Cluster, Epilogue>;
+
+struct Directive {
+  DirectiveOp op;
+  llvm::SMRange range; // the whole directive (or the knob or header a heuristic used)
+  /// Comment lines the user wrote above it (each `// ...`, or empty for a blank line in
+  /// the group) and whether a blank line came first: --emit=schedule writes them back.
+  std::vector<std::string> comments;
+  bool blankLineBefore = false;
+};
+
+} // namespace fsl::sched
