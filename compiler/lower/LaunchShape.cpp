@@ -49,13 +49,19 @@ bool computeLaunchShape(LowerContext &context) {
     registers = schedule.maxRRegCount->registers.value;
     launch.registerNote = "maxrregcount " + std::to_string(*registers);
   }
-  if (threads) {
-    launch.maxThreads = schedule.launchBounds ? schedule.launchBounds->threads.value : *threads;
-    if (registers)
+  // `launch_bounds N` bounds the block whatever its size; without it a static block is
+  // its own bound. A runtime block larger than the bound fails at launch, and the
+  // simulator refuses it the same way.
+  if (schedule.launchBounds)
+    launch.maxThreads = schedule.launchBounds->threads.value;
+  else if (threads)
+    launch.maxThreads = *threads;
+  if (registers) {
+    if (launch.maxThreads)
       launch.minBlocksPerSm =
           std::max<int64_t>(1, context.options.registersPerSm / (*registers * *launch.maxThreads));
-  } else if (registers) {
-    launch.maxRegisters = registers;
+    else
+      launch.maxRegisters = registers;
   }
   return true;
 }

@@ -89,9 +89,17 @@ private:
       if (tensor.isInput && fusion_.params[tensor.value->paramIndex].isStrided)
         return unsupported("strided parameter " + tensor.name);
     }
-    if (schedule_.matmul.any())
+    if (schedule_.matmul.any()) {
+      const sched::MatmulSchedule &m = schedule_.matmul;
+      llvm::SMRange at = m.mma              ? m.mma->origin.range
+                         : m.pipeline       ? m.pipeline->origin.range
+                         : m.warpSpecialize ? m.warpSpecialize->origin.range
+                         : !m.tiles.empty() ? m.tiles.front().origin.range
+                         : m.cluster        ? m.cluster->origin.range
+                                            : m.epilogue->origin.range;
       return unsupported(
-          "matrix-product schedules (mma, pipeline, ...) are lowered by the matmul milestone");
+          "matrix-product schedules (mma, pipeline, ...) are lowered by the matmul milestone", at);
+    }
     for (const auto &value : fusion_.values)
       if (value->op == ir::Op::MatMul)
         return unsupported("matrix products are lowered by the matmul milestone");
@@ -127,6 +135,17 @@ private:
     addTransforms(*reference);
     for (const sched::TensorSchedule &tensor : schedule_.tensors)
       addTransforms(tensor);
+    // A loop that a transform consumed elsewhere (H of a broadcast weight, next to the
+    // merged TH of the output) is no loop of the kernel: the transform's result indexes
+    // its dimension.
+    std::set<std::string> consumed;
+    for (const sched::LoopTransform &t : plan_->transforms) {
+      consumed.insert(t.input);
+      if (t.kind == sched::LoopTransform::Kind::Merge)
+        consumed.insert(t.secondInput);
+    }
+    llvm::erase_if(plan_->loops,
+                   [&](const PlannedLoop &loop) { return consumed.count(loop.name) != 0; });
     for (size_t i = 0; i < plan_->loops.size(); ++i) {
       const PlannedLoop &loop = plan_->loops[i];
       if (loop.vectorized) {
@@ -154,6 +173,14 @@ private:
                          isInnermostPiece(vector.name, root.name);
       }
       plan_->vectorAccessesExact = serial.back() == plan_->vectorLoop && innermostPiece;
+      if (!plan_->vectorAccessesExact)
+        return unsupported(
+            "vectorize " + vector.name +
+                ": its accesses cannot be whole vectors (the vector loop must be the innermost "
+                "serial loop and the innermost piece of a dimension with a static extent that "
+                "it divides); split the dimension by a factor that divides it, or drop the "
+                "vectorize",
+            vector.origin.range);
     }
     return true;
   }
@@ -215,11 +242,17 @@ private:
   bool checkTensors() {
     for (const sched::TensorSchedule &tensor : schedule_.tensors)
       for (const sched::Loop &loop : tensor.loops) {
-        const PlannedLoop &reference = plan_->loops[findLoop(loop.name)];
+        int index = findLoop(loop.name);
+        if (index < 0)
+          continue; // a loop another tensor transformed: the transform indexes it
+        const PlannedLoop &reference = plan_->loops[index];
         if (loop.extent.text != reference.extent.text || loop.parallel != reference.parallel ||
             loop.vectorized != reference.vectorized)
           return unsupported("loop '" + loop.name + "' of '" + tensor.name +
-                             "' is scheduled differently from the output's");
+                                 "' is scheduled differently from the output's",
+                             loop.parallelizedBy ? loop.parallelizedBy->range
+                             : loop.vectorizedBy ? loop.vectorizedBy->range
+                                                 : llvm::SMRange());
       }
     return true;
   }
@@ -233,8 +266,9 @@ private:
           if (llvm::is_contained(loop.roots, kept) && loop.parallel == Parallel::Serial &&
               !(loop.extent.isStatic() && *loop.extent.value == 1))
             return unsupported("reduction '" + valueName(*value) + "' keeps dimension " +
-                               fusion_.dims[kept].name + " on serial loop '" + loop.name +
-                               "'; bind the kept dimensions to blocks or threads");
+                                   fusion_.dims[kept].name + " on serial loop '" + loop.name +
+                                   "'; bind the kept dimensions to blocks or threads",
+                               loop.origin.range);
       bool threadReduced = false;
       for (ir::DimId reduced : value->reduced)
         for (const PlannedLoop &loop : plan_->loops) {
@@ -268,8 +302,11 @@ private:
       phase[value->id] = p;
       last = std::max(last, p + (ir::isReduction(value->op) ? 1 : 0));
     }
-    std::set<unsigned> kept; // persistent in registers or in shared memory
+    std::set<unsigned> kept;    // persistent in registers or in shared memory
+    llvm::SMRange persistentAt; // the first `persistent` directive, for messages
     for (const sched::TensorSchedule &tensor : schedule_.tensors) {
+      if (tensor.persistentBy && !persistentAt.isValid())
+        persistentAt = tensor.persistentBy->range;
       bool keptHere = tensor.persistent == sched::MemoryKind::Registers ||
                       tensor.persistent == sched::MemoryKind::Shared;
       if (keptHere) {
@@ -291,7 +328,8 @@ private:
       if (!loop.extent.isStatic()) {
         if (!kept.empty())
           return unsupported("persistent buffer over loop '" + loop.name +
-                             "' of runtime extent; split it by a constant");
+                                 "' of runtime extent; split it by a constant",
+                             persistentAt);
         continue;
       }
       plan_->bufferElements *= *loop.extent.value;

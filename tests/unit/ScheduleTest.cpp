@@ -81,7 +81,9 @@ TEST_CASE("split extents, remainders and contiguity") {
 
 TEST_CASE("property: random legal directive sequences cover every dimension exactly") {
   std::mt19937 random(20261129);
-  int schedulesChecked = 0;
+  // How many of each directive the trials applied: the property means little if the
+  // generator stopped producing one kind.
+  int splits = 0, merges = 0, reorders = 0;
   for (int trial = 0; trial < 150; ++trial) {
     std::string directives;
     int fresh = 0;
@@ -99,6 +101,7 @@ TEST_CASE("property: random legal directive sequences cover every dimension exac
         const sched::Loop &loop = loops[random() % loops.size()];
         int factor = 1 + static_cast<int>(random() % 7);
         std::string outer = "L" + std::to_string(fresh++), inner = "L" + std::to_string(fresh++);
+        ++splits;
         directives += "    split " + loop.name + (random() % 2 ? " by " : " into ") +
                       std::to_string(factor) + " -> (" + outer + ", " + inner + ");\n";
       } else if (choice == 1 && loops.size() >= 2) {
@@ -115,16 +118,17 @@ TEST_CASE("property: random legal directive sequences cover every dimension exac
         }
         if (!legal)
           continue;
+        ++merges;
         directives += "    merge (" + loops[a].name + ", " + loops[b].name + ") -> L" +
                       std::to_string(fresh++) + ";\n";
       } else {
         std::vector<std::string> order = names(tensor);
         std::shuffle(order.begin(), order.end(), random);
+        ++reorders;
         directives += "    reorder (" + llvm::join(order, ", ") + ");\n";
       }
     }
     Built result(directives);
-    ++schedulesChecked;
     for (const sched::TensorSchedule &tensor : result.schedule->tensors) {
       int64_t rootProduct = 1;
       std::vector<ir::DimId> rootDims = tensor.value->dims;
@@ -150,7 +154,9 @@ TEST_CASE("property: random legal directive sequences cover every dimension exac
         CHECK(loopProduct == rootProduct);
     }
   }
-  CHECK(schedulesChecked == 150);
+  CHECK(splits >= 50);
+  CHECK(merges >= 20);
+  CHECK(reorders >= 50);
 }
 
 TEST_CASE("typed directives print as the user wrote them, and keep their ranges") {
