@@ -30,5 +30,8 @@ variant() { # name fusion dim size sed-expression
 variant shared rms_norm_add H 16384 's/persistent h in registers/persistent h in shared/'
 variant unswitch softmax S 4096 's/    unroll Sp;/    unroll Sp;\n    unswitch Sp;/'
 rm -f "$out/err.txt"
+# The JIT test on the GPU machine builds runtime/src/jit.cpp, which includes the device
+# header's text as CMake generated it here.
+mkdir -p "$out/jit" && cp "$root/build/runtime/generated/fsl_device_header.inc" "$out/jit/"
 
 echo "generated: $(ls -d "$out"/*_* | wc -l) variants; refused: $(wc -l < "$out/refused.txt")"

@@ -20,7 +20,7 @@ for dir in "$build"/*_*/; do
 done
 # The runtime's JIT path against the ahead-of-time build of the same kernel.
 nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I "$root/runtime/include" \
-  -I "$build/softmax_4096" -o "$build/jit_gpu_test" "$root/tests/gpu/jit_gpu_test.cu" \
+  -I "$build/jit" -I "$build/softmax_4096" -o "$build/jit_gpu_test" "$root/tests/gpu/jit_gpu_test.cu" \
   "$build/softmax_4096/softmax.cu" "$root/runtime/src/jit.cpp" -lnvrtc -lcuda -ldl \
   && "$build/jit_gpu_test" "$build/softmax_4096/softmax.cu" /tmp/fsl-jit-cache | tee "$out/jit.txt"
 PYTHONUNBUFFERED=1 python3 "$root/tests/gpu/check.py" "$build" "$out"
