@@ -222,7 +222,8 @@ private:
   bool needsKernels() const {
     return options_.emit == EmitKind::KernelIR || options_.emit == EmitKind::Cuda ||
            options_.emit == EmitKind::Ptx || options_.emit == EmitKind::Cubin ||
-           !options_.simulateSizes.empty();
+           !options_.simulateSizes.empty() || !options_.printAfter.empty() ||
+           options_.printAfterAll;
   }
 
   /// The lowered program of one fusion.
