@@ -115,87 +115,80 @@ std::optional<int64_t> asConstant(const Expr &e) {
   return std::nullopt;
 }
 
+std::optional<int64_t> foldIntegers(BinaryOp op, int64_t a, int64_t b) {
+  switch (op) {
+  case BinaryOp::Add:
+    return a + b;
+  case BinaryOp::Sub:
+    return a - b;
+  case BinaryOp::Mul:
+    return a * b;
+  case BinaryOp::Div:
+    return b == 0 ? std::nullopt : std::optional<int64_t>(a / b);
+  case BinaryOp::Mod:
+    return b == 0 ? std::nullopt : std::optional<int64_t>(a % b);
+  case BinaryOp::Min:
+    return std::min(a, b);
+  case BinaryOp::Max:
+    return std::max(a, b);
+  case BinaryOp::Lt:
+    return a < b;
+  case BinaryOp::Le:
+    return a <= b;
+  case BinaryOp::Gt:
+    return a > b;
+  case BinaryOp::Ge:
+    return a >= b;
+  case BinaryOp::Eq:
+    return a == b;
+  case BinaryOp::Ne:
+    return a != b;
+  case BinaryOp::And:
+    return a && b;
+  case BinaryOp::Or:
+    return a || b;
+  case BinaryOp::Pow: // no integer power in index arithmetic
+    return std::nullopt;
+  }
+  FSL_UNREACHABLE("binary op");
+}
+
 namespace {
 
 /// Folds integer arithmetic on constants and the identities of 0 and 1.
 Expr foldIndex(BinaryOp op, Expr a, Expr b) {
   std::optional<int64_t> x = asConstant(a), y = asConstant(b);
-  if (x && y) {
-    switch (op) {
-    case BinaryOp::Add:
-      return index(*x + *y);
-    case BinaryOp::Sub:
-      return index(*x - *y);
-    case BinaryOp::Mul:
-      return index(*x * *y);
-    case BinaryOp::Div:
-      if (*y != 0)
-        return index(*x / *y);
-      break;
-    case BinaryOp::Mod:
-      if (*y != 0)
-        return index(*x % *y);
-      break;
-    case BinaryOp::Min:
-      return index(std::min(*x, *y));
-    case BinaryOp::Max:
-      return index(std::max(*x, *y));
-    case BinaryOp::Pow: // not index arithmetic: left as written
-    case BinaryOp::Lt:
-    case BinaryOp::Le:
-    case BinaryOp::Gt:
-    case BinaryOp::Ge:
-    case BinaryOp::Eq:
-    case BinaryOp::Ne:
-    case BinaryOp::And:
-    case BinaryOp::Or:
-      break;
-    }
-  }
-  switch (op) {
-  case BinaryOp::Add:
+  if (x && y && !isComparison(op))
+    if (std::optional<int64_t> folded = foldIntegers(op, *x, *y))
+      return index(*folded);
+  if (op == BinaryOp::Add) {
     if (x == 0)
       return b;
     if (y == 0)
       return a;
-    break;
-  case BinaryOp::Sub:
+  } else if (op == BinaryOp::Sub) {
     if (y == 0)
       return a;
-    break;
-  case BinaryOp::Mul:
+  } else if (op == BinaryOp::Mul) {
     if (x == 0 || y == 0)
       return index(0);
     if (x == 1)
       return b;
     if (y == 1)
       return a;
-    break;
-  case BinaryOp::Div:
+  } else if (op == BinaryOp::Div) {
     if (y == 1)
       return a;
-    break;
-  case BinaryOp::Mod:
+  } else if (op == BinaryOp::Mod) {
     if (y == 1)
       return index(0);
-    break;
-  case BinaryOp::Min: // no identity to fold
-  case BinaryOp::Max:
-  case BinaryOp::Pow:
-  case BinaryOp::Lt:
-  case BinaryOp::Le:
-  case BinaryOp::Gt:
-  case BinaryOp::Ge:
-  case BinaryOp::Eq:
-  case BinaryOp::Ne:
-  case BinaryOp::And:
-  case BinaryOp::Or:
-    break;
   }
   return binary(op, std::move(a), std::move(b));
 }
 
 } // namespace
+
+Expr foldedBinary(BinaryOp op, Expr a, Expr b) { return foldIndex(op, std::move(a), std::move(b)); }
 
 Expr operator+(Expr a, Expr b) { return foldIndex(BinaryOp::Add, std::move(a), std::move(b)); }
 Expr operator-(Expr a, Expr b) { return foldIndex(BinaryOp::Sub, std::move(a), std::move(b)); }
@@ -333,6 +326,44 @@ llvm::StringRef stmtKindName(StmtKind kind) {
     return "warp_role";
   }
   FSL_UNREACHABLE("statement kind");
+}
+
+llvm::StringRef memorySpaceName(MemorySpace space) {
+  switch (space) {
+  case MemorySpace::Global:
+    return "global";
+  case MemorySpace::Shared:
+    return "shared";
+  case MemorySpace::Local:
+    return "local";
+  }
+  FSL_UNREACHABLE("memory space");
+}
+
+llvm::StringRef builtinName(Builtin builtin) {
+  switch (builtin) {
+  case Builtin::None:
+    return "";
+  case Builtin::ThreadIdxX:
+    return "threadIdx.x";
+  case Builtin::ThreadIdxY:
+    return "threadIdx.y";
+  case Builtin::ThreadIdxZ:
+    return "threadIdx.z";
+  case Builtin::BlockIdxX:
+    return "blockIdx.x";
+  case Builtin::BlockIdxY:
+    return "blockIdx.y";
+  case Builtin::BlockIdxZ:
+    return "blockIdx.z";
+  case Builtin::BlockDimX:
+    return "blockDim.x";
+  case Builtin::BlockDimY:
+    return "blockDim.y";
+  case Builtin::BlockDimZ:
+    return "blockDim.z";
+  }
+  FSL_UNREACHABLE("builtin");
 }
 
 llvm::StringRef axisName(Axis axis) {
@@ -515,41 +546,7 @@ std::optional<int64_t> evaluateStatic(const Expr &e) {
     std::optional<int64_t> a = evaluateStatic(e->operands[0]), b = evaluateStatic(e->operands[1]);
     if (!a || !b || !(isIntegerType(e->dtype) || e->dtype == DType::Bool))
       return std::nullopt;
-    switch (e->binary) {
-    case BinaryOp::Lt:
-      return *a < *b;
-    case BinaryOp::Le:
-      return *a <= *b;
-    case BinaryOp::Gt:
-      return *a > *b;
-    case BinaryOp::Ge:
-      return *a >= *b;
-    case BinaryOp::Eq:
-      return *a == *b;
-    case BinaryOp::Ne:
-      return *a != *b;
-    case BinaryOp::And:
-      return *a && *b;
-    case BinaryOp::Or:
-      return *a || *b;
-    case BinaryOp::Add:
-      return *a + *b;
-    case BinaryOp::Sub:
-      return *a - *b;
-    case BinaryOp::Mul:
-      return *a * *b;
-    case BinaryOp::Div:
-      return *b == 0 ? std::nullopt : std::optional<int64_t>(*a / *b);
-    case BinaryOp::Mod:
-      return *b == 0 ? std::nullopt : std::optional<int64_t>(*a % *b);
-    case BinaryOp::Min:
-      return std::min(*a, *b);
-    case BinaryOp::Max:
-      return std::max(*a, *b);
-    case BinaryOp::Pow: // no integer power in index arithmetic
-      return std::nullopt;
-    }
-    FSL_UNREACHABLE("binary op");
+    return foldIntegers(e->binary, *a, *b);
   }
   case ExprKind::Var:
   case ExprKind::Unary:

@@ -62,6 +62,8 @@ struct Var {
 };
 using VarPtr = std::shared_ptr<const Var>;
 VarPtr makeVar(std::string name, DType dtype, Builtin builtin = Builtin::None);
+/// `threadIdx.x`, `blockDim.y`, ... (empty for None).
+llvm::StringRef builtinName(Builtin builtin);
 
 enum class MemorySpace {
   Global, // a kernel parameter or a workspace of the program
@@ -72,6 +74,8 @@ enum class MemorySpace {
 /// Shared-memory layouts: the 16-byte chunks of each 128/64/32-byte row are permuted by
 /// XOR with the row index, as TMA and wgmma expect (CU_TENSOR_MAP_SWIZZLE_*).
 enum class Swizzle { None, Bytes32, Bytes64, Bytes128 };
+
+llvm::StringRef memorySpaceName(MemorySpace space); // global, shared, local
 
 struct Buffer {
   std::string name;
@@ -134,6 +138,10 @@ Expr operator<(Expr a, Expr b);
 Expr operator&&(Expr a, Expr b);
 Expr min(Expr a, Expr b);
 Expr max(Expr a, Expr b);
+/// `a op b` on integers (comparisons give 0 or 1); none for a division by zero or Pow.
+std::optional<int64_t> foldIntegers(BinaryOp op, int64_t a, int64_t b);
+/// `binary(op, a, b)` with constants folded and the identities of 0 and 1 applied.
+Expr foldedBinary(BinaryOp op, Expr a, Expr b);
 /// The value of a constant expression, if it is one.
 std::optional<int64_t> asConstant(const Expr &e);
 bool isComparison(BinaryOp op);

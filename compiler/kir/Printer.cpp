@@ -10,18 +10,6 @@
 namespace fsl::kir {
 namespace {
 
-llvm::StringRef spaceName(MemorySpace space) {
-  switch (space) {
-  case MemorySpace::Global:
-    return "global";
-  case MemorySpace::Shared:
-    return "shared";
-  case MemorySpace::Local:
-    return "local";
-  }
-  FSL_UNREACHABLE("memory space");
-}
-
 llvm::StringRef swizzleName(Swizzle swizzle) {
   switch (swizzle) {
   case Swizzle::None:
@@ -34,32 +22,6 @@ llvm::StringRef swizzleName(Swizzle swizzle) {
     return " swizzle 128B";
   }
   FSL_UNREACHABLE("swizzle");
-}
-
-llvm::StringRef builtinName(Builtin builtin) {
-  switch (builtin) {
-  case Builtin::None:
-    return "";
-  case Builtin::ThreadIdxX:
-    return "threadIdx.x";
-  case Builtin::ThreadIdxY:
-    return "threadIdx.y";
-  case Builtin::ThreadIdxZ:
-    return "threadIdx.z";
-  case Builtin::BlockIdxX:
-    return "blockIdx.x";
-  case Builtin::BlockIdxY:
-    return "blockIdx.y";
-  case Builtin::BlockIdxZ:
-    return "blockIdx.z";
-  case Builtin::BlockDimX:
-    return "blockDim.x";
-  case Builtin::BlockDimY:
-    return "blockDim.y";
-  case Builtin::BlockDimZ:
-    return "blockDim.z";
-  }
-  FSL_UNREACHABLE("builtin");
 }
 
 llvm::StringRef loopKindName(LoopKind kind) {
@@ -230,7 +192,7 @@ public:
       note();
       return;
     case StmtKind::Allocate:
-      line() << "allocate " << spaceName(s->buffer->space) << " " << s->buffer->name << ": "
+      line() << "allocate " << memorySpaceName(s->buffer->space) << " " << s->buffer->name << ": "
              << ir::dtypeName(s->buffer->dtype) << "[";
       if (s->count)
         expr(s->count);

@@ -39,78 +39,30 @@ public:
       return simplified;
     const Expr &a = simplified->operands[0], &b = simplified->operands[1];
     std::optional<int64_t> c = asConstant(b);
-    switch (simplified->binary) {
-    case BinaryOp::Div:
-      if (c && *c > 0) {
-        if (within(a, *c))
-          return index(0);
-        if (Expr quotient = divideExactly(a, *c))
-          return quotient;
-      }
-      break;
-    case BinaryOp::Mod:
-      if (c && *c > 0) {
-        if (within(a, *c))
-          return a;
-        if (Expr remainder = remainderOf(a, *c))
-          return remainder;
-      }
-      break;
-    case BinaryOp::Mul:
+    if (simplified->binary == BinaryOp::Div && c && *c > 0) {
+      if (within(a, *c))
+        return index(0);
+      if (Expr quotient = divideExactly(a, *c))
+        return quotient;
+    } else if (simplified->binary == BinaryOp::Mod && c && *c > 0) {
+      if (within(a, *c))
+        return a;
+      if (Expr remainder = remainderOf(a, *c))
+        return remainder;
+    } else if (simplified->binary == BinaryOp::Mul && c && a->kind == ExprKind::Binary) {
       // (x * c1) * c2 -> x * (c1 * c2)
-      if (c && a->kind == ExprKind::Binary && a->binary == BinaryOp::Mul)
+      if (a->binary == BinaryOp::Mul)
         if (std::optional<int64_t> inner = asConstant(a->operands[1]))
           return a->operands[0] * index(*inner * *c);
       // (x + y) * c -> x * c + y * c: the strides of split loops meet their constants
       // (`Hp * 4096 + Hx * 8`, not `(Hp * 512 + Hx) * 8`), the form people write and
       // the one that gave ptxas the faster schedule (docs/performance.md, 2026-11-30).
-      if (c && a->kind == ExprKind::Binary && a->binary == BinaryOp::Add)
+      if (a->binary == BinaryOp::Add)
         return mutate(binary(BinaryOp::Mul, a->operands[0], b)) +
                mutate(binary(BinaryOp::Mul, a->operands[1], b));
-      break;
-    case BinaryOp::Add: // no rule of their own: rebuilt below
-    case BinaryOp::Sub:
-    case BinaryOp::Min:
-    case BinaryOp::Max:
-    case BinaryOp::Pow:
-    case BinaryOp::Lt:
-    case BinaryOp::Le:
-    case BinaryOp::Gt:
-    case BinaryOp::Ge:
-    case BinaryOp::Eq:
-    case BinaryOp::Ne:
-    case BinaryOp::And:
-    case BinaryOp::Or:
-      break;
     }
-    // Rebuild through the folding operators (constants, 0 and 1).
-    switch (simplified->binary) {
-    case BinaryOp::Add:
-      return a + b;
-    case BinaryOp::Sub:
-      return a - b;
-    case BinaryOp::Mul:
-      return a * b;
-    case BinaryOp::Div:
-      return a / b;
-    case BinaryOp::Mod:
-      return a % b;
-    case BinaryOp::Min:
-      return kir::min(a, b);
-    case BinaryOp::Max:
-      return kir::max(a, b);
-    case BinaryOp::Pow:
-    case BinaryOp::Lt:
-    case BinaryOp::Le:
-    case BinaryOp::Gt:
-    case BinaryOp::Ge:
-    case BinaryOp::Eq:
-    case BinaryOp::Ne:
-    case BinaryOp::And:
-    case BinaryOp::Or:
-      return simplified;
-    }
-    return simplified;
+    // Rebuilt through the folding constructor (constants, 0 and 1).
+    return foldedBinary(simplified->binary, a, b);
   }
 
 private:
@@ -129,36 +81,16 @@ private:
     auto both = [](auto f, std::optional<int64_t> p, std::optional<int64_t> q) {
       return p && q ? std::optional<int64_t>(f(*p, *q)) : std::nullopt;
     };
-    switch (e->binary) {
-    case BinaryOp::Add:
+    if (e->binary == BinaryOp::Add)
       return {both(std::plus<>(), x.lo, y.lo), both(std::plus<>(), x.hi, y.hi)};
-    case BinaryOp::Mul:
-      if (x.lo && *x.lo >= 0 && y.lo && *y.lo >= 0)
-        return {*x.lo * *y.lo, both(std::multiplies<>(), x.hi, y.hi)};
-      return {};
-    case BinaryOp::Div:
-      if (x.lo && *x.lo >= 0 && y.lo && *y.lo > 0)
-        return {0, y.lo ? both(std::divides<>(), x.hi, y.lo) : std::nullopt};
-      return {};
-    case BinaryOp::Mod:
-      if (x.lo && *x.lo >= 0 && y.hi && *y.hi > 0)
-        return {0, *y.hi - 1};
-      return {};
-    case BinaryOp::Sub: // unbounded as far as these rules need
-    case BinaryOp::Min:
-    case BinaryOp::Max:
-    case BinaryOp::Pow:
-    case BinaryOp::Lt:
-    case BinaryOp::Le:
-    case BinaryOp::Gt:
-    case BinaryOp::Ge:
-    case BinaryOp::Eq:
-    case BinaryOp::Ne:
-    case BinaryOp::And:
-    case BinaryOp::Or:
-      return {};
-    }
-    return {};
+    bool nonNegative = x.lo && *x.lo >= 0 && y.lo && *y.lo >= 0;
+    if (e->binary == BinaryOp::Mul && nonNegative)
+      return {*x.lo * *y.lo, both(std::multiplies<>(), x.hi, y.hi)};
+    if (e->binary == BinaryOp::Div && nonNegative && *y.lo > 0)
+      return {0, both(std::divides<>(), x.hi, y.lo)};
+    if (e->binary == BinaryOp::Mod && x.lo && *x.lo >= 0 && y.hi && *y.hi > 0)
+      return {0, *y.hi - 1};
+    return {}; // unbounded as far as these rules need
   }
 
   /// 0 <= e < c.

@@ -124,18 +124,6 @@ int64_t bytesOf(DType type) { return static_cast<int64_t>(ir::dtypeBytes(type));
 
 int64_t positiveMod(int64_t a, int64_t m) { return ((a % m) + m) % m; }
 
-llvm::StringRef spaceName(MemorySpace space) {
-  switch (space) {
-  case MemorySpace::Global:
-    return "global";
-  case MemorySpace::Shared:
-    return "shared";
-  case MemorySpace::Local:
-    return "local";
-  }
-  FSL_UNREACHABLE("memory space");
-}
-
 ir::Op pointwiseOp(kir::UnaryOp op) {
   switch (op) {
   case kir::UnaryOp::Neg:
@@ -591,7 +579,7 @@ private:
   std::vector<double> &globalData(const Buffer &buffer) {
     if (buffer.space != MemorySpace::Global)
       fail(buffer.name + " is used as a global buffer but lives in " +
-           spaceName(buffer.space).str() + " memory");
+           kir::memorySpaceName(buffer.space).str() + " memory");
     const Buffer *key = &buffer;
     if (auto alias = memory_.aliases.find(key); alias != memory_.aliases.end())
       key = alias->second;
@@ -639,8 +627,8 @@ private:
     }
     if (index < 0 || index >= size)
       fault(t, llvm::formatv("out-of-bounds {0} {1} {2}: element {3} of {4}",
-                             store ? "store to" : "load from", spaceName(buffer.space), buffer.name,
-                             index, size));
+                             store ? "store to" : "load from", kir::memorySpaceName(buffer.space),
+                             buffer.name, index, size));
     return (*data)[offset + index];
   }
 
