@@ -1,13 +1,9 @@
 // LowerTest.cpp — the choices the lowering passes make that a schedule does not spell:
 // early loads, reciprocal divisions, clamped rows, deferred inout write-backs, merges,
 // and the verifier after every pass.
-#include "TestSupport.h"
+#include "LowerSupport.h"
 
 #include "kir/Mutator.h"
-#include "kir/Printer.h"
-#include "lower/Lower.h"
-#include "schedule/ScheduleBuilder.h"
-#include "sema/Sema.h"
 
 #include <doctest/doctest.h>
 
@@ -19,30 +15,9 @@ using fsl::test::Parsed;
 
 namespace {
 
-/// Lowers the one schedule of `source`; fails the test on any diagnostic.
-struct Lowered {
-  Parsed parsed;
-  std::unique_ptr<Program> program;
-  std::unique_ptr<sched::Schedule> schedule;
-  std::unique_ptr<kir::Program> lowered;
-  explicit Lowered(const std::string &source) : parsed(source) {
-    REQUIRE_MESSAGE(parsed.file, parsed.firstMessage());
-    program = analyze(std::move(parsed.file), parsed.sources, parsed.diagnostics, SemaOptions{});
-    REQUIRE_MESSAGE(program, parsed.firstMessage());
-    const auto *decl = llvm::cast<ast::ScheduleDecl>(program->main->decls.back().get());
-    schedule = sched::buildSchedule(*decl, *program->fusions[0], parsed.diagnostics);
-    REQUIRE_MESSAGE(schedule, parsed.firstMessage());
-    lowered = lowerFusion(*program->fusions[0], {schedule.get()}, lower::LowerOptions{},
-                          parsed.diagnostics);
-    REQUIRE_MESSAGE(lowered, parsed.firstMessage());
-  }
-  const kir::Kernel &kernel() const { return lowered->kernels.at(0); }
-  std::string text() const {
-    std::string out;
-    llvm::raw_string_ostream stream(out);
-    kir::printKernel(kernel(), stream);
-    return out;
-  }
+/// A lowered snippet, with queries of what the passes chose.
+struct Lowered : test::LoweredSnippet {
+  using LoweredSnippet::LoweredSnippet;
   /// Names of the global tensors loaded into `*_early` arrays before phase 0.
   std::vector<std::string> earlyInputs() const {
     std::vector<std::string> names;

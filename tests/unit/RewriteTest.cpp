@@ -8,7 +8,7 @@
 // reciprocal of the wrong value, a fast path every thread takes, a grid one block short)
 // must not: the simulator faults or its outputs leave the tolerance. Each test also
 // checks that its mutator found what it breaks, so none can pass by breaking nothing.
-#include "TestSupport.h"
+#include "LowerSupport.h"
 
 #include "driver/Evaluate.h"
 #include "driver/Simulate.h"
@@ -36,28 +36,9 @@ using kir::Stmt;
 
 namespace {
 
-/// Lowers the one fusion and schedule of `source`; fails the test on any diagnostic.
-struct Lowered {
-  Parsed parsed;
-  std::unique_ptr<Program> program;
-  std::unique_ptr<sched::Schedule> schedule;
-  std::unique_ptr<kir::Program> lowered;
-
-  explicit Lowered(const std::string &source) : parsed(source) {
-    REQUIRE_MESSAGE(parsed.file, parsed.firstMessage());
-    program = analyze(std::move(parsed.file), parsed.sources, parsed.diagnostics, SemaOptions{});
-    REQUIRE_MESSAGE(program, parsed.firstMessage());
-    const auto *decl = llvm::cast<ast::ScheduleDecl>(program->main->decls.back().get());
-    schedule = sched::buildSchedule(*decl, *program->fusions[0], parsed.diagnostics);
-    REQUIRE_MESSAGE(schedule, parsed.firstMessage());
-    lowered = lowerFusion(*program->fusions[0], {schedule.get()}, lower::LowerOptions{},
-                          parsed.diagnostics);
-    REQUIRE_MESSAGE(lowered, parsed.firstMessage());
-    REQUIRE(lowered->kernels.size() == 1);
-  }
-
-  const ir::Fusion &fusion() const { return *program->fusions[0]; }
-  const kir::Stmt &body() const { return lowered->kernels[0].body; }
+/// A lowered snippet that simulates itself, whole or with a broken rewrite.
+struct Lowered : test::LoweredSnippet {
+  using LoweredSnippet::LoweredSnippet;
 
   /// The lowered program with the kernel's body (or launch) replaced.
   kir::Program withBody(Stmt body) const {
@@ -124,19 +105,23 @@ private:
   std::string label_;
 };
 
-/// `min(i, n - 1)` of an index becomes `i`: the clamp of a row's loads is gone.
-class DropIndexMin : public kir::Mutator {
+/// `op(a, b)` of an index becomes `a`: `min(i, n - 1)` without the clamp of a row's
+/// loads, or `a % c` as a simplifier that believed `a < c` would fold it.
+class DropIndexOp : public kir::Mutator {
 public:
+  explicit DropIndexOp(kir::BinaryOp op) : op_(op) {}
   using Mutator::mutate;
   Expr mutate(const Expr &e) override {
-    if (e->kind == kir::ExprKind::Binary && e->binary == kir::BinaryOp::Min &&
-        ir::isInteger(e->dtype)) {
+    if (e->kind == kir::ExprKind::Binary && e->binary == op_ && ir::isInteger(e->dtype)) {
       ++dropped;
       return mutate(e->operands[0]);
     }
     return mutateChildren(e);
   }
   int dropped = 0;
+
+private:
+  kir::BinaryOp op_;
 };
 
 /// Every vector copy from global memory reads one lane further on.
@@ -263,21 +248,6 @@ private:
   std::string name_;
 };
 
-/// `a % c` of an index becomes `a`, as a simplifier that believed `a < c` would fold it.
-class DropIndexMod : public kir::Mutator {
-public:
-  using Mutator::mutate;
-  Expr mutate(const Expr &e) override {
-    if (e->kind == kir::ExprKind::Binary && e->binary == kir::BinaryOp::Mod &&
-        ir::isInteger(e->dtype)) {
-      ++dropped;
-      return mutate(e->operands[0]);
-    }
-    return mutateChildren(e);
-  }
-  int dropped = 0;
-};
-
 // --- The kernels ----------------------------------------------------------------------
 
 /// H = 1000 on 128 threads: the last of 8 iterations of Hp runs past the row for
@@ -369,7 +339,7 @@ TEST_CASE("bounds: clamped rows load min(row, T - 1) and skip the stores past th
   CHECK(rows.simulate("T=6") == "");
 
   SUBCASE("the loads without their clamp") {
-    DropIndexMin drop;
+    DropIndexOp drop(kir::BinaryOp::Min);
     kir::Program broken = rows.withBody(drop.mutate(rows.body()));
     REQUIRE(drop.dropped > 0);
     std::string outcome = rows.simulate("T=6", &broken);
@@ -514,7 +484,7 @@ TEST_CASE("simplify: a remainder folded away as if in range indexes the wrong el
   CHECK(contains(merged.text(), "% 64)"));
   CHECK(merged.simulate("T=7") == "");
 
-  DropIndexMod drop;
+  DropIndexOp drop(kir::BinaryOp::Mod);
   kir::Program broken = merged.withBody(drop.mutate(merged.body()));
   REQUIRE(drop.dropped > 0);
   std::string outcome = merged.simulate("T=7", &broken);
