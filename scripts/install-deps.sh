@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages fslc needs, only those missing.
-# The CUDA toolkit is expected in /usr/local/cuda (later phases use nvcc and NVRTC).
+# The CUDA toolkit is no Debian package here: CMake finds it through nvcc on PATH,
+# CUDAToolkit_ROOT or /usr/local/cuda (NVRTC for fslc, nvcc for the tests).
 set -euo pipefail
 
 packages=(

@@ -510,7 +510,8 @@ std::string wgmmaDescriptor(const kir::BufferPtr &operand, const Expr &offset) {
 /// The statements of one kernel, one method per kind, each at the current indentation.
 class KernelWriter {
 public:
-  KernelWriter(const kir::Kernel &kernel, llvm::raw_ostream &out) : kernel_(kernel), out_(out) {
+  KernelWriter(const kir::Kernel &kernel, const CodegenOptions &options, llvm::raw_ostream &out)
+      : kernel_(kernel), options_(options), out_(out) {
     // Local arrays that vector accesses read or write must be aligned to the access;
     // wgmma accumulators are pinned around fences and waits.
     if (kernel.body)
@@ -526,9 +527,17 @@ public:
   }
 
   void write() {
-    for (llvm::StringRef line : llvm::split(kernel_.comment, '\n'))
-      if (!line.empty())
-        out_ << "// " << line << "\n";
+    // The comment lowering gives a kernel starts with its name: the name it has here.
+    std::string symbol = kernelSymbol(kernel_, options_);
+    std::string comment = kernel_.comment;
+    if (llvm::StringRef(comment).starts_with(kernel_.name))
+      comment = options_.symbolPrefix + comment;
+    std::string where = location(kernel_.origin);
+    for (llvm::StringRef line : llvm::split(comment, '\n'))
+      if (!line.empty()) {
+        out_ << "// " << withLocation(line.str(), where) << "\n";
+        where.clear(); // once, on the first line
+      }
     const kir::LaunchShape &launch = kernel_.launch;
     if (!launch.registerNote.empty())
       out_ << "// " << oneLine(launch.registerNote) << "\n";
@@ -543,7 +552,7 @@ public:
       out_ << " __maxnreg__(" << *launch.maxRegisters << ")";
     }
     std::vector<std::string> params = kernelParameters(kernel_);
-    out_ << " " << kernel_.name << "(";
+    out_ << " " << symbol << "(";
     if (!params.empty())
       out_ << "\n    " << llvm::join(params, ",\n    ");
     out_ << ") {\n";
@@ -558,10 +567,26 @@ private:
 
   llvm::raw_ostream &line() { return out_ << indent_; }
 
-  /// Ends a statement's line with its comment.
+  /// "file.fsl:LINE" of `origin`, empty without one or without options.sourceLocation.
+  std::string location(const kir::Origin &origin) const {
+    if (!options_.sourceLocation || !origin.range.Start.isValid())
+      return {};
+    return options_.sourceLocation(origin.range);
+  }
+
+  static std::string withLocation(const std::string &note, const std::string &where) {
+    if (where.empty())
+      return note;
+    return note.empty() ? where : note + " (" + where + ")";
+  }
+
+  /// Ends a statement's line with its comment, and the first line of a statement from the
+  /// sources with their location.
   void end(const std::string &note) {
-    if (!note.empty())
-      out_ << "  // " << note;
+    std::string text = withLocation(note, unprintedLocation_);
+    unprintedLocation_.clear();
+    if (!text.empty())
+      out_ << "  // " << text;
     out_ << "\n";
   }
 
@@ -586,6 +611,14 @@ private:
 
   void statement(const Stmt &s) {
     FSL_INTERNAL_ASSERT(s, "null statement in a kernel");
+    // A statement's first line ends before its children print (a loop's header, a
+    // branch's condition), so one pending location at a time is enough.
+    unprintedLocation_ = location(s->origin);
+    dispatch(s);
+    unprintedLocation_.clear();
+  }
+
+  void dispatch(const Stmt &s) {
     switch (s->kind) {
     case StmtKind::Block: // a scope inside a sequence (a phase's nest)
       line() << "{\n";
@@ -969,8 +1002,11 @@ private:
   }
 
   const kir::Kernel &kernel_;
+  const CodegenOptions &options_;
   llvm::raw_ostream &out_;
   std::string indent_;
+  /// The location of the statement being printed, until its first line has ended.
+  std::string unprintedLocation_;
   std::map<const kir::Buffer *, int64_t> vectorBytes_;
   std::set<const kir::Buffer *> accumulators_;
   std::vector<const kir::Buffer *> accumulatorsInScope_; // allocated in an open scope
@@ -1036,8 +1072,8 @@ void printKernelPrologue(const kir::Program &program, llvm::raw_ostream &out) {
       << "extern __shared__ __align__(" << alignment << ") unsigned char fsl_shared[];\n\n";
 }
 
-void printKernel(const kir::Kernel &kernel, llvm::raw_ostream &out) {
-  KernelWriter(kernel, out).write();
+void printKernel(const kir::Kernel &kernel, const CodegenOptions &options, llvm::raw_ostream &out) {
+  KernelWriter(kernel, options, out).write();
 }
 
 } // namespace fsl::codegen

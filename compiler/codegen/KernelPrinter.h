@@ -11,6 +11,7 @@
 // rounded to its type (`__bfloat162float(__float2bfloat16_rn(...))`).
 #pragma once
 
+#include "codegen/CudaCodegen.h"
 #include "kir/IR.h"
 
 #include <llvm/ADT/StringRef.h>
@@ -45,7 +46,11 @@ std::vector<std::string> kernelParameters(const kir::Kernel &kernel);
 /// dynamic shared memory `fsl_shared`, aligned for the most demanding shared buffer.
 void printKernelPrologue(const kir::Program &program, llvm::raw_ostream &out);
 
-/// `kernel` as one `extern "C" __global__` function, followed by a blank line.
-void printKernel(const kir::Kernel &kernel, llvm::raw_ostream &out);
+/// `kernel` as one `extern "C" __global__` function named kernelSymbol(kernel, options),
+/// followed by a blank line. With options.sourceLocation, the kernel and each statement
+/// that comes from the sources (a fusion statement, a schedule directive) name their
+/// "file.fsl:LINE" at the end of their comment; comments only, so the compiled code is the
+/// same with and without them.
+void printKernel(const kir::Kernel &kernel, const CodegenOptions &options, llvm::raw_ostream &out);
 
 } // namespace fsl::codegen

@@ -91,9 +91,7 @@ std::vector<TensorRef> signatureTensors(const ir::Fusion &fusion) {
   return tensors;
 }
 
-std::string launcherName(const ir::Fusion &fusion) { return "fsl_" + fusion.name; }
-
-std::string launcherSignature(const ir::Fusion &fusion) {
+std::string launcherSignature(const ir::Fusion &fusion, const CodegenOptions &options) {
   std::vector<std::string> params;
   for (const ir::Param &param : fusion.params)
     params.push_back(param.dims.empty() ? cType(param.dtype).str() + " " + param.name
@@ -102,7 +100,8 @@ std::string launcherSignature(const ir::Fusion &fusion) {
     if (!output.isInout)
       params.push_back("const fsl_tensor *" + output.name);
   params.push_back("cudaStream_t stream");
-  return "fsl_status " + launcherName(fusion) + "(" + llvm::join(params, ", ") + ")";
+  return "fsl_status " + launcherSymbol(fusion.name, options) + "(" + llvm::join(params, ", ") +
+         ")";
 }
 
 /// The name of the launcher's tensor a kernel's global buffer stands for.
@@ -161,10 +160,12 @@ public:
 
   void write() {
     writeHelpers();
-    std::string prefix = launcherName(fusion_);
-    out_ << "extern \"C\" const char *" << prefix
+    std::string launcher = launcherSymbol(fusion_.name, options_);
+    out_ << "extern \"C\" const char *" << launcher
          << "_error(void) { return fsl_error_message; }\n\n";
-    out_ << "extern \"C\" " << launcherSignature(fusion_) << " {\n  fsl_status status;\n";
+    out_ << "extern \"C\" " << launcherSignature(fusion_, options_) << " {\n"
+         << "  fsl_error_message[0] = '\\0';  // a call that succeeds leaves no message\n"
+         << "  fsl_status status;\n";
     writeTensorChecks();
     writeSizes();
     writeAlignment();
@@ -216,14 +217,17 @@ private:
          << "      return fsl_fail(FSL_ERROR_LAYOUT, \"%s: stride %lld in dimension %d, "
             "expected %lld (contiguous row-major)\", name, (long long)t->strides[i], i, (long "
             "long)expected);\n"
-         << "    expected *= t->sizes[i];\n  }\n  return FSL_OK;\n}\n\n"
-         << "int64_t fsl_bytes(const fsl_tensor *t, int element_bytes) {\n"
-         << "  int64_t n = element_bytes;\n  for (int i = 0; i < t->rank; ++i) n *= "
-            "t->sizes[i];\n  return n;\n}\n\n"
-         << "bool fsl_overlap(const fsl_tensor *a, int ab, const fsl_tensor *b, int bb) {\n"
-         << "  const char *a0 = (const char *)a->data, *b0 = (const char *)b->data;\n"
-         << "  return a0 < b0 + fsl_bytes(b, bb) && b0 < a0 + fsl_bytes(a, ab) && "
-            "fsl_bytes(a, ab) > 0 && fsl_bytes(b, bb) > 0;\n}\n";
+         << "    expected *= t->sizes[i];\n  }\n  return FSL_OK;\n}\n";
+    // Only the helpers the launcher calls: nvcc warns about unused ones (#177), and the
+    // generated code builds with -Werror.
+    if (!overlapChecks().empty())
+      out_ << "\nint64_t fsl_bytes(const fsl_tensor *t, int element_bytes) {\n"
+           << "  int64_t n = element_bytes;\n  for (int i = 0; i < t->rank; ++i) n *= "
+              "t->sizes[i];\n  return n;\n}\n\n"
+           << "bool fsl_overlap(const fsl_tensor *a, int ab, const fsl_tensor *b, int bb) {\n"
+           << "  const char *a0 = (const char *)a->data, *b0 = (const char *)b->data;\n"
+           << "  return a0 < b0 + fsl_bytes(b, bb) && b0 < a0 + fsl_bytes(a, ab) && "
+              "fsl_bytes(a, ab) > 0 && fsl_bytes(b, bb) > 0;\n}\n";
     if (usesTensorMaps())
       out_ << "\n// A TMA descriptor of a contiguous tensor (sizes and box innermost first).\n"
            << "// cuTensorMapEncodeTiled comes from the driver through the runtime, so the\n"
@@ -303,18 +307,23 @@ private:
     }
   }
 
-  /// Outputs may not overlap other tensors (an inout parameter is its own output).
-  void writeOverlaps() {
+  /// The pairs of tensors that may not overlap: an output and any other tensor (an inout
+  /// parameter is its own output), each pair once.
+  std::vector<std::pair<const TensorRef *, const TensorRef *>> overlapChecks() const {
+    std::vector<std::pair<const TensorRef *, const TensorRef *>> pairs;
     for (size_t i = 0; i < tensors_.size(); ++i)
-      for (size_t j = 0; j < tensors_.size(); ++j) {
-        if (i == j || !tensors_[i].written || (tensors_[j].written && j < i))
-          continue;
-        out_ << "  if (fsl_overlap(" << tensors_[i].name << ", "
-             << ir::dtypeBytes(tensors_[i].dtype) << ", " << tensors_[j].name << ", "
-             << ir::dtypeBytes(tensors_[j].dtype) << "))\n    return fsl_fail(FSL_ERROR_OVERLAP, \""
-             << tensors_[i].name << " overlaps " << tensors_[j].name
-             << " in memory; only inout parameters are updated in place\");\n";
-      }
+      for (size_t j = 0; j < tensors_.size(); ++j)
+        if (i != j && tensors_[i].written && !(tensors_[j].written && j < i))
+          pairs.emplace_back(&tensors_[i], &tensors_[j]);
+    return pairs;
+  }
+
+  void writeOverlaps() {
+    for (auto [output, other] : overlapChecks())
+      out_ << "  if (fsl_overlap(" << output->name << ", " << ir::dtypeBytes(output->dtype) << ", "
+           << other->name << ", " << ir::dtypeBytes(other->dtype)
+           << "))\n    return fsl_fail(FSL_ERROR_OVERLAP, \"" << output->name << " overlaps "
+           << other->name << " in memory; only inout parameters are updated in place\");\n";
   }
 
   /// Empty tensors: nothing to do.
@@ -331,7 +340,7 @@ private:
     std::vector<std::string> names;
     for (unsigned k : variant.launches) {
       FSL_INTERNAL_ASSERT(k < program_.kernels.size(), "a variant launches no such kernel");
-      names.push_back(program_.kernels[k].name);
+      names.push_back(kernelSymbol(program_.kernels[k], options_));
     }
     out_ << "  " << (variant.guard ? "if (" + printExpr(variant.guard) + ") {" : "{") << "  // "
          << llvm::join(names, ", ") << "\n";
@@ -342,7 +351,7 @@ private:
       const kir::Kernel &kernel = program_.kernels[k];
       std::string indent = several ? "      " : "    ";
       if (several)
-        out_ << "    {  // " << kernel.name << "\n";
+        out_ << "    {  // " << kernelSymbol(kernel, options_) << "\n";
       writeLaunch(kernel, indent);
       if (several)
         out_ << "    }\n";
@@ -429,6 +438,7 @@ private:
 
   void writeLaunch(const kir::Kernel &kernel, const std::string &indent) {
     const kir::LaunchShape &launch = kernel.launch;
+    std::string symbol = kernelSymbol(kernel, options_);
     for (const kir::KernelParam &param : kernel.params)
       if (param.kind == kir::KernelParam::Kind::TensorMap)
         writeTensorMap(*param.tensorMap, indent);
@@ -442,58 +452,56 @@ private:
          << ";  // dynamic shared memory\n";
     if (launch.sharedBytes && !(staticShared && *staticShared <= 48 * 1024))
       out_ << indent << "if (shared_bytes > 48 * 1024) {\n"
-           << indent << "  const cudaError_t opt_in = cudaFuncSetAttribute(" << kernel.name
+           << indent << "  const cudaError_t opt_in = cudaFuncSetAttribute(" << symbol
            << ", cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared_bytes);\n"
            << indent << "  if (opt_in != cudaSuccess)\n"
-           << indent << "    return fsl_fail(FSL_ERROR_LAUNCH, \"" << kernel.name
+           << indent << "    return fsl_fail(FSL_ERROR_LAUNCH, \"" << symbol
            << ": %zu bytes of shared memory: %s\", shared_bytes, cudaGetErrorString(opt_in));\n"
            << indent << "}\n";
     bool pdl = options_.programmaticDependentLaunch, cluster = isClustered(launch);
     std::string args = llvm::join(arguments(kernel), ", ");
-    if (pdl || cluster) {
-      int count = (pdl ? 1 : 0) + (cluster ? 1 : 0), next = 0;
-      if (pdl)
-        out_ << indent
-             << "// Programmatic dependent launch: the grid may start while the stream's "
-                "previous kernel\n"
-             << indent
-             << "// finishes (the kernel waits for its memory first). -DFSL_PDL=0 turns it "
-                "off.\n";
+    int count = (pdl ? 1 : 0) + (cluster ? 1 : 0), next = 0;
+    if (pdl)
+      out_ << indent
+           << "// Programmatic dependent launch: the grid may start while the stream's "
+              "previous kernel\n"
+           << indent
+           << "// finishes (the kernel waits for its memory first). -DFSL_PDL=0 turns it "
+              "off.\n";
+    if (count > 0)
       out_ << indent << "cudaLaunchAttribute attributes[" << count << "];\n";
-      if (pdl) {
-        out_ << indent << "attributes[" << next
-             << "].id = cudaLaunchAttributeProgrammaticStreamSerialization;\n"
-             << indent << "attributes[" << next
-             << "].val.programmaticStreamSerializationAllowed = FSL_PDL;\n";
-        ++next;
-      }
-      if (cluster) {
-        out_ << indent << "attributes[" << next
-             << "].id = cudaLaunchAttributeClusterDimension;  // thread block clusters\n";
-        static const char *axes[] = {"x", "y", "z"};
-        for (int a = 0; a < 3; ++a)
-          out_ << indent << "attributes[" << next << "].val.clusterDim." << axes[a] << " = "
-               << unsignedExtent(launch.cluster[a]) << ";\n";
-        ++next;
-      }
-      out_ << indent << "cudaLaunchConfig_t config = {};\n"
-           << indent << "config.gridDim = grid;\n"
-           << indent << "config.blockDim = block;\n"
-           << indent << "config.dynamicSmemBytes = shared_bytes;\n"
-           << indent << "config.stream = stream;\n"
-           << indent << "config.attrs = attributes;\n"
-           << indent << "config.numAttrs = " << count << ";\n"
-           << indent << "const cudaError_t launched = cudaLaunchKernelEx(&config, " << kernel.name
-           << (args.empty() ? "" : ", ") << args << ");\n";
-    } else {
-      out_ << indent << kernel.name << "<<<grid, block, shared_bytes, stream>>>(" << args << ");\n";
+    if (pdl) {
+      out_ << indent << "attributes[" << next
+           << "].id = cudaLaunchAttributeProgrammaticStreamSerialization;\n"
+           << indent << "attributes[" << next
+           << "].val.programmaticStreamSerializationAllowed = FSL_PDL;\n";
+      ++next;
     }
-    out_ << indent << "const cudaError_t error = "
-         << (pdl || cluster ? "launched != cudaSuccess ? launched : " : "")
-         << "cudaGetLastError();\n"
-         << indent << "if (error != cudaSuccess)\n"
-         << indent << "  return fsl_fail(FSL_ERROR_LAUNCH, \"" << kernel.name
-         << ": %s\", cudaGetErrorString(error));\n";
+    if (cluster) {
+      out_ << indent << "attributes[" << next
+           << "].id = cudaLaunchAttributeClusterDimension;  // thread block clusters\n";
+      static const char *axes[] = {"x", "y", "z"};
+      for (int a = 0; a < 3; ++a)
+        out_ << indent << "attributes[" << next << "].val.clusterDim." << axes[a] << " = "
+             << unsignedExtent(launch.cluster[a]) << ";\n";
+      ++next;
+    }
+    // cudaLaunchKernelEx also without attributes: its result is this launch's own status,
+    // where `<<<>>>` + cudaGetLastError would also return, and clear, an earlier unrelated
+    // error of the calling thread.
+    out_ << indent << "cudaLaunchConfig_t config = {};\n"
+         << indent << "config.gridDim = grid;\n"
+         << indent << "config.blockDim = block;\n"
+         << indent << "config.dynamicSmemBytes = shared_bytes;\n"
+         << indent << "config.stream = stream;\n";
+    if (count > 0)
+      out_ << indent << "config.attrs = attributes;\n"
+           << indent << "config.numAttrs = " << count << ";\n";
+    out_ << indent << "const cudaError_t launched = cudaLaunchKernelEx(&config, " << symbol
+         << (args.empty() ? "" : ", ") << args << ");\n"
+         << indent << "if (launched != cudaSuccess)\n"
+         << indent << "  return fsl_fail(FSL_ERROR_LAUNCH, \"" << symbol
+         << ": %s\", cudaGetErrorString(launched));\n";
   }
 
   const kir::Program &program_;
@@ -505,10 +513,11 @@ private:
 
 } // namespace
 
-std::string printLauncherHeader(const kir::Program &program, const std::string &sourcePath) {
+std::string printLauncherHeader(const kir::Program &program, const std::string &sourcePath,
+                                const CodegenOptions &options) {
   FSL_INTERNAL_ASSERT(program.fusion, "a program without its fusion");
   const ir::Fusion &fusion = *program.fusion;
-  std::string prefix = launcherName(fusion);
+  std::string prefix = launcherSymbol(fusion.name, options);
   std::vector<std::string> docs;
   for (const ir::Param &param : fusion.params) {
     std::string type = ir::typeString(fusion, param.dtype, param.dims);
@@ -527,10 +536,11 @@ std::string printLauncherHeader(const kir::Program &program, const std::string &
       docs.push_back(" *   " + output.name + ": output " +
                      ir::typeString(fusion, output.dtype, output.dims) +
                      ", contiguous (row-major)");
-  std::string signature = launcherSignature(fusion);
+  std::string signature = launcherSignature(fusion, options);
   std::string header;
   llvm::raw_string_ostream h(header);
-  std::string guard = "FSL_" + llvm::StringRef(fusion.name).upper() + "_H";
+  // After the header's name, so that two specializations' headers include together.
+  std::string guard = "FSL_" + llvm::StringRef(generatedName(fusion.name, options)).upper() + "_H";
   h << "/* Generated by fslc from " << sourcePath << ": fusion " << fusion.name << ".\n *\n"
     << " * " << signature << "\n *\n * Parameters:\n"
     << llvm::join(docs, "\n") << "\n"

@@ -5,7 +5,9 @@
 // overlap of outputs) before any CUDA call, takes the runtime dimensions from the tensors'
 // sizes, and runs the first variant whose guard holds: its kernels in order, each with
 // the grid, block, cluster and shared memory its LaunchShape computes. On an error
-// nothing is launched or written and `fsl_<fusion>_error()` says why.
+// nothing is launched or written and `fsl_<fusion>_error()` says why. The launcher makes
+// no CUDA call that reports another call's error (it reads each call's own status), so an
+// earlier failure in the program stays for its caller to see.
 #pragma once
 
 #include "codegen/CudaCodegen.h"
@@ -19,8 +21,10 @@ class raw_ostream;
 
 namespace fsl::codegen {
 
-/// `<fusion>.h`: the launcher's signature, each parameter's type and dimensions.
-std::string printLauncherHeader(const kir::Program &program, const std::string &sourcePath);
+/// `<name>.h` (see generatedName): the launcher's signature, each parameter's type and
+/// dimensions.
+std::string printLauncherHeader(const kir::Program &program, const std::string &sourcePath,
+                                const CodegenOptions &options);
 
 /// The launcher of `program` and its error function. Host code: the caller keeps it out
 /// of NVRTC's sight (`#ifndef __CUDACC_RTC__`).

@@ -25,12 +25,17 @@
 #include "support/Target.h"
 
 #include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/Error.h>
 #include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Format.h>
+#include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
 #include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/TimeProfiler.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -44,6 +49,8 @@ namespace {
 /// Settings after merging the command line over fsl.toml.
 struct Settings {
   Target target;
+  std::string targetFile; // the stdlib/targets file it was read from (a prerequisite)
+  std::string configFile; // the fsl.toml read, if any (a prerequisite)
   std::string outputDir;
   std::string stdlibDir;
   std::vector<std::string> includeDirs;
@@ -63,10 +70,11 @@ struct PlannedSchedule {
 
 /// One input on its way through the pipeline.
 struct Unit {
-  std::string path;
-  std::unique_ptr<ast::File> file;                         // when only parsed (format, ast)
-  std::unique_ptr<Program> program;                        // after sema
-  std::vector<PlannedSchedule> planned;                    // in source order, then the chosen
+  std::string path;                     // as named in diagnostics: `<stdin>` for `-`
+  bool fromStdin = false;               // `-`: outputs named after it go to standard output
+  std::unique_ptr<ast::File> file;      // when only parsed (format, ast)
+  std::unique_ptr<Program> program;     // after sema
+  std::vector<PlannedSchedule> planned; // in source order, then the chosen
   std::vector<std::unique_ptr<sched::Schedule>> schedules; // built from `planned`, checked
   std::vector<std::unique_ptr<kir::Program>> programs;     // lowered, when asked for
   std::map<std::string, std::string> noHeuristic;          // fusion -> why no auto schedule
@@ -89,7 +97,29 @@ public:
   }
 
   int run() {
-    int code = configure();
+    // The profiler is per thread: it starts on the thread the driver runs on.
+    if (options_.timeTrace)
+      llvm::timeTraceProfilerInitialize(/*TimeTraceGranularity=*/0, "fslc");
+    int code = runPhases();
+    if (options_.timeTrace) {
+      code = std::max(code, writeTimeTrace());
+      llvm::timeTraceProfilerCleanup();
+    }
+    diagnostics_.finish();
+    return code;
+  }
+
+private:
+  int runPhases() {
+    if (options_.crashForTesting)
+      internalError(__FILE__, __LINE__, "--crash-for-testing", "a crash, as asked");
+    int code = checkOptions();
+    if (code != kExitSuccess)
+      return code;
+    settings_.stdlibDir = stdlibDirectory();
+    if (options_.printTargets)
+      return listTargets();
+    code = configure();
     if (code == kExitSuccess && options_.inputs.empty()) {
       diagnostics_.report(DiagId::NoInputFiles, llvm::SMRange());
       code = kExitUsage;
@@ -108,14 +138,15 @@ public:
           if (!unit.failed)
             code = std::max(code, emit(unit));
     }
-    diagnostics_.finish();
+    if (code == kExitSuccess && wantsDepfile())
+      code = writeDepfile();
     return code;
   }
 
-private:
   // --- Options and configuration ----------------------------------------------------
 
-  int configure() {
+  /// What the command line alone can tell to be wrong.
+  int checkOptions() {
     if (!options_.usageError.empty()) {
       diagnostics_.report(DiagId::UsageError, llvm::SMRange(), options_.usageError);
       return kExitUsage;
@@ -127,18 +158,122 @@ private:
                                 llvm::join(loweringPassNames(), ", ") + ")");
         return kExitUsage;
       }
+    // Standard input can be read once.
+    if (llvm::count(options_.inputs, "-") > 1) {
+      diagnostics_.report(DiagId::UsageError, llvm::SMRange(),
+                          "'-' (standard input) is given more than once");
+      return kExitUsage;
+    }
+    if (!options_.depfile.empty() && !options_.depfileGccPath.empty() &&
+        options_.depfile != options_.depfileGccPath) {
+      diagnostics_.report(DiagId::UsageError, llvm::SMRange(),
+                          "--depfile=" + options_.depfile + " and -MF " + options_.depfileGccPath +
+                              " name different depfiles");
+      return kExitUsage;
+    }
+    // The prefix starts C identifiers and file names: an identifier's characters are
+    // safe in both.
+    llvm::StringRef prefix = options_.symbolPrefix;
+    if (!prefix.empty() && (llvm::isDigit(prefix.front()) || !llvm::all_of(prefix, [](char c) {
+                              return llvm::isAlnum(c) || c == '_';
+                            }))) {
+      diagnostics_.report(DiagId::InvalidPrefix, llvm::SMRange(), options_.symbolPrefix);
+      return kExitUsage;
+    }
+    return kExitSuccess;
+  }
+
+  /// --stdlib, else $FSLC_STDLIB, else the installed stdlib next to fslc
+  /// (<prefix>/bin/fslc and <prefix>/share/fslc/stdlib), else this source tree's.
+  std::string stdlibDirectory() const {
+    if (!options_.stdlibDir.empty())
+      return options_.stdlibDir;
+    if (!options_.stdlibFromEnvironment.empty())
+      return options_.stdlibFromEnvironment;
+    if (!options_.executablePath.empty()) {
+      llvm::SmallString<256> installed(llvm::sys::path::parent_path(options_.executablePath));
+      llvm::sys::path::append(installed, "..", "share", "fslc", "stdlib");
+      llvm::sys::path::remove_dots(installed, /*remove_dot_dot=*/true);
+      if (llvm::sys::fs::is_directory(installed))
+        return std::string(installed);
+    }
+    return FSL_STDLIB_DIR;
+  }
+
+  /// --print-targets: one line per target file, on standard output.
+  int listTargets() {
+    llvm::SmallString<256> directory(settings_.stdlibDir);
+    llvm::sys::path::append(directory, "targets");
+    unsigned errorsBefore = diagnostics_.errorCount();
+    std::vector<Target> targets;
+    for (const std::string &file : targetFiles(directory))
+      if (std::optional<unsigned> buffer = readFile(file))
+        if (std::optional<Target> target = parseTarget(sources_, *buffer, diagnostics_))
+          targets.push_back(std::move(*target));
+    out_ << "Targets in " << directory << ":\n";
+    if (targets.empty())
+      out_ << "  (none)\n";
+    size_t nameWidth = 0, archWidth = 0;
+    for (const Target &target : targets) {
+      nameWidth = std::max(nameWidth, target.name.size());
+      archWidth = std::max(archWidth, target.arch.size());
+    }
+    for (const Target &target : targets) {
+      out_ << "  " << llvm::left_justify(target.name, nameWidth) << "  "
+           << llvm::left_justify(target.arch, archWidth) << "  " << target.description;
+      if (!target.aliases.empty())
+        out_ << " (aliases: " << llvm::join(target.aliases, ", ") << ")";
+      if (target.name == kDefaultTarget)
+        out_ << " [default]";
+      out_ << "\n";
+    }
+    out_.flush();
+    return diagnostics_.errorCount() == errorsBefore ? kExitSuccess : kExitUsage;
+  }
+
+  /// Like .clang-format: the nearest fsl.toml in the first input's folder or above it
+  /// (the current folder's for standard input). Empty when there is none.
+  std::string findConfig() const {
+    llvm::SmallString<256> directory;
+    if (options_.inputs.empty() || options_.inputs.front() == "-") {
+      if (llvm::sys::fs::current_path(directory))
+        return "";
+    } else {
+      directory = options_.inputs.front();
+      if (llvm::sys::fs::make_absolute(directory))
+        return "";
+      // `..` is taken by its spelling, so that the walk climbs what the user named.
+      llvm::sys::path::remove_dots(directory, /*remove_dot_dot=*/true);
+      llvm::sys::path::remove_filename(directory);
+    }
+    while (!directory.empty()) {
+      llvm::SmallString<256> candidate(directory);
+      llvm::sys::path::append(candidate, "fsl.toml");
+      if (llvm::sys::fs::is_regular_file(candidate))
+        return std::string(candidate);
+      llvm::StringRef parent = llvm::sys::path::parent_path(directory);
+      if (parent == directory)
+        break;
+      directory = parent.str();
+    }
+    return "";
+  }
+
+  int configure() {
+    llvm::TimeTraceScope scope("Configure");
     ProjectConfig config;
-    if (!options_.configPath.empty()) {
-      std::optional<unsigned> buffer = readFile(options_.configPath);
+    std::string configPath = !options_.configPath.empty() ? options_.configPath : findConfig();
+    if (!configPath.empty()) {
+      std::optional<unsigned> buffer = readFile(configPath);
       if (!buffer)
         return kExitUsage;
       std::optional<ProjectConfig> loaded = loadConfig(sources_, *buffer, diagnostics_);
       if (!loaded)
         return kExitUsage;
       config = std::move(*loaded);
+      settings_.configFile = configPath;
     }
     unsigned errorsBefore = diagnostics_.errorCount();
-    settings_.stdlibDir = !options_.stdlibDir.empty() ? options_.stdlibDir : FSL_STDLIB_DIR;
     std::string targetName = !options_.target.empty() ? options_.target
                              : config.target          ? *config.target
                                                       : kDefaultTarget;
@@ -187,12 +322,26 @@ private:
         known.push_back(alias + " (" + target->name + ")");
       if (target->name == name || llvm::is_contained(target->aliases, name)) {
         settings_.target = *target;
+        settings_.targetFile = file;
         return;
       }
     }
     diagnostics_.report(DiagId::UnknownTarget, llvm::SMRange(), name,
                         known.empty() ? "none found in " + std::string(directory)
                                       : llvm::join(known, ", "));
+  }
+
+  /// Adds an input to the source manager: a file, or standard input for `-`.
+  std::optional<unsigned> readInput(const std::string &path) {
+    if (path != "-")
+      return readFile(path);
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer = llvm::MemoryBuffer::getSTDIN();
+    if (!buffer) {
+      diagnostics_.report(DiagId::InputNotReadable, llvm::SMRange(), "<stdin>",
+                          buffer.getError().message());
+      return std::nullopt;
+    }
+    return sources_.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
   }
 
   /// Adds a file to the source manager; reports why it cannot be read.
@@ -223,7 +372,7 @@ private:
     return options_.emit == EmitKind::KernelIR || options_.emit == EmitKind::Cuda ||
            options_.emit == EmitKind::Ptx || options_.emit == EmitKind::Cubin ||
            !options_.simulateSizes.empty() || !options_.printAfter.empty() ||
-           options_.printAfterAll;
+           options_.printAfterAll || options_.resourceUsage;
   }
 
   /// The lowered program of one fusion.
@@ -249,6 +398,7 @@ private:
         if (schedule->fusion == fusion.get())
           schedules.push_back(schedule.get());
       bool any = !schedules.empty();
+      llvm::TimeTraceScope scope("Lower", fusion->name);
       if (any)
         if (auto program = lowerFusion(*fusion, schedules, lowerOptions, diagnostics_, print))
           unit.programs.push_back(std::move(program));
@@ -264,9 +414,14 @@ private:
 
   Unit frontEnd(const std::string &path, int &code) {
     Unit unit;
-    unit.path = path;
+    unit.fromStdin = path == "-";
+    unit.path = unit.fromStdin ? "<stdin>" : path;
     unit.failed = true;
-    std::optional<unsigned> buffer = readFile(path);
+    std::optional<unsigned> buffer;
+    {
+      llvm::TimeTraceScope scope("Read", unit.path);
+      buffer = readInput(path);
+    }
     if (!buffer) {
       code = std::max<int>(code, kExitUsage);
       return unit;
@@ -278,14 +433,28 @@ private:
     DiagnosticEngine &diagnostics = options_.verify ? verifyEngine : diagnostics_;
     unsigned errorsBefore = diagnostics.errorCount();
 
-    std::unique_ptr<ast::File> file = parseFile(sources_, *buffer, diagnostics);
+    std::unique_ptr<ast::File> file;
+    {
+      llvm::TimeTraceScope scope("Parse", unit.path);
+      file = parseFile(sources_, *buffer, diagnostics);
+    }
     if (file)
       unit.staticDimNames = staticDimNames(*file);
+    if (!unit.fromStdin)
+      addPrerequisite(path);
     if (file && needsSemantics()) {
       SemaOptions semaOptions{settings_.includeDirs, settings_.stdlibDir, settings_.defines};
-      unit.program = analyze(std::move(file), sources_, diagnostics, semaOptions);
+      {
+        llvm::TimeTraceScope scope("Sema", unit.path);
+        unit.program = analyze(std::move(file), sources_, diagnostics, semaOptions);
+      }
       if (unit.program) {
-        planSchedules(unit, diagnostics);
+        for (const auto &imported : unit.program->imported)
+          addPrerequisite(imported->path);
+        {
+          llvm::TimeTraceScope scope("Plan schedules", unit.path);
+          planSchedules(unit, diagnostics);
+        }
         buildSchedules(unit, diagnostics);
       }
     } else {
@@ -372,9 +541,17 @@ private:
       byFusion[planned.fusion->name].push_back(&planned.block.header);
       if (planned.block.header.isAuto)
         continue; // knobs were checked when the heuristics were asked
-      std::unique_ptr<sched::Schedule> built =
-          sched::buildSchedule(planned.block, *planned.fusion, diagnostics);
-      if (built && checkSchedule(*built, settings_.target, diagnostics)) {
+      std::unique_ptr<sched::Schedule> built;
+      {
+        llvm::TimeTraceScope scope("Build schedule", planned.fusion->name);
+        built = sched::buildSchedule(planned.block, *planned.fusion, diagnostics);
+      }
+      bool legal = false;
+      if (built) {
+        llvm::TimeTraceScope scope("Check schedule", planned.fusion->name);
+        legal = checkSchedule(*built, settings_.target, diagnostics);
+      }
+      if (legal) {
         planned.built = built.get();
         unit.schedules.push_back(std::move(built));
       }
@@ -447,6 +624,7 @@ private:
     std::string result;
     llvm::raw_string_ostream stream(result);
     const char *extension = "";
+    llvm::TimeTraceScope scope("Emit", unit.path);
     switch (options_.emit) {
     case EmitKind::Check:
       extension = ".eval.txt"; // only --evaluate can have something to say
@@ -499,10 +677,14 @@ private:
         return code;
       break;
     }
+    if (options_.resourceUsage)
+      if (int code = reportResourceUsage(unit); code != kExitSuccess)
+        return code;
     if (!options_.simulateSizes.empty()) {
       for (const auto &fusion : unit.program->fusions) {
         if (!result.empty())
           stream << '\n';
+        llvm::TimeTraceScope simulateScope("Simulate", fusion->name);
         if (!simulateAndCompare(*fusion, programOf(unit, *fusion), options_.simulateSizes,
                                 options_.seed, options_.simulateMisalign, diagnostics_, stream)) {
           out_ << result;
@@ -518,6 +700,7 @@ private:
             others.push_back(other.get());
         if (!result.empty())
           stream << '\n';
+        llvm::TimeTraceScope evaluateScope("Evaluate", fusion->name);
         if (!evaluateAndSummarize(*fusion, options_.evaluateSizes, options_.seed, others,
                                   diagnostics_, stream))
           return kExitDiagnostics;
@@ -525,7 +708,9 @@ private:
     }
     if (result.empty())
       return kExitSuccess;
-    if (settings_.outputDir.empty() || options_.emit == EmitKind::Cuda ||
+    // Standard input has no name to give an output file: what is named after the input
+    // goes to standard output (the CUDA and NVRTC outputs are named after the fusions).
+    if (settings_.outputDir.empty() || unit.fromStdin || options_.emit == EmitKind::Cuda ||
         options_.emit == EmitKind::Ptx || options_.emit == EmitKind::Cubin) {
       out_ << result;
       out_.flush();
@@ -534,27 +719,89 @@ private:
     return writeOutput(unit.path, extension, result);
   }
 
-  codegen::CodegenOptions codegenOptions() const {
+  codegen::CodegenOptions codegenOptions(const Unit &unit) const {
     codegen::CodegenOptions options;
     options.programmaticDependentLaunch =
         codegen::supportsProgrammaticLaunch(settings_.target.arch);
+    options.symbolPrefix = options_.symbolPrefix;
+    options.sourceLocation = [this, &unit](llvm::SMRange range) {
+      return relativeLocation(unit, range);
+    };
     return options;
+  }
+
+  /// `file.fsl:LINE` of a range, with a path that does not depend on where fslc ran: the
+  /// input by its file name, an imported module relative to the input's folder, or to
+  /// the import or stdlib folder it was found in (`std/norms.fsl`).
+  std::string relativeLocation(const Unit &unit, llvm::SMRange range) const {
+    if (!range.isValid())
+      return "";
+    unsigned buffer = sources_.FindBufferContainingLoc(range.Start);
+    if (buffer == 0)
+      return "";
+    std::string path = sources_.getMemoryBuffer(buffer)->getBufferIdentifier().str();
+    std::string shown = llvm::sys::path::filename(path).str();
+    if (path != unit.path) {
+      std::vector<std::string> roots = {llvm::sys::path::parent_path(unit.path).str()};
+      roots.insert(roots.end(), settings_.includeDirs.begin(), settings_.includeDirs.end());
+      roots.push_back(settings_.stdlibDir);
+      for (const std::string &root : roots) {
+        llvm::SmallString<256> prefix(root);
+        if (prefix.empty())
+          continue;
+        llvm::sys::path::append(prefix, "");
+        if (llvm::StringRef(path).starts_with(prefix)) {
+          shown = path.substr(prefix.size());
+          break;
+        }
+      }
+    }
+    return shown + ":" + std::to_string(sources_.FindLineNumber(range.Start, buffer));
+  }
+
+  /// The generated sources of one fusion; they name the input by its file name only, so
+  /// they do not depend on the folder fslc ran in.
+  codegen::GeneratedSources generate(const Unit &unit, const ir::Fusion &fusion) const {
+    llvm::TimeTraceScope scope("Codegen", fusion.name);
+    return codegen::generateCuda(programOf(unit, fusion),
+                                 llvm::sys::path::filename(unit.path).str(), codegenOptions(unit));
+  }
+
+  /// The kernels of one fusion compiled by NVRTC; reports why they do not compile.
+  std::optional<codegen::NvrtcResult> compile(const ir::Fusion &fusion,
+                                              const codegen::GeneratedSources &sources, bool cubin,
+                                              const std::vector<std::string> &nvrtcOptions) {
+    llvm::TimeTraceScope scope("NVRTC", fusion.name);
+    codegen::NvrtcResult compiled = codegen::compileWithNvrtc(
+        sources.source, baseName(fusion) + ".cu", settings_.target.arch, cubin, nvrtcOptions);
+    if (!compiled.ok) {
+      diagnostics_.report(DiagId::NvrtcFailed, fusion.range, fusion.name, compiled.log);
+      return std::nullopt;
+    }
+    return compiled;
+  }
+
+  /// The name of a fusion's output files: with --prefix, two specializations of one
+  /// fusion can share a directory.
+  std::string baseName(const ir::Fusion &fusion) const {
+    return options_.symbolPrefix + fusion.name;
   }
 
   /// <fusion>.cu and <fusion>.h per fusion: into -o DIR, or to standard output.
   int emitCuda(Unit &unit) {
     for (const auto &fusion : unit.program->fusions) {
-      codegen::GeneratedSources sources =
-          codegen::generateCuda(programOf(unit, *fusion), unit.path, codegenOptions());
+      codegen::GeneratedSources sources = generate(unit, *fusion);
+      std::string name = baseName(*fusion);
       if (settings_.outputDir.empty()) {
-        out_ << "// ---- " << fusion->name << ".h\n"
-             << sources.header << "\n// ---- " << fusion->name << ".cu\n"
+        out_ << "// ---- " << name << ".h\n"
+             << sources.header << "\n// ---- " << name << ".cu\n"
              << sources.source;
         continue;
       }
-      int code = writeNamed(fusion->name + ".h", sources.header);
+      // The .cu first: a depfile's rule names the first output written first.
+      int code = writeNamed(name + ".cu", sources.source);
       if (code == kExitSuccess)
-        code = writeNamed(fusion->name + ".cu", sources.source);
+        code = writeNamed(name + ".h", sources.header);
       if (code != kExitSuccess)
         return code;
     }
@@ -565,21 +812,19 @@ private:
   /// The kernels through NVRTC: <fusion>.ptx or <fusion>.cubin.
   int emitCompiled(Unit &unit, bool cubin) {
     for (const auto &fusion : unit.program->fusions) {
-      codegen::GeneratedSources sources =
-          codegen::generateCuda(programOf(unit, *fusion), unit.path, codegenOptions());
-      codegen::NvrtcResult compiled =
-          codegen::compileWithNvrtc(sources.source, fusion->name + ".cu", settings_.target.arch,
-                                    cubin, options_.nvrtcOptions);
-      if (!compiled.ok) {
-        diagnostics_.report(DiagId::NvrtcFailed, fusion->range, fusion->name, compiled.log);
+      std::optional<codegen::NvrtcResult> compiled =
+          compile(*fusion, generate(unit, *fusion), cubin, options_.nvrtcOptions);
+      if (!compiled)
         return kExitDiagnostics;
-      }
-      std::string name = fusion->name + (cubin ? ".cubin" : ".ptx");
+      // What NVRTC says on success (warnings, ptxas -v figures) is worth seeing too.
+      if (!compiled->log.empty())
+        diagnostics_.report(DiagId::NvrtcLog, llvm::SMRange(), fusion->name, compiled->log);
+      std::string name = baseName(*fusion) + (cubin ? ".cubin" : ".ptx");
       if (settings_.outputDir.empty()) {
-        out_ << compiled.output;
+        out_ << compiled->output;
         continue;
       }
-      if (int code = writeNamed(name, compiled.output); code != kExitSuccess)
+      if (int code = writeNamed(name, compiled->output); code != kExitSuccess)
         return code;
     }
     out_.flush();
@@ -594,25 +839,232 @@ private:
   int writeNamed(const std::string &fileName, llvm::StringRef contents) {
     llvm::SmallString<256> outputPath(settings_.outputDir);
     llvm::sys::path::append(outputPath, fileName);
-    if (std::error_code error = llvm::sys::fs::create_directories(settings_.outputDir)) {
-      diagnostics_.report(DiagId::OutputNotWritable, llvm::SMRange(), settings_.outputDir,
-                          error.message());
+    int code = writeFile(std::string(outputPath), contents);
+    if (code == kExitSuccess)
+      outputs_.push_back(std::string(outputPath));
+    return code;
+  }
+
+  /// Replaces `path` by `contents` unless it holds exactly that already: an unchanged
+  /// file keeps its modification time, so a build system that checks it again (Ninja's
+  /// restat) rebuilds nothing downstream. New contents go to a temporary file in the same
+  /// folder that is renamed over the old one, so that no reader, nor a build interrupted
+  /// here, ever sees half a file.
+  int writeFile(const std::string &path, llvm::StringRef contents) {
+    llvm::TimeTraceScope scope("Write", path);
+    llvm::StringRef directory = llvm::sys::path::parent_path(path);
+    if (!directory.empty())
+      if (std::error_code error = llvm::sys::fs::create_directories(directory)) {
+        diagnostics_.report(DiagId::OutputNotWritable, llvm::SMRange(), directory.str(),
+                            error.message());
+        return kExitUsage;
+      }
+    if (auto existing = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                                    /*RequiresNullTerminator=*/false);
+        existing && (*existing)->getBuffer() == contents)
+      return kExitSuccess;
+    auto fail = [&](std::string message) {
+      diagnostics_.report(DiagId::OutputNotWritable, llvm::SMRange(), path, std::move(message));
       return kExitUsage;
-    }
+    };
+    llvm::Expected<llvm::sys::fs::TempFile> temporary =
+        llvm::sys::fs::TempFile::create(path + ".tmp-%%%%%%");
+    if (!temporary)
+      return fail(llvm::toString(temporary.takeError()));
     std::error_code error;
-    llvm::raw_fd_ostream file(outputPath, error);
-    if (!error) {
-      file << contents;
-      file.close();
-      error = file.error();
+    {
+      llvm::raw_fd_ostream stream(temporary->FD, /*shouldClose=*/false);
+      stream << contents;
+      stream.flush();
+      error = stream.error();
+      stream.clear_error();
     }
     if (error) {
-      file.clear_error();
-      diagnostics_.report(DiagId::OutputNotWritable, llvm::SMRange(), std::string(outputPath),
-                          error.message());
-      return kExitUsage;
+      llvm::consumeError(temporary->discard());
+      return fail(error.message());
+    }
+    if (llvm::Error kept = temporary->keep(path))
+      return fail(llvm::toString(std::move(kept)));
+    return kExitSuccess;
+  }
+
+  // --- --resource-usage ------------------------------------------------------------
+
+  /// What ptxas -v says of one kernel.
+  struct KernelResources {
+    std::string name;
+    int64_t registers = 0, stackBytes = 0, spillStores = 0, spillLoads = 0, sharedBytes = 0;
+  };
+
+  /// Reads ptxas -v's report, one block per kernel:
+  ///   ptxas info    : Compiling entry function 'k' for 'sm_90a'
+  ///   ptxas info    : Function properties for k
+  ///       0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+  ///   ptxas info    : Used 18 registers, 1024 bytes smem, 384 bytes cmem[0]
+  static std::vector<KernelResources> parsePtxasReport(llvm::StringRef log) {
+    std::vector<KernelResources> kernels;
+    // "N <what>" anywhere in `line`, as a number (0 when absent).
+    auto figure = [](llvm::StringRef line, llvm::StringRef what) -> int64_t {
+      size_t at = line.find(what);
+      if (at == llvm::StringRef::npos)
+        return 0;
+      llvm::StringRef before = line.take_front(at).rtrim();
+      llvm::StringRef digits = before.substr(before.find_last_not_of("0123456789") + 1);
+      int64_t value = 0;
+      return digits.getAsInteger(10, value) ? 0 : value;
+    };
+    llvm::SmallVector<llvm::StringRef> lines;
+    log.split(lines, '\n');
+    for (llvm::StringRef line : lines) {
+      if (size_t at = line.find("Compiling entry function '"); at != llvm::StringRef::npos) {
+        llvm::StringRef rest = line.drop_front(at + strlen("Compiling entry function '"));
+        kernels.push_back({rest.take_until([](char c) { return c == '\''; }).str()});
+        continue;
+      }
+      if (kernels.empty())
+        continue;
+      KernelResources &kernel = kernels.back();
+      if (line.contains("bytes stack frame")) {
+        kernel.stackBytes = figure(line, " bytes stack frame");
+        kernel.spillStores = figure(line, " bytes spill stores");
+        kernel.spillLoads = figure(line, " bytes spill loads");
+      } else if (line.contains(" registers")) {
+        kernel.registers = figure(line, " registers");
+        kernel.sharedBytes = figure(line, " bytes smem");
+      }
+    }
+    return kernels;
+  }
+
+  /// --resource-usage: each kernel compiled to a cubin with ptxas -v, in one line.
+  int reportResourceUsage(const Unit &unit) {
+    std::vector<std::string> nvrtcOptions = options_.nvrtcOptions;
+    nvrtcOptions.push_back("--ptxas-options=-v");
+    for (const auto &fusion : unit.program->fusions) {
+      std::optional<codegen::NvrtcResult> compiled =
+          compile(*fusion, generate(unit, *fusion), /*cubin=*/true, nvrtcOptions);
+      if (!compiled)
+        return kExitDiagnostics;
+      const kir::Program &program = programOf(unit, *fusion);
+      for (const KernelResources &kernel : parsePtxasReport(compiled->log)) {
+        // ptxas sees only static shared memory; the launcher asks for the rest.
+        std::string dynamicShared = "no dynamic shared memory";
+        for (const kir::Kernel &lowered : program.kernels)
+          if (options_.symbolPrefix + lowered.name == kernel.name && lowered.launch.sharedBytes) {
+            std::optional<int64_t> bytes = kir::asConstant(lowered.launch.sharedBytes);
+            if (!bytes)
+              dynamicShared = "dynamic shared memory set at launch";
+            else if (*bytes != 0)
+              dynamicShared = std::to_string(*bytes) + " bytes dynamic shared memory";
+          }
+        diagnostics_.report(DiagId::ResourceUsage, llvm::SMRange(), kernel.name, kernel.registers,
+                            kernel.spillStores, kernel.spillLoads, kernel.stackBytes,
+                            kernel.sharedBytes, dynamicShared);
+      }
     }
     return kExitSuccess;
+  }
+
+  // --- Depfile and time trace --------------------------------------------------------
+
+  bool wantsDepfile() const { return !options_.depfile.empty() || options_.depfileGcc; }
+
+  /// Inputs the outputs depend on, each once, in the order they were read.
+  void addPrerequisite(llvm::StringRef path) {
+    llvm::SmallString<256> clean(path);
+    llvm::sys::path::remove_dots(clean, /*remove_dot_dot=*/false);
+    if (prerequisiteSet_.insert(std::string(clean)).second)
+      prerequisites_.push_back(std::string(clean));
+  }
+
+  /// A path as Make reads it (GCC's escaping, which Ninja understands too).
+  static std::string makeEscaped(llvm::StringRef path) {
+    std::string escaped;
+    for (size_t i = 0; i < path.size(); ++i) {
+      char c = path[i];
+      if (c == ' ' || c == '\t') {
+        // Backslashes before a blank would escape the escape: double them.
+        for (size_t j = i; j > 0 && path[j - 1] == '\\'; --j)
+          escaped += '\\';
+        escaped += '\\';
+      } else if (c == '#') {
+        escaped += '\\';
+      } else if (c == '$') {
+        escaped += '$';
+      }
+      escaped += c;
+    }
+    return escaped;
+  }
+
+  /// One Make rule: the outputs (or -MT) depend on the inputs, what they import, the
+  /// fsl.toml and the target file.
+  int writeDepfile() {
+    std::string path =
+        !options_.depfileGccPath.empty() ? options_.depfileGccPath : options_.depfile;
+    if (path.empty()) {
+      // -MD alone: next to the first output, as GCC puts it next to the object file.
+      if (outputs_.empty()) {
+        diagnostics_.report(DiagId::DepfileNeedsOutput, llvm::SMRange(), "-MD",
+                            "to name the depfile after", "-MF FILE");
+        return kExitUsage;
+      }
+      llvm::SmallString<256> beside(outputs_.front());
+      llvm::sys::path::replace_extension(beside, ".d");
+      path = std::string(beside);
+    }
+    std::vector<std::string> targets;
+    if (!options_.depfileTarget.empty())
+      targets.push_back(options_.depfileTarget);
+    else
+      targets = outputs_;
+    if (targets.empty()) {
+      diagnostics_.report(DiagId::DepfileNeedsOutput, llvm::SMRange(),
+                          options_.depfile.empty() ? "-MD" : "--depfile",
+                          "to name as the rule's target", "-o DIR, or -MT TARGET");
+      return kExitUsage;
+    }
+    std::vector<std::string> prerequisites = prerequisites_;
+    for (const std::string &file : {settings_.configFile, settings_.targetFile})
+      if (!file.empty() && !llvm::is_contained(prerequisites, file))
+        prerequisites.push_back(file);
+    std::string rule;
+    for (size_t i = 0; i < targets.size(); ++i)
+      rule += (i ? " " : "") + makeEscaped(targets[i]);
+    rule += ":";
+    for (const std::string &prerequisite : prerequisites)
+      rule += " \\\n  " + makeEscaped(prerequisite);
+    rule += "\n";
+    return writeFile(path, rule);
+  }
+
+  /// --time-trace: FILE, else next to the output or the input,
+  /// `<-o DIR or input folder>/<input stem>.time-trace.json`.
+  int writeTimeTrace() {
+    std::string path = options_.timeTraceFile;
+    if (path.empty()) {
+      std::string input = options_.inputs.empty() ? "fslc" : options_.inputs.front();
+      llvm::SmallString<256> named;
+      if (input == "-")
+        input = "stdin";
+      if (!settings_.outputDir.empty()) {
+        named = settings_.outputDir;
+        llvm::sys::path::append(named, llvm::sys::path::stem(input));
+      } else {
+        named = input;
+        llvm::sys::path::replace_extension(named, "");
+      }
+      path = (named + ".time-trace.json").str();
+    }
+    std::string trace;
+    {
+      llvm::raw_string_ostream stream(trace);
+      llvm::SmallVector<char, 0> bytes;
+      llvm::raw_svector_ostream json(bytes);
+      llvm::timeTraceProfilerWrite(json);
+      stream << llvm::StringRef(bytes.data(), bytes.size());
+    }
+    return writeFile(path, trace);
   }
 
   const DriverOptions &options_;
@@ -623,6 +1075,9 @@ private:
   JsonDiagnosticPrinter json_;
   DiagnosticEngine diagnostics_;
   Settings settings_;
+  std::vector<std::string> outputs_;       // every file of -o DIR, in the order written
+  std::vector<std::string> prerequisites_; // of the depfile: inputs and their imports
+  std::set<std::string> prerequisiteSet_;
 };
 
 } // namespace

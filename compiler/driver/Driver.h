@@ -26,11 +26,13 @@ struct DriverOptions {
   std::vector<std::string> defines; // NAME=VALUE, as given
   std::string target;               // empty: from fsl.toml, else the default
   std::string configPath;
-  std::string stdlibDir;        // empty: the stdlib of this source tree
-  std::string evaluateSizes;    // --evaluate: NAME=VALUE,... (sizes and scalars)
-  std::string simulateSizes;    // --simulate: NAME=VALUE,... (sizes and scalars)
-  int64_t simulateMisalign = 0; // --simulate-misalign: elements past an aligned address
-  uint64_t seed = 0;            // random inputs of --evaluate and --simulate
+  std::string stdlibDir;             // --stdlib; empty: see stdlibFromEnvironment
+  std::string stdlibFromEnvironment; // $FSLC_STDLIB; empty: installed, else source tree
+  std::string executablePath;        // fslc itself: the installed stdlib is next to it
+  std::string evaluateSizes;         // --evaluate: NAME=VALUE,... (sizes and scalars)
+  std::string simulateSizes;         // --simulate: NAME=VALUE,... (sizes and scalars)
+  int64_t simulateMisalign = 0;      // --simulate-misalign: elements past an aligned address
+  uint64_t seed = 0;                 // random inputs of --evaluate and --simulate
   EmitKind emit = EmitKind::Check;
   DiagnosticsFormat diagnosticsFormat = DiagnosticsFormat::Text;
   ColorMode color = ColorMode::Auto;
@@ -41,6 +43,16 @@ struct DriverOptions {
   bool verify = false;
   bool warningsAsErrors = false;
   unsigned errorLimit = 50;
+  std::string depfile;        // --depfile=FILE
+  bool depfileGcc = false;    // -MD (or -MF): a depfile, by default next to the first output
+  std::string depfileGccPath; // -MF FILE
+  std::string depfileTarget;  // -MT TARGET; empty: every output written
+  std::string symbolPrefix;   // --prefix: of generated symbols and file names
+  bool resourceUsage = false; // --resource-usage: ptxas's figures per kernel
+  bool timeTrace = false;     // --time-trace[=FILE]
+  std::string timeTraceFile;  // empty: named after the output or the input
+  bool printTargets = false;  // --print-targets: list the targets, then exit
+  bool crashForTesting = false;
   /// Set by main when the command line itself could not be parsed.
   std::string usageError;
 };

@@ -5,8 +5,12 @@
 
 #include <llvm/Config/llvm-config.h>
 #include <llvm/Support/CommandLine.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/InitLLVM.h>
+#include <llvm/Support/PrettyStackTrace.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <cstdlib>
 #include <cstring>
 
 namespace cl = llvm::cl;
@@ -25,7 +29,9 @@ cl::list<std::string> defines("D", cl::desc("Set static dimension NAME to VALUE"
 cl::opt<std::string>
     target("target", cl::desc("GPU target: a file of stdlib/targets or an alias (default h200)"),
            cl::value_desc("name"), cl::cat(category));
-cl::opt<std::string> stdlibDir("stdlib", cl::desc("Standard library directory (imports, targets)"),
+cl::opt<std::string> stdlibDir("stdlib",
+                               cl::desc("Standard library directory (imports, targets); default: "
+                                        "$FSLC_STDLIB, the installed one, the source tree's"),
                                cl::value_desc("dir"), cl::cat(category));
 cl::opt<std::string> evaluateSizes(
     "evaluate",
@@ -41,7 +47,9 @@ cl::opt<int64_t> simulateMisalign(
     cl::init(0), cl::value_desc("n"), cl::cat(category));
 cl::opt<uint64_t> seed("seed", cl::desc("Seed of --evaluate's random inputs (default 0)"),
                        cl::init(0), cl::cat(category));
-cl::opt<std::string> configPath("config", cl::desc("Read project settings from an fsl.toml file"),
+cl::opt<std::string> configPath("config",
+                                cl::desc("Read project settings from an fsl.toml file (default: "
+                                         "the nearest fsl.toml above the first input)"),
                                 cl::value_desc("fsl.toml"), cl::cat(category));
 cl::opt<fsl::EmitKind>
     emit("emit", cl::desc("What to produce"), cl::init(fsl::EmitKind::Check),
@@ -83,6 +91,36 @@ cl::list<std::string> printAfter("print-after",
 cl::opt<bool> printAfterAll("print-after-all",
                             cl::desc("Print the Kernel IR after every lowering pass"),
                             cl::cat(category));
+cl::opt<std::string> depfile("depfile",
+                             cl::desc("Write a Make-syntax depfile: the outputs depend on the "
+                                      "inputs, their imports, fsl.toml and the target file"),
+                             cl::value_desc("file"), cl::cat(category));
+cl::opt<bool> depfileGcc("MD",
+                         cl::desc("Write a depfile, as GCC: to -MF <file>, else next to "
+                                  "the first output, as <output stem>.d"),
+                         cl::cat(category));
+cl::opt<std::string> depfileGccPath("MF", cl::desc("The depfile of -MD (implies -MD)"),
+                                    cl::value_desc("file"), cl::Prefix, cl::cat(category));
+cl::opt<std::string> depfileTarget("MT",
+                                   cl::desc("The target of the depfile's rule (default: every "
+                                            "output written)"),
+                                   cl::value_desc("target"), cl::Prefix, cl::cat(category));
+cl::opt<std::string> symbolPrefix("prefix",
+                                  cl::desc("Prefix of the generated symbols and file names "
+                                           "(<prefix><fusion>.cu; default: fsl_ symbols)"),
+                                  cl::value_desc("prefix"), cl::cat(category));
+cl::opt<bool> resourceUsage("resource-usage",
+                            cl::desc("Compile the kernels with NVRTC and print each one's "
+                                     "registers, spills and shared memory"),
+                            cl::cat(category));
+cl::opt<std::string> timeTrace("time-trace",
+                               cl::desc("Write the time of each phase as Chrome trace JSON "
+                                        "(default: <output or input stem>.time-trace.json)"),
+                               cl::value_desc("file"), cl::ValueOptional, cl::cat(category));
+cl::opt<bool> printTargets("print-targets", cl::desc("List the targets of the stdlib and exit"),
+                           cl::cat(category));
+// Makes the compiler fail an internal check, to test the crash report (stack dump).
+cl::opt<bool> crashForTesting("crash-for-testing", cl::Hidden, cl::cat(category));
 cl::opt<bool> verify("verify", cl::desc("Check diagnostics against // expected-* comments"),
                      cl::cat(category));
 cl::opt<bool> warningsAsErrors("Werror", cl::desc("Treat warnings as errors"), cl::cat(category));
@@ -97,9 +135,16 @@ void printVersion(llvm::raw_ostream &out) {
       << "  default target: " << fsl::kDefaultTarget << "\n";
 }
 
+/// An address inside fslc, for getMainExecutable (main's own may not be taken).
+void anchor() {}
+
 } // namespace
 
 int main(int argc, char **argv) {
+  // Prints a stack dump when fslc crashes (LLVM's signal handlers), with the command line.
+  llvm::InitLLVM initLLVM(argc, argv);
+  llvm::setBugReportMsg("PLEASE report this fslc crash with the input file, the command line "
+                        "and the stack dump below.\n");
   cl::HideUnrelatedOptions(category);
   cl::SetVersionPrinter(printVersion);
   std::string usageError;
@@ -150,6 +195,24 @@ int main(int argc, char **argv) {
   options.verify = verify;
   options.warningsAsErrors = warningsAsErrors;
   options.errorLimit = errorLimit;
-  return fsl::runWithLargeStack(
-      [&] { return fsl::runDriver(options, llvm::outs(), llvm::errs()); });
+  options.depfile = depfile;
+  options.depfileGccPath = depfileGccPath;
+  options.depfileGcc = depfileGcc || !depfileGccPath.empty();
+  options.depfileTarget = depfileTarget;
+  options.symbolPrefix = symbolPrefix;
+  options.resourceUsage = resourceUsage;
+  options.timeTrace = timeTrace.getNumOccurrences() != 0;
+  options.timeTraceFile = timeTrace;
+  options.printTargets = printTargets;
+  options.crashForTesting = crashForTesting;
+  if (const char *fromEnvironment = std::getenv("FSLC_STDLIB"))
+    options.stdlibFromEnvironment = fromEnvironment;
+  options.executablePath =
+      llvm::sys::fs::getMainExecutable(argv[0], reinterpret_cast<void *>(&anchor));
+  return fsl::runWithLargeStack([&] {
+    // Crash reports name the command line; the entry InitLLVM made belongs to the main
+    // thread, and the compiler runs on this one.
+    llvm::PrettyStackTraceProgram stackTraceEntry(argc, argv);
+    return fsl::runDriver(options, llvm::outs(), llvm::errs());
+  });
 }

@@ -6,6 +6,7 @@
 // reloaded, accumulations, stores), and the block reductions that end the phase. No
 // bounds checks, vector accesses or hoisted loads yet: later passes add them.
 #include "lower/Passes.h"
+#include "lower/Pointwise.h"
 
 #include "support/Diagnostics.h"
 #include "support/Internal.h"
@@ -25,9 +26,12 @@ std::string valueName(const ir::Value &value) {
                             : value.name + "_" + std::to_string(value.id);
 }
 
-/// The type a value of `type` has in a register (and in a persistent buffer).
-ir::DType registerType(ir::DType type) {
-  return type == ir::DType::BF16 || type == ir::DType::F16 ? ir::DType::F32 : type;
+/// `s` as coming from `range` of the fusion, which the CUDA printer names as "file:LINE"
+/// (the origin's text stays empty: the statement's comment already says what it is).
+Stmt from(const Stmt &s, llvm::SMRange range) {
+  auto node = std::make_shared<kir::StmtNode>(*s);
+  node->origin.range = range;
+  return node;
 }
 
 kir::Axis axisOf(sched::Parallel parallel) {
@@ -48,83 +52,6 @@ kir::Axis axisOf(sched::Parallel parallel) {
     break;
   }
   FSL_UNREACHABLE("a serial loop has no axis");
-}
-
-/// A value's operation as an expression of the value's type.
-Expr operation(const ir::Value &value, const std::vector<Expr> &a) {
-  auto typed = [&](Expr e) {
-    auto copy = std::make_shared<kir::ExprNode>(*e);
-    copy->dtype = value.dtype;
-    return Expr(copy);
-  };
-  auto un = [&](kir::UnaryOp op) { return typed(kir::unary(op, a[0])); };
-  auto bin = [&](kir::BinaryOp op) { return typed(kir::binary(op, a[0], a[1])); };
-  switch (value.op) {
-  case ir::Op::Neg:
-    return un(kir::UnaryOp::Neg);
-  case ir::Op::Not:
-    return un(kir::UnaryOp::Not);
-  case ir::Op::Exp:
-    return un(kir::UnaryOp::Exp);
-  case ir::Op::Log:
-    return un(kir::UnaryOp::Log);
-  case ir::Op::Sqrt:
-    return un(kir::UnaryOp::Sqrt);
-  case ir::Op::Rsqrt:
-    return un(kir::UnaryOp::Rsqrt);
-  case ir::Op::Tanh:
-    return un(kir::UnaryOp::Tanh);
-  case ir::Op::Sigmoid:
-    return un(kir::UnaryOp::Sigmoid);
-  case ir::Op::Erf:
-    return un(kir::UnaryOp::Erf);
-  case ir::Op::Abs:
-    return un(kir::UnaryOp::Abs);
-  case ir::Op::Add:
-    return bin(kir::BinaryOp::Add);
-  case ir::Op::Sub:
-    return bin(kir::BinaryOp::Sub);
-  case ir::Op::Mul:
-    return bin(kir::BinaryOp::Mul);
-  case ir::Op::Div:
-    return bin(kir::BinaryOp::Div);
-  case ir::Op::Max:
-    return bin(kir::BinaryOp::Max);
-  case ir::Op::Min:
-    return bin(kir::BinaryOp::Min);
-  case ir::Op::Pow:
-    return bin(kir::BinaryOp::Pow);
-  case ir::Op::Lt:
-    return bin(kir::BinaryOp::Lt);
-  case ir::Op::Le:
-    return bin(kir::BinaryOp::Le);
-  case ir::Op::Gt:
-    return bin(kir::BinaryOp::Gt);
-  case ir::Op::Ge:
-    return bin(kir::BinaryOp::Ge);
-  case ir::Op::Eq:
-    return bin(kir::BinaryOp::Eq);
-  case ir::Op::Ne:
-    return bin(kir::BinaryOp::Ne);
-  case ir::Op::And:
-    return bin(kir::BinaryOp::And);
-  case ir::Op::Or:
-    return bin(kir::BinaryOp::Or);
-  case ir::Op::Where:
-    return typed(kir::select(a[0], a[1], a[2]));
-  case ir::Op::Cast:
-    return kir::cast(value.dtype, a[0]);
-  case ir::Op::Input:
-  case ir::Op::Scalar:
-  case ir::Op::Constant:
-  case ir::Op::ReduceSum:
-  case ir::Op::ReduceMax:
-  case ir::Op::ReduceMin:
-  case ir::Op::ReduceMean:
-  case ir::Op::MatMul:
-    break;
-  }
-  FSL_UNREACHABLE("not a pointwise operation");
 }
 
 kir::ReduceKind reduceKind(ir::Op op) {
@@ -372,14 +299,14 @@ private:
         std::vector<Expr> operands;
         for (const ir::Value *operand : value->operands)
           operands.push_back(valueOf(operand));
-        expr = operation(*value, operands);
+        expr = pointwiseOperation(*value, operands);
       }
       if (plan_.inlined.count(value->id) && !fromBuffer.count(value->id)) {
         values[value->id] = expr; // `inline`: the expression itself at every use
         continue;
       }
       kir::VarPtr v = kir::makeVar(valueName(*value), type);
-      element.push_back(kir::let(v, expr, value->name));
+      element.push_back(from(kir::let(v, expr, value->name), value->range));
       values[value->id] = kir::var(v);
     }
   }
@@ -417,10 +344,11 @@ private:
                                                          : 0;
       kir::VarPtr acc = kir::makeVar(valueName(*reduction) + "_acc", type);
       accumulators[reduction->id] = acc;
-      out.push_back(
+      out.push_back(from(
           kir::declare(acc, kir::constant(init, type),
                        ir::opName(reduction->op).str() + " of " +
-                           (reduction->name.empty() ? valueName(*reduction) : reduction->name)));
+                           (reduction->name.empty() ? valueName(*reduction) : reduction->name)),
+          reduction->range));
     }
     // Values kept for later phases that the schedule does not compute with their first
     // consumer get a loop nest of their own first; the phase then reads them back.
@@ -436,8 +364,9 @@ private:
       std::map<unsigned, Expr> values;
       computeValues(p, phase.values, closure(ownNest, p, fromBuffer), fromBuffer, values, producer);
       for (const ir::Value *saved : ownNest)
-        producer.push_back(kir::store(persistentBuffers_.at(saved->id), bufferIndex(saved->id),
-                                      values.at(saved->id)));
+        producer.push_back(from(kir::store(persistentBuffers_.at(saved->id), bufferIndex(saved->id),
+                                           values.at(saved->id)),
+                                saved->range));
       Stmt nest =
           labelled(kir::block({serialNest(kir::block(std::move(producer)))}), labels::PhaseNest);
       auto node = std::make_shared<kir::StmtNode>(*nest);
@@ -463,19 +392,24 @@ private:
     };
     for (const ir::Value *saved : saves)
       element.push_back(
-          kir::store(persistentBuffers_.at(saved->id), bufferIndex(saved->id), valueOf(saved)));
+          from(kir::store(persistentBuffers_.at(saved->id), bufferIndex(saved->id), valueOf(saved)),
+               saved->range));
     for (const ir::Value *reduction : phase.reductions) {
       const kir::VarPtr &acc = accumulators[reduction->id];
       Expr operand = valueOf(reduction->operands[0]);
       kir::BinaryOp combine = reduction->op == ir::Op::ReduceMax   ? kir::BinaryOp::Max
                               : reduction->op == ir::Op::ReduceMin ? kir::BinaryOp::Min
                                                                    : kir::BinaryOp::Add;
-      element.push_back(kir::assign(acc, kir::binary(combine, kir::var(acc), operand)));
+      element.push_back(
+          from(kir::assign(acc, kir::binary(combine, kir::var(acc), operand)), reduction->range));
     }
     for (const ir::Output *output : phase.stores) {
       unsigned o = static_cast<unsigned>(output - f_.outputs.data());
+      // An inout write-back's range is its assignment; an output's is its declaration in
+      // the signature, so its store names the assigned expression instead.
       element.push_back(
-          kir::store(cx_.outputBuffers[o], cx_.offsetOf(output->dims), valueOf(output->value)));
+          from(kir::store(cx_.outputBuffers[o], cx_.offsetOf(output->dims), valueOf(output->value)),
+               output->isInout ? output->range : output->value->range));
     }
     out.push_back(
         labelled(kir::block({serialNest(kir::block(std::move(element)))}), labels::PhaseNest));
@@ -487,6 +421,7 @@ private:
                              scratch_.at(acc->dtype), blockReductions_++ % 2);
         auto node = std::make_shared<kir::StmtNode>(*r);
         node->comment = "over threadIdx.x";
+        node->origin.range = reduction->range;
         out.push_back(node);
       }
       Expr total = kir::var(acc);
@@ -500,7 +435,7 @@ private:
         total = kir::cast(reduction->dtype, total);
       kir::VarPtr result = kir::makeVar(valueName(*reduction), reduction->dtype);
       results_[reduction->id] = result;
-      out.push_back(kir::let(result, total, reduction->name));
+      out.push_back(from(kir::let(result, total, reduction->name), reduction->range));
     }
   }
 

@@ -4,11 +4,14 @@
 #include "kir/Printer.h"
 #include "kir/Simplify.h"
 #include "kir/Verifier.h"
+#include "lower/Matmul.h"
 #include "lower/Passes.h"
 #include "support/Diagnostics.h"
 #include "support/Internal.h"
 
+#include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/TimeProfiler.h>
 #include <llvm/Support/raw_ostream.h>
 
 namespace fsl {
@@ -35,12 +38,24 @@ const std::vector<PassInfo> &passList() {
   return passes;
 }
 
+const std::vector<MatmulPassInfo> &matmulPassList() {
+  static const std::vector<MatmulPassInfo> passes = {
+      {"build-matmul", buildMatmul},
+      {"simplify",
+       [](LowerContext &context, const MatmulPlan &) { return simplifyIndices(context); }},
+  };
+  return passes;
+}
+
 } // namespace lower
 
 std::vector<std::string> loweringPassNames() {
   std::vector<std::string> names;
   for (const lower::PassInfo &pass : lower::passList())
     names.push_back(pass.name);
+  for (const lower::MatmulPassInfo &pass : lower::matmulPassList())
+    if (!llvm::is_contained(names, pass.name))
+      names.push_back(pass.name);
   return names;
 }
 
@@ -64,13 +79,40 @@ kir::BinaryOp comparison(sched::Comparison comparison) {
   FSL_UNREACHABLE("a comparison");
 }
 
+/// The verifier after a pass, then --print-after.
+void afterPass(const char *name, const kir::Kernel &kernel, const PrintAfter &print) {
+  std::string broken = kir::verifyKernel(kernel);
+  if (!broken.empty()) {
+    std::string message = "Kernel IR invalid after pass '" + std::string(name) + "': " + broken;
+    internalError(__FILE__, __LINE__, "verifyKernel", message.c_str());
+  }
+  if (print.out && (print.all || print.passes.count(name))) {
+    *print.out << "// ----- Kernel IR after " << name << " -----\n";
+    kir::printKernel(kernel, *print.out);
+  }
+}
+
 std::optional<kir::Kernel> lowerKernel(const sched::Schedule &schedule, const std::string &name,
                                        const std::vector<kir::VarPtr> &dims,
                                        const lower::LowerOptions &options,
                                        DiagnosticEngine &diagnostics, const PrintAfter &print) {
-  std::unique_ptr<lower::Plan> plan = lower::planKernel(schedule, diagnostics);
-  if (!plan)
-    return std::nullopt;
+  // A matrix product has a path of its own (lower/Matmul.h): its loops are the mma tiles,
+  // planned from the declarative schedule rather than from loop nests.
+  std::unique_ptr<lower::MatmulPlan> matmul;
+  std::unique_ptr<lower::Plan> plan;
+  if (lower::hasMatmul(*schedule.fusion)) {
+    matmul = lower::planMatmul(schedule, diagnostics);
+    if (!matmul)
+      return std::nullopt;
+    // The context's plan only names the schedule and the fusion on this path.
+    plan = std::make_unique<lower::Plan>();
+    plan->schedule = &schedule;
+    plan->fusion = schedule.fusion;
+  } else {
+    plan = lower::planKernel(schedule, diagnostics);
+    if (!plan)
+      return std::nullopt;
+  }
   lower::LowerContext context(*plan, options, diagnostics);
   context.dimVars = dims;
   context.kernel.name = name;
@@ -78,19 +120,20 @@ std::optional<kir::Kernel> lowerKernel(const sched::Schedule &schedule, const st
   context.kernel.comment = name + ": schedule of " + schedule.fusion->name;
   if (!schedule.header.when.empty())
     context.kernel.comment += " when " + sched::guardText(schedule.header.when);
+  if (matmul) {
+    for (const lower::MatmulPassInfo &pass : lower::matmulPassList()) {
+      llvm::TimeTraceScope passScope(pass.name); // --time-trace: one event per pass
+      if (!pass.run(context, *matmul))
+        return std::nullopt;
+      afterPass(pass.name, context.kernel, print);
+    }
+    return std::move(context.kernel);
+  }
   for (const lower::PassInfo &pass : lower::passList()) {
+    llvm::TimeTraceScope passScope(pass.name); // --time-trace: one event per pass
     if (!pass.run(context))
       return std::nullopt;
-    std::string broken = kir::verifyKernel(context.kernel);
-    if (!broken.empty()) {
-      std::string message =
-          "Kernel IR invalid after pass '" + std::string(pass.name) + "': " + broken;
-      internalError(__FILE__, __LINE__, "verifyKernel", message.c_str());
-    }
-    if (print.out && (print.all || print.passes.count(pass.name))) {
-      *print.out << "// ----- Kernel IR after " << pass.name << " -----\n";
-      kir::printKernel(context.kernel, *print.out);
-    }
+    afterPass(pass.name, context.kernel, print);
   }
   return std::move(context.kernel);
 }

@@ -2,6 +2,7 @@
 #include "lower/Plan.h"
 
 #include "support/Diagnostics.h"
+#include "support/Internal.h"
 
 #include <llvm/ADT/STLExtras.h>
 
@@ -89,6 +90,11 @@ private:
       if (tensor.isInput && fusion_.params[tensor.value->paramIndex].isStrided)
         return unsupported("strided parameter " + tensor.name);
     }
+    // Matrix products take the matmul path (lower/MatmulPlan.h); matrix-product
+    // directives without a product are the checker's mma-without-matmul.
+    for (const auto &value : fusion_.values)
+      FSL_INTERNAL_ASSERT(value->op != ir::Op::MatMul,
+                          "a matrix product reached the plan of the normalizations");
     if (schedule_.matmul.any()) {
       const sched::MatmulSchedule &m = schedule_.matmul;
       llvm::SMRange at = m.mma              ? m.mma->origin.range
@@ -97,12 +103,9 @@ private:
                          : !m.tiles.empty() ? m.tiles.front().origin.range
                          : m.cluster        ? m.cluster->origin.range
                                             : m.epilogue->origin.range;
-      return unsupported(
-          "matrix-product schedules (mma, pipeline, ...) are lowered by the matmul milestone", at);
+      return unsupported("matrix-product directives (mma, pipeline, ...) need a matrix product",
+                         at);
     }
-    for (const auto &value : fusion_.values)
-      if (value->op == ir::Op::MatMul)
-        return unsupported("matrix products are lowered by the matmul milestone");
     return true;
   }
 

@@ -36,7 +36,10 @@ public:
       auto found = casts.find(s->value->var.get());
       if (found != casts.end() && found->second && roundsF32Let(s->value->var, s->buffer->dtype)) {
         bypassed.insert(s->value->var.get());
-        return kir::store(s->buffer, s->index, found->second);
+        auto rounded =
+            std::make_shared<kir::StmtNode>(*kir::store(s->buffer, s->index, found->second));
+        rounded->origin = s->origin; // the same store, rounding once
+        return rounded;
       }
     }
     return mutateChildren(s);

@@ -1,5 +1,6 @@
-// Simulator.cpp — the Kernel IR interpreted: every block of a launch, its threads in
-// lockstep over a mask, with the memory and synchronisation checks of Simulator.h.
+// Simulator.cpp — the Kernel IR interpreted: every block of a launch, its warps run one at
+// a time until they wait for each other, the threads of a warp in lockstep over a mask,
+// with the memory and synchronisation checks of Simulator.h.
 #include "sim/Simulator.h"
 
 #include "kir/Mutator.h"
@@ -9,6 +10,7 @@
 #include <llvm/Support/FormatVariadic.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <new>
@@ -326,7 +328,46 @@ private:
   const std::map<const Var *, double> &scalars_;
 };
 
-using Mask = std::vector<int>; // active threads of the block, ascending linear ids
+/// Variable -> slot by address. Every variable read and write of every thread looks a slot
+/// up, the simulator's hottest operation: open addressing with a multiplicative hash
+/// costs a fraction of std::unordered_map's division and node walk.
+class SlotTable {
+public:
+  void build(const std::unordered_map<const Var *, int> &slots) {
+    bits_ = 4;
+    while ((size_t(1) << bits_) < 2 * slots.size())
+      ++bits_;
+    keys_.assign(size_t(1) << bits_, nullptr);
+    values_.assign(keys_.size(), -1);
+    for (const auto &[v, slot] : slots) {
+      size_t i = home(v);
+      while (keys_[i])
+        i = (i + 1) & (keys_.size() - 1);
+      keys_[i] = v;
+      values_[i] = slot;
+    }
+  }
+  /// The slot of `v`, or -1.
+  int find(const Var *v) const {
+    for (size_t i = home(v);; i = (i + 1) & (keys_.size() - 1)) {
+      if (keys_[i] == v)
+        return values_[i];
+      if (!keys_[i])
+        return -1;
+    }
+  }
+
+private:
+  size_t home(const Var *v) const {
+    return static_cast<size_t>((reinterpret_cast<uintptr_t>(v) * 0x9E3779B97F4A7C15ull) >>
+                               (64 - bits_));
+  }
+  int bits_ = 4;
+  std::vector<const Var *> keys_ = std::vector<const Var *>(16, nullptr);
+  std::vector<int> values_ = std::vector<int>(16, -1);
+};
+
+using Mask = std::vector<int>; // active threads (of a warp, or a warpgroup's), ascending ids
 
 /// One kernel launch.
 class Interpreter {
@@ -348,6 +389,83 @@ public:
   }
 
 private:
+  // --- The state of a block ---------------------------------------------------------------
+
+  /// One 64-bit mbarrier: arrivals and transaction bytes still expected in the current
+  /// phase, and the phase number (its parity is what waits test).
+  struct MBarrier {
+    int64_t expected = 0;
+    int64_t pending = 0;
+    int64_t tx = 0;
+    int64_t phase = 0;
+    const Buffer *buffer = nullptr;
+    int64_t index = 0;
+    int id = 0; // its component of a warp's `clock`
+    /// What the warps that arrived in the current phase knew, and what those of the last
+    /// completed phase knew: a wait that sees that phase complete learns it.
+    std::vector<int64_t> gathered, released;
+  };
+
+  /// The lanes of one warp: bit l is thread 32 w + l (linear ids).
+  using LaneMask = uint32_t;
+
+  /// A statement a warp is inside of, and where in it the warp is.
+  enum class FrameKind { Block, Loop, Branch };
+  struct Frame {
+    FrameKind kind;
+    const StmtNode *stmt;
+    LaneMask mask;                     // the lanes that run it
+    LaneMask otherwise = 0;            // Branch: the lanes of the else branch
+    int64_t next = 0;                  // Block: child; Loop: iteration; Branch: 0 then, 1 else
+    std::array<int64_t, 32> extents{}; // Loop: each lane's trip count
+  };
+
+  /// What a warp waits for.
+  enum class Wait {
+    None,
+    Barrier,    // every warp at this __syncthreads
+    Reduce,     // every warp at this block reduction
+    Named,      // `expected` threads at named barrier `at->barrierId`
+    MBarrier,   // `conditions`
+    Wgmma,      // the four warps of its warpgroup at this wgmma
+    SetMaxNReg, // the four warps of its warpgroup at this setmaxnreg
+    Registers,  // `want` registers per thread from the block's pool (setmaxnreg.inc)
+  };
+
+  /// One mbarrier phase a wait needs complete: the current phase's parity must differ.
+  struct Condition {
+    MBarrier *barrier;
+    int64_t parity;
+    bool passed = false;
+  };
+
+  /// A warp of the block being run: where it is in the body, and what it waits for.
+  struct Warp {
+    int id = 0;
+    int first = 0;      // the linear id of lane 0
+    LaneMask lanes = 0; // the lanes that exist (the last warp may have fewer than 32)
+    std::vector<Frame> stack;
+    bool started = false, done = false;
+    Wait wait = Wait::None;
+    const StmtNode *at = nullptr; // the statement it waits at
+    LaneMask waiting = 0;         // its lanes there
+    int64_t expected = 0;         // Named: the threads the barrier expects
+    std::vector<Condition> conditions;
+    int64_t registers = 0, want = 0; // per thread: held, and wanted by a pending inc
+    bool registersKnown = false;     // `registers` is a count, not the launch's estimate
+    /// Per mbarrier id: how many of its phases this warp knows to be complete, by its own
+    /// waits or from the warps it met at a barrier or through an mbarrier. Data a TMA load
+    /// brought in is readable only once the warp knows the load's phase complete.
+    std::vector<int64_t> clock;
+  };
+
+  static void merge(std::vector<int64_t> &into, const std::vector<int64_t> &from) {
+    if (into.size() < from.size())
+      into.resize(from.size(), 0);
+    for (size_t i = 0; i < from.size(); ++i)
+      into[i] = std::max(into[i], from[i]);
+  }
+
   // --- The launch ----------------------------------------------------------------------
 
   void checkParameters() {
@@ -407,6 +525,13 @@ private:
       fail(llvm::formatv("{0} threads per block exceed the kernel's __launch_bounds__ of {1}",
                          threads, *launch.maxThreads));
     threads_ = static_cast<int>(threads);
+    // Registers per thread at launch, which setmaxnreg.dec gives up and .inc takes: the
+    // kernel's __maxnreg__, else the most that lets the block fit the register file (the
+    // compiler's count is not known here).
+    int64_t warps = (threads + 31) / 32;
+    initialRegisters_ = launch.maxRegisters
+                            ? (*launch.maxRegisters + 7) / 8 * 8
+                            : std::min<int64_t>(256, limits_.registersPerSm / (32 * warps) / 8 * 8);
     dynamicShared_ = launch.sharedBytes ? launchValue(launch.sharedBytes, "the shared bytes") : 0;
     if (dynamicShared_ < 0 || dynamicShared_ > limits_.maxSharedBytesPerBlock)
       fail(llvm::formatv("{0} bytes of dynamic shared memory; the target allows {1} per block",
@@ -432,6 +557,7 @@ private:
         add(e->var.get());
     });
     slots_ = static_cast<int>(slotOf_.size());
+    slotTable_.build(slotOf_);
   }
 
   void runBlock(std::array<int64_t, 3> blockIdx) {
@@ -444,11 +570,357 @@ private:
     locals_.clear();
     shared_.clear();
     mbarriers_.clear();
+    barrierById_.clear();
     staticSharedEnd_ = 0;
-    Mask all(threads_);
-    for (int t = 0; t < threads_; ++t)
-      all[t] = t;
-    exec(*kernel_.body, all);
+    int count = (threads_ + 31) / 32;
+    warps_.resize(count);
+    for (int w = 0; w < count; ++w) {
+      Warp &warp = warps_[w];
+      int lanes = std::min(32, threads_ - 32 * w);
+      warp.id = w;
+      warp.first = 32 * w;
+      warp.lanes = lanes == 32 ? ~LaneMask(0) : (LaneMask(1) << lanes) - 1;
+      warp.stack.clear();
+      warp.started = warp.done = false;
+      warp.wait = Wait::None;
+      warp.at = nullptr;
+      warp.waiting = 0;
+      warp.conditions.clear();
+      warp.registers = initialRegisters_;
+      warp.registersKnown = kernel_.launch.maxRegisters.has_value();
+      warp.clock.clear();
+    }
+    registerPool_ = 0;
+    schedule();
+  }
+
+  // --- Warps and their scheduling --------------------------------------------------------
+  //
+  // Every warp of the block is a task: an explicit stack of statement cursors (Frame) that
+  // runWarp advances until the warp finishes or has to wait for other warps. A single
+  // thread runs all of them, one at a time, so the simulation stays deterministic.
+
+  /// Runs the warps of the block round robin by warp id, each until it finishes or waits,
+  /// until all have finished; a pass in which no warp can move is a deadlock.
+  void schedule() {
+    for (;;) {
+      bool moved = false, finished = true;
+      for (Warp &warp : warps_) {
+        if (runnable(warp)) {
+          runWarp(warp);
+          moved = true;
+        }
+        finished = finished && warp.done;
+      }
+      if (finished)
+        return;
+      if (!moved)
+        deadlock();
+    }
+  }
+
+  /// Whether `warp` can continue now. A warp waiting at a meeting (a barrier, a block
+  /// reduction, a warpgroup's wgmma or setmaxnreg) is released by the warp that completes
+  /// it; one waiting on an mbarrier or for registers checks its condition here.
+  bool runnable(Warp &warp) {
+    if (warp.done)
+      return false;
+    switch (warp.wait) {
+    case Wait::None:
+      return true;
+    case Wait::MBarrier:
+      if (!passConditions(warp))
+        return false;
+      warp.wait = Wait::None;
+      return true;
+    case Wait::Registers:
+      if (!takeRegisters(warp, warp.want))
+        return false;
+      warp.wait = Wait::None;
+      return true;
+    case Wait::Barrier:
+    case Wait::Reduce:
+    case Wait::Named:
+    case Wait::Wgmma:
+    case Wait::SetMaxNReg:
+      return false;
+    }
+    FSL_UNREACHABLE("wait kind");
+  }
+
+  void runWarp(Warp &warp) {
+    if (!warp.started) {
+      warp.started = true;
+      if (!enter(warp, *kernel_.body, warp.lanes))
+        return;
+    }
+    while (!warp.stack.empty()) {
+      // `frame` dies with a push, so take what enter needs before calling it.
+      Frame &frame = warp.stack.back();
+      const StmtNode &s = *frame.stmt;
+      const StmtNode *next = nullptr;
+      LaneMask mask = 0;
+      switch (frame.kind) {
+      case FrameKind::Block:
+        while (!next && frame.next < static_cast<int64_t>(s.body.size()))
+          next = s.body[frame.next++].get();
+        mask = frame.mask;
+        break;
+      case FrameKind::Loop: {
+        // Each lane runs its own trip count; a lane whose count is done leaves the mask
+        // of the remaining iterations.
+        int64_t i = frame.next++;
+        for (LaneMask m = frame.mask; m; m &= m - 1)
+          if (int lane = std::countr_zero(m); i < frame.extents[lane])
+            mask |= LaneMask(1) << lane;
+        for (LaneMask m = mask; m; m &= m - 1)
+          setVariable(warp.first + std::countr_zero(m), *s.var, static_cast<double>(i));
+        if (mask)
+          next = s.body[0].get();
+        break;
+      }
+      case FrameKind::Branch:
+        if (frame.next == 0) {
+          next = s.body[0].get();
+          mask = frame.mask;
+        } else if (frame.next == 1 && s.kind == StmtKind::If && s.body.size() > 1) {
+          next = s.body[1].get();
+          mask = frame.otherwise;
+        }
+        ++frame.next;
+        break;
+      }
+      if (!next) {
+        warp.stack.pop_back();
+        continue;
+      }
+      if (!enter(warp, *next, mask))
+        return;
+    }
+    warp.done = true;
+  }
+
+  /// Starts statement `s` for the `mask` lanes of `warp`: a compound statement becomes a
+  /// frame the warp continues from, a leaf runs at once. False when the warp now waits (it
+  /// continues after `s` once released).
+  bool enter(Warp &warp, const StmtNode &s, LaneMask mask) {
+    if (!mask)
+      return true;
+    steps_ += std::popcount(mask);
+    if (steps_ > limits_.maxThreadSteps)
+      fault(-1, llvm::formatv("the launch ran {0} thread statements, over the limit of {1} "
+                              "(a runaway loop?)",
+                              steps_, limits_.maxThreadSteps));
+    switch (s.kind) {
+    case StmtKind::Block:
+      warp.stack.push_back({FrameKind::Block, &s, mask});
+      return true;
+    case StmtKind::For:
+      return enterFor(warp, s, mask);
+    case StmtKind::If:
+    case StmtKind::WarpRole: {
+      child(s, 0);
+      LaneMask then = 0;
+      for (LaneMask m = mask; m; m &= m - 1) {
+        int lane = std::countr_zero(m);
+        if (value(s.condition, warp.first + lane) != 0)
+          then |= LaneMask(1) << lane;
+      }
+      warp.stack.push_back({FrameKind::Branch, &s, then, mask & ~then});
+      return true;
+    }
+    case StmtKind::Let:
+    case StmtKind::Assign:
+      execLet(s, lanesOf(warp, mask));
+      return true;
+    case StmtKind::Allocate:
+      execAllocate(s, lanesOf(warp, mask));
+      return true;
+    case StmtKind::Store:
+      execStore(s, lanesOf(warp, mask));
+      return true;
+    case StmtKind::VectorCopy:
+      execVectorCopy(s, lanesOf(warp, mask));
+      return true;
+    case StmtKind::Reduce:
+      return execReduce(warp, s, mask);
+    case StmtKind::Barrier:
+      return execBarrier(warp, s, mask);
+    case StmtKind::GridDependency:
+    case StmtKind::Comment:
+    case StmtKind::FenceProxyAsync:
+    case StmtKind::WgmmaFence:
+    case StmtKind::WgmmaCommit:
+    case StmtKind::WgmmaWait:
+    case StmtKind::TmaStoreWait:
+      // Ordering only: every operation here completes before the next statement runs.
+      return true;
+    case StmtKind::MBarrierInit:
+    case StmtKind::MBarrierArrive:
+    case StmtKind::MBarrierArriveExpectTx:
+    case StmtKind::MBarrierWait:
+      return execMBarrier(warp, s, lanesOf(warp, mask));
+    case StmtKind::TmaLoad:
+    case StmtKind::TmaStore:
+      for (int t : lanesOf(warp, mask))
+        tma(s, t, s.kind == StmtKind::TmaLoad);
+      return true;
+    case StmtKind::Wgmma:
+      return arriveWgmma(warp, s, mask);
+    case StmtKind::SetMaxNReg:
+      return execSetMaxNReg(warp, s, mask);
+    }
+    FSL_UNREACHABLE("statement kind");
+  }
+
+  /// The threads of `mask` in `warp`, ascending. The vector is reused by the next call:
+  /// a leaf uses it and is done before another leaf runs.
+  const Mask &lanesOf(const Warp &warp, LaneMask mask) {
+    lanes_.clear();
+    for (LaneMask m = mask; m; m &= m - 1)
+      lanes_.push_back(warp.first + std::countr_zero(m));
+    return lanes_;
+  }
+
+  /// The threads of the warps that wait for `kind` at `s`: in the block (group < 0) or in
+  /// warpgroup `group`.
+  int threadsWaiting(Wait kind, const StmtNode *s, int group = -1) const {
+    int threads = 0;
+    for (const Warp &w : warps_)
+      if (w.wait == kind && w.at == s && (group < 0 || w.id / 4 == group))
+        threads += std::popcount(w.waiting);
+    return threads;
+  }
+
+  /// The warps that wait for `kind` at `s` (in warpgroup `group`, if not negative).
+  std::vector<Warp *> warpsWaiting(Wait kind, const StmtNode *s, int group = -1) {
+    std::vector<Warp *> found;
+    for (Warp &w : warps_)
+      if (w.wait == kind && w.at == s && (group < 0 || w.id / 4 == group))
+        found.push_back(&w);
+    return found;
+  }
+
+  void await(Warp &warp, Wait kind, const StmtNode &s, LaneMask mask) {
+    warp.wait = kind;
+    warp.at = &s;
+    warp.waiting = mask;
+  }
+
+  /// The warps of a completed barrier know what each of them knew (see `clock`), and go on.
+  void release(const std::vector<Warp *> &met) {
+    std::vector<int64_t> known;
+    for (const Warp *w : met)
+      merge(known, w->clock);
+    for (Warp *w : met) {
+      w->wait = Wait::None;
+      if (!known.empty())
+        w->clock = known;
+    }
+  }
+
+  /// The first thread of `warp` at the statement it waits at.
+  int firstWaiting(const Warp &warp) const {
+    return warp.first + std::countr_zero(warp.waiting ? warp.waiting : warp.lanes);
+  }
+
+  /// Why `warp` cannot go on, once no warp can.
+  std::string waitReason(const Warp &warp) {
+    // Whether every warp not waiting at this statement has finished: then the meeting is a
+    // barrier in divergent code rather than a cycle of waits.
+    auto othersFinished = [&] {
+      for (const Warp &w : warps_)
+        if (!w.done && !(w.wait == warp.wait && w.at == warp.at))
+          return false;
+      return true;
+    };
+    const char *divergent = othersFinished() ? " (a barrier in divergent code)" : "";
+    const StmtNode &s = *warp.at;
+    switch (warp.wait) {
+    case Wait::None:
+      break;
+    case Wait::Barrier:
+      return llvm::formatv("__syncthreads reached by {0} of {1} threads{2}",
+                           threadsWaiting(Wait::Barrier, &s), threads_, divergent);
+    case Wait::Reduce:
+      return llvm::formatv("block reduction of {0} reached by {1} of {2} threads{3}", s.var->name,
+                           threadsWaiting(Wait::Reduce, &s), threads_, divergent);
+    case Wait::Named: {
+      int arrived = 0;
+      for (const Warp &w : warps_)
+        if (w.wait == Wait::Named && w.at->barrierId == s.barrierId)
+          arrived += std::popcount(w.waiting);
+      return llvm::formatv("named barrier {0} expects {1} threads but {2} arrive together",
+                           s.barrierId, warp.expected, arrived);
+    }
+    case Wait::MBarrier:
+      for (const Condition &c : warp.conditions)
+        if (!c.passed)
+          return llvm::formatv("wait on {0} parity {1} can never complete (pending arrivals {2}, "
+                               "tx bytes {3})",
+                               barrierName(*c.barrier), c.parity, c.barrier->pending,
+                               c.barrier->tx);
+      break;
+    case Wait::Wgmma:
+      return llvm::formatv("wgmma reached by {0} of the 128 threads of warpgroup {1}",
+                           threadsWaiting(Wait::Wgmma, &s, warp.id / 4), warp.id / 4);
+    case Wait::SetMaxNReg:
+      return llvm::formatv("setmaxnreg reached by {0} of the 128 threads of warpgroup {1}",
+                           threadsWaiting(Wait::SetMaxNReg, &s, warp.id / 4), warp.id / 4);
+    case Wait::Registers: {
+      int64_t wanted = 0;
+      for (const Warp &w : warps_)
+        wanted += 32 * (w.wait == Wait::Registers ? w.want : w.registers);
+      return llvm::formatv(
+          "setmaxnreg.inc {0} waits for {1} registers but the block's pool holds {2}: its warps "
+          "would hold {3} registers, the block has {4} ({5} per thread at launch, {6} per SM)",
+          warp.want, 32 * (warp.want - warp.registers), registerPool_, wanted,
+          32 * initialRegisters_ * static_cast<int64_t>(warps_.size()), initialRegisters_,
+          limits_.registersPerSm);
+    }
+    }
+    FSL_UNREACHABLE("a deadlock reason for a warp that does not wait");
+  }
+
+  /// "warp 3", "warps 4-7, 9".
+  static std::string warpList(const std::vector<int> &ids) {
+    std::string text = ids.size() == 1 ? "warp " : "warps ";
+    for (size_t i = 0; i < ids.size();) {
+      size_t j = i;
+      while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1)
+        ++j;
+      text += (i ? ", " : "") + std::to_string(ids[i]) +
+              (j > i ? "-" + std::to_string(ids[j]) : std::string());
+      i = j + 1;
+    }
+    return text;
+  }
+
+  /// No warp can move: each waiting warp's reason, warps with the same reason together.
+  [[noreturn]] void deadlock() {
+    std::vector<std::pair<std::string, std::vector<int>>> reasons;
+    std::vector<int> finished;
+    for (const Warp &warp : warps_) {
+      if (warp.done) {
+        finished.push_back(warp.id);
+        continue;
+      }
+      std::string reason = waitReason(warp);
+      auto it = std::find_if(reasons.begin(), reasons.end(),
+                             [&](const auto &r) { return r.first == reason; });
+      if (it == reasons.end())
+        reasons.push_back({std::move(reason), {warp.id}});
+      else
+        it->second.push_back(warp.id);
+    }
+    FSL_INTERNAL_ASSERT(!reasons.empty(), "a deadlock without a waiting warp");
+    std::string message = "deadlock: ";
+    for (size_t i = 0; i < reasons.size(); ++i)
+      message += (i ? "; " : "") + reasons[i].first + " in " + warpList(reasons[i].second);
+    if (!finished.empty())
+      message +=
+          "; " + warpList(finished) + (finished.size() == 1 ? " has" : " have") + " finished";
+    fault(firstWaiting(warps_[reasons.front().second.front()]), message);
   }
 
   // --- Threads and their variables ------------------------------------------------------
@@ -479,9 +951,9 @@ private:
   }
 
   void setVariable(int t, const Var &v, double value) {
-    auto it = slotOf_.find(&v);
-    FSL_INTERNAL_ASSERT(it != slotOf_.end(), "a variable without a slot");
-    size_t at = static_cast<size_t>(t) * slots_ + it->second;
+    int slot = slotTable_.find(&v);
+    FSL_INTERNAL_ASSERT(slot >= 0, "a variable without a slot");
+    size_t at = static_cast<size_t>(t) * slots_ + slot;
     values_[at] = value;
     bound_[at] = 1;
   }
@@ -516,9 +988,9 @@ private:
   double variable(int t, const Var &v) {
     if (v.builtin != kir::Builtin::None)
       return builtin(t, v.builtin);
-    auto it = slotOf_.find(&v);
-    size_t at = it == slotOf_.end() ? 0 : static_cast<size_t>(t) * slots_ + it->second;
-    if (it == slotOf_.end() || !bound_[at])
+    int slot = slotTable_.find(&v);
+    size_t at = slot < 0 ? 0 : static_cast<size_t>(t) * slots_ + slot;
+    if (slot < 0 || !bound_[at])
       fail("variable " + v.name + " is read before it is set");
     return values_[at];
   }
@@ -568,13 +1040,38 @@ private:
     std::vector<double> data;       // threads x elements
     std::vector<uint8_t> allocated; // per thread
   };
+  /// The TMA load that last wrote a shared element: readable by a warp whose clock holds
+  /// `phase` for mbarrier `barrier` (the load's phase completed and seen).
+  struct Tag {
+    int barrier = -1; // none: written by a thread, or never
+    int64_t phase = 0;
+  };
   struct SharedStorage {
     int64_t offset = 0; // bytes into the block's dynamic (or static) shared memory
     int64_t elements = 0;
     int64_t bytes = 0;
     bool dynamic = true;
     std::vector<double> data;
+    std::vector<Tag> tags; // per element, once a TMA load wrote the buffer
   };
+
+  /// A read of TMA-loaded data by a warp that has not seen the load complete is a missing
+  /// (or wrong-parity) mbarrier wait. The simulator's TMA completes at once, so without
+  /// this the read would see the right data under this schedule only.
+  void checkVisible(const Buffer &buffer, const SharedStorage &shared, int64_t at, int warp,
+                    int t) {
+    const Tag &tag = shared.tags[at];
+    if (tag.barrier < 0)
+      return;
+    const std::vector<int64_t> &clock = warps_[warp].clock;
+    if (static_cast<size_t>(tag.barrier) < clock.size() && clock[tag.barrier] >= tag.phase)
+      return;
+    fault(t, llvm::formatv("{0}[{1}] is read before warp {2} has seen the TMA load that wrote "
+                           "it complete: that load completes phase {3} (parity {4}) of mbarrier "
+                           "{5} (a missing mbarrier wait, or one on the wrong parity)",
+                           buffer.name, at, warp, tag.phase - 1, (tag.phase - 1) & 1,
+                           barrierName(*barrierById_[tag.barrier])));
+  }
 
   std::vector<double> &globalData(const Buffer &buffer) {
     if (buffer.space != MemorySpace::Global)
@@ -603,18 +1100,18 @@ private:
   /// The element `index` of `buffer` as thread `t` sees it, bounds-checked.
   double &element(const Buffer &buffer, int64_t index, int t, bool store) {
     std::vector<double> *data = nullptr;
+    SharedStorage *sharedStorage = nullptr;
     int64_t offset = 0, size = 0;
     switch (buffer.space) {
     case MemorySpace::Global:
       data = &globalAt(buffer, t);
       size = static_cast<int64_t>(data->size());
       break;
-    case MemorySpace::Shared: {
-      SharedStorage &shared = sharedOf(buffer, t);
-      data = &shared.data;
-      size = shared.elements;
+    case MemorySpace::Shared:
+      sharedStorage = &sharedOf(buffer, t);
+      data = &sharedStorage->data;
+      size = sharedStorage->elements;
       break;
-    }
     case MemorySpace::Local: {
       auto it = locals_.find(&buffer);
       if (it == locals_.end() || !it->second.allocated[t])
@@ -629,6 +1126,12 @@ private:
       fault(t, llvm::formatv("out-of-bounds {0} {1} {2}: element {3} of {4}",
                              store ? "store to" : "load from", kir::memorySpaceName(buffer.space),
                              buffer.name, index, size));
+    if (sharedStorage && !sharedStorage->tags.empty()) {
+      if (store)
+        sharedStorage->tags[index] = Tag{}; // the thread's own value from now on
+      else
+        checkVisible(buffer, *sharedStorage, index, t / 32, t);
+    }
     return (*data)[offset + index];
   }
 
@@ -685,65 +1188,6 @@ private:
 
   // --- Statements ------------------------------------------------------------------------
 
-  void exec(const StmtNode &s, const Mask &mask) {
-    if (mask.empty())
-      return;
-    steps_ += static_cast<int64_t>(mask.size());
-    if (steps_ > limits_.maxThreadSteps)
-      fault(-1, llvm::formatv("the launch ran {0} thread statements, over the limit of {1} "
-                              "(a runaway loop?)",
-                              steps_, limits_.maxThreadSteps));
-    switch (s.kind) {
-    case StmtKind::Block:
-      for (const kir::Stmt &child : s.body)
-        if (child)
-          exec(*child, mask);
-      return;
-    case StmtKind::For:
-      return execFor(s, mask);
-    case StmtKind::If:
-    case StmtKind::WarpRole:
-      return execIf(s, mask);
-    case StmtKind::Let:
-    case StmtKind::Assign:
-      return execLet(s, mask);
-    case StmtKind::Allocate:
-      return execAllocate(s, mask);
-    case StmtKind::Store:
-      return execStore(s, mask);
-    case StmtKind::VectorCopy:
-      return execVectorCopy(s, mask);
-    case StmtKind::Reduce:
-      return execReduce(s, mask);
-    case StmtKind::Barrier:
-      return execBarrier(s, mask);
-    case StmtKind::GridDependency:
-    case StmtKind::Comment:
-    case StmtKind::FenceProxyAsync:
-    case StmtKind::WgmmaFence:
-    case StmtKind::WgmmaCommit:
-    case StmtKind::WgmmaWait:
-    case StmtKind::TmaStoreWait:
-      // Ordering only: every operation here completes before the next statement runs.
-      return;
-    case StmtKind::MBarrierInit:
-    case StmtKind::MBarrierArrive:
-    case StmtKind::MBarrierArriveExpectTx:
-    case StmtKind::MBarrierWait:
-      return execMBarrier(s, mask);
-    case StmtKind::TmaLoad:
-    case StmtKind::TmaStore:
-      for (int t : mask)
-        tma(s, t, s.kind == StmtKind::TmaLoad);
-      return;
-    case StmtKind::Wgmma:
-      return execWgmma(s, mask);
-    case StmtKind::SetMaxNReg:
-      return execSetMaxNReg(s, mask);
-    }
-    FSL_UNREACHABLE("statement kind");
-  }
-
   const StmtNode &child(const StmtNode &s, size_t i) {
     if (s.body.size() <= i || !s.body[i])
       fail(kir::stmtKindName(s.kind) + " without its body");
@@ -795,7 +1239,7 @@ private:
     FSL_UNREACHABLE("axis");
   }
 
-  void execFor(const StmtNode &s, const Mask &mask) {
+  bool enterFor(Warp &warp, const StmtNode &s, LaneMask mask) {
     if (!s.var)
       fail("a loop without an index variable");
     const StmtNode &body = child(s, 0);
@@ -803,41 +1247,23 @@ private:
       // No loop: the index is the hardware's, and the launch must cover the extent
       // exactly (fewer would skip iterations, more would run past them unguarded).
       int64_t hardware = hardwareExtent(s.axis);
-      for (int t : mask) {
+      for (int t : lanesOf(warp, mask)) {
         int64_t extent = integer(s.extent, t, "a loop extent");
         if (extent != hardware)
           fault(t, llvm::formatv("loop {0} over {1} has extent {2}, but the launch gives {3}",
                                  s.var->name, kir::axisName(s.axis), extent, hardware));
         setVariable(t, *s.var, static_cast<double>(hardwareIndex(s.axis, t)));
       }
-      return exec(body, mask);
+      return enter(warp, body, mask);
     }
-    // Serial, unrolled and vector loops: each thread runs its own trip count; a thread
-    // whose count is done leaves the mask of the remaining iterations.
-    std::vector<int64_t> extents;
-    extents.reserve(mask.size());
-    for (int t : mask)
-      extents.push_back(integer(s.extent, t, "a loop extent"));
-    for (int64_t i = 0;; ++i) {
-      Mask active;
-      for (size_t k = 0; k < mask.size(); ++k)
-        if (i < extents[k])
-          active.push_back(mask[k]);
-      if (active.empty())
-        return;
-      for (int t : active)
-        setVariable(t, *s.var, static_cast<double>(i));
-      exec(body, active);
+    // Serial, unrolled and vector loops: each lane runs its own trip count (runWarp).
+    Frame frame{FrameKind::Loop, &s, mask};
+    for (LaneMask m = mask; m; m &= m - 1) {
+      int lane = std::countr_zero(m);
+      frame.extents[lane] = integer(s.extent, warp.first + lane, "a loop extent");
     }
-  }
-
-  void execIf(const StmtNode &s, const Mask &mask) {
-    Mask then, otherwise;
-    for (int t : mask)
-      (value(s.condition, t) != 0 ? then : otherwise).push_back(t);
-    exec(child(s, 0), then);
-    if (s.kind == StmtKind::If && s.body.size() > 1 && s.body[1])
-      exec(*s.body[1], otherwise);
+    warp.stack.push_back(frame);
+    return true;
   }
 
   void execLet(const StmtNode &s, const Mask &mask) {
@@ -1005,7 +1431,10 @@ private:
       setVariable(t, *s.var, total);
   }
 
-  void execReduce(const StmtNode &s, const Mask &mask) {
+  /// A reduction: over the lanes of the warp at once, or over the block once every warp
+  /// has reached it (a barrier-like meeting; the warp that completes it combines).
+  bool execReduce(Warp &warp, const StmtNode &s, LaneMask lanes) {
+    const Mask &mask = lanesOf(warp, lanes);
     if (!s.var)
       fail("a reduction without an accumulator");
     if (s.scope == kir::ReduceScope::Grid)
@@ -1020,32 +1449,27 @@ private:
         fault(mask.front(), "reduction scratch " + s.scratch->name + " is not in shared memory");
       sharedOf(*s.scratch, mask.front());
     }
-    std::vector<uint8_t> active(threads_, 0);
-    for (int t : mask)
-      active[t] = 1;
     if (s.scope == kir::ReduceScope::Warp) {
-      // Shuffles over all lanes of a warp (linear thread ids 32w .. 32w+31).
-      for (int w = 0; w * 32 < threads_; ++w) {
-        std::vector<int> lanes;
-        for (int t = w * 32; t < std::min(threads_, w * 32 + 32); ++t)
-          if (active[t])
-            lanes.push_back(t);
-        int existing = std::min(threads_, w * 32 + 32) - w * 32;
-        if (lanes.empty())
-          continue;
-        if (static_cast<int>(lanes.size()) != existing)
-          fault(lanes.front(), llvm::formatv("warp reduction of {0} reached by {1} of the {2} "
-                                             "lanes of warp {3}",
-                                             s.var->name, lanes.size(), existing, w));
-        reduceGroup(s, lanes);
-      }
-      return;
+      // Shuffles over all lanes of the warp (linear thread ids 32w .. 32w+31).
+      if (lanes != warp.lanes)
+        fault(mask.front(),
+              llvm::formatv("warp reduction of {0} reached by {1} of the {2} "
+                            "lanes of warp {3}",
+                            s.var->name, std::popcount(lanes), std::popcount(warp.lanes), warp.id));
+      reduceGroup(s, mask);
+      return true;
     }
-    // BlockX: a barrier inside, so every thread of the block must be here.
-    if (static_cast<int>(mask.size()) != threads_)
-      fault(mask.front(), llvm::formatv("block reduction of {0} reached by {1} of {2} threads "
-                                        "(a barrier in divergent code)",
-                                        s.var->name, mask.size(), threads_));
+    // BlockX: a barrier inside, so every thread of the block must come.
+    if (lanes != warp.lanes)
+      fault(mask.front(),
+            llvm::formatv("block reduction of {0} reached by {1} of {2} threads "
+                          "(a barrier in divergent code)",
+                          s.var->name, std::popcount(lanes) + threadsWaiting(Wait::Reduce, &s),
+                          threads_));
+    await(warp, Wait::Reduce, s, lanes);
+    std::vector<Warp *> met = warpsWaiting(Wait::Reduce, &s);
+    if (met.size() < warps_.size())
+      return false;
     // Each (threadIdx.y, threadIdx.z) row combines over threadIdx.x, in x order.
     for (int64_t row = 0; row < block_[1] * block_[2]; ++row) {
       std::vector<int> group;
@@ -1053,17 +1477,28 @@ private:
         group.push_back(static_cast<int>(row * block_[0] + x));
       reduceGroup(s, group);
     }
+    release(met);
+    return true;
   }
 
-  void execBarrier(const StmtNode &s, const Mask &mask) {
-    int arrived = static_cast<int>(mask.size());
+  bool execBarrier(Warp &warp, const StmtNode &s, LaneMask lanes) {
+    const Mask &mask = lanesOf(warp, lanes);
     switch (s.barrierKind) {
-    case kir::BarrierKind::Block:
-      if (arrived != threads_)
-        fault(mask.front(), llvm::formatv("__syncthreads reached by {0} of {1} threads (a "
-                                          "barrier in divergent code)",
-                                          arrived, threads_));
-      return;
+    case kir::BarrierKind::Block: {
+      // A warp whose lanes are partly elsewhere is divergent at once; the other warps
+      // meet it here.
+      if (lanes != warp.lanes)
+        fault(mask.front(),
+              llvm::formatv("__syncthreads reached by {0} of {1} threads (a "
+                            "barrier in divergent code)",
+                            std::popcount(lanes) + threadsWaiting(Wait::Barrier, &s), threads_));
+      await(warp, Wait::Barrier, s, lanes);
+      std::vector<Warp *> met = warpsWaiting(Wait::Barrier, &s);
+      if (met.size() < warps_.size())
+        return false;
+      release(met);
+      return true;
+    }
     case kir::BarrierKind::Named: {
       int64_t expected = uniform(s.threads, mask, "a named barrier's thread count");
       if (s.barrierId < 0 || s.barrierId > 15)
@@ -1072,11 +1507,29 @@ private:
         fault(mask.front(), llvm::formatv("named barrier {0} for {1} threads; a multiple of the "
                                           "warp size is needed",
                                           s.barrierId, expected));
-      if (arrived != expected)
-        fault(mask.front(), llvm::formatv("named barrier {0} expects {1} threads but {2} arrive "
-                                          "together",
+      // The hardware barrier is the id: warps meet there from any statement naming it.
+      std::vector<Warp *> met;
+      int64_t arrived = 0;
+      for (Warp &w : warps_)
+        if (w.wait == Wait::Named && w.at->barrierId == s.barrierId) {
+          if (w.expected != expected)
+            fault(mask.front(),
+                  llvm::formatv("named barrier {0} for {1} threads here but {2} in warp {3}",
+                                s.barrierId, expected, w.expected, w.id));
+          met.push_back(&w);
+          arrived += std::popcount(w.waiting);
+        }
+      arrived += std::popcount(lanes);
+      if (arrived > expected)
+        fault(mask.front(), llvm::formatv("named barrier {0} expects {1} threads but {2} arrive",
                                           s.barrierId, expected, arrived));
-      return;
+      await(warp, Wait::Named, s, lanes);
+      warp.expected = expected;
+      if (arrived < expected)
+        return false;
+      met.push_back(&warp);
+      release(met);
+      return true;
     }
     }
     FSL_UNREACHABLE("barrier kind");
@@ -1084,17 +1537,11 @@ private:
 
   // --- mbarriers ---------------------------------------------------------------------------
 
-  /// One 64-bit mbarrier: arrivals and transaction bytes still expected in the current
-  /// phase, and the phase number (its parity is what waits test).
-  struct MBarrier {
-    int64_t expected = 0;
-    int64_t pending = 0;
-    int64_t tx = 0;
-    int64_t phase = 0;
-  };
-
   std::string barrierName(const Buffer &buffer, int64_t index) {
     return llvm::formatv("{0}[{1}]", buffer.name, index).str();
+  }
+  std::string barrierName(const MBarrier &barrier) {
+    return barrierName(*barrier.buffer, barrier.index);
   }
 
   MBarrier *findBarrier(const Buffer &buffer, int64_t index, int t) {
@@ -1117,30 +1564,43 @@ private:
     if (barrier.pending == 0 && barrier.tx == 0) {
       ++barrier.phase;
       barrier.pending = barrier.expected;
+      barrier.released = std::move(barrier.gathered);
+      barrier.gathered.clear();
     }
   }
 
-  void arrive(MBarrier &barrier, const Buffer &buffer, int64_t index, int t) {
+  void arrive(MBarrier &barrier, int t) {
     if (barrier.pending == 0)
       fault(t, llvm::formatv("mbarrier {0}: an arrival beyond the {1} its phase expects",
-                             barrierName(buffer, index), barrier.expected));
+                             barrierName(barrier), barrier.expected));
+    // What the arriving warp knows is known to whoever sees this phase complete.
+    merge(barrier.gathered, warps_[t / 32].clock);
     --barrier.pending;
     settle(barrier);
   }
 
-  void execMBarrier(const StmtNode &s, const Mask &mask) {
+  bool execMBarrier(Warp &warp, const StmtNode &s, const Mask &mask) {
     if (!s.buffer)
       fail(kir::stmtKindName(s.kind) + " without its barrier");
     const Buffer &buffer = *s.buffer;
+    if (s.kind == StmtKind::MBarrierWait)
+      warp.conditions.clear();
     for (int t : mask) {
       int64_t index = s.index ? integer(s.index, t, "an mbarrier index") : 0;
       if (s.kind == StmtKind::MBarrierInit)
         initBarrier(s, buffer, index, t);
       else if (s.kind == StmtKind::MBarrierWait)
-        waitBarrier(s, buffer, index, t);
+        waitBarrier(warp, s, buffer, index, t);
       else
         arriveBarrier(s, buffer, index, t);
     }
+    if (s.kind != StmtKind::MBarrierWait || passConditions(warp))
+      return true;
+    LaneMask waiting = 0;
+    for (int t : mask)
+      waiting |= LaneMask(1) << (t - warp.first);
+    await(warp, Wait::MBarrier, s, waiting);
+    return false;
   }
 
   void initBarrier(const StmtNode &s, const Buffer &buffer, int64_t index, int t) {
@@ -1153,6 +1613,10 @@ private:
                              barrierName(buffer, index), count));
     MBarrier &barrier = mbarriers_[{&buffer, index}];
     barrier.expected = barrier.pending = count;
+    barrier.buffer = &buffer;
+    barrier.index = index;
+    barrier.id = static_cast<int>(barrierById_.size());
+    barrierById_.push_back(&barrier);
   }
 
   /// mbarrier.arrive, or mbarrier.arrive.expect_tx with the byte count in `count`.
@@ -1165,23 +1629,46 @@ private:
               llvm::formatv("mbarrier {0} expects {1} bytes", barrierName(buffer, index), bytes));
       barrier.tx += bytes; // expect first, then arrive: the phase waits for the bytes
     }
-    arrive(barrier, buffer, index, t);
+    arrive(barrier, t);
   }
 
-  void waitBarrier(const StmtNode &s, const Buffer &buffer, int64_t index, int t) {
+  /// Adds thread `t`'s wait to the conditions its warp waits for.
+  void waitBarrier(Warp &warp, const StmtNode &s, const Buffer &buffer, int64_t index, int t) {
     MBarrier &barrier = liveBarrier(buffer, index, t);
     int64_t parity = integer(s.count, t, "an mbarrier wait parity");
     if (parity != 0 && parity != 1)
       fault(t, llvm::formatv("mbarrier wait parity {0}", parity));
-    // try_wait.parity(p) succeeds once the phase of parity p has completed, that is while
-    // the current (incomplete) phase has the other parity; a fresh barrier is in phase 0,
-    // so a wait on parity 1 passes at once (PTX ISA, mbarrier.test_wait/try_wait,
-    // "phaseParity"). Everything that could arrive has already run in this lockstep
-    // model, so a wait on the current phase would never return.
-    if ((barrier.phase & 1) == parity)
-      fault(t, llvm::formatv("deadlock: wait on {0} parity {1} can never complete (pending "
-                             "arrivals {2}, tx bytes {3})",
-                             barrierName(buffer, index), parity, barrier.pending, barrier.tx));
+    for (const Condition &c : warp.conditions)
+      if (c.barrier == &barrier && c.parity == parity)
+        return;
+    warp.conditions.push_back({&barrier, parity});
+  }
+
+  /// Whether every condition `warp` waits for holds (each, once it held, stays passed, as a
+  /// thread leaves its try_wait loop when it sees its phase complete).
+  bool passConditions(Warp &warp) {
+    bool all = true;
+    for (Condition &c : warp.conditions) {
+      if (c.passed)
+        continue;
+      // try_wait.parity(p) succeeds once the phase of parity p has completed, that is
+      // while the current (incomplete) phase has the other parity; a fresh barrier is in
+      // phase 0, so a wait on parity 1 passes at once (PTX ISA, mbarrier.test_wait/try_wait,
+      // "phaseParity"). The phase seen complete is the one before the current.
+      MBarrier &barrier = *c.barrier;
+      if ((barrier.phase & 1) == c.parity) {
+        all = false;
+        continue;
+      }
+      c.passed = true;
+      if (barrier.phase > 0) {
+        merge(warp.clock, barrier.released);
+        if (warp.clock.size() <= static_cast<size_t>(barrier.id))
+          warp.clock.resize(barrier.id + 1, 0);
+        warp.clock[barrier.id] = std::max(warp.clock[barrier.id], barrier.phase);
+      }
+    }
+    return all;
   }
 
   // --- TMA ---------------------------------------------------------------------------------
@@ -1272,6 +1759,17 @@ private:
       fault(t, llvm::formatv("{0} at byte {1} of shared memory; TMA needs 128-byte alignment", op,
                              shared.offset + start * bytes));
     checkSwizzleBase(tile, shared, map.swizzle, t);
+    // A load's data is readable once the phase its bytes count in completes: each element
+    // it writes is tagged with that phase (see `clock`).
+    MBarrier *barrier = nullptr;
+    if (load) {
+      if (!s.barrier)
+        fault(t, "TMA load without an mbarrier to complete on");
+      int64_t index = s.barrierIndex ? integer(s.barrierIndex, t, "an mbarrier index") : 0;
+      barrier = &liveBarrier(*s.barrier, index, t);
+      if (shared.tags.empty())
+        shared.tags.assign(static_cast<size_t>(shared.elements), Tag{});
+    }
 
     // Walk the box in row-major order (innermost last), the order of its dense layout.
     std::vector<int64_t> position(rank, 0);
@@ -1288,10 +1786,15 @@ private:
         inside = inside && c >= 0 && c < extents[d];
         offset = offset * extents[d] + c;
       }
-      if (load)
+      if (load) {
         shared.data[at] = inside ? memory[offset] : 0.0; // out of the tensor: zero fill
-      else if (inside)
-        memory[offset] = eval::roundTo(shared.data[at], global.dtype);
+        shared.tags[at] = {barrier->id, barrier->phase + 1};
+      } else {
+        if (!shared.tags.empty())
+          checkVisible(tile, shared, at, t / 32, t);
+        if (inside)
+          memory[offset] = eval::roundTo(shared.data[at], global.dtype);
+      }
       for (size_t d = rank; d-- > 0;) {
         if (++position[d] < map.box[d])
           break;
@@ -1300,17 +1803,13 @@ private:
     }
     if (!load)
       return;
-    if (!s.barrier)
-      fault(t, "TMA load without an mbarrier to complete on");
-    int64_t index = s.barrierIndex ? integer(s.barrierIndex, t, "an mbarrier index") : 0;
-    MBarrier &barrier = liveBarrier(*s.barrier, index, t);
-    barrier.tx -= boxElements * bytes; // the whole box counts, zero-filled parts too
-    if (barrier.tx < 0)
-      fault(t, llvm::formatv("TMA load of {0} bytes completes on {1}, which expected {2} bytes "
-                             "fewer (tx count {3})",
-                             boxElements * bytes, barrierName(*s.barrier, index), -barrier.tx,
-                             barrier.tx));
-    settle(barrier);
+    barrier->tx -= boxElements * bytes; // the whole box counts, zero-filled parts too
+    if (barrier->tx < 0)
+      fault(t,
+            llvm::formatv("TMA load of {0} bytes completes on {1}, which expected {2} bytes "
+                          "fewer (tx count {3})",
+                          boxElements * bytes, barrierName(*barrier), -barrier->tx, barrier->tx));
+    settle(*barrier);
   }
 
   // --- wgmma -----------------------------------------------------------------------------
@@ -1328,6 +1827,9 @@ private:
     if (at < 0 || at >= shared.elements)
       fault(t, llvm::formatv("wgmma operand {0} reads element {1} of {2} ({3} elements)", which, at,
                              buffer.name, shared.elements));
+    if (!shared.tags.empty())
+      for (int w = t / 32; w < t / 32 + 4; ++w) // the warpgroup of `t`, its first thread
+        checkVisible(buffer, shared, at, w, w * 32);
     return shared.data[at];
   }
 
@@ -1399,18 +1901,78 @@ private:
     }
   }
 
-  void execSetMaxNReg(const StmtNode &s, const Mask &mask) {
+  /// The four warps of a warpgroup issue a wgmma together: the last of them to reach it
+  /// runs it for all four, whose operands each warp must have seen arrive (`clock`).
+  bool arriveWgmma(Warp &warp, const StmtNode &s, LaneMask lanes) {
+    int group = warp.id / 4;
+    if (lanes != warp.lanes)
+      fault(warp.first + std::countr_zero(lanes),
+            llvm::formatv("wgmma reached by {0} of the 128 threads of warpgroup {1}",
+                          std::popcount(lanes) + threadsWaiting(Wait::Wgmma, &s, group), group));
+    await(warp, Wait::Wgmma, s, lanes);
+    std::vector<Warp *> met = warpsWaiting(Wait::Wgmma, &s, group);
+    if (met.size() < 4)
+      return false;
+    Mask members;
+    for (const Warp *w : met)
+      for (LaneMask m = w->waiting; m; m &= m - 1)
+        members.push_back(w->first + std::countr_zero(m));
+    execWgmma(s, members);
+    for (Warp *w : met)
+      w->wait = Wait::None;
+    return true;
+  }
+
+  /// setmaxnreg: the same instruction by the four warps of a warpgroup (PTX ISA,
+  /// setmaxnreg). Each warp then gives registers to the block's pool (dec) or takes them
+  /// from it (inc), waiting until the pool holds enough: only what other warps gave up
+  /// can be taken, so counts whose total exceeds the block's registers never run.
+  bool execSetMaxNReg(Warp &warp, const StmtNode &s, LaneMask lanes) {
+    int t0 = warp.first + std::countr_zero(lanes);
     if (s.registers < 24 || s.registers > 256 || s.registers % 8 != 0)
-      fault(mask.front(), llvm::formatv("setmaxnreg {0}: 24 to 256 in steps of 8", s.registers));
-    // A warpgroup-wide instruction: all four warps execute it.
-    std::map<int, int> counts;
-    for (int t : mask)
-      ++counts[t / 128];
-    for (const auto &[group, count] : counts)
-      if (count != 128)
-        fault(mask.front(), llvm::formatv("setmaxnreg reached by {0} of the 128 threads of "
-                                          "warpgroup {1}",
-                                          count, group));
+      fault(t0, llvm::formatv("setmaxnreg {0}: 24 to 256 in steps of 8", s.registers));
+    int group = warp.id / 4;
+    int arrived = std::popcount(lanes) + threadsWaiting(Wait::SetMaxNReg, &s, group);
+    if (lanes != warp.lanes)
+      fault(t0, llvm::formatv("setmaxnreg reached by {0} of the 128 threads of warpgroup {1}",
+                              arrived, group));
+    await(warp, Wait::SetMaxNReg, s, lanes);
+    std::vector<Warp *> met = warpsWaiting(Wait::SetMaxNReg, &s, group);
+    if (met.size() < 4)
+      return false;
+    if (arrived != 128)
+      fault(t0, llvm::formatv("setmaxnreg reached by {0} of the 128 threads of warpgroup {1}",
+                              arrived, group));
+    for (Warp *w : met) {
+      w->wait = Wait::None;
+      if (w->registersKnown &&
+          (s.increase ? s.registers < w->registers : s.registers > w->registers))
+        fault(w->first, llvm::formatv("setmaxnreg.{0} {1} in a warp that holds {2} registers per "
+                                      "thread",
+                                      s.increase ? "inc" : "dec", s.registers, w->registers));
+      if (s.increase) {
+        if (!takeRegisters(*w, s.registers)) {
+          await(*w, Wait::Registers, s, w->lanes);
+          w->want = s.registers;
+        }
+        continue;
+      }
+      registerPool_ += 32 * std::max<int64_t>(w->registers - s.registers, 0);
+      w->registers = s.registers;
+      w->registersKnown = true;
+    }
+    return warp.wait == Wait::None;
+  }
+
+  /// setmaxnreg.inc of `warp` to `want` registers per thread, if the pool holds them.
+  bool takeRegisters(Warp &warp, int64_t want) {
+    int64_t need = 32 * std::max<int64_t>(want - warp.registers, 0);
+    if (need > registerPool_)
+      return false;
+    registerPool_ -= need;
+    warp.registers = want;
+    warp.registersKnown = true;
+    return true;
   }
 
   const kir::Kernel &kernel_;
@@ -1422,6 +1984,7 @@ private:
   int threads_ = 1;
   int64_t dynamicShared_ = 0;
   std::unordered_map<const Var *, int> slotOf_;
+  SlotTable slotTable_; // slotOf_, for the lookups
   std::unordered_set<const Var *> mutable_;
   int slots_ = 0;
   int64_t steps_ = 0;
@@ -1433,7 +1996,12 @@ private:
   std::unordered_map<const Buffer *, LocalStorage> locals_;
   std::unordered_map<const Buffer *, SharedStorage> shared_;
   int64_t staticSharedEnd_ = 0;
-  std::map<std::pair<const Buffer *, int64_t>, MBarrier> mbarriers_;
+  std::map<std::pair<const Buffer *, int64_t>, MBarrier> mbarriers_; // nodes stay put
+  std::vector<MBarrier *> barrierById_;
+  std::vector<Warp> warps_;
+  Mask lanes_;                   // lanesOf's
+  int64_t registerPool_ = 0;     // registers given up by setmaxnreg.dec, not yet taken
+  int64_t initialRegisters_ = 0; // per thread, at launch
 };
 
 llvm::Error error(const llvm::Twine &message) {

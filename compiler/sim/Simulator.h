@@ -1,22 +1,51 @@
 // Simulator.h — an interpreter of the Kernel IR (kir/IR.h) on the CPU.
 //
 // It runs what the CUDA printer emits from the same nodes, block by block. Within a
-// block every thread has its own variables and local buffers, and the threads execute
-// the body in lockstep (SIMT): a statement runs over a mask of active threads, an `if`
-// splits the mask, a serial loop drops a thread once its own extent is done. That makes
-// the synchronisation mistakes of a kernel visible as faults instead of wrong numbers:
-// a block reduction or barrier that only some threads reach, a shared buffer past the
-// launch's dynamic shared memory, an mbarrier wait that nothing can complete.
+// block every thread has its own variables and local buffers. The threads of a warp (32
+// consecutive linear thread ids) execute the body in lockstep (SIMT): a statement runs
+// over the warp's mask of active threads, an `if` splits the mask, a serial loop drops a
+// thread once its own extent is done. That makes the synchronisation mistakes of a kernel
+// visible as faults instead of wrong numbers: a block reduction or barrier that only some
+// threads reach, a shared buffer past the launch's dynamic shared memory, an mbarrier
+// wait that nothing can complete.
+//
+// Scheduling. Each warp is a task of its own that runs until it has to wait for others:
+//   - at __syncthreads and at a block reduction, until every warp of the block is there
+//     (the same statement; the last to arrive combines the reduction); a warp that
+//     reaches one with some of its threads elsewhere is a divergent barrier at once;
+//   - at a named barrier, until its thread count has arrived (from any statement naming
+//     that barrier);
+//   - at an mbarrier wait, until the phase it waits for completes;
+//   - at wgmma and setmaxnreg, until the four warps of its warpgroup are there (the last
+//     one issues the wgmma for the warpgroup); at setmaxnreg.inc, until the block's pool
+//     of registers given up by setmaxnreg.dec holds what it asks for.
+// Then the next warp runs: round robin by warp id, one warp at a time, so a simulation is
+// deterministic. A pass over the warps in which none can move is a deadlock, reported
+// with what each waiting warp waits for ("deadlock: wait on empty[0] parity 0 can never
+// complete (pending arrivals 2, tx bytes 0) in warp 0; wgmma reached by 64 of the 128
+// threads of warpgroup 1 in warps 4-5; warps 1-3 have finished").
+//
+// So a warp-specialized pipeline runs: a producer warp waiting on an "empty" mbarrier
+// resumes once the consumer warps arrive there. The hardware interleaves warps
+// differently (and truly in parallel); the simulator finds the deadlocks and the missing
+// waits that show under its own order, plus what the checks below find in any order. One
+// such check is independent of the order: every mbarrier counts how many of its phases
+// each warp has seen complete (by its own waits, or passed on at barriers and through
+// mbarrier arrivals and waits), and a shared element a TMA load wrote may be read only by
+// a warp that has seen the load's phase complete. Since the simulated TMA lands at once,
+// a read without that wait would otherwise see the right data here and not on the GPU.
 //
 // Arithmetic is rounded as the GPU rounds it (kir/IR.h, "Values"): bf16/f16 operations in
 // f32 then rounded to their type, f32 in f32, f64 exactly, integers exactly with C
 // division. Memory never read before written: local and shared buffers start as NaN,
-// outputs start as NaN, so a value nobody computed shows up in the result.
+// outputs start as NaN, so a value nobody computed shows up in the result. Two threads of
+// a warp that store different values to one element in one statement are a race.
 //
-// The Hopper operations run synchronously in program order but are checked as the
-// hardware defines them: mbarrier arrival counts, transaction bytes and phase parity;
-// TMA boxes with zero fill and the 32/64/128-byte shared-memory swizzles; wgmma tile
-// products with the documented accumulator fragment layout across a warpgroup.
+// The Hopper operations run synchronously when issued but are checked as the hardware
+// defines them: mbarrier arrival counts, transaction bytes and phase parity; TMA boxes
+// with zero fill and the 32/64/128-byte shared-memory swizzles; wgmma tile products with
+// the documented accumulator fragment layout across a warpgroup; setmaxnreg by whole
+// warpgroups, its registers moved through the block's pool (SimulatorLimits).
 //
 // How the simulator reads the nodes where IR.h leaves room:
 //   - Shared buffers live at their Allocate `index` (bytes into the dynamic shared
@@ -34,12 +63,15 @@
 //     rows of K, one swizzle width apart, and must fit one row (M or N <= 64 for bf16 with
 //     the 128B swizzle). Operands need a swizzled layout.
 //   - MBarrierInit/ArriveExpectTx/Wait read the arrivals, bytes and parity from `count`.
+//   - SetMaxNReg: a thread holds the kernel's __maxnreg__ registers at launch, else the
+//     most that lets the block fit the SM's register file (168 for 384 threads).
 //
-// Not modelled (each reported as an error, never computed differently): threads that make
-// progress independently (a producer warp waiting for a consumer warp of the same block
-// deadlocks here, because lockstep runs one branch of a divergence to completion before
-// the other), shared memory reused by two live buffers, clusters (multicast TMA), and
-// grid reductions.
+// Not modelled (each reported as an error, never computed differently): threads of one
+// warp that make progress independently (a warp runs in lockstep, so a lane waiting for
+// another lane of its warp deadlocks), shared memory reused by two live buffers, clusters
+// (multicast TMA), and grid reductions. Not checked: races between warps (a store by one
+// warp and an access by another with no barrier between them happen in schedule order;
+// a value read before it was written is NaN, as everywhere).
 #pragma once
 
 #include "eval/Evaluator.h"
@@ -65,6 +97,9 @@ struct SimulatorLimits {
   /// Statement executions, counted per thread, over one kernel launch: a runaway loop
   /// extent becomes an error instead of a hang.
   int64_t maxThreadSteps = 4'000'000'000;
+  /// The register file of an SM, which bounds a block's registers: what setmaxnreg can
+  /// move between warpgroups when the kernel has no __maxnreg__ (header comment).
+  int64_t registersPerSm = 65536;
 };
 
 /// Runs the variant of `program` whose guard holds for the request's sizes, kernel by

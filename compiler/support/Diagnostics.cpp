@@ -4,7 +4,10 @@
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/Support/JSON.h>
 #include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/WithColor.h>
 #include <llvm/Support/raw_ostream.h>
+
+#include <optional>
 
 namespace fsl {
 
@@ -77,8 +80,36 @@ static llvm::SourceMgr::DiagKind toSourceMgrKind(Severity severity) {
   return llvm::SourceMgr::DK_Error;
 }
 
+namespace {
+
+/// While alive, LLVM colours `out` whatever it writes to. SourceMgr colours through
+/// WithColor, whose auto mode asks the stream whether it is a terminal; the printer's
+/// caller has already decided (--diagnostics-color=always colours a pipe too).
+class ForcedColors {
+public:
+  explicit ForcedColors(llvm::raw_ostream &out) : out_(out), wasEnabled_(out.colors_enabled()) {
+    out_.enable_colors(true);
+    llvm::WithColor::setAutoDetectFunction([](const llvm::raw_ostream &) { return true; });
+  }
+  ~ForcedColors() {
+    llvm::WithColor::setAutoDetectFunction(llvm::WithColor::defaultAutoDetectFunction());
+    out_.enable_colors(wasEnabled_);
+  }
+  ForcedColors(const ForcedColors &) = delete;
+  ForcedColors &operator=(const ForcedColors &) = delete;
+
+private:
+  llvm::raw_ostream &out_;
+  bool wasEnabled_;
+};
+
+} // namespace
+
 void TextDiagnosticPrinter::print(DiagId kind, Severity severity, llvm::SMRange range,
                                   llvm::StringRef message) {
+  std::optional<ForcedColors> forced;
+  if (colors_)
+    forced.emplace(out_);
   std::string text = (message + " [" + diagInfo(kind).id + "]").str();
   if (!range.Start.isValid()) {
     // No source text involved: the form compilers use for driver errors.

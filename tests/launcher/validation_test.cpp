@@ -116,6 +116,25 @@ int main() {
     c.x.sizes[0] = c.residual.sizes[0] = c.y.sizes[0] = 0;
     expect("no rows: nothing to launch", c.run(), FSL_OK, nullptr);
   }
+  {
+    // The message is the last call's: a call that succeeds clears the one an earlier
+    // failure left. (A call that launches clears it too; the launch's own status, not an
+    // earlier CUDA error of the program, decides its result: launch_status_test.cu checks
+    // that on a GPU.)
+    Case bad;
+    bad.x.data = nullptr;
+    expect("a failure leaves its message", bad.run(), FSL_ERROR_NULL_POINTER, "x: null");
+    Case empty;
+    empty.x.sizes[0] = empty.residual.sizes[0] = empty.y.sizes[0] = 0;
+    expect("a later success clears it", empty.run(), FSL_OK, nullptr);
+    ++checks;
+    if (*fsl_rms_norm_add_error() != '\0') {
+      ++failures;
+      std::printf("FAIL message after success: \"%s\" (want \"\")\n", fsl_rms_norm_add_error());
+    } else {
+      std::printf("ok   message after success: \"\"\n");
+    }
+  }
   std::printf("launcher validation: %d passed, %d failed\n", checks - failures, failures);
   return failures ? 1 : 0;
 }

@@ -5,6 +5,7 @@
 #   %repo    the repository root
 # FileCheck, not and count come from LLVM 19's tools directory.
 import os
+import shutil
 
 import lit.formats
 
@@ -21,3 +22,6 @@ config.substitutions.append(("%repo", config.repo_root))
 config.environment["PATH"] = os.pathsep.join([config.llvm_tools_dir, config.environment.get("PATH", "")])
 # Diagnostics must not depend on the terminal.
 config.environment.pop("TERM", None)
+# Tests that drive a real build with fslc's depfiles.
+if shutil.which("ninja"):
+    config.available_features.add("ninja")

@@ -1,25 +1,68 @@
 #!/usr/bin/env bash
-# Every generated CUDA source compiles for sm_90a (nvcc, no GPU needed), the generated
-# launcher refuses bad tensors (tests/launcher/validation_test.cpp, run here), and every
-# helper of fsl/device.cuh compiles (tests/device/device_header_test.cu).
+# Every generated CUDA source compiles for sm_90a (nvcc, no GPU needed) without a single
+# warning, two specializations of one fusion link into one program, the generated
+# launcher refuses bad tensors (tests/launcher/validation_test.cpp, run here), its status
+# is its own launch's (tests/launcher/launch_status_test.cu, run when a GPU is visible),
+# and every helper of fsl/device.cuh compiles (tests/device/device_header_test.cu).
 # usage: cuda_checks.sh FSLC NVCC REPO_ROOT WORKDIR
 set -euo pipefail
 fslc="$1" nvcc="$2" root="$3" work="$4"
 rm -rf "$work" && mkdir -p "$work"
 flags=(-std=c++17 -gencode=arch=compute_90a,code=sm_90a -I "$root/runtime/include")
+# Users build generated code with their own warning flags: any warning of nvcc's front end,
+# of ptxas or of the host compiler fails the check.
+strict=(-Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror)
 passed=0
+
+# generate NAME FSL [fslc options...]: NAME.cu and NAME.h into $work/NAME.
+generate() {
+  local name="$1" input="$2"
+  shift 2
+  "$fslc" --emit=cuda -o "$work/$name" "$@" "$input"
+}
+
+# The examples, and a launcher without overlap checks (no overlap helpers to leave unused).
 for fusion in rms_norm_add layer_norm softmax; do
-  "$fslc" --emit=cuda -o "$work/$fusion" "$root/examples/$fusion.fsl"
-  "$nvcc" "${flags[@]}" -Xptxas -v -I "$work/$fusion" -c "$work/$fusion/$fusion.cu" \
-    -o "$work/$fusion/$fusion.o" 2> "$work/$fusion/ptxas.txt"
-  echo "compiled $fusion for sm_90a: $(grep -c 'registers' "$work/$fusion/ptxas.txt") kernels"
+  generate "$fusion" "$root/examples/$fusion.fsl"
+done
+generate scale_inout "$root/tests/launcher/scale_inout.fsl"
+for fusion in rms_norm_add layer_norm softmax scale_inout; do
+  "$nvcc" "${flags[@]}" "${strict[@]}" -Xptxas -v -I "$work/$fusion" -c "$work/$fusion/$fusion.cu" \
+    -o "$work/$fusion/$fusion.o" 2> "$work/$fusion/ptxas.txt" || { cat "$work/$fusion/ptxas.txt"; exit 1; }
+  echo "compiled $fusion for sm_90a without warnings: $(grep -c 'registers' "$work/$fusion/ptxas.txt") kernels"
   passed=$((passed + 1))
 done
-"$nvcc" "${flags[@]}" -I "$work/rms_norm_add" -o "$work/validation" \
+# An sm_80 target: launches without programmatic dependent launch.
+generate a100 "$root/examples/rms_norm_add.fsl" --target=a100
+"$nvcc" -std=c++17 -gencode=arch=compute_80,code=sm_80 -I "$root/runtime/include" "${strict[@]}" \
+  -I "$work/a100" -c "$work/a100/rms_norm_add.cu" -o "$work/a100/rms_norm_add.o"
+echo "compiled rms_norm_add for sm_80 (--target=a100) without warnings"
+passed=$((passed + 1))
+
+# Two specializations of one fusion, told apart by --prefix, link into one program: whole
+# program compilation, and relocatable device code (where the device linker sees both).
+spec="$work/specializations"
+generate specializations "$root/examples/rms_norm_add.fsl" -D H=4096 --prefix=h4096_
+generate specializations "$root/examples/rms_norm_add.fsl" -D H=8192 --prefix=h8192_
+for rdc in false true; do
+  "$nvcc" "${flags[@]}" "${strict[@]}" -rdc=$rdc -I "$spec" -o "$spec/test_rdc_$rdc" \
+    "$root/tests/launcher/specializations_test.cpp" "$spec/h4096_rms_norm_add.cu" \
+    "$spec/h8192_rms_norm_add.cu"
+  "$spec/test_rdc_$rdc"
+  echo "linked h4096_rms_norm_add and h8192_rms_norm_add into one program (-rdc=$rdc)"
+  passed=$((passed + 1))
+done
+
+"$nvcc" "${flags[@]}" "${strict[@]}" -I "$work/rms_norm_add" -o "$work/validation" \
   "$root/tests/launcher/validation_test.cpp" "$work/rms_norm_add/rms_norm_add.cu"
 "$work/validation"
+# The launch status test needs a GPU; without one it says so and passes.
+"$nvcc" "${flags[@]}" "${strict[@]}" -I "$work/rms_norm_add" -o "$work/launch_status" \
+  "$root/tests/launcher/launch_status_test.cu" "$work/rms_norm_add/rms_norm_add.cu"
+"$work/launch_status"
 # fsl/device.cuh on its own: every helper instantiated, its inline PTX assembled by ptxas.
-"$nvcc" "${flags[@]}" -c "$root/tests/device/device_header_test.cu" -o "$work/device_header_test.o"
-echo "compiled tests/device/device_header_test.cu for sm_90a"
+"$nvcc" "${flags[@]}" "${strict[@]}" -c "$root/tests/device/device_header_test.cu" \
+  -o "$work/device_header_test.o"
+echo "compiled tests/device/device_header_test.cu for sm_90a without warnings"
 passed=$((passed + 1))
 echo "cuda checks: $passed compiled"

@@ -7,6 +7,8 @@
 #include "codegen/CudaCodegen.h"
 #include "codegen/Nvrtc.h"
 
+#include "LowerSupport.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -349,12 +351,116 @@ TEST_CASE("kernel printer: a pointwise kernel and its launcher") {
   CHECK(contains(sources.header, "Static dimensions: H = 4096; runtime dimensions: T"));
   requireCompiles(cu);
 
-  // Without programmatic dependent launch: the triple-chevron launch.
+  // The launcher's status is its own: each launch's result, never cudaGetLastError (which
+  // would also return, and clear, an earlier error of the program); a call that succeeds
+  // leaves an empty message.
+  CHECK(!contains(cu, "cudaGetLastError"));
+  CHECK(!contains(cu, "cudaPeekAtLastError"));
+  CHECK(contains(cu, "  fsl_error_message[0] = '\\0';  // a call that succeeds leaves no "
+                     "message\n"));
+  CHECK(contains(cu, "    if (launched != cudaSuccess)\n      return fsl_fail(FSL_ERROR_LAUNCH, "
+                     "\"rms_norm_add_v0: %s\", cudaGetErrorString(launched));\n"));
+
+  // Without programmatic dependent launch: cudaLaunchKernelEx without attributes.
   PointwiseProgram plain(/*guarded=*/false);
   std::string plainCu = codegen::generateCuda(plain.program, "rms.fsl").source;
-  CHECK(contains(plainCu, "rms_norm_add_v0<<<grid, block, shared_bytes, stream>>>((const "
-                          "__nv_bfloat16 *)x->data"));
-  CHECK(!contains(plainCu, "cudaLaunchKernelEx"));
+  INFO(plainCu);
+  CHECK(contains(plainCu, "    config.stream = stream;\n"
+                          "    const cudaError_t launched = cudaLaunchKernelEx(&config, "
+                          "rms_norm_add_v0, (const __nv_bfloat16 *)x->data"));
+  CHECK(!contains(plainCu, "<<<"));
+  CHECK(!contains(plainCu, "attributes"));
+}
+
+TEST_CASE("kernel printer: a symbol prefix names the kernels, the launcher and the header") {
+  PointwiseProgram p(/*guarded=*/true);
+  codegen::CodegenOptions options;
+  options.symbolPrefix = "h8192_";
+  codegen::GeneratedSources sources = codegen::generateCuda(p.program, "rms.fsl", options);
+  const std::string &cu = sources.source, &h = sources.header;
+  INFO(cu);
+  CHECK(sources.name == "h8192_rms_norm_add");
+  CHECK(contains(cu,
+                 "// h8192_rms_norm_add_v0: schedule of rms_norm_add\n"
+                 "extern \"C\" __global__ void __launch_bounds__(64) h8192_rms_norm_add_v0(\n"));
+  CHECK(contains(cu, "__launch_bounds__(64, 16) h8192_rms_norm_add_v1("));
+  CHECK(contains(cu, "#include \"h8192_rms_norm_add.h\""));
+  CHECK(contains(cu, "extern \"C\" const char *h8192_rms_norm_add_error(void)"));
+  CHECK(contains(cu, "extern \"C\" fsl_status h8192_rms_norm_add(const fsl_tensor *x, "));
+  CHECK(contains(cu, "  if (T < 132) {  // h8192_rms_norm_add_v1\n"));
+  CHECK(contains(cu, "cudaLaunchKernelEx(&config, h8192_rms_norm_add_v0, "));
+  CHECK(contains(cu, "\"h8192_rms_norm_add_v0: %s\""));
+  // No unprefixed external name is left: helpers are in an anonymous namespace.
+  CHECK(!contains(cu, " rms_norm_add_v"));
+  CHECK(!contains(cu, "fsl_rms_norm_add"));
+  CHECK(contains(h, "#ifndef FSL_H8192_RMS_NORM_ADD_H\n#define FSL_H8192_RMS_NORM_ADD_H\n"));
+  CHECK(contains(h, "fsl_status h8192_rms_norm_add(const fsl_tensor *x, "));
+  CHECK(contains(h, "const char *h8192_rms_norm_add_error(void);"));
+  CHECK(!contains(h, "fsl_rms_norm_add"));
+  requireCompiles(cu);
+
+  // No prefix: the names fsl_<fusion> and <fusion>_v<i>.
+  codegen::GeneratedSources plain = codegen::generateCuda(p.program, "rms.fsl");
+  CHECK(plain.name == "rms_norm_add");
+  CHECK(contains(plain.header, "#ifndef FSL_RMS_NORM_ADD_H\n"));
+  CHECK(contains(plain.header, "fsl_status fsl_rms_norm_add("));
+  CHECK(contains(plain.source, "void __launch_bounds__(64) rms_norm_add_v0("));
+}
+
+TEST_CASE("kernel printer: comments name the source lines of statements and directives") {
+  // A lowered snippet: its statements carry the ranges of the fusion's statements and of
+  // the schedule's directives.
+  test::LoweredSnippet snippet(R"(fusion rms_norm_add<H = 4096>(
+    x: bf16[T, H],
+    residual: inout bf16[T, H],
+    weight: bf16[H],
+    eps: f32 = 1e-6,
+) -> (y: bf16[T, H]) {
+    let h = f32(x) + f32(residual);
+    residual = bf16(h);
+    let ms = mean(h * h, over H);
+    y = bf16(h * rsqrt(ms + eps) * f32(weight));
+}
+schedule rms_norm_add {
+    split H by 8 -> (Ho, Hv);
+    split Ho by 64 -> (Hp, Hx);
+    parallelize T -> BIDx, Hx -> TIDx;
+    vectorize Hv;
+    unroll Hp;
+    persistent h in registers;
+    compute_with h;
+}
+)");
+  codegen::CodegenOptions options;
+  options.sourceLocation = [&](llvm::SMRange range) {
+    return "dir/test.fsl:" +
+           std::to_string(snippet.parsed.sources.getLineAndColumn(range.Start).first);
+  };
+  std::string located = codegen::generateCuda(*snippet.lowered, "test.fsl", options).source;
+  std::string plain = codegen::generateCuda(*snippet.lowered, "test.fsl").source;
+  INFO(located);
+  // The kernel names its schedule block; loops their directives; statements the fusion
+  // statement they compute (a store its assignment, a load its parameter).
+  CHECK(contains(located, "// rms_norm_add_v0: schedule of rms_norm_add (dir/test.fsl:12)\n"));
+  CHECK(contains(located, "const int64_t T_i = blockIdx.x;  // parallelize T -> BIDx, extent T "
+                          "(dir/test.fsl:15)\n"));
+  CHECK(contains(located, "++Hv_i) {  // vectorize Hv (dir/test.fsl:16)\n"));
+  CHECK(contains(located, "++Hp_i) {  // unroll Hp (dir/test.fsl:17)\n"));
+  CHECK(contains(located, "const float h_6 = v4 + v5;  // h (dir/test.fsl:7)\n"));
+  CHECK(contains(located, "const float v8 = h_6 * h_6;  // dir/test.fsl:9\n"));
+  CHECK(contains(located, "ms_9_acc += v8;  // dir/test.fsl:9\n"));
+  CHECK(contains(located, "residual_vec[Hv_i] = __float2bfloat16_rn(h_6);  // dir/test.fsl:8\n"));
+  CHECK(contains(located, "y_vec[Hv_i] = __float2bfloat16_rn(v14);  // dir/test.fsl:10\n"));
+  CHECK(contains(located, "y_vec);  // dir/test.fsl:10\n"));
+  CHECK(
+      contains(located, "const float ms_9 = ms_9_acc / (float)(4096);  // ms (dir/test.fsl:9)\n"));
+  // Without a sourceLocation: no locations; the rest is the same text.
+  CHECK(!contains(plain, "dir/test.fsl:"));
+  CHECK(contains(plain, "// rms_norm_add_v0: schedule of rms_norm_add\n"));
+  CHECK(contains(plain, "const float h_6 = v4 + v5;  // h\n"));
+  CHECK(contains(plain, "const float v8 = h_6 * h_6;\n"));
+  // Comments only: the compiled kernels are the same.
+  CHECK(ptxOf(located) == ptxOf(plain));
 }
 
 TEST_CASE("kernel printer: shared memory and reductions") {

@@ -1,7 +1,8 @@
 // SimulatorTest.cpp — the Kernel IR interpreter on hand-built kernels: results, the
 // faults it reports (divergent reductions, bounds, alignment, shared memory, mbarrier
-// deadlocks) and the Hopper layouts (TMA boxes and swizzles, wgmma fragments) against
-// values computed here independently.
+// deadlocks, TMA data read before its wait), the Hopper layouts (TMA boxes and swizzles,
+// wgmma fragments) against values computed here independently, and warp-specialized
+// pipelines, which need the warps scheduled one by one rather than the block in lockstep.
 #include "TestSupport.h"
 
 #include "eval/Evaluator.h"
@@ -780,4 +781,346 @@ TEST_CASE("simulator: a program's variants, parameters and outputs") {
   REQUIRE(!simulated);
   CHECK(llvm::toString(simulated.takeError()) ==
         "kernel scale_large: block extent 2000 along x is outside 1..1024");
+}
+
+// --- Warp-specialized pipelines: warps scheduled one at a time ----------------------------
+
+namespace {
+
+Stmt mbarrierOp(StmtKind kind, const BufferPtr &barrier, Expr at, Expr count = nullptr) {
+  auto s = node(kind);
+  s->buffer = barrier;
+  s->index = std::move(at);
+  s->count = std::move(count);
+  return s;
+}
+
+Stmt tmaLoadInto(const BufferPtr &tile, Expr at, const TensorMapPtr &map,
+                 std::vector<Expr> coordinates, const BufferPtr &barrier, Expr barrierIndex) {
+  auto s = node(StmtKind::TmaLoad);
+  s->buffer = tile;
+  s->index = std::move(at);
+  s->tensorMap = map;
+  s->coordinates = std::move(coordinates);
+  s->barrier = barrier;
+  s->barrierIndex = std::move(barrierIndex);
+  return s;
+}
+
+Stmt warpRole(std::string role, Expr condition, Stmt body) {
+  auto s = node(StmtKind::WarpRole);
+  s->role = std::move(role);
+  s->condition = std::move(condition);
+  s->body = {std::move(body)};
+  return s;
+}
+
+Stmt setMaxNReg(int64_t registers, bool increase) {
+  auto s = node(StmtKind::SetMaxNReg);
+  s->registers = registers;
+  s->increase = increase;
+  return s;
+}
+
+/// D[128][64] = A[128][128] B[128][64] by a warp-specialized pipeline of 384 threads.
+/// Warpgroup 0 produces: one thread loads, for each 16-wide K slice k, A[:, k] (128 x 16)
+/// and B[:, k] (K-major, 64 x 16) by TMA into stage k % 2 of a two-stage ring, after
+/// waiting until the consumers freed the stage (`empty`), completing on `full`.
+/// Warpgroups 1 and 2 consume: wait for the stage, one wgmma m64n64k16 on their 64 rows,
+/// free the stage (one arrival per warpgroup), and finally store their accumulators.
+/// Eight K slices through two stages: every stage is refilled while the other is in use.
+struct Pipeline {
+  enum class Bug { None, NoEmptyArrive, WrongFullParity };
+  static constexpr int64_t M = 128, N = 64, K = 128, Stages = 2;
+  static constexpr int64_t StageBytes = (M + N) * 16 * 2;
+
+  BufferPtr a = makeBuffer("a", DType::BF16, MemorySpace::Global);
+  BufferPtr b = makeBuffer("b", DType::BF16, MemorySpace::Global);
+  BufferPtr d = makeBuffer("d", DType::F32, MemorySpace::Global);
+  BufferPtr full = makeBuffer("full", DType::I64, MemorySpace::Shared, {Stages}, Swizzle::None, 8);
+  BufferPtr empty =
+      makeBuffer("empty", DType::I64, MemorySpace::Shared, {Stages}, Swizzle::None, 8);
+  BufferPtr sa =
+      makeBuffer("sa", DType::BF16, MemorySpace::Shared, {Stages * M * 16}, Swizzle::Bytes32, 256);
+  BufferPtr sb =
+      makeBuffer("sb", DType::BF16, MemorySpace::Shared, {Stages * N * 16}, Swizzle::Bytes32, 256);
+  BufferPtr acc = makeBuffer("acc", DType::F32, MemorySpace::Local, {N / 2});
+  Kernel kernel;
+
+  explicit Pipeline(Bug bug, int64_t producerRegisters = 40, int64_t consumerRegisters = 232) {
+    TensorMapPtr mapA = tensorMap("a_map", a, {M, K}, {M, 16}, Swizzle::Bytes32);
+    TensorMapPtr mapB = tensorMap("b_map", b, {N, K}, {N, 16}, Swizzle::Bytes32);
+    VarPtr t = makeVar("t", DType::I64), i = makeVar("i", DType::I64);
+    VarPtr pk = makeVar("pk", DType::I64), ps = makeVar("ps", DType::I64),
+           pphase = makeVar("pphase", DType::I64);
+    VarPtr ck = makeVar("ck", DType::I64), cs = makeVar("cs", DType::I64),
+           cphase = makeVar("cphase", DType::I64), c = makeVar("c", DType::I64);
+    VarPtr row = makeVar("row", DType::I64), col = makeVar("col", DType::I64);
+    Expr warpgroup = var(t) / index(128);
+
+    // Stage k % 2 is in its (k / 2)-th use: `full` completes phase k / 2 for it, and the
+    // producer waits for the consumers' phase k / 2 - 1 of `empty` (a fresh barrier passes
+    // the wait on parity 1, so the first use of each stage does not wait).
+    Stmt producer = block({
+        setMaxNReg(producerRegisters, /*increase=*/false),
+        ifThen(eq(var(t), index(0)),
+               forLoop(pk, index(K / 16), LoopKind::Serial,
+                       block({
+                           let(ps, var(pk) % index(Stages)),
+                           let(pphase, (var(pk) / index(Stages)) % index(2)),
+                           mbarrierOp(StmtKind::MBarrierWait, empty, var(ps),
+                                      (var(pphase) + index(1)) % index(2)),
+                           mbarrierOp(StmtKind::MBarrierArriveExpectTx, full, var(ps),
+                                      index(StageBytes)),
+                           tmaLoadInto(sa, var(ps) * index(M * 16), mapA,
+                                       {index(0), var(pk) * index(16)}, full, var(ps)),
+                           tmaLoadInto(sb, var(ps) * index(N * 16), mapB,
+                                       {index(0), var(pk) * index(16)}, full, var(ps)),
+                       }))),
+    });
+    Expr fullParity =
+        bug == Bug::WrongFullParity ? (var(cphase) + index(1)) % index(2) : var(cphase);
+    std::vector<Stmt> step = {
+        let(cs, var(ck) % index(Stages)),
+        let(cphase, (var(ck) / index(Stages)) % index(2)),
+        mbarrierOp(StmtKind::MBarrierWait, full, var(cs), fullParity),
+        node(StmtKind::WgmmaFence),
+        wgmma(acc, sa, var(cs) * index(M * 16) + var(c) * index(64 * 16), sb,
+              var(cs) * index(N * 16), N, /*transposeB=*/false),
+        node(StmtKind::WgmmaCommit),
+        node(StmtKind::WgmmaWait),
+    };
+    if (bug != Bug::NoEmptyArrive)
+      step.push_back(ifThen(eq(var(t) % index(128), index(0)),
+                            mbarrierOp(StmtKind::MBarrierArrive, empty, var(cs))));
+    Stmt consumer = block({
+        setMaxNReg(consumerRegisters, /*increase=*/true),
+        let(c, warpgroup - index(1)),
+        allocate(acc),
+        forLoop(i, index(N / 2), LoopKind::Unrolled, store(acc, var(i), f32(0))),
+        forLoop(ck, index(K / 16), LoopKind::Serial, block(std::move(step))),
+        forLoop(
+            i, index(N / 2), LoopKind::Unrolled,
+            block({let(row, index(64) * var(c) + index(16) * ((var(t) % index(128)) / index(32)) +
+                                (var(t) % index(32)) / index(4) +
+                                index(8) * ((var(i) / index(2)) % index(2))),
+                   let(col, index(8) * (var(i) / index(4)) + index(2) * (var(t) % index(4)) +
+                                var(i) % index(2)),
+                   store(d, var(row) * index(N) + var(col), load(acc, var(i)))})),
+    });
+    std::vector<Stmt> init;
+    for (int64_t s = 0; s < Stages; ++s) {
+      init.push_back(mbarrierOp(StmtKind::MBarrierInit, full, index(s), index(1)));
+      init.push_back(mbarrierOp(StmtKind::MBarrierInit, empty, index(s), index(2)));
+    }
+    Stmt body = block({
+        allocateAt(full, 0),
+        allocateAt(empty, 16),
+        allocateAt(sa, 1024),
+        allocateAt(sb, 1024 + Stages * M * 16 * 2),
+        ifThen(eq(var(t), index(0)), block(std::move(init))),
+        barrier(),
+        warpRole("producer", eq(warpgroup, index(0)), producer),
+        warpRole("consumer", binary(BinaryOp::Ne, warpgroup, index(0)), consumer),
+    });
+    kernel.name = "pipeline";
+    kernel.params = {tensorParam(d)};
+    for (const TensorMapPtr &map : {mapA, mapB}) {
+      KernelParam p;
+      p.kind = KernelParam::Kind::TensorMap;
+      p.tensorMap = map;
+      kernel.params.push_back(p);
+    }
+    kernel.body = parallelLoop(t, index(384), Axis::TIDx, body);
+    launch(kernel, 1, {384, 1}, 1024 + Stages * (M + N) * 16 * 2);
+  }
+
+  static double aAt(int64_t m, int64_t k) { return ((m * 3 + k * 5) % 7 - 3) * 0.5; }
+  static double bAt(int64_t k, int64_t n) { return ((n * 2 + k * 3) % 5 - 2) * 0.25; }
+
+  sim::Memory memory() const {
+    sim::Memory mem;
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t k = 0; k < K; ++k)
+        mem.global[a.get()].push_back(aAt(m, k)); // [M][K]
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k)
+        mem.global[b.get()].push_back(bAt(k, n)); // K-major: [N][K]
+    mem.global[d.get()].assign(M * N, NAN);
+    return mem;
+  }
+};
+
+} // namespace
+
+TEST_CASE("simulator: a warp-specialized TMA/wgmma pipeline with more K steps than stages") {
+  Pipeline k(Pipeline::Bug::None);
+  sim::Memory memory = k.memory();
+  REQUIRE(faultOf(sim::runKernel(k.kernel, memory)) == "");
+  const std::vector<double> &d = memory.global[k.d.get()];
+  int wrong = 0;
+  for (int64_t m = 0; m < Pipeline::M; ++m)
+    for (int64_t n = 0; n < Pipeline::N; ++n) {
+      double expected = 0;
+      for (int64_t kk = 0; kk < Pipeline::K; ++kk)
+        expected += Pipeline::aAt(m, kk) * Pipeline::bAt(kk, n);
+      wrong += d[m * Pipeline::N + n] != expected;
+    }
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("simulator: a consumer that never frees a stage deadlocks the producer") {
+  Pipeline k(Pipeline::Bug::NoEmptyArrive);
+  sim::Memory memory = k.memory();
+  std::string message = faultOf(sim::runKernel(k.kernel, memory));
+  INFO(message);
+  // The third K step needs stage 0 again; its `empty` phase never completes.
+  CHECK(message.find("deadlock: wait on empty[0] parity 0 can never complete (pending arrivals "
+                     "2, tx bytes 0) in warp 0") != std::string::npos);
+  CHECK(message.find("wait on full[0] parity 1 can never complete (pending arrivals 1, tx "
+                     "bytes 0) in warps 4-11") != std::string::npos);
+  CHECK(message.find("warps 1-3 have finished") != std::string::npos);
+}
+
+TEST_CASE("simulator: a consumer waiting on the wrong parity") {
+  // The first wait on parity 1 of a fresh `full` passes before any data is there; by the
+  // time the other consumer warps arrive the producer has completed phase 0, so they wait
+  // for phase 1, which needs a stage the consumers never free: a deadlock under this
+  // schedule (another order reads the stage before its TMA load is seen complete).
+  Pipeline k(Pipeline::Bug::WrongFullParity);
+  sim::Memory memory = k.memory();
+  std::string message = faultOf(sim::runKernel(k.kernel, memory));
+  INFO(message);
+  CHECK(message.find("deadlock: ") != std::string::npos);
+  CHECK(message.find("wait on full[0] parity 1 can never complete") != std::string::npos);
+}
+
+TEST_CASE("simulator: setmaxnreg moves registers between warpgroups within the register file") {
+  // 384 threads at launch hold 168 registers each (64512 of 65536). The producer's 40 frees
+  // 128 x 128; the consumers' 232 take 256 x 64 of them. Consumers at 240 would need 18432.
+  Pipeline fits(Pipeline::Bug::None, 40, 232);
+  sim::Memory memory = fits.memory();
+  CHECK(faultOf(sim::runKernel(fits.kernel, memory)) == "");
+
+  Pipeline over(Pipeline::Bug::None, 40, 240);
+  memory = over.memory();
+  std::string message = faultOf(sim::runKernel(over.kernel, memory));
+  INFO(message);
+  CHECK(message.find("setmaxnreg.inc 240 waits for 2304 registers but the block's pool holds "
+                     "256: its warps would hold 66560 registers, the block has 64512 (168 per "
+                     "thread at launch, 65536 per SM) in warp 11") != std::string::npos);
+
+  // A decrease that raises the count of a warp whose count is known.
+  Pipeline raise(Pipeline::Bug::None, 40, 232);
+  raise.kernel.launch.maxRegisters = 32;
+  memory = raise.memory();
+  CHECK(faultOf(sim::runKernel(raise.kernel, memory))
+            .find("setmaxnreg.dec 40 in a warp that holds 32 registers per thread") !=
+        std::string::npos);
+}
+
+TEST_CASE("simulator: TMA data read before its mbarrier wait") {
+  // Thread 0 loads a tile; without a wait the other threads (and thread 0) read data the
+  // hardware may not have written yet. The simulator's TMA lands at once, so the read is
+  // caught by the mbarrier phase the data belongs to, not by its value.
+  BufferPtr g = makeBuffer("g", DType::F32, MemorySpace::Global);
+  BufferPtr out = makeBuffer("out", DType::F32, MemorySpace::Global);
+  BufferPtr bar = makeBuffer("bar", DType::I64, MemorySpace::Shared, {1}, Swizzle::None, 8);
+  BufferPtr tile = makeBuffer("tile", DType::F32, MemorySpace::Shared, {64}, Swizzle::None, 128);
+  TensorMapPtr map = tensorMap("g_map", g, {8, 8}, {8, 8}, Swizzle::None);
+  VarPtr t = makeVar("t", DType::I64);
+  auto kernelWith = [&](std::vector<Stmt> sync) {
+    std::vector<Stmt> body = {
+        allocateAt(bar, 0), allocateAt(tile, 128),
+        ifThen(eq(var(t), index(0)), block({mbarrierInit(bar, 1), arriveExpectTx(bar, 256),
+                                            tmaLoad(tile, map, {0, 0}, bar)}))};
+    body.insert(body.end(), sync.begin(), sync.end());
+    body.push_back(store(out, var(t), load(tile, var(t))));
+    Kernel kernel;
+    kernel.name = "early_read";
+    KernelParam mapParam;
+    mapParam.kind = KernelParam::Kind::TensorMap;
+    mapParam.tensorMap = map;
+    kernel.params = {tensorParam(out), mapParam};
+    kernel.body = parallelLoop(t, index(64), Axis::TIDx, block(std::move(body)));
+    launch(kernel, 1, {64, 1}, 512);
+    return kernel;
+  };
+  auto memory = [&] {
+    sim::Memory m;
+    for (int i = 0; i < 64; ++i)
+      m.global[g.get()].push_back(i);
+    m.global[out.get()].assign(64, NAN);
+    return m;
+  };
+
+  // Every thread waits: fine.
+  sim::Memory mem = memory();
+  CHECK(faultOf(sim::runKernel(kernelWith({barrier(), waitParity(bar, 0)}), mem)) == "");
+  CHECK(mem.global[out.get()][63] == 63);
+
+  // No wait at all. Warp 1 completes the barrier, so it runs on (and reads) first.
+  mem = memory();
+  CHECK(faultOf(sim::runKernel(kernelWith({barrier()}), mem))
+            .find("thread (32, 0, 0): tile[32] is read before warp 1 has seen the TMA load that "
+                  "wrote it complete: that load completes phase 0 (parity 0) of mbarrier bar[0]") !=
+        std::string::npos);
+
+  // Thread 0 waits, then a __syncthreads passes what it saw on to every warp.
+  mem = memory();
+  Stmt firstWaits = ifThen(eq(var(t), index(0)), waitParity(bar, 0));
+  CHECK(faultOf(sim::runKernel(kernelWith({barrier(), firstWaits, barrier()}), mem)) == "");
+
+  // Thread 0 waits, and the second warp reads without a barrier after the wait.
+  mem = memory();
+  CHECK(faultOf(sim::runKernel(kernelWith({barrier(), firstWaits}), mem))
+            .find("thread (32, 0, 0): tile[32] is read before warp 1 has seen") !=
+        std::string::npos);
+}
+
+TEST_CASE("simulator: warps wait for each other at barriers and named barriers") {
+  // Warp 1 writes shared memory that warp 0 reads after a barrier: the warps run one at a
+  // time, so this only works because the barrier makes warp 0 wait for warp 1.
+  BufferPtr s = makeBuffer("s", DType::F32, MemorySpace::Shared, {64});
+  BufferPtr out = makeBuffer("out", DType::F32, MemorySpace::Global);
+  VarPtr t = makeVar("t", DType::I64);
+  auto named = node(StmtKind::Barrier);
+  named->barrierKind = BarrierKind::Named;
+  named->barrierId = 2;
+  named->threads = index(64);
+  for (Stmt sync : {barrier(), Stmt(named)}) {
+    Kernel kernel;
+    kernel.name = "exchange";
+    kernel.params = {tensorParam(out)};
+    kernel.body = parallelLoop(
+        t, index(64), Axis::TIDx,
+        block({allocateAt(s, 0), store(s, index(63) - var(t), cast(DType::F32, var(t))), sync,
+               store(out, var(t), load(s, var(t)))}));
+    launch(kernel, 1, {64, 1}, 256);
+    sim::Memory memory;
+    memory.global[out.get()].assign(64, NAN);
+    REQUIRE(faultOf(sim::runKernel(kernel, memory)) == "");
+    for (int i = 0; i < 64; ++i)
+      CHECK(memory.global[out.get()][i] == 63 - i);
+  }
+
+  // A warp that waits on an mbarrier only the other warp arrives at.
+  BufferPtr bar = makeBuffer("bar", DType::I64, MemorySpace::Shared, {1}, Swizzle::None, 8);
+  Kernel handoff;
+  handoff.name = "handoff";
+  handoff.params = {tensorParam(out)};
+  Expr warp = var(t) / index(32);
+  handoff.body = parallelLoop(
+      t, index(64), Axis::TIDx,
+      block({allocateAt(bar, 0), allocateAt(s, 16),
+             ifThen(eq(var(t), index(0)), mbarrierInit(bar, 32)), barrier(),
+             ifThen(eq(warp, index(0)), waitParity(bar, 0),
+                    block({store(s, var(t) - index(32), cast(DType::F32, var(t))), arrive(bar)})),
+             ifThen(eq(warp, index(0)), store(out, var(t), load(s, var(t))))}));
+  launch(handoff, 1, {64, 1}, 512);
+  sim::Memory memory;
+  memory.global[out.get()].assign(64, NAN);
+  REQUIRE(faultOf(sim::runKernel(handoff, memory)) == "");
+  for (int i = 0; i < 32; ++i)
+    CHECK(memory.global[out.get()][i] == 32 + i);
 }

@@ -2,8 +2,10 @@
  *
  * A launcher takes one fsl_tensor per tensor parameter and plain values for scalar
  * parameters, checks every tensor before launching, and returns FSL_OK or an error
- * status whose message the fusion's *_error() function returns. Nothing is launched
- * or written when a check fails. C and C++ callers; needs only the CUDA runtime.
+ * status whose message the fusion's *_error() function returns ("" after a call that
+ * succeeded). Nothing is launched or written when a check fails. The status is the
+ * call's own: an earlier CUDA error of the program is neither returned nor cleared.
+ * C and C++ callers; needs only the CUDA runtime.
  */
 #ifndef FSL_RUNTIME_H
 #define FSL_RUNTIME_H

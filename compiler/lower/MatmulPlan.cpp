@@ -1,0 +1,389 @@
+// MatmulPlan.cpp — the matrix product, its operands and epilogue, the tile sizes, and the
+// refusals of what the matmul lowering does not do yet.
+#include "lower/MatmulPlan.h"
+
+#include "schedule/ScheduleBuilder.h"
+#include "support/Diagnostics.h"
+
+#include <llvm/ADT/STLExtras.h>
+#include <llvm/Support/FormatVariadic.h>
+
+#include <functional>
+#include <set>
+
+namespace fsl::lower {
+
+int64_t MatmulPlan::stageBytes() const {
+  return (tileM + tileN) * tileK * static_cast<int64_t>(ir::dtypeBytes(a.dtype));
+}
+
+bool hasMatmul(const ir::Fusion &fusion) {
+  return llvm::any_of(fusion.values, [](const std::unique_ptr<ir::Value> &value) {
+    return value->op == ir::Op::MatMul;
+  });
+}
+
+namespace {
+
+/// wgmma N values whose instructions fsl/device.cuh wraps.
+bool wrappedInstructionN(int64_t n) { return n == 64 || n == 128 || n == 256; }
+
+/// A directive the path refuses, and why; the first in the text is reported.
+struct Refusal {
+  llvm::SMRange at;
+  std::string why;
+};
+
+class MatmulPlanner {
+public:
+  MatmulPlanner(const sched::Schedule &schedule, DiagnosticEngine &diagnostics)
+      : schedule_(schedule), fusion_(*schedule.fusion), diagnostics_(diagnostics) {}
+
+  std::unique_ptr<MatmulPlan> run() {
+    plan_ = std::make_unique<MatmulPlan>();
+    plan_->schedule = &schedule_;
+    plan_->fusion = &fusion_;
+    if (!findProduct() || !checkOperands() || !planEpilogue() || !checkDirectives() || !planTiles())
+      return nullptr;
+    return std::move(plan_);
+  }
+
+private:
+  bool unsupported(const std::string &why, llvm::SMRange at = {}) {
+    diagnostics_.report(DiagId::LoweringUnsupported,
+                        at.isValid() ? at : schedule_.header.fusionRange, why);
+    return false;
+  }
+
+  // --- The fusion ---------------------------------------------------------------------
+
+  bool findProduct() {
+    for (const auto &value : fusion_.values) {
+      if (value->op != ir::Op::MatMul)
+        continue;
+      if (plan_->product)
+        return unsupported("a second matrix product: one kernel computes one product, and "
+                           "chained products are not lowered yet",
+                           value->range);
+      plan_->product = value.get();
+    }
+    const ir::Value &product = *plan_->product;
+    plan_->k = product.reduced.at(0);
+    plan_->m = product.lhsLayout->rowDim;
+    plan_->n = product.rhsLayout->rowDim;
+    if (product.dtype != ir::DType::F32)
+      return unsupported("a matrix product accumulated in " + ir::dtypeName(product.dtype).str() +
+                             ": wgmma accumulates in f32; write sum(f32(a) * f32(b), over K)",
+                         product.range);
+    return true;
+  }
+
+  const std::string &dimName(ir::DimId dim) const { return fusion_.dims[dim].name; }
+
+  /// `f32(x)` of a bf16 or f16 tensor parameter with the product's row dimension and K
+  /// contiguous: the only operands TMA and wgmma read here.
+  bool checkOperand(const ir::Value *operand, const ir::MatMulOperand &layout, bool lhs,
+                    MatmulOperand &result) {
+    const ir::Value &product = *plan_->product;
+    const char *which = lhs ? "left" : "right";
+    const ir::Value *input = operand->op == ir::Op::Cast && operand->dtype == ir::DType::F32
+                                 ? operand->operands[0]
+                                 : nullptr;
+    if (!input || input->op != ir::Op::Input ||
+        (input->dtype != ir::DType::BF16 && input->dtype != ir::DType::F16))
+      return unsupported(llvm::formatv("the {0} operand of the matrix product is not f32(x) of a "
+                                       "bf16 or f16 tensor parameter x; wgmma reads bf16 or f16 "
+                                       "tiles that TMA loads from a parameter",
+                                       which)
+                             .str(),
+                         product.range);
+    const ir::Param &param = fusion_.params[input->paramIndex];
+    if (param.isStrided)
+      return unsupported("strided parameter " + param.name + " (TMA reads contiguous tensors)",
+                         param.range);
+    if (!layout.contractedIsInner || param.dims.size() != 2)
+      return unsupported(llvm::formatv("operand {0}: [{1}, {2}] ({2} contiguous) is not lowered "
+                                       "yet; write it as [{2}, {1}] ({1} contiguous)",
+                                       param.name, dimName(plan_->k), dimName(layout.rowDim))
+                             .str(),
+                         param.range);
+    result.input = input;
+    result.param = input->paramIndex;
+    result.dtype = input->dtype;
+    // TMA reads rows whose stride is a multiple of 16 bytes; a static K that breaks
+    // that can be refused now, a runtime one is refused by the launcher (the tensor map
+    // cannot be encoded) and by the simulator.
+    std::optional<int64_t> k = fusion_.dims[plan_->k].staticExtent;
+    int64_t rowBytes = k ? *k * ir::dtypeBytes(input->dtype) : 16;
+    if (rowBytes % 16 != 0)
+      return unsupported(llvm::formatv("rows of {0} are {1} x {2} = {3} bytes apart; TMA needs a "
+                                       "multiple of 16 bytes",
+                                       param.name, dimName(plan_->k), ir::dtypeName(input->dtype),
+                                       rowBytes)
+                             .str(),
+                         param.range);
+    return true;
+  }
+
+  bool checkOperands() {
+    const ir::Value &product = *plan_->product;
+    if (!checkOperand(product.operands[0], *product.lhsLayout, true, plan_->a) ||
+        !checkOperand(product.operands[1], *product.rhsLayout, false, plan_->b))
+      return false;
+    if (plan_->a.dtype != plan_->b.dtype)
+      return unsupported("operands of the matrix product of different types (" +
+                             ir::dtypeName(plan_->a.dtype).str() + " and " +
+                             ir::dtypeName(plan_->b.dtype).str() +
+                             "); wgmma multiplies two bf16 or two f16 tiles",
+                         product.range);
+    return true;
+  }
+
+  /// The values the outputs need after the product: pointwise over [M, N] only.
+  bool planEpilogue() {
+    const ir::Value *product = plan_->product;
+    std::set<unsigned> needed;
+    std::function<void(const ir::Value *)> need = [&](const ir::Value *value) {
+      if (!needed.insert(value->id).second || value == product)
+        return;
+      for (const ir::Value *operand : value->operands)
+        need(operand);
+    };
+    std::set<ir::DimId> tile = {plan_->m, plan_->n};
+    for (const ir::Output &output : fusion_.outputs) {
+      std::set<ir::DimId> dims(output.dims.begin(), output.dims.end());
+      if (dims != tile)
+        return unsupported("output " + output.name + " is not over [" + dimName(plan_->m) + ", " +
+                               dimName(plan_->n) +
+                               "]: the matmul kernel stores the elements of its output tiles",
+                           output.range);
+      need(output.value);
+    }
+    for (const auto &value : fusion_.values) {
+      if (!needed.count(value->id) || value.get() == product)
+        continue;
+      if (ir::isReduction(value->op) || value->op == ir::Op::MatMul)
+        return unsupported("a reduction after the matrix product: the epilogue is pointwise on "
+                           "the accumulators",
+                           value->range);
+      for (ir::DimId dim : value->dims)
+        if (!tile.count(dim))
+          return unsupported("the epilogue reads a value over " + dimName(dim) +
+                                 ", which is not a dimension of the output tile",
+                             value->range);
+      if (value->op == ir::Op::Input && fusion_.params[value->paramIndex].isStrided)
+        return unsupported("strided parameter " + fusion_.params[value->paramIndex].name,
+                           fusion_.params[value->paramIndex].range);
+      plan_->epilogue.push_back(value.get());
+    }
+    return true;
+  }
+
+  // --- The schedule -------------------------------------------------------------------
+
+  bool reordered(const sched::TensorSchedule &tensor) {
+    if (roots_.empty())
+      roots_ = sched::rootTensors(fusion_);
+    for (const sched::TensorSchedule &root : roots_) {
+      if (root.value != tensor.value)
+        continue;
+      if (root.loops.size() != tensor.loops.size())
+        return true;
+      for (size_t i = 0; i < root.loops.size(); ++i)
+        if (root.loops[i].name != tensor.loops[i].name)
+          return true;
+    }
+    return false;
+  }
+
+  /// Directives of the normalization schedules (loop transforms, placement, memory,
+  /// kernel attributes): a matrix product's loops are its tiles.
+  void loopDirectives(std::vector<Refusal> &refusals) {
+    const char *why = ": a matrix product's loops are its mma tiles; the loop directives of "
+                      "the other schedules do not apply (remove it)";
+    for (const sched::TensorSchedule &tensor : schedule_.tensors) {
+      for (const sched::LoopTransform &t : tensor.transforms)
+        refusals.push_back(
+            {t.range,
+             (t.kind == sched::LoopTransform::Kind::Split ? "split" : "merge") + std::string(why)});
+      for (const sched::Loop &loop : tensor.loops) {
+        if (loop.parallelizedBy)
+          refusals.push_back({loop.parallelizedBy->range, "parallelize" + std::string(why)});
+        if (loop.vectorizedBy)
+          refusals.push_back({loop.vectorizedBy->range, "vectorize" + std::string(why)});
+        if (loop.unrolledBy)
+          refusals.push_back({loop.unrolledBy->range, "unroll" + std::string(why)});
+        if (loop.unswitched) // no directive range is kept: the schedule's
+          refusals.push_back({schedule_.header.fusionRange, "unswitch" + std::string(why)});
+      }
+      // A reorder keeps no range either: a tensor whose loops are not its root loops.
+      if (tensor.transforms.empty() && reordered(tensor))
+        refusals.push_back({schedule_.header.fusionRange, "reorder" + std::string(why)});
+      auto placement = [&](const std::optional<sched::Origin> &origin, const char *what) {
+        if (origin)
+          refusals.push_back(
+              {origin->range, std::string(what) + " '" + tensor.name + "'" + std::string(why)});
+      };
+      placement(tensor.rfactorBy, "rfactor of");
+      placement(tensor.computeAtBy, "compute_at");
+      placement(tensor.computeWithBy, "compute_with");
+      placement(tensor.persistentBy, "persistent");
+      placement(tensor.cacheBy, "cache");
+      placement(tensor.inlinedBy, "inline");
+    }
+    if (schedule_.inlineAll)
+      refusals.push_back({schedule_.inlineAll->range, "inline all" + std::string(why)});
+    if (schedule_.launchBounds)
+      refusals.push_back({schedule_.launchBounds->origin.range,
+                          "launch_bounds: the block of a matmul kernel is its warpgroups "
+                          "(128 threads each), which the mma warp tile sets"});
+    if (schedule_.maxRRegCount)
+      refusals.push_back({schedule_.maxRRegCount->origin.range,
+                          "maxrregcount: a register cap would spill the wgmma accumulators; the "
+                          "register split of matmul kernels is warp_specialize's, not lowered "
+                          "yet"});
+  }
+
+  /// The matrix-product directives this slice does not lower.
+  void matmulDirectives(std::vector<Refusal> &refusals) {
+    const sched::MatmulSchedule &mm = schedule_.matmul;
+    if (mm.warpSpecialize)
+      refusals.push_back({mm.warpSpecialize->origin.range,
+                          "warp_specialize: producer and consumer warpgroups are not lowered "
+                          "yet; without it, one thread of the consumer warpgroups issues the "
+                          "TMA loads (remove the directive)"});
+    for (const auto &tiles : mm.tiles)
+      if (tiles.order != sched::TileOrder::OnePerCta)
+        refusals.push_back({tiles.origin.range,
+                            "tiles " + sched::tileOrderName(tiles.order).str() +
+                                ": only one output tile a CTA is lowered yet (tiles one_per_cta)"});
+    if (mm.cluster)
+      refusals.push_back({mm.cluster->origin.range,
+                          "cluster: thread-block clusters (and TMA multicast) are not lowered "
+                          "yet (remove the directive)"});
+    if (mm.epilogue && mm.epilogue->via != sched::EpilogueKind::Registers)
+      refusals.push_back(
+          {mm.epilogue->origin.range,
+           std::string(mm.epilogue->via == sched::EpilogueKind::SharedTmaStore
+                           ? "epilogue via shared tma_store"
+                           : "epilogue via shared") +
+               ": only the epilogue in registers is lowered yet (epilogue via registers)"});
+    if (mm.pipeline && !mm.pipeline->viaTma)
+      refusals.push_back({mm.pipeline->origin.range,
+                          "pipeline without 'via tma': the operand tiles are loaded by TMA "
+                          "only (pipeline N stages via tma)"});
+  }
+
+  bool checkDirectives() {
+    std::vector<Refusal> refusals;
+    loopDirectives(refusals);
+    matmulDirectives(refusals);
+    if (refusals.empty())
+      return true;
+    // The first refused directive in the text, so a schedule is fixed from the top.
+    const Refusal *first = &refusals.front();
+    for (const Refusal &r : refusals)
+      if (r.at.Start.getPointer() < first->at.Start.getPointer())
+        first = &r;
+    return unsupported(first->why, first->at);
+  }
+
+  bool planTiles() {
+    const sched::MatmulSchedule &mm = schedule_.matmul;
+    if (!mm.mma)
+      return unsupported("a matrix product is lowered from its mma tile: write, say, 'mma over " +
+                         dimName(plan_->k) +
+                         ": tile (128, 128, 64), warp (64, 128), instruction wgmma(64, 128, "
+                         "16);' and 'pipeline 3 stages via tma;'");
+    const sched::Applied<sched::Mma> &mma = *mm.mma;
+    plan_->mmaOrigin = {"mma over " + mma.reductionDim.text, mma.origin.range};
+    if (mma.instruction.text != "wgmma")
+      return unsupported("instruction " + mma.instruction.text + ": only wgmma is lowered",
+                         mma.instruction.range);
+    if (mma.ctaTile.size() != 3 || mma.warpTile.size() != 2 || mma.instructionShape.size() != 3)
+      return unsupported("the mma directive needs a tile (M, N, K), a warp tile (M, N) and an "
+                         "instruction shape (M, N, K)",
+                         mma.origin.range);
+    const sched::Count &bm = mma.ctaTile[0], &bn = mma.ctaTile[1], &bk = mma.ctaTile[2];
+    const sched::Count &wm = mma.warpTile[0], &wn = mma.warpTile[1];
+    const sched::Count &im = mma.instructionShape[0], &in = mma.instructionShape[1],
+                       &ik = mma.instructionShape[2];
+    int64_t rowElements = 128 / ir::dtypeBytes(plan_->a.dtype);
+    if (bk.value != rowElements)
+      return unsupported(llvm::formatv("a K tile of {0}: the operand tiles are rows of one "
+                                       "128-byte swizzle span, {1} {2} elements",
+                                       bk.value, rowElements, ir::dtypeName(plan_->a.dtype))
+                             .str(),
+                         bk.range);
+    if (im.value != 64 || ik.value != 16 || !wrappedInstructionN(in.value))
+      return unsupported(llvm::formatv("instruction wgmma({0}, {1}, {2}): m64nNk16 with N = 64, "
+                                       "128 or 256 is lowered",
+                                       im.value, in.value, ik.value)
+                             .str(),
+                         im.value != 64   ? im.range
+                         : ik.value != 16 ? ik.range
+                                          : in.range);
+    if (wm.value < 64 || wm.value % 64 != 0 || wn.value < in.value || wn.value % in.value != 0)
+      return unsupported(llvm::formatv("warp tile ({0}, {1}): a warpgroup's tile is whole "
+                                       "wgmma instructions (a multiple of 64 by a multiple of {2})",
+                                       wm.value, wn.value, in.value)
+                             .str(),
+                         wm.range);
+    if (bm.value % wm.value != 0 || bn.value % wn.value != 0)
+      return unsupported(llvm::formatv("warp tile ({0}, {1}) does not divide the tile ({2}, {3})",
+                                       wm.value, wn.value, bm.value, bn.value)
+                             .str(),
+                         wm.range);
+    if (bm.value > 256 || bn.value > 256)
+      return unsupported(
+          llvm::formatv("a tile of ({0}, {1}): a TMA box has at most 256 rows", bm.value, bn.value)
+              .str(),
+          bm.range);
+    plan_->tileM = bm.value;
+    plan_->tileN = bn.value;
+    plan_->tileK = bk.value;
+    plan_->warpM = wm.value;
+    plan_->warpN = wn.value;
+    plan_->instructionN = in.value;
+    plan_->warpgroups = plan_->warpgroupsM() * plan_->warpgroupsN();
+    if (plan_->accumulators() > 128)
+      return unsupported(llvm::formatv("warp tile ({0}, {1}): {2} f32 accumulators a thread; at "
+                                       "most 128 fit its registers (64 x 256 a warpgroup)",
+                                       wm.value, wn.value, plan_->accumulators())
+                             .str(),
+                         wm.range);
+    if (plan_->warpgroups > 4)
+      return unsupported(
+          llvm::formatv("{0} warpgroups a CTA; at most 4 are lowered", plan_->warpgroups).str(),
+          wm.range);
+    if (!mm.pipeline)
+      return unsupported("a matrix product needs its operand pipeline: write 'pipeline 3 stages "
+                         "via tma;'",
+                         mma.origin.range);
+    if (mm.pipeline->stages.value < 1)
+      return unsupported("a pipeline of fewer than one stage", mm.pipeline->stages.range);
+    plan_->stages = mm.pipeline->stages.value;
+    plan_->pipelineOrigin = {"pipeline " + std::to_string(plan_->stages) + " stages via tma",
+                             mm.pipeline->origin.range};
+    plan_->tilesOrigin = {"tiles one_per_cta",
+                          mm.tiles.empty() ? mma.origin.range : mm.tiles[0].origin.range};
+    plan_->epilogueOrigin = {"epilogue via registers",
+                             mm.epilogue ? mm.epilogue->origin.range : mma.origin.range};
+    return true;
+  }
+
+  const sched::Schedule &schedule_;
+  const ir::Fusion &fusion_;
+  DiagnosticEngine &diagnostics_;
+  std::unique_ptr<MatmulPlan> plan_;
+  std::vector<sched::TensorSchedule> roots_; // the unscheduled loops, for `reorder`
+};
+
+} // namespace
+
+std::unique_ptr<MatmulPlan> planMatmul(const sched::Schedule &schedule,
+                                       DiagnosticEngine &diagnostics) {
+  return MatmulPlanner(schedule, diagnostics).run();
+}
+
+} // namespace fsl::lower

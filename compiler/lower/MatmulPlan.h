@@ -1,0 +1,85 @@
+// MatmulPlan.h — what a matrix-product schedule asks of its kernel, before any statement.
+//
+// A fusion with a recognised matrix product (sema's Op::MatMul: sum(f32(a) * f32(b),
+// over K)) is lowered by its own path, not by the plan and passes of the normalizations
+// (Plan.h): the loops are the mma tiles, not the schedule's loop nests. This first step
+// reads the fusion and the declarative schedule (ScheduleIR.h, MatmulSchedule) into the
+// tile sizes, the pipeline depth, the warpgroups and the epilogue, and refuses with
+// `lowering-unsupported` what the path does not lower yet, each at its own line:
+//
+//   lowered     mma over K: tile (BM, BN, 64), warp (WM, WN), instruction wgmma(64, IN, 16)
+//               pipeline S stages via tma
+//               tiles one_per_cta            (also the default)
+//               epilogue via registers       (also the default)
+//               pdl                          (every sm_90 kernel has it)
+//   refused     warp_specialize, tiles persistent|stream_k|split_k, cluster,
+//               epilogue via shared [tma_store], a pipeline not via TMA, and the loop
+//               directives of the other schedules (split, parallelize, persistent, ...)
+//
+// Operands: `a: bf16|f16[M, K]` and `b: bf16|f16[N, K]`, both with K contiguous, read
+// through `f32(...)` casts (so each product is exact, as wgmma computes it). The
+// epilogue is every value the outputs need after the product: pointwise, over dimensions
+// of [M, N] only (bias [N], residual [M, N], scalars, casts).
+#pragma once
+
+#include "kir/IR.h"
+#include "schedule/ScheduleIR.h"
+
+#include <memory>
+#include <vector>
+
+namespace fsl {
+class DiagnosticEngine;
+}
+
+namespace fsl::lower {
+
+/// One operand of the product: a tensor parameter staged through shared memory by TMA.
+struct MatmulOperand {
+  const ir::Value *input = nullptr; // the Input value the product reads (through a cast)
+  unsigned param = 0;               // its fusion parameter
+  ir::DType dtype = ir::DType::BF16;
+};
+
+struct MatmulPlan {
+  const sched::Schedule *schedule = nullptr;
+  const ir::Fusion *fusion = nullptr;
+  const ir::Value *product = nullptr;
+  ir::DimId m = 0, n = 0, k = 0;
+  MatmulOperand a, b; // a: [M, K], b: [N, K]
+  /// The CTA tile (tileK is one 128-byte swizzled row of the operand type), a
+  /// warpgroup's tile, and the wgmma instruction's N (its M is 64 and its K 16).
+  int64_t tileM = 0, tileN = 0, tileK = 0;
+  int64_t warpM = 0, warpN = 0;
+  int64_t instructionN = 0;
+  int64_t stages = 1;
+  /// Consumer warpgroups of a CTA: (tileM / warpM) x (tileN / warpN), row-major.
+  int64_t warpgroups = 1;
+  /// The values the epilogue computes per accumulator element, in fusion order
+  /// (inputs, scalars and constants included; the product itself is the accumulator).
+  std::vector<const ir::Value *> epilogue;
+  /// The directives, for comments on the statements they produce (tiles and epilogue:
+  /// the mma directive when they are not written, as they are its defaults).
+  kir::Origin mmaOrigin, pipelineOrigin, tilesOrigin, epilogueOrigin;
+
+  int64_t warpgroupsM() const { return tileM / warpM; }
+  int64_t warpgroupsN() const { return tileN / warpN; }
+  /// wgmma instructions a warpgroup issues per k step, along M and along N.
+  int64_t instructionsM() const { return warpM / 64; }
+  int64_t instructionsN() const { return warpN / instructionN; }
+  /// f32 accumulators a thread holds: its warpgroup's tile over 128 threads.
+  int64_t accumulators() const { return warpM * warpN / 128; }
+  /// Bytes one stage of operand tiles takes in shared memory.
+  int64_t stageBytes() const;
+};
+
+/// Whether the fusion has a matrix product (and so takes the matmul path).
+bool hasMatmul(const ir::Fusion &fusion);
+
+/// The plan of one schedule of a fusion with a matrix product, or null after a
+/// `lowering-unsupported` diagnostic at the directive (or fusion line) that cannot be
+/// lowered yet.
+std::unique_ptr<MatmulPlan> planMatmul(const sched::Schedule &schedule,
+                                       DiagnosticEngine &diagnostics);
+
+} // namespace fsl::lower

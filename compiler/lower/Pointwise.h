@@ -1,0 +1,23 @@
+// Pointwise.h — a Fusion IR value's pointwise operation as a Kernel IR expression.
+//
+// Shared by the two builders of element bodies: the loop nests of the normalizations
+// (BuildLoopNests.cpp) and the epilogue of a matrix product (MatmulBuild.cpp), so an
+// operation is lowered one way whichever kernel computes it.
+#pragma once
+
+#include "kir/IR.h"
+
+#include <vector>
+
+namespace fsl::lower {
+
+/// The type a value of `type` has in a register (and in a persistent buffer): bf16 and
+/// f16 values live in f32 registers.
+ir::DType registerType(ir::DType type);
+
+/// `value`'s operation on `operands` (its operands' expressions, in order), typed as the
+/// value. Only pointwise operations (casts, unary, binary, where); anything else is an
+/// internal error.
+kir::Expr pointwiseOperation(const ir::Value &value, const std::vector<kir::Expr> &operands);
+
+} // namespace fsl::lower
