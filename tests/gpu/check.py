@@ -11,6 +11,7 @@ Prints a table; writes results.md into the output folder.
 import ctypes
 import datetime
 import os
+import re
 import sys
 
 import torch
@@ -127,8 +128,11 @@ def misaligned_refused(fusion, fn, err, H):
 def main():
     build, out = sys.argv[1], sys.argv[2]
     rows, failures = [], 0
-    for name in sorted(d for d in os.listdir(build) if os.path.isdir(os.path.join(build, d))):
-        # softmax_4096, or softmax_4096.unswitch for a variant of the example's schedule
+    # softmax_4096, or softmax_4096.unswitch for a variant of the example's schedule; other
+    # folders (jit/, matmul/) belong to other checks.
+    variant = re.compile(r"^[a-z_]+_[0-9]+(\.[a-z0-9_]+)?$")
+    for name in sorted(d for d in os.listdir(build)
+                       if os.path.isdir(os.path.join(build, d)) and variant.match(d)):
         fusion, size = name.rsplit("_", 1)
         H = int(size.split(".")[0])
         try:

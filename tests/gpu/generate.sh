@@ -30,6 +30,14 @@ variant() { # name fusion dim size sed-expression
 variant shared rms_norm_add H 16384 's/persistent h in registers/persistent h in shared/'
 variant unswitch softmax S 4096 's/    unroll Sp;/    unroll Sp;\n    unswitch Sp;/'
 rm -f "$out/err.txt"
+# The matrix product: the example's supported schedule (128 x 256 tiles, 4 stages) and a
+# 128 x 128 tile with 3 stages.
+mkdir -p "$out/matmul"
+"$fslc" --diagnostics-color=never -o "$out/matmul/t256" "$root/examples/linear_bias_gelu_simple.fsl"
+sed -e 's/tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16)/tile (128, 128, 64), warp (64, 128), instruction wgmma(64, 128, 16)/' \
+    -e 's/pipeline 4 stages/pipeline 3 stages/' "$root/examples/linear_bias_gelu_simple.fsl" \
+    > "$out/matmul/t128.fsl"
+"$fslc" --diagnostics-color=never -o "$out/matmul/t128" "$out/matmul/t128.fsl"
 # The JIT test on the GPU machine builds runtime/src/jit.cpp, which includes the device
 # header's text as CMake generated it here.
 mkdir -p "$out/jit" && cp "$root/build/runtime/generated/fsl_device_header.inc" "$out/jit/"
