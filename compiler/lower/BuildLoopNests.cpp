@@ -65,7 +65,7 @@ public:
   explicit Builder(LowerContext &cx) : cx_(cx), plan_(cx.plan), f_(cx.fusion) {}
 
   bool run() {
-    makeParameters();
+    cx_.addParameters();
     for (const PlannedLoop &loop : plan_.loops)
       cx_.loopVars.push_back(kir::makeVar(loop.name + "_i", ir::DType::I64));
     if (!makeRootIndices())
@@ -88,58 +88,6 @@ public:
   }
 
 private:
-  void makeParameters() {
-    kir::Kernel &k = cx_.kernel;
-    cx_.paramBuffers.resize(f_.params.size());
-    cx_.scalarVars.resize(f_.params.size());
-    for (unsigned i = 0; i < f_.params.size(); ++i) {
-      const ir::Param &param = f_.params[i];
-      kir::KernelParam kp;
-      kp.fusionParam = i;
-      if (param.dims.empty()) {
-        kp.kind = kir::KernelParam::Kind::Scalar;
-        kp.var = cx_.scalarVars[i] = kir::makeVar(param.name, param.dtype);
-      } else {
-        auto buffer = std::make_shared<kir::Buffer>();
-        buffer->name = param.name;
-        buffer->dtype = param.dtype;
-        buffer->space = kir::MemorySpace::Global;
-        buffer->written = buffer->inout = param.isInout;
-        kp.buffer = cx_.paramBuffers[i] = buffer;
-        cx_.bufferDims[buffer.get()] = param.dims;
-      }
-      k.params.push_back(kp);
-    }
-    cx_.outputBuffers.resize(f_.outputs.size());
-    for (unsigned o = 0; o < f_.outputs.size(); ++o) {
-      const ir::Output &output = f_.outputs[o];
-      if (output.isInout) {
-        cx_.outputBuffers[o] = cx_.paramBuffers[output.paramIndex];
-        continue;
-      }
-      auto buffer = std::make_shared<kir::Buffer>();
-      buffer->name = output.name;
-      buffer->dtype = output.dtype;
-      buffer->space = kir::MemorySpace::Global;
-      buffer->written = true;
-      cx_.outputBuffers[o] = buffer;
-      cx_.bufferDims[buffer.get()] = output.dims;
-      kir::KernelParam kp;
-      kp.kind = kir::KernelParam::Kind::Tensor;
-      kp.buffer = buffer;
-      kp.fusionParam = o;
-      kp.isOutput = true;
-      k.params.push_back(kp);
-    }
-    for (ir::DimId d = 0; d < f_.dims.size(); ++d)
-      if (cx_.dimVars[d]) {
-        kir::KernelParam kp;
-        kp.kind = kir::KernelParam::Kind::Dim;
-        kp.var = cx_.dimVars[d];
-        k.params.push_back(kp);
-      }
-  }
-
   /// Each dimension's index from the loop variables: the transforms walked backwards.
   bool makeRootIndices() {
     std::map<std::string, Expr> index;

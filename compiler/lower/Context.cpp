@@ -5,6 +5,65 @@
 
 namespace fsl::lower {
 
+void LowerContext::addParameters(
+    const std::function<kir::TensorMapPtr(unsigned, const kir::BufferPtr &)> &tensorMapOf) {
+  auto globalBuffer = [](const std::string &name, ir::DType dtype, bool written, bool inout) {
+    auto buffer = std::make_shared<kir::Buffer>();
+    buffer->name = name;
+    buffer->dtype = dtype;
+    buffer->space = kir::MemorySpace::Global;
+    buffer->written = written;
+    buffer->inout = inout;
+    return buffer;
+  };
+  paramBuffers.resize(fusion.params.size());
+  scalarVars.resize(fusion.params.size());
+  for (unsigned i = 0; i < fusion.params.size(); ++i) {
+    const ir::Param &param = fusion.params[i];
+    kir::KernelParam kp;
+    kp.fusionParam = i;
+    if (param.dims.empty()) {
+      kp.kind = kir::KernelParam::Kind::Scalar;
+      kp.var = scalarVars[i] = kir::makeVar(param.name, param.dtype);
+    } else {
+      kir::BufferPtr buffer = globalBuffer(param.name, param.dtype, param.isInout, param.isInout);
+      paramBuffers[i] = buffer;
+      bufferDims[buffer.get()] = param.dims;
+      kir::TensorMapPtr map = tensorMapOf ? tensorMapOf(i, buffer) : nullptr;
+      kp.kind = map ? kir::KernelParam::Kind::TensorMap : kir::KernelParam::Kind::Tensor;
+      if (map)
+        kp.tensorMap = map;
+      else
+        kp.buffer = buffer;
+    }
+    kernel.params.push_back(kp);
+  }
+  outputBuffers.resize(fusion.outputs.size());
+  for (unsigned o = 0; o < fusion.outputs.size(); ++o) {
+    const ir::Output &output = fusion.outputs[o];
+    if (output.isInout) {
+      outputBuffers[o] = paramBuffers[output.paramIndex];
+      continue;
+    }
+    kir::BufferPtr buffer = globalBuffer(output.name, output.dtype, true, false);
+    outputBuffers[o] = buffer;
+    bufferDims[buffer.get()] = output.dims;
+    kir::KernelParam kp;
+    kp.kind = kir::KernelParam::Kind::Tensor;
+    kp.buffer = buffer;
+    kp.fusionParam = o;
+    kp.isOutput = true;
+    kernel.params.push_back(kp);
+  }
+  for (ir::DimId d = 0; d < fusion.dims.size(); ++d)
+    if (dimVars[d]) {
+      kir::KernelParam kp;
+      kp.kind = kir::KernelParam::Kind::Dim;
+      kp.var = dimVars[d];
+      kernel.params.push_back(kp);
+    }
+}
+
 kir::Expr LowerContext::dimExtent(ir::DimId dim) const {
   if (fusion.dims[dim].staticExtent)
     return kir::index(*fusion.dims[dim].staticExtent);

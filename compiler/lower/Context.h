@@ -8,6 +8,7 @@
 #include "kir/IR.h"
 #include "lower/Plan.h"
 
+#include <functional>
 #include <map>
 
 namespace fsl {
@@ -53,6 +54,13 @@ struct LowerContext {
 
   LowerContext(const Plan &plan, const LowerOptions &options, DiagnosticEngine &diagnostics)
       : plan(plan), fusion(*plan.fusion), options(options), diagnostics(diagnostics) {}
+
+  /// The kernel's parameters, in the order every kernel of a fusion has them: the
+  /// fusion's parameters (tensors as global buffers, scalars as variables; a tensor that
+  /// `tensorMapOf` maps is passed as a TMA tensor map instead), the outputs that are not
+  /// inout parameters, then the runtime dimensions. Fills the handles below.
+  void addParameters(const std::function<kir::TensorMapPtr(unsigned param, const kir::BufferPtr &)>
+                         &tensorMapOf = {});
 
   kir::Expr dimExtent(ir::DimId dim) const;
   kir::Expr extentOf(const sched::Extent &extent) const;

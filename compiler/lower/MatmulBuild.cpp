@@ -101,7 +101,12 @@ public:
 
   bool run() {
     reserveNames();
-    makeParameters();
+    // The product's operands are passed as TMA tensor maps.
+    cx_.addParameters([&](unsigned param, const kir::BufferPtr &buffer) -> kir::TensorMapPtr {
+      if (!isOperand(param))
+        return nullptr;
+      return (param == plan_.a.param ? mapA_ : mapB_) = tensorMap(f_.params[param], buffer);
+    });
     mTile_ = kir::makeVar(fresh("m_tile"), ir::DType::I64);
     nTile_ = kir::makeVar(fresh("n_tile"), ir::DType::I64);
     tid_ = kir::makeVar(fresh("tid"), ir::DType::I64);
@@ -159,68 +164,6 @@ private:
   }
 
   bool isOperand(unsigned param) const { return param == plan_.a.param || param == plan_.b.param; }
-
-  /// Tensor parameters, with the product's operands as TMA tensor maps; scalars; outputs;
-  /// runtime dimensions (the order of the normalizations' kernels).
-  void makeParameters() {
-    kir::Kernel &k = cx_.kernel;
-    cx_.paramBuffers.resize(f_.params.size());
-    cx_.scalarVars.resize(f_.params.size());
-    for (unsigned i = 0; i < f_.params.size(); ++i) {
-      const ir::Param &param = f_.params[i];
-      kir::KernelParam kp;
-      kp.fusionParam = i;
-      if (param.dims.empty()) {
-        kp.kind = kir::KernelParam::Kind::Scalar;
-        kp.var = cx_.scalarVars[i] = kir::makeVar(param.name, param.dtype);
-        k.params.push_back(kp);
-        continue;
-      }
-      auto buffer = std::make_shared<kir::Buffer>();
-      buffer->name = param.name;
-      buffer->dtype = param.dtype;
-      buffer->space = kir::MemorySpace::Global;
-      buffer->written = buffer->inout = param.isInout;
-      cx_.paramBuffers[i] = buffer;
-      cx_.bufferDims[buffer.get()] = param.dims;
-      if (isOperand(i)) {
-        kp.kind = kir::KernelParam::Kind::TensorMap;
-        kp.tensorMap = (i == plan_.a.param ? mapA_ : mapB_) = tensorMap(param, buffer);
-      } else {
-        kp.kind = kir::KernelParam::Kind::Tensor;
-        kp.buffer = buffer;
-      }
-      k.params.push_back(kp);
-    }
-    cx_.outputBuffers.resize(f_.outputs.size());
-    for (unsigned o = 0; o < f_.outputs.size(); ++o) {
-      const ir::Output &output = f_.outputs[o];
-      if (output.isInout) {
-        cx_.outputBuffers[o] = cx_.paramBuffers[output.paramIndex];
-        continue;
-      }
-      auto buffer = std::make_shared<kir::Buffer>();
-      buffer->name = output.name;
-      buffer->dtype = output.dtype;
-      buffer->space = kir::MemorySpace::Global;
-      buffer->written = true;
-      cx_.outputBuffers[o] = buffer;
-      cx_.bufferDims[buffer.get()] = output.dims;
-      kir::KernelParam kp;
-      kp.kind = kir::KernelParam::Kind::Tensor;
-      kp.buffer = buffer;
-      kp.fusionParam = o;
-      kp.isOutput = true;
-      k.params.push_back(kp);
-    }
-    for (ir::DimId d = 0; d < f_.dims.size(); ++d)
-      if (cx_.dimVars[d]) {
-        kir::KernelParam kp;
-        kp.kind = kir::KernelParam::Kind::Dim;
-        kp.var = cx_.dimVars[d];
-        k.params.push_back(kp);
-      }
-  }
 
   /// An operand's tensor map: boxes of (tile rows) x (one 128-byte row of K), swizzled.
   kir::TensorMapPtr tensorMap(const ir::Param &param, const kir::BufferPtr &buffer) {
