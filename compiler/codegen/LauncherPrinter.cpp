@@ -239,6 +239,16 @@ private:
               "void *, const cuuint64_t *, const cuuint64_t *, const cuuint32_t *, const "
               "cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion, "
               "CUtensorMapFloatOOBfill);\n"
+           << "  // What TMA cannot take is refused here, before any CUDA call, with the tensor's\n"
+           << "  // name: the base address and every row stride must be multiples of 16 bytes.\n"
+           << "  if ((uintptr_t)data % 16 != 0)\n"
+           << "    return fsl_fail(FSL_ERROR_ALIGNMENT, \"%s: data pointer %p is not aligned to 16 "
+              "bytes (TMA copies need 16-byte aligned tensors)\", name, data);\n"
+           << "  for (cuuint32_t i = 0; i + 1 < rank; ++i)\n"
+           << "    if (strides[i] % 16 != 0)\n"
+           << "      return fsl_fail(FSL_ERROR_SIZE, \"%s: rows of %llu bytes are not a multiple "
+              "of 16 bytes (TMA copies need 16-byte row strides: pad the contiguous dimension)\", "
+              "name, (unsigned long long)strides[i]);\n"
            << "  static Encode encode = nullptr;\n"
            << "  if (!encode) {\n"
            << "    void *entry = nullptr;\n"
@@ -404,7 +414,7 @@ private:
            << llvm::join(strides, ", ") << "};\n";
     out_ << indent << "  const cuuint32_t box[" << rank << "] = {" << llvm::join(box, ", ")
          << "};\n"
-         << indent << "  if ((status = fsl_encode_tensor_map(&" << map.name << ", \"" << map.name
+         << indent << "  if ((status = fsl_encode_tensor_map(&" << map.name << ", \"" << tensor
          << "\", " << tensorMapDType(global.dtype) << ", " << rank << ", " << tensor << "->data, "
          << "sizes, " << (strides.empty() ? "nullptr" : "strides") << ", box, "
          << tensorMapSwizzle(map.swizzle) << ")) != FSL_OK)\n"

@@ -56,6 +56,11 @@ done
 "$nvcc" "${flags[@]}" "${strict[@]}" -I "$work/rms_norm_add" -o "$work/validation" \
   "$root/tests/launcher/validation_test.cpp" "$work/rms_norm_add/rms_norm_add.cu"
 "$work/validation"
+# The matmul launcher refuses what TMA cannot copy, before any CUDA call (no GPU needed).
+"$fslc" --emit=cuda -o "$work/matmul" "$root/examples/linear_bias_gelu_simple.fsl"
+"$nvcc" "${flags[@]}" "${strict[@]}" -I "$work/matmul" -o "$work/tma_validation" \
+  "$root/tests/launcher/tma_validation_test.cpp" "$work/matmul/linear_bias_gelu.cu"
+"$work/tma_validation"
 # The launch status test needs a GPU; without one it says so and passes.
 "$nvcc" "${flags[@]}" "${strict[@]}" -I "$work/rms_norm_add" -o "$work/launch_status" \
   "$root/tests/launcher/launch_status_test.cu" "$work/rms_norm_add/rms_norm_add.cu"
