@@ -2,6 +2,8 @@
 // refusals of what the matmul lowering does not do yet.
 #include "lower/MatmulPlan.h"
 
+#include "lower/Plan.h"
+
 #include "schedule/ScheduleBuilder.h"
 #include "support/Diagnostics.h"
 
@@ -50,9 +52,7 @@ public:
 
 private:
   bool unsupported(const std::string &why, llvm::SMRange at = {}) {
-    diagnostics_.report(DiagId::LoweringUnsupported,
-                        at.isValid() ? at : schedule_.header.fusionRange, why);
-    return false;
+    return reportUnsupported(diagnostics_, schedule_, why, at);
   }
 
   // --- The fusion ---------------------------------------------------------------------

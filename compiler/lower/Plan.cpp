@@ -12,6 +12,13 @@ namespace fsl::lower {
 
 using sched::Parallel;
 
+bool reportUnsupported(DiagnosticEngine &diagnostics, const sched::Schedule &schedule,
+                       const std::string &why, llvm::SMRange at) {
+  diagnostics.report(DiagId::LoweringUnsupported, at.isValid() ? at : schedule.header.fusionRange,
+                     why);
+  return false;
+}
+
 std::vector<int> Plan::serialLoops() const {
   std::vector<int> result;
   for (size_t i = 0; i < loops.size(); ++i)
@@ -56,9 +63,7 @@ public:
 
 private:
   bool unsupported(const std::string &why, llvm::SMRange at = {}) {
-    diagnostics_.report(DiagId::LoweringUnsupported,
-                        at.isValid() ? at : schedule_.header.fusionRange, why);
-    return false;
+    return reportUnsupported(diagnostics_, schedule_, why, at);
   }
 
   /// Directives the lowering cannot honour are refused at their own line; the ones that

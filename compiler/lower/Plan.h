@@ -63,6 +63,11 @@ struct Plan {
   std::optional<int64_t> staticThreads() const;
 };
 
+/// Reports `lowering-unsupported` with `why` at `at`, or at the schedule's fusion name when
+/// `at` is empty; returns false, for `return unsupported(...)`.
+bool reportUnsupported(DiagnosticEngine &diagnostics, const sched::Schedule &schedule,
+                       const std::string &why, llvm::SMRange at = {});
+
 /// The plan of one schedule, or null after a `lowering-unsupported` diagnostic at the
 /// directive (or schedule) that asks for what cannot be lowered.
 std::unique_ptr<Plan> planKernel(const sched::Schedule &schedule, DiagnosticEngine &diagnostics);

@@ -7,29 +7,19 @@
 // addresses below are never dereferenced.
 #include "linear_bias_gelu.h"
 
+#include "FakeTensor.h"
+
 #include <cstdio>
 #include <cstring>
 
 namespace {
 
-int failures = 0;
-alignas(64) unsigned char fake[1 << 20];
 
 fsl_tensor tensor(size_t offsetBytes, std::initializer_list<int64_t> sizes) {
-  fsl_tensor t{};
-  t.data = fake + offsetBytes;
-  t.dtype = FSL_BF16;
-  t.rank = static_cast<int32_t>(sizes.size());
-  int i = 0;
-  for (int64_t size : sizes)
-    t.sizes[i++] = size;
-  int64_t stride = 1;
-  for (int d = t.rank - 1; d >= 0; --d) {
-    t.strides[d] = stride;
-    stride *= t.sizes[d];
-  }
-  return t;
+  return fsl_test::tensor(offsetBytes, FSL_BF16, sizes);
 }
+
+int failures = 0;
 
 void expect(const char *what, fsl_status status, fsl_status expected, const char *message) {
   const char *got = fsl_linear_bias_gelu_error();

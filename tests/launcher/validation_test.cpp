@@ -5,30 +5,17 @@
 // (they are addresses of a host array, never dereferenced).
 #include "rms_norm_add.h"
 
+#include "FakeTensor.h"
+
 #include <cstdio>
 #include <cstring>
 
 namespace {
 
+using fsl_test::tensor;
+
 int failures = 0;
 int checks = 0;
-alignas(64) unsigned char fake[1 << 16];
-
-fsl_tensor tensor(size_t offsetBytes, fsl_dtype dtype, std::initializer_list<int64_t> sizes) {
-  fsl_tensor t{};
-  t.data = fake + offsetBytes;
-  t.dtype = dtype;
-  t.rank = static_cast<int32_t>(sizes.size());
-  int i = 0;
-  for (int64_t size : sizes)
-    t.sizes[i++] = size;
-  int64_t stride = 1;
-  for (int d = t.rank - 1; d >= 0; --d) {
-    t.strides[d] = stride;
-    stride *= t.sizes[d];
-  }
-  return t;
-}
 
 struct Case {
   fsl_tensor x = tensor(0, FSL_BF16, {4, 4096});
