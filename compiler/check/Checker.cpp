@@ -370,15 +370,22 @@ private:
                             "from 24 to 256",
                             regs->value)
                   .str());
+      // setmaxnreg moves registers within what the CTA was launched with: each thread
+      // gets the register file over the block's threads (in steps of 8, at most 256), and
+      // the roles' counts must fit that pool, or setmaxnreg.inc waits forever.
       int64_t total =
           128 * (ws.producerRegs.value + ws.consumerCount.value * ws.consumerRegs.value);
-      if (total > target_.registersPerSm)
+      int64_t threads = 128 * (ws.consumerCount.value + 1);
+      int64_t atLaunch =
+          threads > 0 ? std::min<int64_t>(256, target_.registersPerSm / threads / 8 * 8) : 0;
+      bool countsValid = validCount(ws.producerRegs.value) && validCount(ws.consumerRegs.value);
+      if (countsValid && ws.consumerCount.value >= 1 && total > threads * atLaunch)
         diagnostics_.report(
             DiagId::WarpRolesRegisters, ws.origin.range,
-            llvm::formatv("warp roles need 128 x ({0} + {1} x {2}) = {3} registers; "
-                          "{4} has {5} per SM",
+            llvm::formatv("warp roles need 128 x ({0} + {1} x {2}) = {3} registers; a block of "
+                          "{4} threads is launched with {5} a thread on {6} ({7} in all)",
                           ws.producerRegs.value, ws.consumerCount.value, ws.consumerRegs.value,
-                          total, target_.name, target_.registersPerSm)
+                          total, threads, atLaunch, target_.name, threads * atLaunch)
                 .str());
     }
 
@@ -393,9 +400,12 @@ private:
         operandBytes = ir::dtypeBytes(source->dtype);
       }
       int64_t stageBytes = (m * k + n * k) * operandBytes;
-      int64_t total = mm.pipeline->stages.value * stageBytes;
-      std::string parts =
-          llvm::formatv("{0} stages of {1} bytes", mm.pipeline->stages.value, stageBytes).str();
+      // Each stage has a `full` mbarrier, and an `empty` one with a producer warpgroup.
+      int64_t barrierBytes = 8 * (mm.warpSpecialize ? 2 : 1);
+      int64_t total = mm.pipeline->stages.value * (stageBytes + barrierBytes);
+      std::string parts = llvm::formatv("{0} stages of {1} bytes", mm.pipeline->stages.value,
+                                        stageBytes + barrierBytes)
+                              .str();
       if (mm.epilogue && mm.epilogue->via != sched::EpilogueKind::Registers) {
         int64_t epilogueBytes =
             m * n *

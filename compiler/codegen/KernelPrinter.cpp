@@ -67,6 +67,7 @@ enum Precedence : int {
   Conditional = 3,
   LogicalOr = 4,
   LogicalAnd = 5,
+  BitwiseXor = 7,
   Equality = 9,
   Relational = 10,
   Additive = 12,
@@ -301,6 +302,9 @@ private:
     }
     case BinaryOp::Pow:
       computed = call2(mathFunction("pow", type), e);
+      break;
+    case BinaryOp::Xor:
+      computed = infix(e, "^", BitwiseXor);
       break;
     case BinaryOp::Lt:
       return infix(e, "<", Relational);

@@ -392,6 +392,7 @@ private:
     print.out = &err_;
     lower::LowerOptions lowerOptions;
     lowerOptions.registersPerSm = settings_.target.registersPerSm;
+    lowerOptions.smCount = settings_.target.smCount;
     for (const auto &fusion : unit.program->fusions) {
       std::vector<const sched::Schedule *> schedules;
       for (const auto &schedule : unit.schedules)

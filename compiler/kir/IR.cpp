@@ -76,6 +76,7 @@ bool isComparison(BinaryOp op) {
   case BinaryOp::Min:
   case BinaryOp::Max:
   case BinaryOp::Pow:
+  case BinaryOp::Xor:
     return false;
   }
   FSL_UNREACHABLE("binary op");
@@ -131,6 +132,8 @@ std::optional<int64_t> foldIntegers(BinaryOp op, int64_t a, int64_t b) {
     return std::min(a, b);
   case BinaryOp::Max:
     return std::max(a, b);
+  case BinaryOp::Xor:
+    return a ^ b;
   case BinaryOp::Lt:
     return a < b;
   case BinaryOp::Le:
@@ -266,6 +269,8 @@ llvm::StringRef binaryName(BinaryOp op) {
     return "&&";
   case BinaryOp::Or:
     return "||";
+  case BinaryOp::Xor:
+    return "^";
   }
   FSL_UNREACHABLE("binary op");
 }

@@ -103,7 +103,26 @@ enum class UnaryOp { Neg, Not, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Erf, Abs };
 
 /// Div and Mod on integers round toward zero (C); on floats Div is IEEE division.
 /// Min and Max on floats propagate NaN (the reference's semantics).
-enum class BinaryOp { Add, Sub, Mul, Div, Mod, Min, Max, Pow, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
+/// Xor: bitwise exclusive or of non-negative integers (swizzled shared-memory addresses).
+enum class BinaryOp {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Mod,
+  Min,
+  Max,
+  Pow,
+  Xor,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Eq,
+  Ne,
+  And,
+  Or
+};
 
 struct ExprNode;
 using Expr = std::shared_ptr<const ExprNode>;

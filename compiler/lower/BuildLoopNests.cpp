@@ -21,19 +21,6 @@ namespace {
 using kir::Expr;
 using kir::Stmt;
 
-std::string valueName(const ir::Value &value) {
-  return value.name.empty() ? "v" + std::to_string(value.id)
-                            : value.name + "_" + std::to_string(value.id);
-}
-
-/// `s` as coming from `range` of the fusion, which the CUDA printer names as "file:LINE"
-/// (the origin's text stays empty: the statement's comment already says what it is).
-Stmt from(const Stmt &s, llvm::SMRange range) {
-  auto node = std::make_shared<kir::StmtNode>(*s);
-  node->origin.range = range;
-  return node;
-}
-
 kir::Axis axisOf(sched::Parallel parallel) {
   switch (parallel) {
   case sched::Parallel::BIDx:
@@ -254,7 +241,7 @@ private:
         continue;
       }
       kir::VarPtr v = kir::makeVar(valueName(*value), type);
-      element.push_back(from(kir::let(v, expr, value->name), value->range));
+      element.push_back(fromFusion(kir::let(v, expr, value->name), value->range));
       values[value->id] = kir::var(v);
     }
   }
@@ -292,7 +279,7 @@ private:
                                                          : 0;
       kir::VarPtr acc = kir::makeVar(valueName(*reduction) + "_acc", type);
       accumulators[reduction->id] = acc;
-      out.push_back(from(
+      out.push_back(fromFusion(
           kir::declare(acc, kir::constant(init, type),
                        ir::opName(reduction->op).str() + " of " +
                            (reduction->name.empty() ? valueName(*reduction) : reduction->name)),
@@ -312,9 +299,9 @@ private:
       std::map<unsigned, Expr> values;
       computeValues(p, phase.values, closure(ownNest, p, fromBuffer), fromBuffer, values, producer);
       for (const ir::Value *saved : ownNest)
-        producer.push_back(from(kir::store(persistentBuffers_.at(saved->id), bufferIndex(saved->id),
-                                           values.at(saved->id)),
-                                saved->range));
+        producer.push_back(fromFusion(kir::store(persistentBuffers_.at(saved->id),
+                                                 bufferIndex(saved->id), values.at(saved->id)),
+                                      saved->range));
       Stmt nest =
           labelled(kir::block({serialNest(kir::block(std::move(producer)))}), labels::PhaseNest);
       auto node = std::make_shared<kir::StmtNode>(*nest);
@@ -339,25 +326,25 @@ private:
       return kir::var(results_.at(value->id));
     };
     for (const ir::Value *saved : saves)
-      element.push_back(
-          from(kir::store(persistentBuffers_.at(saved->id), bufferIndex(saved->id), valueOf(saved)),
-               saved->range));
+      element.push_back(fromFusion(
+          kir::store(persistentBuffers_.at(saved->id), bufferIndex(saved->id), valueOf(saved)),
+          saved->range));
     for (const ir::Value *reduction : phase.reductions) {
       const kir::VarPtr &acc = accumulators[reduction->id];
       Expr operand = valueOf(reduction->operands[0]);
       kir::BinaryOp combine = reduction->op == ir::Op::ReduceMax   ? kir::BinaryOp::Max
                               : reduction->op == ir::Op::ReduceMin ? kir::BinaryOp::Min
                                                                    : kir::BinaryOp::Add;
-      element.push_back(
-          from(kir::assign(acc, kir::binary(combine, kir::var(acc), operand)), reduction->range));
+      element.push_back(fromFusion(kir::assign(acc, kir::binary(combine, kir::var(acc), operand)),
+                                   reduction->range));
     }
     for (const ir::Output *output : phase.stores) {
       unsigned o = static_cast<unsigned>(output - f_.outputs.data());
       // An inout write-back's range is its assignment; an output's is its declaration in
       // the signature, so its store names the assigned expression instead.
-      element.push_back(
-          from(kir::store(cx_.outputBuffers[o], cx_.offsetOf(output->dims), valueOf(output->value)),
-               output->isInout ? output->range : output->value->range));
+      element.push_back(fromFusion(
+          kir::store(cx_.outputBuffers[o], cx_.offsetOf(output->dims), valueOf(output->value)),
+          output->isInout ? output->range : output->value->range));
     }
     out.push_back(
         labelled(kir::block({serialNest(kir::block(std::move(element)))}), labels::PhaseNest));
@@ -383,7 +370,7 @@ private:
         total = kir::cast(reduction->dtype, total);
       kir::VarPtr result = kir::makeVar(valueName(*reduction), reduction->dtype);
       results_[reduction->id] = result;
-      out.push_back(from(kir::let(result, total, reduction->name), reduction->range));
+      out.push_back(fromFusion(kir::let(result, total, reduction->name), reduction->range));
     }
   }
 

@@ -28,6 +28,8 @@ inline constexpr const char *ClampedStore = "clamped-store"; // a store past a c
 struct LowerOptions {
   /// The register file of an SM: `maxrregcount N` becomes a minimum of blocks an SM.
   int64_t registersPerSm = 65536;
+  /// SMs of the target: persistent matmul CTAs, one each.
+  int64_t smCount = 132;
 };
 
 struct LowerContext {

@@ -101,7 +101,7 @@ std::optional<kir::Kernel> lowerKernel(const sched::Schedule &schedule, const st
   std::unique_ptr<lower::MatmulPlan> matmul;
   std::unique_ptr<lower::Plan> plan;
   if (lower::hasMatmul(*schedule.fusion)) {
-    matmul = lower::planMatmul(schedule, diagnostics);
+    matmul = lower::planMatmul(schedule, options.smCount, diagnostics);
     if (!matmul)
       return std::nullopt;
     // The context's plan only names the schedule and the fusion on this path.

@@ -5,34 +5,40 @@
 // by these passes; as for the others, the verifier runs after each and
 // `--print-after=NAME` prints the kernel then.
 //
-//   build-matmul   parameters (TMA tensor maps for the operands), the grid of output
-//                  tiles and the consumer warpgroups, the shared operand ring with its
-//                  mbarriers, the K loop (TMA loads S - 1 stages ahead by one elected
-//                  thread, parity waits, wgmma over the k steps) and the epilogue on the
-//                  accumulator fragments with predicated stores; the launch shape
+//   build-matmul   parameters (TMA tensor maps for the operands, and for the output of a
+//                  TMA-store epilogue), the walk over output tiles, the warp roles, the
+//                  shared operand ring with its mbarriers, the K loop and the epilogue;
+//                  the launch shape (MatmulBuilder.h lists its files)
 //   simplify       index arithmetic folded with the loops' ranges
 //
-// The kernel, one output tile a CTA (BM x BN), W = (BM / WM) x (BN / WN) warpgroups:
+// The kernel, W = (BM / WM) x (BN / WN) consumer warpgroups, S stages:
 //
-//   for m_tile parallel BIDx [ceil(M / BM)], n_tile parallel BIDy [ceil(N / BN)]
-//     for tid parallel TIDx [128 W], warpgroup parallel Warpgroup [W]
+//   one_per_cta: for m_tile parallel BIDx [ceil(M / BM)], n_tile parallel BIDy [ceil(N / BN)]
+//   persistent:  for cta parallel BIDx [min(tiles, SMs)]
+//     for tid parallel TIDx, warpgroup parallel Warpgroup [W, or W + 1 with a producer]
 //       shared: S stages of the a tile (BM x 64) and the b tile (BN x 64), 128-byte
-//               swizzle; S full mbarriers
-//       local:  the f32 accumulator fragments, WM x WN / 128 a thread, zeroed
-//       tid 0: mbarrier.init x S; barrier
-//       tid 0: expect-tx + TMA loads of k tiles 0 .. S - 2
-//       for k_tile in [0, ceil(K / 64)):
-//         tid 0: expect-tx + TMA loads of k tile k_tile + S - 1 (into the stage freed by
-//                the barrier that ended the previous iteration)
-//         wait full[k_tile % S] parity (k_tile / S) % 2
-//         wgmma fence; 4 k steps x (WM / 64) x (WN / IN) wgmma m64nINk16; commit; wait 0
-//         barrier (every warpgroup is done reading the stage before it is refilled)
-//       epilogue: per fragment element, its (row, col); if row < M && col < N, the
-//                 fusion's pointwise epilogue on the accumulator, stored to the outputs
+//               swizzle; [the output tile, BN / 64 swizzled column blocks of BM x 64];
+//               S full mbarriers [and S empty ones with a producer]
+//       tid 0: mbarrier.init; barrier
+//       without warp_specialize: the consumers' loop below, where thread 0 also loads
+//         S - 1 stages ahead and a block barrier ends each k tile
+//       with it:
+//         warpgroup 0 (setmaxnreg.dec P): thread 0, for each tile and k tile:
+//           wait empty[stage] (previous use), expect-tx full[stage], TMA a and b
+//         warpgroups 1 .. W (setmaxnreg.inc C): for each tile:
+//           zero the accumulators
+//           for k tile: wait full[stage]; wgmma fence, the k steps' wgmma, commit;
+//                       wait 1; one thread a warpgroup arrives on empty[previous stage]
+//           wait 0; release the last stage
+//           epilogue: per fragment element (row, col) inside the output, the fusion's
+//             pointwise epilogue, stored to the outputs, or to the shared tile which
+//             then goes out by TMA stores (one thread) or 16-byte copies
 //
+// Tiles (tile_iter-th of a CTA's) number the stage uses across the CTA's tiles: use
+// `it = tile_iter * k_tiles + k_tile` is in stage `it % S` with parity `(it / S) % 2`.
 // The M, N and K tails need no code in the loop: TMA fills the parts of a box outside the
 // tensor with zeros (a zero K column adds nothing), and the epilogue stores only elements
-// inside the output.
+// inside the output (TMA stores clip at the tensor's edges).
 #pragma once
 
 #include "lower/Context.h"

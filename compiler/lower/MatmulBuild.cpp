@@ -1,84 +1,24 @@
-// MatmulBuild.cpp — the `build-matmul` pass: a matrix-product plan as Kernel IR (the
-// kernel's shape is drawn in Matmul.h).
-//
-// The layouts follow the simulator's reading of the Hopper nodes (sim/Simulator.h) and
-// the hardware's: a stage's a tile is BM rows of 64 bf16 (128 bytes, K contiguous), written
-// by one TMA box with the 128-byte swizzle at a 1024-byte aligned offset; wgmma reads rows
-// of M (or N) one swizzle span apart, so the operand of k step `ks` starts `ks * 16`
-// elements into the row and that of instruction row `mi` `mi * 64` rows down. The
-// accumulator fragment of instruction (mi, ni) is `(mi * NI + ni) * IN / 2` floats into
-// the thread's array; its element `ns * 4 + h * 2 + c` holds row `16 (lane / 32) +
-// (lane % 32) / 4 + 8 h`, column `8 ns + 2 (lane % 4) + c` of the m64nIN tile (PTX ISA,
-// wgmma m64nNk16 accumulator fragments).
-#include "lower/Matmul.h"
+// MatmulBuild.cpp — the `build-matmul` pass: parameters, shared storage, the walk over
+// output tiles, the warp roles and the launch shape (the kernel's shape is drawn in
+// Matmul.h; MatmulBuilder.h lists the builder's parts).
+#include "lower/MatmulBuilder.h"
 #include "lower/Pointwise.h"
 
 #include "support/Internal.h"
 
-#include <llvm/ADT/STLExtras.h>
-
-#include <functional>
-#include <set>
-
 namespace fsl::lower {
-namespace {
 
 using kir::Expr;
 using kir::Stmt;
 using kir::StmtKind;
 
-std::string valueName(const ir::Value &value) {
-  return value.name.empty() ? "v" + std::to_string(value.id)
-                            : value.name + "_" + std::to_string(value.id);
-}
+namespace {
 
-// --- Hopper statements (IR.h has constructors for the generic ones only) ------------------
-
-std::shared_ptr<kir::StmtNode> node(StmtKind kind, std::string comment = {}) {
-  auto s = std::make_shared<kir::StmtNode>();
-  s->kind = kind;
-  s->comment = std::move(comment);
-  return s;
-}
-
-Stmt mbarrierOp(StmtKind kind, const kir::BufferPtr &barrier, Expr index, Expr count,
-                std::string comment = {}) {
-  auto s = node(kind, std::move(comment));
-  s->buffer = barrier;
-  s->index = std::move(index);
-  s->count = std::move(count);
-  return s;
-}
-
-Stmt tmaLoad(const kir::TensorMapPtr &map, std::vector<Expr> coordinates,
-             const kir::BufferPtr &tile, Expr offset, const kir::BufferPtr &barrier,
-             Expr barrierIndex) {
-  auto s = node(StmtKind::TmaLoad);
-  s->tensorMap = map;
-  s->coordinates = std::move(coordinates);
-  s->buffer = tile;
-  s->index = std::move(offset);
-  s->barrier = barrier;
-  s->barrierIndex = std::move(barrierIndex);
-  return s;
-}
-
-Stmt wgmmaWait(int64_t pending, std::string comment) {
-  auto s = node(StmtKind::WgmmaWait, std::move(comment));
-  s->pending = pending;
-  return s;
-}
-
-/// `s` as coming from `range` of the fusion (for the CUDA printer's source lines).
-Stmt from(const Stmt &s, llvm::SMRange range) {
-  auto node = std::make_shared<kir::StmtNode>(*s);
-  node->origin.range = range;
-  return node;
-}
-
-Stmt sharedAllocation(const kir::BufferPtr &buffer, int64_t byteOffset, std::string comment) {
+Stmt sharedAllocation(const kir::BufferPtr &buffer, int64_t byteOffset, std::string comment,
+                      kir::Origin origin = {}) {
   auto s = std::make_shared<kir::StmtNode>(*kir::allocate(buffer, std::move(comment)));
   s->index = kir::index(byteOffset);
+  s->origin = std::move(origin);
   return s;
 }
 
@@ -95,378 +35,383 @@ kir::BufferPtr makeBuffer(std::string name, ir::DType dtype, kir::MemorySpace sp
   return b;
 }
 
-class MatmulBuilder {
-public:
-  MatmulBuilder(LowerContext &cx, const MatmulPlan &plan) : cx_(cx), plan_(plan), f_(cx.fusion) {}
+} // namespace
 
-  bool run() {
-    reserveNames();
-    // The product's operands are passed as TMA tensor maps.
-    cx_.addParameters([&](unsigned param, const kir::BufferPtr &buffer) -> kir::TensorMapPtr {
-      if (!isOperand(param))
-        return nullptr;
-      return (param == plan_.a.param ? mapA_ : mapB_) = tensorMap(f_.params[param], buffer);
-    });
-    mTile_ = kir::makeVar(fresh("m_tile"), ir::DType::I64);
-    nTile_ = kir::makeVar(fresh("n_tile"), ir::DType::I64);
-    tid_ = kir::makeVar(fresh("tid"), ir::DType::I64);
-    warpgroup_ = kir::makeVar(fresh("warpgroup"), ir::DType::I64);
+bool MatmulBuilder::run() {
+  reserveNames();
+  // The product's operands are passed as TMA tensor maps.
+  cx_.addParameters([&](unsigned param, const kir::BufferPtr &buffer) -> kir::TensorMapPtr {
+    if (!isOperand(param))
+      return nullptr;
+    return (param == plan_.a.param ? mapA_ : mapB_) = operandMap(f_.params[param], buffer);
+  });
+  if (plan_.epilogueVia == sched::EpilogueKind::SharedTmaStore)
+    addOutputMap();
+  cta_ = var(plan_.tileWalk == TileWalk::Persistent ? "cta" : "m_tile");
+  ctaY_ = var("n_tile");
+  tid_ = var("tid");
+  warpgroup_ = var("warpgroup");
+  consumer_ = plan_.warpSpecialized ? var("consumer") : warpgroup_;
 
-    std::vector<Stmt> body;
-    makeStorage(body);
-    makeMainLoop(body);
-    makeEpilogue(body);
+  std::vector<Stmt> body;
+  makeStorage(body);
+  Expr k = cx_.dimExtent(plan_.k);
+  kTiles_ = var("k_tiles");
+  body.push_back(kir::let(kTiles_, (k + kir::index(plan_.tileK - 1)) / kir::index(plan_.tileK),
+                          "k tiles; the last one's columns past K are zero-filled"));
+  if (plan_.tileWalk == TileWalk::Persistent) {
+    tileCount_ = var("tiles");
+    ctaCount_ = var("ctas");
+    body.push_back(kir::let(tileCount_, tileCount(), "output tiles"));
+    body.push_back(kir::let(ctaCount_, ctaCount(), "the grid"));
+  }
+  if (plan_.warpSpecialized) {
+    body.push_back(producerRole());
+    body.push_back(consumerRole());
+  } else {
+    body.push_back(consumerRole());
+  }
 
-    Stmt nest = kir::block(std::move(body));
-    nest = kir::parallelLoop(warpgroup_, kir::index(plan_.warpgroups), kir::Axis::Warpgroup, nest,
-                             {"consumer warpgroups: " + std::to_string(plan_.warpgroupsM()) +
-                                  " x " + std::to_string(plan_.warpgroupsN()) + " of " +
-                                  std::to_string(plan_.warpM) + " x " + std::to_string(plan_.warpN),
-                              plan_.mmaOrigin.range});
-    nest = kir::parallelLoop(tid_, kir::index(128 * plan_.warpgroups), kir::Axis::TIDx, nest);
-    nest = kir::parallelLoop(nTile_, tiles(plan_.n, plan_.tileN), kir::Axis::BIDy, nest,
+  int64_t warpgroups = plan_.warpgroups + (plan_.warpSpecialized ? 1 : 0);
+  Stmt nest = kir::block(std::move(body));
+  std::string roles =
+      plan_.warpSpecialized
+          ? "warpgroup 0 loads, 1 .. " + std::to_string(plan_.warpgroups) + " multiply"
+          : "consumer warpgroups: " + std::to_string(plan_.warpgroupsM()) + " x " +
+                std::to_string(plan_.warpgroupsN()) + " of " + std::to_string(plan_.warpM) + " x " +
+                std::to_string(plan_.warpN);
+  nest = plan_.warpSpecialized
+             ? withOrigin(kir::parallelLoop(warpgroup_, kir::index(warpgroups),
+                                            kir::Axis::Warpgroup, nest),
+                          plan_.warpSpecializeOrigin, roles)
+             : kir::parallelLoop(warpgroup_, kir::index(warpgroups), kir::Axis::Warpgroup, nest,
+                                 {roles, plan_.mmaOrigin.range});
+  nest = kir::parallelLoop(tid_, kir::index(128 * warpgroups), kir::Axis::TIDx, nest);
+  if (plan_.tileWalk == TileWalk::Persistent) {
+    nest = withOrigin(kir::parallelLoop(cta_, ctaCount(), kir::Axis::BIDx, nest), plan_.tilesOrigin,
+                      "persistent CTAs: one an SM, at most " + std::to_string(plan_.smCount));
+  } else {
+    nest = kir::parallelLoop(ctaY_, tiles(plan_.n, plan_.tileN), kir::Axis::BIDy, nest,
                              {"tiles one_per_cta: " + std::to_string(plan_.tileN) + " columns",
                               plan_.tilesOrigin.range});
     nest = kir::parallelLoop(
-        mTile_, tiles(plan_.m, plan_.tileM), kir::Axis::BIDx, nest,
+        cta_, tiles(plan_.m, plan_.tileM), kir::Axis::BIDx, nest,
         {"tiles one_per_cta: " + std::to_string(plan_.tileM) + " rows", plan_.tilesOrigin.range});
-    cx_.kernel.body =
-        kir::block({kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents), nest});
-    makeLaunchShape();
-    return true;
   }
+  cx_.kernel.body =
+      kir::block({kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents), nest});
+  makeLaunchShape();
+  return true;
+}
 
-private:
-  // --- Names and parameters ------------------------------------------------------------
+// --- Names and parameters ------------------------------------------------------------
 
-  /// The names the fusion gives to parameters, outputs, dimensions and values (the
-  /// kernel's parameters and lets): the kernel's own variables and buffers stay clear of
-  /// them. Its own names are distinct or in disjoint scopes by construction.
-  void reserveNames() {
-    for (const ir::Param &param : f_.params)
-      reserved_.insert(param.name);
-    for (const ir::Output &output : f_.outputs)
-      reserved_.insert(output.name);
-    for (const ir::Dim &dim : f_.dims)
-      reserved_.insert(dim.name);
-    for (const auto &value : f_.values)
-      reserved_.insert(valueName(*value));
+/// The names the fusion gives to parameters, outputs, dimensions and values (the
+/// kernel's parameters and lets): the kernel's own variables and buffers stay clear of
+/// them. Its own names are distinct or in disjoint scopes by construction.
+void MatmulBuilder::reserveNames() {
+  for (const ir::Param &param : f_.params)
+    reserved_.insert(param.name);
+  for (const ir::Output &output : f_.outputs)
+    reserved_.insert(output.name);
+  for (const ir::Dim &dim : f_.dims)
+    reserved_.insert(dim.name);
+  for (const auto &value : f_.values)
+    reserved_.insert(valueName(*value));
+}
+
+std::string MatmulBuilder::fresh(std::string name) const {
+  while (reserved_.count(name))
+    name += "_";
+  return name;
+}
+
+kir::VarPtr MatmulBuilder::var(const std::string &name) const {
+  return kir::makeVar(fresh(name), ir::DType::I64);
+}
+
+bool MatmulBuilder::isOperand(unsigned param) const {
+  return param == plan_.a.param || param == plan_.b.param;
+}
+
+/// An operand's tensor map: boxes of (tile rows) x (one 128-byte row of K), swizzled.
+kir::TensorMapPtr MatmulBuilder::operandMap(const ir::Param &param, const kir::BufferPtr &buffer) {
+  auto map = std::make_shared<kir::TensorMap>();
+  map->name = fresh(param.name + "_map");
+  map->global = buffer;
+  for (ir::DimId dim : param.dims)
+    map->extents.push_back(cx_.dimExtent(dim));
+  map->box = {param.dims[0] == plan_.m ? plan_.tileM : plan_.tileN, plan_.tileK};
+  map->swizzle = kir::Swizzle::Bytes128;
+  return map;
+}
+
+/// The output's tensor map for TMA stores: boxes of BM rows x one 128-byte span of N,
+/// swizzled as the shared output tile is written. The pointer parameter stays (the
+/// launcher checks the tensor through it).
+void MatmulBuilder::addOutputMap() {
+  const ir::Output &output = f_.outputs.at(0);
+  auto map = std::make_shared<kir::TensorMap>();
+  map->name = fresh(output.name + "_map");
+  map->global = cx_.outputBuffers.at(0);
+  for (ir::DimId dim : output.dims)
+    map->extents.push_back(cx_.dimExtent(dim));
+  map->box = {plan_.tileM, 128 / static_cast<int64_t>(ir::dtypeBytes(output.dtype))};
+  map->swizzle = kir::Swizzle::Bytes128;
+  mapOut_ = map;
+  kir::KernelParam kp;
+  kp.kind = kir::KernelParam::Kind::TensorMap;
+  kp.tensorMap = map;
+  kp.fusionParam = 0;
+  kp.isOutput = true;
+  cx_.kernel.params.push_back(kp);
+}
+
+Expr MatmulBuilder::tiles(ir::DimId dim, int64_t tile) const {
+  return (cx_.dimExtent(dim) + kir::index(tile - 1)) / kir::index(tile);
+}
+
+Expr MatmulBuilder::tileCount() const {
+  return tiles(plan_.m, plan_.tileM) * tiles(plan_.n, plan_.tileN);
+}
+
+/// Persistent CTAs: one an SM, fewer when there are fewer tiles.
+Expr MatmulBuilder::ctaCount() const {
+  return kir::foldedBinary(kir::BinaryOp::Min, tileCount(),
+                           kir::index(std::max<int64_t>(plan_.smCount, 1)));
+}
+
+// --- Storage ----------------------------------------------------------------------------
+
+/// The shared operand ring (each stage's tiles 1024-byte aligned, as the 128-byte
+/// swizzle's pattern repeats every 1024 bytes), the output tile of a shared epilogue, and
+/// the barriers after them: `full` (a stage's tiles have landed) and, with a producer
+/// warpgroup, `empty` (the consumers are done with a stage).
+void MatmulBuilder::makeStorage(std::vector<Stmt> &out) {
+  int64_t s = plan_.stages;
+  int64_t aBytes = s * tileElements(plan_.tileM) * operandBytes();
+  int64_t bBytes = s * tileElements(plan_.tileN) * operandBytes();
+  aTiles_ = makeBuffer(fresh("a_tiles"), plan_.a.dtype, kir::MemorySpace::Shared,
+                       {s * tileElements(plan_.tileM)}, kir::Swizzle::Bytes128, 1024);
+  bTiles_ = makeBuffer(fresh("b_tiles"), plan_.b.dtype, kir::MemorySpace::Shared,
+                       {s * tileElements(plan_.tileN)}, kir::Swizzle::Bytes128, 1024);
+  auto stagesOf = [&](const ir::Param &param, int64_t rows) {
+    return std::to_string(s) + " stages of the " + std::to_string(rows) + " x " +
+           std::to_string(plan_.tileK) + " tile of " + param.name + " (128-byte swizzle)";
+  };
+  out.push_back(sharedAllocation(aTiles_, 0, stagesOf(f_.params[plan_.a.param], plan_.tileM),
+                                 plan_.pipelineOrigin));
+  out.push_back(sharedAllocation(bTiles_, aBytes, stagesOf(f_.params[plan_.b.param], plan_.tileN)));
+  int64_t offset = aBytes + bBytes;
+  if (plan_.sharedEpilogue()) {
+    const ir::Output &output = f_.outputs.at(0);
+    int64_t span = 128 / ir::dtypeBytes(output.dtype);
+    outTile_ = makeBuffer(fresh(output.name + "_tile"), output.dtype, kir::MemorySpace::Shared,
+                          {plan_.tileM * plan_.tileN}, kir::Swizzle::Bytes128, 1024);
+    out.push_back(sharedAllocation(outTile_, offset,
+                                   "the output tile: " + std::to_string(plan_.tileN / span) +
+                                       " column blocks of " + std::to_string(plan_.tileM) + " x " +
+                                       std::to_string(span) + " (128-byte swizzle)",
+                                   plan_.epilogueOrigin));
+    offset += plan_.tileM * plan_.tileN * ir::dtypeBytes(output.dtype);
   }
-
-  std::string fresh(std::string name) const {
-    while (reserved_.count(name))
-      name += "_";
-    return name;
-  }
-
-  kir::VarPtr var(const std::string &name) const {
-    return kir::makeVar(fresh(name), ir::DType::I64);
-  }
-
-  bool isOperand(unsigned param) const { return param == plan_.a.param || param == plan_.b.param; }
-
-  /// An operand's tensor map: boxes of (tile rows) x (one 128-byte row of K), swizzled.
-  kir::TensorMapPtr tensorMap(const ir::Param &param, const kir::BufferPtr &buffer) {
-    auto map = std::make_shared<kir::TensorMap>();
-    map->name = fresh(param.name + "_map");
-    map->global = buffer;
-    for (ir::DimId dim : param.dims)
-      map->extents.push_back(cx_.dimExtent(dim));
-    map->box = {param.dims[0] == plan_.m ? plan_.tileM : plan_.tileN, plan_.tileK};
-    map->swizzle = kir::Swizzle::Bytes128;
-    return map;
-  }
-
-  Expr tiles(ir::DimId dim, int64_t tile) const {
-    return (cx_.dimExtent(dim) + kir::index(tile - 1)) / kir::index(tile);
-  }
-
-  // --- Storage ----------------------------------------------------------------------------
-
-  int64_t tileElements(int64_t rows) const { return rows * plan_.tileK; }
-  int64_t operandBytes() const { return ir::dtypeBytes(plan_.a.dtype); }
-
-  /// The shared operand ring (each stage's tiles 1024-byte aligned, as the 128-byte
-  /// swizzle's pattern repeats every 1024 bytes), the full barriers after it, and the
-  /// accumulators, zeroed: every wgmma accumulates (scale-d 1).
-  void makeStorage(std::vector<Stmt> &out) {
-    int64_t s = plan_.stages;
-    int64_t aBytes = s * tileElements(plan_.tileM) * operandBytes();
-    int64_t bBytes = s * tileElements(plan_.tileN) * operandBytes();
-    aTiles_ = makeBuffer(fresh("a_tiles"), plan_.a.dtype, kir::MemorySpace::Shared,
-                         {s * tileElements(plan_.tileM)}, kir::Swizzle::Bytes128, 1024);
-    bTiles_ = makeBuffer(fresh("b_tiles"), plan_.b.dtype, kir::MemorySpace::Shared,
-                         {s * tileElements(plan_.tileN)}, kir::Swizzle::Bytes128, 1024);
-    full_ = makeBuffer(fresh("full"), ir::DType::I64, kir::MemorySpace::Shared, {s},
-                       kir::Swizzle::None, 8);
-    auto stagesOf = [&](const ir::Param &param, int64_t rows) {
-      return std::to_string(s) + " stages of the " + std::to_string(rows) + " x " +
-             std::to_string(plan_.tileK) + " tile of " + param.name + " (128-byte swizzle)";
-    };
-    Stmt a = sharedAllocation(aTiles_, 0, stagesOf(f_.params[plan_.a.param], plan_.tileM));
-    Stmt b = sharedAllocation(bTiles_, aBytes, stagesOf(f_.params[plan_.b.param], plan_.tileN));
-    auto aNode = std::make_shared<kir::StmtNode>(*a);
-    aNode->origin = plan_.pipelineOrigin;
-    out.push_back(aNode);
-    out.push_back(b);
+  full_ = makeBuffer(fresh("full"), ir::DType::I64, kir::MemorySpace::Shared, {s},
+                     kir::Swizzle::None, 8);
+  out.push_back(sharedAllocation(full_, offset, "full barriers: a stage's tiles have landed"));
+  offset += 8 * s;
+  if (plan_.warpSpecialized) {
+    empty_ = makeBuffer(fresh("empty"), ir::DType::I64, kir::MemorySpace::Shared, {s},
+                        kir::Swizzle::None, 8);
     out.push_back(
-        sharedAllocation(full_, aBytes + bBytes, "full barriers: a stage's tiles have landed"));
-    sharedBytes_ = aBytes + bBytes + 8 * s;
-    acc_ =
-        makeBuffer(fresh("acc"), ir::DType::F32, kir::MemorySpace::Local, {plan_.accumulators()});
-    out.push_back(kir::allocate(acc_, "f32 accumulators: the thread's fragments of " +
-                                          std::to_string(plan_.warpM) + " x " +
-                                          std::to_string(plan_.warpN)));
-    kir::VarPtr i = var("i");
-    out.push_back(kir::forLoop(i, kir::index(plan_.accumulators()), kir::LoopKind::Unrolled,
-                               kir::store(acc_, kir::var(i), kir::constant(0, ir::DType::F32))));
-    kir::VarPtr stage = var("stage");
-    // The fence makes the initialized barriers visible to the asynchronous proxy, which
-    // completes TMA transactions on them (CUDA programming guide, "Using TMA to transfer
-    // multi-dimensional arrays").
-    out.push_back(kir::ifThen(
-        elected(),
-        kir::block(
-            {kir::forLoop(stage, kir::index(s), kir::LoopKind::Unrolled,
-                          mbarrierOp(StmtKind::MBarrierInit, full_, kir::var(stage), kir::index(1),
-                                     "one arrival (with the expected bytes) a phase")),
-             node(StmtKind::FenceProxyAsync, "the barriers, for the TMA unit")}),
-        nullptr, "one thread initializes the barriers"));
-    auto sync = std::make_shared<kir::StmtNode>(*kir::barrier());
-    sync->comment = "the barriers are initialized before any thread uses them";
-    out.push_back(sync);
+        sharedAllocation(empty_, offset, "empty barriers: the consumers are done with a stage"));
+    offset += 8 * s;
   }
+  sharedBytes_ = offset;
+  out.push_back(initBarriers());
+  out.push_back(
+      withOrigin(kir::barrier(), {}, "the barriers are initialized before any thread uses them"));
+}
 
-  /// The thread that issues the TMA loads (thread 0 of warpgroup 0).
-  Expr elected() const { return kir::binary(kir::BinaryOp::Eq, kir::var(tid_), kir::index(0)); }
+Stmt MatmulBuilder::initBarriers() {
+  auto init = [&](const kir::BufferPtr &barrier, kir::VarPtr stage, int64_t arrivals,
+                  const std::string &comment) {
+    auto s = hopperNode(StmtKind::MBarrierInit, comment);
+    s->buffer = barrier;
+    s->index = kir::var(stage);
+    s->count = kir::index(arrivals);
+    return kir::forLoop(stage, kir::index(plan_.stages), kir::LoopKind::Unrolled, Stmt(s));
+  };
+  std::vector<Stmt> inits;
+  inits.push_back(init(full_, var("stage"), 1, "one arrival (with the expected bytes) a phase"));
+  if (plan_.warpSpecialized)
+    inits.push_back(
+        init(empty_, var("stage"), plan_.warpgroups, "one arrival a consumer warpgroup a phase"));
+  // The fence makes the initialized barriers visible to the asynchronous proxy, which
+  // completes TMA transactions on them (CUDA programming guide, "Using TMA to transfer
+  // multi-dimensional arrays").
+  inits.push_back(hopperNode(StmtKind::FenceProxyAsync, "the barriers, for the TMA unit"));
+  return kir::ifThen(isThread(0), kir::block(std::move(inits)), nullptr,
+                     "one thread initializes the barriers");
+}
 
-  // --- The K loop --------------------------------------------------------------------------
+// --- Output tiles ------------------------------------------------------------------------
 
-  /// Expect the stage's bytes, then load k tile `kTile` of both operands into `stage`.
-  Stmt loadStage(Expr kTile, Expr stage) {
-    Expr k = kTile * kir::index(plan_.tileK);
-    int64_t bytes = plan_.stageBytes();
-    return kir::block({
-        mbarrierOp(StmtKind::MBarrierArriveExpectTx, full_, stage, kir::index(bytes),
-                   "the whole boxes count, zero-filled parts too"),
-        tmaLoad(mapA_, {kir::var(mTile_) * kir::index(plan_.tileM), k}, aTiles_,
-                stage * kir::index(tileElements(plan_.tileM)), full_, stage),
-        tmaLoad(mapB_, {kir::var(nTile_) * kir::index(plan_.tileN), k}, bTiles_,
-                stage * kir::index(tileElements(plan_.tileN)), full_, stage),
-    });
+/// One tile a CTA: the block indices are the tile. Persistent: CTA `cta` takes tiles
+/// cta, cta + C, cta + 2C, ... of the grouped order: tile t is in group t / (G * TN),
+/// which covers M tiles [G g, G g + G) (fewer in the last group) across all TN tiles of
+/// N, walking down the group's M tiles first; CTAs running together then share the
+/// operand tiles of a G-row band of A and of a few column tiles of B in L2.
+Stmt MatmulBuilder::forEachTile(const std::function<Stmt()> &body, const std::string &comment) {
+  if (plan_.tileWalk == TileWalk::OnePerCta) {
+    mTile_ = cta_;
+    nTile_ = ctaY_;
+    tileIter_ = nullptr;
+    return body();
   }
-
-  /// `body(index)` in an unrolled loop, or `body(0)` alone for one iteration.
-  Stmt unrolled(const std::string &name, int64_t extent, const std::function<Stmt(Expr)> &body) {
-    if (extent == 1)
-      return body(kir::index(0));
-    kir::VarPtr v = var(name);
-    return kir::forLoop(v, kir::index(extent), kir::LoopKind::Unrolled, body(kir::var(v)));
+  tileIter_ = var("tile_iter");
+  mTile_ = var("m_tile");
+  nTile_ = var("n_tile");
+  kir::VarPtr tile = var("tile"), group = var("group"), firstRow = var("first_m"),
+              groupRows = var("group_rows"), inGroup = var("in_group");
+  Expr ctas = kir::var(ctaCount_), tilesM = tiles(plan_.m, plan_.tileM),
+       tilesN = tiles(plan_.n, plan_.tileN), g = kir::index(plan_.tileGroup);
+  std::vector<Stmt> walk;
+  walk.push_back(kir::let(tile, kir::var(cta_) + kir::var(tileIter_) * ctas));
+  if (plan_.tileGroup == 1) {
+    walk.push_back(kir::let(mTile_, kir::var(tile) / tilesN, "row by row"));
+    walk.push_back(kir::let(nTile_, kir::var(tile) % tilesN));
+  } else {
+    walk.push_back(kir::let(group, kir::var(tile) / (g * tilesN),
+                            "groups of " + std::to_string(plan_.tileGroup) + " M tiles"));
+    walk.push_back(kir::let(firstRow, kir::var(group) * g));
+    walk.push_back(
+        kir::let(groupRows, kir::foldedBinary(kir::BinaryOp::Min, tilesM - kir::var(firstRow), g)));
+    walk.push_back(kir::let(inGroup, kir::var(tile) % (g * tilesN)));
+    walk.push_back(kir::let(mTile_, kir::var(firstRow) + kir::var(inGroup) % kir::var(groupRows),
+                            "down the group first"));
+    walk.push_back(kir::let(nTile_, kir::var(inGroup) / kir::var(groupRows)));
   }
+  walk.push_back(body());
+  Expr count = (kir::var(tileCount_) - kir::var(cta_) + ctas - kir::index(1)) / ctas;
+  return withOrigin(
+      kir::forLoop(tileIter_, count, kir::LoopKind::Serial, kir::block(std::move(walk))),
+      plan_.tilesOrigin, comment);
+}
 
-  /// The warpgroup's position in the CTA tile: row-major over (BM / WM) x (BN / WN).
-  Expr warpgroupRow() const {
-    return kir::var(warpgroup_) / kir::index(plan_.warpgroupsN()) * kir::index(plan_.warpM);
+// --- Warp roles --------------------------------------------------------------------------
+
+/// Warpgroup 0 with warp specialization: gives registers back, and one thread issues the
+/// TMA loads of every stage of every tile, as soon as the consumers free the stage.
+Stmt MatmulBuilder::producerRole() {
+  auto lower = hopperNode(StmtKind::SetMaxNReg);
+  lower->registers = plan_.producerRegisters;
+  lower->increase = false;
+  lower->origin = plan_.warpSpecializeOrigin;
+  lower->comment = "the producer needs few registers: the consumers take them";
+  Stmt loads = kir::ifThen(isThread(0), forEachTile([&] { return producerLoads(); }, "its tiles"),
+                           nullptr, "one thread issues the loads");
+  auto role = hopperNode(StmtKind::WarpRole);
+  role->role = "producer";
+  role->condition = kir::binary(kir::BinaryOp::Eq, kir::var(warpgroup_), kir::index(0));
+  role->body = {kir::block({Stmt(lower), loads})};
+  return role;
+}
+
+/// The consumer warpgroups (all of the CTA's without warp specialization): the
+/// accumulators, the K loop on each of their tiles, and the epilogue.
+Stmt MatmulBuilder::consumerRole() {
+  std::vector<Stmt> body;
+  if (plan_.warpSpecialized) {
+    auto raise = hopperNode(StmtKind::SetMaxNReg);
+    raise->registers = plan_.consumerRegisters;
+    raise->increase = true;
+    raise->origin = plan_.warpSpecializeOrigin;
+    raise->comment = "the accumulators and the epilogue";
+    body.push_back(raise);
+    body.push_back(kir::let(consumer_, kir::var(warpgroup_) - kir::index(1)));
   }
-  Expr warpgroupColumn() const {
-    return kir::var(warpgroup_) % kir::index(plan_.warpgroupsN()) * kir::index(plan_.warpN);
-  }
+  acc_ = makeBuffer(fresh("acc"), ir::DType::F32, kir::MemorySpace::Local, {plan_.accumulators()});
+  body.push_back(kir::allocate(acc_, "f32 accumulators: the thread's fragments of " +
+                                         std::to_string(plan_.warpM) + " x " +
+                                         std::to_string(plan_.warpN)));
+  body.push_back(forEachTile(
+      [&] {
+        return kir::block({zeroAccumulators(),
+                           plan_.warpSpecialized ? consumerLoop() : singleRoleLoop(), epilogue()});
+      },
+      "this CTA's tiles"));
+  if (plan_.epilogueVia == sched::EpilogueKind::SharedTmaStore)
+    body.push_back(waitOutputTileRead("the last TMA store has read the output tile before the "
+                                      "CTA's shared memory goes"));
+  if (!plan_.warpSpecialized)
+    return kir::block(std::move(body));
+  auto role = hopperNode(StmtKind::WarpRole);
+  role->role = "consumers";
+  role->condition = kir::binary(kir::BinaryOp::Ne, kir::var(warpgroup_), kir::index(0));
+  role->body = {kir::block(std::move(body))};
+  return role;
+}
 
-  void makeMainLoop(std::vector<Stmt> &out) {
-    int64_t s = plan_.stages;
-    Expr k = cx_.dimExtent(plan_.k);
-    kTiles_ = var("k_tiles");
-    out.push_back(kir::let(kTiles_, (k + kir::index(plan_.tileK - 1)) / kir::index(plan_.tileK),
-                           "k tiles; the last one's columns past K are zero-filled"));
-    // The prologue: k tiles 0 .. S - 2, each in its own stage.
-    if (s > 1) {
-      kir::VarPtr stage = var("stage");
-      Stmt load = kir::ifThen(kir::var(stage) < kir::var(kTiles_),
-                              loadStage(kir::var(stage), kir::var(stage)));
-      auto prologue = std::make_shared<kir::StmtNode>(*kir::ifThen(
-          elected(), kir::forLoop(stage, kir::index(s - 1), kir::LoopKind::Unrolled, load)));
-      prologue->comment = "the first " + std::to_string(s - 1) + " stages";
-      prologue->origin = plan_.pipelineOrigin;
-      out.push_back(prologue);
-    }
-    kir::VarPtr kTile = var("k_tile");
-    std::vector<Stmt> iteration;
-    {
-      // The load S - 1 tiles ahead goes into the stage the previous iteration read, which
-      // the barrier that ended it has freed.
-      kir::VarPtr next = var("next_tile");
-      Stmt issue = kir::block({
-          kir::let(next, kir::var(kTile) + kir::index(s - 1)),
-          kir::ifThen(kir::var(next) < kir::var(kTiles_),
-                      loadStage(kir::var(next), kir::var(next) % kir::index(s))),
-      });
-      iteration.push_back(kir::ifThen(elected(), issue, nullptr,
-                                      "k tile k_tile + " + std::to_string(s - 1) + ", " +
-                                          std::to_string(s - 1) + " stages ahead"));
-    }
-    kir::VarPtr stage = var("stage");
-    iteration.push_back(kir::let(stage, kir::var(kTile) % kir::index(s)));
-    iteration.push_back(mbarrierOp(StmtKind::MBarrierWait, full_, kir::var(stage),
-                                   kir::var(kTile) / kir::index(s) % kir::index(2),
-                                   "the stage's tiles have landed (its use number's parity)"));
-    iteration.push_back(node(StmtKind::WgmmaFence, "the accumulators' earlier accesses first"));
-    int64_t in = plan_.instructionN;
-    Stmt mma = unrolled("k_step", plan_.tileK / 16, [&](Expr ks) {
-      return unrolled("mi", plan_.instructionsM(), [&](Expr mi) {
-        return unrolled("ni", plan_.instructionsN(), [&](Expr ni) {
-          auto w = node(StmtKind::Wgmma);
-          w->shape = kir::WgmmaShape{64, static_cast<int>(in), 16};
-          w->inputType = plan_.a.dtype;
-          w->buffer = acc_;
-          w->index = (mi * kir::index(plan_.instructionsN()) + ni) * kir::index(in / 2);
-          w->operandA = aTiles_;
-          w->offsetA = kir::var(stage) * kir::index(tileElements(plan_.tileM)) +
-                       (warpgroupRow() + mi * kir::index(64)) * kir::index(plan_.tileK) +
-                       ks * kir::index(16);
-          w->operandB = bTiles_;
-          w->offsetB = kir::var(stage) * kir::index(tileElements(plan_.tileN)) +
-                       (warpgroupColumn() + ni * kir::index(in)) * kir::index(plan_.tileK) +
-                       ks * kir::index(16);
-          return Stmt(w);
-        });
-      });
-    });
-    auto mmaNode = std::make_shared<kir::StmtNode>(*mma);
-    mmaNode->origin = plan_.mmaOrigin;
-    iteration.push_back(mmaNode);
-    iteration.push_back(node(StmtKind::WgmmaCommit));
-    iteration.push_back(wgmmaWait(0, "this stage's products are done"));
-    auto sync = std::make_shared<kir::StmtNode>(*kir::barrier());
-    sync->comment = "every warpgroup is done with the stage before it is refilled";
-    iteration.push_back(sync);
-    out.push_back(kir::forLoop(kTile, kir::var(kTiles_), kir::LoopKind::Serial,
-                               kir::block(std::move(iteration)), plan_.mmaOrigin));
-  }
+/// Every wgmma accumulates (scale-d 1): the accumulators start each tile at zero.
+Stmt MatmulBuilder::zeroAccumulators() {
+  kir::VarPtr i = var("i");
+  return kir::forLoop(i, kir::index(plan_.accumulators()), kir::LoopKind::Unrolled,
+                      kir::store(acc_, kir::var(i), kir::constant(0, ir::DType::F32)));
+}
 
-  // --- The epilogue ------------------------------------------------------------------------
+// --- Shared helpers ------------------------------------------------------------------------
 
-  void makeEpilogue(std::vector<Stmt> &out) {
-    out.push_back(kir::comment("Epilogue: each accumulator element's row and column, the "
-                               "fusion's epilogue, stores inside the output"));
-    kir::VarPtr lane = var("lane"), row0 = var("row0"), col0 = var("col0");
-    out.push_back(kir::let(lane, kir::var(tid_) % kir::index(128), "thread of the warpgroup"));
-    Expr l = kir::var(lane);
-    out.push_back(kir::let(row0, kir::var(mTile_) * kir::index(plan_.tileM) + warpgroupRow() +
-                                     kir::index(16) * (l / kir::index(32)) +
-                                     l % kir::index(32) / kir::index(4)));
-    out.push_back(kir::let(col0, kir::var(nTile_) * kir::index(plan_.tileN) + warpgroupColumn() +
-                                     kir::index(2) * (l % kir::index(4))));
-    int64_t in = plan_.instructionN;
-    Stmt nest = unrolled("mi", plan_.instructionsM(), [&](Expr mi) {
-      return unrolled("ni", plan_.instructionsN(), [&](Expr ni) {
-        return unrolled("ns", in / 8, [&](Expr ns) {
-          return unrolled("h", 2, [&](Expr h) {
-            return unrolled("c", 2, [&](Expr c) {
-              Expr fragment = (mi * kir::index(plan_.instructionsN()) + ni) * kir::index(in / 2);
-              Expr element = fragment + ns * kir::index(4) + h * kir::index(2) + c;
-              return elementBody(mi, ni, ns, h, c, element, row0, col0);
-            });
-          });
-        });
-      });
-    });
-    auto node = std::make_shared<kir::StmtNode>(*nest);
-    node->comment = "the fragments of wgmma m64n" + std::to_string(in) + "k16";
-    node->origin = plan_.epilogueOrigin;
-    out.push_back(node);
-  }
+Expr MatmulBuilder::isThread(int64_t thread) const {
+  return kir::binary(kir::BinaryOp::Eq, kir::var(tid_), kir::index(thread));
+}
 
-  /// One accumulator element: its position, the bounds check, the epilogue and stores.
-  Stmt elementBody(Expr mi, Expr ni, Expr ns, Expr h, Expr c, Expr accIndex,
-                   const kir::VarPtr &row0, const kir::VarPtr &col0) {
-    kir::VarPtr row = var("row"), col = var("col");
-    std::vector<Stmt> element;
-    element.push_back(kir::let(row, kir::var(row0) + mi * kir::index(64) + h * kir::index(8)));
-    element.push_back(kir::let(col, kir::var(col0) + ni * kir::index(plan_.instructionN) +
-                                        ns * kir::index(8) + c));
-    // Dimension indices for addresses: M and N are this element's row and column.
-    cx_.rootIndex.assign(f_.dims.size(), kir::index(0));
-    cx_.rootIndex[plan_.m] = kir::var(row);
-    cx_.rootIndex[plan_.n] = kir::var(col);
-    std::vector<Stmt> body;
-    std::map<unsigned, Expr> values;
-    const ir::Value &product = *plan_.product;
-    kir::VarPtr accumulated = kir::makeVar(valueName(product), ir::DType::F32);
-    body.push_back(
-        from(kir::let(accumulated, kir::load(acc_, accIndex), product.name), product.range));
-    values[product.id] = kir::var(accumulated);
-    for (const ir::Value *value : plan_.epilogue) {
-      if (roundedByStore(*value)) {
-        values[value->id] = values.at(value->operands[0]->id);
-        continue;
-      }
-      Expr expr;
-      if (value->op == ir::Op::Input) {
-        expr = kir::load(cx_.paramBuffers[value->paramIndex],
-                         cx_.offsetOf(f_.params[value->paramIndex].dims));
-      } else if (value->op == ir::Op::Scalar) {
-        expr = kir::var(cx_.scalarVars[value->paramIndex]);
-      } else if (value->op == ir::Op::Constant) {
-        expr = kir::constant(value->constant, value->dtype);
-      } else {
-        std::vector<Expr> operands;
-        for (const ir::Value *operand : value->operands)
-          operands.push_back(values.at(operand->id));
-        expr = pointwiseOperation(*value, operands);
-      }
-      kir::VarPtr v = kir::makeVar(valueName(*value), value->dtype);
-      body.push_back(from(kir::let(v, expr, value->name), value->range));
-      values[value->id] = kir::var(v);
-    }
-    for (unsigned o = 0; o < f_.outputs.size(); ++o) {
-      const ir::Output &output = f_.outputs[o];
-      body.push_back(from(
-          kir::store(cx_.outputBuffers[o], cx_.offsetOf(output.dims), values.at(output.value->id)),
-          output.range));
-    }
-    Expr inside = kir::var(row) < cx_.dimExtent(plan_.m) && kir::var(col) < cx_.dimExtent(plan_.n);
-    element.push_back(kir::ifThen(inside, kir::block(std::move(body)), nullptr,
-                                  "tails: only elements inside the output"));
-    return kir::block(std::move(element));
-  }
+Expr MatmulBuilder::firstConsumerThread() const {
+  return isThread(plan_.warpSpecialized ? 128 : 0);
+}
 
-  /// A cast to bf16 or f16 that only outputs of that type store: the store rounds the
-  /// f32 value once (as the store-rounding pass does for the other kernels).
-  bool roundedByStore(const ir::Value &value) const {
-    if (value.op != ir::Op::Cast ||
-        (value.dtype != ir::DType::BF16 && value.dtype != ir::DType::F16) ||
-        value.operands[0]->dtype != ir::DType::F32)
-      return false;
-    for (const ir::Value *user : plan_.epilogue)
-      if (llvm::is_contained(user->operands, &value))
-        return false;
-    for (const ir::Output &output : f_.outputs)
-      if (output.value == &value && output.dtype != value.dtype)
-        return false;
-    return true;
-  }
+Stmt MatmulBuilder::consumerBarrier(const std::string &comment) const {
+  if (!plan_.warpSpecialized)
+    return withOrigin(kir::barrier(), {}, comment);
+  auto s = std::make_shared<kir::StmtNode>(*kir::barrier());
+  s->barrierKind = kir::BarrierKind::Named;
+  s->barrierId = 1;
+  s->threads = kir::index(128 * plan_.warpgroups);
+  s->comment = comment;
+  return s;
+}
 
-  // --- Launch ------------------------------------------------------------------------------
+/// `body(index)` in an unrolled loop, or `body(0)` alone for one iteration.
+Stmt MatmulBuilder::unrolled(const std::string &name, int64_t extent,
+                             const std::function<Stmt(Expr)> &body) {
+  if (extent == 1)
+    return body(kir::index(0));
+  kir::VarPtr v = var(name);
+  return kir::forLoop(v, kir::index(extent), kir::LoopKind::Unrolled, body(kir::var(v)));
+}
 
-  void makeLaunchShape() {
-    kir::LaunchShape &launch = cx_.kernel.launch;
+/// The consumer warpgroup's position in the CTA tile: row-major over (BM / WM) x (BN / WN).
+Expr MatmulBuilder::warpgroupRow() const {
+  return kir::var(consumer_) / kir::index(plan_.warpgroupsN()) * kir::index(plan_.warpM);
+}
+Expr MatmulBuilder::warpgroupColumn() const {
+  return kir::var(consumer_) % kir::index(plan_.warpgroupsN()) * kir::index(plan_.warpN);
+}
+
+// --- Launch ------------------------------------------------------------------------------
+
+void MatmulBuilder::makeLaunchShape() {
+  kir::LaunchShape &launch = cx_.kernel.launch;
+  if (plan_.tileWalk == TileWalk::Persistent)
+    launch.grid = {ctaCount(), kir::index(1), kir::index(1)};
+  else
     launch.grid = {tiles(plan_.m, plan_.tileM), tiles(plan_.n, plan_.tileN), kir::index(1)};
-    launch.block = {kir::index(128 * plan_.warpgroups), kir::index(1), kir::index(1)};
-    launch.sharedBytes = kir::index(sharedBytes_);
-    launch.maxThreads = 128 * plan_.warpgroups;
-  }
-
-  LowerContext &cx_;
-  const MatmulPlan &plan_;
-  const ir::Fusion &f_;
-  std::set<std::string> reserved_;
-  kir::TensorMapPtr mapA_, mapB_;
-  kir::VarPtr mTile_, nTile_, tid_, warpgroup_, kTiles_;
-  kir::BufferPtr aTiles_, bTiles_, full_, acc_;
-  int64_t sharedBytes_ = 0;
-};
-
-} // namespace
+  launch.block = {kir::index(plan_.threads()), kir::index(1), kir::index(1)};
+  launch.sharedBytes = kir::index(sharedBytes_);
+  launch.maxThreads = plan_.threads();
+  // setmaxnreg redistributes the registers of one resident CTA an SM.
+  if (plan_.warpSpecialized)
+    launch.minBlocksPerSm = 1;
+}
 
 bool buildMatmul(LowerContext &context, const MatmulPlan &plan) {
   return MatmulBuilder(context, plan).run();

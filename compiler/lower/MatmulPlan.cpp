@@ -247,31 +247,54 @@ private:
   /// The matrix-product directives this slice does not lower.
   void matmulDirectives(std::vector<Refusal> &refusals) {
     const sched::MatmulSchedule &mm = schedule_.matmul;
-    if (mm.warpSpecialize)
-      refusals.push_back({mm.warpSpecialize->origin.range,
-                          "warp_specialize: producer and consumer warpgroups are not lowered "
-                          "yet; without it, one thread of the consumer warpgroups issues the "
-                          "TMA loads (remove the directive)"});
     for (const auto &tiles : mm.tiles)
-      if (tiles.order != sched::TileOrder::OnePerCta)
-        refusals.push_back({tiles.origin.range,
-                            "tiles " + sched::tileOrderName(tiles.order).str() +
-                                ": only one output tile a CTA is lowered yet (tiles one_per_cta)"});
+      if (tiles.order == sched::TileOrder::StreamK || tiles.order == sched::TileOrder::SplitK)
+        refusals.push_back(
+            {tiles.origin.range, "tiles " + sched::tileOrderName(tiles.order).str() +
+                                     ": not lowered yet (tiles one_per_cta, or tiles persistent "
+                                     "[swizzle N])"});
     if (mm.cluster)
       refusals.push_back({mm.cluster->origin.range,
                           "cluster: thread-block clusters (and TMA multicast) are not lowered "
                           "yet (remove the directive)"});
     if (mm.epilogue && mm.epilogue->via != sched::EpilogueKind::Registers)
-      refusals.push_back(
-          {mm.epilogue->origin.range,
-           std::string(mm.epilogue->via == sched::EpilogueKind::SharedTmaStore
-                           ? "epilogue via shared tma_store"
-                           : "epilogue via shared") +
-               ": only the epilogue in registers is lowered yet (epilogue via registers)"});
+      sharedEpilogue(refusals);
     if (mm.pipeline && !mm.pipeline->viaTma)
       refusals.push_back({mm.pipeline->origin.range,
                           "pipeline without 'via tma': the operand tiles are loaded by TMA "
                           "only (pipeline N stages via tma)"});
+  }
+
+  /// The output tile through shared memory: one output, over [M, N] with N contiguous,
+  /// whose rows TMA (or 16-byte copies) can write.
+  void sharedEpilogue(std::vector<Refusal> &refusals) {
+    const sched::Applied<sched::Epilogue> &epilogue = *schedule_.matmul.epilogue;
+    std::string what = epilogue.via == sched::EpilogueKind::SharedTmaStore
+                           ? "epilogue via shared tma_store"
+                           : "epilogue via shared";
+    if (fusion_.outputs.size() != 1) {
+      refusals.push_back({epilogue.origin.range,
+                          what + ": the output tile of one output goes through shared memory; " +
+                              std::to_string(fusion_.outputs.size()) +
+                              " outputs take the epilogue via registers"});
+      return;
+    }
+    const ir::Output &output = fusion_.outputs[0];
+    if (output.dims.size() != 2 || output.dims[0] != plan_->m || output.dims[1] != plan_->n)
+      refusals.push_back({epilogue.origin.range,
+                          what + ": output " + output.name + " is not [" + dimName(plan_->m) +
+                              ", " + dimName(plan_->n) + "] (" + dimName(plan_->n) +
+                              " contiguous); write it so, or take the epilogue via registers"});
+    std::optional<int64_t> n = fusion_.dims[plan_->n].staticExtent;
+    int64_t rowBytes = n ? *n * ir::dtypeBytes(output.dtype) : 16;
+    if (rowBytes % 16 != 0)
+      refusals.push_back(
+          {epilogue.origin.range,
+           llvm::formatv("{0}: rows of {1} are {2} x {3} = {4} bytes apart; the shared output "
+                         "tile is written in 16-byte pieces (take the epilogue via registers)",
+                         what, output.name, dimName(plan_->n), ir::dtypeName(output.dtype),
+                         rowBytes)
+               .str()});
   }
 
   bool checkDirectives() {
@@ -367,8 +390,47 @@ private:
                              mm.pipeline->origin.range};
     plan_->tilesOrigin = {"tiles one_per_cta",
                           mm.tiles.empty() ? mma.origin.range : mm.tiles[0].origin.range};
-    plan_->epilogueOrigin = {"epilogue via registers",
-                             mm.epilogue ? mm.epilogue->origin.range : mma.origin.range};
+    if (!mm.tiles.empty() && mm.tiles[0].order == sched::TileOrder::Persistent) {
+      plan_->tileWalk = TileWalk::Persistent;
+      plan_->tileGroup = mm.tiles[0].parameter ? mm.tiles[0].parameter->value : 1;
+      if (plan_->tileGroup < 1)
+        return unsupported("a swizzle of fewer than one tile", mm.tiles[0].parameter->range);
+      plan_->tilesOrigin.text =
+          "tiles persistent" +
+          (mm.tiles[0].parameter ? " swizzle " + std::to_string(plan_->tileGroup) : "");
+    }
+    plan_->epilogueVia = mm.epilogue ? mm.epilogue->via : sched::EpilogueKind::Registers;
+    plan_->epilogueOrigin = {
+        plan_->epilogueVia == sched::EpilogueKind::Registers ? "epilogue via registers"
+        : plan_->epilogueVia == sched::EpilogueKind::Shared  ? "epilogue via shared"
+                                                             : "epilogue via shared tma_store",
+        mm.epilogue ? mm.epilogue->origin.range : mma.origin.range};
+    return planWarpRoles();
+  }
+
+  /// `warp_specialize producer(regs P), consumers(W, regs C)`: the consumers are the
+  /// warpgroups the warp tile gives.
+  bool planWarpRoles() {
+    const sched::MatmulSchedule &mm = schedule_.matmul;
+    if (!mm.warpSpecialize)
+      return true;
+    const sched::Applied<sched::WarpSpecialize> &ws = *mm.warpSpecialize;
+    if (ws.consumerCount.value != plan_->warpgroups)
+      return unsupported(
+          llvm::formatv("consumers({0}): the warp tile ({1}, {2}) of the tile ({3}, {4}) gives {5} "
+                        "consumer warpgroups",
+                        ws.consumerCount.value, plan_->warpM, plan_->warpN, plan_->tileM,
+                        plan_->tileN, plan_->warpgroups)
+              .str(),
+          ws.consumerCount.range);
+    plan_->warpSpecialized = true;
+    plan_->producerRegisters = ws.producerRegs.value;
+    plan_->consumerRegisters = ws.consumerRegs.value;
+    plan_->warpSpecializeOrigin = {
+        llvm::formatv("warp_specialize producer(regs {0}), consumers({1}, regs {2})",
+                      plan_->producerRegisters, plan_->warpgroups, plan_->consumerRegisters)
+            .str(),
+        ws.origin.range};
     return true;
   }
 
@@ -381,9 +443,12 @@ private:
 
 } // namespace
 
-std::unique_ptr<MatmulPlan> planMatmul(const sched::Schedule &schedule,
+std::unique_ptr<MatmulPlan> planMatmul(const sched::Schedule &schedule, int64_t smCount,
                                        DiagnosticEngine &diagnostics) {
-  return MatmulPlanner(schedule, diagnostics).run();
+  std::unique_ptr<MatmulPlan> plan = MatmulPlanner(schedule, diagnostics).run();
+  if (plan)
+    plan->smCount = smCount;
+  return plan;
 }
 
 } // namespace fsl::lower

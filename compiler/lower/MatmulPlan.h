@@ -9,11 +9,13 @@
 //
 //   lowered     mma over K: tile (BM, BN, 64), warp (WM, WN), instruction wgmma(64, IN, 16)
 //               pipeline S stages via tma
+//               warp_specialize producer(regs P), consumers(W, regs C)
 //               tiles one_per_cta            (also the default)
+//               tiles persistent [swizzle G]
 //               epilogue via registers       (also the default)
+//               epilogue via shared [tma_store]   (one output over [M, N], N contiguous)
 //               pdl                          (every sm_90 kernel has it)
-//   refused     warp_specialize, tiles persistent|stream_k|split_k, cluster,
-//               epilogue via shared [tma_store], a pipeline not via TMA, and the loop
+//   refused     tiles stream_k|split_k, cluster, a pipeline not via TMA, and the loop
 //               directives of the other schedules (split, parallelize, persistent, ...)
 //
 // Operands: `a: bf16|f16[M, K]` and `b: bf16|f16[N, K]`, both with K contiguous, read
@@ -41,6 +43,10 @@ struct MatmulOperand {
   ir::DType dtype = ir::DType::BF16;
 };
 
+/// How CTAs take output tiles: one each (the grid is the tiles), or persistent CTAs,
+/// one an SM, walking the tiles in a grouped ("swizzled") order.
+enum class TileWalk { OnePerCta, Persistent };
+
 struct MatmulPlan {
   const sched::Schedule *schedule = nullptr;
   const ir::Fusion *fusion = nullptr;
@@ -55,12 +61,23 @@ struct MatmulPlan {
   int64_t stages = 1;
   /// Consumer warpgroups of a CTA: (tileM / warpM) x (tileN / warpN), row-major.
   int64_t warpgroups = 1;
+  /// warp_specialize: one producer warpgroup (warpgroup 0) issues the TMA loads, the
+  /// `warpgroups` consumers (1 .. W) the wgmma; setmaxnreg moves registers between them.
+  bool warpSpecialized = false;
+  int64_t producerRegisters = 0, consumerRegisters = 0;
+  TileWalk tileWalk = TileWalk::OnePerCta;
+  /// Persistent tiles: M tiles of a group (consecutive tiles walk down a group of
+  /// `tileGroup` M tiles, then across N); 1 walks along N first, row by row.
+  int64_t tileGroup = 1;
+  /// Persistent CTAs at most (the target's SMs).
+  int64_t smCount = 132;
+  sched::EpilogueKind epilogueVia = sched::EpilogueKind::Registers;
   /// The values the epilogue computes per accumulator element, in fusion order
   /// (inputs, scalars and constants included; the product itself is the accumulator).
   std::vector<const ir::Value *> epilogue;
   /// The directives, for comments on the statements they produce (tiles and epilogue:
   /// the mma directive when they are not written, as they are its defaults).
-  kir::Origin mmaOrigin, pipelineOrigin, tilesOrigin, epilogueOrigin;
+  kir::Origin mmaOrigin, pipelineOrigin, tilesOrigin, epilogueOrigin, warpSpecializeOrigin;
 
   int64_t warpgroupsM() const { return tileM / warpM; }
   int64_t warpgroupsN() const { return tileN / warpN; }
@@ -71,6 +88,10 @@ struct MatmulPlan {
   int64_t accumulators() const { return warpM * warpN / 128; }
   /// Bytes one stage of operand tiles takes in shared memory.
   int64_t stageBytes() const;
+  /// Threads of a CTA: the consumer warpgroups and the producer's.
+  int64_t threads() const { return 128 * (warpgroups + (warpSpecialized ? 1 : 0)); }
+  /// Whether the output tile goes through shared memory.
+  bool sharedEpilogue() const { return epilogueVia != sched::EpilogueKind::Registers; }
 };
 
 /// Whether the fusion has a matrix product (and so takes the matmul path).
@@ -79,7 +100,7 @@ bool hasMatmul(const ir::Fusion &fusion);
 /// The plan of one schedule of a fusion with a matrix product, or null after a
 /// `lowering-unsupported` diagnostic at the directive (or fusion line) that cannot be
 /// lowered yet.
-std::unique_ptr<MatmulPlan> planMatmul(const sched::Schedule &schedule,
+std::unique_ptr<MatmulPlan> planMatmul(const sched::Schedule &schedule, int64_t smCount,
                                        DiagnosticEngine &diagnostics);
 
 } // namespace fsl::lower

@@ -88,4 +88,15 @@ kir::Expr pointwiseOperation(const ir::Value &value, const std::vector<kir::Expr
   FSL_UNREACHABLE("not a pointwise operation");
 }
 
+std::string valueName(const ir::Value &value) {
+  return value.name.empty() ? "v" + std::to_string(value.id)
+                            : value.name + "_" + std::to_string(value.id);
+}
+
+kir::Stmt fromFusion(const kir::Stmt &s, llvm::SMRange range) {
+  auto node = std::make_shared<kir::StmtNode>(*s);
+  node->origin.range = range;
+  return node;
+}
+
 } // namespace fsl::lower

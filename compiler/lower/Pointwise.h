@@ -20,4 +20,11 @@ ir::DType registerType(ir::DType type);
 /// internal error.
 kir::Expr pointwiseOperation(const ir::Value &value, const std::vector<kir::Expr> &operands);
 
+/// The kernel variable of a fusion value: its name and id ("acc_5"), or "v<id>".
+std::string valueName(const ir::Value &value);
+
+/// `s` as coming from `range` of the fusion, which the CUDA printer names as "file:LINE"
+/// (the origin's text stays empty: the statement's comment already says what it is).
+kir::Stmt fromFusion(const kir::Stmt &s, llvm::SMRange range);
+
 } // namespace fsl::lower

@@ -164,6 +164,7 @@ std::optional<ir::Op> pointwiseOp(kir::BinaryOp op) {
   case kir::BinaryOp::Div:
     return ir::Op::Div;
   case kir::BinaryOp::Mod:
+  case kir::BinaryOp::Xor:
     return std::nullopt;
   case kir::BinaryOp::Min:
     return ir::Op::Min;
@@ -236,6 +237,11 @@ double integerBinary(kir::BinaryOp op, DType type, double x, double y) {
   case kir::BinaryOp::Max:
     r = std::max(a, b);
     break;
+  case kir::BinaryOp::Xor:
+    if (a < 0 || b < 0)
+      fail(llvm::formatv("exclusive or of a negative integer ({0} ^ {1})", a, b));
+    r = a ^ b;
+    break;
   case kir::BinaryOp::Pow:
     return eval::roundTo(std::pow(x, y), type);
   case kir::BinaryOp::Lt:
@@ -290,6 +296,7 @@ double evaluate(const ExprNode &e, Scope &scope) {
       return integerBinary(e.binary, kir::isComparison(e.binary) ? DType::Bool : e.dtype, a, b);
     double args[2] = {a, b};
     std::optional<ir::Op> op = pointwiseOp(e.binary);
+    FSL_INTERNAL_ASSERT(e.binary != kir::BinaryOp::Xor, "an exclusive or of non-integers");
     double r = op ? eval::applyOp(*op, args) : std::fmod(a, b);
     return asComputed(r, e.dtype);
   }

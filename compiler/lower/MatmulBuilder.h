@@ -1,0 +1,129 @@
+// MatmulBuilder.h — the `build-matmul` pass's builder, shared by its three files (private
+// to lower/):
+//
+//   MatmulBuild.cpp     parameters and names, shared storage and barriers, the walk over
+//                       output tiles (one a CTA, or persistent in a grouped order), the
+//                       warp roles, the launch shape
+//   MatmulMainLoop.cpp  the K loop: TMA loads into the stage ring (by the producer
+//                       warpgroup, or by one consumer thread ahead of the others) and the
+//                       consumers' wgmma on each stage
+//   MatmulEpilogue.cpp  the fused epilogue on the accumulator fragments, stored from
+//                       registers or through a shared output tile (and TMA stores)
+//
+// The layouts follow the simulator's reading of the Hopper nodes (sim/Simulator.h) and
+// the hardware's: a stage's a tile is BM rows of 64 bf16 (128 bytes, K contiguous), written
+// by one TMA box with the 128-byte swizzle at a 1024-byte aligned offset; wgmma reads rows
+// of M (or N) one swizzle span apart, so the operand of k step `ks` starts `ks * 16`
+// elements into the row and that of instruction row `mi` `mi * 64` rows down. The
+// accumulator fragment of instruction (mi, ni) is `(mi * NI + ni) * IN / 2` floats into
+// the thread's array; its element `ns * 4 + h * 2 + c` holds row `16 (lane / 32) +
+// (lane % 32) / 4 + 8 h`, column `8 ns + 2 (lane % 4) + c` of the m64nIN tile (PTX ISA,
+// wgmma m64nNk16 accumulator fragments).
+#pragma once
+
+#include "lower/Matmul.h"
+
+#include <functional>
+#include <set>
+#include <string>
+
+namespace fsl::lower {
+
+/// A statement of `kind` with nothing set but its comment (the Hopper statements have no
+/// constructors in IR.h; their builders fill the fields).
+inline std::shared_ptr<kir::StmtNode> hopperNode(kir::StmtKind kind, std::string comment = {}) {
+  auto s = std::make_shared<kir::StmtNode>();
+  s->kind = kind;
+  s->comment = std::move(comment);
+  return s;
+}
+
+/// A copy of `s` that comes from the directive of `origin`, with `comment` if given.
+inline kir::Stmt withOrigin(const kir::Stmt &s, const kir::Origin &origin,
+                            std::string comment = {}) {
+  auto copy = std::make_shared<kir::StmtNode>(*s);
+  copy->origin = origin;
+  if (!comment.empty())
+    copy->comment = std::move(comment);
+  return copy;
+}
+
+/// The statements of the kernel, built top-down; the members name the variables and
+/// buffers every part refers to.
+class MatmulBuilder {
+public:
+  MatmulBuilder(LowerContext &cx, const MatmulPlan &plan) : cx_(cx), plan_(plan), f_(cx.fusion) {}
+  bool run();
+
+private:
+  // --- MatmulBuild.cpp: names, storage, tiles, roles, launch -------------------------------
+  void reserveNames();
+  std::string fresh(std::string name) const;
+  kir::VarPtr var(const std::string &name) const;
+  bool isOperand(unsigned param) const;
+  kir::TensorMapPtr operandMap(const ir::Param &param, const kir::BufferPtr &buffer);
+  void addOutputMap();
+  kir::Expr tiles(ir::DimId dim, int64_t tile) const;
+  kir::Expr tileCount() const;
+  kir::Expr ctaCount() const;
+  void makeStorage(std::vector<kir::Stmt> &out);
+  kir::Stmt initBarriers();
+  /// `body` for each output tile of this CTA, with m_tile_, n_tile_ and tileIter_ bound.
+  kir::Stmt forEachTile(const std::function<kir::Stmt()> &body, const std::string &comment);
+  kir::Stmt producerRole();
+  kir::Stmt consumerRole();
+  kir::Stmt zeroAccumulators();
+  void makeLaunchShape();
+
+  // --- MatmulMainLoop.cpp: the K loop -------------------------------------------------------
+  /// The use number of k tile `kTile` of the current output tile: stage `it % S`, phase
+  /// `it / S` of the stage's barriers, counted across the CTA's tiles.
+  kir::Expr iteration(kir::Expr kTile) const;
+  kir::Expr useNumber(std::vector<kir::Stmt> &body, const kir::VarPtr &it,
+                      const kir::VarPtr &kTile) const;
+  kir::Stmt loadStage(kir::Expr kTile, kir::Expr stage);
+  kir::Stmt producerLoads();
+  kir::Stmt consumerLoop();
+  kir::Stmt singleRoleLoop();
+  kir::Stmt mmaOnStage(const kir::Expr &stage);
+
+  // --- MatmulEpilogue.cpp -------------------------------------------------------------------
+  kir::Stmt epilogue();
+  kir::Stmt elementBody(kir::Expr mi, kir::Expr ni, kir::Expr ns, kir::Expr h, kir::Expr c,
+                        kir::Expr accIndex, const kir::VarPtr &row0, const kir::VarPtr &col0);
+  kir::Expr outputTileIndex(kir::Expr row, kir::Expr column) const;
+  kir::Stmt storeOutputTile();
+  kir::Stmt waitOutputTileRead(const std::string &comment);
+  bool roundedByStore(const ir::Value &value) const;
+
+  // --- Shared helpers -------------------------------------------------------------------------
+  /// The thread that issues a CTA-wide asynchronous operation: thread 0 of the consumers
+  /// (of the producer for loads when warp-specialized).
+  kir::Expr isThread(int64_t thread) const;
+  kir::Expr firstConsumerThread() const;
+  /// The consumers' barrier: the block's, or named barrier 1 over the consumer threads
+  /// when a producer warpgroup does not take part.
+  kir::Stmt consumerBarrier(const std::string &comment) const;
+  kir::Stmt unrolled(const std::string &name, int64_t extent,
+                     const std::function<kir::Stmt(kir::Expr)> &body);
+  kir::Expr warpgroupRow() const;
+  kir::Expr warpgroupColumn() const;
+  int64_t tileElements(int64_t rows) const { return rows * plan_.tileK; }
+  int64_t operandBytes() const { return ir::dtypeBytes(plan_.a.dtype); }
+
+  LowerContext &cx_;
+  const MatmulPlan &plan_;
+  const ir::Fusion &f_;
+  std::set<std::string> reserved_;
+  kir::TensorMapPtr mapA_, mapB_, mapOut_;
+  /// Block and thread indices; `consumer_` is the consumer warpgroup (0 .. W - 1).
+  kir::VarPtr cta_, ctaY_, tid_, warpgroup_, consumer_;
+  /// The current output tile and its number among this CTA's tiles.
+  kir::VarPtr mTile_, nTile_, tileIter_, kTiles_;
+  /// Persistent: the output tiles and the CTAs walking them.
+  kir::VarPtr tileCount_, ctaCount_;
+  kir::BufferPtr aTiles_, bTiles_, full_, empty_, acc_, outTile_;
+  int64_t sharedBytes_ = 0;
+};
+
+} // namespace fsl::lower

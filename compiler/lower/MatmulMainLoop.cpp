@@ -1,0 +1,216 @@
+// MatmulMainLoop.cpp — the K loop of a matmul kernel: TMA loads of both operands' k tiles
+// into a ring of S stages, and wgmma on each stage once its `full` barrier says it landed.
+//
+// Stages are numbered by use across the CTA's tiles: k tile `k` of the CTA's `i`-th tile is
+// use `it = i * k_tiles + k`, in stage `it % S`, completing phase `it / S` of the stage's
+// barriers (so waits test parity `(it / S) % 2`).
+//
+// With a producer warpgroup (warp_specialize), its thread 0 waits until the consumers have
+// released a stage (`empty`, parity of the previous use: the first pass through the ring
+// waits on parity 1 of fresh barriers, which passes at once), then loads; each consumer
+// warpgroup keeps one wgmma group in flight (wait 1) and releases the stage before.
+// Without one, consumer thread 0 loads S - 1 stages ahead and a block barrier at the end of
+// each k tile frees the stage for the next load.
+#include "lower/MatmulBuilder.h"
+
+namespace fsl::lower {
+
+using kir::Expr;
+using kir::Stmt;
+using kir::StmtKind;
+
+namespace {
+
+Stmt mbarrierOp(StmtKind kind, const kir::BufferPtr &barrier, Expr index, Expr count,
+                std::string comment = {}) {
+  auto s = hopperNode(kind, std::move(comment));
+  s->buffer = barrier;
+  s->index = std::move(index);
+  s->count = std::move(count);
+  return s;
+}
+
+Stmt tmaLoad(const kir::TensorMapPtr &map, std::vector<Expr> coordinates,
+             const kir::BufferPtr &tile, Expr offset, const kir::BufferPtr &barrier,
+             Expr barrierIndex) {
+  auto s = hopperNode(StmtKind::TmaLoad);
+  s->tensorMap = map;
+  s->coordinates = std::move(coordinates);
+  s->buffer = tile;
+  s->index = std::move(offset);
+  s->barrier = barrier;
+  s->barrierIndex = std::move(barrierIndex);
+  return s;
+}
+
+Stmt wgmmaWait(int64_t pending, std::string comment) {
+  auto s = hopperNode(StmtKind::WgmmaWait, std::move(comment));
+  s->pending = pending;
+  return s;
+}
+
+} // namespace
+
+Expr MatmulBuilder::iteration(Expr kTile) const {
+  if (!tileIter_)
+    return kTile;
+  return kir::var(tileIter_) * kir::var(kTiles_) + kTile;
+}
+
+/// The use number of k tile `kTile`: the k tile itself with one tile a CTA, else a
+/// variable `it` defined in `body`.
+Expr MatmulBuilder::useNumber(std::vector<Stmt> &body, const kir::VarPtr &it,
+                              const kir::VarPtr &kTile) const {
+  if (!tileIter_)
+    return kir::var(kTile);
+  body.push_back(kir::let(it, iteration(kir::var(kTile)), "use number of the stage"));
+  return kir::var(it);
+}
+
+/// Expect the stage's bytes, then load k tile `kTile` of both operands into `stage`.
+Stmt MatmulBuilder::loadStage(Expr kTile, Expr stage) {
+  Expr k = kTile * kir::index(plan_.tileK);
+  int64_t bytes = plan_.stageBytes();
+  return kir::block({
+      mbarrierOp(StmtKind::MBarrierArriveExpectTx, full_, stage, kir::index(bytes),
+                 "the whole boxes count, zero-filled parts too"),
+      tmaLoad(mapA_, {kir::var(mTile_) * kir::index(plan_.tileM), k}, aTiles_,
+              stage * kir::index(tileElements(plan_.tileM)), full_, stage),
+      tmaLoad(mapB_, {kir::var(nTile_) * kir::index(plan_.tileN), k}, bTiles_,
+              stage * kir::index(tileElements(plan_.tileN)), full_, stage),
+  });
+}
+
+/// The producer's loads of one tile: each stage once the consumers released its
+/// previous use.
+Stmt MatmulBuilder::producerLoads() {
+  int64_t s = plan_.stages;
+  kir::VarPtr kTile = var("k_tile"), it = var("it"), stage = var("stage");
+  std::vector<Stmt> body;
+  Expr use = useNumber(body, it, kTile);
+  body.push_back(kir::let(stage, use % kir::index(s)));
+  body.push_back(mbarrierOp(StmtKind::MBarrierWait, empty_, kir::var(stage),
+                            (use / kir::index(s) + kir::index(1)) % kir::index(2),
+                            "the consumers released the stage's previous use"));
+  body.push_back(loadStage(kir::var(kTile), kir::var(stage)));
+  return kir::forLoop(kTile, kir::var(kTiles_), kir::LoopKind::Serial, kir::block(std::move(body)),
+                      plan_.pipelineOrigin);
+}
+
+/// Fence, the warpgroup's wgmma over the k steps of `stage`, commit.
+Stmt MatmulBuilder::mmaOnStage(const Expr &stage) {
+  int64_t in = plan_.instructionN;
+  Stmt mma = unrolled("k_step", plan_.tileK / 16, [&](Expr ks) {
+    return unrolled("mi", plan_.instructionsM(), [&](Expr mi) {
+      return unrolled("ni", plan_.instructionsN(), [&](Expr ni) {
+        auto w = hopperNode(StmtKind::Wgmma);
+        w->shape = kir::WgmmaShape{64, static_cast<int>(in), 16};
+        w->inputType = plan_.a.dtype;
+        w->buffer = acc_;
+        w->index = (mi * kir::index(plan_.instructionsN()) + ni) * kir::index(in / 2);
+        w->operandA = aTiles_;
+        w->offsetA = stage * kir::index(tileElements(plan_.tileM)) +
+                     (warpgroupRow() + mi * kir::index(64)) * kir::index(plan_.tileK) +
+                     ks * kir::index(16);
+        w->operandB = bTiles_;
+        w->offsetB = stage * kir::index(tileElements(plan_.tileN)) +
+                     (warpgroupColumn() + ni * kir::index(in)) * kir::index(plan_.tileK) +
+                     ks * kir::index(16);
+        return Stmt(w);
+      });
+    });
+  });
+  auto mmaNode = std::make_shared<kir::StmtNode>(*mma);
+  mmaNode->origin = plan_.mmaOrigin;
+  return kir::block({hopperNode(StmtKind::WgmmaFence, "the accumulators' earlier accesses first"),
+                     mmaNode, hopperNode(StmtKind::WgmmaCommit)});
+}
+
+/// A consumer warpgroup's K loop with a producer: one wgmma group in flight, the stage
+/// before it released (with one stage, each is released as soon as its group is done).
+Stmt MatmulBuilder::consumerLoop() {
+  int64_t s = plan_.stages;
+  int64_t inFlight = s > 1 ? 1 : 0;
+  kir::VarPtr kTile = var("k_tile"), it = var("it"), stage = var("stage");
+  Expr leader = kir::binary(kir::BinaryOp::Eq, kir::var(tid_) % kir::index(128), kir::index(0));
+  auto release = [&](Expr use, std::string comment) {
+    return kir::ifThen(leader,
+                       mbarrierOp(StmtKind::MBarrierArrive, empty_, use % kir::index(s), nullptr,
+                                  std::move(comment)),
+                       nullptr, "one thread a warpgroup");
+  };
+  std::vector<Stmt> body;
+  Expr use = useNumber(body, it, kTile);
+  body.push_back(kir::let(stage, use % kir::index(s)));
+  body.push_back(mbarrierOp(StmtKind::MBarrierWait, full_, kir::var(stage),
+                            use / kir::index(s) % kir::index(2),
+                            "the stage's tiles have landed (its use number's parity)"));
+  body.push_back(mmaOnStage(kir::var(stage)));
+  if (inFlight) {
+    body.push_back(wgmmaWait(1, "the previous stage's products are done; this one's run on"));
+    body.push_back(kir::ifThen(kir::index(0) < kir::var(kTile),
+                               release(use + kir::index(s - 1), "the previous stage is free")));
+  } else {
+    body.push_back(wgmmaWait(0, "this stage's products are done"));
+    body.push_back(release(use, "the stage is free"));
+  }
+  std::vector<Stmt> loop;
+  loop.push_back(kir::forLoop(kTile, kir::var(kTiles_), kir::LoopKind::Serial,
+                              kir::block(std::move(body)), plan_.mmaOrigin));
+  if (inFlight) {
+    loop.push_back(wgmmaWait(0, "the tile's last products are done"));
+    loop.push_back(kir::ifThen(
+        kir::index(0) < kir::var(kTiles_),
+        release(iteration(kir::var(kTiles_)) + kir::index(s - 1), "the last stage is free")));
+  }
+  return kir::block(std::move(loop));
+}
+
+/// The K loop without a producer: thread 0 loads S - 1 stages ahead; every warpgroup
+/// waits for its products and a block barrier frees the stage.
+Stmt MatmulBuilder::singleRoleLoop() {
+  int64_t s = plan_.stages;
+  std::vector<Stmt> out;
+  // The prologue: k tiles 0 .. S - 2, each in its own stage.
+  if (s > 1) {
+    kir::VarPtr first = var("k_tile");
+    Stmt load = kir::ifThen(kir::var(first) < kir::var(kTiles_),
+                            loadStage(kir::var(first), iteration(kir::var(first)) % kir::index(s)));
+    auto prologue = std::make_shared<kir::StmtNode>(*kir::ifThen(
+        isThread(0), kir::forLoop(first, kir::index(s - 1), kir::LoopKind::Unrolled, load)));
+    prologue->comment = "the first " + std::to_string(s - 1) + " stages";
+    prologue->origin = plan_.pipelineOrigin;
+    out.push_back(prologue);
+  }
+  kir::VarPtr kTile = var("k_tile");
+  std::vector<Stmt> iterationBody;
+  {
+    // The load S - 1 tiles ahead goes into the stage the previous iteration read, which
+    // the barrier that ended it has freed.
+    kir::VarPtr next = var("next_tile");
+    Stmt issue = kir::block({
+        kir::let(next, kir::var(kTile) + kir::index(s - 1)),
+        kir::ifThen(kir::var(next) < kir::var(kTiles_),
+                    loadStage(kir::var(next), iteration(kir::var(next)) % kir::index(s))),
+    });
+    iterationBody.push_back(kir::ifThen(isThread(0), issue, nullptr,
+                                        "k tile k_tile + " + std::to_string(s - 1) + ", " +
+                                            std::to_string(s - 1) + " stages ahead"));
+  }
+  kir::VarPtr it = var("it"), stage = var("stage");
+  Expr use = useNumber(iterationBody, it, kTile);
+  iterationBody.push_back(kir::let(stage, use % kir::index(s)));
+  iterationBody.push_back(mbarrierOp(StmtKind::MBarrierWait, full_, kir::var(stage),
+                                     use / kir::index(s) % kir::index(2),
+                                     "the stage's tiles have landed (its use number's parity)"));
+  iterationBody.push_back(mmaOnStage(kir::var(stage)));
+  iterationBody.push_back(wgmmaWait(0, "this stage's products are done"));
+  auto sync = std::make_shared<kir::StmtNode>(*kir::barrier());
+  sync->comment = "every warpgroup is done with the stage before it is refilled";
+  iterationBody.push_back(sync);
+  out.push_back(kir::forLoop(kTile, kir::var(kTiles_), kir::LoopKind::Serial,
+                             kir::block(std::move(iterationBody)), plan_.mmaOrigin));
+  return kir::block(std::move(out));
+}
+
+} // namespace fsl::lower
