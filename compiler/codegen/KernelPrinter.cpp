@@ -493,9 +493,29 @@ std::string hardwareIndex(kir::Axis axis) {
 }
 
 /// A wgmma operand's shared-memory descriptor, from the swizzle its tile was written with
-/// (by TMA): K-major rows of 128/64/32 bytes, 8-row groups `8 * row bytes` apart.
-std::string wgmmaDescriptor(const kir::BufferPtr &operand, const Expr &offset) {
+/// (by TMA) and its major-ness (PTX ISA, "Shared Memory Matrix Layout"). K-major: rows of
+/// 128/64/32 bytes, 8-row groups `8 * row bytes` apart, the leading offset unused.
+/// M/N-major: rows of K of one span each, 8-row groups of K `8 * span` apart (the stride),
+/// and span-wide blocks along M or N `blockBytes` apart (the leading offset; 0, never
+/// followed, when the operand fits one span).
+std::string wgmmaDescriptor(const kir::BufferPtr &operand, const Expr &offset, bool mnMajor,
+                            int64_t blockBytes) {
   std::string matrix = pointerPlus(operand->name, offset);
+  if (mnMajor) {
+    std::string blocks = std::to_string(blockBytes);
+    switch (operand->swizzle) {
+    case kir::Swizzle::Bytes128:
+      return "fsl_wgmma_descriptor_mn_sw128(" + matrix + ", " + blocks + ")";
+    case kir::Swizzle::Bytes64:
+      return "fsl_wgmma_descriptor(" + matrix + ", " + blocks + ", 512, FSL_WGMMA_SWIZZLE_64B)";
+    case kir::Swizzle::Bytes32:
+      return "fsl_wgmma_descriptor(" + matrix + ", " + blocks + ", 256, FSL_WGMMA_SWIZZLE_32B)";
+    case kir::Swizzle::None:
+      // The verifier refuses it: the IR does not describe the interleaved M/N-major layout.
+      FSL_UNREACHABLE("an M/N-major wgmma operand without a swizzle");
+    }
+    FSL_UNREACHABLE("swizzle");
+  }
   switch (operand->swizzle) {
   case kir::Swizzle::Bytes128:
     return "fsl_wgmma_descriptor_sw128(" + matrix + ")";
@@ -974,8 +994,9 @@ private:
                         "a wgmma accumulator that is not f32");
     line() << "fsl_wgmma_m64n" << shape.n << "k16_f32_" << ir::dtypeName(s.inputType) << "<"
            << (s.transposeA ? 1 : 0) << ", " << (s.transposeB ? 1 : 0) << ">("
-           << pointerPlus(s.buffer->name, s.index) << ", " << wgmmaDescriptor(s.operandA, s.offsetA)
-           << ", " << wgmmaDescriptor(s.operandB, s.offsetB) << ", 1);";
+           << pointerPlus(s.buffer->name, s.index) << ", "
+           << wgmmaDescriptor(s.operandA, s.offsetA, s.transposeA, s.blockBytesA) << ", "
+           << wgmmaDescriptor(s.operandB, s.offsetB, s.transposeB, s.blockBytesB) << ", 1);";
     std::string note = noteOf(s);
     end(note.empty() ? s.buffer->name + " += " + s.operandA->name + " * " + s.operandB->name
                      : note);

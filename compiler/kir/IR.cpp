@@ -345,6 +345,20 @@ llvm::StringRef memorySpaceName(MemorySpace space) {
   FSL_UNREACHABLE("memory space");
 }
 
+int64_t swizzleSpanBytes(Swizzle swizzle) {
+  switch (swizzle) {
+  case Swizzle::None:
+    return 0;
+  case Swizzle::Bytes32:
+    return 32;
+  case Swizzle::Bytes64:
+    return 64;
+  case Swizzle::Bytes128:
+    return 128;
+  }
+  FSL_UNREACHABLE("swizzle");
+}
+
 llvm::StringRef builtinName(Builtin builtin) {
   switch (builtin) {
   case Builtin::None:

@@ -76,6 +76,9 @@ enum class MemorySpace {
 enum class Swizzle { None, Bytes32, Bytes64, Bytes128 };
 
 llvm::StringRef memorySpaceName(MemorySpace space); // global, shared, local
+/// Bytes of one swizzled row (128, 64, 32; 0 for None): the widest inner extent a TMA box
+/// writes with the swizzle, and the width of one block of an M/N-major wgmma operand.
+int64_t swizzleSpanBytes(Swizzle swizzle);
 
 struct Buffer {
   std::string name;
@@ -298,7 +301,15 @@ struct StmtNode {
   BufferPtr operandA, operandB;
   Expr offsetA, offsetB;
   DType inputType = DType::BF16;
+  /// K-major (false) or M/N-major (true, "transposed": M or N contiguous, rows of K).
   bool transposeA = false, transposeB = false;
+  /// An M/N-major operand wider than one swizzle span (M or N elements of more than
+  /// 128/64/32 bytes) is stored as span-wide blocks, each its K rows one span apart
+  /// (as one TMA box writes them); this is the byte distance from one block to the next
+  /// along M (A) or N (B), the descriptor's leading byte offset (PTX ISA, "Leading
+  /// Dimension Byte Offset", MN-major swizzled). 0: one block (the operand fits a span,
+  /// or is K-major).
+  int64_t blockBytesA = 0, blockBytesB = 0;
   // WgmmaWait / TmaStoreWait: groups left pending; SetMaxNReg: registers
   int64_t pending = 0;
   int64_t registers = 0;

@@ -24,6 +24,11 @@ llvm::StringRef swizzleName(Swizzle swizzle) {
   FSL_UNREACHABLE("swizzle");
 }
 
+/// An M/N-major wgmma operand's span-wide blocks: " blocks 8192B" (nothing for one block).
+std::string blocks(int64_t blockBytes) {
+  return blockBytes ? " blocks " + std::to_string(blockBytes) + "B" : "";
+}
+
 llvm::StringRef loopKindName(LoopKind kind) {
   switch (kind) {
   case LoopKind::Serial:
@@ -303,9 +308,10 @@ public:
              << ir::dtypeName(s->inputType) << " " << s->buffer->name << " += " << s->operandA->name
              << "[";
       expr(s->offsetA);
-      out_ << "]" << (s->transposeA ? "^T" : "") << " * " << s->operandB->name << "[";
+      out_ << "]" << (s->transposeA ? "^T" : "") << blocks(s->blockBytesA) << " * "
+           << s->operandB->name << "[";
       expr(s->offsetB);
-      out_ << "]" << (s->transposeB ? "^T" : "");
+      out_ << "]" << (s->transposeB ? "^T" : "") << blocks(s->blockBytesB);
       note();
       return;
     case StmtKind::SetMaxNReg:

@@ -91,6 +91,26 @@ private:
       fail(std::string(what) + " of '" + v->name + "', which is not mutable");
   }
 
+  /// The span-wide blocks of a wgmma operand: an M/N-major operand wider than one swizzle
+  /// span needs their distance (the descriptor's leading byte offset, in 16-byte units of
+  /// a 14-bit field); a K-major operand, or one without a swizzle, has none.
+  void wgmmaBlocks(const StmtNode &s, const Buffer &operand, int64_t extent, bool mnMajor,
+                   int64_t blockBytes, const char *which) {
+    std::string name = std::string("wgmma operand ") + which + " (" + operand.name + ")";
+    int64_t span = swizzleSpanBytes(operand.swizzle);
+    if (mnMajor && span == 0)
+      fail(name + " is M/N-major without a swizzle: only swizzled M/N-major layouts are "
+                  "described");
+    if (blockBytes < 0 || blockBytes % 16 != 0 || blockBytes >= (int64_t(1) << 18))
+      fail(name + " has blocks " + std::to_string(blockBytes) +
+           " bytes apart: a multiple of 16 below 2^18");
+    if (!mnMajor && blockBytes != 0)
+      fail(name + " is K-major but has a block distance");
+    if (mnMajor && extent * ir::dtypeBytes(s.inputType) > span && blockBytes == 0)
+      fail(name + " is M/N-major and " + std::to_string(extent) +
+           " elements wide, more than one swizzle span, without the distance of its blocks");
+  }
+
   /// A block's bindings end with the block (C scoping).
   void scoped(const Stmt &s) {
     std::set<const Var *> vars = vars_, mutables = mutables_;
@@ -228,6 +248,8 @@ private:
       buffer(s->operandB, "wgmma operand");
       integer(s->offsetA, "wgmma operand offset");
       integer(s->offsetB, "wgmma operand offset");
+      wgmmaBlocks(*s, *s->operandA, s->shape.m, s->transposeA, s->blockBytesA, "A");
+      wgmmaBlocks(*s, *s->operandB, s->shape.n, s->transposeB, s->blockBytesB, "B");
       return;
     case StmtKind::WarpRole:
       expr(s->condition);

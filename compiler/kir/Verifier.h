@@ -4,8 +4,9 @@
 // within scope; local and shared buffers are allocated before use and global ones are
 // parameters; accumulators updated by Assign or Reduce are mutable; loop extents and
 // indices are integers; vector loops have static extents; parallel loops agree with
-// the launch shape. A failure is a compiler bug, reported as an internal error naming
-// the pass that broke it.
+// the launch shape; a wgmma operand that is M/N-major and wider than one swizzle span
+// says how far apart its span-wide blocks are (and a K-major one has no such distance). A failure
+// is a compiler bug, reported as an internal error naming the pass that broke it.
 #pragma once
 
 #include "kir/IR.h"

@@ -1821,15 +1821,21 @@ private:
 
   // --- wgmma -----------------------------------------------------------------------------
 
-  /// Element (mn, k) of a wgmma operand tile in shared memory. K-major: rows of the
-  /// M (or N) dimension, each one swizzle span wide, K contiguous within the row (the
-  /// canonical layout with the 8-row groups 8 spans apart). MN-major (transposed): rows of
-  /// K, M (or N) contiguous; only tiles whose M (or N) extent fits one span are handled.
-  double operand(const Buffer &buffer, int64_t start, bool mnMajor, int64_t mn, int64_t k, int t,
-                 const char *which) {
+  /// Element (mn, k) of a wgmma operand tile in shared memory, `start` elements into the
+  /// buffer. K-major: rows of the M (or N) dimension, each one swizzle span wide, K
+  /// contiguous within the row (the canonical layout with the 8-row groups 8 spans apart).
+  /// MN-major (transposed): rows of K one span apart, M (or N) contiguous within the row;
+  /// wider than one span, the operand is span-wide blocks `blockBytes` apart, each with
+  /// the same rows of K (PTX ISA's canonical MN-major layout: LBO between the blocks, SBO
+  /// of 8 spans between 8-row groups of K). The swizzle applies to the address reached.
+  double operand(const Buffer &buffer, int64_t start, bool mnMajor, int64_t blockBytes, int64_t mn,
+                 int64_t k, int t, const char *which) {
     const SharedStorage &shared = sharedOf(buffer, t);
     int64_t bytes = bytesOf(buffer.dtype), span = swizzleSpan(buffer.swizzle);
-    int64_t relative = start * bytes + (mnMajor ? k * span + mn * bytes : mn * span + k * bytes);
+    int64_t perSpan = span / bytes;
+    int64_t relative =
+        start * bytes + (mnMajor ? mn / perSpan * blockBytes + k * span + mn % perSpan * bytes
+                                 : mn * span + k * bytes);
     int64_t at = swizzledElement(buffer, shared, relative, buffer.swizzle);
     if (at < 0 || at >= shared.elements)
       fault(t, llvm::formatv("wgmma operand {0} reads element {1} of {2} ({3} elements)", which, at,
@@ -1838,6 +1844,42 @@ private:
       for (int w = t / 32; w < t / 32 + 4; ++w) // the warpgroup of `t`, its first thread
         checkVisible(buffer, shared, at, w, w * 32);
     return shared.data[at];
+  }
+
+  /// The span-wide blocks of an operand `extent` elements along M (or N), read from
+  /// element `start`: an M/N-major operand wider than a span needs their distance, which
+  /// keeps each block where the swizzle's pattern starts (the descriptor's base offset is
+  /// 0) and its 16 rows of K clear of the next block; the operand starts at a row's start,
+  /// where the blocks are cut.
+  void checkBlocks(const Buffer &buffer, bool mnMajor, int64_t blockBytes, int64_t extent,
+                   int64_t start, int t, const char *which) {
+    int64_t bytes = bytesOf(buffer.dtype), span = swizzleSpan(buffer.swizzle);
+    const char *dimension = which[0] == 'A' ? "rows" : "columns";
+    if (!mnMajor) {
+      if (blockBytes != 0)
+        fault(t, llvm::formatv("K-major wgmma operand {0} ({1}) with blocks {2} bytes apart", which,
+                               buffer.name, blockBytes));
+      return;
+    }
+    if (extent * bytes <= span)
+      return;
+    if (blockBytes == 0)
+      fault(t, llvm::formatv("an M/N-major wgmma operand {0} ({1}) of {2} {3}, wider than one "
+                             "{4}-byte swizzle span, without the distance of its span-wide blocks",
+                             which, buffer.name, extent, dimension, span));
+    int64_t repeat = swizzleRepeat(buffer.swizzle), rows = 16;
+    if (blockBytes % repeat != 0)
+      fault(t, llvm::formatv("wgmma operand {0} ({1}) has blocks {2} bytes apart: the {3} "
+                             "starts its pattern every {4} bytes, and so must each block",
+                             which, buffer.name, blockBytes, swizzleName(buffer.swizzle), repeat));
+    if (blockBytes < rows * span)
+      fault(t, llvm::formatv("wgmma operand {0} ({1}) has blocks {2} bytes apart, fewer than "
+                             "its {3} rows of K take ({4} bytes)",
+                             which, buffer.name, blockBytes, rows, rows * span));
+    if (start * bytes % span != 0)
+      fault(t, llvm::formatv("wgmma operand {0} ({1}) of span-wide blocks starts at element "
+                             "{2}, {3} bytes into a {4}-byte row",
+                             which, buffer.name, start, start * bytes % span, span));
   }
 
   void execWgmma(const StmtNode &s, const Mask &mask) {
@@ -1863,17 +1905,6 @@ private:
                       " without a swizzle (the interleaved core-matrix layout) is not simulated");
       checkSwizzleBase(*b, sharedOf(*b, t0), b->swizzle, t0);
     }
-    int64_t span = swizzleSpan(s.operandA->swizzle) / bytesOf(s.inputType);
-    if (s.transposeA && shape.m > span)
-      fault(t0, llvm::formatv("an M-major wgmma operand of {0} rows wider than one swizzle row is "
-                              "not simulated",
-                              shape.m));
-    span = swizzleSpan(s.operandB->swizzle) / bytesOf(s.inputType);
-    if (s.transposeB && shape.n > span)
-      fault(t0, llvm::formatv("an N-major wgmma operand of {0} columns wider than one swizzle "
-                              "row is not simulated",
-                              shape.n));
-
     // The four warps of each warpgroup issue one wgmma together.
     std::map<int, std::vector<int>> warpgroups;
     for (int t : mask)
@@ -1885,14 +1916,18 @@ private:
                                              members.size(), group));
       int64_t a = uniform(s.offsetA, members, "wgmma operand A's offset");
       int64_t b = uniform(s.offsetB, members, "wgmma operand B's offset");
+      checkBlocks(*s.operandA, s.transposeA, s.blockBytesA, shape.m, a, members.front(), "A");
+      checkBlocks(*s.operandB, s.transposeB, s.blockBytesB, shape.n, b, members.front(), "B");
       // D += A B, each product exact, their sum over k added to the f32 accumulator.
       std::vector<double> product(static_cast<size_t>(shape.m * shape.n), 0.0);
       for (int64_t k = 0; k < shape.k; ++k) {
         std::vector<double> column(shape.m);
         for (int64_t m = 0; m < shape.m; ++m)
-          column[m] = operand(*s.operandA, a, s.transposeA, m, k, members.front(), "A");
+          column[m] =
+              operand(*s.operandA, a, s.transposeA, s.blockBytesA, m, k, members.front(), "A");
         for (int64_t n = 0; n < shape.n; ++n) {
-          double bv = operand(*s.operandB, b, s.transposeB, n, k, members.front(), "B");
+          double bv =
+              operand(*s.operandB, b, s.transposeB, s.blockBytesB, n, k, members.front(), "B");
           for (int64_t m = 0; m < shape.m; ++m)
             product[m * shape.n + n] += column[m] * bv;
         }

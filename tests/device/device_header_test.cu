@@ -98,6 +98,8 @@ extern "C" __global__ void __launch_bounds__(384)
   const uint64_t a = fsl_wgmma_descriptor_sw128(tile);
   const uint64_t b = fsl_wgmma_descriptor(tile + 8192, 16, 1024, FSL_WGMMA_SWIZZLE_128B);
   const uint64_t b64 = fsl_wgmma_descriptor(tile + 16384, 16, 512, FSL_WGMMA_SWIZZLE_64B);
+  // N-major, four 64-column blocks 8192 bytes apart (each 64 rows of K of 128 bytes).
+  const uint64_t bn = fsl_wgmma_descriptor_mn_sw128(tile + 8192, 8192);
   // The accumulators pinned around each fence and wait (ptxas then injects no
   // warpgroup.arrive/wait of its own); wait_group<1> leaves the newest group in flight.
   fsl_wgmma_pin_accumulator<128>(accumulator);
@@ -118,6 +120,7 @@ extern "C" __global__ void __launch_bounds__(384)
   fsl_wgmma_fence();
   fsl_wgmma_m64n256k16_f32_bf16<1, 0>(accumulator, a, b, 1);
   fsl_wgmma_m64n256k16_f32_f16<0, 0>(accumulator, a, b, 1);
+  fsl_wgmma_m64n256k16_f32_bf16<0, 1>(accumulator, a, bn, 1);
   fsl_wgmma_commit_group();
   fsl_wgmma_wait_group<0>();
   fsl_wgmma_pin_accumulator<128>(accumulator);

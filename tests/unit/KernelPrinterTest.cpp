@@ -6,6 +6,7 @@
 #include "codegen/KernelPrinter.h"
 #include "codegen/CudaCodegen.h"
 #include "codegen/Nvrtc.h"
+#include "kir/Verifier.h"
 
 #include "LowerSupport.h"
 
@@ -13,6 +14,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 using namespace fsl;
@@ -791,6 +793,103 @@ TEST_CASE("kernel printer: the Hopper operations") {
   CHECK(contains(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"));
   CHECK(contains(ptx, "mbarrier.try_wait.parity.shared::cta.b64"));
   CHECK(contains(ptx, "setmaxnreg.inc.sync.aligned.u32 232"));
+}
+
+TEST_CASE("kernel printer: M/N-major wgmma operands and the distance of their blocks") {
+  // B N-major (b: [K, N], N contiguous), 256 columns: four 64-column blocks of 64 rows of K
+  // with the 128-byte swizzle, 8192 bytes apart. A M-major with the 64-byte swizzle: two
+  // 32-row blocks of 64 rows of K, 4096 bytes apart. Both k step 1 (16 rows of K down).
+  kir::BufferPtr tileA =
+      sharedBuffer("a_tile", DType::BF16, {2 * 32 * 64}, 1024, kir::Swizzle::Bytes64);
+  kir::BufferPtr tileB =
+      sharedBuffer("b_tile", DType::BF16, {4 * 64 * 64}, 1024, kir::Swizzle::Bytes128);
+  kir::BufferPtr acc = makeBuffer("acc", DType::F32, kir::MemorySpace::Local, {128});
+  kir::BufferPtr out = globalBuffer("out", DType::F32, true);
+  auto node = [](kir::StmtKind kind) {
+    auto s = std::make_shared<kir::StmtNode>();
+    s->kind = kind;
+    return s;
+  };
+  auto mma = node(kir::StmtKind::Wgmma);
+  mma->shape = {64, 256, 16};
+  mma->buffer = acc;
+  mma->index = kir::index(0);
+  mma->operandA = tileA;
+  mma->offsetA = kir::index(16 * 32);
+  mma->transposeA = true;
+  mma->blockBytesA = 4096;
+  mma->operandB = tileB;
+  mma->offsetB = kir::index(16 * 64);
+  mma->transposeB = true;
+  mma->blockBytesB = 8192;
+  Expr tid = builtin("threadIdx.x", kir::Builtin::ThreadIdxX);
+  auto wait = node(kir::StmtKind::WgmmaWait);
+  kir::VarPtr i = kir::makeVar("i", DType::I64);
+  kir::Kernel kernel;
+  kernel.name = "mn_major";
+  kernel.params = {tensorParam(out, 0, true)};
+  kernel.launch.grid = {kir::index(1), kir::index(1), kir::index(1)};
+  kernel.launch.block = {kir::index(128), kir::index(1), kir::index(1)};
+  kernel.launch.sharedBytes = kir::index(8192 + 32768);
+  kernel.body = kir::block({
+      allocateShared(tileA, 0),
+      allocateShared(tileB, 8192),
+      kir::allocate(acc),
+      kir::forLoop(i, kir::index(128), kir::LoopKind::Unrolled,
+                   kir::store(acc, kir::var(i), f32(0))),
+      node(kir::StmtKind::WgmmaFence),
+      mma,
+      node(kir::StmtKind::WgmmaCommit),
+      wait,
+      kir::forLoop(
+          i, kir::index(128), kir::LoopKind::Unrolled,
+          kir::store(out, kir::var(i) * kir::index(128) + tid, kir::load(acc, kir::var(i)))),
+  });
+  CHECK(kir::verifyKernel(kernel) == "");
+  std::string text;
+  llvm::raw_string_ostream textOut(text);
+  kir::printStmt(mma, textOut);
+  INFO(text);
+  CHECK(contains(text, "acc += a_tile[512]^T blocks 4096B * b_tile[1024]^T blocks 8192B"));
+
+  kir::Program program;
+  program.kernels.push_back(kernel);
+  std::string cu;
+  llvm::raw_string_ostream cuOut(cu);
+  codegen::printKernelPrologue(program, cuOut);
+  codegen::printKernel(kernel, {}, cuOut);
+  INFO(cu);
+  CHECK(contains(cu, "fsl_wgmma_m64n256k16_f32_bf16<1, 1>(acc, fsl_wgmma_descriptor(a_tile + "
+                     "512, 4096, 512, FSL_WGMMA_SWIZZLE_64B), fsl_wgmma_descriptor_mn_sw128("
+                     "b_tile + 1024, 8192), 1);"));
+  requireCompiles(cu);
+  CHECK(contains(ptxOf(cu), "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"));
+
+  // The verifier's side: an M/N-major operand wider than a span needs the distance, a
+  // K-major one has none, and the descriptor's field holds multiples of 16 below 2^18.
+  auto broken = [&](const std::function<void(kir::StmtNode &)> &edit) {
+    auto copy = std::make_shared<kir::StmtNode>(*mma);
+    edit(*copy);
+    kir::Kernel k = kernel;
+    std::vector<Stmt> body = k.body->body;
+    for (Stmt &s : body)
+      if (s == mma)
+        s = copy;
+    k.body = kir::block(body);
+    return kir::verifyKernel(k);
+  };
+  CHECK(contains(broken([](kir::StmtNode &s) { s.blockBytesB = 0; }),
+                 "wgmma operand B (b_tile) is M/N-major and 256 elements wide, more than one "
+                 "swizzle span, without the distance of its blocks"));
+  CHECK(contains(broken([](kir::StmtNode &s) { s.blockBytesA = 4100; }),
+                 "wgmma operand A (a_tile) has blocks 4100 bytes apart: a multiple of 16 below "
+                 "2^18"));
+  CHECK(contains(broken([](kir::StmtNode &s) { s.transposeB = false; }),
+                 "wgmma operand B (b_tile) is K-major but has a block distance"));
+  CHECK(broken([](kir::StmtNode &s) {
+          s.shape.n = 64;
+          s.blockBytesB = 0;
+        }) == ""); // 64 columns: one span, one block
 }
 
 TEST_CASE("kernel printer: device.cuh reaches NVRTC from inside fslc") {

@@ -699,6 +699,152 @@ TEST_CASE("simulator: a wgmma reached by part of a warpgroup faults") {
             .find("wgmma reached by 64 of the 128 threads of warpgroup 0") != std::string::npos);
 }
 
+namespace {
+
+/// One warpgroup: A[64][64] K-major as in WgmmaTile, and an N-major B [K=64][N] wider than
+/// one 128-byte span: N / 64 TMA boxes of 64 rows of K by 64 columns, each into its own
+/// block, `layoutBytes` apart (8192: the blocks packed). wgmma m64n`instrN`k16, told its
+/// blocks are `blockBytes` apart, reads instruction column `ni` from block `ni * instrN /
+/// 64`, k step `ks` 16 rows of K down; `shift` elements more moves B's start.
+struct WideNMajor {
+  BufferPtr a = makeBuffer("a", DType::BF16, MemorySpace::Global);
+  BufferPtr b = makeBuffer("b", DType::BF16, MemorySpace::Global);
+  BufferPtr d = makeBuffer("d", DType::F32, MemorySpace::Global);
+  BufferPtr bar = makeBuffer("bar", DType::I64, MemorySpace::Shared, {1}, Swizzle::None, 8);
+  BufferPtr sa =
+      makeBuffer("sa", DType::BF16, MemorySpace::Shared, {64 * 64}, Swizzle::Bytes128, 1024);
+  BufferPtr sb;
+  BufferPtr acc;
+  int n;
+  Kernel kernel;
+
+  WideNMajor(int n, int instrN, int64_t blockBytes, int64_t layoutBytes = 8192, int64_t shift = 0)
+      : n(n) {
+    const int64_t blocks = n / 64, blockElements = layoutBytes / 2;
+    sb = makeBuffer("sb", DType::BF16, MemorySpace::Shared, {blocks * blockElements},
+                    Swizzle::Bytes128, 1024);
+    acc = makeBuffer("acc", DType::F32, MemorySpace::Local, {n / 2});
+    TensorMapPtr mapA = tensorMap("a_map", a, {64, 64}, {64, 64}, Swizzle::Bytes128);
+    TensorMapPtr mapB = tensorMap("b_map", b, {64, n}, {64, 64}, Swizzle::Bytes128);
+    VarPtr t = makeVar("t", DType::I64), i = makeVar("i", DType::I64),
+           ks = makeVar("ks", DType::I64), ni = makeVar("ni", DType::I64),
+           row = makeVar("row", DType::I64), col = makeVar("col", DType::I64);
+    std::vector<Stmt> loads = {arriveExpectTx(bar, 64 * 64 * 2 + 64 * n * 2),
+                               tmaLoad(sa, mapA, {0, 0}, bar)};
+    for (int64_t j = 0; j < blocks; ++j) {
+      auto load = std::make_shared<StmtNode>(*tmaLoad(sb, mapB, {0, 64 * j}, bar));
+      load->index = index(j * blockElements); // block j
+      loads.push_back(load);
+    }
+    auto mma = std::make_shared<StmtNode>(*wgmma(acc, sa, var(ks) * index(16), sb,
+                                                 var(ni) * index(instrN / 64 * blockElements) +
+                                                     var(ks) * index(16 * 64) + index(shift),
+                                                 instrN, /*transposeB=*/true));
+    mma->index = var(ni) * index(instrN / 2);
+    mma->blockBytesB = blockBytes;
+    Stmt body = block({
+        allocateAt(bar, 0),
+        allocateAt(sa, 1024),
+        allocateAt(sb, 1024 + 8192),
+        allocate(acc),
+        forLoop(i, index(n / 2), LoopKind::Unrolled, store(acc, var(i), f32(0))),
+        ifThen(eq(var(t), index(0)), mbarrierInit(bar, 1)),
+        barrier(),
+        ifThen(eq(var(t), index(0)), block(loads)),
+        waitParity(bar, 0),
+        node(StmtKind::WgmmaFence),
+        forLoop(ks, index(4), LoopKind::Unrolled,
+                forLoop(ni, index(n / instrN), LoopKind::Unrolled, mma)),
+        node(StmtKind::WgmmaCommit),
+        node(StmtKind::WgmmaWait),
+        // Fragment i of instruction ni: column ni * instrN + the m64nNk16 column.
+        forLoop(ni, index(n / instrN), LoopKind::Unrolled,
+                forLoop(i, index(instrN / 2), LoopKind::Unrolled,
+                        block({let(row, index(16) * (var(t) / index(32)) +
+                                            (var(t) % index(32)) / index(4) +
+                                            index(8) * ((var(i) / index(2)) % index(2))),
+                               let(col, var(ni) * index(instrN) + index(8) * (var(i) / index(4)) +
+                                            index(2) * (var(t) % index(4)) + var(i) % index(2)),
+                               store(d, var(row) * index(n) + var(col),
+                                     load(acc, var(ni) * index(instrN / 2) + var(i)))}))),
+    });
+    kernel.name = "wide_n_major";
+    kernel.params = {tensorParam(d)};
+    for (const TensorMapPtr &map : {mapA, mapB}) {
+      KernelParam p;
+      p.kind = KernelParam::Kind::TensorMap;
+      p.tensorMap = map;
+      kernel.params.push_back(p);
+    }
+    kernel.body = parallelLoop(t, index(128), Axis::TIDx, body);
+    launch(kernel, 1, {128, 1}, 1024 + 8192 + blocks * blockElements * 2);
+  }
+
+  static double aAt(int m, int k) { return ((m * 3 + k * 5) % 7 - 3) * 0.5; }
+  static double bAt(int k, int n) { return ((n * 7 + k * 3) % 11 - 5) * 0.25; }
+
+  sim::Memory memory() const {
+    sim::Memory m;
+    for (int r = 0; r < 64; ++r)
+      for (int c = 0; c < 64; ++c)
+        m.global[a.get()].push_back(aAt(r, c)); // [M][K]
+    for (int k = 0; k < 64; ++k)
+      for (int c = 0; c < n; ++c)
+        m.global[b.get()].push_back(bAt(k, c)); // [K][N], N contiguous
+    m.global[d.get()].assign(64 * n, NAN);
+    return m;
+  }
+};
+
+} // namespace
+
+TEST_CASE("simulator: N-major wgmma operands wider than one swizzle span") {
+  struct Case {
+    int n, instrN;
+    int64_t blockBytes;
+  };
+  // Packed blocks (8192 bytes: 64 rows of K of 128 bytes), and blocks with a gap.
+  for (Case c : {Case{128, 128, 8192}, Case{256, 256, 8192}, Case{256, 128, 8192},
+                 Case{256, 64, 8192}, Case{256, 256, 16384}}) {
+    CAPTURE(c.n);
+    CAPTURE(c.instrN);
+    CAPTURE(c.blockBytes);
+    WideNMajor k(c.n, c.instrN, c.blockBytes, /*layoutBytes=*/c.blockBytes);
+    sim::Memory memory = k.memory();
+    REQUIRE(faultOf(sim::runKernel(k.kernel, memory)) == "");
+    const std::vector<double> &d = memory.global[k.d.get()];
+    int wrong = 0;
+    for (int m = 0; m < 64; ++m)
+      for (int n = 0; n < c.n; ++n) {
+        double expected = 0;
+        for (int kk = 0; kk < 64; ++kk)
+          expected += WideNMajor::aAt(m, kk) * WideNMajor::bAt(kk, n);
+        wrong += d[m * c.n + n] != expected;
+      }
+    CHECK(wrong == 0);
+  }
+}
+
+TEST_CASE("simulator: malformed N-major wgmma operands fault") {
+  auto fault = [](int64_t blockBytes, int64_t shift) {
+    WideNMajor k(256, 256, blockBytes, /*layoutBytes=*/8192, shift);
+    sim::Memory memory = k.memory();
+    return faultOf(sim::runKernel(k.kernel, memory));
+  };
+  CHECK(fault(0, 0).find("wgmma operand B (sb) of 256 columns, wider than one 128-byte swizzle "
+                         "span, without the distance of its span-wide blocks") !=
+        std::string::npos);
+  CHECK(fault(8192 + 512, 0)
+            .find("has blocks 8704 bytes apart: the 128B swizzle starts its "
+                  "pattern every 1024 bytes") != std::string::npos);
+  CHECK(fault(1024, 0).find("has blocks 1024 bytes apart, fewer than its 16 rows of K take "
+                            "(2048 bytes)") != std::string::npos);
+  CHECK(fault(8192, 8).find("starts at element 8, 16 bytes into a 128-byte row") !=
+        std::string::npos);
+  // Blocks farther apart than the buffer holds: the read past its end faults.
+  CHECK(fault(16384, 0).find("wgmma operand B reads element") != std::string::npos);
+}
+
 TEST_CASE("simulator: a runaway loop stops at the step limit") {
   VarPtr t = makeVar("t", DType::I64), i = makeVar("i", DType::I64);
   Kernel kernel;

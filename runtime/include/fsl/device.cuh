@@ -419,9 +419,18 @@ template <int Registers> __device__ __forceinline__ void fsl_wgmma_pin_accumulat
 
 /* Shared-memory matrix descriptors of wgmma operands (64 bits): the start address, the
  * leading and stride byte offsets (all in 16-byte units) and the swizzle mode of the
- * layout (the same XOR pattern the TMA tensor map wrote with). For the usual K-major tile
- * whose rows are 128 bytes with the 128-byte swizzle, the stride between 8-row groups is
- * 1024 bytes and the leading offset is unused (1): fsl_wgmma_descriptor_sw128. */
+ * layout (the same XOR pattern the TMA tensor map wrote with); the base offset is 0, so
+ * the swizzled tiles start on their pattern's boundary (1024 bytes for the 128-byte
+ * swizzle). What the two offsets mean depends on the operand's major-ness (PTX ISA,
+ * "Shared Memory Matrix Layout"):
+ *  - K-major, swizzled (rows of M or N, K contiguous, each row one swizzle span): the
+ *    stride is the distance between 8-row groups, 1024 bytes for 128-byte rows, and the
+ *    leading offset is unused (1): fsl_wgmma_descriptor_sw128.
+ *  - M/N-major, swizzled (rows of K, M or N contiguous): the stride is the distance
+ *    between groups of 8 rows of K (1024 bytes for 128-byte rows) and the leading offset
+ *    the distance between the span-wide blocks along M or N, where an operand wider than
+ *    one span (64 bf16 for the 128-byte swizzle) continues; a TMA box writes each block:
+ *    fsl_wgmma_descriptor_mn_sw128(matrix, block_bytes). */
 #define FSL_WGMMA_SWIZZLE_NONE 0u
 #define FSL_WGMMA_SWIZZLE_128B 1u
 #define FSL_WGMMA_SWIZZLE_64B 2u
@@ -436,6 +445,10 @@ __device__ __forceinline__ uint64_t fsl_wgmma_descriptor(const void *matrix, uin
 }
 __device__ __forceinline__ uint64_t fsl_wgmma_descriptor_sw128(const void *matrix) {
   return fsl_wgmma_descriptor(matrix, 16, 1024, FSL_WGMMA_SWIZZLE_128B);
+}
+__device__ __forceinline__ uint64_t fsl_wgmma_descriptor_mn_sw128(const void *matrix,
+                                                                  uint32_t block_bytes) {
+  return fsl_wgmma_descriptor(matrix, block_bytes, 1024, FSL_WGMMA_SWIZZLE_128B);
 }
 
 /* wgmma.mma_async m64nNk16 with f32 accumulators and bf16 or f16 operands in shared
