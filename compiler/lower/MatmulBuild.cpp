@@ -45,6 +45,8 @@ bool MatmulBuilder::run() {
       return nullptr;
     return (param == plan_.a.param ? mapA_ : mapB_) = operandMap(f_.params[param], buffer);
   });
+  if (plan_.a.param == plan_.b.param) // a @ a^T: one tensor map serves both
+    mapB_ = mapA_;
   if (plan_.epilogueVia == sched::EpilogueKind::SharedTmaStore)
     addOutputMap();
   cta_ = var(plan_.tileWalk == TileWalk::Persistent ? "cta" : "m_tile");
@@ -141,7 +143,12 @@ kir::TensorMapPtr MatmulBuilder::operandMap(const ir::Param &param, const kir::B
   map->global = buffer;
   for (ir::DimId dim : param.dims)
     map->extents.push_back(cx_.dimExtent(dim));
-  map->box = {param.dims[0] == plan_.m ? plan_.tileM : plan_.tileN, plan_.tileK};
+  const MatmulOperand &operand = &param == &f_.params[plan_.a.param] ? plan_.a : plan_.b;
+  if (!operand.kContiguous)
+    // [K, N]: 64 K rows of one 128-byte span of N; a stage takes BN / span boxes.
+    map->box = {plan_.tileK, 128 / static_cast<int64_t>(ir::dtypeBytes(operand.dtype))};
+  else
+    map->box = {param.dims[0] == plan_.m ? plan_.tileM : plan_.tileN, plan_.tileK};
   map->swizzle = kir::Swizzle::Bytes128;
   return map;
 }

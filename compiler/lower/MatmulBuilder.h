@@ -82,6 +82,7 @@ private:
   kir::Expr useNumber(std::vector<kir::Stmt> &body, const kir::VarPtr &it,
                       const kir::VarPtr &kTile) const;
   kir::Stmt loadStage(kir::Expr kTile, kir::Expr stage);
+  kir::Stmt loadB(const kir::Expr &k, const kir::Expr &stage);
   kir::Stmt producerLoads();
   kir::Stmt consumerLoop();
   kir::Stmt singleRoleLoop();

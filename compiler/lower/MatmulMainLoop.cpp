@@ -76,8 +76,22 @@ Stmt MatmulBuilder::loadStage(Expr kTile, Expr stage) {
                  "the whole boxes count, zero-filled parts too"),
       tmaLoad(mapA_, {kir::var(mTile_) * kir::index(plan_.tileM), k}, aTiles_,
               stage * kir::index(tileElements(plan_.tileM)), full_, stage),
-      tmaLoad(mapB_, {kir::var(nTile_) * kir::index(plan_.tileN), k}, bTiles_,
-              stage * kir::index(tileElements(plan_.tileN)), full_, stage),
+      loadB(k, stage),
+  });
+}
+
+/// The b tile of a stage: one box of BN rows when K is contiguous; with N contiguous
+/// ([K, N]), BN / span boxes of 64 K rows by one 128-byte span of N, each a block of
+/// 64 x 128 bytes, consecutive (the N-major wgmma operand's "leading" stride).
+Stmt MatmulBuilder::loadB(const Expr &k, const Expr &stage) {
+  Expr base = stage * kir::index(tileElements(plan_.tileN));
+  if (plan_.b.kContiguous)
+    return tmaLoad(mapB_, {kir::var(nTile_) * kir::index(plan_.tileN), k}, bTiles_, base, full_,
+                   stage);
+  int64_t span = 128 / operandBytes(), blocks = plan_.tileN / span;
+  return unrolled("block", blocks, [&](Expr j) {
+    return tmaLoad(mapB_, {k, kir::var(nTile_) * kir::index(plan_.tileN) + j * kir::index(span)},
+                   bTiles_, base + j * kir::index(plan_.tileK * span), full_, stage);
   });
 }
 
@@ -113,9 +127,21 @@ Stmt MatmulBuilder::mmaOnStage(const Expr &stage) {
                      (warpgroupRow() + mi * kir::index(64)) * kir::index(plan_.tileK) +
                      ks * kir::index(16);
         w->operandB = bTiles_;
-        w->offsetB = stage * kir::index(tileElements(plan_.tileN)) +
-                     (warpgroupColumn() + ni * kir::index(in)) * kir::index(plan_.tileK) +
-                     ks * kir::index(16);
+        if (plan_.b.kContiguous) {
+          w->offsetB = stage * kir::index(tileElements(plan_.tileN)) +
+                       (warpgroupColumn() + ni * kir::index(in)) * kir::index(plan_.tileK) +
+                       ks * kir::index(16);
+        } else {
+          // N-major: the instruction's columns start in block (column / span); a k step is
+          // 16 rows of the block down.
+          int64_t span = 128 / operandBytes();
+          w->transposeB = true;
+          w->blockBytesB = plan_.tileK * 128;
+          w->offsetB = stage * kir::index(tileElements(plan_.tileN)) +
+                       (warpgroupColumn() + ni * kir::index(in)) / kir::index(span) *
+                           kir::index(plan_.tileK * span) +
+                       ks * kir::index(16 * span);
+        }
         return Stmt(w);
       });
     });

@@ -101,7 +101,7 @@ private:
     if (param.isStrided)
       return unsupported("strided parameter " + param.name + " (TMA reads contiguous tensors)",
                          param.range);
-    if (!layout.contractedIsInner || param.dims.size() != 2)
+    if (param.dims.size() != 2 || (!layout.contractedIsInner && lhs))
       return unsupported(llvm::formatv("operand {0}: [{1}, {2}] ({2} contiguous) is not lowered "
                                        "yet; write it as [{2}, {1}] ({1} contiguous)",
                                        param.name, dimName(plan_->k), dimName(layout.rowDim))
@@ -110,15 +110,17 @@ private:
     result.input = input;
     result.param = input->paramIndex;
     result.dtype = input->dtype;
-    // TMA reads rows whose stride is a multiple of 16 bytes; a static K that breaks
-    // that can be refused now, a runtime one is refused by the launcher (the tensor map
-    // cannot be encoded) and by the simulator.
-    std::optional<int64_t> k = fusion_.dims[plan_->k].staticExtent;
-    int64_t rowBytes = k ? *k * ir::dtypeBytes(input->dtype) : 16;
+    result.kContiguous = layout.contractedIsInner;
+    // TMA reads rows whose stride is a multiple of 16 bytes; a static extent of the
+    // contiguous dimension that breaks that can be refused now, a runtime one is refused
+    // by the launcher (the tensor map cannot be encoded) and by the simulator.
+    ir::DimId inner = param.dims.back();
+    std::optional<int64_t> extent = fusion_.dims[inner].staticExtent;
+    int64_t rowBytes = extent ? *extent * ir::dtypeBytes(input->dtype) : 16;
     if (rowBytes % 16 != 0)
       return unsupported(llvm::formatv("rows of {0} are {1} x {2} = {3} bytes apart; TMA needs a "
                                        "multiple of 16 bytes",
-                                       param.name, dimName(plan_->k), ir::dtypeName(input->dtype),
+                                       param.name, dimName(inner), ir::dtypeName(input->dtype),
                                        rowBytes)
                              .str(),
                          param.range);
@@ -362,6 +364,12 @@ private:
           llvm::formatv("a tile of ({0}, {1}): a TMA box has at most 256 rows", bm.value, bn.value)
               .str(),
           bm.range);
+    if (plan_->a.param == plan_->b.param && bm.value != bn.value)
+      return unsupported(llvm::formatv("both operands are {0}: one tensor map loads both tiles, "
+                                       "so the tile's M and N must be equal ({1} and {2})",
+                                       fusion_.params[plan_->a.param].name, bm.value, bn.value)
+                             .str(),
+                         bm.range);
     plan_->tileM = bm.value;
     plan_->tileN = bn.value;
     plan_->tileK = bk.value;

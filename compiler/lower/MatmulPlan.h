@@ -18,8 +18,9 @@
 //   refused     tiles stream_k|split_k, cluster, a pipeline not via TMA, and the loop
 //               directives of the other schedules (split, parallelize, persistent, ...)
 //
-// Operands: `a: bf16|f16[M, K]` and `b: bf16|f16[N, K]`, both with K contiguous, read
-// through `f32(...)` casts (so each product is exact, as wgmma computes it). The
+// Operands: `a: bf16|f16[M, K]` (K contiguous) and `b: bf16|f16[N, K]` or `[K, N]` (N
+// contiguous: TMA loads 64 x 64 boxes of it and wgmma reads it N-major), read through
+// `f32(...)` casts (so each product is exact, as wgmma computes it). The
 // epilogue is every value the outputs need after the product: pointwise, over dimensions
 // of [M, N] only (bias [N], residual [M, N], scalars, casts).
 #pragma once
@@ -41,6 +42,9 @@ struct MatmulOperand {
   const ir::Value *input = nullptr; // the Input value the product reads (through a cast)
   unsigned param = 0;               // its fusion parameter
   ir::DType dtype = ir::DType::BF16;
+  /// K is the tensor's contiguous dimension ([M, K], [N, K]); else the row dimension is
+  /// ([K, N]: b only, read by wgmma as an N-major, "transposed", operand).
+  bool kContiguous = true;
 };
 
 /// How CTAs take output tiles: one each (the grid is the tiles), or persistent CTAs,
