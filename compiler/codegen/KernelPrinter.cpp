@@ -996,7 +996,8 @@ private:
            << (s.transposeA ? 1 : 0) << ", " << (s.transposeB ? 1 : 0) << ">("
            << pointerPlus(s.buffer->name, s.index) << ", "
            << wgmmaDescriptor(s.operandA, s.offsetA, s.transposeA, s.blockBytesA) << ", "
-           << wgmmaDescriptor(s.operandB, s.offsetB, s.transposeB, s.blockBytesB) << ", 1);";
+           << wgmmaDescriptor(s.operandB, s.offsetB, s.transposeB, s.blockBytesB) << ", "
+           << (s.accumulate ? printExpr(s.accumulate) : std::string("1")) << ");";
     std::string note = noteOf(s);
     end(note.empty() ? s.buffer->name + " += " + s.operandA->name + " * " + s.operandB->name
                      : note);

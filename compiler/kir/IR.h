@@ -310,6 +310,10 @@ struct StmtNode {
   /// Dimension Byte Offset", MN-major swizzled). 0: one block (the operand fits a span,
   /// or is K-major).
   int64_t blockBytesA = 0, blockBytesB = 0;
+  /// Wgmma: whether the product adds to the accumulator (scale-d 1) or replaces it (0);
+  /// null: always adds. The first product of a tile replaces, so the accumulators need no
+  /// zeroing, which ptxas would otherwise see inside the wgmma pipeline and serialize.
+  Expr accumulate;
   // WgmmaWait / TmaStoreWait: groups left pending; SetMaxNReg: registers
   int64_t pending = 0;
   int64_t registers = 0;

@@ -312,6 +312,10 @@ public:
            << s->operandB->name << "[";
       expr(s->offsetB);
       out_ << "]" << (s->transposeB ? "^T" : "") << blocks(s->blockBytesB);
+      if (s->accumulate) {
+        out_ << " accumulate if ";
+        expr(s->accumulate);
+      }
       note();
       return;
     case StmtKind::SetMaxNReg:

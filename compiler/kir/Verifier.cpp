@@ -250,6 +250,11 @@ private:
       integer(s->offsetB, "wgmma operand offset");
       wgmmaBlocks(*s, *s->operandA, s->shape.m, s->transposeA, s->blockBytesA, "A");
       wgmmaBlocks(*s, *s->operandB, s->shape.n, s->transposeB, s->blockBytesB, "B");
+      if (s->accumulate) {
+        expr(s->accumulate);
+        if (s->accumulate->dtype != DType::Bool && !ir::isInteger(s->accumulate->dtype))
+          fail("wgmma accumulate flag is not a condition: " + toString(s->accumulate));
+      }
       return;
     case StmtKind::WarpRole:
       expr(s->condition);

@@ -343,8 +343,8 @@ Stmt MatmulBuilder::consumerRole() {
                                          std::to_string(plan_.warpN)));
   body.push_back(forEachTile(
       [&] {
-        return kir::block({zeroAccumulators(),
-                           plan_.warpSpecialized ? consumerLoop() : singleRoleLoop(), epilogue()});
+        return kir::block(
+            {plan_.warpSpecialized ? consumerLoop() : singleRoleLoop(), epilogue()});
       },
       "this CTA's tiles"));
   if (plan_.epilogueVia == sched::EpilogueKind::SharedTmaStore)
@@ -359,11 +359,15 @@ Stmt MatmulBuilder::consumerRole() {
   return role;
 }
 
-/// Every wgmma accumulates (scale-d 1): the accumulators start each tile at zero.
-Stmt MatmulBuilder::zeroAccumulators() {
+/// With K = 0 no wgmma writes the accumulators: they are zeroed after the (empty) K loop,
+/// where no product is in flight.
+Stmt MatmulBuilder::zeroIfNoProduct() {
   kir::VarPtr i = var("i");
-  return kir::forLoop(i, kir::index(plan_.accumulators()), kir::LoopKind::Unrolled,
-                      kir::store(acc_, kir::var(i), kir::constant(0, ir::DType::F32)));
+  return kir::ifThen(
+      kir::binary(kir::BinaryOp::Eq, kir::var(kTiles_), kir::index(0)),
+      kir::forLoop(i, kir::index(plan_.accumulators()), kir::LoopKind::Unrolled,
+                   kir::store(acc_, kir::var(i), kir::constant(0, ir::DType::F32))),
+      nullptr, "K = 0: no product wrote the accumulators");
 }
 
 // --- Shared helpers ------------------------------------------------------------------------

@@ -72,7 +72,7 @@ private:
   kir::Stmt forEachTile(const std::function<kir::Stmt()> &body, const std::string &comment);
   kir::Stmt producerRole();
   kir::Stmt consumerRole();
-  kir::Stmt zeroAccumulators();
+  kir::Stmt zeroIfNoProduct();
   void makeLaunchShape();
 
   // --- MatmulMainLoop.cpp: the K loop -------------------------------------------------------
@@ -86,7 +86,7 @@ private:
   kir::Stmt producerLoads();
   kir::Stmt consumerLoop();
   kir::Stmt singleRoleLoop();
-  kir::Stmt mmaOnStage(const kir::Expr &stage);
+  kir::Stmt mmaOnStage(const kir::Expr &stage, const kir::Expr &kTile);
 
   // --- MatmulEpilogue.cpp -------------------------------------------------------------------
   kir::Stmt epilogue();

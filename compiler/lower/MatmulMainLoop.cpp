@@ -111,8 +111,9 @@ Stmt MatmulBuilder::producerLoads() {
                       plan_.pipelineOrigin);
 }
 
-/// Fence, the warpgroup's wgmma over the k steps of `stage`, commit.
-Stmt MatmulBuilder::mmaOnStage(const Expr &stage) {
+/// Fence, the warpgroup's wgmma over the k steps of `stage`, commit. The first k step of
+/// a tile's first k tile replaces the accumulators (scale-d 0), the others add to them.
+Stmt MatmulBuilder::mmaOnStage(const Expr &stage, const Expr &kTile) {
   int64_t in = plan_.instructionN;
   Stmt mma = unrolled("k_step", plan_.tileK / 16, [&](Expr ks) {
     return unrolled("mi", plan_.instructionsM(), [&](Expr mi) {
@@ -121,6 +122,8 @@ Stmt MatmulBuilder::mmaOnStage(const Expr &stage) {
         w->shape = kir::WgmmaShape{64, static_cast<int>(in), 16};
         w->inputType = plan_.a.dtype;
         w->buffer = acc_;
+        w->accumulate = kir::binary(kir::BinaryOp::Or, kir::index(0) < kTile,
+                                    kir::index(0) < ks);
         w->index = (mi * kir::index(plan_.instructionsN()) + ni) * kir::index(in / 2);
         w->operandA = aTiles_;
         w->offsetA = stage * kir::index(tileElements(plan_.tileM)) +
@@ -171,7 +174,7 @@ Stmt MatmulBuilder::consumerLoop() {
   body.push_back(mbarrierOp(StmtKind::MBarrierWait, full_, kir::var(stage),
                             use / kir::index(s) % kir::index(2),
                             "the stage's tiles have landed (its use number's parity)"));
-  body.push_back(mmaOnStage(kir::var(stage)));
+  body.push_back(mmaOnStage(kir::var(stage), kir::var(kTile)));
   if (inFlight) {
     body.push_back(wgmmaWait(1, "the previous stage's products are done; this one's run on"));
     body.push_back(kir::ifThen(kir::index(0) < kir::var(kTile),
@@ -183,8 +186,10 @@ Stmt MatmulBuilder::consumerLoop() {
   std::vector<Stmt> loop;
   loop.push_back(kir::forLoop(kTile, kir::var(kTiles_), kir::LoopKind::Serial,
                               kir::block(std::move(body)), plan_.mmaOrigin));
-  if (inFlight) {
+  if (inFlight)
     loop.push_back(wgmmaWait(0, "the tile's last products are done"));
+  loop.push_back(zeroIfNoProduct());
+  if (inFlight) {
     loop.push_back(kir::ifThen(
         kir::index(0) < kir::var(kTiles_),
         release(iteration(kir::var(kTiles_)) + kir::index(s - 1), "the last stage is free")));
@@ -229,13 +234,14 @@ Stmt MatmulBuilder::singleRoleLoop() {
   iterationBody.push_back(mbarrierOp(StmtKind::MBarrierWait, full_, kir::var(stage),
                                      use / kir::index(s) % kir::index(2),
                                      "the stage's tiles have landed (its use number's parity)"));
-  iterationBody.push_back(mmaOnStage(kir::var(stage)));
+  iterationBody.push_back(mmaOnStage(kir::var(stage), kir::var(kTile)));
   iterationBody.push_back(wgmmaWait(0, "this stage's products are done"));
   auto sync = std::make_shared<kir::StmtNode>(*kir::barrier());
   sync->comment = "every warpgroup is done with the stage before it is refilled";
   iterationBody.push_back(sync);
   out.push_back(kir::forLoop(kTile, kir::var(kTiles_), kir::LoopKind::Serial,
                              kir::block(std::move(iterationBody)), plan_.mmaOrigin));
+  out.push_back(zeroIfNoProduct());
   return kir::block(std::move(out));
 }
 

@@ -1932,12 +1932,15 @@ private:
             product[m * shape.n + n] += column[m] * bv;
         }
       }
+      // scale-d: the product replaces the accumulator when the flag is 0.
+      bool accumulate =
+          !s.accumulate || uniform(s.accumulate, members, "the wgmma accumulate flag") != 0;
       for (int t : members) {
         int64_t base = s.index ? integer(s.index, t, "a wgmma accumulator offset") : 0;
         for (int64_t i = 0; i < shape.n / 2; ++i) {
           auto [row, col] = wgmmaAccumulatorPosition(t % 128, i);
           double &d = element(acc, base + i, t, true);
-          d = eval::roundTo(d + product[row * shape.n + col], DType::F32);
+          d = eval::roundTo((accumulate ? d : 0.0) + product[row * shape.n + col], DType::F32);
         }
       }
     }

@@ -30,14 +30,28 @@ variant() { # name fusion dim size sed-expression
 variant shared rms_norm_add H 16384 's/persistent h in registers/persistent h in shared/'
 variant unswitch softmax S 4096 's/    unroll Sp;/    unroll Sp;\n    unswitch Sp;/'
 rm -f "$out/err.txt"
-# The matrix product: the example's supported schedule (128 x 256 tiles, 4 stages) and a
-# 128 x 128 tile with 3 stages.
+# The matrix products: every tiling strategy, epilogue and layout of the lowering, as
+# variants of the examples (tests/gpu/matmul.py checks and times them; variants.txt lists
+# each with the layout of w).
 mkdir -p "$out/matmul"
-"$fslc" --diagnostics-color=never -o "$out/matmul/t256" "$root/examples/linear_bias_gelu_simple.fsl"
-sed -e 's/tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16)/tile (128, 128, 64), warp (64, 128), instruction wgmma(64, 128, 16)/' \
-    -e 's/pipeline 4 stages/pipeline 3 stages/' "$root/examples/linear_bias_gelu_simple.fsl" \
-    > "$out/matmul/t128.fsl"
-"$fslc" --diagnostics-color=never -o "$out/matmul/t128" "$out/matmul/t128.fsl"
+: > "$out/matmul/variants.txt"
+mm_variant() { # name layout example sed-expression
+  sed -e "$4" "$root/examples/$3.fsl" > "$out/matmul/$1.fsl"
+  "$fslc" --diagnostics-color=never -o "$out/matmul/$1" "$out/matmul/$1.fsl"
+  echo "$1 $2" >> "$out/matmul/variants.txt"
+}
+t128='s/tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16)/tile (128, 128, 64), warp (64, 128), instruction wgmma(64, 128, 16)/'
+mm_variant simple_t256 nk linear_bias_gelu_simple ''
+mm_variant simple_t128 nk linear_bias_gelu_simple "$t128; s/pipeline 4 stages/pipeline 3 stages/"
+# (the full example, with its cluster, once clusters are lowered)
+mm_variant noncluster nk linear_bias_gelu '/cluster (/d'
+mm_variant ws_registers nk linear_bias_gelu '/cluster (/d; s/epilogue via shared tma_store/epilogue via registers/; s/pipeline 3 stages/pipeline 4 stages/'
+mm_variant ws_shared nk linear_bias_gelu '/cluster (/d; s/epilogue via shared tma_store/epilogue via shared/'
+mm_variant ws_one_per_cta nk linear_bias_gelu '/cluster (/d; s/tiles persistent swizzle 8/tiles one_per_cta/'
+mm_variant ws_t128 nk linear_bias_gelu "/cluster (/d; $t128; s/pipeline 3 stages/pipeline 5 stages/"
+mm_variant single_persistent nk linear_bias_gelu_simple 's/tiles one_per_cta/tiles persistent swizzle 8/'
+mm_variant kn kn linear_bias_gelu '/cluster (/d; s/w: bf16\[N, K\]/w: bf16[K, N]/'
+mm_variant kn_simple kn linear_bias_gelu_simple 's/w: bf16\[N, K\]/w: bf16[K, N]/'
 # The JIT test on the GPU machine builds runtime/src/jit.cpp, which includes the device
 # header's text as CMake generated it here.
 mkdir -p "$out/jit" && cp "$root/build/runtime/generated/fsl_device_header.inc" "$out/jit/"

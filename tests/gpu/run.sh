@@ -25,14 +25,6 @@ nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I "$root/runtime/incl
   && "$build/jit_gpu_test" "$build/softmax_4096/softmax.cu" /tmp/fsl-jit-cache | tee "$out/jit.txt"
 PYTHONUNBUFFERED=1 python3 "$root/tests/gpu/check.py" "$build" "$out"
 # The matrix products: built with ptxas's report (a wgmma serialization warning, C7510 or
-# C7515, fails the suite), checked against PyTorch and timed against cuBLAS.
-for variant in t256 t128; do
-  dir="$build/matmul/$variant"
-  nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -shared -Xcompiler -fPIC \
-    -I "$root/runtime/include" -I "$dir" -o "$dir/liblinear.so" "$dir/linear_bias_gelu.cu" \
-    > "$dir/nvcc.txt" 2>&1 || { echo "BUILD FAILED: matmul $variant"; cat "$dir/nvcc.txt"; }
-  grep -E "registers|spill|smem" "$dir/nvcc.txt" | sed "s/^/matmul $variant: /" | tee -a "$out/ptxas.txt"
-  if grep -qE "C7510|C7515" "$dir/nvcc.txt"; then echo "FAIL: matmul $variant: wgmma serialized"; fi
-  PYTHONUNBUFFERED=1 python3 "$root/tests/gpu/matmul.py" "$dir/liblinear.so" linear_bias_gelu "$out" \
-    2>&1 | grep -v -e Warning -e warnings.warn | tee "$out/matmul_$variant.md"
-done
+# C7515, fails the suite), checked against PyTorch and timed against cuBLAS, all variants
+# in one process (tests/gpu/matmul.sh runs this part alone).
+bash "$root/tests/gpu/matmul.sh"

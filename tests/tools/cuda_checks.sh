@@ -61,6 +61,19 @@ done
 "$nvcc" "${flags[@]}" "${strict[@]}" -I "$work/matmul" -o "$work/tma_validation" \
   "$root/tests/launcher/tma_validation_test.cpp" "$work/matmul/linear_bias_gelu.cu"
 "$work/tma_validation"
+# Every matmul strategy (warp roles, persistent tiles, shared and TMA-store epilogues,
+# b as [K, N]) compiles strictly, launcher included, and ptxas does not serialize its wgmma.
+for input in warp-specialized persistent shared-epilogue kn; do
+  generate "mm_$input" "$root/tests/lit/matmul/Inputs/$input.fsl"
+  src="$(ls "$work/mm_$input"/*.cu)"
+  "$nvcc" "${flags[@]}" "${strict[@]}" -Xptxas -v -I "$work/mm_$input" -c "$src" \
+    -o "$work/mm_$input/kernel.o" 2> "$work/mm_$input/ptxas.txt" || { cat "$work/mm_$input/ptxas.txt"; exit 1; }
+  if grep -qE "C7510|C7515|spill stores, [1-9]" "$work/mm_$input/ptxas.txt"; then
+    cat "$work/mm_$input/ptxas.txt"; echo "FAIL: matmul $input: wgmma serialized or spilled"; exit 1
+  fi
+  echo "compiled matmul $input for sm_90a without warnings"
+  passed=$((passed + 1))
+done
 # The launch status test needs a GPU; without one it says so and passes.
 "$nvcc" "${flags[@]}" "${strict[@]}" -I "$work/rms_norm_add" -o "$work/launch_status" \
   "$root/tests/launcher/launch_status_test.cu" "$work/rms_norm_add/rms_norm_add.cu"

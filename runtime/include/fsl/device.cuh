@@ -63,8 +63,9 @@ template <typename T> struct FslIsF32 { static constexpr bool value = false; };
 template <> struct FslIsF32<float> { static constexpr bool value = true; };
 
 /* max and min that propagate NaN, like the reference: for f32 one instruction
- * (max.NaN / min.NaN, sm_80 and later), else comparisons. */
-template <typename T> __device__ __forceinline__ T fsl_max(T a, T b) {
+ * (max.NaN / min.NaN, sm_80 and later), else comparisons; also on the host, where
+ * launchers size grids with them (persistent CTAs: min(tiles, SMs)). */
+template <typename T> __host__ __device__ __forceinline__ T fsl_max(T a, T b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if constexpr (FslIsF32<T>::value) {
     float r;
@@ -74,7 +75,7 @@ template <typename T> __device__ __forceinline__ T fsl_max(T a, T b) {
 #endif
   return (a != a || b != b) ? (a != a ? a : b) : (a > b ? a : b);
 }
-template <typename T> __device__ __forceinline__ T fsl_min(T a, T b) {
+template <typename T> __host__ __device__ __forceinline__ T fsl_min(T a, T b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if constexpr (FslIsF32<T>::value) {
     float r;
