@@ -21,6 +21,19 @@ namespace fsl {
 
 class DiagnosticEngine;
 
+/// What a launch may ask of a target: generated launchers check runtime extents against
+/// these before launching, the simulator faults on any launch beyond them. The defaults
+/// are the H200's.
+struct LaunchLimits {
+  std::string target = "h200";
+  std::array<int64_t, 3> maxGridDim = {2147483647, 65535, 65535};
+  std::array<int64_t, 3> maxBlockDim = {1024, 1024, 64};
+  int64_t maxThreadsPerBlock = 1024;
+  int64_t maxClusterSize = 8;
+  /// Dynamic plus static shared memory of a block (227 KiB on sm_90).
+  int64_t maxSharedBytesPerBlock = 232448;
+};
+
 struct Target {
   std::string name;
   std::string description;
@@ -44,6 +57,11 @@ struct Target {
   std::array<int64_t, 3> maxBlockDim = {1024, 1024, 64};
   /// Blocks in a thread-block cluster without the non-portable opt-in (1: no clusters).
   int64_t maxClusterSize = 8;
+
+  LaunchLimits launchLimits() const {
+    return {name,           maxGridDim,          maxBlockDim, maxThreadsPerBlock,
+            maxClusterSize, sharedMemoryPerBlock};
+  }
 };
 
 /// Parses one target file held in buffer `bufferId`; errors point at its TOML lines.
