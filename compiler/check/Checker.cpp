@@ -285,7 +285,30 @@ private:
     }
   }
 
+  /// The block's threads when every thread extent is static (the widest tensor's count).
+  std::optional<int64_t> staticBlockThreads() const {
+    std::optional<int64_t> most = 1;
+    for (const TensorSchedule &tensor : schedule_.tensors) {
+      for (const Loop &loop : tensor.loops)
+        if (sched::isThreadIndex(loop.parallel) && !loop.extent.isStatic())
+          return std::nullopt;
+      std::optional<int64_t> threads = threadsPerBlock(tensor).first;
+      if (!threads)
+        return std::nullopt;
+      most = std::max(*most, *threads);
+    }
+    return most;
+  }
+
   void checkPersistentBuffers() {
+    // Shared memory as the lowering allocates it (lower/LaunchShape.cpp): 8 bytes a thread
+    // of block-reduction scratch, and each persistent buffer in shared memory at 4 bytes a
+    // value (8 for 64-bit types: values are kept at their register width). Buffers are
+    // added in order; the one that takes the block past the target's limit is reported.
+    std::optional<int64_t> threads = staticBlockThreads();
+    std::optional<int64_t> scratch = threads ? mul(*threads, 8) : 0;
+    std::optional<int64_t> sharedSoFar = scratch;
+    bool sharedReported = false; // one error a block
     for (const TensorSchedule &tensor : schedule_.tensors) {
       if (!tensor.persistentBy || tensor.isOutput)
         continue;
@@ -326,17 +349,28 @@ private:
                             target_.name, budget, target_.maxRegistersPerThread, tensor.name)
                   .str());
       } else if (tensor.persistent == sched::MemoryKind::Shared) {
-        std::optional<int64_t> total = mul(perBlock, bytes);
-        if (!total || *total > target_.sharedMemoryPerBlock)
-          diagnostics_.report(DiagId::PersistentTooLarge, tensor.persistentBy->range, tensor.name,
-                              llvm::formatv("{0} bytes of shared memory per block ({1} values of "
-                                            "{2})",
-                                            sizeText(total), sizeText(perBlock),
-                                            ir::dtypeName(tensor.dtype))
-                                  .str(),
-                              llvm::formatv("{0} has {1}; recompute it instead", target_.name,
-                                            target_.sharedMemoryPerBlock)
-                                  .str());
+        int64_t storage = bytes == 8 ? 8 : 4;
+        std::optional<int64_t> own = mul(perBlock, storage);
+        std::optional<int64_t> others = sharedSoFar && scratch ? *sharedSoFar - *scratch : 0;
+        std::optional<int64_t> total = add(sharedSoFar, own);
+        sharedSoFar = total;
+        if (!sharedReported && (!total || *total > target_.sharedMemoryPerBlock)) {
+          sharedReported = true;
+          std::string parts = llvm::formatv("{0} values of {1} at {2} bytes", sizeText(perBlock),
+                                            ir::dtypeName(tensor.dtype), storage)
+                                  .str();
+          if (others && *others > 0)
+            parts += llvm::formatv(", {0} bytes of other persistent buffers", *others).str();
+          if (scratch && *scratch > 0)
+            parts += llvm::formatv(", {0} bytes of reduction scratch", *scratch).str();
+          diagnostics_.report(
+              DiagId::PersistentTooLarge, tensor.persistentBy->range, tensor.name,
+              llvm::formatv("{0} bytes of shared memory per block ({1})", sizeText(total), parts)
+                  .str(),
+              llvm::formatv("{0} has {1}; recompute it instead", target_.name,
+                            target_.sharedMemoryPerBlock)
+                  .str());
+        }
       }
     }
   }
