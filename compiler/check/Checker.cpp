@@ -195,8 +195,16 @@ private:
                             *loop.extent.value, loop.name, limit, target_.name);
       }
     }
+    // A bound the target cannot launch (the lowering multiplies it with the register cap).
+    if (schedule_.launchBounds &&
+        (schedule_.launchBounds->threads.value < 1 ||
+         schedule_.launchBounds->threads.value > target_.maxThreadsPerBlock))
+      diagnostics_.report(DiagId::LaunchBoundsOutOfRange, schedule_.launchBounds->origin.range,
+                          schedule_.launchBounds->threads.value, target_.maxThreadsPerBlock,
+                          target_.name);
     // Too many threads for the target was reported above; launch bounds compare counts.
-    if (schedule_.launchBounds && widest && most && schedule_.launchBounds->threads.value < *most)
+    else if (schedule_.launchBounds && widest && most &&
+             schedule_.launchBounds->threads.value < *most)
       diagnostics_.report(DiagId::LaunchBoundsTooSmall, schedule_.launchBounds->origin.range,
                           schedule_.launchBounds->threads.value, *most, widest->name);
     // ptxas allocates at least 24 registers a thread; the target sets the most.
