@@ -1,9 +1,15 @@
 // Checker.cpp — one function per rule family, in the order of Diagnostics.def.
+//
+// Sizes are combined with checked arithmetic (llvm/Support/CheckedArithmetic.h): a
+// product that wraps can come out small (2^32 x 2^32 threads is 0 in 64 bits) and pass
+// the very limit it breaks. A product that does not fit is over every limit; messages
+// then say "more than 2^63 - 1" next to the factors.
 #include "check/Checker.h"
 
 #include "support/Diagnostics.h"
 
 #include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/CheckedArithmetic.h>
 
 #include <map>
 #include <set>
@@ -12,6 +18,19 @@ namespace fsl {
 namespace {
 
 using sched::Loop;
+
+/// `a * b`, none when either is none or the product does not fit in 64 bits.
+std::optional<int64_t> mul(std::optional<int64_t> a, std::optional<int64_t> b) {
+  return a && b ? llvm::checkedMul(*a, *b) : std::nullopt;
+}
+std::optional<int64_t> add(std::optional<int64_t> a, std::optional<int64_t> b) {
+  return a && b ? llvm::checkedAdd(*a, *b) : std::nullopt;
+}
+/// A checked size for a message.
+std::string sizeText(std::optional<int64_t> value) {
+  return value ? std::to_string(*value) : "more than 2^63 - 1";
+}
+
 using sched::Parallel;
 using sched::TensorSchedule;
 
@@ -121,44 +140,73 @@ private:
     }
   }
 
-  /// Static threads per block of a tensor, and the loop that completes the count.
-  std::pair<int64_t, const Loop *> threadsPerBlock(const TensorSchedule &tensor) const {
-    int64_t threads = 1;
+  /// Static threads per block of a tensor (none: more than fit in 64 bits), and the loop
+  /// that completes the count.
+  std::pair<std::optional<int64_t>, const Loop *>
+  threadsPerBlock(const TensorSchedule &tensor) const {
+    std::optional<int64_t> threads = 1;
     const Loop *last = nullptr;
     for (const Loop &loop : tensor.loops)
       if (sched::isThreadIndex(loop.parallel) && loop.extent.isStatic()) {
-        threads *= *loop.extent.value;
+        threads = mul(threads, *loop.extent.value);
         last = &loop;
       }
     return {threads, last};
   }
 
   void checkLaunchLimits() {
-    int64_t most = 1;
+    std::optional<int64_t> most = 1;
     const TensorSchedule *widest = nullptr;
+    // Per-axis limits are the directive's, whichever tensors share the loop: once each.
+    std::set<std::pair<size_t, Parallel>> axisReported;
     for (const TensorSchedule &tensor : schedule_.tensors) {
       auto [threads, last] = threadsPerBlock(tensor);
-      if (threads > target_.maxThreadsPerBlock) {
+      bool tooManyThreads = !threads || *threads > target_.maxThreadsPerBlock;
+      if (tooManyThreads) {
         std::vector<std::string> factors;
         for (const Loop &loop : tensor.loops)
           if (sched::isThreadIndex(loop.parallel) && loop.extent.isStatic())
             factors.push_back(loop.name + " " + loop.extent.text);
-        diagnostics_.report(DiagId::TooManyThreads, at(last->parallelizedBy), threads, tensor.name,
-                            llvm::join(factors, " x "), target_.name, target_.maxThreadsPerBlock);
+        diagnostics_.report(DiagId::TooManyThreads, at(last->parallelizedBy), sizeText(threads),
+                            tensor.name, llvm::join(factors, " x "), target_.name,
+                            target_.maxThreadsPerBlock);
       }
-      if (threads > most) {
+      if (most && (!threads || *threads > *most)) {
         most = threads;
         widest = &tensor;
       }
-      for (const Loop &loop : tensor.loops)
-        if ((loop.parallel == Parallel::BIDy || loop.parallel == Parallel::BIDz) &&
-            loop.extent.isStatic() && *loop.extent.value > 65535)
-          diagnostics_.report(DiagId::GridTooLarge, at(loop.parallelizedBy),
-                              sched::parallelName(loop.parallel), *loop.extent.value);
+      for (const Loop &loop : tensor.loops) {
+        if (loop.parallel == Parallel::Serial || !loop.extent.isStatic())
+          continue; // runtime extents: the launcher checks them before launching
+        bool block = sched::isBlockIndex(loop.parallel);
+        if (!block && tooManyThreads)
+          continue; // one error for one mistake: the count is over already
+        int axis = static_cast<int>(loop.parallel) -
+                   static_cast<int>(block ? Parallel::BIDx : Parallel::TIDx);
+        int64_t limit = block ? target_.maxGridDim[axis] : target_.maxBlockDim[axis];
+        if (*loop.extent.value <= limit ||
+            !axisReported
+                 .insert(
+                     {loop.parallelizedBy ? loop.parallelizedBy->index : SIZE_MAX, loop.parallel})
+                 .second)
+          continue;
+        diagnostics_.report(block ? DiagId::GridTooLarge : DiagId::BlockTooLarge,
+                            at(loop.parallelizedBy), sched::parallelName(loop.parallel),
+                            *loop.extent.value, loop.name, limit, target_.name);
+      }
     }
-    if (schedule_.launchBounds && widest && schedule_.launchBounds->threads.value < most)
+    // A bound the target cannot launch (the lowering multiplies it with the register cap).
+    if (schedule_.launchBounds &&
+        (schedule_.launchBounds->threads.value < 1 ||
+         schedule_.launchBounds->threads.value > target_.maxThreadsPerBlock))
+      diagnostics_.report(DiagId::LaunchBoundsOutOfRange, schedule_.launchBounds->origin.range,
+                          schedule_.launchBounds->threads.value, target_.maxThreadsPerBlock,
+                          target_.name);
+    // Too many threads for the target was reported above; launch bounds compare counts.
+    else if (schedule_.launchBounds && widest && most &&
+             schedule_.launchBounds->threads.value < *most)
       diagnostics_.report(DiagId::LaunchBoundsTooSmall, schedule_.launchBounds->origin.range,
-                          schedule_.launchBounds->threads.value, most, widest->name);
+                          schedule_.launchBounds->threads.value, *most, widest->name);
     // ptxas allocates at least 24 registers a thread; the target sets the most.
     if (schedule_.maxRRegCount &&
         (schedule_.maxRRegCount->registers.value < 24 ||
@@ -208,11 +256,11 @@ private:
         } else if (!loop.contiguous) {
           if (once(where, 5))
             diagnostics_.report(DiagId::VectorizeNotContiguous, at(where), loop.name, tensor.name);
-        } else if (width * ir::dtypeBytes(tensor.dtype) > 16) {
+        } else if (width > 16 / ir::dtypeBytes(tensor.dtype)) {
           if (once(where, 6))
             diagnostics_.report(DiagId::VectorizeTooWide, at(where), width,
-                                ir::dtypeName(tensor.dtype), width * ir::dtypeBytes(tensor.dtype),
-                                tensor.name);
+                                ir::dtypeName(tensor.dtype),
+                                sizeText(mul(width, ir::dtypeBytes(tensor.dtype))), tensor.name);
         } else if (!loop.exact) {
           // Runtime extents are checked at launch (a scalar variant takes over); a
           // static extent must divide now.
@@ -245,7 +293,30 @@ private:
     }
   }
 
+  /// The block's threads when every thread extent is static (the widest tensor's count).
+  std::optional<int64_t> staticBlockThreads() const {
+    std::optional<int64_t> most = 1;
+    for (const TensorSchedule &tensor : schedule_.tensors) {
+      for (const Loop &loop : tensor.loops)
+        if (sched::isThreadIndex(loop.parallel) && !loop.extent.isStatic())
+          return std::nullopt;
+      std::optional<int64_t> threads = threadsPerBlock(tensor).first;
+      if (!threads)
+        return std::nullopt;
+      most = std::max(*most, *threads);
+    }
+    return most;
+  }
+
   void checkPersistentBuffers() {
+    // Shared memory as the lowering allocates it (lower/LaunchShape.cpp): 8 bytes a thread
+    // of block-reduction scratch, and each persistent buffer in shared memory at 4 bytes a
+    // value (8 for 64-bit types: values are kept at their register width). Buffers are
+    // added in order; the one that takes the block past the target's limit is reported.
+    std::optional<int64_t> threads = staticBlockThreads();
+    std::optional<int64_t> scratch = threads ? mul(*threads, 8) : 0;
+    std::optional<int64_t> sharedSoFar = scratch;
+    bool sharedReported = false; // one error a block
     for (const TensorSchedule &tensor : schedule_.tensors) {
       if (!tensor.persistentBy || tensor.isOutput)
         continue;
@@ -253,8 +324,9 @@ private:
         diagnostics_.report(DiagId::PersistentNotBuffer, tensor.persistentBy->range, tensor.name);
         continue;
       }
-      // Elements each thread keeps (registers) or each block keeps (shared memory).
-      int64_t perThread = 1, perBlock = 1;
+      // Elements each thread keeps (registers) or each block keeps (shared memory). The
+      // builder saw that a tensor's static extents multiply to 64 bits; bytes may not.
+      std::optional<int64_t> perThread = 1, perBlock = 1;
       bool known = true;
       for (const Loop &loop : tensor.loops) {
         if (sched::isBlockIndex(loop.parallel))
@@ -263,37 +335,80 @@ private:
           known = false;
           break;
         }
-        perBlock *= *loop.extent.value;
+        perBlock = mul(perBlock, *loop.extent.value);
         if (!sched::isThreadIndex(loop.parallel))
-          perThread *= *loop.extent.value;
+          perThread = mul(perThread, *loop.extent.value);
       }
       if (!known)
         continue; // runtime extents: the launcher checks the size
       unsigned bytes = ir::dtypeBytes(tensor.dtype);
       if (tensor.persistent == sched::MemoryKind::Registers) {
-        int64_t registers = perThread * ((bytes + 3) / 4);
+        std::optional<int64_t> registers = mul(perThread, (bytes + 3) / 4);
         // Leave room for addresses, indices and the reduction's own values.
         int64_t budget = target_.maxRegistersPerThread - 32;
-        if (registers > budget)
-          diagnostics_.report(DiagId::PersistentTooLarge, tensor.persistentBy->range, tensor.name,
-                              llvm::formatv("{0} registers per thread ({1} values of {2})",
-                                            registers, perThread, ir::dtypeName(tensor.dtype))
-                                  .str(),
-                              llvm::formatv("{0} leaves about {1} of its {2} for buffers; use more "
-                                            "threads, or persistent {3} in shared",
-                                            target_.name, budget, target_.maxRegistersPerThread,
-                                            tensor.name)
-                                  .str());
+        if (!registers || *registers > budget)
+          diagnostics_.report(
+              DiagId::PersistentTooLarge, tensor.persistentBy->range, tensor.name,
+              llvm::formatv("{0} registers per thread ({1} values of {2})", sizeText(registers),
+                            sizeText(perThread), ir::dtypeName(tensor.dtype))
+                  .str(),
+              llvm::formatv("{0} leaves about {1} of its {2} for buffers; use more "
+                            "threads, or persistent {3} in shared",
+                            target_.name, budget, target_.maxRegistersPerThread, tensor.name)
+                  .str());
       } else if (tensor.persistent == sched::MemoryKind::Shared) {
-        int64_t total = perBlock * bytes;
-        if (total > target_.sharedMemoryPerBlock)
-          diagnostics_.report(DiagId::PersistentTooLarge, tensor.persistentBy->range, tensor.name,
-                              llvm::formatv("{0} bytes of shared memory per block", total).str(),
-                              llvm::formatv("{0} has {1}; recompute it instead", target_.name,
-                                            target_.sharedMemoryPerBlock)
-                                  .str());
+        int64_t storage = bytes == 8 ? 8 : 4;
+        std::optional<int64_t> own = mul(perBlock, storage);
+        std::optional<int64_t> others = sharedSoFar && scratch ? *sharedSoFar - *scratch : 0;
+        std::optional<int64_t> total = add(sharedSoFar, own);
+        sharedSoFar = total;
+        if (!sharedReported && (!total || *total > target_.sharedMemoryPerBlock)) {
+          sharedReported = true;
+          std::string parts = llvm::formatv("{0} values of {1} at {2} bytes", sizeText(perBlock),
+                                            ir::dtypeName(tensor.dtype), storage)
+                                  .str();
+          if (others && *others > 0)
+            parts += llvm::formatv(", {0} bytes of other persistent buffers", *others).str();
+          if (scratch && *scratch > 0)
+            parts += llvm::formatv(", {0} bytes of reduction scratch", *scratch).str();
+          diagnostics_.report(
+              DiagId::PersistentTooLarge, tensor.persistentBy->range, tensor.name,
+              llvm::formatv("{0} bytes of shared memory per block ({1})", sizeText(total), parts)
+                  .str(),
+              llvm::formatv("{0} has {1}; recompute it instead", target_.name,
+                            target_.sharedMemoryPerBlock)
+                  .str());
+        }
       }
     }
+  }
+
+  /// A cluster's blocks: each extent at least 1, at most the target's cluster size.
+  void checkCluster(const sched::Applied<sched::Cluster> &cluster) {
+    std::vector<std::string> extents;
+    std::optional<int64_t> blocks = 1;
+    for (const sched::Count &extent : cluster.shape) {
+      extents.push_back(std::to_string(extent.value));
+      blocks = mul(blocks, extent.value);
+    }
+    std::string shape = llvm::join(extents, ", ");
+    for (const sched::Count &extent : cluster.shape)
+      if (extent.value < 1) {
+        diagnostics_.report(
+            DiagId::InvalidCluster, extent.range, shape,
+            llvm::formatv("extent {0}; each extent is at least 1", extent.value).str());
+        return;
+      }
+    if (!blocks || *blocks > target_.maxClusterSize)
+      diagnostics_.report(DiagId::InvalidCluster, cluster.origin.range, shape,
+                          target_.maxClusterSize == 1
+                              ? llvm::formatv("{0} blocks; {1} ({2}) has no thread-block clusters",
+                                              sizeText(blocks), target_.name, target_.arch)
+                                    .str()
+                              : llvm::formatv("{0} blocks; {1} allows at most {2} in a cluster",
+                                              sizeText(blocks), target_.name,
+                                              target_.maxClusterSize)
+                                    .str());
   }
 
   const ir::Value *matmulValue() const {
@@ -343,6 +458,8 @@ private:
       needSm90(mm.mma->origin, "wgmma");
     if (mm.cluster && mm.cluster->multicast)
       needSm90(mm.cluster->origin, "cluster multicast");
+    if (mm.cluster && !(mm.cluster->multicast && !sm90))
+      checkCluster(*mm.cluster);
 
     for (size_t i = 1; i < mm.tiles.size(); ++i) {
       sched::TileOrder firstOrder = mm.tiles[0].order, order = mm.tiles[i].order;
@@ -373,19 +490,26 @@ private:
       // setmaxnreg moves registers within what the CTA was launched with: each thread
       // gets the register file over the block's threads (in steps of 8, at most 256), and
       // the roles' counts must fit that pool, or setmaxnreg.inc waits forever.
-      int64_t total =
-          128 * (ws.producerRegs.value + ws.consumerCount.value * ws.consumerRegs.value);
-      int64_t threads = 128 * (ws.consumerCount.value + 1);
-      int64_t atLaunch =
-          threads > 0 ? std::min<int64_t>(256, target_.registersPerSm / threads / 8 * 8) : 0;
+      std::optional<int64_t> total =
+          mul(128, add(ws.producerRegs.value, mul(ws.consumerCount.value, ws.consumerRegs.value)));
+      std::optional<int64_t> threads = mul(128, add(ws.consumerCount.value, 1));
+      int64_t atLaunch = threads && *threads > 0
+                             ? std::min<int64_t>(256, target_.registersPerSm / *threads / 8 * 8)
+                             : 0;
+      std::optional<int64_t> pool = mul(threads, atLaunch);
       bool countsValid = validCount(ws.producerRegs.value) && validCount(ws.consumerRegs.value);
-      if (countsValid && ws.consumerCount.value >= 1 && total > threads * atLaunch)
+      std::string need = llvm::formatv("warp roles need 128 x ({0} + {1} x {2}) = {3} registers",
+                                       ws.producerRegs.value, ws.consumerCount.value,
+                                       ws.consumerRegs.value, sizeText(total))
+                             .str();
+      if (countsValid && ws.consumerCount.value >= 1 && (!total || !pool || *total > *pool))
         diagnostics_.report(
             DiagId::WarpRolesRegisters, ws.origin.range,
-            llvm::formatv("warp roles need 128 x ({0} + {1} x {2}) = {3} registers; a block of "
-                          "{4} threads is launched with {5} a thread on {6} ({7} in all)",
-                          ws.producerRegs.value, ws.consumerCount.value, ws.consumerRegs.value,
-                          total, threads, atLaunch, target_.name, threads * atLaunch)
+            !total || !pool
+                ? need
+                : llvm::formatv("{0}; a block of {1} threads is launched with {2} a thread on {3} "
+                                "({4} in all)",
+                                need, *threads, atLaunch, target_.name, *pool)
                 .str());
     }
 
@@ -399,24 +523,29 @@ private:
           source = source->operands[0];
         operandBytes = ir::dtypeBytes(source->dtype);
       }
-      int64_t stageBytes = (m * k + n * k) * operandBytes;
       // Each stage has a `full` mbarrier, and an `empty` one with a producer warpgroup.
       int64_t barrierBytes = 8 * (mm.warpSpecialize ? 2 : 1);
-      int64_t total = mm.pipeline->stages.value * (stageBytes + barrierBytes);
-      std::string parts = llvm::formatv("{0} stages of {1} bytes", mm.pipeline->stages.value,
-                                        stageBytes + barrierBytes)
-                              .str();
+      std::optional<int64_t> stageBytes =
+          add(mul(add(mul(m, k), mul(n, k)), operandBytes), barrierBytes);
+      std::optional<int64_t> total = mul(mm.pipeline->stages.value, stageBytes);
+      std::string parts =
+          stageBytes
+              ? llvm::formatv("{0} stages of {1} bytes", mm.pipeline->stages.value, *stageBytes)
+                    .str()
+              : llvm::formatv("{0} stages of ({1} + {2}) x {3} x {4} bytes",
+                              mm.pipeline->stages.value, m, n, k, operandBytes)
+                    .str();
       if (mm.epilogue && mm.epilogue->via != sched::EpilogueKind::Registers) {
-        int64_t epilogueBytes =
-            m * n *
-            ir::dtypeBytes(schedule_.fusion->outputs.empty() ? ir::DType::BF16
-                                                             : schedule_.fusion->outputs[0].dtype);
-        total += epilogueBytes;
-        parts += llvm::formatv(" and a {0}-byte epilogue tile", epilogueBytes).str();
+        std::optional<int64_t> epilogueBytes =
+            mul(mul(m, n), ir::dtypeBytes(schedule_.fusion->outputs.empty()
+                                              ? ir::DType::BF16
+                                              : schedule_.fusion->outputs[0].dtype));
+        total = add(total, epilogueBytes);
+        parts += llvm::formatv(" and a {0}-byte epilogue tile", sizeText(epilogueBytes)).str();
       }
-      if (total > target_.sharedMemoryPerBlock)
-        diagnostics_.report(DiagId::PipelineSharedMemory, mm.pipeline->origin.range, parts, total,
-                            target_.name, target_.sharedMemoryPerBlock);
+      if (!total || *total > target_.sharedMemoryPerBlock)
+        diagnostics_.report(DiagId::PipelineSharedMemory, mm.pipeline->origin.range, parts,
+                            sizeText(total), target_.name, target_.sharedMemoryPerBlock);
     }
   }
 
@@ -457,9 +586,12 @@ bool checkGuards(const ir::Fusion &fusion,
     for (const sched::SizeGuard &guard : header->when) {
       std::vector<int64_t> &values = candidates[guard.dimName];
       values.push_back(1);
-      for (int64_t v : {guard.bound - 1, guard.bound, guard.bound + 1})
-        if (v >= 1)
-          values.push_back(v);
+      values.push_back(guard.bound);
+      // The neighbours that exist in 64 bits (a bound may be INT64_MAX).
+      for (int64_t step : {-1, 1})
+        if (std::optional<int64_t> v = llvm::checkedAdd(guard.bound, step))
+          values.push_back(*v);
+      llvm::erase_if(values, [](int64_t v) { return v < 1; });
     }
   for (auto &[dim, values] : candidates) {
     std::sort(values.begin(), values.end());

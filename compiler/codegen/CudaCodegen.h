@@ -10,6 +10,7 @@
 #pragma once
 
 #include "kir/IR.h"
+#include "support/Target.h"
 
 #include <llvm/Support/SMLoc.h>
 
@@ -44,6 +45,9 @@ struct CodegenOptions {
   /// Launch with the programmatic-stream-serialization attribute (sm_90 and later), so a
   /// kernel's launch overlaps the end of the previous one in the stream.
   bool programmaticDependentLaunch = false;
+  /// The target's grid, block, cluster and shared-memory limits: the launcher refuses a
+  /// launch beyond them (FSL_ERROR_SIZE) before launching anything.
+  LaunchLimits limits;
 };
 
 /// The C identifiers and the header name `options` give the fusion `fusion` (see

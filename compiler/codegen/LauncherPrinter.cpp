@@ -7,6 +7,7 @@
 #include "support/Internal.h"
 
 #include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/CheckedArithmetic.h>
 #include <llvm/Support/Format.h>
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/raw_ostream.h>
@@ -155,11 +156,12 @@ std::string dimName(const kir::Program &program, ir::DimId dim) {
 class LauncherWriter {
 public:
   LauncherWriter(const kir::Program &program, const CodegenOptions &options, llvm::raw_ostream &out)
-      : program_(program), fusion_(*program.fusion), options_(options), out_(out),
+      : program_(program), fusion_(*program.fusion), options_(options), final_(out), out_(body_),
         tensors_(signatureTensors(fusion_)) {}
 
+  /// The launcher's body is written first, so that the helpers above it are only those
+  /// it calls (nvcc warns about unused ones, #177, and the code builds with -Werror).
   void write() {
-    writeHelpers();
     std::string launcher = launcherSymbol(fusion_.name, options_);
     out_ << "extern \"C\" const char *" << launcher
          << "_error(void) { return fsl_error_message; }\n\n";
@@ -168,9 +170,11 @@ public:
          << "  fsl_status status;\n";
     writeTensorChecks();
     writeSizes();
+    // Nothing to do: no data pointer is looked at (PyTorch's empty tensors have null data).
+    writeEmpty();
+    writeDataChecks();
     writeAlignment();
     writeOverlaps();
-    writeEmpty();
     for (const kir::Variant &variant : program_.variants) {
       writeVariant(variant);
       if (!variant.guard)
@@ -178,6 +182,8 @@ public:
     }
     out_ << "  return fsl_fail(FSL_ERROR_SIZE, \"no schedule of " << fusion_.name
          << " applies to these sizes\");\n}\n";
+    writeHelpers();
+    final_ << body_.str();
   }
 
 private:
@@ -190,91 +196,129 @@ private:
   }
 
   void writeHelpers() {
-    out_ << "namespace {\nthread_local char fsl_error_message[512];\n\n"
-         << "fsl_status fsl_fail(fsl_status status, const char *format, ...) {\n"
-         << "  va_list args;\n  va_start(args, format);\n"
-         << "  vsnprintf(fsl_error_message, sizeof fsl_error_message, format, args);\n"
-         << "  va_end(args);\n  return status;\n}\n\n"
-         << "const char *fsl_dtype_name(fsl_dtype dtype) {\n"
-         << "  static const char *names[] = {\"bool\", \"i32\", \"i64\", \"f16\", \"bf16\", "
-            "\"f32\", \"f64\"};\n"
-         << "  return dtype >= 0 && dtype <= 6 ? names[dtype] : \"unknown\";\n}\n\n"
-         << "// Checks one tensor: pointer, type, rank, contiguity; sizes are checked by the "
-            "caller.\n"
-         << "fsl_status fsl_check_tensor(const fsl_tensor *t, const char *name, fsl_dtype "
-            "dtype, int rank) {\n"
-         << "  if (!t || !t->data)\n    return fsl_fail(FSL_ERROR_NULL_POINTER, \"%s: null "
-            "tensor or data pointer\", name);\n"
-         << "  if (t->dtype != dtype)\n    return fsl_fail(FSL_ERROR_DTYPE, \"%s: dtype %s, "
-            "expected %s\", name, fsl_dtype_name(t->dtype), fsl_dtype_name(dtype));\n"
-         << "  if (t->rank != rank)\n    return fsl_fail(FSL_ERROR_RANK, \"%s: rank %d, expected "
-            "%d\", name, (int)t->rank, rank);\n"
-         << "  int64_t expected = 1;\n"
-         << "  for (int i = rank - 1; i >= 0; --i) {\n"
-         << "    if (t->sizes[i] < 0)\n      return fsl_fail(FSL_ERROR_SIZE, \"%s: negative "
-            "size %lld in dimension %d\", name, (long long)t->sizes[i], i);\n"
-         << "    if (t->sizes[i] > 1 && t->strides[i] != expected)\n"
-         << "      return fsl_fail(FSL_ERROR_LAYOUT, \"%s: stride %lld in dimension %d, "
-            "expected %lld (contiguous row-major)\", name, (long long)t->strides[i], i, (long "
-            "long)expected);\n"
-         << "    expected *= t->sizes[i];\n  }\n  return FSL_OK;\n}\n";
+    final_
+        << "namespace {\nthread_local char fsl_error_message[512];\n\n"
+        << "fsl_status fsl_fail(fsl_status status, const char *format, ...) {\n"
+        << "  va_list args;\n  va_start(args, format);\n"
+        << "  vsnprintf(fsl_error_message, sizeof fsl_error_message, format, args);\n"
+        << "  va_end(args);\n  return status;\n}\n\n"
+        << "const char *fsl_dtype_name(fsl_dtype dtype) {\n"
+        << "  static const char *names[] = {\"bool\", \"i32\", \"i64\", \"f16\", \"bf16\", "
+           "\"f32\", \"f64\"};\n"
+        << "  return dtype >= 0 && dtype <= 6 ? names[dtype] : \"unknown\";\n}\n\n"
+        << "// Checks one tensor's descriptor: type, rank, sizes and contiguity. A tensor with\n"
+        << "// elements must have fewer than 2^63 bytes; one without has nothing to check (its\n"
+        << "// strides are never used). Data pointers are checked once the call has work to do.\n"
+        << "fsl_status fsl_check_tensor(const fsl_tensor *t, const char *name, fsl_dtype dtype, "
+           "int rank, int element_bytes) {\n"
+        << "  if (!t)\n    return fsl_fail(FSL_ERROR_NULL_POINTER, \"%s: null tensor "
+           "descriptor\", name);\n"
+        << "  if (t->dtype != dtype)\n    return fsl_fail(FSL_ERROR_DTYPE, \"%s: dtype %s, "
+           "expected %s\", name, fsl_dtype_name(t->dtype), fsl_dtype_name(dtype));\n"
+        << "  if (t->rank != rank)\n    return fsl_fail(FSL_ERROR_RANK, \"%s: rank %d, expected "
+           "%d\", name, (int)t->rank, rank);\n"
+        << "  bool empty = false;\n"
+        << "  for (int i = 0; i < rank; ++i) {\n"
+        << "    if (t->sizes[i] < 0)\n      return fsl_fail(FSL_ERROR_SIZE, \"%s: negative "
+           "size %lld in dimension %d\", name, (long long)t->sizes[i], i);\n"
+        << "    empty = empty || t->sizes[i] == 0;\n  }\n"
+        << "  if (empty)\n    return FSL_OK;\n"
+        << "  int64_t expected = 1;  // elements inside dimension i\n"
+        << "  for (int i = rank - 1; i >= 0; --i) {\n"
+        << "    if (t->sizes[i] > 1 && t->strides[i] != expected)\n"
+        << "      return fsl_fail(FSL_ERROR_LAYOUT, \"%s: stride %lld in dimension %d, "
+           "expected %lld (contiguous row-major)\", name, (long long)t->strides[i], i, (long "
+           "long)expected);\n"
+        << "    if (expected > INT64_MAX / element_bytes / t->sizes[i])\n"
+        << "      return fsl_fail(FSL_ERROR_SIZE, \"%s: size %lld in dimension %d makes more "
+           "than 2^63 - 1 bytes\", name, (long long)t->sizes[i], i);\n"
+        << "    expected *= t->sizes[i];\n  }\n  return FSL_OK;\n}\n\n"
+        << "// Bytes of a tensor that fsl_check_tensor accepted: fewer than 2^63.\n"
+        << "int64_t fsl_bytes(const fsl_tensor *t, int element_bytes) {\n"
+        << "  int64_t n = element_bytes;\n  for (int i = 0; i < t->rank; ++i) n *= "
+           "t->sizes[i];\n  return n;\n}\n\n"
+        << "// The data of a tensor with elements: not null, aligned to its element, and its\n"
+        << "// bytes within the address space.\n"
+        << "fsl_status fsl_check_data(const fsl_tensor *t, const char *name, int element_bytes) "
+           "{\n"
+        << "  if (!t->data)\n    return fsl_fail(FSL_ERROR_NULL_POINTER, \"%s: null data "
+           "pointer\", name);\n"
+        << "  if ((uintptr_t)t->data % element_bytes != 0)\n"
+        << "    return fsl_fail(FSL_ERROR_ALIGNMENT, \"%s: data pointer %p is not aligned to its "
+           "%d-byte elements\", name, t->data, element_bytes);\n"
+        << "  if ((uintptr_t)t->data - 1 > UINTPTR_MAX - (uintptr_t)fsl_bytes(t, element_bytes))\n"
+        << "    return fsl_fail(FSL_ERROR_SIZE, \"%s: %lld bytes at %p run past the end of the "
+           "address space\", name, (long long)fsl_bytes(t, element_bytes), t->data);\n"
+        << "  return FSL_OK;\n}\n";
     // Only the helpers the launcher calls: nvcc warns about unused ones (#177), and the
     // generated code builds with -Werror.
     if (!overlapChecks().empty())
-      out_ << "\nint64_t fsl_bytes(const fsl_tensor *t, int element_bytes) {\n"
-           << "  int64_t n = element_bytes;\n  for (int i = 0; i < t->rank; ++i) n *= "
-              "t->sizes[i];\n  return n;\n}\n\n"
-           << "bool fsl_overlap(const fsl_tensor *a, int ab, const fsl_tensor *b, int bb) {\n"
-           << "  const char *a0 = (const char *)a->data, *b0 = (const char *)b->data;\n"
-           << "  return a0 < b0 + fsl_bytes(b, bb) && b0 < a0 + fsl_bytes(a, ab) && "
-              "fsl_bytes(a, ab) > 0 && fsl_bytes(b, bb) > 0;\n}\n";
+      final_ << "\n// Whether two tensors with elements share a byte: the distance from the lower "
+                "start\n"
+             << "// to the higher is within the lower's bytes (no address is formed past either).\n"
+             << "bool fsl_overlap(const fsl_tensor *a, int ab, const fsl_tensor *b, int bb) {\n"
+             << "  const uintptr_t a0 = (uintptr_t)a->data, b0 = (uintptr_t)b->data;\n"
+             << "  return a0 <= b0 ? b0 - a0 < (uint64_t)fsl_bytes(a, ab) : a0 - b0 < "
+                "(uint64_t)fsl_bytes(b, bb);\n}\n";
+    writeArithmeticHelpers();
     if (usesTensorMaps())
-      out_ << "\n// A TMA descriptor of a contiguous tensor (sizes and box innermost first).\n"
-           << "// cuTensorMapEncodeTiled comes from the driver through the runtime, so the\n"
-           << "// program needs no -lcuda.\n"
-           << "fsl_status fsl_encode_tensor_map(CUtensorMap *map, const char *name, "
-              "CUtensorMapDataType type, cuuint32_t rank, void *data, const cuuint64_t *sizes, "
-              "const cuuint64_t *strides, const cuuint32_t *box, CUtensorMapSwizzle swizzle) {\n"
-           << "  typedef CUresult (*Encode)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, "
-              "void *, const cuuint64_t *, const cuuint64_t *, const cuuint32_t *, const "
-              "cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion, "
-              "CUtensorMapFloatOOBfill);\n"
-           << "  // What TMA cannot take is refused here, before any CUDA call, with the tensor's\n"
-           << "  // name: the base address and every row stride must be multiples of 16 bytes.\n"
-           << "  if ((uintptr_t)data % 16 != 0)\n"
-           << "    return fsl_fail(FSL_ERROR_ALIGNMENT, \"%s: data pointer %p is not aligned to 16 "
-              "bytes (TMA copies need 16-byte aligned tensors)\", name, data);\n"
-           << "  for (cuuint32_t i = 0; i + 1 < rank; ++i)\n"
-           << "    if (strides[i] % 16 != 0)\n"
-           << "      return fsl_fail(FSL_ERROR_SIZE, \"%s: rows of %llu bytes are not a multiple "
-              "of 16 bytes (TMA copies need 16-byte row strides: pad the contiguous dimension)\", "
-              "name, (unsigned long long)strides[i]);\n"
-           << "  static Encode encode = nullptr;\n"
-           << "  if (!encode) {\n"
-           << "    void *entry = nullptr;\n"
-           << "    cudaDriverEntryPointQueryResult found;\n"
-           << "    if (cudaGetDriverEntryPointByVersion(\"cuTensorMapEncodeTiled\", &entry, "
-              "12000, cudaEnableDefault, &found) != cudaSuccess || found != "
-              "cudaDriverEntryPointSuccess)\n"
-           << "      return fsl_fail(FSL_ERROR_LAUNCH, \"%s: the CUDA driver has no "
-              "cuTensorMapEncodeTiled\", name);\n"
-           << "    encode = (Encode)entry;\n  }\n"
-           << "  const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};\n"
-           << "  const CUresult encoded = encode(map, type, rank, data, sizes, strides, box, "
-              "element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, "
-              "CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);\n"
-           << "  if (encoded != CUDA_SUCCESS)\n"
-           << "    return fsl_fail(FSL_ERROR_LAUNCH, \"%s: cuTensorMapEncodeTiled failed "
-              "(CUresult %d)\", name, (int)encoded);\n"
-           << "  return FSL_OK;\n}\n";
-    out_ << "} // namespace\n\n";
+      final_
+          << "\n// A TMA descriptor of a contiguous tensor (sizes and box innermost first).\n"
+          << "// cuTensorMapEncodeTiled comes from the driver through the runtime, so the\n"
+          << "// program needs no -lcuda.\n"
+          << "fsl_status fsl_encode_tensor_map(CUtensorMap *map, const char *name, "
+             "CUtensorMapDataType type, cuuint32_t rank, void *data, const cuuint64_t *sizes, "
+             "const cuuint64_t *strides, const cuuint32_t *box, CUtensorMapSwizzle swizzle) {\n"
+          << "  typedef CUresult (*Encode)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, "
+             "void *, const cuuint64_t *, const cuuint64_t *, const cuuint32_t *, const "
+             "cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion, "
+             "CUtensorMapFloatOOBfill);\n"
+          << "  // What TMA cannot take is refused here, before any CUDA call, with the tensor's\n"
+          << "  // name: the base address and every row stride must be multiples of 16 bytes.\n"
+          << "  if ((uintptr_t)data % 16 != 0)\n"
+          << "    return fsl_fail(FSL_ERROR_ALIGNMENT, \"%s: data pointer %p is not aligned to 16 "
+             "bytes (TMA copies need 16-byte aligned tensors)\", name, data);\n"
+          << "  for (cuuint32_t i = 0; i + 1 < rank; ++i)\n"
+          << "    if (strides[i] % 16 != 0)\n"
+          << "      return fsl_fail(FSL_ERROR_SIZE, \"%s: rows of %llu bytes are not a multiple "
+             "of 16 bytes (TMA copies need 16-byte row strides: pad the contiguous dimension)\", "
+             "name, (unsigned long long)strides[i]);\n"
+          << "  static Encode encode = nullptr;\n"
+          << "  if (!encode) {\n"
+          << "    void *entry = nullptr;\n"
+          << "    cudaDriverEntryPointQueryResult found;\n"
+          << "    if (cudaGetDriverEntryPointByVersion(\"cuTensorMapEncodeTiled\", &entry, "
+             "12000, cudaEnableDefault, &found) != cudaSuccess || found != "
+             "cudaDriverEntryPointSuccess)\n"
+          << "      return fsl_fail(FSL_ERROR_LAUNCH, \"%s: the CUDA driver has no "
+             "cuTensorMapEncodeTiled\", name);\n"
+          << "    encode = (Encode)entry;\n  }\n"
+          << "  const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};\n"
+          << "  const CUresult encoded = encode(map, type, rank, data, sizes, strides, box, "
+             "element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, "
+             "CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);\n"
+          << "  if (encoded != CUDA_SUCCESS)\n"
+          << "    return fsl_fail(FSL_ERROR_LAUNCH, \"%s: cuTensorMapEncodeTiled failed "
+             "(CUresult %d)\", name, (int)encoded);\n"
+          << "  return FSL_OK;\n}\n";
+    final_ << "} // namespace\n\n";
   }
 
   void writeTensorChecks() {
     for (const TensorRef &t : tensors_)
       out_ << "  if ((status = fsl_check_tensor(" << t.name << ", \"" << t.name << "\", "
-           << runtimeDType(t.dtype) << ", " << t.dims.size()
+           << runtimeDType(t.dtype) << ", " << t.dims.size() << ", " << ir::dtypeBytes(t.dtype)
            << ")) != FSL_OK)\n    return status;\n";
+  }
+
+  /// Every tensor's data, once the call has work (no tensor is empty): a kernel reads
+  /// and writes whole elements, so each pointer is aligned to its element whether or not
+  /// the kernel uses vectors (a misaligned access is a sticky error that poisons the
+  /// CUDA context).
+  void writeDataChecks() {
+    for (const TensorRef &t : tensors_)
+      out_ << "  if ((status = fsl_check_data(" << t.name << ", \"" << t.name << "\", "
+           << ir::dtypeBytes(t.dtype) << ")) != FSL_OK)\n    return status;\n";
   }
 
   /// The first tensor with a runtime dimension defines it; static ones must match.
@@ -357,21 +401,246 @@ private:
     // One launch prints in the variant's block; several get a block each, so that each
     // one's grid, block and configuration are its own.
     bool several = variant.launches.size() > 1;
-    for (unsigned k : variant.launches) {
-      const kir::Kernel &kernel = program_.kernels[k];
+    // Every launch's shape is computed and checked before the first is launched: a
+    // variant runs whole or not at all.
+    std::vector<LaunchValues> shapes;
+    overflowDeclared_ = false;
+    for (unsigned k : variant.launches)
+      shapes.push_back(
+          writeLaunchShape(program_.kernels[k], several ? "_" + std::to_string(k) : ""));
+    for (size_t i = 0; i < variant.launches.size(); ++i) {
+      const kir::Kernel &kernel = program_.kernels[variant.launches[i]];
       std::string indent = several ? "      " : "    ";
       if (several)
         out_ << "    {  // " << kernelSymbol(kernel, options_) << "\n";
-      writeLaunch(kernel, indent);
+      writeLaunch(kernel, shapes[i], indent);
       if (several)
         out_ << "    }\n";
     }
     out_ << "    return FSL_OK;\n  }\n";
   }
 
-  /// `(unsigned)extent` of one launch dimension (1 when unset).
-  static std::string unsignedExtent(const kir::Expr &e) {
-    return "(unsigned)" + (e ? printOperand(e) : std::string("1"));
+  // --- Launch limits ---------------------------------------------------------------
+  //
+  // A launch shape is an expression over the runtime sizes. The launcher evaluates it in
+  // 64 bits with every operation checked (a helper sets `fsl_overflow` instead of
+  // wrapping) and refuses, with FSL_ERROR_SIZE and before any launch, a grid, block,
+  // cluster or shared-memory size beyond the target's limits: `(unsigned)T` with
+  // T = 2^32 + 5 once launched 5 blocks and returned FSL_OK. Extents the compiler knows
+  // are checked by the schedule checker and printed as constants.
+
+  /// The C++ names (or constants) of one launch's extents, after their checks.
+  struct LaunchValues {
+    std::array<std::string, 3> grid, block, cluster;
+    std::string sharedBytes; // empty: none
+  };
+
+  /// `e` as C++ whose every addition, subtraction, multiplication and division is
+  /// checked through the fsl_* helpers.
+  std::string checkedExpr(const kir::Expr &e) {
+    if (e->kind == kir::ExprKind::Const || e->kind == kir::ExprKind::Var)
+      return printExpr(e);
+    if (e->kind == kir::ExprKind::Binary && e->operands.size() == 2 &&
+        (e->dtype == ir::DType::I64 || e->dtype == ir::DType::I32)) {
+      const char *helper = nullptr;
+      switch (e->binary) {
+      case kir::BinaryOp::Add:
+        helper = "fsl_add";
+        break;
+      case kir::BinaryOp::Sub:
+        helper = "fsl_sub";
+        break;
+      case kir::BinaryOp::Mul:
+        helper = "fsl_mul";
+        break;
+      case kir::BinaryOp::Div:
+        helper = "fsl_div";
+        break;
+      case kir::BinaryOp::Mod:
+        helper = "fsl_mod";
+        break;
+      case kir::BinaryOp::Min:
+        helper = "fsl_min";
+        break;
+      case kir::BinaryOp::Max:
+        helper = "fsl_max";
+        break;
+      default:
+        break;
+      }
+      // A positive constant divisor cannot fault: plain C.
+      std::optional<int64_t> divisor = kir::asConstant(e->operands[1]);
+      if ((e->binary == kir::BinaryOp::Div || e->binary == kir::BinaryOp::Mod) && divisor &&
+          *divisor > 0)
+        return "(" + checkedExpr(e->operands[0]) +
+               (e->binary == kir::BinaryOp::Div ? " / " : " % ") + std::to_string(*divisor) + ")";
+      if (helper) {
+        helpersUsed_.insert(helper);
+        std::string a = checkedExpr(e->operands[0]), b = checkedExpr(e->operands[1]);
+        return std::string(helper) + "(" + a + ", " + b + ", &fsl_overflow)";
+      }
+    }
+    // Nothing else appears in launch shapes today; were it to, it is printed as the
+    // kernel printer prints it, and the result is still compared with the limits.
+    return printExpr(e);
+  }
+
+  /// One extent: a constant as it is, else a checked local `name` whose bounds
+  /// 1..limit are checked before any launch. `what` is "grid extent", `axis` "x".
+  std::string checkedExtent(const kir::Expr &e, const std::string &name, int64_t limit,
+                            const std::string &what, const char *axis, const std::string &symbol) {
+    if (!e)
+      return "1";
+    std::optional<int64_t> known = kir::evaluateStatic(e);
+    if (known && *known >= 1 && *known <= limit)
+      return std::to_string(*known);
+    std::string source = escape(printExpr(e));
+    writeCheckedValue(e, name, symbol + ": " + what + " along " + axis + " (" + source + ")");
+    out_ << "    if (" << name << " < 1 || " << name << " > " << limit
+         << ")\n      return fsl_fail(FSL_ERROR_SIZE, \"" << symbol << ": " << what
+         << " %lld along " << axis << " (" << source << ") is outside 1.." << limit << " on "
+         << options_.limits.target << "\", (long long)" << name << ");\n";
+    return name;
+  }
+
+  /// `const int64_t name = e;` computed with checked arithmetic, refused (FSL_ERROR_SIZE,
+  /// "`what` does not fit in 64 bits") when an operation overflows.
+  void writeCheckedValue(const kir::Expr &e, const std::string &name, const std::string &what) {
+    std::string value = checkedExpr(e);
+    bool checked = value.find("&fsl_overflow") != std::string::npos;
+    if (checked && !overflowDeclared_) {
+      out_ << "    bool fsl_overflow = false;  // set by the checked arithmetic below\n";
+      overflowDeclared_ = true;
+    }
+    out_ << "    const int64_t " << name << " = " << value << ";\n";
+    if (checked)
+      out_ << "    if (fsl_overflow)\n      return fsl_fail(FSL_ERROR_SIZE, \"" << what
+           << " does not fit in 64 bits\");\n";
+  }
+
+  static std::string escape(const std::string &text) {
+    std::string escaped;
+    for (char c : text) {
+      if (c == '%')
+        escaped += "%%";
+      else if (c == '"' || c == '\\')
+        escaped += std::string("\\") + c;
+      else
+        escaped += c;
+    }
+    return escaped;
+  }
+
+  /// Computes and checks one kernel's launch shape (grid, block, cluster, dynamic shared
+  /// memory) against the target's limits, before any launch of its variant.
+  LaunchValues writeLaunchShape(const kir::Kernel &kernel, const std::string &suffix) {
+    const kir::LaunchShape &launch = kernel.launch;
+    const LaunchLimits &limits = options_.limits;
+    std::string symbol = kernelSymbol(kernel, options_);
+    static const char *axes[] = {"x", "y", "z"};
+    LaunchValues values;
+    auto isRuntime = [](const kir::Expr &e) { return e && !kir::evaluateStatic(e); };
+    for (int a = 0; a < 3; ++a) {
+      values.grid[a] = checkedExtent(launch.grid[a], "fsl_grid_" + std::string(axes[a]) + suffix,
+                                     limits.maxGridDim[a], "grid extent", axes[a], symbol);
+      values.block[a] = checkedExtent(launch.block[a], "fsl_block_" + std::string(axes[a]) + suffix,
+                                      limits.maxBlockDim[a], "block extent", axes[a], symbol);
+    }
+    // Threads a block, within the target's limit and the kernel's __launch_bounds__,
+    // unless the checks above already bound the product. Each extent is within its
+    // axis's limit here (1024 x 1024 x 64 at most): the product cannot overflow.
+    int64_t most = limits.maxThreadsPerBlock, reach = 1;
+    std::string bound = limits.target + "'s limit of " + std::to_string(most);
+    if (launch.maxThreads && *launch.maxThreads < most) {
+      most = *launch.maxThreads;
+      bound = "the kernel's __launch_bounds__ of " + std::to_string(most);
+    }
+    for (int a = 0; a < 3; ++a)
+      reach *= isRuntime(launch.block[a]) ? limits.maxBlockDim[a]
+                                          : kir::evaluateStatic(launch.block[a]).value_or(1);
+    if (reach > most) {
+      std::string threads = values.block[0] + " * " + values.block[1] + " * " + values.block[2];
+      out_ << "    if (" << threads << " > " << most
+           << ")\n      return fsl_fail(FSL_ERROR_SIZE, \"" << symbol
+           << ": %lld threads a block exceed " << bound << "\", (long long)(" << threads << "));\n";
+    }
+    if (isClustered(launch)) {
+      for (int a = 0; a < 3; ++a) {
+        values.cluster[a] = launch.cluster[a] ? printOperand(launch.cluster[a]) : "1";
+        if (isRuntime(launch.cluster[a]))
+          values.cluster[a] =
+              checkedExtent(launch.cluster[a], "fsl_cluster_" + std::string(axes[a]) + suffix,
+                            limits.maxClusterSize, "cluster extent", axes[a], symbol);
+      }
+      // The checker holds a static cluster to the target's size.
+      std::optional<int64_t> size = 1;
+      for (int a = 0; a < 3; ++a) {
+        std::optional<int64_t> extent =
+            launch.cluster[a] ? kir::evaluateStatic(launch.cluster[a]) : 1;
+        size = size && extent ? llvm::checkedMul(*size, *extent) : std::nullopt;
+      }
+      if (!size || *size > limits.maxClusterSize)
+        out_ << "    if (" << values.cluster[0] << " * " << values.cluster[1] << " * "
+             << values.cluster[2] << " > " << limits.maxClusterSize
+             << ")\n      return fsl_fail(FSL_ERROR_SIZE, \"" << symbol
+             << ": clusters of %lld blocks; " << limits.target << " allows at most "
+             << limits.maxClusterSize << "\", (long long)(" << values.cluster[0] << " * "
+             << values.cluster[1] << " * " << values.cluster[2] << "));\n";
+      for (int a = 0; a < 3; ++a)
+        if (isRuntime(launch.grid[a]) || isRuntime(launch.cluster[a]))
+          out_ << "    if (" << values.grid[a] << " % " << values.cluster[a]
+               << " != 0)\n      return fsl_fail(FSL_ERROR_SIZE, \"" << symbol
+               << ": the grid extent %lld along " << axes[a]
+               << " is not a multiple of the cluster extent %lld\", (long long)" << values.grid[a]
+               << ", (long long)" << values.cluster[a] << ");\n";
+    }
+    if (launch.sharedBytes) {
+      std::optional<int64_t> known = kir::evaluateStatic(launch.sharedBytes);
+      if (known && *known >= 0 && *known <= limits.maxSharedBytesPerBlock) {
+        values.sharedBytes = std::to_string(*known);
+      } else {
+        std::string name = "fsl_shared_bytes" + suffix;
+        std::string source = escape(printExpr(launch.sharedBytes));
+        writeCheckedValue(launch.sharedBytes, name,
+                          symbol + ": the dynamic shared memory (" + source + " bytes)");
+        out_ << "    if (" << name << " > " << limits.maxSharedBytesPerBlock
+             << ")\n      return fsl_fail(FSL_ERROR_SIZE, \"" << symbol
+             << ": %lld bytes of dynamic shared memory (" << source << "); " << limits.target
+             << " allows " << limits.maxSharedBytesPerBlock << " a block\", (long long)" << name
+             << ");\n";
+        values.sharedBytes = name;
+      }
+    }
+    return values;
+  }
+
+  /// The checked arithmetic the launch shapes use, each helper only if called.
+  void writeArithmeticHelpers() {
+    if (helpersUsed_.empty())
+      return;
+    final_ << "\n// 64-bit arithmetic that sets *overflow instead of wrapping (launch shapes).\n";
+    struct Helper {
+      const char *name, *body;
+    };
+    static const Helper helpers[] = {
+        {"fsl_add", "  if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b))\n"
+                    "    return (*overflow = true), 0;\n  return a + b;\n"},
+        {"fsl_sub", "  if ((b < 0 && a > INT64_MAX + b) || (b > 0 && a < INT64_MIN + b))\n"
+                    "    return (*overflow = true), 0;\n  return a - b;\n"},
+        {"fsl_mul", "  if (a > 0 ? (b > 0 ? a > INT64_MAX / b : b < INT64_MIN / a)\n"
+                    "            : (b > 0 ? a < INT64_MIN / b : (a != 0 && b < INT64_MAX / a)))\n"
+                    "    return (*overflow = true), 0;\n  return a * b;\n"},
+        {"fsl_div", "  if (b == 0 || (a == INT64_MIN && b == -1))\n"
+                    "    return (*overflow = true), 0;\n  return a / b;\n"},
+        {"fsl_mod", "  if (b == 0 || (a == INT64_MIN && b == -1))\n"
+                    "    return (*overflow = true), 0;\n  return a % b;\n"},
+        {"fsl_min", "  (void)overflow;\n  return a < b ? a : b;\n"},
+        {"fsl_max", "  (void)overflow;\n  return a > b ? a : b;\n"},
+    };
+    for (const Helper &helper : helpers)
+      if (helpersUsed_.count(helper.name))
+        final_ << "int64_t " << helper.name << "(int64_t a, int64_t b, bool *overflow) {\n"
+               << helper.body << "}\n";
   }
 
   static bool isClustered(const kir::LaunchShape &launch) {
@@ -446,19 +715,22 @@ private:
     return args;
   }
 
-  void writeLaunch(const kir::Kernel &kernel, const std::string &indent) {
+  void writeLaunch(const kir::Kernel &kernel, const LaunchValues &values,
+                   const std::string &indent) {
     const kir::LaunchShape &launch = kernel.launch;
     std::string symbol = kernelSymbol(kernel, options_);
     for (const kir::KernelParam &param : kernel.params)
       if (param.kind == kir::KernelParam::Kind::TensorMap)
         writeTensorMap(*param.tensorMap, indent);
-    out_ << indent << "const dim3 grid(" << unsignedExtent(launch.grid[0]) << ", "
-         << unsignedExtent(launch.grid[1]) << ", " << unsignedExtent(launch.grid[2]) << ");\n"
-         << indent << "const dim3 block(" << unsignedExtent(launch.block[0]) << ", "
-         << unsignedExtent(launch.block[1]) << ", " << unsignedExtent(launch.block[2]) << ");\n";
+    // Checked above: each extent is in 1..its limit, so the casts keep its value.
+    auto dims = [](const std::array<std::string, 3> &v) {
+      return "(unsigned)" + v[0] + ", (unsigned)" + v[1] + ", (unsigned)" + v[2];
+    };
+    out_ << indent << "const dim3 grid(" << dims(values.grid) << ");\n"
+         << indent << "const dim3 block(" << dims(values.block) << ");\n";
     std::optional<int64_t> staticShared = kir::evaluateStatic(launch.sharedBytes);
     out_ << indent << "const size_t shared_bytes = "
-         << (launch.sharedBytes ? "(size_t)" + printOperand(launch.sharedBytes) : "0")
+         << (launch.sharedBytes ? "(size_t)" + values.sharedBytes : "0")
          << ";  // dynamic shared memory\n";
     if (launch.sharedBytes && !(staticShared && *staticShared <= 48 * 1024))
       out_ << indent << "if (shared_bytes > 48 * 1024) {\n"
@@ -492,8 +764,8 @@ private:
            << "].id = cudaLaunchAttributeClusterDimension;  // thread block clusters\n";
       static const char *axes[] = {"x", "y", "z"};
       for (int a = 0; a < 3; ++a)
-        out_ << indent << "attributes[" << next << "].val.clusterDim." << axes[a] << " = "
-             << unsignedExtent(launch.cluster[a]) << ";\n";
+        out_ << indent << "attributes[" << next << "].val.clusterDim." << axes[a] << " = (unsigned)"
+             << values.cluster[a] << ";\n";
       ++next;
     }
     // cudaLaunchKernelEx also without attributes: its result is this launch's own status,
@@ -517,8 +789,13 @@ private:
   const kir::Program &program_;
   const ir::Fusion &fusion_;
   const CodegenOptions &options_;
-  llvm::raw_ostream &out_;
+  llvm::raw_ostream &final_;
+  std::string bodyText_;
+  llvm::raw_string_ostream body_{bodyText_};
+  llvm::raw_ostream &out_; // the launcher's body, written before its helpers
   std::vector<TensorRef> tensors_;
+  std::set<std::string> helpersUsed_; // the checked-arithmetic helpers it calls
+  bool overflowDeclared_ = false;     // in the variant being written
 };
 
 } // namespace

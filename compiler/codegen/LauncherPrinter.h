@@ -1,10 +1,14 @@
 // LauncherPrinter.h — the host side of a Kernel IR program: a C-ABI launcher and its header.
 //
-// The launcher checks every tensor (pointer, type, rank, contiguity, sizes against the
-// static dimensions and each other, alignment for the vector accesses the kernels make,
-// overlap of outputs) before any CUDA call, takes the runtime dimensions from the tensors'
-// sizes, and runs the first variant whose guard holds: its kernels in order, each with
-// the grid, block, cluster and shared memory its LaunchShape computes. On an error
+// The launcher checks every tensor (type, rank, contiguity, sizes against the static
+// dimensions and each other, element and byte counts in checked 64-bit arithmetic) before
+// any CUDA call and takes the runtime dimensions from the tensors' sizes. A call with
+// nothing to do returns FSL_OK there, whatever its data pointers (PyTorch's empty tensors
+// have null data). Otherwise it checks the data (not null, aligned to its elements and to
+// the kernels' vector accesses, outputs overlapping nothing) and runs the first variant
+// whose guard holds: every kernel's grid, block, cluster and shared memory (its
+// LaunchShape) computed with checked arithmetic and held to the target's limits, then its
+// kernels in order. On an error
 // nothing is launched or written and `fsl_<fusion>_error()` says why. The launcher makes
 // no CUDA call that reports another call's error (it reads each call's own status), so an
 // earlier failure in the program stays for its caller to see.

@@ -687,7 +687,8 @@ private:
           stream << '\n';
         llvm::TimeTraceScope simulateScope("Simulate", fusion->name);
         if (!simulateAndCompare(*fusion, programOf(unit, *fusion), options_.simulateSizes,
-                                options_.seed, options_.simulateMisalign, diagnostics_, stream)) {
+                                options_.seed, options_.simulateMisalign, diagnostics_, stream,
+                                settings_.target.launchLimits())) {
           out_ << result;
           return kExitDiagnostics;
         }
@@ -724,6 +725,7 @@ private:
     codegen::CodegenOptions options;
     options.programmaticDependentLaunch =
         codegen::supportsProgrammaticLaunch(settings_.target.arch);
+    options.limits = settings_.target.launchLimits();
     options.symbolPrefix = options_.symbolPrefix;
     options.sourceLocation = [this, &unit](llvm::SMRange range) {
       return relativeLocation(unit, range);

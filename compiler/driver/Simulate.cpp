@@ -87,7 +87,8 @@ const kir::Variant *chooseVariant(const kir::Program &program,
 
 bool simulateAndCompare(const ir::Fusion &fusion, const kir::Program &program,
                         const std::string &assignments, uint64_t seed, int64_t misalign,
-                        DiagnosticEngine &diagnostics, llvm::raw_ostream &out) {
+                        DiagnosticEngine &diagnostics, llvm::raw_ostream &out,
+                        const LaunchLimits &limits) {
   // The evaluate path parses the sizes and makes the inputs; reuse it silently.
   std::string ignored;
   llvm::raw_string_ostream sink(ignored);
@@ -107,7 +108,14 @@ bool simulateAndCompare(const ir::Fusion &fusion, const kir::Program &program,
     return false;
   }
   const kir::Kernel *chosen = &program.kernels[variant->launches.front()];
-  llvm::Expected<eval::EvalResult> simulated = sim::simulate(program, request, misalign);
+  sim::SimulatorLimits simulatorLimits;
+  simulatorLimits.maxSharedBytesPerBlock = limits.maxSharedBytesPerBlock;
+  simulatorLimits.maxThreadsPerBlock = limits.maxThreadsPerBlock;
+  simulatorLimits.maxBlockDim = limits.maxBlockDim;
+  simulatorLimits.maxGridDim = limits.maxGridDim;
+  simulatorLimits.maxClusterSize = limits.maxClusterSize;
+  llvm::Expected<eval::EvalResult> simulated =
+      sim::simulate(program, request, misalign, simulatorLimits);
   if (!simulated) {
     diagnostics.report(DiagId::SimulationFault, chosen->origin.range,
                        chosen->name + ": " + llvm::toString(simulated.takeError()));

@@ -4,6 +4,7 @@
 
 #include "eval/Evaluator.h"
 #include "kir/IR.h"
+#include "support/Target.h"
 
 #include <cstdint>
 #include <string>
@@ -31,10 +32,11 @@ std::string compareOutputs(const ir::Fusion &fusion, const eval::EvalResult &sim
                            std::vector<double> *maxErrors = nullptr);
 
 /// Simulates the program's variant for the sizes and compares. `misalign` places every
-/// tensor that many elements past an aligned address. Returns false after reporting a
-/// diagnostic.
+/// tensor that many elements past an aligned address; `limits` are the target's (a launch
+/// beyond them is a fault, as on the GPU). Returns false after reporting a diagnostic.
 bool simulateAndCompare(const ir::Fusion &fusion, const kir::Program &program,
                         const std::string &assignments, uint64_t seed, int64_t misalign,
-                        DiagnosticEngine &diagnostics, llvm::raw_ostream &out);
+                        DiagnosticEngine &diagnostics, llvm::raw_ostream &out,
+                        const LaunchLimits &limits = {});
 
 } // namespace fsl

@@ -354,7 +354,8 @@ private:
                                        wm.value, wn.value, in.value)
                              .str(),
                          wm.range);
-    if (bm.value % wm.value != 0 || bn.value % wn.value != 0)
+    if (bm.value < wm.value || bn.value < wn.value || bm.value % wm.value != 0 ||
+        bn.value % wn.value != 0)
       return unsupported(llvm::formatv("warp tile ({0}, {1}) does not divide the tile ({2}, {3})",
                                        wm.value, wn.value, bm.value, bn.value)
                              .str(),

@@ -7,6 +7,7 @@
 
 #include <llvm/ADT/BitVector.h>
 #include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/CheckedArithmetic.h>
 #include <llvm/Support/FormatVariadic.h>
 
 #include <map>
@@ -144,6 +145,10 @@ public:
 
   std::unique_ptr<Schedule> build() {
     unsigned errorsBefore = diagnostics_.errorCount();
+    // The fusion's own static sizes first: no directive is to blame for those.
+    for (const TensorSchedule &tensor : tensors())
+      if (!iterationsFit(tensor, schedule_->header.fusionRange, "at the fusion's sizes"))
+        break;
     for (size_t index = 0; index < block_.directives.size(); ++index) {
       current_ = Origin{index, block_.directives[index].range};
       std::visit([&](const auto &op) { apply(op); }, block_.directives[index].op);
@@ -258,6 +263,38 @@ private:
 
   template <typename T> Applied<T> applied(const T &op) const { return Applied<T>{op, current_}; }
 
+  /// Whether the static extents of `tensor`'s loops multiply to a 64-bit integer; if not,
+  /// reports it at `range`. Lowering indexes every element as a sum of loop indices times
+  /// strides in int64_t, and the checker and the lowering multiply static extents
+  /// (threads, buffer elements, batches): after this holds, no product of a tensor's
+  /// extents overflows.
+  bool iterationsFit(const TensorSchedule &tensor, llvm::SMRange range, llvm::StringRef when) {
+    std::optional<int64_t> product = 1;
+    std::vector<std::string> factors;
+    for (const Loop &loop : tensor.loops)
+      if (loop.extent.isStatic()) {
+        factors.push_back(loop.name + " " + loop.extent.text);
+        if (product)
+          product = llvm::checkedMul(*product, *loop.extent.value);
+      }
+    if (product)
+      return true;
+    diagnostics_.report(DiagId::SizeOverflow, range,
+                        "the static iteration count of '" + tensor.name + "' " + when.str(),
+                        llvm::join(factors, " x "), "use smaller sizes or split factors");
+    return false;
+  }
+
+  /// The same after the current directive changed `tensor`, reported once a directive.
+  bool iterationsFitAfterDirective(const TensorSchedule &tensor, const char *directive) {
+    if (overflowReported_ == current_.index)
+      return false;
+    if (iterationsFit(tensor, current_.range, std::string("after this ") + directive))
+      return true;
+    overflowReported_ = current_.index;
+    return false;
+  }
+
   // One function per directive kind, called through std::visit: a kind without one
   // does not compile.
 
@@ -294,7 +331,17 @@ private:
         outer.extent = Extent::ceilDiv(original.extent, factor);
       }
       inner.stride = original.stride;
-      outer.stride = Extent::mul(original.stride, inner.extent);
+      std::optional<Extent> stride = Extent::mul(original.stride, inner.extent);
+      if (!stride) {
+        if (overflowReported_ != current_.index)
+          diagnostics_.report(DiagId::SizeOverflow, current_.range,
+                              "the stride of '" + outer.name + "' in '" + tensor.name + "'",
+                              original.stride.text + " x " + inner.extent.text + " elements",
+                              "use smaller split factors");
+        overflowReported_ = current_.index;
+        return;
+      }
+      outer.stride = *stride;
       outer.exact = inner.exact = original.exact && (divides || factor == 1);
       tensor.loops[position] = outer;
       tensor.loops.insert(tensor.loops.begin() + position + 1, inner);
@@ -306,6 +353,8 @@ private:
       transform.innerExtent = inner.extent;
       transform.range = current_.range;
       tensor.transforms.push_back(transform);
+      if (!iterationsFitAfterDirective(tensor, "split"))
+        return;
       note(llvm::formatv("{0}: {1}, {2}: {3}{4}", outer.name, outer.extent.text, inner.name,
                          inner.extent.text, outer.exact ? "" : "; the last iteration is partial")
                .str());
@@ -344,9 +393,19 @@ private:
         diagnostics_.report(DiagId::LoopNameTaken, d.result.range, d.result.text, tensor.name);
         return;
       }
+      std::optional<Extent> extent = Extent::mul(first.extent, second.extent);
+      if (!extent) {
+        if (overflowReported_ != current_.index)
+          diagnostics_.report(DiagId::SizeOverflow, current_.range,
+                              "the extent of '" + d.result.text + "' in '" + tensor.name + "'",
+                              first.extent.text + " x " + second.extent.text,
+                              "merge smaller loops");
+        overflowReported_ = current_.index;
+        return;
+      }
       Loop result = first;
       result.name = d.result.text;
-      result.extent = Extent::mul(first.extent, second.extent);
+      result.extent = *extent;
       result.stride = second.stride;
       result.roots.insert(result.roots.end(), second.roots.begin(), second.roots.end());
       result.contiguous = second.contiguous && b == a + 1;
@@ -432,10 +491,12 @@ private:
       const TensorSchedule &tensor = tensors()[index];
       const Loop &loop = tensor.loops[tensor.findLoop(d.loop.loop.text)];
       if ((tensor.isInput || tensor.isOutput) && loop.extent.isStatic()) {
-        note(llvm::formatv("{0} x {1} = {2} bytes per access of {3}", *loop.extent.value,
-                           ir::dtypeName(tensor.dtype),
-                           *loop.extent.value * ir::dtypeBytes(tensor.dtype), tensor.name)
-                 .str());
+        // A width that overflows is refused by the checker (vectorize-too-wide).
+        if (std::optional<int64_t> bytes =
+                llvm::checkedMul<int64_t>(*loop.extent.value, ir::dtypeBytes(tensor.dtype)))
+          note(llvm::formatv("{0} x {1} = {2} bytes per access of {3}", *loop.extent.value,
+                             ir::dtypeName(tensor.dtype), *bytes, tensor.name)
+                   .str());
         return;
       }
     }
@@ -584,6 +645,8 @@ private:
   DiagnosticEngine &diagnostics_;
   std::unique_ptr<Schedule> schedule_;
   Origin current_; // the directive being applied
+  /// The directive whose overflow was reported (one report a directive, not a tensor).
+  size_t overflowReported_ = SIZE_MAX;
 };
 
 } // namespace

@@ -1,22 +1,31 @@
 // ScheduleIR.cpp — names and lookups.
 #include "schedule/ScheduleIR.h"
 
+#include <llvm/Support/CheckedArithmetic.h>
+#include <llvm/Support/MathExtras.h>
+
 namespace fsl::sched {
 
-int64_t SizeExpr::evaluate(const std::vector<int64_t> &extents) const {
+std::optional<int64_t> SizeExpr::evaluate(const std::vector<int64_t> &extents) const {
   switch (kind) {
   case Kind::Const:
     return value;
   case Kind::Dim:
     return extents.at(dim);
   case Kind::CeilDiv: {
-    int64_t n = lhs->evaluate(extents);
-    return (n + value - 1) / value;
+    std::optional<int64_t> n = lhs->evaluate(extents);
+    if (!n)
+      return std::nullopt;
+    return llvm::divideCeilSigned(*n, value);
   }
-  case Kind::Mul:
-    return lhs->evaluate(extents) * rhs->evaluate(extents);
+  case Kind::Mul: {
+    std::optional<int64_t> a = lhs->evaluate(extents), b = rhs->evaluate(extents);
+    if (!a || !b)
+      return std::nullopt;
+    return llvm::checkedMul(*a, *b);
   }
-  return 0;
+  }
+  return std::nullopt;
 }
 
 Extent Extent::of(int64_t value) {
@@ -34,7 +43,7 @@ Extent Extent::ofDim(ir::DimId dim, const std::string &name) {
 
 Extent Extent::ceilDiv(const Extent &extent, int64_t divisor) {
   if (extent.isStatic())
-    return of((*extent.value + divisor - 1) / divisor);
+    return of(llvm::divideCeilSigned(*extent.value, divisor));
   if (divisor == 1)
     return extent;
   auto expr = std::make_shared<SizeExpr>();
@@ -44,9 +53,12 @@ Extent Extent::ceilDiv(const Extent &extent, int64_t divisor) {
   return {std::nullopt, "ceilDiv(" + extent.text + ", " + std::to_string(divisor) + ")", expr};
 }
 
-Extent Extent::mul(const Extent &a, const Extent &b) {
-  if (a.isStatic() && b.isStatic())
-    return of(*a.value * *b.value);
+std::optional<Extent> Extent::mul(const Extent &a, const Extent &b) {
+  if (a.isStatic() && b.isStatic()) {
+    if (std::optional<int64_t> product = llvm::checkedMul(*a.value, *b.value))
+      return of(*product);
+    return std::nullopt;
+  }
   if (a.isStatic() && *a.value == 1)
     return b;
   if (b.isStatic() && *b.value == 1)
@@ -55,7 +67,7 @@ Extent Extent::mul(const Extent &a, const Extent &b) {
   expr->kind = SizeExpr::Kind::Mul;
   expr->lhs = a.expr;
   expr->rhs = b.expr;
-  return {std::nullopt, a.text + "*" + b.text, expr};
+  return Extent{std::nullopt, a.text + "*" + b.text, expr};
 }
 
 int TensorSchedule::findLoop(llvm::StringRef loopName) const {

@@ -40,20 +40,26 @@ struct SizeExpr {
   int64_t value = 0; // Const; the divisor of CeilDiv
   ir::DimId dim = 0; // Dim
   std::shared_ptr<const SizeExpr> lhs, rhs;
-  /// Its value for the given extent of every fusion dimension.
-  int64_t evaluate(const std::vector<int64_t> &extents) const;
+  /// Its value for the given extent of every fusion dimension; none when a product does
+  /// not fit in 64 bits.
+  std::optional<int64_t> evaluate(const std::vector<int64_t> &extents) const;
 };
 using SizeExprPtr = std::shared_ptr<const SizeExpr>;
 
 /// A loop extent: a number when static, otherwise an expression over runtime sizes.
+/// Static values are positive int64_t: ceilDiv cannot overflow (it never forms
+/// `n + d - 1`), and mul is checked, because a wrapped product (a negative BIDy extent,
+/// 0 threads a block) would slip past every limit the checker compares it with.
 struct Extent {
   std::optional<int64_t> value;
   std::string text;
   SizeExprPtr expr;
   static Extent of(int64_t value);
   static Extent ofDim(ir::DimId dim, const std::string &name);
+  /// `divisor` is at least 1.
   static Extent ceilDiv(const Extent &extent, int64_t divisor);
-  static Extent mul(const Extent &a, const Extent &b);
+  /// None when both are static and their product does not fit in 64 bits.
+  static std::optional<Extent> mul(const Extent &a, const Extent &b);
   bool isStatic() const { return value.has_value(); }
 };
 

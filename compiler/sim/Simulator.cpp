@@ -509,7 +509,7 @@ private:
   void configureLaunch() {
     static const char *axes = "xyz";
     const kir::LaunchShape &launch = kernel_.launch;
-    int64_t threads = 1;
+    int64_t threads = 1, clusterBlocks = 1;
     for (int d = 0; d < 3; ++d) {
       grid_[d] = launchValue(launch.grid[d], "a grid extent");
       block_[d] = launchValue(launch.block[d], "a block extent");
@@ -524,7 +524,11 @@ private:
         fail(llvm::formatv("grid extent {0} along {1} is not a multiple of the cluster extent {2}",
                            grid_[d], axes[d], cluster));
       threads *= block_[d];
+      clusterBlocks *= cluster;
     }
+    if (clusterBlocks > limits_.maxClusterSize)
+      fail(llvm::formatv("clusters of {0} blocks; the target allows {1}", clusterBlocks,
+                         limits_.maxClusterSize));
     if (threads > limits_.maxThreadsPerBlock)
       fail(llvm::formatv("{0} threads per block; the target allows {1}", threads,
                          limits_.maxThreadsPerBlock));

@@ -94,6 +94,8 @@ struct SimulatorLimits {
   int64_t maxThreadsPerBlock = 1024;
   std::array<int64_t, 3> maxBlockDim = {1024, 1024, 64};
   std::array<int64_t, 3> maxGridDim = {2147483647, 65535, 65535};
+  /// Blocks in a cluster (the portable size; 1: the target has no clusters).
+  int64_t maxClusterSize = 8;
   /// Statement executions, counted per thread, over one kernel launch: a runaway loop
   /// extent becomes an error instead of a hang.
   int64_t maxThreadSteps = 4'000'000'000;

@@ -43,6 +43,7 @@ std::optional<Target> parseTarget(llvm::SourceMgr &sources, unsigned bufferId,
   struct IntField {
     const char *key;
     int64_t Target::*field;
+    int axis = -1; // an element of an array field
   };
   static const IntField intFields[] = {
       {"sm_count", &Target::smCount},
@@ -56,6 +57,13 @@ std::optional<Target> parseTarget(llvm::SourceMgr &sources, unsigned bufferId,
       {"l2_bytes", &Target::l2Bytes},
       {"memory_bytes", &Target::memoryBytes},
       {"memory_bandwidth_gbps", &Target::memoryBandwidthGBps},
+      {"max_grid_x", nullptr, 0},
+      {"max_grid_y", nullptr, 1},
+      {"max_grid_z", nullptr, 2},
+      {"max_block_x", nullptr, 3},
+      {"max_block_y", nullptr, 4},
+      {"max_block_z", nullptr, 5},
+      {"max_cluster_size", &Target::maxClusterSize},
   };
   std::string known = "name, description, arch, aliases";
   for (const IntField &field : intFields)
@@ -97,7 +105,13 @@ std::optional<Target> parseTarget(llvm::SourceMgr &sources, unsigned bufferId,
                          "a positive integer");
       continue;
     }
-    target.*field.field = *node->value<int64_t>();
+    int64_t value = *node->value<int64_t>();
+    if (field.field)
+      target.*field.field = value;
+    else if (field.axis < 3)
+      target.maxGridDim[field.axis] = value;
+    else
+      target.maxBlockDim[field.axis - 3] = value;
   }
   for (auto &[key, node] : root) {
     bool isKnown = key == "name" || key == "description" || key == "arch" || key == "aliases" ||

@@ -7,6 +7,7 @@
 
 #include <llvm/ADT/StringRef.h>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,6 +20,19 @@ class SourceMgr;
 namespace fsl {
 
 class DiagnosticEngine;
+
+/// What a launch may ask of a target: generated launchers check runtime extents against
+/// these before launching, the simulator faults on any launch beyond them. The defaults
+/// are the H200's.
+struct LaunchLimits {
+  std::string target = "h200";
+  std::array<int64_t, 3> maxGridDim = {2147483647, 65535, 65535};
+  std::array<int64_t, 3> maxBlockDim = {1024, 1024, 64};
+  int64_t maxThreadsPerBlock = 1024;
+  int64_t maxClusterSize = 8;
+  /// Dynamic plus static shared memory of a block (227 KiB on sm_90).
+  int64_t maxSharedBytesPerBlock = 232448;
+};
 
 struct Target {
   std::string name;
@@ -36,6 +50,18 @@ struct Target {
   int64_t l2Bytes = 0;
   int64_t memoryBytes = 0;
   int64_t memoryBandwidthGBps = 0;
+  // Launch limits: the checker refuses static extents beyond them, generated launchers
+  // refuse runtime ones (FSL_ERROR_SIZE) and the simulator faults on them. The defaults
+  // are CUDA's for every compute capability since 3.0; clusters came with sm_90.
+  std::array<int64_t, 3> maxGridDim = {2147483647, 65535, 65535};
+  std::array<int64_t, 3> maxBlockDim = {1024, 1024, 64};
+  /// Blocks in a thread-block cluster without the non-portable opt-in (1: no clusters).
+  int64_t maxClusterSize = 8;
+
+  LaunchLimits launchLimits() const {
+    return {name,           maxGridDim,          maxBlockDim, maxThreadsPerBlock,
+            maxClusterSize, sharedMemoryPerBlock};
+  }
 };
 
 /// Parses one target file held in buffer `bufferId`; errors point at its TOML lines.

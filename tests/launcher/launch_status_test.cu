@@ -5,8 +5,9 @@
 //   1. An earlier, unrelated CUDA error (a failed cudaMalloc) is neither returned by the
 //      launcher nor cleared by it: the launcher succeeds, and the program still sees its
 //      own error with cudaGetLastError afterwards.
-//   2. A launch that fails (a grid too large) is reported as FSL_ERROR_LAUNCH with the
-//      kernel's name and the CUDA error.
+//   2. A launch that fails (into the legacy stream during a global stream capture) is
+//      reported as FSL_ERROR_LAUNCH with the kernel's name and the CUDA error; a grid
+//      beyond the target's limits is FSL_ERROR_SIZE, refused before any CUDA call.
 //   3. A call that succeeds leaves fsl_rms_norm_add_error() empty, after a failure.
 #include "rms_norm_add.h"
 
@@ -69,18 +70,36 @@ int main() {
   check("... and the kernel ran", cudaDeviceSynchronize() == cudaSuccess);
   check("no message after a success", *fsl_rms_norm_add_error() == '\0', fsl_rms_norm_add_error());
 
-  // 2. A launch that fails: 2^31 rows is one block more than gridDim.x allows. The
-  // tensors are far-apart fake addresses (never dereferenced: nothing launches).
+  // 2. A launch that fails: into the legacy default stream while a blocking stream captures
+  // in global mode, which CUDA refuses (cudaErrorStreamCaptureImplicit; not sticky).
+  cudaStream_t capturing = nullptr;
+  cudaStreamCreate(&capturing); // a blocking stream: the legacy stream waits on it
+  cudaStreamBeginCapture(capturing, cudaStreamCaptureModeGlobal);
+  status = fsl_rms_norm_add(&x, &residual, &weight, 1e-6f, &y, nullptr);
+  const char *message = fsl_rms_norm_add_error();
+  check("a failed launch is FSL_ERROR_LAUNCH", status == FSL_ERROR_LAUNCH, message);
+  check("... named after its kernel", std::strstr(message, "rms_norm_add_v") == message, message);
+  cudaGraph_t graph = nullptr;
+  cudaStreamEndCapture(capturing, &graph); // invalidated by the refused launch
+  if (graph)
+    cudaGraphDestroy(graph);
+  cudaStreamDestroy(capturing);
+  cudaGetLastError(); // the failed launch's error, which CUDA records as usual
+
+  // 2b. A grid beyond the target's limits is refused before any CUDA call: 2^31 rows is
+  // one block more than gridDim.x allows. The tensors are far-apart fake addresses (never
+  // dereferenced: nothing launches), and CUDA records no error.
   const int64_t rows = int64_t(1) << 31;
   fsl_tensor bx = tensor(reinterpret_cast<void *>(uintptr_t(1) << 45), {rows, H});
   fsl_tensor br = tensor(reinterpret_cast<void *>(uintptr_t(2) << 45), {rows, H});
   fsl_tensor by = tensor(reinterpret_cast<void *>(uintptr_t(3) << 45), {rows, H});
   status = fsl_rms_norm_add(&bx, &br, &weight, 1e-6f, &by, nullptr);
-  const char *message = fsl_rms_norm_add_error();
-  check("a failed launch is FSL_ERROR_LAUNCH", status == FSL_ERROR_LAUNCH, message);
-  check("... named after its kernel", std::strstr(message, "rms_norm_add_v0: ") == message,
+  message = fsl_rms_norm_add_error();
+  check("a grid beyond the limits is FSL_ERROR_SIZE", status == FSL_ERROR_SIZE, message);
+  check("... named after its kernel and the extent",
+        std::strstr(message, "rms_norm_add_v0: grid extent 2147483648 along x (T)") == message,
         message);
-  cudaGetLastError(); // the failed launch's error, which CUDA records as usual
+  check("... and nothing was launched", cudaGetLastError() == cudaSuccess);
 
   // 3. A success after the failure clears the message.
   status = fsl_rms_norm_add(&x, &residual, &weight, 1e-6f, &y, nullptr);

@@ -51,7 +51,7 @@ int main() {
   {
     Case c;
     c.x.data = nullptr;
-    expect("null pointer", c.run(), FSL_ERROR_NULL_POINTER, "x: null tensor or data pointer");
+    expect("null pointer", c.run(), FSL_ERROR_NULL_POINTER, "x: null data pointer");
   }
   {
     Case c;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every generated CUDA source compiles for sm_90a (nvcc, no GPU needed) without a single
 # warning, two specializations of one fusion link into one program, the generated
-# launcher refuses bad tensors (tests/launcher/validation_test.cpp, run here), its status
+# launcher refuses bad tensors and launches beyond the target's limits
+# (tests/launcher/validation_test.cpp, limits_test.cpp, run here), its status
 # is its own launch's (tests/launcher/launch_status_test.cu, run when a GPU is visible),
 # and every helper of fsl/device.cuh compiles (tests/device/device_header_test.cu).
 # usage: cuda_checks.sh FSLC NVCC REPO_ROOT WORKDIR
@@ -56,6 +57,12 @@ done
 "$nvcc" "${flags[@]}" "${strict[@]}" -I "$work/rms_norm_add" -o "$work/validation" \
   "$root/tests/launcher/validation_test.cpp" "$work/rms_norm_add/rms_norm_add.cu"
 "$work/validation"
+# Launch limits, checked byte counts, natural alignment and empty calls (no GPU needed):
+# a runtime grid on BIDx and BIDy, a runtime block.
+generate rows "$root/tests/launcher/rows.fsl"
+"$nvcc" "${flags[@]}" "${strict[@]}" -I "$work/rms_norm_add" -I "$work/rows" -o "$work/limits" \
+  "$root/tests/launcher/limits_test.cpp" "$work/rms_norm_add/rms_norm_add.cu" "$work/rows/rows.cu"
+"$work/limits"
 # The matmul launcher refuses what TMA cannot copy, before any CUDA call (no GPU needed).
 "$fslc" --emit=cuda -o "$work/matmul" "$root/examples/linear_bias_gelu_simple.fsl"
 "$nvcc" "${flags[@]}" "${strict[@]}" -I "$work/matmul" -o "$work/tma_validation" \

@@ -85,6 +85,11 @@ TEST_CASE("the stdlib target files describe the H100 and the H200") {
   CHECK(h200.sharedMemoryPerBlock == 227 * 1024);
   CHECK(h200.memoryBandwidthGBps == 4800);
   CHECK(targets.at("h100-sxm").memoryBandwidthGBps < h200.memoryBandwidthGBps);
+  // Launch limits: the checker, the launchers and the simulator read these.
+  CHECK(h200.maxGridDim == std::array<int64_t, 3>{2147483647, 65535, 65535});
+  CHECK(h200.maxBlockDim == std::array<int64_t, 3>{1024, 1024, 64});
+  CHECK(h200.maxClusterSize == 8);
+  CHECK(targets.at("a100").maxClusterSize == 1);
 }
 
 TEST_CASE("target files with missing, wrong or unknown keys are refused at their line") {

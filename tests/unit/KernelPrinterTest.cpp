@@ -333,9 +333,17 @@ TEST_CASE("kernel printer: a pointwise kernel and its launcher") {
   CHECK(!contains(cu, "(uintptr_t)weight->data")); // read element by element
   CHECK(contains(cu, "  if (fsl_overlap(y, 2, x, 2))\n"));
   CHECK(contains(cu, "  if (T == 0)\n    return FSL_OK;\n"));
+  // Runtime extents are checked against the target's limits before launching.
   CHECK(contains(cu, "  if (T < 132) {  // rms_norm_add_v1\n"
-                     "    const dim3 grid((unsigned)T, (unsigned)1, (unsigned)1);\n"
+                     "    const int64_t fsl_grid_x = T;\n"
+                     "    if (fsl_grid_x < 1 || fsl_grid_x > 2147483647)\n"
+                     "      return fsl_fail(FSL_ERROR_SIZE, \"rms_norm_add_v1: grid extent %lld "
+                     "along x (T) is outside 1..2147483647 on h200\", (long long)fsl_grid_x);\n"
+                     "    const dim3 grid((unsigned)fsl_grid_x, (unsigned)1, (unsigned)1);\n"
                      "    const dim3 block((unsigned)64, (unsigned)1, (unsigned)1);\n"));
+  // Data pointers only when there is work: every tensor aligned to its element.
+  CHECK(contains(cu, "  if (T == 0)\n    return FSL_OK;\n"
+                     "  if ((status = fsl_check_data(x, \"x\", 2)) != FSL_OK)\n"));
   CHECK(contains(cu, "  {  // rms_norm_add_v0\n"));
   CHECK(contains(cu, "attributes[0].val.programmaticStreamSerializationAllowed = FSL_PDL;"));
   CHECK(contains(cu, "cudaLaunchKernelEx(&config, rms_norm_add_v0, (const __nv_bfloat16 "
@@ -778,7 +786,11 @@ TEST_CASE("kernel printer: the Hopper operations") {
                      "      const cuuint32_t box[2] = {64, 64};\n"));
   CHECK(contains(cu, "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->data, sizes, strides, box, "
                      "CU_TENSOR_MAP_SWIZZLE_128B"));
-  CHECK(contains(cu, "    const dim3 grid((unsigned)((M + 63) / 64), (unsigned)1, (unsigned)1);"));
+  CHECK(contains(cu, "    bool fsl_overflow = false;  // set by the checked arithmetic below\n"
+                     "    const int64_t fsl_grid_x = (fsl_add(M, 63, &fsl_overflow) / 64);\n"
+                     "    if (fsl_overflow)\n"));
+  CHECK(contains(cu, "    if (fsl_grid_x % 2 != 0)\n"));
+  CHECK(contains(cu, "    const dim3 grid((unsigned)fsl_grid_x, (unsigned)1, (unsigned)1);"));
   CHECK(
       contains(cu, "cudaFuncSetAttribute(matmul_v0, cudaFuncAttributeMaxDynamicSharedMemorySize"));
   CHECK(contains(cu, "    attributes[0].id = cudaLaunchAttributeClusterDimension;"));

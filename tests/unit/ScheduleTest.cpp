@@ -13,6 +13,7 @@
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <limits>
 #include <map>
 #include <random>
 
@@ -263,4 +264,26 @@ TEST_CASE("a directive given twice is reported at the second, with the first as 
   CHECK(parsed.text(duplicate.range) == "launch_bounds 256;");
   REQUIRE(duplicate.notes.size() == 1);
   CHECK(parsed.text(duplicate.notes[0].range) == "launch_bounds 128;");
+}
+
+TEST_CASE("extents are combined with checked arithmetic, never wrapped") {
+  constexpr int64_t max = std::numeric_limits<int64_t>::max();
+  // ceilDiv never forms n + d - 1: the largest extent divides without overflow.
+  CHECK(*sched::Extent::ceilDiv(sched::Extent::of(max), 2).value == int64_t(1) << 62);
+  CHECK(*sched::Extent::ceilDiv(sched::Extent::of(max), max).value == 1);
+  CHECK(*sched::Extent::ceilDiv(sched::Extent::of(7), 2).value == 4);
+  // mul refuses a product past 64 bits (2^32 x 2^32 used to be 0 threads a block).
+  sched::Extent big = sched::Extent::of(int64_t(1) << 32);
+  CHECK_FALSE(sched::Extent::mul(big, big));
+  CHECK(*sched::Extent::mul(big, sched::Extent::of(2))->value == int64_t(1) << 33);
+  CHECK_FALSE(sched::Extent::mul(sched::Extent::of(max), sched::Extent::of(2)));
+  // Runtime extents stay expressions; evaluating them is checked too.
+  std::optional<sched::Extent> runtime =
+      sched::Extent::mul(sched::Extent::ofDim(0, "T"), sched::Extent::of(int64_t(1) << 40));
+  REQUIRE(runtime);
+  CHECK_FALSE(runtime->isStatic());
+  CHECK(runtime->expr->evaluate({3}) == int64_t(3) << 40);
+  CHECK_FALSE(runtime->expr->evaluate({int64_t(1) << 30}));
+  sched::Extent halves = sched::Extent::ceilDiv(sched::Extent::ofDim(0, "T"), 2);
+  CHECK(halves.expr->evaluate({max}) == int64_t(1) << 62);
 }

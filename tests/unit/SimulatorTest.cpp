@@ -271,6 +271,30 @@ TEST_CASE("simulator: a pointwise kernel over a grid of blocks and threads") {
     CHECK(y[i] == eval::roundTo(x[i] * 2, DType::F32));
 }
 
+TEST_CASE("simulator: launches beyond the target's limits fault, as on the GPU") {
+  // The driver passes the target's limits (LaunchLimits); these are the H200's and an
+  // A100's, which has no clusters.
+  Pointwise k(/*guarded=*/true);
+  sim::Memory memory = k.memory(10);
+  k.kernel.launch.cluster = {index(3), index(1), index(1)};
+  CHECK(faultOf(sim::runKernel(k.kernel, memory)) == "");
+  sim::SimulatorLimits a100;
+  a100.maxClusterSize = 1;
+  CHECK(faultOf(sim::runKernel(k.kernel, memory, 0, a100))
+            .find("clusters of 3 blocks; the "
+                  "target allows 1") != std::string::npos);
+  k.kernel.launch.cluster = {nullptr, nullptr, nullptr};
+  k.kernel.launch.grid[1] = index(70000);
+  CHECK(faultOf(sim::runKernel(k.kernel, memory))
+            .find("grid extent 70000 along y is outside "
+                  "1..65535") != std::string::npos);
+  k.kernel.launch.grid[1] = nullptr;
+  k.kernel.launch.block[2] = index(128);
+  CHECK(faultOf(sim::runKernel(k.kernel, memory))
+            .find("block extent 128 along z is outside "
+                  "1..64") != std::string::npos);
+}
+
 TEST_CASE("simulator: arithmetic is rounded as the GPU rounds it") {
   // bf16 operations are computed in f32 and rounded to bf16; integers divide as C does.
   BufferPtr out = makeBuffer("out", DType::F32, MemorySpace::Global);

@@ -3,8 +3,12 @@
  * A launcher takes one fsl_tensor per tensor parameter and plain values for scalar
  * parameters, checks every tensor before launching, and returns FSL_OK or an error
  * status whose message the fusion's *_error() function returns ("" after a call that
- * succeeded). Nothing is launched or written when a check fails. The status is the
- * call's own: an earlier CUDA error of the program is neither returned nor cleared.
+ * succeeded). Nothing is launched or written when a check fails: sizes are checked in
+ * 64-bit arithmetic that never wraps, every launch against the target's grid, block and
+ * cluster limits (FSL_ERROR_SIZE). A call with nothing to do (a tensor without elements)
+ * returns FSL_OK without looking at any data pointer: PyTorch's empty tensors have null
+ * data. The status is the call's own: an earlier CUDA error of the program is neither
+ * returned nor cleared.
  * C and C++ callers; needs only the CUDA runtime.
  */
 #ifndef FSL_RUNTIME_H
