@@ -382,13 +382,21 @@ struct Variant {
   std::vector<unsigned> launches; // indices into Program::kernels, in order
 };
 
+/// A global temporary the launcher allocates for one call (stream-ordered) and frees after
+/// the variant's launches: a split-K product's partial tiles, say.
+struct Workspace {
+  BufferPtr buffer;
+  Expr elements; // over the runtime dimensions
+  std::string comment;
+};
+
 struct Program {
   const ir::Fusion *fusion = nullptr; // the signature the launcher checks
   /// Per fusion dimension: the variable of a runtime size (a kernel parameter the
   /// launcher takes from the tensors), null for a static one (a constant in the IR).
   std::vector<VarPtr> dims;
   std::vector<Kernel> kernels;
-  std::vector<BufferPtr> workspaces; // global temporaries the launcher allocates
+  std::vector<Workspace> workspaces; // global temporaries the launcher allocates
   std::vector<Variant> variants;     // guarded ones first, tried in order
 };
 

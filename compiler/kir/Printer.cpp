@@ -414,8 +414,15 @@ void printKernel(const Kernel &kernel, llvm::raw_ostream &out) {
 
 void printProgram(const Program &program, llvm::raw_ostream &out) {
   out << "program " << (program.fusion ? program.fusion->name : "") << "\n";
-  for (const BufferPtr &workspace : program.workspaces)
-    out << "  workspace " << workspace->name << ": " << ir::dtypeName(workspace->dtype) << "\n";
+  for (const Workspace &workspace : program.workspaces) {
+    out << "  workspace " << workspace.buffer->name << ": "
+        << ir::dtypeName(workspace.buffer->dtype) << "[";
+    printExpr(workspace.elements, out);
+    out << "]";
+    if (!workspace.comment.empty())
+      out << "  // " << workspace.comment;
+    out << "\n";
+  }
   for (const Variant &variant : program.variants) {
     out << "  variant";
     if (variant.guard) {

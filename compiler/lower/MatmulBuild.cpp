@@ -49,6 +49,13 @@ bool MatmulBuilder::run() {
     mapB_ = mapA_;
   if (plan_.epilogueVia == sched::EpilogueKind::SharedTmaStore)
     addOutputMap();
+  if (plan_.splitK > 1) {
+    kir::KernelParam kp;
+    kp.kind = kir::KernelParam::Kind::Tensor;
+    kp.buffer = plan_.partials;
+    cx_.kernel.params.push_back(kp);
+    split_ = var("split");
+  }
   cta_ = var(plan_.tileWalk == TileWalk::Persistent ? "cta" : "m_tile");
   ctaY_ = var("n_tile");
   tid_ = var("tid");
@@ -59,8 +66,26 @@ bool MatmulBuilder::run() {
   makeStorage(body);
   Expr k = cx_.dimExtent(plan_.k);
   kTiles_ = var("k_tiles");
-  body.push_back(kir::let(kTiles_, (k + kir::index(plan_.tileK - 1)) / kir::index(plan_.tileK),
-                          "k tiles; the last one's columns past K are zero-filled"));
+  Expr allTiles = (k + kir::index(plan_.tileK - 1)) / kir::index(plan_.tileK);
+  if (plan_.splitK > 1) {
+    // Part `split` of K: k tiles [k_first, k_first + k_per), clipped to K (possibly none:
+    // its partial tile is zeros).
+    kir::VarPtr all = var("all_k_tiles"), per = var("k_per_split");
+    kFirst_ = var("k_first");
+    body.push_back(
+        kir::let(all, allTiles, "k tiles; the last one's columns past K are zero-filled"));
+    body.push_back(
+        kir::let(per, (kir::var(all) + kir::index(plan_.splitK - 1)) / kir::index(plan_.splitK)));
+    body.push_back(kir::let(kFirst_, kir::var(split_) * kir::var(per)));
+    body.push_back(kir::let(kTiles_,
+                            kir::foldedBinary(kir::BinaryOp::Max, kir::index(0),
+                                              kir::foldedBinary(kir::BinaryOp::Min, kir::var(per),
+                                                                kir::var(all) - kir::var(kFirst_))),
+                            "this split's k tiles"));
+  } else {
+    body.push_back(
+        kir::let(kTiles_, allTiles, "k tiles; the last one's columns past K are zero-filled"));
+  }
   if (plan_.tileWalk == TileWalk::Persistent) {
     tileCount_ = var("tiles");
     ctaCount_ = var("ctas");
@@ -93,6 +118,9 @@ bool MatmulBuilder::run() {
     nest = withOrigin(kir::parallelLoop(cta_, ctaCount(), kir::Axis::BIDx, nest), plan_.tilesOrigin,
                       "persistent CTAs: one an SM, at most " + std::to_string(plan_.smCount));
   } else {
+    if (plan_.splitK > 1)
+      nest = withOrigin(kir::parallelLoop(split_, kir::index(plan_.splitK), kir::Axis::BIDz, nest),
+                        plan_.tilesOrigin, "parts of K");
     nest = kir::parallelLoop(ctaY_, tiles(plan_.n, plan_.tileN), kir::Axis::BIDy, nest,
                              {"tiles one_per_cta: " + std::to_string(plan_.tileN) + " columns",
                               plan_.tilesOrigin.range});
@@ -343,8 +371,7 @@ Stmt MatmulBuilder::consumerRole() {
                                          std::to_string(plan_.warpN)));
   body.push_back(forEachTile(
       [&] {
-        return kir::block(
-            {plan_.warpSpecialized ? consumerLoop() : singleRoleLoop(), epilogue()});
+        return kir::block({plan_.warpSpecialized ? consumerLoop() : singleRoleLoop(), epilogue()});
       },
       "this CTA's tiles"));
   if (plan_.epilogueVia == sched::EpilogueKind::SharedTmaStore)
@@ -363,11 +390,10 @@ Stmt MatmulBuilder::consumerRole() {
 /// where no product is in flight.
 Stmt MatmulBuilder::zeroIfNoProduct() {
   kir::VarPtr i = var("i");
-  return kir::ifThen(
-      kir::binary(kir::BinaryOp::Eq, kir::var(kTiles_), kir::index(0)),
-      kir::forLoop(i, kir::index(plan_.accumulators()), kir::LoopKind::Unrolled,
-                   kir::store(acc_, kir::var(i), kir::constant(0, ir::DType::F32))),
-      nullptr, "K = 0: no product wrote the accumulators");
+  return kir::ifThen(kir::binary(kir::BinaryOp::Eq, kir::var(kTiles_), kir::index(0)),
+                     kir::forLoop(i, kir::index(plan_.accumulators()), kir::LoopKind::Unrolled,
+                                  kir::store(acc_, kir::var(i), kir::constant(0, ir::DType::F32))),
+                     nullptr, "K = 0: no product wrote the accumulators");
 }
 
 // --- Shared helpers ------------------------------------------------------------------------
@@ -415,7 +441,8 @@ void MatmulBuilder::makeLaunchShape() {
   if (plan_.tileWalk == TileWalk::Persistent)
     launch.grid = {ctaCount(), kir::index(1), kir::index(1)};
   else
-    launch.grid = {tiles(plan_.m, plan_.tileM), tiles(plan_.n, plan_.tileN), kir::index(1)};
+    launch.grid = {tiles(plan_.m, plan_.tileM), tiles(plan_.n, plan_.tileN),
+                   kir::index(plan_.splitK)};
   launch.block = {kir::index(plan_.threads()), kir::index(1), kir::index(1)};
   launch.sharedBytes = kir::index(sharedBytes_);
   launch.maxThreads = plan_.threads();

@@ -69,7 +69,7 @@ Expr MatmulBuilder::useNumber(std::vector<Stmt> &body, const kir::VarPtr &it,
 
 /// Expect the stage's bytes, then load k tile `kTile` of both operands into `stage`.
 Stmt MatmulBuilder::loadStage(Expr kTile, Expr stage) {
-  Expr k = kTile * kir::index(plan_.tileK);
+  Expr k = (kFirst_ ? kir::var(kFirst_) + kTile : kTile) * kir::index(plan_.tileK);
   int64_t bytes = plan_.stageBytes();
   return kir::block({
       mbarrierOp(StmtKind::MBarrierArriveExpectTx, full_, stage, kir::index(bytes),
@@ -122,8 +122,7 @@ Stmt MatmulBuilder::mmaOnStage(const Expr &stage, const Expr &kTile) {
         w->shape = kir::WgmmaShape{64, static_cast<int>(in), 16};
         w->inputType = plan_.a.dtype;
         w->buffer = acc_;
-        w->accumulate = kir::binary(kir::BinaryOp::Or, kir::index(0) < kTile,
-                                    kir::index(0) < ks);
+        w->accumulate = kir::binary(kir::BinaryOp::Or, kir::index(0) < kTile, kir::index(0) < ks);
         w->index = (mi * kir::index(plan_.instructionsN()) + ni) * kir::index(in / 2);
         w->operandA = aTiles_;
         w->offsetA = stage * kir::index(tileElements(plan_.tileM)) +

@@ -250,11 +250,10 @@ private:
   void matmulDirectives(std::vector<Refusal> &refusals) {
     const sched::MatmulSchedule &mm = schedule_.matmul;
     for (const auto &tiles : mm.tiles)
-      if (tiles.order == sched::TileOrder::StreamK || tiles.order == sched::TileOrder::SplitK)
-        refusals.push_back(
-            {tiles.origin.range, "tiles " + sched::tileOrderName(tiles.order).str() +
-                                     ": not lowered yet (tiles one_per_cta, or tiles persistent "
-                                     "[swizzle N])"});
+      if (tiles.order == sched::TileOrder::StreamK)
+        refusals.push_back({tiles.origin.range, "tiles stream_k: not lowered yet (tiles "
+                                                "one_per_cta, persistent [swizzle N] or "
+                                                "split_k N)"});
     if (mm.cluster)
       refusals.push_back({mm.cluster->origin.range,
                           "cluster: thread-block clusters (and TMA multicast) are not lowered "
@@ -407,6 +406,18 @@ private:
       plan_->tilesOrigin.text =
           "tiles persistent" +
           (mm.tiles[0].parameter ? " swizzle " + std::to_string(plan_->tileGroup) : "");
+    }
+    if (!mm.tiles.empty() && mm.tiles[0].order == sched::TileOrder::SplitK) {
+      const sched::Count *split = mm.tiles[0].parameter ? &*mm.tiles[0].parameter : nullptr;
+      if (!split || split->value < 1 || split->value > 64)
+        return unsupported("split_k takes 1 to 64 parts of K",
+                           split ? split->range : mm.tiles[0].origin.range);
+      plan_->splitK = split->value;
+      plan_->tilesOrigin.text = "tiles split_k " + std::to_string(plan_->splitK);
+      if (mm.epilogue && mm.epilogue->via != sched::EpilogueKind::Registers && plan_->splitK > 1)
+        return unsupported("split_k: the epilogue runs in the kernel that adds the partial "
+                           "tiles, element by element; write 'epilogue via registers'",
+                           mm.epilogue->origin.range);
     }
     plan_->epilogueVia = mm.epilogue ? mm.epilogue->via : sched::EpilogueKind::Registers;
     plan_->epilogueOrigin = {

@@ -2129,11 +2129,20 @@ llvm::Expected<eval::EvalResult> simulate(const kir::Program &program,
     storage.emplace_back(static_cast<size_t>(eval::elementCount(output.dims, extents)), NAN);
   }
   std::map<const Buffer *, size_t> workspaceSlot;
-  for (const kir::BufferPtr &workspace : program.workspaces) {
-    if (workspace->shape.empty())
-      return error("workspace " + workspace->name + " has no static size");
-    workspaceSlot[workspace.get()] = storage.size();
-    storage.emplace_back(static_cast<size_t>(workspace->elements()), 0.0);
+  for (const kir::Workspace &workspace : program.workspaces) {
+    int64_t elements = 0;
+    try {
+      LaunchScope scope(dims);
+      elements = exactInteger(evaluate(*workspace.elements, scope), "a workspace size");
+    } catch (const Fault &fault) {
+      return error("workspace " + workspace.buffer->name + ": " + fault.what());
+    }
+    if (elements < 0 || elements > (int64_t(1) << 28))
+      return error(llvm::formatv("workspace {0} of {1} elements: the simulator holds at most 2^28",
+                                 workspace.buffer->name, elements));
+    workspaceSlot[workspace.buffer.get()] = storage.size();
+    // NaN, as the GPU's fresh allocation holds garbage: a read before a write shows.
+    storage.emplace_back(static_cast<size_t>(elements), NAN);
   }
 
   for (unsigned launch : variant->launches) {
