@@ -1542,6 +1542,8 @@ private:
       release(met);
       return true;
     }
+    case kir::BarrierKind::Cluster:
+      fault(mask.front(), "cluster barriers are not simulated");
     }
     FSL_UNREACHABLE("barrier kind");
   }
@@ -1593,6 +1595,8 @@ private:
   bool execMBarrier(Warp &warp, const StmtNode &s, const Mask &mask) {
     if (!s.buffer)
       fail(kir::stmtKindName(s.kind) + " without its barrier");
+    if (s.ctaRank)
+      fault(mask.front(), "mbarrier arrivals on another CTA (clusters) are not simulated");
     const Buffer &buffer = *s.buffer;
     if (s.kind == StmtKind::MBarrierWait)
       warp.conditions.clear();
