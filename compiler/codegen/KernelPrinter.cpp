@@ -851,6 +851,10 @@ private:
         out_ << ", " << printExpr(s.threads);
       out_ << ");";
       break;
+    case kir::BarrierKind::Cluster:
+      line() << "fsl_cluster_sync();";
+      end(noteOf(s).empty() ? "every thread of every CTA of the cluster" : noteOf(s));
+      return;
     }
     end(noteOf(s));
   }
@@ -892,6 +896,13 @@ private:
   }
 
   void mbarrierArrive(const kir::StmtNode &s) {
+    if (s.ctaRank) {
+      // The barrier at the same shared offset in CTA `ctaRank` of the cluster.
+      line() << "fsl_mbarrier_arrive_cluster(" << barrierAddress(s) << ", " << printExpr(s.ctaRank)
+             << ");";
+      end(noteOf(s));
+      return;
+    }
     line() << "fsl_mbarrier_arrive(" << barrierAddress(s) << ");";
     end(noteOf(s));
   }

@@ -535,6 +535,12 @@ Stmt reduce(VarPtr accumulator, ReduceKind kind, ReduceScope scope, BufferPtr sc
 
 Stmt barrier() { return stmt(StmtKind::Barrier); }
 
+Stmt clusterBarrier() {
+  auto s = stmt(StmtKind::Barrier);
+  s->barrierKind = BarrierKind::Cluster;
+  return s;
+}
+
 Stmt gridDependency(GridDependencyOp op) {
   auto s = stmt(StmtKind::GridDependency);
   s->gridOp = op;

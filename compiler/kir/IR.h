@@ -230,7 +230,11 @@ enum class ReduceKind { Sum, Max, Min };
 /// global workspace; needs a cooperative or a second kernel).
 enum class ReduceScope { Warp, BlockX, Grid };
 
-enum class BarrierKind { Block, Named };
+/// Block: __syncthreads. Named: `barrierId` among `threads` threads. Cluster: every thread
+/// of every CTA of the thread-block cluster arrives (release) and waits (acquire), so what
+/// each CTA did before it (mbarrier inits, writes) is seen by all after it; a kernel with
+/// one needs a cluster in its launch (LaunchShape::cluster).
+enum class BarrierKind { Block, Named, Cluster };
 enum class GridDependencyOp { WaitAndLaunchDependents, Wait, LaunchDependents };
 
 /// One wgmma operand or accumulator layout (m64nNk16, bf16/f16 inputs, f32 accumulate).
@@ -295,7 +299,14 @@ struct StmtNode {
   std::vector<Expr> coordinates;
   BufferPtr barrier;
   Expr barrierIndex;
-  Expr multicastMask; // TmaLoad into a cluster: null when not multicast
+  /// TmaLoad into a cluster: a bit mask of cluster ranks; the box lands at the same shared
+  /// offset in each CTA whose bit is set, and completes its bytes on the mbarrier at the
+  /// same offset in each of them. Null: this CTA only.
+  Expr multicastMask;
+  /// MBarrierArrive: the rank within the cluster (0-based, x fastest) of the CTA whose
+  /// mbarrier at the same shared offset receives the arrival (release at cluster scope);
+  /// it may be this CTA's own rank. Null: this CTA's barrier.
+  Expr ctaRank;
   // Wgmma: accumulator (local f32 [m*n/128 per thread]), operands in shared memory
   WgmmaShape shape;
   BufferPtr operandA, operandB;
@@ -338,6 +349,7 @@ Stmt vectorCopy(BufferPtr to, Expr toIndex, BufferPtr from, Expr fromIndex, int6
 Stmt reduce(VarPtr accumulator, ReduceKind kind, ReduceScope scope, BufferPtr scratch,
             int64_t slot);
 Stmt barrier();
+Stmt clusterBarrier(); // BarrierKind::Cluster
 Stmt gridDependency(GridDependencyOp op);
 Stmt comment(std::string text);
 /// A copy of `node` with other children (the same kind and fields otherwise).
