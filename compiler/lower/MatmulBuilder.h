@@ -127,6 +127,8 @@ private:
   kir::VarPtr cta_, ctaY_, tid_, warpgroup_, consumer_;
   /// split_k: the CTA's part of K (grid z) and its first k tile.
   kir::VarPtr split_, kFirst_;
+  /// cluster (C, 1): the CTA's rank in its cluster, and (persistent) the cluster's index.
+  kir::VarPtr clusterRank_, clusterIndex_;
   /// The current output tile and its number among this CTA's tiles.
   kir::VarPtr mTile_, nTile_, tileIter_, kTiles_;
   /// Persistent: the output tiles and the CTAs walking them.
