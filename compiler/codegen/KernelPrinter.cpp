@@ -122,6 +122,8 @@ std::string builtinText(kir::Builtin builtin) {
     return "blockDim.y";
   case kir::Builtin::BlockDimZ:
     return "blockDim.z";
+  case kir::Builtin::GridDimX:
+    return "(int64_t)gridDim.x";
   }
   FSL_UNREACHABLE("builtin");
 }

@@ -809,11 +809,42 @@ private:
              << values.cluster[a] << ";\n";
       ++next;
     }
+    if (launch.gridFromOccupancy) {
+      // A persistent kernel walks its tiles from gridDim.x: its CTAs must all be resident.
+      // Clusters need their CTAs in one GPC, so fewer clusters than SMs / size may fit
+      // (30 clusters of 4 of a 213 KB kernel on the H200, not 33): the grid is what the
+      // device holds at once.
+      out_ << indent << "int max_clusters = 0;  // resident at once\n"
+           << indent << "{\n"
+           << indent << "  cudaLaunchConfig_t probe = {};\n"
+           << indent << "  probe.gridDim = grid;\n"
+           << indent << "  probe.blockDim = block;\n"
+           << indent << "  probe.dynamicSmemBytes = shared_bytes;\n"
+           << indent << "  cudaLaunchAttribute cluster_shape[1];\n"
+           << indent << "  cluster_shape[0].id = cudaLaunchAttributeClusterDimension;\n"
+           << indent << "  cluster_shape[0].val.clusterDim.x = (unsigned)" << values.cluster[0]
+           << ";\n"
+           << indent << "  cluster_shape[0].val.clusterDim.y = 1;\n"
+           << indent << "  cluster_shape[0].val.clusterDim.z = 1;\n"
+           << indent << "  probe.attrs = cluster_shape;\n"
+           << indent << "  probe.numAttrs = 1;\n"
+           << indent << "  const cudaError_t occupancy = cudaOccupancyMaxActiveClusters(&max_clusters, "
+           << symbol << ", &probe);\n"
+           << indent << "  if (occupancy != cudaSuccess || max_clusters < 1)\n"
+           << indent << "    return fsl_fail(FSL_ERROR_LAUNCH, \"" << symbol
+           << ": no cluster of %u CTAs fits the device (%s)\", (unsigned)" << values.cluster[0]
+           << ", cudaGetErrorString(occupancy));\n"
+           << indent << "}\n"
+           << indent << "const unsigned resident = (unsigned)max_clusters * (unsigned)"
+           << values.cluster[0] << ";\n"
+           << indent << "const dim3 persistent_grid(grid.x < resident ? grid.x : resident, 1, 1);\n";
+    }
     // cudaLaunchKernelEx also without attributes: its result is this launch's own status,
     // where `<<<>>>` + cudaGetLastError would also return, and clear, an earlier unrelated
     // error of the calling thread.
     out_ << indent << "cudaLaunchConfig_t config = {};\n"
-         << indent << "config.gridDim = grid;\n"
+         << indent << "config.gridDim = " << (launch.gridFromOccupancy ? "persistent_grid" : "grid")
+         << ";\n"
          << indent << "config.blockDim = block;\n"
          << indent << "config.dynamicSmemBytes = shared_bytes;\n"
          << indent << "config.stream = stream;\n";

@@ -381,6 +381,8 @@ llvm::StringRef builtinName(Builtin builtin) {
     return "blockDim.y";
   case Builtin::BlockDimZ:
     return "blockDim.z";
+  case Builtin::GridDimX:
+    return "gridDim.x";
   }
   FSL_UNREACHABLE("builtin");
 }

@@ -50,6 +50,7 @@ enum class Builtin {
   BlockDimX,
   BlockDimY,
   BlockDimZ,
+  GridDimX, // the launched grid: a persistent kernel's launcher may shrink it
 };
 
 /// A scalar variable: a loop index, a let binding, an accumulator, a kernel parameter
@@ -376,6 +377,9 @@ struct LaunchShape {
   std::optional<int64_t> minBlocksPerSm; // __launch_bounds__, second argument
   std::optional<int64_t> maxRegisters;   // __maxnreg__
   std::string registerNote;              // "maxrregcount 64"
+  /// A persistent kernel (it reads gridDim.x): grid.x is an upper bound, which the
+  /// launcher lowers to the clusters (of cluster.x CTAs) the device holds at once.
+  bool gridFromOccupancy = false;
 };
 
 struct Kernel {

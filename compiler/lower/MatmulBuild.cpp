@@ -97,7 +97,11 @@ bool MatmulBuilder::run() {
     body.push_back(
         kir::let(tileCount_, tileCount(),
                  plan_.clusterM > 1 ? "units of the cluster's M tiles" : "output tiles"));
-    body.push_back(kir::let(ctaCount_, ctaCount(), "the grid"));
+    body.push_back(kir::let(ctaCount_,
+                            kir::var(kir::makeVar("gridDim.x", ir::DType::I64,
+                                                  kir::Builtin::GridDimX)),
+                            "the grid: at most one CTA an SM, fewer when the device holds fewer "
+                            "clusters at once"));
     if (plan_.clusterM > 1) {
       clusterIndex_ = var("cluster");
       body.push_back(kir::let(clusterIndex_, kir::var(cta_) / kir::index(plan_.clusterM)));
@@ -476,8 +480,10 @@ Expr MatmulBuilder::warpgroupColumn() const {
 
 void MatmulBuilder::makeLaunchShape() {
   kir::LaunchShape &launch = cx_.kernel.launch;
-  if (plan_.tileWalk == TileWalk::Persistent)
+  if (plan_.tileWalk == TileWalk::Persistent) {
     launch.grid = {ctaCount(), kir::index(1), kir::index(1)};
+    launch.gridFromOccupancy = plan_.clusterM > 1;
+  }
   else
     launch.grid = {tiles(plan_.m, plan_.tileM * plan_.clusterM) * kir::index(plan_.clusterM),
                    tiles(plan_.n, plan_.tileN), kir::index(plan_.splitK)};

@@ -1117,6 +1117,8 @@ private:
       return static_cast<double>(block_[1]);
     case kir::Builtin::BlockDimZ:
       return static_cast<double>(block_[2]);
+    case kir::Builtin::GridDimX:
+      return static_cast<double>(grid_[0]);
     }
     FSL_UNREACHABLE("a hardware index");
   }
