@@ -81,8 +81,8 @@ def cpu_seconds(fslc, args, path):
             time.sleep(0.005)
 
 
-def best(fslc, args, path):
-    times = [cpu_seconds(fslc, args, path) for _ in range(REPEATS)]
+def best(fslc, args, path, repeats=REPEATS):
+    times = [cpu_seconds(fslc, args, path) for _ in range(repeats)]
     return None if None in times else min(times)
 
 
@@ -95,18 +95,28 @@ def main():
             handle.write("fusion f(x: f32[T]) -> (y: f32[T]) { y = x; }\n")
         for name, generate, n, args, bound in SHAPES:
             baseline = best(fslc, args, trivial) or 0.0
-            times = []
+            paths = []
             for size in (n, 4 * n):
-                path = os.path.join(work, f"{name}-{size}.fsl")
-                with open(path, "w") as handle:
+                paths.append(os.path.join(work, f"{name}-{size}.fsl"))
+                with open(paths[-1], "w") as handle:
                     handle.write(generate(size))
-                times.append(best(fslc, args, path))
+            # The small run, whose noise weighs most, is repeated; the large one only
+            # when its first time is over the bound.
+            times = [best(fslc, args, paths[0]), best(fslc, args, paths[1], 1)]
+            ratio = None
+            for attempt in range(REPEATS):
+                if None in times:
+                    break
+                small, large = (max(t - baseline, 0.002) for t in times)
+                ratio = large / small
+                if ratio <= bound or attempt + 1 == REPEATS:
+                    break
+                again = best(fslc, args, paths[1], 1)
+                times[1] = None if again is None else min(times[1], again)
             if None in times:
                 failures.append(f"{name}: a run took more than {RUN_LIMIT_S} s")
                 print(f"{name}: n={n} {times[0]}, 4n={4 * n} {times[1]}: TIMEOUT")
                 continue
-            small, large = (max(t - baseline, 0.002) for t in times)
-            ratio = large / small
             verdict = "ok" if ratio <= bound else "FAIL"
             print(f"{name}: n={n} {small:.3f}s, 4n={4 * n} {large:.3f}s, "
                   f"ratio {ratio:.1f} (at most {bound}) {verdict}")
