@@ -28,9 +28,9 @@ using ir::Op;
 /// fn calls nested deeper than this are refused (`fn-inline-too-deep`): inlining
 /// recurses on the stack, and no real helper chain comes close (docs/language.md).
 constexpr size_t kMaxInlineDepth = 256;
-/// Operations a fusion may have when an fn call is inlined (`fusion-too-large`): shared
-/// values keep repeated calls cheap, but calls with distinct arguments at every level
-/// multiply.
+/// Operations a fusion may have (`fusion-too-large`): shared values keep repeated fn
+/// calls cheap, but calls with distinct arguments at every level multiply, and 200,000
+/// operations already take seconds and a gigabyte to generate code for.
 constexpr size_t kMaxFusionValues = 200000;
 
 // ---------------------------------------------------------------------------
@@ -237,9 +237,20 @@ public:
     declareStaticDims();
     declareParams();
     declareOutputs();
-    for (const Statement &statement : decl_.body)
+    for (const Statement &statement : decl_.body) {
       buildStatement(statement);
-    checkAllWritten();
+      // Every later phase is linear in the operations, but not free: a bound keeps a
+      // fusion in seconds and megabytes (docs/language.md).
+      if (fusion_->values.size() > kMaxFusionValues && !limitReported_) {
+        limitReported_ = true;
+        diagnostics_.report(DiagId::FusionTooLarge, statement.range, fusion_->name,
+                            kMaxFusionValues, "at this statement");
+      }
+      if (limitReported_)
+        break; // what follows would only repeat it, or miss what was cut off
+    }
+    if (!limitReported_)
+      checkAllWritten();
     if (diagnostics_.errorCount() != errorsBefore)
       return nullptr;
     fusion_->removeDeadValues();
@@ -1083,17 +1094,17 @@ private:
     // Calls that build distinct values at every level (f(x * 2) + f(x * 3)) still grow
     // the IR exponentially; stop before that exhausts the machine.
     if (fusion_->values.size() > kMaxFusionValues) {
-      if (!inlineLimitReported_) {
-        inlineLimitReported_ = true;
+      if (!limitReported_) {
+        limitReported_ = true;
         diagnostics_.report(DiagId::FusionTooLarge, call.range, fusion_->name, kMaxFusionValues,
-                            fn.name.text);
+                            "when '" + fn.name.text + "' is inlined here");
       }
       return std::nullopt;
     }
     // Each level of inlining is a few frames of this recursive builder.
     if (fnFrames_.size() >= kMaxInlineDepth) {
-      if (!inlineLimitReported_) {
-        inlineLimitReported_ = true;
+      if (!limitReported_) {
+        limitReported_ = true;
         std::vector<std::string> chain;
         for (size_t i = 0; i < 3 && i < fnFrames_.size(); ++i)
           chain.push_back("'" + fnFrames_[i].fn->name.text + "'");
@@ -1159,7 +1170,7 @@ private:
   std::vector<FnFrame> fnFrames_;
   std::map<CallKey, std::optional<Typed>> inlined_; // fn calls already built
   std::map<ValueKey, ir::Value *> values_;          // every value, by what it computes
-  bool inlineLimitReported_ = false;
+  bool limitReported_ = false;
 };
 
 } // namespace
