@@ -913,7 +913,18 @@ private:
     bool isReductionName = reductions.count(name) != 0;
     bool isKnown = isReductionName || unaryMath.count(name) || name == "pow" || name == "where";
     if (!isKnown) {
-      diagnostics_.report(DiagId::UnknownFunction, call.callee.range, name);
+      auto report = diagnostics_.report(DiagId::UnknownFunction, call.callee.range, name);
+      // A fusion is a kernel, not a function: say so when the name is one.
+      const FusionDecl *fusion = nullptr;
+      if (auto own = scope.ownFusions.find(name); own != scope.ownFusions.end())
+        fusion = own->second;
+      else if (auto imported = scope.importedFusions.find(name);
+               imported != scope.importedFusions.end())
+        fusion = imported->second.first;
+      if (fusion)
+        report.note(DiagId::NoteDeclaredHere, fusion->name.range, name,
+                    " as a fusion; fusions cannot be called: write the shared computation as "
+                    "an fn");
       return std::nullopt;
     }
     if (!call.overDims.empty() && !isReductionName) {
