@@ -790,7 +790,10 @@ private:
         }
       }
     }
-    return shown + ":" + std::to_string(sources_.FindLineNumber(range.Start, buffer));
+    // The buffer's line table: FindLineNumber also scans back for the column, which is
+    // quadratic over the many locations of a long line.
+    return shown + ":" +
+           std::to_string(sources_.getBufferInfo(buffer).getLineNumber(range.Start.getPointer()));
   }
 
   /// The generated sources of one fusion; they name the input by its file name only, so
