@@ -7,6 +7,10 @@
 #include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
+#include <map>
+#include <vector>
+
 namespace fsl::ast {
 namespace {
 
@@ -23,13 +27,33 @@ public:
 private:
   llvm::raw_ostream &line(unsigned depth) { return out_.indent(2 * depth); }
 
-  std::string where(llvm::SMRange range) const {
+  std::string where(llvm::SMRange range) {
     if (!range.Start.isValid())
       return "<invalid>";
-    auto [startLine, startColumn] = sources_.getLineAndColumn(range.Start);
-    auto [endLine, endColumn] =
-        sources_.getLineAndColumn(range.End.isValid() ? range.End : range.Start);
+    auto [startLine, startColumn] = lineAndColumn(range.Start);
+    auto [endLine, endColumn] = lineAndColumn(range.End.isValid() ? range.End : range.Start);
     return llvm::formatv("<{0}:{1}-{2}:{3}>", startLine, startColumn, endLine, endColumn).str();
+  }
+
+  /// SourceMgr::getLineAndColumn scans back to the line's start for the column: a dump
+  /// of a long line (thousands of directives on it) would be quadratic. The line starts
+  /// of each buffer are found once, and a location is a binary search.
+  std::pair<unsigned, unsigned> lineAndColumn(llvm::SMLoc loc) {
+    unsigned buffer = sources_.FindBufferContainingLoc(loc);
+    if (buffer == 0)
+      return {0, 0};
+    std::vector<const char *> &starts = lineStarts_[buffer];
+    if (starts.empty()) {
+      llvm::StringRef text = sources_.getMemoryBuffer(buffer)->getBuffer();
+      starts.push_back(text.begin());
+      for (const char *c = text.begin(); c != text.end(); ++c)
+        if (*c == '\n')
+          starts.push_back(c + 1);
+    }
+    const char *at = loc.getPointer();
+    auto next = std::upper_bound(starts.begin(), starts.end(), at);
+    unsigned line = static_cast<unsigned>(next - starts.begin());
+    return {line, static_cast<unsigned>(at - *(next - 1)) + 1};
   }
 
   void declaration(const Decl &decl, unsigned depth) {
@@ -146,6 +170,7 @@ private:
 
   const llvm::SourceMgr &sources_;
   llvm::raw_ostream &out_;
+  std::map<unsigned, std::vector<const char *>> lineStarts_; // by buffer
 };
 
 } // namespace

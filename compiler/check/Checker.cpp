@@ -76,32 +76,74 @@ private:
                     "'" + tensor.name + "' reduces over " + rootNames(loop) + " here");
   }
 
+  /// How many other tensors share a mistake reported once, for the message's end.
+  static std::string alsoIn(size_t others, llvm::StringRef preposition = "in") {
+    if (others == 0)
+      return "";
+    return (", and " + preposition + " " + std::to_string(others) + " other tensor" +
+            (others == 1 ? "" : "s"))
+        .str();
+  }
+
+  /// Two loops on one parallel type is one mistake, whichever tensors have both loops:
+  /// one error per parallel type, naming the first tensor; the extents of that type then
+  /// differ as a consequence and are not reported again.
   void checkParallelTypes() {
-    // One loop per parallel type in a tensor.
+    struct Reuse {
+      const Loop *first, *second;
+      const TensorSchedule *tensor;
+      size_t others = 0;
+    };
+    std::map<Parallel, Reuse> reused;
     for (const TensorSchedule &tensor : schedule_.tensors) {
       std::map<Parallel, const Loop *> seen;
       for (const Loop &loop : tensor.loops) {
         if (loop.parallel == Parallel::Serial)
           continue;
         auto [it, inserted] = seen.emplace(loop.parallel, &loop);
-        if (!inserted)
-          diagnostics_.report(DiagId::ParallelTypeReused, at(loop.parallelizedBy),
-                              sched::parallelName(loop.parallel), it->second->name, loop.name,
-                              tensor.name);
+        if (inserted)
+          continue;
+        reusedIn_.insert({&tensor, loop.parallel});
+        // Named in the order they were bound; reported at the later binding.
+        const Loop *earlier = it->second, *later = &loop;
+        auto index = [](const Loop *l) { return l->parallelizedBy ? l->parallelizedBy->index : 0; };
+        if (index(earlier) > index(later))
+          std::swap(earlier, later);
+        auto [entry, firstTime] = reused.emplace(loop.parallel, Reuse{earlier, later, &tensor});
+        if (!firstTime && entry->second.tensor != &tensor)
+          ++entry->second.others;
       }
     }
-    // One extent per parallel type across the kernel.
+    for (const auto &[parallel, reuse] : reused)
+      diagnostics_.report(DiagId::ParallelTypeReused, at(reuse.second->parallelizedBy),
+                          sched::parallelName(parallel), reuse.first->name, reuse.second->name,
+                          reuse.tensor->name, alsoIn(reuse.others, "of"));
+    // One extent per parallel type across the kernel: one error per parallel type.
+    struct Mismatch {
+      const Loop *loop;
+      const TensorSchedule *tensor;
+      size_t others = 0;
+    };
     std::map<Parallel, std::pair<const Loop *, const TensorSchedule *>> first;
+    std::map<Parallel, Mismatch> mismatched;
     for (const TensorSchedule &tensor : schedule_.tensors)
       for (const Loop &loop : tensor.loops) {
-        if (loop.parallel == Parallel::Serial)
+        if (loop.parallel == Parallel::Serial || reused.count(loop.parallel))
           continue;
         auto [it, inserted] = first.emplace(loop.parallel, std::make_pair(&loop, &tensor));
-        if (!inserted && it->second.first->extent.text != loop.extent.text)
-          diagnostics_.report(DiagId::ParallelExtentMismatch, at(loop.parallelizedBy),
-                              sched::parallelName(loop.parallel), it->second.first->extent.text,
-                              it->second.second->name, loop.extent.text, tensor.name);
+        if (inserted || it->second.first->extent.text == loop.extent.text)
+          continue;
+        auto [entry, firstTime] = mismatched.emplace(loop.parallel, Mismatch{&loop, &tensor});
+        if (!firstTime)
+          ++entry->second.others;
       }
+    for (const auto &[parallel, mismatch] : mismatched) {
+      const auto &[loop, tensor] = first[parallel];
+      diagnostics_.report(DiagId::ParallelExtentMismatch, at(mismatch.loop->parallelizedBy),
+                          sched::parallelName(parallel), loop->extent.text, tensor->name,
+                          mismatch.loop->extent.text, mismatch.tensor->name,
+                          alsoIn(mismatch.others));
+    }
   }
 
   void checkProducerConsumer() {
@@ -121,6 +163,10 @@ private:
             continue;
           const Loop &theirs = consumer.loops[position];
           if (theirs.parallel == loop.parallel)
+            continue;
+          // A parallel type bound twice was reported; what it binds is meaningless.
+          if (reusedIn_.count({&producer, loop.parallel}) ||
+              reusedIn_.count({&consumer, theirs.parallel}))
             continue;
           std::optional<sched::Origin> where =
               theirs.parallelizedBy ? theirs.parallelizedBy : loop.parallelizedBy;
@@ -159,18 +205,21 @@ private:
     const TensorSchedule *widest = nullptr;
     // Per-axis limits are the directive's, whichever tensors share the loop: once each.
     std::set<std::pair<size_t, Parallel>> axisReported;
+    // Too many threads is one mistake for every tensor of the block: reported once, at
+    // the first tensor over the limit, counting the others.
+    const TensorSchedule *firstOver = nullptr;
+    size_t othersOver = 0;
     for (const TensorSchedule &tensor : schedule_.tensors) {
       auto [threads, last] = threadsPerBlock(tensor);
       bool tooManyThreads = !threads || *threads > target_.maxThreadsPerBlock;
-      if (tooManyThreads) {
-        std::vector<std::string> factors;
-        for (const Loop &loop : tensor.loops)
-          if (sched::isThreadIndex(loop.parallel) && loop.extent.isStatic())
-            factors.push_back(loop.name + " " + loop.extent.text);
-        diagnostics_.report(DiagId::TooManyThreads, at(last->parallelizedBy), sizeText(threads),
-                            tensor.name, llvm::join(factors, " x "), target_.name,
-                            target_.maxThreadsPerBlock);
-      }
+      // A thread index bound twice multiplies both loops: that was the mistake reported.
+      for (Parallel thread : {Parallel::TIDx, Parallel::TIDy, Parallel::TIDz})
+        if (reusedIn_.count({&tensor, thread}))
+          tooManyThreads = false;
+      if (tooManyThreads && firstOver)
+        ++othersOver;
+      else if (tooManyThreads)
+        firstOver = &tensor;
       if (most && (!threads || *threads > *most)) {
         most = threads;
         widest = &tensor;
@@ -194,6 +243,16 @@ private:
                             at(loop.parallelizedBy), sched::parallelName(loop.parallel),
                             *loop.extent.value, loop.name, limit, target_.name);
       }
+    }
+    if (firstOver) {
+      auto [threads, last] = threadsPerBlock(*firstOver);
+      std::vector<std::string> factors;
+      for (const Loop &loop : firstOver->loops)
+        if (sched::isThreadIndex(loop.parallel) && loop.extent.isStatic())
+          factors.push_back(loop.name + " " + loop.extent.text);
+      diagnostics_.report(DiagId::TooManyThreads, at(last->parallelizedBy), sizeText(threads),
+                          firstOver->name, llvm::join(factors, " x "), target_.name,
+                          target_.maxThreadsPerBlock, alsoIn(othersOver));
     }
     // A bound the target cannot launch (the lowering multiplies it with the register cap).
     if (schedule_.launchBounds &&
@@ -510,7 +569,7 @@ private:
                 : llvm::formatv("{0}; a block of {1} threads is launched with {2} a thread on {3} "
                                 "({4} in all)",
                                 need, *threads, atLaunch, target_.name, *pool)
-                .str());
+                      .str());
     }
 
     if (mm.pipeline && mm.mma && mm.mma->ctaTile.size() == 3) {
@@ -550,6 +609,9 @@ private:
   }
 
   const sched::Schedule &schedule_;
+  /// Tensors with a parallel type bound to two of their loops (parallel-type-reused):
+  /// rules that read that type's loop say nothing more about them.
+  std::set<std::pair<const TensorSchedule *, Parallel>> reusedIn_;
   const Target &target_;
   DiagnosticEngine &diagnostics_;
 };

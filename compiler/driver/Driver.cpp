@@ -22,6 +22,7 @@
 #include "sema/Sema.h"
 #include "support/Diagnostics.h"
 #include "support/Internal.h"
+#include "support/SourceFile.h"
 #include "support/Target.h"
 
 #include <llvm/ADT/StringExtras.h>
@@ -79,6 +80,8 @@ struct Unit {
   std::vector<std::unique_ptr<kir::Program>> programs;     // lowered, when asked for
   std::map<std::string, std::string> noHeuristic;          // fusion -> why no auto schedule
   std::set<std::string> staticDimNames;
+  std::map<std::string, const ir::Fusion *> fusionsByName;            // of `program`
+  std::map<const ir::Fusion *, const kir::Program *> programByFusion; // of `programs`
   bool failed = false;
 };
 
@@ -335,29 +338,37 @@ private:
   std::optional<unsigned> readInput(const std::string &path) {
     if (path != "-")
       return readFile(path);
-    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer = llvm::MemoryBuffer::getSTDIN();
-    if (!buffer) {
-      diagnostics_.report(DiagId::InputNotReadable, llvm::SMRange(), "<stdin>",
-                          buffer.getError().message());
-      return std::nullopt;
-    }
-    return sources_.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+    return addSource(readStandardInput(), "<stdin>");
   }
 
-  /// Adds a file to the source manager; reports why it cannot be read.
+  /// Adds a file to the source manager; reports why it cannot be read. Devices, pipes
+  /// and files over the size limit are refused before anything is read.
   std::optional<unsigned> readFile(const std::string &path) {
-    if (llvm::sys::fs::is_directory(path)) {
+    return addSource(readSourceFile(path), path);
+  }
+
+  std::optional<unsigned> addSource(SourceFile file, const std::string &path) {
+    switch (file.status) {
+    case SourceFile::Status::Ok:
+      return sources_.AddNewSourceBuffer(std::move(file.buffer), llvm::SMLoc());
+    case SourceFile::Status::Directory:
       diagnostics_.report(DiagId::InputIsDirectory, llvm::SMRange(), path);
       return std::nullopt;
-    }
-    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                              /*RequiresNullTerminator=*/false);
-    if (!buffer) {
-      diagnostics_.report(DiagId::InputNotReadable, llvm::SMRange(), path,
-                          buffer.getError().message());
+    case SourceFile::Status::NotRegular:
+      diagnostics_.report(DiagId::InputNotRegularFile, llvm::SMRange(), path, file.message);
+      return std::nullopt;
+    case SourceFile::Status::TooLarge:
+      diagnostics_.report(DiagId::InputTooLarge, llvm::SMRange(), path,
+                          file.size > kMaxSourceBytes && path == "<stdin>"
+                              ? "more than " + std::to_string(kMaxSourceBytes)
+                              : std::to_string(file.size),
+                          kMaxSourceBytes);
+      return std::nullopt;
+    case SourceFile::Status::Unreadable:
+      diagnostics_.report(DiagId::InputNotReadable, llvm::SMRange(), path, file.message);
       return std::nullopt;
     }
-    return sources_.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+    FSL_UNREACHABLE("source file status");
   }
 
   // --- One input: the phases, in order ---------------------------------------------
@@ -377,9 +388,9 @@ private:
 
   /// The lowered program of one fusion.
   const kir::Program &programOf(const Unit &unit, const ir::Fusion &fusion) const {
-    for (const auto &program : unit.programs)
-      if (program->fusion == &fusion)
-        return *program;
+    auto it = unit.programByFusion.find(&fusion);
+    if (it != unit.programByFusion.end())
+      return *it->second;
     FSL_UNREACHABLE("a fusion without a lowered program");
   }
 
@@ -393,16 +404,18 @@ private:
     lower::LowerOptions lowerOptions;
     lowerOptions.registersPerSm = settings_.target.registersPerSm;
     lowerOptions.smCount = settings_.target.smCount;
+    std::map<const ir::Fusion *, std::vector<const sched::Schedule *>> schedulesOf;
+    for (const auto &schedule : unit.schedules)
+      schedulesOf[schedule->fusion].push_back(schedule.get());
     for (const auto &fusion : unit.program->fusions) {
-      std::vector<const sched::Schedule *> schedules;
-      for (const auto &schedule : unit.schedules)
-        if (schedule->fusion == fusion.get())
-          schedules.push_back(schedule.get());
+      const std::vector<const sched::Schedule *> &schedules = schedulesOf[fusion.get()];
       bool any = !schedules.empty();
       llvm::TimeTraceScope scope("Lower", fusion->name);
       if (any)
-        if (auto program = lowerFusion(*fusion, schedules, lowerOptions, diagnostics_, print))
+        if (auto program = lowerFusion(*fusion, schedules, lowerOptions, diagnostics_, print)) {
+          unit.programByFusion[fusion.get()] = program.get();
           unit.programs.push_back(std::move(program));
+        }
       if (!any) {
         auto why = unit.noHeuristic.find(fusion->name);
         diagnostics_.report(DiagId::NeedsExplicitSchedule, fusion->range, fusion->name,
@@ -518,11 +531,13 @@ private:
             unit.planned.push_back({nullptr, fusion.get(), std::move(block)});
   }
 
-  const ir::Fusion *fusionNamed(const Unit &unit, const std::string &name) const {
-    for (const auto &fusion : unit.program->fusions)
-      if (fusion->name == name)
-        return fusion.get();
-    return nullptr;
+  const ir::Fusion *fusionNamed(Unit &unit, const std::string &name) const {
+    // By a map: files with thousands of fusions are checked in linear time.
+    if (unit.fusionsByName.empty())
+      for (const auto &fusion : unit.program->fusions)
+        unit.fusionsByName.emplace(fusion->name, fusion.get());
+    auto it = unit.fusionsByName.find(name);
+    return it == unit.fusionsByName.end() ? nullptr : it->second;
   }
 
   std::vector<sched::ScheduleBlock> heuristicSchedules(Unit &unit, const ir::Fusion &fusion,
@@ -558,12 +573,15 @@ private:
       }
     }
     // Overlaps cannot be told while a guard names an unknown dimension.
+    std::map<std::string, std::vector<const PlannedSchedule *>> plannedOf;
+    for (const PlannedSchedule &planned : unit.planned)
+      plannedOf[planned.fusion->name].push_back(&planned);
     for (const auto &[name, headers] : byFusion) {
       bool known = true;
       std::set<const ast::ScheduleDecl *> checked; // an `= auto` may give several blocks
-      for (const PlannedSchedule &planned : unit.planned)
-        if (planned.fusion->name == name && planned.decl && checked.insert(planned.decl).second)
-          known &= sched::checkGuardDims(*planned.decl, *planned.fusion, diagnostics);
+      for (const PlannedSchedule *planned : plannedOf[name])
+        if (planned->decl && checked.insert(planned->decl).second)
+          known &= sched::checkGuardDims(*planned->decl, *planned->fusion, diagnostics);
       if (known)
         checkGuards(*fusionNamed(unit, name), headers, diagnostics);
     }
@@ -580,14 +598,17 @@ private:
       return printed;
     };
     std::vector<std::string> appended;
+    std::map<const ast::Decl *, std::vector<const PlannedSchedule *>> byDecl;
     for (const PlannedSchedule &planned : unit.planned)
       if (!planned.decl)
         appended.push_back(text(planned));
+      else if (!planned.block.header.isAuto)
+        byDecl[planned.decl].push_back(&planned);
     auto replace = [&](const ast::Decl &decl) {
       std::vector<std::string> blocks;
-      for (const PlannedSchedule &planned : unit.planned)
-        if (planned.decl == &decl && !planned.block.header.isAuto)
-          blocks.push_back(text(planned));
+      if (auto it = byDecl.find(&decl); it != byDecl.end())
+        for (const PlannedSchedule *planned : it->second)
+          blocks.push_back(text(*planned));
       return blocks;
     };
     return ast::formatFile(*unit.program->main, replace, appended);
@@ -681,31 +702,41 @@ private:
     if (options_.resourceUsage)
       if (int code = reportResourceUsage(unit); code != kExitSuccess)
         return code;
+    // Sizes that cannot be run are a usage error (2); a run that fails is a finding (1).
+    auto exitCode = [](RunResult run) {
+      return run == RunResult::Refused ? kExitUsage : kExitDiagnostics;
+    };
+    auto othersThan = [&](const ir::Fusion &fusion) {
+      std::vector<const ir::Fusion *> others;
+      for (const auto &other : unit.program->fusions)
+        if (other.get() != &fusion)
+          others.push_back(other.get());
+      return others;
+    };
     if (!options_.simulateSizes.empty()) {
       for (const auto &fusion : unit.program->fusions) {
         if (!result.empty())
           stream << '\n';
         llvm::TimeTraceScope simulateScope("Simulate", fusion->name);
-        if (!simulateAndCompare(*fusion, programOf(unit, *fusion), options_.simulateSizes,
-                                options_.seed, options_.simulateMisalign, diagnostics_, stream,
-                                settings_.target.launchLimits())) {
+        RunResult run =
+            simulateAndCompare(*fusion, programOf(unit, *fusion), options_.simulateSizes,
+                               options_.seed, options_.simulateMisalign, diagnostics_, stream,
+                               settings_.target.launchLimits(), othersThan(*fusion));
+        if (run != RunResult::Ok) {
           out_ << result;
-          return kExitDiagnostics;
+          return exitCode(run);
         }
       }
     }
     if (!options_.evaluateSizes.empty() && unit.program) {
       for (const auto &fusion : unit.program->fusions) {
-        std::vector<const ir::Fusion *> others;
-        for (const auto &other : unit.program->fusions)
-          if (other != fusion)
-            others.push_back(other.get());
         if (!result.empty())
           stream << '\n';
         llvm::TimeTraceScope evaluateScope("Evaluate", fusion->name);
-        if (!evaluateAndSummarize(*fusion, options_.evaluateSizes, options_.seed, others,
-                                  diagnostics_, stream))
-          return kExitDiagnostics;
+        RunResult run = evaluateAndSummarize(*fusion, options_.evaluateSizes, options_.seed,
+                                             othersThan(*fusion), diagnostics_, stream);
+        if (run != RunResult::Ok)
+          return exitCode(run);
       }
     }
     if (result.empty())
@@ -759,7 +790,10 @@ private:
         }
       }
     }
-    return shown + ":" + std::to_string(sources_.FindLineNumber(range.Start, buffer));
+    // The buffer's line table: FindLineNumber also scans back for the column, which is
+    // quadratic over the many locations of a long line.
+    return shown + ":" +
+           std::to_string(sources_.getBufferInfo(buffer).getLineNumber(range.Start.getPointer()));
   }
 
   /// The generated sources of one fusion; they name the input by its file name only, so
@@ -848,6 +882,23 @@ private:
     return code;
   }
 
+  /// The input (a source, an import, fsl.toml or the target file) that `path` is the
+  /// same file as, if any: writing there would replace what was read.
+  std::optional<std::string> inputAt(llvm::StringRef path) const {
+    if (!llvm::sys::fs::exists(path))
+      return std::nullopt;
+    std::vector<std::string> read = prerequisites_;
+    for (const std::string &file : {settings_.configFile, settings_.targetFile})
+      if (!file.empty())
+        read.push_back(file);
+    for (const std::string &input : read) {
+      bool same = false;
+      if (!llvm::sys::fs::equivalent(path, input, same) && same)
+        return input;
+    }
+    return std::nullopt;
+  }
+
   /// Replaces `path` by `contents` unless it holds exactly that already: an unchanged
   /// file keeps its modification time, so a build system that checks it again (Ninja's
   /// restat) rebuilds nothing downstream. New contents go to a temporary file in the same
@@ -855,6 +906,12 @@ private:
   /// here, ever sees half a file.
   int writeFile(const std::string &path, llvm::StringRef contents) {
     llvm::TimeTraceScope scope("Write", path);
+    // `--emit=format -o .` names its output after the input, in the input's folder; a
+    // depfile or trace may be pointed at one too. What was read is never replaced.
+    if (std::optional<std::string> input = inputAt(path)) {
+      diagnostics_.report(DiagId::OutputOverwritesInput, llvm::SMRange(), path, *input);
+      return kExitUsage;
+    }
     llvm::StringRef directory = llvm::sys::path::parent_path(path);
     if (!directory.empty())
       if (std::error_code error = llvm::sys::fs::create_directories(directory)) {

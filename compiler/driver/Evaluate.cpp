@@ -33,6 +33,20 @@ private:
   uint64_t state_;
 };
 
+/// 3 GiB, 512 MiB, 12 KiB: a byte count as people read it.
+std::string humanBytes(uint64_t bytes) {
+  const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(units)) {
+    value /= 1024;
+    ++unit;
+  }
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format(unit ? "%.1f %s" : "%.0f %s", value, units[unit]);
+  return text;
+}
+
 std::string number(double value) {
   std::string text;
   llvm::raw_string_ostream(text) << llvm::format("%.6g", value);
@@ -44,7 +58,7 @@ std::string number(double value) {
 bool makeEvaluationRequest(const ir::Fusion &fusion, const std::string &assignments, uint64_t seed,
                            const std::vector<const ir::Fusion *> &otherFusions,
                            DiagnosticEngine &diagnostics, llvm::raw_ostream &out,
-                           eval::EvalRequest &request) {
+                           eval::EvalRequest &request, RunMode mode) {
   auto belongsToOther = [&](const std::string &name) {
     for (const ir::Fusion *other : otherFusions) {
       if (other->findDim(name))
@@ -56,7 +70,9 @@ bool makeEvaluationRequest(const ir::Fusion &fusion, const std::string &assignme
     return false;
   };
   auto fail = [&](const std::string &message) {
-    diagnostics.report(DiagId::InvalidEvaluateArgument, llvm::SMRange(), message);
+    diagnostics.report(mode == RunMode::Simulate ? DiagId::InvalidSimulateArgument
+                                                 : DiagId::InvalidEvaluateArgument,
+                       llvm::SMRange(), message);
     return false;
   };
   request = eval::EvalRequest();
@@ -101,6 +117,21 @@ bool makeEvaluationRequest(const ir::Fusion &fusion, const std::string &assignme
       return fail("give the size of runtime dimension " + dim.name + ", as in " + dim.name + "=4");
     }
   }
+  // Refused before any input is made: a size past the budget would otherwise end in
+  // an allocation failure.
+  std::optional<uint64_t> bytes = eval::evaluationBytes(fusion, extents);
+  if (!bytes || *bytes > eval::kMemoryBudgetBytes) {
+    std::vector<std::string> sizes;
+    for (size_t i = 0; i < fusion.dims.size(); ++i)
+      if (!fusion.dims[i].staticExtent)
+        sizes.push_back(fusion.dims[i].name + "=" + std::to_string(extents[i]));
+    diagnostics.report(DiagId::SizesOverBudget, llvm::SMRange(),
+                       mode == RunMode::Simulate ? "--simulate" : "--evaluate",
+                       sizes.empty() ? std::string("its static sizes") : llvm::join(sizes, ","),
+                       fusion.name,
+                       bytes ? humanBytes(*bytes) : std::string("more than 2^63 bytes"));
+    return false;
+  }
   out << "evaluate " << fusion.name << ":";
   if (fusion.dims.empty())
     out << " no dimensions";
@@ -141,16 +172,16 @@ bool makeEvaluationRequest(const ir::Fusion &fusion, const std::string &assignme
   return true;
 }
 
-bool evaluateAndSummarize(const ir::Fusion &fusion, const std::string &assignments, uint64_t seed,
-                          const std::vector<const ir::Fusion *> &otherFusions,
-                          DiagnosticEngine &diagnostics, llvm::raw_ostream &out) {
+RunResult evaluateAndSummarize(const ir::Fusion &fusion, const std::string &assignments,
+                               uint64_t seed, const std::vector<const ir::Fusion *> &otherFusions,
+                               DiagnosticEngine &diagnostics, llvm::raw_ostream &out) {
   auto fail = [&](const std::string &message) {
     diagnostics.report(DiagId::InvalidEvaluateArgument, llvm::SMRange(), message);
-    return false;
+    return RunResult::Refused;
   };
   eval::EvalRequest request;
   if (!makeEvaluationRequest(fusion, assignments, seed, otherFusions, diagnostics, out, request))
-    return false;
+    return RunResult::Refused;
 
   llvm::Expected<eval::EvalResult> result = eval::evaluate(fusion, request);
   if (!result)
@@ -181,7 +212,7 @@ bool evaluateAndSummarize(const ir::Fusion &fusion, const std::string &assignmen
       out << ' ' << number(data[k]);
     out << "\n";
   }
-  return true;
+  return RunResult::Ok;
 }
 
 } // namespace fsl

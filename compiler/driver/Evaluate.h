@@ -21,17 +21,26 @@ namespace fsl {
 
 class DiagnosticEngine;
 
+/// Which option the sizes came from: diagnostics name it (`--evaluate:`, `--simulate:`).
+enum class RunMode { Evaluate, Simulate };
+
+/// How a run ended: its sizes and values refused (a usage error: exit code 2), or the
+/// run failing (a simulated mismatch or fault: exit code 1).
+enum class RunResult { Ok, Refused, Failed };
+
 /// Parses `assignments` and makes the seeded random inputs, printing one line per input
-/// to `out`. Returns false after reporting `invalid-evaluate-argument`.
+/// to `out`. Returns false after reporting `invalid-evaluate-argument` (or
+/// `invalid-simulate-argument`), or `sizes-over-budget` when the sizes need more memory
+/// than eval::kMemoryBudgetBytes; nothing large is allocated before that check.
 bool makeEvaluationRequest(const ir::Fusion &fusion, const std::string &assignments, uint64_t seed,
                            const std::vector<const ir::Fusion *> &otherFusions,
                            DiagnosticEngine &diagnostics, llvm::raw_ostream &out,
-                           eval::EvalRequest &request);
+                           eval::EvalRequest &request, RunMode mode = RunMode::Evaluate);
 
-/// Returns false after reporting `invalid-evaluate-argument`. Names in `assignments`
-/// that belong to `otherFusions` only (a file with several fusions) are ignored.
-bool evaluateAndSummarize(const ir::Fusion &fusion, const std::string &assignments, uint64_t seed,
-                          const std::vector<const ir::Fusion *> &otherFusions,
-                          DiagnosticEngine &diagnostics, llvm::raw_ostream &out);
+/// Names in `assignments` that belong to `otherFusions` only (a file with several
+/// fusions) are ignored.
+RunResult evaluateAndSummarize(const ir::Fusion &fusion, const std::string &assignments,
+                               uint64_t seed, const std::vector<const ir::Fusion *> &otherFusions,
+                               DiagnosticEngine &diagnostics, llvm::raw_ostream &out);
 
 } // namespace fsl

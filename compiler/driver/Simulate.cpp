@@ -85,27 +85,29 @@ const kir::Variant *chooseVariant(const kir::Program &program,
 
 } // namespace
 
-bool simulateAndCompare(const ir::Fusion &fusion, const kir::Program &program,
-                        const std::string &assignments, uint64_t seed, int64_t misalign,
-                        DiagnosticEngine &diagnostics, llvm::raw_ostream &out,
-                        const LaunchLimits &limits) {
+RunResult simulateAndCompare(const ir::Fusion &fusion, const kir::Program &program,
+                             const std::string &assignments, uint64_t seed, int64_t misalign,
+                             DiagnosticEngine &diagnostics, llvm::raw_ostream &out,
+                             const LaunchLimits &limits,
+                             const std::vector<const ir::Fusion *> &otherFusions) {
   // The evaluate path parses the sizes and makes the inputs; reuse it silently.
   std::string ignored;
   llvm::raw_string_ostream sink(ignored);
   eval::EvalRequest request;
-  if (!makeEvaluationRequest(fusion, assignments, seed, {}, diagnostics, sink, request))
-    return false;
+  if (!makeEvaluationRequest(fusion, assignments, seed, otherFusions, diagnostics, sink, request,
+                             RunMode::Simulate))
+    return RunResult::Refused;
   llvm::Expected<eval::EvalResult> reference = eval::evaluate(fusion, request);
   if (!reference) {
     diagnostics.report(DiagId::InvalidSimulateArgument, llvm::SMRange(),
                        llvm::toString(reference.takeError()));
-    return false;
+    return RunResult::Refused;
   }
   const kir::Variant *variant = chooseVariant(program, reference->extents);
   if (!variant) {
     diagnostics.report(DiagId::InvalidSimulateArgument, llvm::SMRange(),
                        "no schedule of " + fusion.name + " applies to these sizes");
-    return false;
+    return RunResult::Refused;
   }
   const kir::Kernel *chosen = &program.kernels[variant->launches.front()];
   sim::SimulatorLimits simulatorLimits;
@@ -119,7 +121,7 @@ bool simulateAndCompare(const ir::Fusion &fusion, const kir::Program &program,
   if (!simulated) {
     diagnostics.report(DiagId::SimulationFault, chosen->origin.range,
                        chosen->name + ": " + llvm::toString(simulated.takeError()));
-    return false;
+    return RunResult::Failed;
   }
   std::vector<double> maxErrors;
   std::string mismatch = compareOutputs(fusion, *simulated, *reference, &maxErrors);
@@ -135,10 +137,10 @@ bool simulateAndCompare(const ir::Fusion &fusion, const kir::Program &program,
   if (!mismatch.empty()) {
     diagnostics.report(DiagId::SimulationMismatch, chosen->origin.range,
                        chosen->name + ": " + mismatch);
-    return false;
+    return RunResult::Failed;
   }
   out << "  matches the float64 reference\n";
-  return true;
+  return RunResult::Ok;
 }
 
 } // namespace fsl

@@ -2,6 +2,7 @@
 // compares every output with the float64 reference on the same random inputs.
 #pragma once
 
+#include "driver/Evaluate.h"
 #include "eval/Evaluator.h"
 #include "kir/IR.h"
 #include "support/Target.h"
@@ -33,10 +34,14 @@ std::string compareOutputs(const ir::Fusion &fusion, const eval::EvalResult &sim
 
 /// Simulates the program's variant for the sizes and compares. `misalign` places every
 /// tensor that many elements past an aligned address; `limits` are the target's (a launch
-/// beyond them is a fault, as on the GPU). Returns false after reporting a diagnostic.
-bool simulateAndCompare(const ir::Fusion &fusion, const kir::Program &program,
-                        const std::string &assignments, uint64_t seed, int64_t misalign,
-                        DiagnosticEngine &diagnostics, llvm::raw_ostream &out,
-                        const LaunchLimits &limits = {});
+/// beyond them is a fault, as on the GPU). Names in `assignments` that belong only to
+/// `otherFusions` are ignored. Refused sizes (`invalid-simulate-argument`,
+/// `sizes-over-budget`) and failed runs (`simulation-mismatch`, `simulation-fault`) are
+/// reported before returning.
+RunResult simulateAndCompare(const ir::Fusion &fusion, const kir::Program &program,
+                             const std::string &assignments, uint64_t seed, int64_t misalign,
+                             DiagnosticEngine &diagnostics, llvm::raw_ostream &out,
+                             const LaunchLimits &limits = {},
+                             const std::vector<const ir::Fusion *> &otherFusions = {});
 
 } // namespace fsl

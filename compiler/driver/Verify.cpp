@@ -6,11 +6,18 @@
 namespace fsl {
 namespace {
 
+/// The line of `at` in buffer `bufferId`, from the buffer's cached line table.
+/// SourceMgr::FindLineNumber also finds the column, scanning back to the line's start:
+/// quadratic for many diagnostics on one long line.
+unsigned lineOf(const llvm::SourceMgr &sources, unsigned bufferId, const char *at) {
+  return sources.getBufferInfo(bufferId).getLineNumber(at);
+}
+
 /// Where a diagnostic or note is, as a line of buffer `bufferId`; 0 if elsewhere.
 unsigned lineIn(const llvm::SourceMgr &sources, unsigned bufferId, llvm::SMRange range) {
   if (!range.Start.isValid() || sources.FindBufferContainingLoc(range.Start) != bufferId)
     return 0;
-  return sources.getLineAndColumn(range.Start, bufferId).first;
+  return lineOf(sources, bufferId, range.Start.getPointer());
 }
 
 llvm::StringRef severityWord(Severity severity) { return severityName(severity); }
@@ -23,14 +30,19 @@ ExpectationList parseExpectations(const llvm::SourceMgr &sources, unsigned buffe
   llvm::StringRef text = sources.getMemoryBuffer(bufferId)->getBuffer();
   const char *base = text.data();
   size_t position = 0;
+  // The start of the line of `position`, found moving forward only: searching back from
+  // each expectation would be quadratic with many of them on one long line.
+  size_t scanned = 0, lineStart = 0;
   static constexpr llvm::StringLiteral kPrefix = "expected-";
   while ((position = text.find(kPrefix, position)) != llvm::StringRef::npos) {
     const char *start = base + position;
+    for (; scanned < position; ++scanned)
+      if (text[scanned] == '\n')
+        lineStart = scanned + 1;
     llvm::StringRef rest = text.substr(position + kPrefix.size());
     position += kPrefix.size();
     // Only inside a `//` comment on this line.
-    llvm::StringRef lineBefore = text.substr(0, start - base);
-    lineBefore = lineBefore.substr(lineBefore.rfind('\n') + 1);
+    llvm::StringRef lineBefore = text.slice(lineStart, start - base);
     if (!lineBefore.contains("//"))
       continue;
     auto where = [&](const char *end) {
@@ -49,7 +61,7 @@ ExpectationList parseExpectations(const llvm::SourceMgr &sources, unsigned buffe
       severity = Severity::Note;
     else
       continue; // some other word that starts with "expected-"
-    unsigned line = sources.getLineAndColumn(llvm::SMLoc::getFromPointer(start), bufferId).first;
+    unsigned line = lineOf(sources, bufferId, start);
     if (rest.consume_front("@")) {
       bool relative = rest.starts_with("+") || rest.starts_with("-");
       bool minus = rest.consume_front("-");

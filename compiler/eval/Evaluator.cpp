@@ -3,6 +3,7 @@
 
 #include "support/Internal.h"
 
+#include <llvm/Support/CheckedArithmetic.h>
 #include <llvm/Support/FormatVariadic.h>
 
 #include <cmath>
@@ -48,6 +49,44 @@ int64_t elementCount(const std::vector<ir::DimId> &dims, const std::vector<int64
   for (ir::DimId dim : dims)
     count *= extents[dim];
   return count;
+}
+
+std::optional<uint64_t> evaluationBytes(const ir::Fusion &fusion,
+                                        const std::vector<int64_t> &extents) {
+  auto count = [&](const std::vector<ir::DimId> &dims) -> std::optional<int64_t> {
+    int64_t product = 1;
+    for (ir::DimId dim : dims) {
+      std::optional<int64_t> next =
+          dim < extents.size() ? llvm::checkedMul(product, extents[dim]) : std::nullopt;
+      if (!next)
+        return std::nullopt;
+      product = *next;
+    }
+    return product;
+  };
+  int64_t elements = 0;
+  auto add = [&](const std::vector<ir::DimId> &dims, int64_t copies) {
+    std::optional<int64_t> n = count(dims);
+    std::optional<int64_t> held = n ? llvm::checkedMul(*n, copies) : std::nullopt;
+    std::optional<int64_t> sum = held ? llvm::checkedAdd(elements, *held) : std::nullopt;
+    if (sum)
+      elements = *sum;
+    return sum.has_value();
+  };
+  // An input is held as given and as permuted into fusion order.
+  for (const ir::Param &param : fusion.params)
+    if (!add(param.dims, 2))
+      return std::nullopt;
+  for (const auto &value : fusion.values)
+    if (!add(value->dims, 1))
+      return std::nullopt;
+  for (const ir::Output &output : fusion.outputs)
+    if (!add(output.dims, 1))
+      return std::nullopt;
+  std::optional<int64_t> bytes = llvm::checkedMul<int64_t>(elements, sizeof(double));
+  if (!bytes)
+    return std::nullopt;
+  return static_cast<uint64_t>(*bytes);
 }
 
 namespace {
@@ -196,6 +235,12 @@ std::vector<ir::DimId> sortedDims(std::vector<ir::DimId> dims) {
 
 } // namespace
 
+namespace {
+/// evaluate() once the sizes are known and within the budget.
+llvm::Expected<EvalResult> evaluateWithin(const ir::Fusion &fusion, const EvalRequest &request,
+                                          EvalResult result);
+} // namespace
+
 llvm::Expected<EvalResult> evaluate(const ir::Fusion &fusion, const EvalRequest &request) {
   auto fail = [](const std::string &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -219,6 +264,29 @@ llvm::Expected<EvalResult> evaluate(const ir::Fusion &fusion, const EvalRequest 
   if (request.params.size() != fusion.params.size())
     return fail(llvm::formatv("{0} parameters expected, {1} given", fusion.params.size(),
                               request.params.size()));
+  std::optional<uint64_t> bytes = evaluationBytes(fusion, result.extents);
+  if (!bytes || *bytes > kMemoryBudgetBytes)
+    return fail(llvm::formatv("these sizes need {0} of float64 data; the evaluator holds at "
+                              "most {1} bytes (2 GiB)",
+                              bytes ? std::to_string(*bytes) + " bytes" : "more than 2^63 bytes",
+                              kMemoryBudgetBytes));
+  try {
+    return evaluateWithin(fusion, request, std::move(result));
+  } catch (const std::bad_alloc &) {
+    return fail("out of memory while evaluating (under the 2 GiB budget, but more than this "
+                "machine gives)");
+  } catch (const std::length_error &) {
+    return fail("a tensor too large to evaluate");
+  }
+}
+
+namespace {
+
+llvm::Expected<EvalResult> evaluateWithin(const ir::Fusion &fusion, const EvalRequest &request,
+                                          EvalResult result) {
+  auto fail = [](const std::string &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
 
   std::vector<Tensor> values(fusion.values.size());
   for (const auto &valuePtr : fusion.values) {
@@ -311,5 +379,7 @@ llvm::Expected<EvalResult> evaluate(const ir::Fusion &fusion, const EvalRequest 
   }
   return result;
 }
+
+} // namespace
 
 } // namespace fsl::eval

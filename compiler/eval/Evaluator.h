@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,5 +47,16 @@ double applyOp(ir::Op op, const double *operands);
 
 /// Element count of a parameter or output with `dims` under `extents`.
 int64_t elementCount(const std::vector<ir::DimId> &dims, const std::vector<int64_t> &extents);
+
+/// The most float64 data the reference evaluator holds at once (its inputs, every value
+/// of the fusion, its outputs): 2 GiB (docs/driver.md). The simulator runs the reference
+/// first and holds no more than it, so the budget bounds both; sizes beyond it are
+/// refused before anything is allocated.
+constexpr uint64_t kMemoryBudgetBytes = uint64_t(2) << 30;
+
+/// Bytes of float64 data evaluating `fusion` at `extents` holds; nullopt when the count
+/// does not fit in 64 bits (far beyond the budget).
+std::optional<uint64_t> evaluationBytes(const ir::Fusion &fusion,
+                                        const std::vector<int64_t> &extents);
 
 } // namespace fsl::eval

@@ -93,7 +93,10 @@ struct Value {
   DType dtype = DType::F32;
   std::vector<DimId> dims; // in fusion dimension order
   std::vector<const Value *> operands;
-  std::string name;    // let binding or parameter name, for printing
+  std::string name; // let binding or parameter name, for printing
+  /// Other lets bound to this same value: sema shares identical computations, so two
+  /// lets may name one value; schedules accept either name.
+  std::vector<std::string> aliases;
   llvm::SMRange range; // the expression that produced it
   // Op-specific:
   unsigned paramIndex = 0;                           // Input, Scalar

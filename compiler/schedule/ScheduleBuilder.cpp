@@ -70,6 +70,10 @@ std::vector<TensorSchedule> rootTensors(const ir::Fusion &fusion) {
     for (const std::string &name : outputNames)
       if (name != tensor.name)
         tensor.aliases.push_back(name);
+    if (!tensor.isInput)
+      for (const std::string &name : value.aliases)
+        if (name != tensor.name && !llvm::is_contained(tensor.aliases, name))
+          tensor.aliases.push_back(name);
     if (layout.empty()) {
       layout = value.dims;
       layout.insert(layout.end(), value.reduced.begin(), value.reduced.end());
@@ -108,24 +112,39 @@ std::vector<TensorSchedule> rootTensors(const ir::Fusion &fusion) {
     }
   }
 
-  // Persistent buffers: a reduction consumes the value and a later use needs it again.
-  size_t count = fusion.values.size();
-  std::vector<llvm::BitVector> ancestors(count, llvm::BitVector(count));
+  // Persistent buffers: a reduction consumes the value and a later use needs it again,
+  // i.e. some user of the tensor has, among its ancestors, a reduction that descends
+  // from the tensor. Reachability is kept per value as a set of reductions (reductions
+  // below it, reductions above it), not as a value-by-value matrix: a fusion of 40,000
+  // lets has few reductions, and its check stays linear.
+  std::vector<unsigned> reductionIndex(fusion.values.size(), ~0u);
+  unsigned reductions = 0;
   for (const auto &value : fusion.values)
-    for (const ir::Value *operand : value->operands) {
-      ancestors[value->id] |= ancestors[operand->id];
-      ancestors[value->id].set(operand->id);
-    }
-  for (TensorSchedule &tensor : tensors) {
-    unsigned id = tensor.value->id;
-    for (const auto &reduction : fusion.values) {
-      if (!ir::isReduction(reduction->op) || !ancestors[reduction->id].test(id))
-        continue;
-      for (const auto &user : fusion.values)
-        if (user.get() != reduction.get() && ancestors[user->id].test(reduction->id) &&
-            std::count(user->operands.begin(), user->operands.end(), tensor.value))
+    if (ir::isReduction(value->op))
+      reductionIndex[value->id] = reductions++;
+  if (reductions != 0) {
+    size_t count = fusion.values.size();
+    std::vector<llvm::BitVector> above(count, llvm::BitVector(reductions));
+    std::vector<llvm::BitVector> below(count, llvm::BitVector(reductions));
+    std::vector<std::vector<const ir::Value *>> users(count);
+    for (const auto &value : fusion.values)
+      for (const ir::Value *operand : value->operands) {
+        above[value->id] |= above[operand->id];
+        if (reductionIndex[operand->id] != ~0u)
+          above[value->id].set(reductionIndex[operand->id]);
+        users[operand->id].push_back(value.get());
+      }
+    // Operands precede their users: one backward pass propagates `below`.
+    for (size_t id = count; id-- > 0;)
+      for (const ir::Value *operand : fusion.values[id]->operands) {
+        below[operand->id] |= below[id];
+        if (reductionIndex[id] != ~0u)
+          below[operand->id].set(reductionIndex[id]);
+      }
+    for (TensorSchedule &tensor : tensors)
+      for (const ir::Value *user : users[tensor.value->id])
+        if (below[tensor.value->id].anyCommon(above[user->id]))
           tensor.isPersistentBuffer = true;
-    }
   }
   return tensors;
 }

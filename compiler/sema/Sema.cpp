@@ -4,6 +4,7 @@
 #include "ir/Printer.h"
 #include "parse/Parser.h"
 #include "support/Diagnostics.h"
+#include "support/SourceFile.h"
 
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/FileSystem.h>
@@ -13,6 +14,8 @@
 #include <llvm/Support/SourceMgr.h>
 
 #include <cmath>
+#include <cstring>
+#include <tuple>
 
 namespace fsl {
 namespace {
@@ -21,6 +24,14 @@ using namespace ast;
 using ir::DimId;
 using ir::DType;
 using ir::Op;
+
+/// fn calls nested deeper than this are refused (`fn-inline-too-deep`): inlining
+/// recurses on the stack, and no real helper chain comes close (docs/language.md).
+constexpr size_t kMaxInlineDepth = 256;
+/// Operations a fusion may have (`fusion-too-large`): shared values keep repeated fn
+/// calls cheap, but calls with distinct arguments at every level multiply, and 200,000
+/// operations already take seconds and a gigabyte to generate code for.
+constexpr size_t kMaxFusionValues = 200000;
 
 // ---------------------------------------------------------------------------
 // Scopes and imports
@@ -37,6 +48,10 @@ struct FnEntry {
 struct Scope {
   std::map<std::string, FnEntry> ownFns;
   std::map<std::string, FnEntry> fns;
+  /// Fusions declared in this file, and those of the files it imports directly: not
+  /// visible (an import brings only fns), but named when a schedule asks for one.
+  std::map<std::string, const FusionDecl *> ownFusions;
+  std::map<std::string, std::pair<const FusionDecl *, std::string>> importedFusions;
 };
 
 class ModuleLoader {
@@ -49,9 +64,12 @@ public:
     auto scope = std::make_unique<Scope>();
     Scope *result = scope.get();
     scopes_.push_back(std::move(scope));
-    for (const DeclPtr &decl : file.decls)
+    for (const DeclPtr &decl : file.decls) {
       if (const auto *fn = llvm::dyn_cast<FnDecl>(decl.get()))
         define(*result, result->ownFns, *fn, fn->name.range, result);
+      else if (const auto *fusion = llvm::dyn_cast<FusionDecl>(decl.get()))
+        result->ownFusions.emplace(fusion->name.text, fusion);
+    }
     result->fns = result->ownFns;
     for (const DeclPtr &decl : file.decls) {
       const auto *import = llvm::dyn_cast<ImportDecl>(decl.get());
@@ -60,6 +78,8 @@ public:
       const Scope *imported = loadImport(file, *import, stack);
       if (!imported)
         continue;
+      for (const auto &[name, fusion] : imported->ownFusions)
+        result->importedFusions.emplace(name, std::make_pair(fusion, import->path));
       for (const auto &[name, entry] : imported->ownFns) {
         auto [it, inserted] = result->fns.emplace(name, entry);
         if (!inserted && it->second.decl != entry.decl)
@@ -122,14 +142,18 @@ private:
     }
     if (auto it = loaded_.find(key); it != loaded_.end())
       return it->second;
-    auto buffer = llvm::MemoryBuffer::getFile(*found, false, false);
-    if (!buffer) {
-      diagnostics_.report(DiagId::ImportNotFound, import.pathRange, import.path)
-          .note(DiagId::NoteSearched, llvm::SMRange(),
-                *found + " (" + buffer.getError().message() + ")");
+    SourceFile read = readSourceFile(*found);
+    if (read.status == SourceFile::Status::TooLarge) {
+      diagnostics_.report(DiagId::InputTooLarge, import.pathRange, *found,
+                          std::to_string(read.size), kMaxSourceBytes);
       return nullptr;
     }
-    unsigned id = sources_.AddNewSourceBuffer(std::move(*buffer), import.pathRange.Start);
+    if (read.status != SourceFile::Status::Ok) {
+      diagnostics_.report(DiagId::ImportNotFound, import.pathRange, import.path)
+          .note(DiagId::NoteSearched, llvm::SMRange(), *found + " (" + read.message + ")");
+      return nullptr;
+    }
+    unsigned id = sources_.AddNewSourceBuffer(std::move(read.buffer), import.pathRange.Start);
     std::unique_ptr<File> file = parseFile(sources_, id, diagnostics_);
     if (!file)
       return nullptr;
@@ -213,9 +237,20 @@ public:
     declareStaticDims();
     declareParams();
     declareOutputs();
-    for (const Statement &statement : decl_.body)
+    for (const Statement &statement : decl_.body) {
       buildStatement(statement);
-    checkAllWritten();
+      // Every later phase is linear in the operations, but not free: a bound keeps a
+      // fusion in seconds and megabytes (docs/language.md).
+      if (fusion_->values.size() > kMaxFusionValues && !limitReported_) {
+        limitReported_ = true;
+        diagnostics_.report(DiagId::FusionTooLarge, statement.range, fusion_->name,
+                            kMaxFusionValues, "at this statement");
+      }
+      if (limitReported_)
+        break; // what follows would only repeat it, or miss what was cut off
+    }
+    if (!limitReported_)
+      checkAllWritten();
     if (diagnostics_.errorCount() != errorsBefore)
       return nullptr;
     fusion_->removeDeadValues();
@@ -408,6 +443,11 @@ private:
     if (statement.isLet) {
       if (value->value && value->value->name.empty())
         value->value->name = statement.target.text;
+      else if (value->value && value->value->name != statement.target.text &&
+               value->value->op != Op::Input && value->value->op != Op::Scalar)
+        // Another let computed the same value first (values are shared): schedules may
+        // name it by either.
+        value->value->aliases.push_back(statement.target.text);
       value->declaredName = statement.target.text;
       value->declaredAt = statement.target.range;
       defineName(statement.target, Binding{*value, false});
@@ -525,16 +565,47 @@ private:
                   " as " + describe(typed));
   }
 
+  /// The value of `op` on `operands`: an existing identical one when there is one (fns
+  /// are inlined at every call, so the same subexpression is built again and again; one
+  /// value keeps the IR, and every phase after it, as large as the distinct
+  /// computations), else a new one. Its range is that of the first occurrence.
   ir::Value *add(Op op, DType dtype, std::vector<const ir::Value *> operands, llvm::SMRange range,
-                 std::vector<DimId> dims) {
+                 std::vector<DimId> dims, std::vector<DimId> reduced = {}, double constant = 0,
+                 llvm::StringRef spelling = "") {
+    ValueKey key{op, dtype, {}, dims, reduced, 0, spelling.str()};
+    for (const ir::Value *operand : operands)
+      key.operands.push_back(operand->id);
+    std::memcpy(&key.constantBits, &constant, sizeof constant);
+    if (auto it = values_.find(key); it != values_.end())
+      return it->second;
     auto value = std::make_unique<ir::Value>();
     value->op = op;
     value->dtype = dtype;
     value->operands = std::move(operands);
     value->range = range;
     value->dims = std::move(dims);
-    return fusion_->addValue(std::move(value));
+    value->reduced = std::move(reduced);
+    value->constant = constant;
+    value->constantSpelling = spelling.str();
+    ir::Value *added = fusion_->addValue(std::move(value));
+    values_.emplace(std::move(key), added);
+    return added;
   }
+
+  /// What makes two values the same computation (names and ranges do not).
+  struct ValueKey {
+    Op op;
+    DType dtype;
+    std::vector<unsigned> operands; // value ids
+    std::vector<DimId> dims, reduced;
+    uint64_t constantBits;
+    std::string spelling;
+    bool operator<(const ValueKey &other) const {
+      return std::tie(op, dtype, operands, dims, reduced, constantBits, spelling) <
+             std::tie(other.op, other.dtype, other.operands, other.dims, other.reduced,
+                      other.constantBits, other.spelling);
+    }
+  };
 
   /// A literal takes `dtype`; a float literal cannot become an integer or bool.
   std::optional<Typed> materialize(const Typed &literal, DType dtype) {
@@ -546,9 +617,8 @@ private:
                               .str());
       return std::nullopt;
     }
-    ir::Value *value = add(Op::Constant, dtype, {}, literal.range, {});
-    value->constant = literal.literal;
-    value->constantSpelling = literal.spelling;
+    ir::Value *value =
+        add(Op::Constant, dtype, {}, literal.range, {}, {}, literal.literal, literal.spelling);
     Typed result = literal;
     result.value = value;
     return result;
@@ -843,7 +913,18 @@ private:
     bool isReductionName = reductions.count(name) != 0;
     bool isKnown = isReductionName || unaryMath.count(name) || name == "pow" || name == "where";
     if (!isKnown) {
-      diagnostics_.report(DiagId::UnknownFunction, call.callee.range, name);
+      auto report = diagnostics_.report(DiagId::UnknownFunction, call.callee.range, name);
+      // A fusion is a kernel, not a function: say so when the name is one.
+      const FusionDecl *fusion = nullptr;
+      if (auto own = scope.ownFusions.find(name); own != scope.ownFusions.end())
+        fusion = own->second;
+      else if (auto imported = scope.importedFusions.find(name);
+               imported != scope.importedFusions.end())
+        fusion = imported->second.first;
+      if (fusion)
+        report.note(DiagId::NoteDeclaredHere, fusion->name.range, name,
+                    " as a fusion; fusions cannot be called: write the shared computation as "
+                    "an fn");
       return std::nullopt;
     }
     if (!call.overDims.empty() && !isReductionName) {
@@ -948,8 +1029,7 @@ private:
     result.range = call.range;
     if (op == Op::ReduceSum && (result.value = recogniseMatMul(input, reduced, kept, call.range)))
       return result;
-    result.value = add(op, input->dtype, {input}, call.range, kept);
-    result.value->reduced = reduced;
+    result.value = add(op, input->dtype, {input}, call.range, kept, reduced);
     return result;
   }
 
@@ -989,11 +1069,29 @@ private:
       std::swap(a, b);
       std::swap(rowA, rowB);
     }
-    ir::Value *product = add(Op::MatMul, input->dtype, {a, b}, range, kept);
-    product->reduced = {k};
+    ir::Value *product = add(Op::MatMul, input->dtype, {a, b}, range, kept, {k});
+    // The layouts follow from the operands: a shared product already has these.
     product->lhsLayout = layoutOf(a, *rowA, k);
     product->rhsLayout = layoutOf(b, *rowB, k);
     return product;
+  }
+
+  /// A call's identity for the inlining cache: the fn and what each argument is (a
+  /// value, or a literal by its value, kind and spelling).
+  struct CallKey {
+    const FnDecl *fn;
+    std::vector<std::tuple<unsigned, uint64_t, int, std::string>> args;
+    bool operator<(const CallKey &other) const {
+      return std::tie(fn, args) < std::tie(other.fn, other.args);
+    }
+  };
+
+  static std::tuple<unsigned, uint64_t, int, std::string> argKey(const Typed &arg) {
+    if (!arg.isLiteral())
+      return {arg.value->id, 0, 0, ""};
+    uint64_t bits;
+    std::memcpy(&bits, &arg.literal, sizeof bits);
+    return {~0u, bits, 1 + arg.literalIsFloat + 2 * arg.literalIsBool, arg.spelling};
   }
 
   std::optional<Typed> inlineFn(const CallExpr &call, const FnEntry &entry) {
@@ -1004,6 +1102,30 @@ private:
             .note(DiagId::NoteDeclaredHere, fn.name.range, fn.name.text, "");
         return std::nullopt;
       }
+    // Calls that build distinct values at every level (f(x * 2) + f(x * 3)) still grow
+    // the IR exponentially; stop before that exhausts the machine.
+    if (fusion_->values.size() > kMaxFusionValues) {
+      if (!limitReported_) {
+        limitReported_ = true;
+        diagnostics_.report(DiagId::FusionTooLarge, call.range, fusion_->name, kMaxFusionValues,
+                            "when '" + fn.name.text + "' is inlined here");
+      }
+      return std::nullopt;
+    }
+    // Each level of inlining is a few frames of this recursive builder.
+    if (fnFrames_.size() >= kMaxInlineDepth) {
+      if (!limitReported_) {
+        limitReported_ = true;
+        std::vector<std::string> chain;
+        for (size_t i = 0; i < 3 && i < fnFrames_.size(); ++i)
+          chain.push_back("'" + fnFrames_[i].fn->name.text + "'");
+        chain.push_back("...");
+        chain.push_back("'" + fnFrames_.back().fn->name.text + "'");
+        diagnostics_.report(DiagId::FnInlineTooDeep, call.range, kMaxInlineDepth, fn.name.text,
+                            llvm::join(chain, " -> "));
+      }
+      return std::nullopt;
+    }
     if (!call.overDims.empty()) {
       diagnostics_.report(DiagId::UnexpectedOver, call.overRange, fn.name.text);
       return std::nullopt;
@@ -1016,6 +1138,7 @@ private:
       return std::nullopt;
     }
     FnFrame frame{&fn, {}, entry.scope};
+    CallKey key{&fn, {}};
     for (size_t i = 0; i < fn.params.size(); ++i) {
       std::optional<Typed> arg = build(*call.args[i]);
       if (!arg)
@@ -1024,10 +1147,20 @@ private:
         diagnostics_.report(DiagId::Redefinition, fn.params[i].range, fn.params[i].text);
         return std::nullopt;
       }
+      key.args.push_back(argKey(*arg));
     }
-    fnFrames_.push_back(std::move(frame));
-    std::optional<Typed> result = build(*fn.body);
-    fnFrames_.pop_back();
+    // A body depends only on its arguments: a call seen before is not built again (nor
+    // its errors reported again), so nested calls cost their distinct calls, not the
+    // size of the expanded tree.
+    std::optional<Typed> result;
+    if (auto cached = inlined_.find(key); cached != inlined_.end()) {
+      result = cached->second;
+    } else {
+      fnFrames_.push_back(std::move(frame));
+      result = build(*fn.body);
+      fnFrames_.pop_back();
+      inlined_.emplace(std::move(key), result);
+    }
     if (result)
       result->range = call.range;
     return result;
@@ -1046,6 +1179,9 @@ private:
   std::map<std::string, llvm::SMRange> assignedAt_;
   std::set<std::string> brokenOutputs_; // their declared type had errors
   std::vector<FnFrame> fnFrames_;
+  std::map<CallKey, std::optional<Typed>> inlined_; // fn calls already built
+  std::map<ValueKey, ir::Value *> values_;          // every value, by what it computes
+  bool limitReported_ = false;
 };
 
 } // namespace
@@ -1079,8 +1215,19 @@ std::unique_ptr<Program> analyze(std::unique_ptr<ast::File> file, llvm::SourceMg
   }
   for (const DeclPtr &decl : program->main->decls)
     if (const auto *schedule = llvm::dyn_cast<ScheduleDecl>(decl.get()))
-      if (!fusions.count(schedule->fusion.text))
-        diagnostics.report(DiagId::UnknownFusion, schedule->fusion.range, schedule->fusion.text);
+      if (!fusions.count(schedule->fusion.text)) {
+        // Imports bring fns only (docs/language.md): a fusion is compiled, and scheduled,
+        // in the file that declares it.
+        auto imported = scope->importedFusions.find(schedule->fusion.text);
+        if (imported != scope->importedFusions.end())
+          diagnostics
+              .report(DiagId::ScheduleOfImportedFusion, schedule->fusion.range,
+                      schedule->fusion.text, imported->second.second)
+              .note(DiagId::NoteDeclaredHere, imported->second.first->name.range,
+                    schedule->fusion.text, " (imported)");
+        else
+          diagnostics.report(DiagId::UnknownFusion, schedule->fusion.range, schedule->fusion.text);
+      }
   if (diagnostics.errorCount() != errorsBefore)
     return nullptr;
   return program;

@@ -4,7 +4,7 @@
 Inputs: every .fsl file of the repository mutated at random (byte flips, deletions,
 insertions, truncations, splices of other files), random bytes, and hand-made
 pathological cases (deep nesting, long operator chains, huge literals, NUL bytes, a
-large file). For each, fslc must exit with 0, 1 or 2 within the time limit, and print
+large file, fns nested and chained past what inlining can copy). For each, fslc must exit with 0, 1 or 2 within the time limit, and print
 no crash, assertion or "LLVM ERROR". The seed is fixed so a failure reproduces.
 
 usage: robustness.py FSLC REPO_ROOT [COUNT]
@@ -50,9 +50,23 @@ def mutate(rng, data, corpus):
     return bytes(data)
 
 
+def fn_programs():
+    """fns inlined at every call: nested twice a level (exponential when copied), a chain
+    past the inlining depth, and distinct arguments at every level (past the size bound)."""
+    nested = ["fn n0(x) = x * 1.5;"]
+    nested += [f"fn n{i}(x) = n{i - 1}(x) + n{i - 1}(x * 2.0);" for i in range(1, 24)]
+    nested.append("fusion g(x: f32[T, H]) -> (y: f32[T, H]) { y = n23(x); }\nschedule g = auto;")
+    chain = ["fn c0(x) = x + 1.0;"] + [f"fn c{i}(x) = c{i - 1}(x) * 2.0;" for i in range(1, 5000)]
+    chain.append("fusion g(x: f32[T]) -> (y: f32[T]) { y = c4999(x); }")
+    wide = ["fn w0(x) = x + 1.0;"]
+    wide += [f"fn w{i}(x) = w{i - 1}(x * 2.0) + w{i - 1}(x * 3.0);" for i in range(1, 40)]
+    wide.append("fusion g(x: f32[T]) -> (y: f32[T]) { y = w39(x); }")
+    return ["\n".join(lines).encode() for lines in (nested, chain, wide)]
+
+
 def pathological():
     chain = b"fusion f(x: f32[T]) -> (y: f32[T]) { y = x" + b" + x" * 100000 + b"; }"
-    return [
+    return fn_programs() + [
         b"",
         b"\x00" * 100,
         b"(" * 100000,

@@ -128,3 +128,23 @@ TEST_CASE("evaluation refuses missing sizes and wrong-sized inputs") {
   REQUIRE_FALSE(static_cast<bool>(wrongSize));
   CHECK(llvm::toString(wrongSize.takeError()) == "x needs 3 elements, 2 given");
 }
+
+TEST_CASE("sizes over the memory budget are refused before anything is allocated") {
+  Parsed parsed(kSoftmax);
+  REQUIRE_MESSAGE(parsed.file, parsed.firstMessage());
+  auto program = analyze(std::move(parsed.file), parsed.sources, parsed.diagnostics, SemaOptions{});
+  REQUIRE(program);
+  const ir::Fusion &fusion = *program->fusions[0];
+  // 2^20 x 2^20 elements: 8 TiB of each tensor.
+  std::optional<uint64_t> bytes =
+      eval::evaluationBytes(fusion, {int64_t(1) << 20, int64_t(1) << 20});
+  REQUIRE(bytes);
+  CHECK(*bytes > eval::kMemoryBudgetBytes);
+  // A count past 64 bits is over the budget, not wrapped under it.
+  CHECK(!eval::evaluationBytes(fusion, {int64_t(1) << 40, int64_t(1) << 40}));
+  llvm::Expected<eval::EvalResult> result =
+      eval::evaluate(fusion, {{{"T", int64_t(1) << 40}, {"S", int64_t(1) << 40}}, {{}}});
+  REQUIRE(!result);
+  CHECK(llvm::toString(result.takeError()).find("2 GiB") != std::string::npos);
+  CHECK(eval::evaluationBytes(fusion, {7, 3}).value_or(0) <= 4096);
+}

@@ -85,3 +85,51 @@ TEST_CASE("literal arithmetic folds") {
     }
   CHECK(constants == 1);
 }
+
+TEST_CASE("identical computations are one value, however they were written") {
+  // Inlined twice, spelled twice, through two lets: one exp, one constant 1.0.
+  Analyzed a("fn act(x) = x * (1.0 / (1.0 + exp(-x)));\n"
+             "fusion f(x: f32[T, H]) -> (y: f32[T, H], z: f32[T, H]) {\n"
+             "    let a = act(x);\n"
+             "    let b = x * (1.0 / (1.0 + exp(-x)));\n"
+             "    y = a + b;\n"
+             "    z = act(x);\n"
+             "}\n");
+  const ir::Fusion &f = a.fusion();
+  size_t exps = 0, constants = 0;
+  for (const auto &value : f.values) {
+    exps += value->op == ir::Op::Exp;
+    constants += value->op == ir::Op::Constant;
+  }
+  CHECK(exps == 1);
+  CHECK(constants == 1);
+  REQUIRE(f.outputs.size() == 2);
+  // y = a + a; z is a.
+  CHECK(f.outputs[0].value->operands[0] == f.outputs[0].value->operands[1]);
+  CHECK(f.outputs[1].value == f.outputs[0].value->operands[0]);
+  CHECK(f.outputs[1].value->name == "a");
+  CHECK(f.outputs[1].value->aliases == std::vector<std::string>{"b"});
+}
+
+TEST_CASE("values that differ in type, dimensions or constant stay apart") {
+  Analyzed a("fusion f(x: f32[T, H], w: f32[H]) -> (y: f32[T, H], z: f32[H]) {\n"
+             "    y = x * 2.0 + x * 3.0;\n"
+             "    z = w * 2.0 + f32(f16(w) * f16(2.0));\n"
+             "}\n");
+  const ir::Fusion &f = a.fusion();
+  size_t muls = 0;
+  for (const auto &value : f.values)
+    muls += value->op == ir::Op::Mul;
+  CHECK(muls == 4); // x * 2, x * 3, w * 2 (f32), w * 2 (f16)
+}
+
+TEST_CASE("nested fn calls cost their distinct calls") {
+  std::string text = "fn g0(x) = x * 1.5;\n";
+  for (int i = 1; i < 40; ++i)
+    text += "fn g" + std::to_string(i) + "(x) = g" + std::to_string(i - 1) + "(x) + g" +
+            std::to_string(i - 1) + "(x);\n";
+  text += "fusion h(x: f32[T]) -> (y: f32[T]) { y = g39(x); }\n";
+  Analyzed a(text);
+  // x, 1.5, x * 1.5, then one add a level: 2^40 copies otherwise.
+  CHECK(a.fusion().values.size() == 42);
+}
