@@ -54,6 +54,10 @@ Result runOn(llvm::StringRef text, fsl::EmitKind emit, bool resolved = false,
   options.resolved = resolved;
   options.simulateSizes = simulate;
   options.color = fsl::ColorMode::Never;
+  // As fslc: $FSLC_STDLIB, else the source tree's stdlib (a copy of the fuzzer run on
+  // another machine names the copied tree's).
+  if (const char *stdlib = getenv("FSLC_STDLIB"))
+    options.stdlibFromEnvironment = stdlib;
   Result result;
   llvm::raw_string_ostream out(result.out), err(result.err);
   // fslc's main runs the driver on a large stack too; the parser's limits assume it.
