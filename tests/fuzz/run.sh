@@ -45,7 +45,7 @@ for mode in "${modes[@]}"; do
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log-$mode.txt" | tail -1)
   echo "fuzz $mode: ${runs:-?} executions in ${seconds}s, $result"
   if [ "$result" = FAILED ]; then
-    grep -E -m 20 'ERROR|runtime error|fsl-fuzz|internal error|Test unit written|SUMMARY' \
+    grep -E -m 20 'Seed:|ERROR|runtime error|fsl-fuzz|internal error|Test unit written|SUMMARY' \
       "$work/log-$mode.txt" || tail -30 "$work/log-$mode.txt"
   fi
 done
