@@ -122,6 +122,8 @@ std::string builtinText(kir::Builtin builtin) {
     return "blockDim.y";
   case kir::Builtin::BlockDimZ:
     return "blockDim.z";
+  case kir::Builtin::GridDimX:
+    return "(int64_t)gridDim.x";
   }
   FSL_UNREACHABLE("builtin");
 }
@@ -851,6 +853,10 @@ private:
         out_ << ", " << printExpr(s.threads);
       out_ << ");";
       break;
+    case kir::BarrierKind::Cluster:
+      line() << "fsl_cluster_sync();";
+      end(noteOf(s).empty() ? "every thread of every CTA of the cluster" : noteOf(s));
+      return;
     }
     end(noteOf(s));
   }
@@ -892,6 +898,13 @@ private:
   }
 
   void mbarrierArrive(const kir::StmtNode &s) {
+    if (s.ctaRank) {
+      // The barrier at the same shared offset in CTA `ctaRank` of the cluster.
+      line() << "fsl_mbarrier_arrive_cluster(" << barrierAddress(s) << ", " << printExpr(s.ctaRank)
+             << ");";
+      end(noteOf(s));
+      return;
+    }
     line() << "fsl_mbarrier_arrive(" << barrierAddress(s) << ");";
     end(noteOf(s));
   }

@@ -108,8 +108,9 @@ std::string launcherSignature(const ir::Fusion &fusion, const CodegenOptions &op
 /// The name of the launcher's tensor a kernel's global buffer stands for.
 std::string tensorOf(const kir::Program &program, const kir::KernelParam &param) {
   const ir::Fusion &fusion = *program.fusion;
-  for (const kir::BufferPtr &workspace : program.workspaces)
-    FSL_INTERNAL_ASSERT(workspace != param.buffer, "the launcher does not allocate workspaces yet");
+  for (const kir::Workspace &workspace : program.workspaces)
+    if (workspace.buffer == param.buffer)
+      return workspace.buffer->name;
   if (param.isOutput) {
     FSL_INTERNAL_ASSERT(param.fusionParam < fusion.outputs.size(), "no such fusion output");
     return fusion.outputs[param.fusionParam].name;
@@ -261,6 +262,22 @@ private:
              << "  return a0 <= b0 ? b0 - a0 < (uint64_t)fsl_bytes(a, ab) : a0 - b0 < "
                 "(uint64_t)fsl_bytes(b, bb);\n}\n";
     writeArithmeticHelpers();
+    if (!program_.workspaces.empty())
+      final_
+          << "\n// A temporary in device memory for one call, allocated and freed in stream order\n"
+          << "// (so CUDA graphs capture both); freed when the launcher's block ends.\n"
+          << "struct fsl_workspace {\n"
+          << "  cudaStream_t stream;\n  void *data = nullptr;\n"
+          << "  explicit fsl_workspace(cudaStream_t s) : stream(s) {}\n"
+          << "  fsl_workspace(const fsl_workspace &) = delete;\n"
+          << "  fsl_workspace &operator=(const fsl_workspace &) = delete;\n"
+          << "  ~fsl_workspace() {\n    if (data)\n      cudaFreeAsync(data, stream);\n  }\n"
+          << "  fsl_status allocate(const char *name, int64_t bytes) {\n"
+          << "    const cudaError_t error = cudaMallocAsync(&data, (size_t)bytes, stream);\n"
+          << "    if (error != cudaSuccess) {\n      data = nullptr;\n"
+          << "      return fsl_fail(FSL_ERROR_LAUNCH, \"workspace %s of %lld bytes: %s\", name, "
+             "(long long)bytes, cudaGetErrorString(error));\n    }\n"
+          << "    return FSL_OK;\n  }\n};\n";
     if (usesTensorMaps())
       final_
           << "\n// A TMA descriptor of a contiguous tensor (sizes and box innermost first).\n"
@@ -408,6 +425,7 @@ private:
     for (unsigned k : variant.launches)
       shapes.push_back(
           writeLaunchShape(program_.kernels[k], several ? "_" + std::to_string(k) : ""));
+    writeWorkspaces();
     for (size_t i = 0; i < variant.launches.size(); ++i) {
       const kir::Kernel &kernel = program_.kernels[variant.launches[i]];
       std::string indent = several ? "      " : "    ";
@@ -418,6 +436,29 @@ private:
         out_ << "    }\n";
     }
     out_ << "    return FSL_OK;\n  }\n";
+  }
+
+  bool isWorkspace(const kir::BufferPtr &buffer) const {
+    for (const kir::Workspace &workspace : program_.workspaces)
+      if (workspace.buffer == buffer)
+        return true;
+    return false;
+  }
+
+  /// The program's workspaces, allocated on the call's stream after every check and
+  /// before the first launch; each is freed on the stream when the variant's block ends,
+  /// whether its launches went or one failed (fsl_workspace's destructor).
+  void writeWorkspaces() {
+    for (const kir::Workspace &workspace : program_.workspaces) {
+      const kir::Buffer &buffer = *workspace.buffer;
+      std::string bytes = "fsl_bytes_" + buffer.name;
+      kir::Expr count = workspace.elements * kir::index(ir::dtypeBytes(buffer.dtype));
+      writeCheckedValue(count, bytes, "the size of workspace " + buffer.name);
+      out_ << "    fsl_workspace " << buffer.name << "(stream);  // "
+           << (workspace.comment.empty() ? "a temporary" : workspace.comment) << "\n"
+           << "    if ((status = " << buffer.name << ".allocate(\"" << buffer.name << "\", "
+           << bytes << ")) != FSL_OK)\n      return status;\n";
+    }
   }
 
   // --- Launch limits ---------------------------------------------------------------
@@ -698,7 +739,7 @@ private:
       case kir::KernelParam::Kind::Tensor:
         args.push_back("(" + std::string(param.buffer->written ? "" : "const ") +
                        memoryType(param.buffer->dtype).str() + " *)" + tensorOf(program_, param) +
-                       "->data");
+                       (isWorkspace(param.buffer) ? ".data" : "->data"));
         break;
       case kir::KernelParam::Kind::Scalar:
         FSL_INTERNAL_ASSERT(param.fusionParam < fusion_.params.size(), "no such scalar");
@@ -768,11 +809,42 @@ private:
              << values.cluster[a] << ";\n";
       ++next;
     }
+    if (launch.gridFromOccupancy) {
+      // A persistent kernel walks its tiles from gridDim.x: its CTAs must all be resident.
+      // Clusters need their CTAs in one GPC, so fewer clusters than SMs / size may fit
+      // (30 clusters of 4 of a 213 KB kernel on the H200, not 33): the grid is what the
+      // device holds at once.
+      out_ << indent << "int max_clusters = 0;  // resident at once\n"
+           << indent << "{\n"
+           << indent << "  cudaLaunchConfig_t probe = {};\n"
+           << indent << "  probe.gridDim = grid;\n"
+           << indent << "  probe.blockDim = block;\n"
+           << indent << "  probe.dynamicSmemBytes = shared_bytes;\n"
+           << indent << "  cudaLaunchAttribute cluster_shape[1];\n"
+           << indent << "  cluster_shape[0].id = cudaLaunchAttributeClusterDimension;\n"
+           << indent << "  cluster_shape[0].val.clusterDim.x = (unsigned)" << values.cluster[0]
+           << ";\n"
+           << indent << "  cluster_shape[0].val.clusterDim.y = 1;\n"
+           << indent << "  cluster_shape[0].val.clusterDim.z = 1;\n"
+           << indent << "  probe.attrs = cluster_shape;\n"
+           << indent << "  probe.numAttrs = 1;\n"
+           << indent << "  const cudaError_t occupancy = cudaOccupancyMaxActiveClusters(&max_clusters, "
+           << symbol << ", &probe);\n"
+           << indent << "  if (occupancy != cudaSuccess || max_clusters < 1)\n"
+           << indent << "    return fsl_fail(FSL_ERROR_LAUNCH, \"" << symbol
+           << ": no cluster of %u CTAs fits the device (%s)\", (unsigned)" << values.cluster[0]
+           << ", cudaGetErrorString(occupancy));\n"
+           << indent << "}\n"
+           << indent << "const unsigned resident = (unsigned)max_clusters * (unsigned)"
+           << values.cluster[0] << ";\n"
+           << indent << "const dim3 persistent_grid(grid.x < resident ? grid.x : resident, 1, 1);\n";
+    }
     // cudaLaunchKernelEx also without attributes: its result is this launch's own status,
     // where `<<<>>>` + cudaGetLastError would also return, and clear, an earlier unrelated
     // error of the calling thread.
     out_ << indent << "cudaLaunchConfig_t config = {};\n"
-         << indent << "config.gridDim = grid;\n"
+         << indent << "config.gridDim = " << (launch.gridFromOccupancy ? "persistent_grid" : "grid")
+         << ";\n"
          << indent << "config.blockDim = block;\n"
          << indent << "config.dynamicSmemBytes = shared_bytes;\n"
          << indent << "config.stream = stream;\n";

@@ -161,9 +161,15 @@ public:
 private:
   Choice dispatch() {
     for (const auto &value : fusion_.values)
-      if (value->op == ir::Op::MatMul)
-        return {{},
-                "matrix products are scheduled by the matmul heuristic, which is not written yet"};
+      if (value->op == ir::Op::MatMul) {
+        kind_ = "matmul";
+        if (!knobs_.kind.empty() && knobs_.kind != "matmul")
+          return {{},
+                  "auto(" + knobs_.kind +
+                      ") on a fusion with a matrix product (auto(matmul) "
+                      "schedules it)"};
+        return matmul(*value);
+      }
     const ir::Output *reference = referenceOutput(fusion_);
     if (!reference)
       return {{}, "the fusion has no output"};
@@ -173,6 +179,112 @@ private:
     if (kind_ == "reduction" || kind_ == "inner_persistent")
       return reductionLike(kind_ == "inner_persistent");
     return {{}, "auto(" + kind_ + ") is not implemented yet"};
+  }
+
+  // --- auto(matmul) -----------------------------------------------------------------
+
+  /// One matmul schedule: a CTA tile of (128, tileN), two consumer warpgroups of (64,
+  /// tileN), a producer warpgroup, persistent tiles in groups of 8 M tiles, as many
+  /// stages as the shared memory left by the epilogue holds.
+  void matmulDirectives(Block &block, const std::string &k, int64_t tileN, int64_t stages,
+                        sched::EpilogueKind epilogue) const {
+    llvm::SMRange at = header_.range;
+    auto count = [&](int64_t v) { return sched::Count{v, at}; };
+    block.add(sched::Mma{{k, at},
+                         {count(128), count(tileN), count(64)},
+                         {count(64), count(tileN)},
+                         {"wgmma", at},
+                         {count(64), count(tileN), count(16)}},
+              at);
+    block.add(sched::Pipeline{count(stages), true}, at);
+    block.add(sched::WarpSpecialize{count(40), count(2), count(232)}, at);
+    block.add(sched::Tiles{sched::TileOrder::Persistent, count(8)}, at);
+    block.add(sched::Epilogue{epilogue}, at);
+  }
+
+  /// As the hand schedule of examples/linear_bias_gelu.fsl, the fastest measured on the
+  /// H200 (docs/performance.md): 128 x 256 tiles; when the product has fewer rows than
+  /// make two waves of those tiles on the SMs, 128 x 128 tiles (twice as many CTAs busy:
+  /// 378 against 252 TFLOP/s at M = 128, N = 14336, K = 5120). The epilogue goes through
+  /// shared memory and TMA stores when there is one output over [M, N] whose rows TMA can
+  /// store (a static N), through shared memory and the threads for a runtime N, in
+  /// registers otherwise.
+  Choice matmul(const ir::Value &product) {
+    if (target_.arch != "sm_90a")
+      return {{},
+              "auto(matmul) schedules wgmma and TMA: it needs an sm_90a target (" + target_.name +
+                  " is " + target_.arch + ")"};
+    for (const auto &[name, set] : written())
+      if (set)
+        refuse(name, "auto(matmul) has no such knob");
+    ir::DimId m = product.lhsLayout->rowDim, n = product.rhsLayout->rowDim,
+              k = product.reduced.at(0);
+    const ir::Dim &mDim = fusion_.dims[m], &nDim = fusion_.dims[n];
+    sched::EpilogueKind epilogue = sched::EpilogueKind::Registers;
+    std::string epilogueWhy =
+        "in registers (several outputs, or one not over [" + mDim.name + ", " + nDim.name + "])";
+    int64_t outputBytes = 0;
+    if (fusion_.outputs.size() == 1 && fusion_.outputs[0].dims.size() == 2 &&
+        fusion_.outputs[0].dims[0] == m && fusion_.outputs[0].dims[1] == n) {
+      outputBytes = ir::dtypeBytes(fusion_.outputs[0].dtype);
+      if (nDim.staticExtent && *nDim.staticExtent * outputBytes % 16 == 0) {
+        epilogue = sched::EpilogueKind::SharedTmaStore;
+        epilogueWhy = "through shared memory and TMA stores";
+      } else if (!nDim.staticExtent) {
+        epilogue = sched::EpilogueKind::Shared;
+        epilogueWhy = "through shared memory, copied out by the threads (a runtime " + nDim.name +
+                      " may leave rows TMA cannot store)";
+      } else {
+        epilogueWhy = "in registers (rows of " + std::to_string(*nDim.staticExtent) +
+                      " elements are not 16-byte multiples)";
+      }
+    }
+    int64_t operandBytes = 2;
+    auto stagesFor = [&](int64_t tileN, int64_t most) {
+      int64_t stage = (128 + tileN) * 64 * operandBytes + 16;
+      int64_t tile = epilogue == sched::EpilogueKind::Registers ? 0 : 128 * tileN * outputBytes;
+      return std::max<int64_t>(1, std::min(most, (target_.sharedMemoryPerBlock - tile) / stage));
+    };
+    auto describe = [&](int64_t tileN, int64_t stages) {
+      return llvm::formatv("128 x {0} tiles, two consumer warpgroups of 64 x {0} and a producer "
+                           "(40 / 232 registers), {1} stages (the shared memory left by the "
+                           "epilogue), persistent CTAs in groups of 8 M tiles; the epilogue {2}.",
+                           tileN, stages, epilogueWhy)
+          .str();
+    };
+    // Two waves of 128 x 256 tiles: M below 128 x ceil(2 SMs / tiles along N) rows takes
+    // 128 x 128 tiles.
+    int64_t tilesAlongN = nDim.staticExtent ? (*nDim.staticExtent + 255) / 256 : 0;
+    int64_t twoWaves =
+        tilesAlongN > 0 ? 128 * ((2 * target_.smCount + tilesAlongN - 1) / tilesAlongN) : 512;
+    std::vector<sched::ScheduleBlock> blocks;
+    bool smallOnly = mDim.staticExtent && *mDim.staticExtent < twoWaves;
+    bool largeOnly = mDim.staticExtent && *mDim.staticExtent >= twoWaves;
+    if (!largeOnly) {
+      Block small;
+      int64_t stages = stagesFor(128, 5);
+      small.reasons.push_back(llvm::formatv("auto(matmul), fewer than {0} rows (two waves of "
+                                            "128 x 256 tiles on {1} SMs): smaller tiles.",
+                                            twoWaves, target_.smCount)
+                                  .str());
+      small.reasons.push_back(describe(128, stages));
+      matmulDirectives(small, fusion_.dims[k].name, 128, stages, epilogue);
+      std::vector<sched::SizeGuard> when = knobs_.when;
+      if (!smallOnly && knobs_.when.empty())
+        when.push_back({m, mDim.name, sched::Comparison::Lt, twoWaves, header_.range});
+      blocks.push_back(finish(std::move(small), when));
+      if (smallOnly || !knobs_.when.empty())
+        return {std::move(blocks), ""};
+    }
+    Block large;
+    int64_t stages = stagesFor(256, 4);
+    large.reasons.push_back(largeOnly
+                                ? "auto(matmul)."
+                                : llvm::formatv("auto(matmul), {0} rows or more.", twoWaves).str());
+    large.reasons.push_back(describe(256, stages));
+    matmulDirectives(large, fusion_.dims[k].name, 256, stages, epilogue);
+    blocks.push_back(finish(std::move(large), knobs_.when));
+    return {std::move(blocks), ""};
   }
 
   /// Each knob and whether it is set.

@@ -16,6 +16,11 @@
 //                     blocks when there are fewer rows than SMs (a `when` variant), the
 //                     buffer computed with its first consumer, kept in registers, shared
 //                     memory or recomputed by size.
+//   matmul            the hand schedule of examples/linear_bias_gelu.fsl, the fastest
+//                     measured: a producer warpgroup and two consumers, persistent tiles in
+//                     groups of 8, the epilogue through shared memory (and TMA stores when
+//                     N is static); 128 x 256 tiles, 128 x 128 below two waves of those
+//                     (a `when M < ...` variant). No knobs yet.
 #pragma once
 
 #include "ir/FusionIR.h"

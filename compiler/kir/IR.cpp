@@ -381,6 +381,8 @@ llvm::StringRef builtinName(Builtin builtin) {
     return "blockDim.y";
   case Builtin::BlockDimZ:
     return "blockDim.z";
+  case Builtin::GridDimX:
+    return "gridDim.x";
   }
   FSL_UNREACHABLE("builtin");
 }
@@ -534,6 +536,12 @@ Stmt reduce(VarPtr accumulator, ReduceKind kind, ReduceScope scope, BufferPtr sc
 }
 
 Stmt barrier() { return stmt(StmtKind::Barrier); }
+
+Stmt clusterBarrier() {
+  auto s = stmt(StmtKind::Barrier);
+  s->barrierKind = BarrierKind::Cluster;
+  return s;
+}
 
 Stmt gridDependency(GridDependencyOp op) {
   auto s = stmt(StmtKind::GridDependency);

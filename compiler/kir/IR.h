@@ -50,6 +50,7 @@ enum class Builtin {
   BlockDimX,
   BlockDimY,
   BlockDimZ,
+  GridDimX, // the launched grid: a persistent kernel's launcher may shrink it
 };
 
 /// A scalar variable: a loop index, a let binding, an accumulator, a kernel parameter
@@ -230,7 +231,11 @@ enum class ReduceKind { Sum, Max, Min };
 /// global workspace; needs a cooperative or a second kernel).
 enum class ReduceScope { Warp, BlockX, Grid };
 
-enum class BarrierKind { Block, Named };
+/// Block: __syncthreads. Named: `barrierId` among `threads` threads. Cluster: every thread
+/// of every CTA of the thread-block cluster arrives (release) and waits (acquire), so what
+/// each CTA did before it (mbarrier inits, writes) is seen by all after it; a kernel with
+/// one needs a cluster in its launch (LaunchShape::cluster).
+enum class BarrierKind { Block, Named, Cluster };
 enum class GridDependencyOp { WaitAndLaunchDependents, Wait, LaunchDependents };
 
 /// One wgmma operand or accumulator layout (m64nNk16, bf16/f16 inputs, f32 accumulate).
@@ -295,7 +300,14 @@ struct StmtNode {
   std::vector<Expr> coordinates;
   BufferPtr barrier;
   Expr barrierIndex;
-  Expr multicastMask; // TmaLoad into a cluster: null when not multicast
+  /// TmaLoad into a cluster: a bit mask of cluster ranks; the box lands at the same shared
+  /// offset in each CTA whose bit is set, and completes its bytes on the mbarrier at the
+  /// same offset in each of them. Null: this CTA only.
+  Expr multicastMask;
+  /// MBarrierArrive: the rank within the cluster (0-based, x fastest) of the CTA whose
+  /// mbarrier at the same shared offset receives the arrival (release at cluster scope);
+  /// it may be this CTA's own rank. Null: this CTA's barrier.
+  Expr ctaRank;
   // Wgmma: accumulator (local f32 [m*n/128 per thread]), operands in shared memory
   WgmmaShape shape;
   BufferPtr operandA, operandB;
@@ -338,6 +350,7 @@ Stmt vectorCopy(BufferPtr to, Expr toIndex, BufferPtr from, Expr fromIndex, int6
 Stmt reduce(VarPtr accumulator, ReduceKind kind, ReduceScope scope, BufferPtr scratch,
             int64_t slot);
 Stmt barrier();
+Stmt clusterBarrier(); // BarrierKind::Cluster
 Stmt gridDependency(GridDependencyOp op);
 Stmt comment(std::string text);
 /// A copy of `node` with other children (the same kind and fields otherwise).
@@ -364,6 +377,9 @@ struct LaunchShape {
   std::optional<int64_t> minBlocksPerSm; // __launch_bounds__, second argument
   std::optional<int64_t> maxRegisters;   // __maxnreg__
   std::string registerNote;              // "maxrregcount 64"
+  /// A persistent kernel (it reads gridDim.x): grid.x is an upper bound, which the
+  /// launcher lowers to the clusters (of cluster.x CTAs) the device holds at once.
+  bool gridFromOccupancy = false;
 };
 
 struct Kernel {
@@ -382,13 +398,21 @@ struct Variant {
   std::vector<unsigned> launches; // indices into Program::kernels, in order
 };
 
+/// A global temporary the launcher allocates for one call (stream-ordered) and frees after
+/// the variant's launches: a split-K product's partial tiles, say.
+struct Workspace {
+  BufferPtr buffer;
+  Expr elements; // over the runtime dimensions
+  std::string comment;
+};
+
 struct Program {
   const ir::Fusion *fusion = nullptr; // the signature the launcher checks
   /// Per fusion dimension: the variable of a runtime size (a kernel parameter the
   /// launcher takes from the tensors), null for a static one (a constant in the IR).
   std::vector<VarPtr> dims;
   std::vector<Kernel> kernels;
-  std::vector<BufferPtr> workspaces; // global temporaries the launcher allocates
+  std::vector<Workspace> workspaces; // global temporaries the launcher allocates
   std::vector<Variant> variants;     // guarded ones first, tried in order
 };
 

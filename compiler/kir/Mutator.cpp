@@ -17,6 +17,7 @@ template <typename Node, typename F> void forEachExprSlot(Node &s, F &&f) {
     f(coordinate);
   f(s.barrierIndex);
   f(s.multicastMask);
+  f(s.ctaRank);
   f(s.offsetA);
   f(s.offsetB);
 }

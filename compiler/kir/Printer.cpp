@@ -67,6 +67,18 @@ llvm::StringRef scopeName(ReduceScope scope) {
   FSL_UNREACHABLE("reduce scope");
 }
 
+llvm::StringRef barrierKindName(BarrierKind kind) {
+  switch (kind) {
+  case BarrierKind::Block:
+    return "block";
+  case BarrierKind::Named:
+    return "named";
+  case BarrierKind::Cluster:
+    return "cluster";
+  }
+  FSL_UNREACHABLE("barrier kind");
+}
+
 llvm::StringRef gridOpName(GridDependencyOp op) {
   switch (op) {
   case GridDependencyOp::WaitAndLaunchDependents:
@@ -234,9 +246,9 @@ public:
       note();
       return;
     case StmtKind::Barrier:
-      line() << (s->barrierKind == BarrierKind::Block
-                     ? "barrier block"
-                     : "barrier named " + std::to_string(s->barrierId));
+      line() << "barrier " << barrierKindName(s->barrierKind);
+      if (s->barrierKind == BarrierKind::Named)
+        out_ << " " << s->barrierId;
       if (s->threads) {
         out_ << " threads ";
         expr(s->threads);
@@ -257,6 +269,10 @@ public:
       line() << stmtKindName(s->kind) << " " << s->buffer->name << "[";
       expr(s->index);
       out_ << "]";
+      if (s->ctaRank) {
+        out_ << " cta ";
+        expr(s->ctaRank);
+      }
       if (s->count) {
         out_ << (s->kind == StmtKind::MBarrierInit             ? " arrivals "
                  : s->kind == StmtKind::MBarrierArriveExpectTx ? " bytes "
@@ -292,7 +308,7 @@ public:
         out_ << "]";
       }
       if (s->multicastMask) {
-        out_ << " multicast ";
+        out_ << " multicast mask ";
         expr(s->multicastMask);
       }
       note();
@@ -414,8 +430,15 @@ void printKernel(const Kernel &kernel, llvm::raw_ostream &out) {
 
 void printProgram(const Program &program, llvm::raw_ostream &out) {
   out << "program " << (program.fusion ? program.fusion->name : "") << "\n";
-  for (const BufferPtr &workspace : program.workspaces)
-    out << "  workspace " << workspace->name << ": " << ir::dtypeName(workspace->dtype) << "\n";
+  for (const Workspace &workspace : program.workspaces) {
+    out << "  workspace " << workspace.buffer->name << ": "
+        << ir::dtypeName(workspace.buffer->dtype) << "[";
+    printExpr(workspace.elements, out);
+    out << "]";
+    if (!workspace.comment.empty())
+      out << "  // " << workspace.comment;
+    out << "\n";
+  }
   for (const Variant &variant : program.variants) {
     out << "  variant";
     if (variant.guard) {

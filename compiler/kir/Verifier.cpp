@@ -121,9 +121,36 @@ private:
     buffers_ = std::move(buffers);
   }
 
+  /// The cluster operations: a remote arrival only on mbarrier.arrive, a multicast only on
+  /// a TMA load, and both (and cluster barriers) only in a kernel launched as clusters.
+  void clusterFields(const StmtNode &s) {
+    bool clustered = kernel_.launch.cluster[0] != nullptr;
+    if (s.ctaRank) {
+      if (s.kind != StmtKind::MBarrierArrive)
+        fail(stmtKindName(s.kind).str() + " with a CTA rank; only mbarrier.arrive has one");
+      integer(s.ctaRank, "mbarrier.arrive CTA rank");
+      if (!clustered)
+        fail("mbarrier.arrive on another CTA's barrier in a kernel launched without a cluster");
+    }
+    if (s.multicastMask) {
+      if (s.kind != StmtKind::TmaLoad)
+        fail(stmtKindName(s.kind).str() + " with a multicast mask; only a TMA load has one");
+      integer(s.multicastMask, "TMA multicast mask");
+      if (!clustered)
+        fail("multicast TMA load in a kernel launched without a cluster");
+    }
+    if (s.kind == StmtKind::Barrier && s.barrierKind == BarrierKind::Cluster) {
+      if (!clustered)
+        fail("cluster barrier in a kernel launched without a cluster");
+      if (s.threads)
+        fail("cluster barrier with a thread count (every thread of the cluster takes part)");
+    }
+  }
+
   void stmt(const Stmt &s) {
     if (!s)
       fail("null statement");
+    clusterFields(*s);
     switch (s->kind) {
     case StmtKind::Block: {
       // A block is a scope (C's braces).

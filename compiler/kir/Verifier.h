@@ -5,8 +5,10 @@
 // parameters; accumulators updated by Assign or Reduce are mutable; loop extents and
 // indices are integers; vector loops have static extents; parallel loops agree with
 // the launch shape; a wgmma operand that is M/N-major and wider than one swizzle span
-// says how far apart its span-wide blocks are (and a K-major one has no such distance). A failure
-// is a compiler bug, reported as an internal error naming the pass that broke it.
+// says how far apart its span-wide blocks are (and a K-major one has no such distance); a
+// remote mbarrier arrival (ctaRank), a multicast TMA load and a cluster barrier appear only
+// on their statements and in kernels launched as clusters. A failure is a compiler bug,
+// reported as an internal error naming the pass that broke it.
 #pragma once
 
 #include "kir/IR.h"

@@ -47,15 +47,25 @@ const std::vector<MatmulPassInfo> &matmulPassList() {
   return passes;
 }
 
+const std::vector<MatmulPassInfo> &splitKSumPassList() {
+  static const std::vector<MatmulPassInfo> passes = {
+      {"build-split-k-sum", buildSplitKSum},
+      {"simplify",
+       [](LowerContext &context, const MatmulPlan &) { return simplifyIndices(context); }},
+  };
+  return passes;
+}
+
 } // namespace lower
 
 std::vector<std::string> loweringPassNames() {
   std::vector<std::string> names;
   for (const lower::PassInfo &pass : lower::passList())
     names.push_back(pass.name);
-  for (const lower::MatmulPassInfo &pass : lower::matmulPassList())
-    if (!llvm::is_contained(names, pass.name))
-      names.push_back(pass.name);
+  for (const auto *list : {&lower::matmulPassList(), &lower::splitKSumPassList()})
+    for (const lower::MatmulPassInfo &pass : *list)
+      if (!llvm::is_contained(names, pass.name))
+        names.push_back(pass.name);
   return names;
 }
 
@@ -92,50 +102,94 @@ void afterPass(const char *name, const kir::Kernel &kernel, const PrintAfter &pr
   }
 }
 
-std::optional<kir::Kernel> lowerKernel(const sched::Schedule &schedule, const std::string &name,
-                                       const std::vector<kir::VarPtr> &dims,
-                                       const lower::LowerOptions &options,
-                                       DiagnosticEngine &diagnostics, const PrintAfter &print) {
-  // A matrix product has a path of its own (lower/Matmul.h): its loops are the mma tiles,
-  // planned from the declarative schedule rather than from loop nests.
-  std::unique_ptr<lower::MatmulPlan> matmul;
-  std::unique_ptr<lower::Plan> plan;
+/// A kernel's context: its name, origin and comment.
+void nameKernel(lower::LowerContext &context, const sched::Schedule &schedule,
+                const std::string &name, const std::string &role) {
+  context.kernel.name = name;
+  context.kernel.origin.range = schedule.header.fusionRange;
+  context.kernel.comment = name + ": " + role + schedule.fusion->name;
+  if (!schedule.header.when.empty())
+    context.kernel.comment += " when " + sched::guardText(schedule.header.when);
+}
+
+/// Runs `passes` on `context`, the verifier (and --print-after) after each.
+bool runMatmulPasses(const std::vector<lower::MatmulPassInfo> &passes, lower::LowerContext &context,
+                     const lower::MatmulPlan &plan, const PrintAfter &print) {
+  for (const lower::MatmulPassInfo &pass : passes) {
+    llvm::TimeTraceScope passScope(pass.name); // --time-trace: one event per pass
+    if (!pass.run(context, plan))
+      return false;
+    afterPass(pass.name, context.kernel, print);
+  }
+  return true;
+}
+
+/// The kernels of one schedule, launched in order: one, or for a split-K product the
+/// partial products and the kernel that adds them (with a workspace in `program`).
+std::optional<std::vector<kir::Kernel>> lowerKernels(const sched::Schedule &schedule,
+                                                     const std::string &name, kir::Program &program,
+                                                     const lower::LowerOptions &options,
+                                                     DiagnosticEngine &diagnostics,
+                                                     const PrintAfter &print) {
+  const std::vector<kir::VarPtr> &dims = program.dims;
   if (lower::hasMatmul(*schedule.fusion)) {
-    matmul = lower::planMatmul(schedule, options.smCount, diagnostics);
+    // A matrix product has a path of its own (lower/Matmul.h): its loops are the mma
+    // tiles, planned from the declarative schedule rather than from loop nests.
+    std::unique_ptr<lower::MatmulPlan> matmul =
+        lower::planMatmul(schedule, options.smCount, diagnostics);
     if (!matmul)
       return std::nullopt;
     // The context's plan only names the schedule and the fusion on this path.
-    plan = std::make_unique<lower::Plan>();
-    plan->schedule = &schedule;
-    plan->fusion = schedule.fusion;
-  } else {
-    plan = lower::planKernel(schedule, diagnostics);
-    if (!plan)
+    lower::Plan plan;
+    plan.schedule = &schedule;
+    plan.fusion = schedule.fusion;
+    auto extent = [&](ir::DimId dim) {
+      return dims[dim] ? kir::var(dims[dim]) : kir::index(*schedule.fusion->dims[dim].staticExtent);
+    };
+    if (matmul->splitK > 1) {
+      auto partials = std::make_shared<kir::Buffer>();
+      partials->name = name + "_partials";
+      partials->dtype = ir::DType::F32;
+      partials->space = kir::MemorySpace::Global;
+      partials->written = true;
+      matmul->partials = partials;
+      program.workspaces.push_back(
+          {partials, kir::index(matmul->splitK) * extent(matmul->m) * extent(matmul->n),
+           "split_k " + std::to_string(matmul->splitK) + ": the f32 partial products of " + name});
+    }
+    std::vector<kir::Kernel> kernels;
+    lower::LowerContext products(plan, options, diagnostics);
+    products.dimVars = dims;
+    nameKernel(products, schedule, name,
+               matmul->splitK > 1 ? "partial products (split_k) of the schedule of "
+                                  : "schedule of ");
+    if (!runMatmulPasses(lower::matmulPassList(), products, *matmul, print))
       return std::nullopt;
+    kernels.push_back(std::move(products.kernel));
+    if (matmul->splitK > 1) {
+      lower::LowerContext sum(plan, options, diagnostics);
+      sum.dimVars = dims;
+      nameKernel(sum, schedule, name + "_sum",
+                 "the partial products added, then the epilogue, of the schedule of ");
+      if (!runMatmulPasses(lower::splitKSumPassList(), sum, *matmul, print))
+        return std::nullopt;
+      kernels.push_back(std::move(sum.kernel));
+    }
+    return kernels;
   }
+  std::unique_ptr<lower::Plan> plan = lower::planKernel(schedule, diagnostics);
+  if (!plan)
+    return std::nullopt;
   lower::LowerContext context(*plan, options, diagnostics);
   context.dimVars = dims;
-  context.kernel.name = name;
-  context.kernel.origin.range = schedule.header.fusionRange;
-  context.kernel.comment = name + ": schedule of " + schedule.fusion->name;
-  if (!schedule.header.when.empty())
-    context.kernel.comment += " when " + sched::guardText(schedule.header.when);
-  if (matmul) {
-    for (const lower::MatmulPassInfo &pass : lower::matmulPassList()) {
-      llvm::TimeTraceScope passScope(pass.name); // --time-trace: one event per pass
-      if (!pass.run(context, *matmul))
-        return std::nullopt;
-      afterPass(pass.name, context.kernel, print);
-    }
-    return std::move(context.kernel);
-  }
+  nameKernel(context, schedule, name, "schedule of ");
   for (const lower::PassInfo &pass : lower::passList()) {
     llvm::TimeTraceScope passScope(pass.name); // --time-trace: one event per pass
     if (!pass.run(context))
       return std::nullopt;
     afterPass(pass.name, context.kernel, print);
   }
-  return std::move(context.kernel);
+  return std::vector<kir::Kernel>{std::move(context.kernel)};
 }
 
 } // namespace
@@ -152,9 +206,9 @@ std::unique_ptr<kir::Program> lowerFusion(const ir::Fusion &fusion,
   std::vector<kir::Variant> guarded, fallback;
   for (const sched::Schedule *schedule : schedules) {
     std::string name = fusion.name + "_v" + std::to_string(program->kernels.size());
-    std::optional<kir::Kernel> kernel =
-        lowerKernel(*schedule, name, program->dims, options, diagnostics, print);
-    if (!kernel) {
+    std::optional<std::vector<kir::Kernel>> kernels =
+        lowerKernels(*schedule, name, *program, options, diagnostics, print);
+    if (!kernels) {
       ok = false;
       continue;
     }
@@ -167,8 +221,10 @@ std::unique_ptr<kir::Program> lowerFusion(const ir::Fusion &fusion,
                       kir::binary(comparison(guard.comparison), extent, kir::index(guard.bound));
     }
     variant.guardText = sched::guardText(schedule->header.when);
-    variant.launches = {static_cast<unsigned>(program->kernels.size())};
-    program->kernels.push_back(std::move(*kernel));
+    for (kir::Kernel &kernel : *kernels) {
+      variant.launches.push_back(static_cast<unsigned>(program->kernels.size()));
+      program->kernels.push_back(std::move(kernel));
+    }
     (variant.guard ? guarded : fallback).push_back(variant);
   }
   if (!ok)

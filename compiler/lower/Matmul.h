@@ -49,6 +49,9 @@
 namespace fsl::lower {
 
 bool buildMatmul(LowerContext &context, const MatmulPlan &plan);
+/// The second kernel of a split-K product: each output element's partial products added
+/// in split order (deterministic), then the epilogue.
+bool buildSplitKSum(LowerContext &context, const MatmulPlan &plan);
 
 struct MatmulPassInfo {
   const char *name;
@@ -57,5 +60,7 @@ struct MatmulPassInfo {
 
 /// Every pass of the matmul path, in order.
 const std::vector<MatmulPassInfo> &matmulPassList();
+/// The passes of a split-K product's second kernel.
+const std::vector<MatmulPassInfo> &splitKSumPassList();
 
 } // namespace fsl::lower

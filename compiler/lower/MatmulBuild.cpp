@@ -49,6 +49,13 @@ bool MatmulBuilder::run() {
     mapB_ = mapA_;
   if (plan_.epilogueVia == sched::EpilogueKind::SharedTmaStore)
     addOutputMap();
+  if (plan_.splitK > 1) {
+    kir::KernelParam kp;
+    kp.kind = kir::KernelParam::Kind::Tensor;
+    kp.buffer = plan_.partials;
+    cx_.kernel.params.push_back(kp);
+    split_ = var("split");
+  }
   cta_ = var(plan_.tileWalk == TileWalk::Persistent ? "cta" : "m_tile");
   ctaY_ = var("n_tile");
   tid_ = var("tid");
@@ -56,16 +63,49 @@ bool MatmulBuilder::run() {
   consumer_ = plan_.warpSpecialized ? var("consumer") : warpgroup_;
 
   std::vector<Stmt> body;
+  if (plan_.clusterM > 1) {
+    clusterRank_ = var("cta_rank");
+    body.push_back(kir::let(clusterRank_, kir::var(cta_) % kir::index(plan_.clusterM),
+                            "the CTA's rank in its cluster (clusters run along x)"));
+  }
   makeStorage(body);
   Expr k = cx_.dimExtent(plan_.k);
   kTiles_ = var("k_tiles");
-  body.push_back(kir::let(kTiles_, (k + kir::index(plan_.tileK - 1)) / kir::index(plan_.tileK),
-                          "k tiles; the last one's columns past K are zero-filled"));
+  Expr allTiles = (k + kir::index(plan_.tileK - 1)) / kir::index(plan_.tileK);
+  if (plan_.splitK > 1) {
+    // Part `split` of K: k tiles [k_first, k_first + k_per), clipped to K (possibly none:
+    // its partial tile is zeros).
+    kir::VarPtr all = var("all_k_tiles"), per = var("k_per_split");
+    kFirst_ = var("k_first");
+    body.push_back(
+        kir::let(all, allTiles, "k tiles; the last one's columns past K are zero-filled"));
+    body.push_back(
+        kir::let(per, (kir::var(all) + kir::index(plan_.splitK - 1)) / kir::index(plan_.splitK)));
+    body.push_back(kir::let(kFirst_, kir::var(split_) * kir::var(per)));
+    body.push_back(kir::let(kTiles_,
+                            kir::foldedBinary(kir::BinaryOp::Max, kir::index(0),
+                                              kir::foldedBinary(kir::BinaryOp::Min, kir::var(per),
+                                                                kir::var(all) - kir::var(kFirst_))),
+                            "this split's k tiles"));
+  } else {
+    body.push_back(
+        kir::let(kTiles_, allTiles, "k tiles; the last one's columns past K are zero-filled"));
+  }
   if (plan_.tileWalk == TileWalk::Persistent) {
     tileCount_ = var("tiles");
     ctaCount_ = var("ctas");
-    body.push_back(kir::let(tileCount_, tileCount(), "output tiles"));
-    body.push_back(kir::let(ctaCount_, ctaCount(), "the grid"));
+    body.push_back(
+        kir::let(tileCount_, tileCount(),
+                 plan_.clusterM > 1 ? "units of the cluster's M tiles" : "output tiles"));
+    body.push_back(kir::let(ctaCount_,
+                            kir::var(kir::makeVar("gridDim.x", ir::DType::I64,
+                                                  kir::Builtin::GridDimX)),
+                            "the grid: at most one CTA an SM, fewer when the device holds fewer "
+                            "clusters at once"));
+    if (plan_.clusterM > 1) {
+      clusterIndex_ = var("cluster");
+      body.push_back(kir::let(clusterIndex_, kir::var(cta_) / kir::index(plan_.clusterM)));
+    }
   }
   if (plan_.warpSpecialized) {
     body.push_back(producerRole());
@@ -73,6 +113,11 @@ bool MatmulBuilder::run() {
   } else {
     body.push_back(consumerRole());
   }
+  // No CTA of a cluster exits while a peer may still write its shared memory or arrive
+  // on its barriers.
+  if (plan_.clusterM > 1)
+    body.push_back(withOrigin(kir::clusterBarrier(), plan_.clusterOrigin,
+                              "the cluster's CTAs are done with each other"));
 
   int64_t warpgroups = plan_.warpgroups + (plan_.warpSpecialized ? 1 : 0);
   Stmt nest = kir::block(std::move(body));
@@ -93,11 +138,15 @@ bool MatmulBuilder::run() {
     nest = withOrigin(kir::parallelLoop(cta_, ctaCount(), kir::Axis::BIDx, nest), plan_.tilesOrigin,
                       "persistent CTAs: one an SM, at most " + std::to_string(plan_.smCount));
   } else {
+    if (plan_.splitK > 1)
+      nest = withOrigin(kir::parallelLoop(split_, kir::index(plan_.splitK), kir::Axis::BIDz, nest),
+                        plan_.tilesOrigin, "parts of K");
     nest = kir::parallelLoop(ctaY_, tiles(plan_.n, plan_.tileN), kir::Axis::BIDy, nest,
                              {"tiles one_per_cta: " + std::to_string(plan_.tileN) + " columns",
                               plan_.tilesOrigin.range});
     nest = kir::parallelLoop(
-        cta_, tiles(plan_.m, plan_.tileM), kir::Axis::BIDx, nest,
+        cta_, tiles(plan_.m, plan_.tileM * plan_.clusterM) * kir::index(plan_.clusterM),
+        kir::Axis::BIDx, nest,
         {"tiles one_per_cta: " + std::to_string(plan_.tileM) + " rows", plan_.tilesOrigin.range});
   }
   cx_.kernel.body =
@@ -147,6 +196,9 @@ kir::TensorMapPtr MatmulBuilder::operandMap(const ir::Param &param, const kir::B
   if (!operand.kContiguous)
     // [K, N]: 64 K rows of one 128-byte span of N; a stage takes BN / span boxes.
     map->box = {plan_.tileK, 128 / static_cast<int64_t>(ir::dtypeBytes(operand.dtype))};
+  else if (&operand == &plan_.b && plan_.multicast)
+    // Each CTA of a cluster loads 1/C of the shared b tile.
+    map->box = {plan_.tileN / plan_.clusterM, plan_.tileK};
   else
     map->box = {param.dims[0] == plan_.m ? plan_.tileM : plan_.tileN, plan_.tileK};
   map->swizzle = kir::Swizzle::Bytes128;
@@ -178,14 +230,18 @@ Expr MatmulBuilder::tiles(ir::DimId dim, int64_t tile) const {
   return (cx_.dimExtent(dim) + kir::index(tile - 1)) / kir::index(tile);
 }
 
+/// Units of work a persistent CTA (or cluster) takes: output tiles, or with clusters of C
+/// CTAs, groups of C consecutive M tiles.
 Expr MatmulBuilder::tileCount() const {
-  return tiles(plan_.m, plan_.tileM) * tiles(plan_.n, plan_.tileN);
+  return tiles(plan_.m, plan_.tileM * plan_.clusterM) * tiles(plan_.n, plan_.tileN);
 }
 
 /// Persistent CTAs: one an SM, fewer when there are fewer tiles.
 Expr MatmulBuilder::ctaCount() const {
+  int64_t c = plan_.clusterM;
   return kir::foldedBinary(kir::BinaryOp::Min, tileCount(),
-                           kir::index(std::max<int64_t>(plan_.smCount, 1)));
+                           kir::index(std::max<int64_t>(plan_.smCount / c, 1))) *
+         kir::index(c);
 }
 
 // --- Storage ----------------------------------------------------------------------------
@@ -235,8 +291,10 @@ void MatmulBuilder::makeStorage(std::vector<Stmt> &out) {
   }
   sharedBytes_ = offset;
   out.push_back(initBarriers());
-  out.push_back(
-      withOrigin(kir::barrier(), {}, "the barriers are initialized before any thread uses them"));
+  out.push_back(withOrigin(
+      plan_.clusterM > 1 ? kir::clusterBarrier() : kir::barrier(), {},
+      plan_.clusterM > 1 ? "the cluster's barriers are initialized before any thread uses them"
+                         : "the barriers are initialized before any thread uses them"));
 }
 
 Stmt MatmulBuilder::initBarriers() {
@@ -251,8 +309,10 @@ Stmt MatmulBuilder::initBarriers() {
   std::vector<Stmt> inits;
   inits.push_back(init(full_, var("stage"), 1, "one arrival (with the expected bytes) a phase"));
   if (plan_.warpSpecialized)
-    inits.push_back(
-        init(empty_, var("stage"), plan_.warpgroups, "one arrival a consumer warpgroup a phase"));
+    inits.push_back(init(empty_, var("stage"),
+                         plan_.warpgroups * (plan_.multicast ? plan_.clusterM : 1),
+                         plan_.multicast ? "one arrival a consumer warpgroup of the cluster a phase"
+                                         : "one arrival a consumer warpgroup a phase"));
   // The fence makes the initialized barriers visible to the asynchronous proxy, which
   // completes TMA transactions on them (CUDA programming guide, "Using TMA to transfer
   // multi-dimensional arrays").
@@ -269,37 +329,47 @@ Stmt MatmulBuilder::initBarriers() {
 /// N, walking down the group's M tiles first; CTAs running together then share the
 /// operand tiles of a G-row band of A and of a few column tiles of B in L2.
 Stmt MatmulBuilder::forEachTile(const std::function<Stmt()> &body, const std::string &comment) {
+  int64_t c = plan_.clusterM;
   if (plan_.tileWalk == TileWalk::OnePerCta) {
     mTile_ = cta_;
     nTile_ = ctaY_;
     tileIter_ = nullptr;
     return body();
   }
+  // With clusters of C CTAs, the walk is over units of C consecutive M tiles (one a CTA
+  // of the cluster, by rank), clusters taking the place of CTAs.
   tileIter_ = var("tile_iter");
   mTile_ = var("m_tile");
   nTile_ = var("n_tile");
-  kir::VarPtr tile = var("tile"), group = var("group"), firstRow = var("first_m"),
-              groupRows = var("group_rows"), inGroup = var("in_group");
-  Expr ctas = kir::var(ctaCount_), tilesM = tiles(plan_.m, plan_.tileM),
-       tilesN = tiles(plan_.n, plan_.tileN), g = kir::index(plan_.tileGroup);
+  kir::VarPtr tile = var(c > 1 ? "unit" : "tile"), group = var("group"), firstRow = var("first_m"),
+              groupRows = var("group_rows"), inGroup = var("in_group"),
+              row = c > 1 ? var("m_unit") : mTile_;
+  Expr walker = kir::var(c > 1 ? clusterIndex_ : cta_);
+  Expr walkers = c > 1 ? kir::var(ctaCount_) / kir::index(c) : kir::var(ctaCount_);
+  Expr rowsM = tiles(plan_.m, plan_.tileM * c), tilesN = tiles(plan_.n, plan_.tileN);
+  int64_t groupUnits = std::max<int64_t>(1, plan_.tileGroup / c);
+  Expr g = kir::index(groupUnits);
   std::vector<Stmt> walk;
-  walk.push_back(kir::let(tile, kir::var(cta_) + kir::var(tileIter_) * ctas));
-  if (plan_.tileGroup == 1) {
-    walk.push_back(kir::let(mTile_, kir::var(tile) / tilesN, "row by row"));
+  walk.push_back(kir::let(tile, walker + kir::var(tileIter_) * walkers));
+  if (groupUnits == 1) {
+    walk.push_back(kir::let(row, kir::var(tile) / tilesN, "row by row"));
     walk.push_back(kir::let(nTile_, kir::var(tile) % tilesN));
   } else {
     walk.push_back(kir::let(group, kir::var(tile) / (g * tilesN),
                             "groups of " + std::to_string(plan_.tileGroup) + " M tiles"));
     walk.push_back(kir::let(firstRow, kir::var(group) * g));
     walk.push_back(
-        kir::let(groupRows, kir::foldedBinary(kir::BinaryOp::Min, tilesM - kir::var(firstRow), g)));
+        kir::let(groupRows, kir::foldedBinary(kir::BinaryOp::Min, rowsM - kir::var(firstRow), g)));
     walk.push_back(kir::let(inGroup, kir::var(tile) % (g * tilesN)));
-    walk.push_back(kir::let(mTile_, kir::var(firstRow) + kir::var(inGroup) % kir::var(groupRows),
+    walk.push_back(kir::let(row, kir::var(firstRow) + kir::var(inGroup) % kir::var(groupRows),
                             "down the group first"));
     walk.push_back(kir::let(nTile_, kir::var(inGroup) / kir::var(groupRows)));
   }
+  if (c > 1)
+    walk.push_back(kir::let(mTile_, kir::var(row) * kir::index(c) + kir::var(clusterRank_),
+                            "the cluster's M tiles, one a CTA"));
   walk.push_back(body());
-  Expr count = (kir::var(tileCount_) - kir::var(cta_) + ctas - kir::index(1)) / ctas;
+  Expr count = (kir::var(tileCount_) - walker + walkers - kir::index(1)) / walkers;
   return withOrigin(
       kir::forLoop(tileIter_, count, kir::LoopKind::Serial, kir::block(std::move(walk))),
       plan_.tilesOrigin, comment);
@@ -343,8 +413,7 @@ Stmt MatmulBuilder::consumerRole() {
                                          std::to_string(plan_.warpN)));
   body.push_back(forEachTile(
       [&] {
-        return kir::block(
-            {plan_.warpSpecialized ? consumerLoop() : singleRoleLoop(), epilogue()});
+        return kir::block({plan_.warpSpecialized ? consumerLoop() : singleRoleLoop(), epilogue()});
       },
       "this CTA's tiles"));
   if (plan_.epilogueVia == sched::EpilogueKind::SharedTmaStore)
@@ -363,11 +432,10 @@ Stmt MatmulBuilder::consumerRole() {
 /// where no product is in flight.
 Stmt MatmulBuilder::zeroIfNoProduct() {
   kir::VarPtr i = var("i");
-  return kir::ifThen(
-      kir::binary(kir::BinaryOp::Eq, kir::var(kTiles_), kir::index(0)),
-      kir::forLoop(i, kir::index(plan_.accumulators()), kir::LoopKind::Unrolled,
-                   kir::store(acc_, kir::var(i), kir::constant(0, ir::DType::F32))),
-      nullptr, "K = 0: no product wrote the accumulators");
+  return kir::ifThen(kir::binary(kir::BinaryOp::Eq, kir::var(kTiles_), kir::index(0)),
+                     kir::forLoop(i, kir::index(plan_.accumulators()), kir::LoopKind::Unrolled,
+                                  kir::store(acc_, kir::var(i), kir::constant(0, ir::DType::F32))),
+                     nullptr, "K = 0: no product wrote the accumulators");
 }
 
 // --- Shared helpers ------------------------------------------------------------------------
@@ -412,11 +480,16 @@ Expr MatmulBuilder::warpgroupColumn() const {
 
 void MatmulBuilder::makeLaunchShape() {
   kir::LaunchShape &launch = cx_.kernel.launch;
-  if (plan_.tileWalk == TileWalk::Persistent)
+  if (plan_.tileWalk == TileWalk::Persistent) {
     launch.grid = {ctaCount(), kir::index(1), kir::index(1)};
+    launch.gridFromOccupancy = plan_.clusterM > 1;
+  }
   else
-    launch.grid = {tiles(plan_.m, plan_.tileM), tiles(plan_.n, plan_.tileN), kir::index(1)};
+    launch.grid = {tiles(plan_.m, plan_.tileM * plan_.clusterM) * kir::index(plan_.clusterM),
+                   tiles(plan_.n, plan_.tileN), kir::index(plan_.splitK)};
   launch.block = {kir::index(plan_.threads()), kir::index(1), kir::index(1)};
+  if (plan_.clusterM > 1)
+    launch.cluster = {kir::index(plan_.clusterM), kir::index(1), kir::index(1)};
   launch.sharedBytes = kir::index(sharedBytes_);
   launch.maxThreads = plan_.threads();
   // setmaxnreg redistributes the registers of one resident CTA an SM.

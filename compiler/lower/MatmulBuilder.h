@@ -24,6 +24,7 @@
 #include "lower/Matmul.h"
 
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 
@@ -54,6 +55,8 @@ class MatmulBuilder {
 public:
   MatmulBuilder(LowerContext &cx, const MatmulPlan &plan) : cx_(cx), plan_(plan), f_(cx.fusion) {}
   bool run();
+  /// The split-K sum kernel (MatmulSplitK.cpp).
+  bool runSum();
 
 private:
   // --- MatmulBuild.cpp: names, storage, tiles, roles, launch -------------------------------
@@ -90,6 +93,9 @@ private:
 
   // --- MatmulEpilogue.cpp -------------------------------------------------------------------
   kir::Stmt epilogue();
+  /// The fusion's epilogue on `product` (the f32 value of the output element at
+  /// rootIndex), and the stores to the outputs.
+  std::vector<kir::Stmt> epilogueValues(kir::Expr product);
   kir::Stmt elementBody(kir::Expr mi, kir::Expr ni, kir::Expr ns, kir::Expr h, kir::Expr c,
                         kir::Expr accIndex, const kir::VarPtr &row0, const kir::VarPtr &col0);
   kir::Expr outputTileIndex(kir::Expr row, kir::Expr column) const;
@@ -119,11 +125,17 @@ private:
   kir::TensorMapPtr mapA_, mapB_, mapOut_;
   /// Block and thread indices; `consumer_` is the consumer warpgroup (0 .. W - 1).
   kir::VarPtr cta_, ctaY_, tid_, warpgroup_, consumer_;
+  /// split_k: the CTA's part of K (grid z) and its first k tile.
+  kir::VarPtr split_, kFirst_;
+  /// cluster (C, 1): the CTA's rank in its cluster, and (persistent) the cluster's index.
+  kir::VarPtr clusterRank_, clusterIndex_;
   /// The current output tile and its number among this CTA's tiles.
   kir::VarPtr mTile_, nTile_, tileIter_, kTiles_;
   /// Persistent: the output tiles and the CTAs walking them.
   kir::VarPtr tileCount_, ctaCount_;
   kir::BufferPtr aTiles_, bTiles_, full_, empty_, acc_, outTile_;
+  /// The values of the last epilogueValues call, by fusion value id.
+  std::map<unsigned, kir::Expr> lastValues_;
   int64_t sharedBytes_ = 0;
 };
 

@@ -84,43 +84,29 @@ Stmt MatmulBuilder::elementBody(Expr mi, Expr ni, Expr ns, Expr h, Expr c, Expr 
   cx_.rootIndex[plan_.m] = kir::var(row);
   cx_.rootIndex[plan_.n] = kir::var(col);
   std::vector<Stmt> body;
-  std::map<unsigned, Expr> values;
   const ir::Value &product = *plan_.product;
   kir::VarPtr accumulated = kir::makeVar(valueName(product), ir::DType::F32);
   body.push_back(
       fromFusion(kir::let(accumulated, kir::load(acc_, accIndex), product.name), product.range));
-  values[product.id] = kir::var(accumulated);
-  for (const ir::Value *value : plan_.epilogue) {
-    if (roundedByStore(*value)) {
-      values[value->id] = values.at(value->operands[0]->id);
-      continue;
-    }
-    Expr expr;
-    if (value->op == ir::Op::Input) {
-      expr = kir::load(cx_.paramBuffers[value->paramIndex],
-                       cx_.offsetOf(f_.params[value->paramIndex].dims));
-    } else if (value->op == ir::Op::Scalar) {
-      expr = kir::var(cx_.scalarVars[value->paramIndex]);
-    } else if (value->op == ir::Op::Constant) {
-      expr = kir::constant(value->constant, value->dtype);
-    } else {
-      std::vector<Expr> operands;
-      for (const ir::Value *operand : value->operands)
-        operands.push_back(values.at(operand->id));
-      expr = pointwiseOperation(*value, operands);
-    }
-    kir::VarPtr v = kir::makeVar(valueName(*value), value->dtype);
-    body.push_back(fromFusion(kir::let(v, expr, value->name), value->range));
-    values[value->id] = kir::var(v);
-  }
-  for (unsigned o = 0; o < f_.outputs.size(); ++o) {
-    const ir::Output &output = f_.outputs[o];
-    Stmt store = plan_.sharedEpilogue()
-                     ? kir::store(outTile_, outputTileIndex(kir::var(r), kir::var(cc)),
-                                  values.at(output.value->id))
-                     : kir::store(cx_.outputBuffers[o], cx_.offsetOf(output.dims),
-                                  values.at(output.value->id));
-    body.push_back(fromFusion(store, output.range));
+  if (plan_.splitK > 1) {
+    // split_k: the partial product goes to its slice of the workspace; the second kernel
+    // adds the slices and applies the epilogue.
+    Expr m = cx_.dimExtent(plan_.m), n = cx_.dimExtent(plan_.n);
+    body.push_back(kir::store(plan_.partials,
+                              (kir::var(split_) * m + kir::var(row)) * n + kir::var(col),
+                              kir::var(accumulated)));
+  } else if (plan_.sharedEpilogue()) {
+    std::vector<Stmt> values = epilogueValues(kir::var(accumulated));
+    // The values but the stores, which go to the shared tile instead.
+    for (unsigned o = 0; o < f_.outputs.size(); ++o)
+      values.pop_back();
+    body.insert(body.end(), values.begin(), values.end());
+    body.push_back(fromFusion(kir::store(outTile_, outputTileIndex(kir::var(r), kir::var(cc)),
+                                         lastValues_.at(f_.outputs[0].value->id)),
+                              f_.outputs[0].range));
+  } else {
+    std::vector<Stmt> values = epilogueValues(kir::var(accumulated));
+    body.insert(body.end(), values.begin(), values.end());
   }
   // Elements past the output's edges are not computed (their bias or residual would be
   // read out of bounds): the tile's parts there stay unwritten, and no store reaches them.
@@ -223,6 +209,43 @@ Stmt MatmulBuilder::storeOutputTile() {
   out.push_back(kir::forLoop(step, kir::index((chunks + threads - 1) / threads),
                              kir::LoopKind::Serial, perStep, plan_.epilogueOrigin));
   return kir::block(std::move(out));
+}
+
+std::vector<Stmt> MatmulBuilder::epilogueValues(Expr product) {
+  std::vector<Stmt> body;
+  std::map<unsigned, Expr> &values = lastValues_;
+  values.clear();
+  values[plan_.product->id] = std::move(product);
+  for (const ir::Value *value : plan_.epilogue) {
+    if (roundedByStore(*value)) {
+      values[value->id] = values.at(value->operands[0]->id);
+      continue;
+    }
+    Expr expr;
+    if (value->op == ir::Op::Input) {
+      expr = kir::load(cx_.paramBuffers[value->paramIndex],
+                       cx_.offsetOf(f_.params[value->paramIndex].dims));
+    } else if (value->op == ir::Op::Scalar) {
+      expr = kir::var(cx_.scalarVars[value->paramIndex]);
+    } else if (value->op == ir::Op::Constant) {
+      expr = kir::constant(value->constant, value->dtype);
+    } else {
+      std::vector<Expr> operands;
+      for (const ir::Value *operand : value->operands)
+        operands.push_back(values.at(operand->id));
+      expr = pointwiseOperation(*value, operands);
+    }
+    kir::VarPtr v = kir::makeVar(valueName(*value), value->dtype);
+    body.push_back(fromFusion(kir::let(v, expr, value->name), value->range));
+    values[value->id] = kir::var(v);
+  }
+  for (unsigned o = 0; o < f_.outputs.size(); ++o) {
+    const ir::Output &output = f_.outputs[o];
+    body.push_back(fromFusion(
+        kir::store(cx_.outputBuffers[o], cx_.offsetOf(output.dims), values.at(output.value->id)),
+        output.range));
+  }
+  return body;
 }
 
 /// A cast to bf16 or f16 that only outputs of that type store: the store rounds the

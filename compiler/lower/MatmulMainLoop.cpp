@@ -69,7 +69,7 @@ Expr MatmulBuilder::useNumber(std::vector<Stmt> &body, const kir::VarPtr &it,
 
 /// Expect the stage's bytes, then load k tile `kTile` of both operands into `stage`.
 Stmt MatmulBuilder::loadStage(Expr kTile, Expr stage) {
-  Expr k = kTile * kir::index(plan_.tileK);
+  Expr k = (kFirst_ ? kir::var(kFirst_) + kTile : kTile) * kir::index(plan_.tileK);
   int64_t bytes = plan_.stageBytes();
   return kir::block({
       mbarrierOp(StmtKind::MBarrierArriveExpectTx, full_, stage, kir::index(bytes),
@@ -85,13 +85,31 @@ Stmt MatmulBuilder::loadStage(Expr kTile, Expr stage) {
 /// 64 x 128 bytes, consecutive (the N-major wgmma operand's "leading" stride).
 Stmt MatmulBuilder::loadB(const Expr &k, const Expr &stage) {
   Expr base = stage * kir::index(tileElements(plan_.tileN));
-  if (plan_.b.kContiguous)
-    return tmaLoad(mapB_, {kir::var(nTile_) * kir::index(plan_.tileN), k}, bTiles_, base, full_,
-                   stage);
+  // With multicast, the CTA of rank r loads part r of C of the tile into every CTA of the
+  // cluster (the same offset, each CTA's full barrier counting the bytes).
+  int64_t c = plan_.multicast ? plan_.clusterM : 1;
+  Expr mask = plan_.multicast ? kir::index((int64_t(1) << c) - 1) : nullptr;
+  auto multicast = [&](Stmt load) {
+    if (!mask)
+      return load;
+    auto s = std::make_shared<kir::StmtNode>(*load);
+    s->multicastMask = mask;
+    s->comment = "1/" + std::to_string(c) + " of the b tile, into every CTA of the cluster";
+    s->origin = plan_.clusterOrigin;
+    return Stmt(s);
+  };
+  if (plan_.b.kContiguous) {
+    int64_t rows = plan_.tileN / c;
+    Expr part = mask ? kir::var(clusterRank_) * kir::index(rows) : kir::index(0);
+    return multicast(tmaLoad(mapB_, {kir::var(nTile_) * kir::index(plan_.tileN) + part, k}, bTiles_,
+                             base + part * kir::index(plan_.tileK), full_, stage));
+  }
   int64_t span = 128 / operandBytes(), blocks = plan_.tileN / span;
-  return unrolled("block", blocks, [&](Expr j) {
-    return tmaLoad(mapB_, {k, kir::var(nTile_) * kir::index(plan_.tileN) + j * kir::index(span)},
-                   bTiles_, base + j * kir::index(plan_.tileK * span), full_, stage);
+  return unrolled("block", blocks / c, [&](Expr jj) {
+    Expr j = mask ? kir::var(clusterRank_) * kir::index(blocks / c) + jj : jj;
+    return multicast(tmaLoad(mapB_,
+                             {k, kir::var(nTile_) * kir::index(plan_.tileN) + j * kir::index(span)},
+                             bTiles_, base + j * kir::index(plan_.tileK * span), full_, stage));
   });
 }
 
@@ -122,8 +140,7 @@ Stmt MatmulBuilder::mmaOnStage(const Expr &stage, const Expr &kTile) {
         w->shape = kir::WgmmaShape{64, static_cast<int>(in), 16};
         w->inputType = plan_.a.dtype;
         w->buffer = acc_;
-        w->accumulate = kir::binary(kir::BinaryOp::Or, kir::index(0) < kTile,
-                                    kir::index(0) < ks);
+        w->accumulate = kir::binary(kir::BinaryOp::Or, kir::index(0) < kTile, kir::index(0) < ks);
         w->index = (mi * kir::index(plan_.instructionsN()) + ni) * kir::index(in / 2);
         w->operandA = aTiles_;
         w->offsetA = stage * kir::index(tileElements(plan_.tileM)) +
@@ -162,11 +179,21 @@ Stmt MatmulBuilder::consumerLoop() {
   int64_t inFlight = s > 1 ? 1 : 0;
   kir::VarPtr kTile = var("k_tile"), it = var("it"), stage = var("stage");
   Expr leader = kir::binary(kir::BinaryOp::Eq, kir::var(tid_) % kir::index(128), kir::index(0));
-  auto release = [&](Expr use, std::string comment) {
-    return kir::ifThen(leader,
-                       mbarrierOp(StmtKind::MBarrierArrive, empty_, use % kir::index(s), nullptr,
-                                  std::move(comment)),
-                       nullptr, "one thread a warpgroup");
+  // With multicast, the stage is released in every CTA of the cluster: their producers
+  // write into this CTA's stage too.
+  auto release = [&](Expr use, const std::string &comment) {
+    Expr at = use % kir::index(s);
+    if (!plan_.multicast)
+      return kir::ifThen(leader, mbarrierOp(StmtKind::MBarrierArrive, empty_, at, nullptr, comment),
+                         nullptr, "one thread a warpgroup");
+    Stmt arrivals = unrolled("peer", plan_.clusterM, [&](Expr peer) {
+      auto arrive = hopperNode(StmtKind::MBarrierArrive, comment + ", in each CTA of the cluster");
+      arrive->buffer = empty_;
+      arrive->index = at;
+      arrive->ctaRank = peer;
+      return Stmt(arrive);
+    });
+    return kir::ifThen(leader, arrivals, nullptr, "one thread a warpgroup");
   };
   std::vector<Stmt> body;
   Expr use = useNumber(body, it, kTile);

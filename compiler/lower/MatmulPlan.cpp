@@ -250,15 +250,11 @@ private:
   void matmulDirectives(std::vector<Refusal> &refusals) {
     const sched::MatmulSchedule &mm = schedule_.matmul;
     for (const auto &tiles : mm.tiles)
-      if (tiles.order == sched::TileOrder::StreamK || tiles.order == sched::TileOrder::SplitK)
-        refusals.push_back(
-            {tiles.origin.range, "tiles " + sched::tileOrderName(tiles.order).str() +
-                                     ": not lowered yet (tiles one_per_cta, or tiles persistent "
-                                     "[swizzle N])"});
-    if (mm.cluster)
-      refusals.push_back({mm.cluster->origin.range,
-                          "cluster: thread-block clusters (and TMA multicast) are not lowered "
-                          "yet (remove the directive)"});
+      if (tiles.order == sched::TileOrder::StreamK)
+        refusals.push_back({tiles.origin.range, "tiles stream_k: not lowered yet (tiles "
+                                                "one_per_cta, persistent [swizzle N] or "
+                                                "split_k N)"});
+
     if (mm.epilogue && mm.epilogue->via != sched::EpilogueKind::Registers)
       sharedEpilogue(refusals);
     if (mm.pipeline && !mm.pipeline->viaTma)
@@ -408,13 +404,68 @@ private:
           "tiles persistent" +
           (mm.tiles[0].parameter ? " swizzle " + std::to_string(plan_->tileGroup) : "");
     }
+    if (!mm.tiles.empty() && mm.tiles[0].order == sched::TileOrder::SplitK) {
+      const sched::Count *split = mm.tiles[0].parameter ? &*mm.tiles[0].parameter : nullptr;
+      if (!split || split->value < 1 || split->value > 64)
+        return unsupported("split_k takes 1 to 64 parts of K",
+                           split ? split->range : mm.tiles[0].origin.range);
+      plan_->splitK = split->value;
+      plan_->tilesOrigin.text = "tiles split_k " + std::to_string(plan_->splitK);
+      if (mm.epilogue && mm.epilogue->via != sched::EpilogueKind::Registers && plan_->splitK > 1)
+        return unsupported("split_k: the epilogue runs in the kernel that adds the partial "
+                           "tiles, element by element; write 'epilogue via registers'",
+                           mm.epilogue->origin.range);
+    }
     plan_->epilogueVia = mm.epilogue ? mm.epilogue->via : sched::EpilogueKind::Registers;
     plan_->epilogueOrigin = {
         plan_->epilogueVia == sched::EpilogueKind::Registers ? "epilogue via registers"
         : plan_->epilogueVia == sched::EpilogueKind::Shared  ? "epilogue via shared"
                                                              : "epilogue via shared tma_store",
         mm.epilogue ? mm.epilogue->origin.range : mma.origin.range};
-    return planWarpRoles();
+    return planWarpRoles() && planCluster();
+  }
+
+  /// `cluster (C, 1) [multicast]`: C consecutive M tiles of one N tile a cluster.
+  bool planCluster() {
+    const sched::MatmulSchedule &mm = schedule_.matmul;
+    if (!mm.cluster)
+      return true;
+    const sched::Applied<sched::Cluster> &cluster = *mm.cluster;
+    if (cluster.shape.size() != 2)
+      return unsupported("a cluster of (M CTAs, N CTAs)", cluster.origin.range);
+    if (cluster.shape[1].value != 1)
+      return unsupported("a cluster along N: clusters of consecutive M tiles, (2, 1) or (4, 1), "
+                         "are lowered",
+                         cluster.shape[1].range);
+    int64_t c = cluster.shape[0].value;
+    if (c != 1 && c != 2 && c != 4)
+      return unsupported(llvm::formatv("a cluster of {0} M tiles: 1, 2 or 4 are lowered", c).str(),
+                         cluster.shape[0].range);
+    if (plan_->splitK > 1 && c > 1)
+      return unsupported("cluster with split_k: the parts of K run as a grid z of their own",
+                         cluster.origin.range);
+    plan_->clusterM = c;
+    plan_->multicast = cluster.multicast && c > 1;
+    plan_->clusterOrigin = {"cluster (" + std::to_string(c) + ", 1)" +
+                                (cluster.multicast ? " multicast" : ""),
+                            cluster.origin.range};
+    if (plan_->multicast) {
+      if (!plan_->warpSpecialized)
+        return unsupported("cluster multicast without warp_specialize: a stage another CTA "
+                           "writes into is freed by the consumers' empty barriers, which only "
+                           "the producer warpgroup waits on",
+                           cluster.origin.range);
+      // Each CTA loads 1/C of the b tile: whole 64-column blocks when N is contiguous.
+      int64_t span = 128 / ir::dtypeBytes(plan_->b.dtype);
+      if (plan_->tileN % c != 0 || (!plan_->b.kContiguous && (plan_->tileN / span) % c != 0) ||
+          plan_->tileN / c < 8)
+        return unsupported(llvm::formatv("cluster multicast: the b tile of {0} rows does not "
+                                         "split into {1} equal boxes",
+                                         plan_->tileN, c)
+                               .str(),
+                           cluster.origin.range);
+    }
+    return true;
   }
 
   /// `warp_specialize producer(regs P), consumers(W, regs C)`: the consumers are the

@@ -15,7 +15,9 @@
 //               epilogue via registers       (also the default)
 //               epilogue via shared [tma_store]   (one output over [M, N], N contiguous)
 //               pdl                          (every sm_90 kernel has it)
-//   refused     tiles stream_k|split_k, cluster, a pipeline not via TMA, and the loop
+//               tiles split_k N              (two kernels: partial tiles, then their sum)
+//               cluster (C, 1) [multicast]  (C = 2 or 4; multicast with warp_specialize)
+//   refused     tiles stream_k, clusters along N, a pipeline not via TMA, and the loop
 //               directives of the other schedules (split, parallelize, persistent, ...)
 //
 // Operands: `a: bf16|f16[M, K]` (K contiguous) and `b: bf16|f16[N, K]` or `[K, N]` (N
@@ -76,6 +78,17 @@ struct MatmulPlan {
   /// Persistent CTAs at most (the target's SMs).
   int64_t smCount = 132;
   sched::EpilogueKind epilogueVia = sched::EpilogueKind::Registers;
+  /// split_k N: K split over N CTAs a tile (grid z); each stores its f32 partial tile to
+  /// `partials` ([N, M, N] f32, a workspace), and a second kernel adds them in order and
+  /// applies the epilogue. 1: no split.
+  int64_t splitK = 1;
+  /// cluster (C, 1) [multicast]: C CTAs of consecutive M tiles with the same N tile run as
+  /// a cluster; with multicast each loads 1/C of the b tile they share and TMA writes it
+  /// into all of them (their empty barriers then count the consumers of the cluster).
+  int64_t clusterM = 1;
+  bool multicast = false;
+  kir::Origin clusterOrigin;
+  kir::BufferPtr partials; // set by the lowering when splitK > 1
   /// The values the epilogue computes per accumulator element, in fusion order
   /// (inputs, scalars and constants included; the product itself is the accumulator).
   std::vector<const ir::Value *> epilogue;

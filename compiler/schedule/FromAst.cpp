@@ -292,8 +292,9 @@ static std::optional<std::string> refusedKnob(const std::string &knob, const std
       {"split_k", "'tiles split_k N'"},
       {"swizzle", "'tiles persistent swizzle N'"}};
   if (auto directive = matmul.find(knob); directive != matmul.end())
-    return llvm::formatv("auto(matmul) is not written yet (matrix products are not lowered "
-                         "yet), so no heuristic reads it; schedule the product by hand with {0}",
+    return llvm::formatv("auto(matmul) does not take knobs yet (it picks tiles, stages and the "
+                         "tile order from the shape); print its choice with --emit=schedule and "
+                         "edit it, or schedule the product by hand with {0}",
                          directive->second)
         .str();
   return std::nullopt;

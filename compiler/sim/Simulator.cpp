@@ -1,6 +1,7 @@
-// Simulator.cpp — the Kernel IR interpreted: every block of a launch, its warps run one at
-// a time until they wait for each other, the threads of a warp in lockstep over a mask,
-// with the memory and synchronisation checks of Simulator.h.
+// Simulator.cpp — the Kernel IR interpreted: every block of a launch (the blocks of a
+// cluster together), its warps run one at a time until they wait for each other, the
+// threads of a warp in lockstep over a mask, with the memory and synchronisation checks of
+// Simulator.h.
 #include "sim/Simulator.h"
 
 #include "kir/Mutator.h"
@@ -388,15 +389,19 @@ public:
       fail("the kernel has no body");
     checkParameters();
     configureLaunch();
+    configureCluster();
     assignSlots();
-    for (int64_t z = 0; z < grid_[2]; ++z)
-      for (int64_t y = 0; y < grid_[1]; ++y)
-        for (int64_t x = 0; x < grid_[0]; ++x)
-          runBlock({x, y, z});
+    // Cluster by cluster (block by block without one), in the grid's x-fastest order.
+    for (int64_t z = 0; z < grid_[2]; z += cluster_[2])
+      for (int64_t y = 0; y < grid_[1]; y += cluster_[1])
+        for (int64_t x = 0; x < grid_[0]; x += cluster_[0])
+          runCluster({x, y, z});
   }
 
 private:
   // --- The state of a block ---------------------------------------------------------------
+
+  struct Cta;
 
   /// One 64-bit mbarrier: arrivals and transaction bytes still expected in the current
   /// phase, and the phase number (its parity is what waits test).
@@ -407,7 +412,9 @@ private:
     int64_t phase = 0;
     const Buffer *buffer = nullptr;
     int64_t index = 0;
-    int id = 0; // its component of a warp's `clock`
+    int cta = 0;           // the rank of its CTA in the cluster
+    int id = 0;            // its component of a warp's `clock` (numbered across the cluster)
+    int64_t initEpoch = 0; // the cluster barriers completed before its init (`epoch_`)
     /// What the warps that arrived in the current phase knew, and what those of the last
     /// completed phase knew: a wait that sees that phase complete learns it.
     std::vector<int64_t> gathered, released;
@@ -437,6 +444,7 @@ private:
     Wgmma,      // the four warps of its warpgroup at this wgmma
     SetMaxNReg, // the four warps of its warpgroup at this setmaxnreg
     Registers,  // `want` registers per thread from the block's pool (setmaxnreg.inc)
+    Cluster,    // every warp of every CTA of the cluster at a cluster barrier
   };
 
   /// One mbarrier phase a wait needs complete: the current phase's parity must differ.
@@ -449,6 +457,7 @@ private:
   /// A warp of the block being run: where it is in the body, and what it waits for.
   struct Warp {
     int id = 0;
+    int cta = 0;        // the rank of its CTA in the cluster
     int first = 0;      // the linear id of lane 0
     LaneMask lanes = 0; // the lanes that exist (the last warp may have fewer than 32)
     std::vector<Frame> stack;
@@ -550,7 +559,7 @@ private:
   }
 
   /// Numbers every variable the body reads or writes: each thread keeps its values in
-  /// one row of `values_`. Launch scalars get a slot too, filled in every thread.
+  /// one row of `cta_->values`. Launch scalars get a slot too, filled in every thread.
   void assignSlots() {
     auto add = [&](const Var *v) {
       if (v && v->builtin == kir::Builtin::None)
@@ -571,24 +580,63 @@ private:
     slotTable_.build(slotOf_);
   }
 
-  void runBlock(std::array<int64_t, 3> blockIdx) {
-    blockIdx_ = blockIdx;
-    values_.assign(static_cast<size_t>(threads_) * slots_, 0.0);
-    bound_.assign(values_.size(), 0);
+  /// The cluster the launch groups its blocks in, (1, 1, 1) without one (configureLaunch
+  /// has checked that it divides the grid and its size). Its CTAs run together
+  /// (runCluster).
+  void configureCluster() {
+    int64_t size = 1;
+    for (int d = 0; d < 3; ++d) {
+      cluster_[d] = launchValue(kernel_.launch.cluster[d], "a cluster extent");
+      size *= cluster_[d];
+    }
+    ctas_.resize(static_cast<size_t>(size));
+  }
+
+  /// Runs the CTAs of the cluster whose first block is `origin` together: each has its own
+  /// variables, local and shared memory, mbarriers and warps, and the warps of all of them
+  /// are scheduled round robin (CTA by CTA in rank order, each CTA's by warp id).
+  void runCluster(std::array<int64_t, 3> origin) {
+    barrierById_.clear();
+    epoch_ = 0;
+    for (size_t r = 0; r < ctas_.size(); ++r) {
+      int64_t rank = static_cast<int64_t>(r);
+      enterCta(ctas_[r]);
+      startCta(static_cast<int>(r),
+               {origin[0] + rank % cluster_[0], origin[1] + rank / cluster_[0] % cluster_[1],
+                origin[2] + rank / (cluster_[0] * cluster_[1])});
+    }
+    schedule();
+  }
+
+  /// Makes `cta` the CTA whose warp runs.
+  void enterCta(Cta &cta) {
+    cta_ = &cta;
+    values_ = cta.values.data();
+    bound_ = cta.bound.data();
+  }
+
+  /// Sets up `cta_` as block `blockIdx`, rank `rank` of its cluster, before any warp runs.
+  void startCta(int rank, std::array<int64_t, 3> blockIdx) {
+    Cta &cta = *cta_;
+    cta.rank = rank;
+    cta.blockIdx = blockIdx;
+    cta.values.assign(static_cast<size_t>(threads_) * slots_, 0.0);
+    cta.bound.assign(cta.values.size(), 0);
+    enterCta(cta); // the new storage
     for (const auto &[v, value] : memory_.scalars)
       for (int t = 0; t < threads_; ++t)
         setVariable(t, *v, value);
-    locals_.clear();
-    shared_.clear();
-    mbarriers_.clear();
-    barrierById_.clear();
-    staticSharedEnd_ = 0;
+    cta.locals.clear();
+    cta.shared.clear();
+    cta.mbarriers.clear();
+    cta.staticSharedEnd = 0;
     int count = (threads_ + 31) / 32;
-    warps_.resize(count);
+    cta.warps.resize(count);
     for (int w = 0; w < count; ++w) {
-      Warp &warp = warps_[w];
+      Warp &warp = cta.warps[w];
       int lanes = std::min(32, threads_ - 32 * w);
       warp.id = w;
+      warp.cta = rank;
       warp.first = 32 * w;
       warp.lanes = lanes == 32 ? ~LaneMask(0) : (LaneMask(1) << lanes) - 1;
       warp.stack.clear();
@@ -601,33 +649,68 @@ private:
       warp.registersKnown = kernel_.launch.maxRegisters.has_value();
       warp.clock.clear();
     }
-    registerPool_ = 0;
-    schedule();
+    cta.registerPool = 0;
+    cta.finished = false;
+    cta.unseen.clear();
   }
 
   // --- Warps and their scheduling --------------------------------------------------------
   //
-  // Every warp of the block is a task: an explicit stack of statement cursors (Frame) that
-  // runWarp advances until the warp finishes or has to wait for other warps. A single
-  // thread runs all of them, one at a time, so the simulation stays deterministic.
+  // Every warp of the cluster (of the block, without a cluster) is a task: an explicit
+  // stack of statement cursors (Frame) that runWarp advances until the warp finishes or
+  // has to wait for other warps. A single thread runs all of them, one at a time, so the
+  // simulation stays deterministic. `cta_` is the CTA of the warp that runs.
 
-  /// Runs the warps of the block round robin by warp id, each until it finishes or waits,
-  /// until all have finished; a pass in which no warp can move is a deadlock.
+  /// Runs the warps of the cluster round robin (CTA by CTA, each CTA's by warp id), each
+  /// until it finishes or waits, until all have finished; a pass in which no warp can move
+  /// is a deadlock.
   void schedule() {
     for (;;) {
       bool moved = false, finished = true;
-      for (Warp &warp : warps_) {
-        if (runnable(warp)) {
-          runWarp(warp);
-          moved = true;
+      for (Cta &cta : ctas_) {
+        if (cta.finished)
+          continue;
+        enterCta(cta);
+        bool done = true;
+        for (Warp &warp : cta.warps) {
+          if (runnable(warp)) {
+            runWarp(warp);
+            moved = true;
+          }
+          done = done && warp.done;
         }
-        finished = finished && warp.done;
+        if (done)
+          finishCta(cta);
+        finished = finished && done;
       }
       if (finished)
         return;
       if (!moved)
         deadlock();
     }
+  }
+
+  /// The warps of `cta` (`cta_`) have all finished, so it exits: no peer may reach its
+  /// shared memory any more, and nothing a peer did to it may still be in flight (see
+  /// Cta::unseen). Nor may a barrier hold bytes that no arrival expected.
+  void finishCta(Cta &cta) {
+    cta.finished = true;
+    for (const auto &[key, barrier] : cta.mbarriers)
+      if (barrier.tx < 0)
+        fault(-1, llvm::formatv("the block exits with {0} transaction bytes completed on "
+                                "mbarrier {1} that no arrival expected",
+                                -barrier.tx, barrierName(barrier)));
+    if (cta.unseen.empty())
+      return;
+    const Cta::Unseen &u = cta.unseen.front();
+    fault(-1,
+          llvm::formatv("CTA {0} exits while {1} of CTA {2} on its mbarrier {3} may still be "
+                        "in flight: no warp of CTA {0} has waited for the phase it completes{4}",
+                        cta.rank, u.async ? "a multicast TMA load" : "an arrival", u.from,
+                        barrierName(*u.barrier),
+                        u.async ? " (a multicast into a CTA that does not wait for it)"
+                                : ", and no cluster barrier has followed (a missing cluster "
+                                  "barrier at the end of the kernel)"));
   }
 
   /// Whether `warp` can continue now. A warp waiting at a meeting (a barrier, a block
@@ -654,6 +737,7 @@ private:
     case Wait::Named:
     case Wait::Wgmma:
     case Wait::SetMaxNReg:
+    case Wait::Cluster:
       return false;
     }
     FSL_UNREACHABLE("wait kind");
@@ -797,7 +881,7 @@ private:
   /// warpgroup `group`.
   int threadsWaiting(Wait kind, const StmtNode *s, int group = -1) const {
     int threads = 0;
-    for (const Warp &w : warps_)
+    for (const Warp &w : cta_->warps)
       if (w.wait == kind && w.at == s && (group < 0 || w.id / 4 == group))
         threads += std::popcount(w.waiting);
     return threads;
@@ -806,7 +890,7 @@ private:
   /// The warps that wait for `kind` at `s` (in warpgroup `group`, if not negative).
   std::vector<Warp *> warpsWaiting(Wait kind, const StmtNode *s, int group = -1) {
     std::vector<Warp *> found;
-    for (Warp &w : warps_)
+    for (Warp &w : cta_->warps)
       if (w.wait == kind && w.at == s && (group < 0 || w.id / 4 == group))
         found.push_back(&w);
     return found;
@@ -835,12 +919,22 @@ private:
     return warp.first + std::countr_zero(warp.waiting ? warp.waiting : warp.lanes);
   }
 
-  /// Why `warp` cannot go on, once no warp can.
+  /// The warps of the cluster at a cluster barrier (any statement: the hardware has one).
+  std::vector<Warp *> warpsAtClusterBarrier() {
+    std::vector<Warp *> found;
+    for (Cta &cta : ctas_)
+      for (Warp &w : cta.warps)
+        if (w.wait == Wait::Cluster)
+          found.push_back(&w);
+    return found;
+  }
+
+  /// Why `warp` (of `cta_`) cannot go on, once no warp can.
   std::string waitReason(const Warp &warp) {
     // Whether every warp not waiting at this statement has finished: then the meeting is a
     // barrier in divergent code rather than a cycle of waits.
     auto othersFinished = [&] {
-      for (const Warp &w : warps_)
+      for (const Warp &w : cta_->warps)
         if (!w.done && !(w.wait == warp.wait && w.at == warp.at))
           return false;
       return true;
@@ -850,6 +944,18 @@ private:
     switch (warp.wait) {
     case Wait::None:
       break;
+    case Wait::Cluster: {
+      int arrived = 0;
+      for (const Warp *w : warpsAtClusterBarrier())
+        arrived += std::popcount(w->waiting);
+      bool othersDone = true; // then the barrier is in divergent code
+      for (const Cta &cta : ctas_)
+        for (const Warp &w : cta.warps)
+          othersDone = othersDone && (w.done || w.wait == Wait::Cluster);
+      return llvm::formatv("cluster barrier reached by {0} of the {1} threads of the cluster{2}",
+                           arrived, threads_ * static_cast<int64_t>(ctas_.size()),
+                           othersDone ? " (a barrier in divergent code)" : "");
+    }
     case Wait::Barrier:
       return llvm::formatv("__syncthreads reached by {0} of {1} threads{2}",
                            threadsWaiting(Wait::Barrier, &s), threads_, divergent);
@@ -858,7 +964,7 @@ private:
                            threadsWaiting(Wait::Reduce, &s), threads_, divergent);
     case Wait::Named: {
       int arrived = 0;
-      for (const Warp &w : warps_)
+      for (const Warp &w : cta_->warps)
         if (w.wait == Wait::Named && w.at->barrierId == s.barrierId)
           arrived += std::popcount(w.waiting);
       return llvm::formatv("named barrier {0} expects {1} threads but {2} arrive together",
@@ -880,49 +986,64 @@ private:
                            threadsWaiting(Wait::SetMaxNReg, &s, warp.id / 4), warp.id / 4);
     case Wait::Registers: {
       int64_t wanted = 0;
-      for (const Warp &w : warps_)
+      for (const Warp &w : cta_->warps)
         wanted += 32 * (w.wait == Wait::Registers ? w.want : w.registers);
       return llvm::formatv(
           "setmaxnreg.inc {0} waits for {1} registers but the block's pool holds {2}: its warps "
           "would hold {3} registers, the block has {4} ({5} per thread at launch, {6} per SM)",
-          warp.want, 32 * (warp.want - warp.registers), registerPool_, wanted,
-          32 * initialRegisters_ * static_cast<int64_t>(warps_.size()), initialRegisters_,
+          warp.want, 32 * (warp.want - warp.registers), cta_->registerPool, wanted,
+          32 * initialRegisters_ * static_cast<int64_t>(cta_->warps.size()), initialRegisters_,
           limits_.registersPerSm);
     }
     }
     FSL_UNREACHABLE("a deadlock reason for a warp that does not wait");
   }
 
-  /// "warp 3", "warps 4-7, 9".
-  static std::string warpList(const std::vector<int> &ids) {
-    std::string text = ids.size() == 1 ? "warp " : "warps ";
-    for (size_t i = 0; i < ids.size();) {
-      size_t j = i;
-      while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1)
-        ++j;
-      text += (i ? ", " : "") + std::to_string(ids[i]) +
-              (j > i ? "-" + std::to_string(ids[j]) : std::string());
-      i = j + 1;
+  /// "warp 3", "warps 4-7, 9"; in a cluster of several CTAs, "CTA 0 warps 0-3, CTA 1 warp 4".
+  /// `ids`: (CTA rank, warp id) pairs in order.
+  std::string warpList(const std::vector<std::pair<int, int>> &ids) const {
+    std::string text;
+    for (size_t k = 0; k < ids.size();) {
+      size_t end = k;
+      while (end < ids.size() && ids[end].first == ids[k].first)
+        ++end;
+      text += k ? ", " : "";
+      if (ctas_.size() > 1)
+        text += "CTA " + std::to_string(ids[k].first) + " ";
+      text += end - k == 1 ? "warp " : "warps ";
+      for (size_t i = k; i < end;) {
+        size_t j = i;
+        while (j + 1 < end && ids[j + 1].second == ids[j].second + 1)
+          ++j;
+        text += (i > k ? ", " : "") + std::to_string(ids[i].second) +
+                (j > i ? "-" + std::to_string(ids[j].second) : std::string());
+        i = j + 1;
+      }
+      k = end;
     }
     return text;
   }
 
-  /// No warp can move: each waiting warp's reason, warps with the same reason together.
+  /// No warp can move: each waiting warp's reason, warps with the same reason together
+  /// (across the CTAs of the cluster); the fault is located at the first one.
   [[noreturn]] void deadlock() {
-    std::vector<std::pair<std::string, std::vector<int>>> reasons;
-    std::vector<int> finished;
-    for (const Warp &warp : warps_) {
-      if (warp.done) {
-        finished.push_back(warp.id);
-        continue;
+    std::vector<std::pair<std::string, std::vector<std::pair<int, int>>>> reasons;
+    std::vector<std::pair<int, int>> finished;
+    for (Cta &cta : ctas_) {
+      enterCta(cta); // waitReason's
+      for (const Warp &warp : cta.warps) {
+        if (warp.done) {
+          finished.push_back({cta.rank, warp.id});
+          continue;
+        }
+        std::string reason = waitReason(warp);
+        auto it = std::find_if(reasons.begin(), reasons.end(),
+                               [&](const auto &r) { return r.first == reason; });
+        if (it == reasons.end())
+          reasons.push_back({std::move(reason), {{cta.rank, warp.id}}});
+        else
+          it->second.push_back({cta.rank, warp.id});
       }
-      std::string reason = waitReason(warp);
-      auto it = std::find_if(reasons.begin(), reasons.end(),
-                             [&](const auto &r) { return r.first == reason; });
-      if (it == reasons.end())
-        reasons.push_back({std::move(reason), {warp.id}});
-      else
-        it->second.push_back(warp.id);
     }
     FSL_INTERNAL_ASSERT(!reasons.empty(), "a deadlock without a waiting warp");
     std::string message = "deadlock: ";
@@ -931,7 +1052,9 @@ private:
     if (!finished.empty())
       message +=
           "; " + warpList(finished) + (finished.size() == 1 ? " has" : " have") + " finished";
-    fault(firstWaiting(warps_[reasons.front().second.front()]), message);
+    auto [rank, id] = reasons.front().second.front();
+    enterCta(ctas_[rank]);
+    fault(firstWaiting(cta_->warps[id]), message);
   }
 
   // --- Threads and their variables ------------------------------------------------------
@@ -941,8 +1064,10 @@ private:
   }
 
   [[noreturn]] void fault(int thread, const llvm::Twine &message) const {
-    std::string where =
-        llvm::formatv("block ({0}, {1}, {2})", blockIdx_[0], blockIdx_[1], blockIdx_[2]);
+    std::string where = llvm::formatv("block ({0}, {1}, {2})", cta_->blockIdx[0], cta_->blockIdx[1],
+                                      cta_->blockIdx[2]);
+    if (ctas_.size() > 1)
+      where += llvm::formatv(" (CTA {0} of its cluster)", cta_->rank).str();
     if (thread >= 0) {
       std::array<int64_t, 3> tid = threadIdx(thread);
       where += llvm::formatv(", thread ({0}, {1}, {2})", tid[0], tid[1], tid[2]).str();
@@ -981,17 +1106,19 @@ private:
     case kir::Builtin::ThreadIdxZ:
       return static_cast<double>(tid[2]);
     case kir::Builtin::BlockIdxX:
-      return static_cast<double>(blockIdx_[0]);
+      return static_cast<double>(cta_->blockIdx[0]);
     case kir::Builtin::BlockIdxY:
-      return static_cast<double>(blockIdx_[1]);
+      return static_cast<double>(cta_->blockIdx[1]);
     case kir::Builtin::BlockIdxZ:
-      return static_cast<double>(blockIdx_[2]);
+      return static_cast<double>(cta_->blockIdx[2]);
     case kir::Builtin::BlockDimX:
       return static_cast<double>(block_[0]);
     case kir::Builtin::BlockDimY:
       return static_cast<double>(block_[1]);
     case kir::Builtin::BlockDimZ:
       return static_cast<double>(block_[2]);
+    case kir::Builtin::GridDimX:
+      return static_cast<double>(grid_[0]);
     }
     FSL_UNREACHABLE("a hardware index");
   }
@@ -1066,6 +1193,33 @@ private:
     std::vector<Tag> tags; // per element, once a TMA load wrote the buffer
   };
 
+  /// One CTA (block) of the cluster being run: its threads' variables, its local and
+  /// shared memory, its mbarriers and its warps.
+  struct Cta {
+    int rank = 0; // in the cluster, x fastest
+    std::array<int64_t, 3> blockIdx{0, 0, 0};
+    std::vector<double> values; // threads x slots
+    std::vector<uint8_t> bound;
+    std::unordered_map<const Buffer *, LocalStorage> locals;
+    std::unordered_map<const Buffer *, SharedStorage> shared;
+    int64_t staticSharedEnd = 0;
+    std::map<std::pair<const Buffer *, int64_t>, MBarrier> mbarriers; // nodes stay put
+    std::vector<Warp> warps;
+    int64_t registerPool = 0; // registers given up by setmaxnreg.dec, not yet taken
+    bool finished = false;    // every warp has finished: the CTA has exited
+    /// What other CTAs did to this one's mbarriers (an arrival; a multicast load's data and
+    /// bytes) that may still be in flight on the GPU: no wait of this CTA has seen the phase
+    /// it counts in complete and, for an arrival, no cluster barrier has followed it. The
+    /// CTA must not exit before (finishCta).
+    struct Unseen {
+      const MBarrier *barrier;
+      int64_t phase; // the phase it counts in
+      int from;      // the CTA that did it
+      bool async;    // a multicast load's bytes (else an arrival)
+    };
+    std::vector<Unseen> unseen;
+  };
+
   /// A read of TMA-loaded data by a warp that has not seen the load complete is a missing
   /// (or wrong-parity) mbarrier wait. The simulator's TMA completes at once, so without
   /// this the read would see the right data under this schedule only.
@@ -1074,7 +1228,7 @@ private:
     const Tag &tag = shared.tags[at];
     if (tag.barrier < 0)
       return;
-    const std::vector<int64_t> &clock = warps_[warp].clock;
+    const std::vector<int64_t> &clock = cta_->warps[warp].clock;
     if (static_cast<size_t>(tag.barrier) < clock.size() && clock[tag.barrier] >= tag.phase)
       return;
     fault(t, llvm::formatv("{0}[{1}] is read before warp {2} has seen the TMA load that wrote "
@@ -1102,8 +1256,8 @@ private:
   }
 
   SharedStorage &sharedOf(const Buffer &buffer, int t) {
-    auto it = shared_.find(&buffer);
-    if (it == shared_.end())
+    auto it = cta_->shared.find(&buffer);
+    if (it == cta_->shared.end())
       fault(t, "shared buffer " + buffer.name + " is used before its allocation");
     return it->second;
   }
@@ -1124,8 +1278,8 @@ private:
       size = sharedStorage->elements;
       break;
     case MemorySpace::Local: {
-      auto it = locals_.find(&buffer);
-      if (it == locals_.end() || !it->second.allocated[t])
+      auto it = cta_->locals.find(&buffer);
+      if (it == cta_->locals.end() || !it->second.allocated[t])
         fault(t, "local buffer " + buffer.name + " is used before its allocation");
       data = &it->second.data;
       size = it->second.elements;
@@ -1233,11 +1387,11 @@ private:
     std::array<int64_t, 3> tid = threadIdx(t);
     switch (axis) {
     case kir::Axis::BIDx:
-      return blockIdx_[0];
+      return cta_->blockIdx[0];
     case kir::Axis::BIDy:
-      return blockIdx_[1];
+      return cta_->blockIdx[1];
     case kir::Axis::BIDz:
-      return blockIdx_[2];
+      return cta_->blockIdx[2];
     case kir::Axis::TIDx:
       return tid[0];
     case kir::Axis::TIDy:
@@ -1301,7 +1455,7 @@ private:
                               "parameters and workspaces");
     case MemorySpace::Local: {
       // A declaration: each time a thread reaches it, the array is new and undefined.
-      LocalStorage &local = locals_[&buffer];
+      LocalStorage &local = cta_->locals[&buffer];
       if (local.data.empty()) {
         local.elements = buffer.elements();
         if (local.elements < 1 || local.elements > (int64_t(1) << 24))
@@ -1342,15 +1496,16 @@ private:
                             buffer.name, offset, offset + bytes, dynamicShared_));
     } else {
       // A static __shared__ array: laid out after the ones before it.
-      auto it = shared_.find(&buffer);
-      offset = it != shared_.end() ? it->second.offset
-                                   : (staticSharedEnd_ + alignment - 1) / alignment * alignment;
+      auto it = cta_->shared.find(&buffer);
+      offset = it != cta_->shared.end()
+                   ? it->second.offset
+                   : (cta_->staticSharedEnd + alignment - 1) / alignment * alignment;
     }
     if (offset % alignment != 0)
       fault(mask.front(), llvm::formatv("shared buffer {0} at byte offset {1} is not aligned to "
                                         "the {2} bytes it needs",
                                         buffer.name, offset, alignment));
-    if (auto it = shared_.find(&buffer); it != shared_.end()) {
+    if (auto it = cta_->shared.find(&buffer); it != cta_->shared.end()) {
       // Reached again (a loop): the same memory, its contents kept.
       if (it->second.offset != offset || it->second.elements != elements)
         fault(mask.front(), "shared buffer " + buffer.name + " is allocated again elsewhere");
@@ -1358,7 +1513,7 @@ private:
     }
     // Each buffer has its own storage here, so two live buffers on the same bytes would
     // not see each other's writes as they do on the GPU: refuse rather than differ.
-    for (const auto &[other, storage] : shared_)
+    for (const auto &[other, storage] : cta_->shared)
       if (storage.dynamic == (s.index != nullptr) && offset < storage.offset + storage.bytes &&
           storage.offset < offset + bytes)
         fault(mask.front(),
@@ -1367,13 +1522,13 @@ private:
                             buffer.name, offset, offset + bytes, other->name, storage.offset,
                             storage.offset + storage.bytes));
     if (!s.index)
-      staticSharedEnd_ = offset + bytes;
-    if (staticSharedEnd_ + dynamicShared_ > limits_.maxSharedBytesPerBlock)
+      cta_->staticSharedEnd = offset + bytes;
+    if (cta_->staticSharedEnd + dynamicShared_ > limits_.maxSharedBytesPerBlock)
       fault(mask.front(),
             llvm::formatv("{0} bytes of static and {1} of dynamic shared memory "
                           "exceed the target's {2} per block",
-                          staticSharedEnd_, dynamicShared_, limits_.maxSharedBytesPerBlock));
-    SharedStorage &shared = shared_[&buffer];
+                          cta_->staticSharedEnd, dynamicShared_, limits_.maxSharedBytesPerBlock));
+    SharedStorage &shared = cta_->shared[&buffer];
     shared.offset = offset;
     shared.elements = elements;
     shared.bytes = bytes;
@@ -1479,7 +1634,7 @@ private:
                           threads_));
     await(warp, Wait::Reduce, s, lanes);
     std::vector<Warp *> met = warpsWaiting(Wait::Reduce, &s);
-    if (met.size() < warps_.size())
+    if (met.size() < cta_->warps.size())
       return false;
     // Each (threadIdx.y, threadIdx.z) row combines over threadIdx.x, in x order.
     for (int64_t row = 0; row < block_[1] * block_[2]; ++row) {
@@ -1505,7 +1660,7 @@ private:
                             std::popcount(lanes) + threadsWaiting(Wait::Barrier, &s), threads_));
       await(warp, Wait::Barrier, s, lanes);
       std::vector<Warp *> met = warpsWaiting(Wait::Barrier, &s);
-      if (met.size() < warps_.size())
+      if (met.size() < cta_->warps.size())
         return false;
       release(met);
       return true;
@@ -1521,7 +1676,7 @@ private:
       // The hardware barrier is the id: warps meet there from any statement naming it.
       std::vector<Warp *> met;
       int64_t arrived = 0;
-      for (Warp &w : warps_)
+      for (Warp &w : cta_->warps)
         if (w.wait == Wait::Named && w.at->barrierId == s.barrierId) {
           if (w.expected != expected)
             fault(mask.front(),
@@ -1542,6 +1697,31 @@ private:
       release(met);
       return true;
     }
+    case kir::BarrierKind::Cluster: {
+      // barrier.cluster.arrive.release + wait.acquire (.aligned: the warp's threads
+      // together): every thread of every CTA of the cluster, at whichever cluster barrier
+      // (the hardware has one). What each warp knew before is known to all after.
+      if (lanes != warp.lanes) {
+        int arrived = std::popcount(lanes);
+        for (const Warp *w : warpsAtClusterBarrier())
+          arrived += std::popcount(w->waiting);
+        fault(mask.front(),
+              llvm::formatv("cluster barrier reached by {0} of the {1} threads of the cluster (a "
+                            "barrier in divergent code)",
+                            arrived, threads_ * static_cast<int64_t>(ctas_.size())));
+      }
+      await(warp, Wait::Cluster, s, lanes);
+      std::vector<Warp *> met = warpsAtClusterBarrier();
+      if (met.size() < ctas_.size() * cta_->warps.size())
+        return false;
+      release(met);
+      ++epoch_;
+      // The arrivals on peers' barriers before it have landed (a multicast load's bytes
+      // are asynchronous: only a wait on them tells).
+      for (Cta &cta : ctas_)
+        std::erase_if(cta.unseen, [](const Cta::Unseen &u) { return !u.async; });
+      return true;
+    }
     }
     FSL_UNREACHABLE("barrier kind");
   }
@@ -1551,22 +1731,77 @@ private:
   std::string barrierName(const Buffer &buffer, int64_t index) {
     return llvm::formatv("{0}[{1}]", buffer.name, index).str();
   }
+  /// "full[0]", and " of CTA 1" for a barrier of another CTA of the cluster.
   std::string barrierName(const MBarrier &barrier) {
-    return barrierName(*barrier.buffer, barrier.index);
+    return barrierName(*barrier.buffer, barrier.index) +
+           (barrier.cta != cta_->rank ? " of CTA " + std::to_string(barrier.cta) : "");
   }
 
-  MBarrier *findBarrier(const Buffer &buffer, int64_t index, int t) {
+  /// CTA `rank` of the cluster, whose shared memory thread `t` of this CTA reaches for
+  /// `what` (a multicast TMA load, a remote arrival): a peer must not have exited.
+  Cta &reach(int64_t rank, int t, const char *what) {
+    if (rank < 0 || rank >= static_cast<int64_t>(ctas_.size()))
+      fault(t, llvm::formatv("{0} to CTA {1} of a cluster of {2}", what, rank, ctas_.size()));
+    Cta &peer = ctas_[static_cast<size_t>(rank)];
+    if (&peer == cta_)
+      return peer;
+    if (peer.finished)
+      fault(t, llvm::formatv("{0} to CTA {1}, which has exited (a missing cluster barrier at the "
+                             "end of the kernel)",
+                             what, rank));
+    return peer;
+  }
+
+  /// Shared buffer `buffer` of CTA `peer`, which an operation of thread `t` reaches at the
+  /// offset the buffer has in this CTA: the peer must have allocated it there.
+  SharedStorage &peerShared(Cta &peer, const Buffer &buffer, int t) {
+    SharedStorage &own = sharedOf(buffer, t);
+    if (&peer == cta_)
+      return own;
+    auto it = peer.shared.find(&buffer);
+    if (it == peer.shared.end())
+      fault(t, llvm::formatv("shared buffer {0} of CTA {1} is reached before CTA {1} has "
+                             "allocated it (a missing cluster barrier after the allocations "
+                             "and mbarrier inits?)",
+                             buffer.name, peer.rank));
+    if (it->second.offset != own.offset || it->second.bytes != own.bytes)
+      fault(t, llvm::formatv("shared buffer {0} is bytes [{1}, {2}) here but [{3}, {4}) in CTA "
+                             "{5}; a cluster operation reaches the same offset in every CTA",
+                             buffer.name, own.offset, own.offset + own.bytes, it->second.offset,
+                             it->second.offset + it->second.bytes, peer.rank));
+    return it->second;
+  }
+
+  /// The mbarrier at element `index` of `buffer` in CTA `in` (this one when null), as
+  /// thread `t` of this CTA addresses it.
+  MBarrier *findBarrier(const Buffer &buffer, int64_t index, int t, Cta *in = nullptr) {
     if (buffer.space != MemorySpace::Shared || buffer.dtype != DType::I64)
       fault(t, "mbarrier " + buffer.name + " must be an i64 (u64) slot in shared memory");
     element(buffer, index, t, false); // allocated and in bounds
-    auto it = mbarriers_.find({&buffer, index});
-    return it == mbarriers_.end() ? nullptr : &it->second;
+    Cta &cta = in ? *in : *cta_;
+    if (&cta != cta_) {
+      if (!cta.shared.count(&buffer))
+        return nullptr; // the peer has not come that far: no init either
+      peerShared(cta, buffer, t);
+    }
+    auto it = cta.mbarriers.find({&buffer, index});
+    return it == cta.mbarriers.end() ? nullptr : &it->second;
   }
 
-  MBarrier &liveBarrier(const Buffer &buffer, int64_t index, int t) {
-    MBarrier *barrier = findBarrier(buffer, index, t);
-    if (!barrier)
-      fault(t, "mbarrier " + barrierName(buffer, index) + " is used before mbarrier.init");
+  MBarrier &liveBarrier(const Buffer &buffer, int64_t index, int t, Cta *in = nullptr) {
+    MBarrier *barrier = findBarrier(buffer, index, t, in);
+    if (!in || in == cta_) {
+      if (!barrier)
+        fault(t, "mbarrier " + barrierName(buffer, index) + " is used before mbarrier.init");
+      return *barrier;
+    }
+    // Another CTA's barrier: its init must be ordered before this use by a cluster barrier.
+    if (!barrier || barrier->initEpoch == epoch_)
+      fault(t, llvm::formatv("mbarrier {0} of CTA {1} is used by CTA {2} {3} (a missing cluster "
+                             "barrier after mbarrier.init)",
+                             barrierName(buffer, index), in->rank, cta_->rank,
+                             barrier ? "with no cluster barrier since its init"
+                                     : "before its mbarrier.init"));
     return *barrier;
   }
 
@@ -1585,14 +1820,22 @@ private:
       fault(t, llvm::formatv("mbarrier {0}: an arrival beyond the {1} its phase expects",
                              barrierName(barrier), barrier.expected));
     // What the arriving warp knows is known to whoever sees this phase complete.
-    merge(barrier.gathered, warps_[t / 32].clock);
+    merge(barrier.gathered, cta_->warps[t / 32].clock);
     --barrier.pending;
+    // Bytes may complete before the arrival that expects them (a peer's multicast), but
+    // once every arrival is in the count cannot be negative.
+    if (barrier.pending == 0 && barrier.tx < 0)
+      fault(t, llvm::formatv("mbarrier {0}: the last arrival of its phase finds {1} transaction "
+                             "bytes more completed than expected",
+                             barrierName(barrier), -barrier.tx));
     settle(barrier);
   }
 
   bool execMBarrier(Warp &warp, const StmtNode &s, const Mask &mask) {
     if (!s.buffer)
       fail(kir::stmtKindName(s.kind) + " without its barrier");
+    if (s.ctaRank && s.kind != StmtKind::MBarrierArrive)
+      fault(mask.front(), kir::stmtKindName(s.kind) + " with a CTA rank (only mbarrier.arrive)");
     const Buffer &buffer = *s.buffer;
     if (s.kind == StmtKind::MBarrierWait)
       warp.conditions.clear();
@@ -1622,17 +1865,25 @@ private:
     if (count < 1 || count >= (int64_t(1) << 20))
       fault(t, llvm::formatv("mbarrier.init of {0} with {1} arrivals (1 .. 2^20-1)",
                              barrierName(buffer, index), count));
-    MBarrier &barrier = mbarriers_[{&buffer, index}];
+    MBarrier &barrier = cta_->mbarriers[{&buffer, index}];
     barrier.expected = barrier.pending = count;
     barrier.buffer = &buffer;
     barrier.index = index;
+    barrier.cta = cta_->rank;
+    barrier.initEpoch = epoch_;
     barrier.id = static_cast<int>(barrierById_.size());
     barrierById_.push_back(&barrier);
   }
 
-  /// mbarrier.arrive, or mbarrier.arrive.expect_tx with the byte count in `count`.
+  /// mbarrier.arrive (on the barrier at the same offset in CTA `ctaRank` of the cluster,
+  /// if it has one), or mbarrier.arrive.expect_tx with the byte count in `count`.
   void arriveBarrier(const StmtNode &s, const Buffer &buffer, int64_t index, int t) {
-    MBarrier &barrier = liveBarrier(buffer, index, t);
+    Cta *in = s.ctaRank ? &reach(integer(s.ctaRank, t, "an mbarrier.arrive CTA rank"), t,
+                                 "an mbarrier arrival")
+                        : nullptr;
+    MBarrier &barrier = liveBarrier(buffer, index, t, in);
+    if (in && in != cta_)
+      in->unseen.push_back({&barrier, barrier.phase, cta_->rank, /*async=*/false});
     if (s.kind == StmtKind::MBarrierArriveExpectTx) {
       int64_t bytes = integer(s.count, t, "an expected transaction byte count");
       if (bytes < 0)
@@ -1673,6 +1924,10 @@ private:
       }
       c.passed = true;
       if (barrier.phase > 0) {
+        // What peers did to this CTA in the phases seen complete has landed.
+        std::erase_if(ctas_[warp.cta].unseen, [&](const Cta::Unseen &u) {
+          return u.barrier == &barrier && u.phase < barrier.phase;
+        });
         merge(warp.clock, barrier.released);
         if (warp.clock.size() <= static_cast<size_t>(barrier.id))
           warp.clock.resize(barrier.id + 1, 0);
@@ -1711,8 +1966,8 @@ private:
       fault(t, llvm::formatv("{0} through {1}: box, extents and coordinates of ranks {2}, {3}, "
                              "{4} (1 to 5, all equal)",
                              op, map.name, rank, map.extents.size(), s.coordinates.size()));
-    if (load && s.multicastMask)
-      fault(t, "multicast TMA loads (clusters) are not simulated");
+    if (!load && s.multicastMask)
+      fault(t, "a TMA store with a multicast mask");
     if (tile.space != MemorySpace::Shared)
       fault(t, llvm::formatv("{0} into {1}, which is not in shared memory", op, tile.name));
     if (tile.dtype != global.dtype)
@@ -1771,15 +2026,38 @@ private:
                              shared.offset + start * bytes));
     checkSwizzleBase(tile, shared, map.swizzle, t);
     // A load's data is readable once the phase its bytes count in completes: each element
-    // it writes is tagged with that phase (see `clock`).
-    MBarrier *barrier = nullptr;
+    // it writes is tagged with that phase (see `clock`). A multicast load writes the same
+    // elements of every CTA of its mask, and completes on the barrier of each.
+    struct Destination {
+      SharedStorage *shared;
+      MBarrier *barrier;
+    };
+    std::vector<Destination> destinations;
     if (load) {
       if (!s.barrier)
         fault(t, "TMA load without an mbarrier to complete on");
       int64_t index = s.barrierIndex ? integer(s.barrierIndex, t, "an mbarrier index") : 0;
-      barrier = &liveBarrier(*s.barrier, index, t);
-      if (shared.tags.empty())
-        shared.tags.assign(static_cast<size_t>(shared.elements), Tag{});
+      int64_t ctas = static_cast<int64_t>(ctas_.size());
+      int64_t mask = int64_t(1) << cta_->rank;
+      if (s.multicastMask) {
+        mask = integer(s.multicastMask, t, "a multicast mask");
+        if (mask < 1 || mask >= (int64_t(1) << ctas))
+          fault(t, llvm::formatv("TMA load with multicast mask {0}: a cluster of {1} CTAs has "
+                                 "masks 1 to {2}",
+                                 mask, ctas, (int64_t(1) << ctas) - 1));
+      }
+      for (int64_t rank = 0; rank < ctas; ++rank) {
+        if (!(mask >> rank & 1))
+          continue;
+        Cta &cta = reach(rank, t, "a multicast TMA load");
+        MBarrier &barrier = liveBarrier(*s.barrier, index, t, &cta);
+        SharedStorage &into = peerShared(cta, tile, t);
+        if (&cta != cta_)
+          cta.unseen.push_back({&barrier, barrier.phase, cta_->rank, /*async=*/true});
+        if (into.tags.empty())
+          into.tags.assign(static_cast<size_t>(into.elements), Tag{});
+        destinations.push_back({&into, &barrier});
+      }
     }
 
     // Walk the box in row-major order (innermost last), the order of its dense layout.
@@ -1798,8 +2076,11 @@ private:
         offset = offset * extents[d] + c;
       }
       if (load) {
-        shared.data[at] = inside ? memory[offset] : 0.0; // out of the tensor: zero fill
-        shared.tags[at] = {barrier->id, barrier->phase + 1};
+        double value = inside ? memory[offset] : 0.0; // out of the tensor: zero fill
+        for (const Destination &d : destinations) {
+          d.shared->data[at] = value;
+          d.shared->tags[at] = {d.barrier->id, d.barrier->phase + 1};
+        }
       } else {
         if (!shared.tags.empty())
           checkVisible(tile, shared, at, t / 32, t);
@@ -1812,15 +2093,17 @@ private:
         position[d] = 0;
       }
     }
-    if (!load)
-      return;
-    barrier->tx -= boxElements * bytes; // the whole box counts, zero-filled parts too
-    if (barrier->tx < 0)
-      fault(t,
-            llvm::formatv("TMA load of {0} bytes completes on {1}, which expected {2} bytes "
-                          "fewer (tx count {3})",
-                          boxElements * bytes, barrierName(*barrier), -barrier->tx, barrier->tx));
-    settle(*barrier);
+    for (const Destination &d : destinations) {
+      MBarrier &barrier = *d.barrier;
+      barrier.tx -= boxElements * bytes; // the whole box counts, zero-filled parts too
+      // Before the phase's last arrival the count may go below zero (the arrival that
+      // expects the bytes can come after them); after it, the bytes are too many.
+      if (barrier.tx < 0 && barrier.pending == 0)
+        fault(t, llvm::formatv("TMA load of {0} bytes completes on {1}, which expected {2} bytes "
+                               "fewer (tx count {3})",
+                               boxElements * bytes, barrierName(barrier), -barrier.tx, barrier.tx));
+      settle(barrier);
+    }
   }
 
   // --- wgmma -----------------------------------------------------------------------------
@@ -2006,7 +2289,7 @@ private:
         }
         continue;
       }
-      registerPool_ += 32 * std::max<int64_t>(w->registers - s.registers, 0);
+      cta_->registerPool += 32 * std::max<int64_t>(w->registers - s.registers, 0);
       w->registers = s.registers;
       w->registersKnown = true;
     }
@@ -2016,9 +2299,9 @@ private:
   /// setmaxnreg.inc of `warp` to `want` registers per thread, if the pool holds them.
   bool takeRegisters(Warp &warp, int64_t want) {
     int64_t need = 32 * std::max<int64_t>(want - warp.registers, 0);
-    if (need > registerPool_)
+    if (need > cta_->registerPool)
       return false;
-    registerPool_ -= need;
+    cta_->registerPool -= need;
     warp.registers = want;
     warp.registersKnown = true;
     return true;
@@ -2038,18 +2321,16 @@ private:
   int slots_ = 0;
   int64_t steps_ = 0;
 
-  // The block being run.
-  std::array<int64_t, 3> blockIdx_{0, 0, 0};
-  std::vector<double> values_; // threads x slots
-  std::vector<uint8_t> bound_;
-  std::unordered_map<const Buffer *, LocalStorage> locals_;
-  std::unordered_map<const Buffer *, SharedStorage> shared_;
-  int64_t staticSharedEnd_ = 0;
-  std::map<std::pair<const Buffer *, int64_t>, MBarrier> mbarriers_; // nodes stay put
+  // The cluster being run (one CTA without a cluster): its CTAs in rank order, the one
+  // whose warp runs, the mbarriers of all of them by id, and the cluster barriers completed.
+  std::array<int64_t, 3> cluster_{1, 1, 1};
+  std::vector<Cta> ctas_;
+  Cta *cta_ = nullptr;
+  double *values_ = nullptr; // cta_->values, cta_->bound: the hottest reads
+  uint8_t *bound_ = nullptr;
   std::vector<MBarrier *> barrierById_;
-  std::vector<Warp> warps_;
+  int64_t epoch_ = 0;
   Mask lanes_;                   // lanesOf's
-  int64_t registerPool_ = 0;     // registers given up by setmaxnreg.dec, not yet taken
   int64_t initialRegisters_ = 0; // per thread, at launch
 };
 
@@ -2129,11 +2410,20 @@ llvm::Expected<eval::EvalResult> simulate(const kir::Program &program,
     storage.emplace_back(static_cast<size_t>(eval::elementCount(output.dims, extents)), NAN);
   }
   std::map<const Buffer *, size_t> workspaceSlot;
-  for (const kir::BufferPtr &workspace : program.workspaces) {
-    if (workspace->shape.empty())
-      return error("workspace " + workspace->name + " has no static size");
-    workspaceSlot[workspace.get()] = storage.size();
-    storage.emplace_back(static_cast<size_t>(workspace->elements()), 0.0);
+  for (const kir::Workspace &workspace : program.workspaces) {
+    int64_t elements = 0;
+    try {
+      LaunchScope scope(dims);
+      elements = exactInteger(evaluate(*workspace.elements, scope), "a workspace size");
+    } catch (const Fault &fault) {
+      return error("workspace " + workspace.buffer->name + ": " + fault.what());
+    }
+    if (elements < 0 || elements > (int64_t(1) << 28))
+      return error(llvm::formatv("workspace {0} of {1} elements: the simulator holds at most 2^28",
+                                 workspace.buffer->name, elements));
+    workspaceSlot[workspace.buffer.get()] = storage.size();
+    // NaN, as the GPU's fresh allocation holds garbage: a read before a write shows.
+    storage.emplace_back(static_cast<size_t>(elements), NAN);
   }
 
   for (unsigned launch : variant->launches) {

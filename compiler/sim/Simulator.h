@@ -1,7 +1,8 @@
 // Simulator.h — an interpreter of the Kernel IR (kir/IR.h) on the CPU.
 //
-// It runs what the CUDA printer emits from the same nodes, block by block. Within a
-// block every thread has its own variables and local buffers. The threads of a warp (32
+// It runs what the CUDA printer emits from the same nodes, block by block, or cluster by
+// cluster when the launch has one (below). Within a block every thread has its own
+// variables and local buffers. The threads of a warp (32
 // consecutive linear thread ids) execute the body in lockstep (SIMT): a statement runs
 // over the warp's mask of active threads, an `if` splits the mask, a serial loop drops a
 // thread once its own extent is done. That makes the synchronisation mistakes of a kernel
@@ -18,12 +19,30 @@
 //   - at an mbarrier wait, until the phase it waits for completes;
 //   - at wgmma and setmaxnreg, until the four warps of its warpgroup are there (the last
 //     one issues the wgmma for the warpgroup); at setmaxnreg.inc, until the block's pool
-//     of registers given up by setmaxnreg.dec holds what it asks for.
+//     of registers given up by setmaxnreg.dec holds what it asks for;
+//   - at a cluster barrier, until every warp of every CTA of the cluster is at one.
 // Then the next warp runs: round robin by warp id, one warp at a time, so a simulation is
 // deterministic. A pass over the warps in which none can move is a deadlock, reported
 // with what each waiting warp waits for ("deadlock: wait on empty[0] parity 0 can never
 // complete (pending arrivals 2, tx bytes 0) in warp 0; wgmma reached by 64 of the 128
 // threads of warpgroup 1 in warps 4-5; warps 1-3 have finished").
+//
+// Clusters. The CTAs of a cluster (LaunchShape::cluster, at most maxClusterSize blocks)
+// run together, each with its own variables, shared memory, mbarriers and warps; their
+// warps are scheduled round robin, CTA by CTA in rank order (x fastest); a deadlock report
+// names the CTA of each warp ("in CTA 0 warps 0-1, CTA 1 warp 0"), and so does a fault
+// ("block (1, 0, 0) (CTA 1 of its cluster)"). A multicast TMA load writes its box into
+// each CTA of its mask at the same shared offset and completes its bytes on the mbarrier
+// at the same offset in each; an mbarrier.arrive with a CTA rank arrives on that CTA's
+// barrier. Both are checked as the GPU needs them, whatever order the simulator runs in:
+//   - the peer's barrier must be initialized, with a cluster barrier completed since its
+//     init (else the peer may see it uninitialized), and the peer must not have exited;
+//   - a CTA must not exit while something a peer did to it may still be in flight: an
+//     arrival that neither a wait of this CTA (on the phase it counts in) nor a later
+//     cluster barrier has ordered, or a multicast load's bytes that no wait has seen;
+//   - transaction bytes may complete before the arrival that expects them (a peer's
+//     multicast can land first), but not after the phase's last arrival, and no block may
+//     exit with bytes that no arrival expected.
 //
 // So a warp-specialized pipeline runs: a producer warp waiting on an "empty" mbarrier
 // resumes once the consumer warps arrive there. The hardware interleaves warps
@@ -68,8 +87,8 @@
 //
 // Not modelled (each reported as an error, never computed differently): threads of one
 // warp that make progress independently (a warp runs in lockstep, so a lane waiting for
-// another lane of its warp deadlocks), shared memory reused by two live buffers, clusters
-// (multicast TMA), and grid reductions. Not checked: races between warps (a store by one
+// another lane of its warp deadlocks), shared memory reused by two live buffers, and grid
+// reductions. Not checked: races between warps (a store by one
 // warp and an access by another with no barrier between them happen in schedule order;
 // a value read before it was written is NaN, as everywhere).
 #pragma once

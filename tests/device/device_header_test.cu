@@ -143,3 +143,30 @@ extern "C" __global__ void __launch_bounds__(384)
   }
   out[threadIdx.x] = accumulator[0];
 }
+
+// The cluster helpers: a cluster of two CTAs, each multicasting half of a tile into both
+// and freeing the peer's stage with a remote arrival, between cluster barriers.
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128)
+    cluster_helpers(const __grid_constant__ CUtensorMap map2, float *__restrict__ out) {
+  uint64_t *barriers = reinterpret_cast<uint64_t *>(fsl_shared);
+  __nv_bfloat16 *tile = reinterpret_cast<__nv_bfloat16 *>(fsl_shared + 1024);
+  const unsigned rank = fsl_cluster_cta_rank();
+  if (threadIdx.x == 0) {
+    fsl_mbarrier_init(&barriers[0], 1);
+    fsl_mbarrier_init(&barriers[1], 2);
+    fsl_fence_proxy_async_shared();
+  }
+  fsl_cluster_sync();
+  if (threadIdx.x == 0) {
+    fsl_mbarrier_arrive_expect_tx(&barriers[0], 2 * 8192);
+    fsl_tma_load_2d_multicast(tile + rank * 4096, &map2, &barriers[0], 0x3,
+                              static_cast<int32_t>(rank) * 64, 0);
+  }
+  fsl_mbarrier_wait(&barriers[0], 0);
+  out[threadIdx.x] = __bfloat162float(tile[threadIdx.x]);
+  if (threadIdx.x == 0) {
+    fsl_mbarrier_arrive_cluster(&barriers[1], rank);
+    fsl_mbarrier_arrive_cluster(&barriers[1], rank ^ 1u);
+  }
+  fsl_cluster_sync();
+}

@@ -43,14 +43,19 @@ mm_variant() { # name layout example sed-expression
 t128='s/tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16)/tile (128, 128, 64), warp (64, 128), instruction wgmma(64, 128, 16)/'
 mm_variant simple_t256 nk linear_bias_gelu_simple ''
 mm_variant simple_t128 nk linear_bias_gelu_simple "$t128; s/pipeline 4 stages/pipeline 3 stages/"
-# (the full example, with its cluster, once clusters are lowered)
-mm_variant noncluster nk linear_bias_gelu '/cluster (/d'
-mm_variant ws_registers nk linear_bias_gelu '/cluster (/d; s/epilogue via shared tma_store/epilogue via registers/; s/pipeline 3 stages/pipeline 4 stages/'
-mm_variant ws_shared nk linear_bias_gelu '/cluster (/d; s/epilogue via shared tma_store/epilogue via shared/'
-mm_variant ws_one_per_cta nk linear_bias_gelu '/cluster (/d; s/tiles persistent swizzle 8/tiles one_per_cta/'
-mm_variant ws_t128 nk linear_bias_gelu "/cluster (/d; $t128; s/pipeline 3 stages/pipeline 5 stages/"
+mm_variant full nk linear_bias_gelu ''
+cluster='s/    epilogue via shared tma_store;/    cluster (2, 1) multicast;\n    epilogue via shared tma_store;/'
+mm_variant cluster2 nk linear_bias_gelu "$cluster"
+mm_variant cluster2_one_per_cta nk linear_bias_gelu "$cluster; s/tiles persistent swizzle 8/tiles one_per_cta/"
+mm_variant cluster4 nk linear_bias_gelu "$cluster; s/cluster (2, 1)/cluster (4, 1)/"
+mm_variant kn_cluster kn linear_bias_gelu "$cluster; s/w: bf16\\[N, K\\]/w: bf16[K, N]/"
+mm_variant split_k3 nk linear_bias_gelu 's/tiles persistent swizzle 8/tiles split_k 3/; s/epilogue via shared tma_store/epilogue via registers/'
+mm_variant ws_registers nk linear_bias_gelu 's/epilogue via shared tma_store/epilogue via registers/; s/pipeline 3 stages/pipeline 4 stages/'
+mm_variant ws_shared nk linear_bias_gelu 's/epilogue via shared tma_store/epilogue via shared/'
+mm_variant ws_one_per_cta nk linear_bias_gelu 's/tiles persistent swizzle 8/tiles one_per_cta/'
+mm_variant ws_t128 nk linear_bias_gelu "$t128; s/pipeline 3 stages/pipeline 5 stages/"
 mm_variant single_persistent nk linear_bias_gelu_simple 's/tiles one_per_cta/tiles persistent swizzle 8/'
-mm_variant kn kn linear_bias_gelu '/cluster (/d; s/w: bf16\[N, K\]/w: bf16[K, N]/'
+mm_variant kn kn linear_bias_gelu 's/w: bf16\[N, K\]/w: bf16[K, N]/'
 mm_variant kn_simple kn linear_bias_gelu_simple 's/w: bf16\[N, K\]/w: bf16[K, N]/'
 # The JIT test on the GPU machine builds runtime/src/jit.cpp, which includes the device
 # header's text as CMake generated it here.

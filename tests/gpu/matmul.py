@@ -118,7 +118,7 @@ def main():
                   f"{worst:.3g}, {int(bad.sum())} out of tolerance |")
     print(f"\nmatmul correctness: {failures} failures\n")
     compiled = torch.compile(linear_gelu)
-    shapes = [(4096, 14336, 5120), (8192, 8192, 8192), (4096, 4096, 4096)]
+    shapes = [(4096, 14336, 5120), (8192, 8192, 8192), (4096, 4096, 4096), (128, 14336, 5120)]
     names = [v.name for v in variants]
     print("| M | N | K | " + " | ".join(f"{n} TFLOP/s" for n in names) +
           " | cuBLAS a@w^T | cuBLAS a@w (kn) | F.linear+gelu | torch.compile | best fslc / cuBLAS |")

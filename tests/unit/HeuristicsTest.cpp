@@ -138,9 +138,12 @@ TEST_CASE("f32 rows get 4-wide vectors; runtime rows get scalar accesses") {
 TEST_CASE("classification and what the heuristics decline") {
   CHECK(choose("fusion f(x: f32[T, H]) -> (y: f32[H]) {\n    y = sum(x, over T);\n}\n")
             .find("auto(reduction), outer") != std::string::npos);
-  CHECK(choose("fusion f(a: bf16[M, K], b: bf16[N, K]) -> (c: f32[M, N]) {\n"
-               "    c = sum(f32(a) * f32(b), over K);\n}\n") ==
-        "why: matrix products are scheduled by the matmul heuristic, which is not written yet");
+  // A matrix product: auto(matmul), as examples/linear_bias_gelu.fsl (docs/performance.md).
+  std::string matmul = choose("fusion f(a: bf16[M, K], b: bf16[N, K]) -> (c: f32[M, N]) {\n"
+                              "    c = sum(f32(a) * f32(b), over K);\n}\n");
+  CHECK(matmul.find("warp_specialize producer(regs 40), consumers(2, regs 232);") !=
+        std::string::npos);
+  CHECK(matmul.find("when M < 512") != std::string::npos);
 }
 
 namespace {

@@ -921,13 +921,159 @@ TEST_CASE("kernel printer: every helper of device.cuh compiles under NVRTC") {
   text << in.rdbuf();
   requireCompiles(text.str());
   std::string ptx = ptxOf(text.str());
-  for (const char *instruction :
-       {"max.NaN.f32", "bar.sync", "griddepcontrol.wait", "griddepcontrol.launch_dependents",
-        "mbarrier.init.shared::cta.b64", "mbarrier.arrive.expect_tx.shared::cta.b64",
-        "fence.proxy.async.shared::cta", "cp.async.bulk.tensor.5d.shared::cluster",
-        "cp.async.bulk.tensor.5d.global.shared::cta.bulk_group", "cp.async.bulk.commit_group",
-        "cp.async.bulk.wait_group.read 2", "wgmma.fence.sync.aligned",
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16", "wgmma.wait_group.sync.aligned 1",
-        "setmaxnreg.dec.sync.aligned.u32 40"})
+  for (const char *instruction : {"max.NaN.f32",
+                                  "bar.sync",
+                                  "griddepcontrol.wait",
+                                  "griddepcontrol.launch_dependents",
+                                  "mbarrier.init.shared::cta.b64",
+                                  "mbarrier.arrive.expect_tx.shared::cta.b64",
+                                  "fence.proxy.async.shared::cta",
+                                  "cp.async.bulk.tensor.5d.shared::cluster",
+                                  "cp.async.bulk.tensor.5d.global.shared::cta.bulk_group",
+                                  "cp.async.bulk.commit_group",
+                                  "cp.async.bulk.wait_group.read 2",
+                                  "wgmma.fence.sync.aligned",
+                                  "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16",
+                                  "wgmma.wait_group.sync.aligned 1",
+                                  "setmaxnreg.dec.sync.aligned.u32 40",
+                                  "barrier.cluster.arrive.release.aligned",
+                                  "barrier.cluster.wait.acquire.aligned",
+                                  "%cluster_ctarank",
+                                  "mapa.shared::cluster.u32",
+                                  "mbarrier.arrive.release.cluster.shared::cluster.b64"})
     CHECK_MESSAGE(contains(ptx, instruction), instruction);
+}
+
+TEST_CASE("kernel printer: clusters, multicast TMA loads and remote mbarrier arrivals") {
+  // A cluster (2, 1, 1) of 64-thread CTAs: each loads half of an 8 x 16 tile and multicasts
+  // it into both CTAs, waits for the whole tile, copies it out and frees the stage in both
+  // CTAs; cluster barriers after the inits and at the end.
+  auto fusion = std::make_unique<ir::Fusion>();
+  fusion->name = "cluster_copy";
+  fusion->dims = {{"R", 16, {}}, {"C", 16, {}}, {"B", 4, {}}, {"I", 128, {}}};
+  fusion->params = {{"g", DType::F32, {0, 1}}};
+  fusion->outputs = {{"out", DType::F32, {2, 3}}};
+  kir::BufferPtr g = globalBuffer("g", DType::F32), out = globalBuffer("out", DType::F32, true);
+  auto map = std::make_shared<kir::TensorMap>();
+  map->name = "g_map";
+  map->global = g;
+  map->extents = {kir::index(16), kir::index(16)};
+  map->box = {4, 16};
+  kir::KernelParam mapParam;
+  mapParam.kind = kir::KernelParam::Kind::TensorMap;
+  mapParam.tensorMap = map;
+  kir::BufferPtr bar = sharedBuffer("bar", DType::I64, {2}, 8);
+  kir::BufferPtr tile = sharedBuffer("tile", DType::F32, {128}, 128);
+  kir::VarPtr b = kir::makeVar("b", DType::I64), t = kir::makeVar("t", DType::I64),
+              rank = kir::makeVar("rank", DType::I64);
+  auto node = [](kir::StmtKind kind) {
+    auto s = std::make_shared<kir::StmtNode>();
+    s->kind = kind;
+    return s;
+  };
+  auto mbarrier = [&](kir::StmtKind kind, int64_t which, Expr count, Expr ctaRank = nullptr) {
+    auto s = node(kind);
+    s->buffer = bar;
+    s->index = kir::index(which);
+    s->count = std::move(count);
+    s->ctaRank = std::move(ctaRank);
+    return s;
+  };
+  auto multicast = node(kir::StmtKind::TmaLoad);
+  multicast->buffer = tile;
+  multicast->index = kir::var(rank) * kir::index(64);
+  multicast->tensorMap = map;
+  multicast->coordinates = {
+      kir::var(b) / kir::index(2) * kir::index(8) + kir::var(rank) * kir::index(4), kir::index(0)};
+  multicast->barrier = bar;
+  multicast->barrierIndex = kir::index(0);
+  multicast->multicastMask = kir::index(3);
+  Expr first = kir::binary(kir::BinaryOp::Eq, kir::var(t), kir::index(0));
+  Expr peer = (kir::var(rank) + kir::index(1)) % kir::index(2);
+  Stmt body = kir::block({
+      allocateShared(bar, 0),
+      allocateShared(tile, 128),
+      kir::let(rank, kir::var(b) % kir::index(2), "rank in the cluster"),
+      kir::ifThen(first, kir::block({mbarrier(kir::StmtKind::MBarrierInit, 0, kir::index(1)),
+                                     mbarrier(kir::StmtKind::MBarrierInit, 1, kir::index(2)),
+                                     node(kir::StmtKind::FenceProxyAsync)})),
+      kir::clusterBarrier(),
+      kir::ifThen(first,
+                  kir::block({mbarrier(kir::StmtKind::MBarrierArriveExpectTx, 0, kir::index(512)),
+                              multicast})),
+      mbarrier(kir::StmtKind::MBarrierWait, 0, kir::index(0)),
+      kir::store(out, kir::var(b) * kir::index(128) + kir::var(t), kir::load(tile, kir::var(t))),
+      kir::ifThen(first,
+                  kir::block({mbarrier(kir::StmtKind::MBarrierArrive, 1, nullptr, kir::var(rank)),
+                              mbarrier(kir::StmtKind::MBarrierArrive, 1, nullptr, peer)})),
+      kir::clusterBarrier(),
+  });
+  kir::Kernel kernel;
+  kernel.name = "cluster_copy_v0";
+  kernel.params = {mapParam, tensorParam(out, 0, true)};
+  kernel.launch.grid = {kir::index(4), kir::index(1), kir::index(1)};
+  kernel.launch.block = {kir::index(64), kir::index(1), kir::index(1)};
+  kernel.launch.cluster = {kir::index(2), kir::index(1), kir::index(1)};
+  kernel.launch.sharedBytes = kir::index(1024);
+  kernel.body = kir::parallelLoop(b, kir::index(4), kir::Axis::BIDx,
+                                  kir::parallelLoop(t, kir::index(64), kir::Axis::TIDx, body));
+  CHECK(kir::verifyKernel(kernel) == "");
+
+  // The Kernel IR as --emit=kernel-ir prints it.
+  std::string ir;
+  llvm::raw_string_ostream irStream(ir);
+  kir::printKernel(kernel, irStream);
+  INFO(ir);
+  CHECK(contains(ir, "  cluster (2, 1, 1)\n"));
+  CHECK(contains(ir, "barrier cluster\n"));
+  CHECK(contains(ir, "tma.load g_map ((((b / 2) * 8) + (rank * 4)), 0) box 4 x 16 -> "
+                     "tile[(rank * 64)] barrier bar[0] multicast mask 3\n"));
+  CHECK(contains(ir, "mbarrier.arrive bar[1] cta rank\n"));
+  CHECK(contains(ir, "mbarrier.arrive bar[1] cta ((rank + 1) % 2)\n"));
+
+  kir::Program program;
+  program.fusion = fusion.get();
+  program.dims = {nullptr, nullptr, nullptr, nullptr};
+  program.kernels.push_back(kernel);
+  program.variants.push_back({nullptr, "", {0}});
+  std::string cu = codegen::generateCuda(program, "cluster.fsl").source;
+  INFO(cu);
+  CHECK(contains(cu, "    fsl_fence_proxy_async_shared();\n"
+                     "  }\n"
+                     "  fsl_cluster_sync();  // every thread of every CTA of the cluster\n"));
+  CHECK(contains(cu, "fsl_tma_load_2d_multicast(tile + rank * 64, &g_map, &bar[0], 3, 0, b / 2 "
+                     "* 8 + rank * 4);"));
+  CHECK(contains(cu, "    fsl_mbarrier_arrive_cluster(&bar[1], rank);\n"
+                     "    fsl_mbarrier_arrive_cluster(&bar[1], (rank + 1) % 2);\n"
+                     "  }\n"
+                     "  fsl_cluster_sync();"));
+  CHECK(contains(cu, "cudaLaunchAttributeClusterDimension"));
+  requireCompiles(cu);
+  std::string ptx = ptxOf(cu);
+  for (const char *instruction :
+       {"barrier.cluster.arrive.release.aligned", "barrier.cluster.wait.acquire.aligned",
+        "mapa.shared::cluster.u32", "mbarrier.arrive.release.cluster.shared::cluster.b64",
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        ".multicast::cluster"})
+    CHECK_MESSAGE(contains(ptx, instruction), instruction);
+
+  // The verifier: cluster operations only where they belong.
+  kir::Kernel unclustered = kernel;
+  unclustered.launch.cluster = {nullptr, nullptr, nullptr};
+  CHECK(kir::verifyKernel(unclustered) ==
+        "cluster_copy_v0: cluster barrier in a kernel launched without a cluster");
+  kir::Kernel misplaced = kernel;
+  misplaced.body = kir::block({allocateShared(bar, 0), mbarrier(kir::StmtKind::MBarrierWait, 0,
+                                                                kir::index(0), kir::index(1))});
+  CHECK(kir::verifyKernel(misplaced) ==
+        "cluster_copy_v0: mbarrier.try_wait.parity with a CTA rank; only mbarrier.arrive has one");
+  auto store = node(kir::StmtKind::TmaStore);
+  store->buffer = tile;
+  store->index = kir::index(0);
+  store->tensorMap = map;
+  store->coordinates = {kir::index(0), kir::index(0)};
+  store->multicastMask = kir::index(3);
+  misplaced.body = kir::block({allocateShared(tile, 128), store});
+  CHECK(kir::verifyKernel(misplaced) ==
+        "cluster_copy_v0: tma.store with a multicast mask; only a TMA load has one");
 }

@@ -13,6 +13,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <functional>
 #include <optional>
 
 using namespace fsl;
@@ -1293,4 +1294,266 @@ TEST_CASE("simulator: warps wait for each other at barriers and named barriers")
   REQUIRE(faultOf(sim::runKernel(handoff, memory)) == "");
   for (int i = 0; i < 32; ++i)
     CHECK(memory.global[out.get()][i] == 32 + i);
+}
+
+// --- Thread-block clusters: CTAs run together, multicast loads, remote arrivals -----------
+
+namespace {
+
+/// An arrival on the mbarrier at the same offset in CTA `rank` of the cluster.
+Stmt remoteArrive(const BufferPtr &barrier, Expr rank) {
+  auto s = node(StmtKind::MBarrierArrive);
+  s->buffer = barrier;
+  s->index = index(0);
+  s->ctaRank = std::move(rank);
+  return s;
+}
+
+/// Two clusters of two CTAs (grid 4, cluster (2, 1, 1)) of 64 threads. The CTA of rank
+/// r = blockIdx.x % 2 in cluster c = blockIdx.x / 2 loads rows 8c + 4r .. 8c + 4r + 3 of
+/// g[16][16] (f32), half of its cluster's 8 x 16 tile, and multicasts it into `tile` of
+/// both CTAs at element 64 r; thread 0 of each CTA expects the whole tile (512 bytes) on
+/// its own `bar`; every thread waits and copies the tile out, so out[128 b + i] should be
+/// g[128 c + i] in both CTAs of cluster c.
+struct ClusterTile {
+  static constexpr int64_t TileBytes = 8 * 16 * 4;
+  BufferPtr g = makeBuffer("g", DType::F32, MemorySpace::Global);
+  BufferPtr out = makeBuffer("out", DType::F32, MemorySpace::Global);
+  BufferPtr bar = makeBuffer("bar", DType::I64, MemorySpace::Shared, {1}, Swizzle::None, 8);
+  BufferPtr tile = makeBuffer("tile", DType::F32, MemorySpace::Shared, {128}, Swizzle::None, 128);
+  TensorMapPtr map = tensorMap("g_map", g, {16, 16}, {4, 16}, Swizzle::None);
+  Kernel kernel;
+
+  ClusterTile(bool initBarrier, bool endBarrier, int64_t expectedBytes = TileBytes,
+              int64_t mask = 3) {
+    VarPtr b = makeVar("b", DType::I64), t = makeVar("t", DType::I64),
+           rank = makeVar("rank", DType::I64);
+    auto multicast = node(StmtKind::TmaLoad);
+    multicast->buffer = tile;
+    multicast->index = var(rank) * index(64);
+    multicast->tensorMap = map;
+    multicast->coordinates = {var(b) / index(2) * index(8) + var(rank) * index(4), index(0)};
+    multicast->barrier = bar;
+    multicast->barrierIndex = index(0);
+    multicast->multicastMask = index(mask);
+    std::vector<Stmt> body = {
+        allocateAt(bar, 0),
+        allocateAt(tile, 128),
+        let(rank, var(b) % index(2)),
+        ifThen(eq(var(t), index(0)), mbarrierInit(bar, 1)),
+    };
+    if (initBarrier)
+      body.push_back(clusterBarrier());
+    body.push_back(
+        ifThen(eq(var(t), index(0)), block({arriveExpectTx(bar, expectedBytes), multicast})));
+    body.push_back(waitParity(bar, 0));
+    body.push_back(store(out, var(b) * index(128) + var(t), load(tile, var(t))));
+    body.push_back(
+        store(out, var(b) * index(128) + var(t) + index(64), load(tile, var(t) + index(64))));
+    if (endBarrier)
+      body.push_back(clusterBarrier());
+    kernel.name = "cluster_tile";
+    KernelParam mapParam;
+    mapParam.kind = KernelParam::Kind::TensorMap;
+    mapParam.tensorMap = map;
+    kernel.params = {tensorParam(out), mapParam};
+    kernel.body = parallelLoop(b, index(4), Axis::BIDx,
+                               parallelLoop(t, index(64), Axis::TIDx, block(std::move(body))));
+    launch(kernel, 4, {64, 1}, 1024);
+    kernel.launch.cluster = {index(2), index(1), index(1)};
+  }
+
+  sim::Memory memory() const {
+    sim::Memory m;
+    for (int i = 0; i < 16 * 16; ++i)
+      m.global[g.get()].push_back(i);
+    m.global[out.get()].assign(4 * 128, NAN);
+    return m;
+  }
+};
+
+/// One cluster of two CTAs of one warp: CTA 1's thread 0 arrives on CTA 0's `bar` (count
+/// 1), which CTA 0 waits for (if `peerWaits`) before writing out[0]; cluster barriers after
+/// the init and at the end, if asked for. `target`: the rank CTA 1 arrives at.
+Kernel remoteArrival(const BufferPtr &out, bool initBarrier, bool endBarrier, bool peerWaits,
+                     std::function<Expr(Expr rank)> target) {
+  BufferPtr bar = makeBuffer("bar", DType::I64, MemorySpace::Shared, {1}, Swizzle::None, 8);
+  VarPtr b = makeVar("b", DType::I64), t = makeVar("t", DType::I64),
+         rank = makeVar("rank", DType::I64);
+  Stmt first = block({peerWaits ? waitParity(bar, 0) : comment("no wait"),
+                      ifThen(eq(var(t), index(0)), store(out, index(0), f32(1)))});
+  Stmt second = ifThen(eq(var(t), index(0)),
+                       block({store(out, index(1), f32(2)), remoteArrive(bar, target(var(rank)))}));
+  std::vector<Stmt> body = {allocateAt(bar, 0), let(rank, var(b) % index(2)),
+                            ifThen(eq(var(t), index(0)), mbarrierInit(bar, 1))};
+  if (initBarrier)
+    body.push_back(clusterBarrier());
+  body.push_back(ifThen(eq(var(rank), index(0)), first, second));
+  if (endBarrier)
+    body.push_back(clusterBarrier());
+  Kernel kernel;
+  kernel.name = "remote_arrival";
+  kernel.params = {tensorParam(out)};
+  kernel.body = parallelLoop(b, index(2), Axis::BIDx,
+                             parallelLoop(t, index(32), Axis::TIDx, block(std::move(body))));
+  launch(kernel, 2, {32, 1}, 16);
+  kernel.launch.cluster = {index(2), index(1), index(1)};
+  return kernel;
+}
+
+} // namespace
+
+TEST_CASE("simulator: a cluster of two CTAs, each multicasting half of a tile into both") {
+  ClusterTile k(/*initBarrier=*/true, /*endBarrier=*/true);
+  sim::Memory memory = k.memory();
+  REQUIRE(faultOf(sim::runKernel(k.kernel, memory)) == "");
+  const std::vector<double> &out = memory.global[k.out.get()];
+  int wrong = 0;
+  for (int b = 0; b < 4; ++b)
+    for (int i = 0; i < 128; ++i)
+      wrong += out[b * 128 + i] != (b / 2) * 128 + i;
+  CHECK(wrong == 0);
+
+  // Each CTA waits for every byte multicast into it, so nothing of its peer is in flight
+  // when it exits: the end barrier is not needed here.
+  ClusterTile noEnd(/*initBarrier=*/true, /*endBarrier=*/false);
+  memory = noEnd.memory();
+  CHECK(faultOf(sim::runKernel(noEnd.kernel, memory)) == "");
+
+  // Without the barrier after the init, CTA 0 multicasts into CTA 1 before CTA 1 has even
+  // started (under this schedule; on the GPU, perhaps before its init).
+  ClusterTile noInit(/*initBarrier=*/false, /*endBarrier=*/true);
+  memory = noInit.memory();
+  CHECK(faultOf(sim::runKernel(noInit.kernel, memory)) ==
+        "kernel cluster_tile: block (0, 0, 0) (CTA 0 of its cluster), thread (0, 0, 0): mbarrier "
+        "bar[0] of CTA 1 is used by CTA 0 before its mbarrier.init (a missing cluster barrier "
+        "after mbarrier.init)");
+
+  // A multicast mask naming a CTA the cluster does not have.
+  ClusterTile wide(/*initBarrier=*/true, /*endBarrier=*/true, ClusterTile::TileBytes, 5);
+  memory = wide.memory();
+  CHECK(faultOf(sim::runKernel(wide.kernel, memory))
+            .find("TMA load with multicast mask 5: a cluster of 2 CTAs has masks 1 to 3") !=
+        std::string::npos);
+}
+
+TEST_CASE("simulator: a wrong expected byte count in a cluster deadlocks both CTAs") {
+  // 768 bytes expected, 512 multicast into each CTA: neither phase completes.
+  ClusterTile k(/*initBarrier=*/true, /*endBarrier=*/true, /*expectedBytes=*/768);
+  sim::Memory memory = k.memory();
+  CHECK(faultOf(sim::runKernel(k.kernel, memory)) ==
+        "kernel cluster_tile: block (0, 0, 0) (CTA 0 of its cluster), thread (0, 0, 0): deadlock: "
+        "wait on bar[0] parity 0 can never complete (pending arrivals 0, tx bytes 256) in CTA 0 "
+        "warps 0-1, CTA 1 warps 0-1");
+
+  // Fewer: CTA 1's phase completes with CTA 0's half alone, and its own half counts in the
+  // next phase, which CTA 1 has not seen complete when it reads that half.
+  ClusterTile fewer(/*initBarrier=*/true, /*endBarrier=*/true, /*expectedBytes=*/256);
+  memory = fewer.memory();
+  CHECK(faultOf(sim::runKernel(fewer.kernel, memory)) ==
+        "kernel cluster_tile: block (1, 0, 0) (CTA 1 of its cluster), thread (0, 0, 0): tile[64] "
+        "is read before warp 0 has seen the TMA load that wrote it complete: that load completes "
+        "phase 1 (parity 1) of mbarrier bar[0] (a missing mbarrier wait, or one on the wrong "
+        "parity)");
+
+  // Bytes may complete before the arrival that expects them, but a block must not end with
+  // bytes no arrival expected (here: a load into a barrier of two arrivals, none made).
+  TmaBox unexpected(/*expectedBytes=*/128);
+  auto init = node(StmtKind::MBarrierInit);
+  init->buffer = unexpected.bar;
+  init->index = index(0);
+  init->count = index(2);
+  VarPtr t = makeVar("t", DType::I64);
+  unexpected.kernel.body =
+      parallelLoop(t, index(32), Axis::TIDx,
+                   block({allocateAt(unexpected.bar, 0), allocateAt(unexpected.tile, 128),
+                          ifThen(eq(var(t), index(0)), init), barrier(),
+                          ifThen(eq(var(t), index(0)), tmaLoad(unexpected.tile, unexpected.map,
+                                                               {0, 0}, unexpected.bar))}));
+  memory = unexpected.memory();
+  CHECK(faultOf(sim::runKernel(unexpected.kernel, memory)) ==
+        "kernel tma_box: block (0, 0, 0): the block exits with 128 transaction bytes completed on "
+        "mbarrier bar[0] that no arrival expected");
+}
+
+TEST_CASE("simulator: a remote mbarrier arrival releases a peer's wait") {
+  BufferPtr out = makeBuffer("out", DType::F32, MemorySpace::Global);
+  auto peer = [](Expr) { return index(0); };
+  sim::Memory memory;
+  memory.global[out.get()].assign(2, NAN);
+  Kernel kernel = remoteArrival(out, true, true, true, peer);
+  REQUIRE(faultOf(sim::runKernel(kernel, memory)) == "");
+  CHECK(memory.global[out.get()][0] == 1);
+  CHECK(memory.global[out.get()][1] == 2);
+
+  // CTA 1 arrives on its own barrier instead (its rank): CTA 0 waits forever, CTA 1 at the
+  // end barrier.
+  kernel = remoteArrival(out, true, true, true, [](Expr rank) { return rank; });
+  CHECK(faultOf(sim::runKernel(kernel, memory)) ==
+        "kernel remote_arrival: block (0, 0, 0) (CTA 0 of its cluster), thread (0, 0, 0): "
+        "deadlock: wait on bar[0] parity 0 can never complete (pending arrivals 1, tx bytes 0) in "
+        "CTA 0 warp 0; cluster barrier reached by 32 of the 64 threads of the cluster in CTA 1 "
+        "warp 0");
+
+  // Without the barrier after the init, CTA 0's init is not ordered before CTA 1's arrival,
+  // whatever order the simulator ran them in.
+  kernel = remoteArrival(out, false, true, true, peer);
+  CHECK(faultOf(sim::runKernel(kernel, memory)) ==
+        "kernel remote_arrival: block (1, 0, 0) (CTA 1 of its cluster), thread (0, 0, 0): "
+        "mbarrier bar[0] of CTA 0 is used by CTA 1 with no cluster barrier since its init (a "
+        "missing cluster barrier after mbarrier.init)");
+
+  // CTA 0 does not wait for the arrival: without the end barrier it may exit before it.
+  kernel = remoteArrival(out, true, false, false, peer);
+  CHECK(faultOf(sim::runKernel(kernel, memory)) ==
+        "kernel remote_arrival: block (0, 0, 0) (CTA 0 of its cluster): CTA 0 exits while an "
+        "arrival of CTA 1 on its mbarrier bar[0] may still be in flight: no warp of CTA 0 has "
+        "waited for the phase it completes, and no cluster barrier has followed (a missing "
+        "cluster barrier at the end of the kernel)");
+  // With it, or with the wait, the arrival has landed.
+  CHECK(faultOf(sim::runKernel(remoteArrival(out, true, true, false, peer), memory)) == "");
+  CHECK(faultOf(sim::runKernel(remoteArrival(out, true, false, true, peer), memory)) == "");
+
+  // Neither barrier: CTA 0 has exited when CTA 1 arrives.
+  kernel = remoteArrival(out, false, false, false, peer);
+  CHECK(faultOf(sim::runKernel(kernel, memory))
+            .find("an mbarrier arrival to CTA 0, which has exited (a missing cluster barrier at "
+                  "the end of the kernel)") != std::string::npos);
+
+  // A rank outside the cluster.
+  kernel = remoteArrival(out, true, true, true, [](Expr) { return index(2); });
+  CHECK(faultOf(sim::runKernel(kernel, memory))
+            .find("an mbarrier arrival to CTA 2 of a cluster of 2") != std::string::npos);
+}
+
+TEST_CASE("simulator: a cluster barrier every thread of the cluster must reach") {
+  // Only CTA 0 reaches it: a barrier in divergent code.
+  BufferPtr out = makeBuffer("out", DType::F32, MemorySpace::Global);
+  VarPtr b = makeVar("b", DType::I64), t = makeVar("t", DType::I64);
+  Kernel kernel;
+  kernel.name = "half_cluster";
+  kernel.params = {tensorParam(out)};
+  kernel.body =
+      parallelLoop(b, index(2), Axis::BIDx,
+                   parallelLoop(t, index(64), Axis::TIDx,
+                                block({ifThen(eq(var(b) % index(2), index(0)), clusterBarrier()),
+                                       store(out, var(b) * index(64) + var(t), f32(1))})));
+  launch(kernel, 2, {64, 1});
+  kernel.launch.cluster = {index(2), index(1), index(1)};
+  sim::Memory memory;
+  memory.global[out.get()].assign(128, NAN);
+  CHECK(faultOf(sim::runKernel(kernel, memory)) ==
+        "kernel half_cluster: block (0, 0, 0) (CTA 0 of its cluster), thread (0, 0, 0): deadlock: "
+        "cluster barrier reached by 64 of the 128 threads of the cluster (a barrier in divergent "
+        "code) in CTA 0 warps 0-1; CTA 1 warps 0-1 have finished");
+
+  // A grid that is not a whole number of clusters, and a cluster beyond the portable 8.
+  launch(kernel, 3, {64, 1});
+  CHECK(faultOf(sim::runKernel(kernel, memory))
+            .find("grid extent 3 along x is not a multiple of the cluster extent 2") !=
+        std::string::npos);
+  launch(kernel, 16, {64, 1});
+  kernel.launch.cluster = {index(16), index(1), index(1)};
+  CHECK(faultOf(sim::runKernel(kernel, memory)) ==
+        "kernel half_cluster: clusters of 16 blocks; the target allows 8");
 }

@@ -15,6 +15,10 @@
  *   6. Hopper (sm_90) asynchronous operations, as inline PTX: mbarrier, the async-proxy
  *      fence, TMA (cp.async.bulk.tensor) loads and stores, wgmma with shared-memory
  *      descriptors (and the pinning of its accumulator registers), setmaxnreg.
+ *   7. Thread-block clusters (sm_90), as inline PTX: fsl_cluster_sync (every thread of
+ *      every CTA of the cluster), fsl_cluster_cta_rank, and fsl_mbarrier_arrive_cluster
+ *      (an arrival on the mbarrier at the same shared offset in another CTA of the
+ *      cluster). The multicast TMA loads that write into several CTAs are in group 6.
  *
  * sm_90 instructions are guarded by `__CUDA_ARCH__ >= 900`; wgmma and setmaxnreg exist
  * only on sm_90a and are guarded by __CUDA_ARCH_FEAT_SM90_ALL. Compiled for a device
@@ -566,6 +570,58 @@ template <int Registers> __device__ __forceinline__ void fsl_setmaxnreg_inc() {
 template <int Registers> __device__ __forceinline__ void fsl_setmaxnreg_dec() {
 #if FSL_HAS_SM90A
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Registers));
+#else
+  FSL_UNSUPPORTED_ON_THIS_DEVICE();
+#endif
+}
+
+/* --- 7. Thread-block clusters ------------------------------------------------------------
+ *
+ * A kernel launched with a cluster dimension (cudaLaunchAttributeClusterDimension) runs
+ * its CTAs in groups that are resident together and can reach each other's shared memory.
+ * A CTA's rank in its cluster is %cluster_ctarank (x fastest); with a 1-D grid and a
+ * cluster (X, 1, 1) it is blockIdx.x % X, which is how the generated kernels compute it.
+ *
+ * fsl_cluster_sync: barrier.cluster.arrive.release + barrier.cluster.wait.acquire. Every
+ * thread of every CTA of the cluster arrives and waits (all threads of a warp together:
+ * .aligned), and what each did before it is seen by all after it. Needed after the
+ * mbarrier inits (so that no CTA arrives on, or multicasts into, a peer's barrier before
+ * the peer has initialized it) and before the kernel ends (so that no CTA exits while a
+ * peer may still write its shared memory or arrive on its barriers).
+ *
+ * fsl_mbarrier_arrive_cluster(barrier, cta): one arrival, with release semantics at
+ * cluster scope, on the mbarrier at the same shared offset as `barrier` in CTA `cta` of the
+ * cluster (mapa.shared::cluster + mbarrier.arrive.release.cluster.shared::cluster); `cta`
+ * may be this CTA's own rank. A consumer frees a stage in every CTA that multicasts into
+ * it this way. */
+__device__ __forceinline__ void fsl_cluster_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\n"
+               "barrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+#else
+  FSL_UNSUPPORTED_ON_THIS_DEVICE();
+#endif
+}
+__device__ __forceinline__ unsigned fsl_cluster_cta_rank() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  return rank;
+#else
+  FSL_UNSUPPORTED_ON_THIS_DEVICE();
+  return 0;
+#endif
+}
+__device__ __forceinline__ void fsl_mbarrier_arrive_cluster(void *barrier, unsigned cta) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("{\n"
+               ".reg .b32 remote;\n"
+               "mapa.shared::cluster.u32 remote, %0, %1;\n"
+               "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+               "}" ::"r"(fsl_shared_address(barrier)),
+               "r"(cta)
+               : "memory");
 #else
   FSL_UNSUPPORTED_ON_THIS_DEVICE();
 #endif
