@@ -11,6 +11,7 @@ packages=(
   libxml2-dev libedit-dev libffi-dev libncurses-dev
   llvm-19-tools                          # FileCheck, lit, not
   libtomlplusplus-dev doctest-dev
+  clang-19 libclang-rt-19-dev            # the sanitizer build and libFuzzer (scripts/sanitize.sh)
 )
 # The VS Code extension's tests run on Node.js; take Debian's only if none is installed.
 if ! command -v npm > /dev/null; then packages+=(nodejs npm); fi

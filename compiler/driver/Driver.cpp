@@ -334,8 +334,12 @@ private:
                                       : llvm::join(known, ", "));
   }
 
-  /// Adds an input to the source manager: a file, or standard input for `-`.
+  /// Adds an input to the source manager: a text held in memory, a file, or standard
+  /// input for `-`.
   std::optional<unsigned> readInput(const std::string &path) {
+    if (auto text = options_.inputTexts.find(path); text != options_.inputTexts.end())
+      return sources_.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text->second, path),
+                                         llvm::SMLoc());
     if (path != "-")
       return readFile(path);
     return addSource(readStandardInput(), "<stdin>");

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,10 @@ enum class ColorMode { Auto, Always, Never };
 
 struct DriverOptions {
   std::vector<std::string> inputs;
+  /// Inputs held in memory (the fuzzer, a program embedding the driver): an input named
+  /// here is read from its text instead of the file system; nothing else changes (imports,
+  /// fsl.toml lookup and diagnostics still use the name).
+  std::map<std::string, std::string> inputTexts;
   std::string outputDir;
   std::vector<std::string> includeDirs;
   std::vector<std::string> defines; // NAME=VALUE, as given

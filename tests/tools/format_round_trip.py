@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 import sys
 
-SKIP_DIRS = {"build", "node_modules", ".git", "out", "gpu-build", "bench-build"}
+SKIP_DIRS = {"build", "build-san", "node_modules", ".git", "out", "gpu-build", "bench-build"}
 CANONICAL_DIRS = ("examples", "stdlib")
 
 

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 
-SKIP_DIRS = {"build", "node_modules", ".git", "out", "gpu-build", "bench-build"}
+SKIP_DIRS = {"build", "build-san", "node_modules", ".git", "out", "gpu-build", "bench-build"}
 TIME_LIMIT_S = 20
 BAD_OUTPUT = (b"LLVM ERROR", b"Assertion", b"terminate called", b"Stack dump", b"Segmentation")
 
