@@ -398,6 +398,23 @@ private:
     FSL_UNREACHABLE("a fusion without a lowered program");
   }
 
+  /// needs-explicit-schedule for each fusion with no schedule at all (its `= auto` blocks
+  /// declined); false after reporting one.
+  bool reportUnscheduled(const Unit &unit) {
+    unsigned errorsBefore = diagnostics_.errorCount();
+    for (const auto &fusion : unit.program->fusions) {
+      auto why = unit.noHeuristic.find(fusion->name);
+      if (why == unit.noHeuristic.end())
+        continue;
+      bool scheduled = llvm::any_of(
+          unit.schedules, [&](const auto &schedule) { return schedule->fusion == fusion.get(); });
+      if (!scheduled)
+        diagnostics_.report(DiagId::NeedsExplicitSchedule, fusion->range, fusion->name,
+                            why->second);
+    }
+    return diagnostics_.errorCount() == errorsBefore;
+  }
+
   /// Lowers every explicit schedule; a fusion without one cannot generate code yet.
   bool lowerAll(Unit &unit) {
     unsigned errorsBefore = diagnostics_.errorCount();
@@ -672,6 +689,10 @@ private:
       extension = ".fusion-ir";
       break;
     case EmitKind::Schedule:
+      // A fusion whose `= auto` no heuristic could schedule has nothing to print: say why
+      // rather than print its `= auto` line back as if it had been chosen.
+      if (!reportUnscheduled(unit))
+        return kExitDiagnostics;
       if (options_.resolved) {
         for (size_t i = 0; i < unit.schedules.size(); ++i) {
           if (i != 0)
