@@ -1,5 +1,6 @@
-// MatmulBuilder.h — the `build-matmul` pass's builder, shared by its three files (private
-// to lower/):
+// MatmulBuilder.h — the builder of the matmul kernels (the `build-matmul` pass, and
+// `build-split-k-sum` for split-K's second kernel), shared by its files (private to
+// lower/):
 //
 //   MatmulBuild.cpp     parameters and names, shared storage and barriers, the walk over
 //                       output tiles (one a CTA, or persistent in a grouped order), the
@@ -9,6 +10,7 @@
 //                       consumers' wgmma on each stage
 //   MatmulEpilogue.cpp  the fused epilogue on the accumulator fragments, stored from
 //                       registers or through a shared output tile (and TMA stores)
+//   MatmulSplitK.cpp    split-K's second kernel: the partial products added, the epilogue
 //
 // The layouts follow the simulator's reading of the Hopper nodes (sim/Simulator.h) and
 // the hardware's: a stage's a tile is BM rows of 64 bf16 (128 bytes, K contiguous), written
@@ -94,8 +96,9 @@ private:
   // --- MatmulEpilogue.cpp -------------------------------------------------------------------
   kir::Stmt epilogue();
   /// The fusion's epilogue on `product` (the f32 value of the output element at
-  /// rootIndex), and the stores to the outputs.
-  std::vector<kir::Stmt> epilogueValues(kir::Expr product);
+  /// rootIndex), and, with `storeOutputs`, the stores to the outputs; the values are left
+  /// in lastValues_.
+  std::vector<kir::Stmt> epilogueValues(kir::Expr product, bool storeOutputs = true);
   kir::Stmt elementBody(kir::Expr mi, kir::Expr ni, kir::Expr ns, kir::Expr h, kir::Expr c,
                         kir::Expr accIndex, const kir::VarPtr &row0, const kir::VarPtr &col0);
   kir::Expr outputTileIndex(kir::Expr row, kir::Expr column) const;

@@ -96,10 +96,8 @@ Stmt MatmulBuilder::elementBody(Expr mi, Expr ni, Expr ns, Expr h, Expr c, Expr 
                               (kir::var(split_) * m + kir::var(row)) * n + kir::var(col),
                               kir::var(accumulated)));
   } else if (plan_.sharedEpilogue()) {
-    std::vector<Stmt> values = epilogueValues(kir::var(accumulated));
-    // The values but the stores, which go to the shared tile instead.
-    for (unsigned o = 0; o < f_.outputs.size(); ++o)
-      values.pop_back();
+    // The values, stored to the shared tile instead of the output.
+    std::vector<Stmt> values = epilogueValues(kir::var(accumulated), /*storeOutputs=*/false);
     body.insert(body.end(), values.begin(), values.end());
     body.push_back(fromFusion(kir::store(outTile_, outputTileIndex(kir::var(r), kir::var(cc)),
                                          lastValues_.at(f_.outputs[0].value->id)),
@@ -211,7 +209,7 @@ Stmt MatmulBuilder::storeOutputTile() {
   return kir::block(std::move(out));
 }
 
-std::vector<Stmt> MatmulBuilder::epilogueValues(Expr product) {
+std::vector<Stmt> MatmulBuilder::epilogueValues(Expr product, bool storeOutputs) {
   std::vector<Stmt> body;
   std::map<unsigned, Expr> &values = lastValues_;
   values.clear();
@@ -239,7 +237,7 @@ std::vector<Stmt> MatmulBuilder::epilogueValues(Expr product) {
     body.push_back(fromFusion(kir::let(v, expr, value->name), value->range));
     values[value->id] = kir::var(v);
   }
-  for (unsigned o = 0; o < f_.outputs.size(); ++o) {
+  for (unsigned o = 0; storeOutputs && o < f_.outputs.size(); ++o) {
     const ir::Output &output = f_.outputs[o];
     body.push_back(fromFusion(
         kir::store(cx_.outputBuffers[o], cx_.offsetOf(output.dims), values.at(output.value->id)),
