@@ -9,6 +9,7 @@
 //      reported as FSL_ERROR_LAUNCH with the kernel's name and the CUDA error; a grid
 //      beyond the target's limits is FSL_ERROR_SIZE, refused before any CUDA call.
 //   3. A call that succeeds leaves fsl_rms_norm_add_error() empty, after a failure.
+#include "FakeTensor.h"
 #include "rms_norm_add.h"
 
 #include <cstdio>
@@ -24,19 +25,7 @@ void check(const char *name, bool ok, const char *detail = "") {
 }
 
 fsl_tensor tensor(void *data, std::initializer_list<int64_t> sizes) {
-  fsl_tensor t{};
-  t.data = data;
-  t.dtype = FSL_BF16;
-  t.rank = static_cast<int32_t>(sizes.size());
-  int i = 0;
-  for (int64_t size : sizes)
-    t.sizes[i++] = size;
-  int64_t stride = 1;
-  for (int d = t.rank - 1; d >= 0; --d) {
-    t.strides[d] = stride;
-    stride *= t.sizes[d];
-  }
-  return t;
+  return fsl_test::contiguous(data, FSL_BF16, sizes);
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 // and -D H=8192 --prefix=h8192_, compiles both with nvcc and links them with this file:
 // their kernels, launchers and headers must not collide. Runs without a GPU: each call
 // stops at a size check or at the empty-tensor return, before any CUDA call.
+#include "FakeTensor.h"
 #include "h4096_rms_norm_add.h"
 #include "h8192_rms_norm_add.h"
 
@@ -15,19 +16,8 @@ namespace {
 int failures = 0;
 
 fsl_tensor tensor(uintptr_t address, std::initializer_list<int64_t> sizes) {
-  fsl_tensor t{};
-  t.data = reinterpret_cast<void *>(address); // never dereferenced
-  t.dtype = FSL_BF16;
-  t.rank = static_cast<int32_t>(sizes.size());
-  int i = 0;
-  for (int64_t size : sizes)
-    t.sizes[i++] = size;
-  int64_t stride = 1;
-  for (int d = t.rank - 1; d >= 0; --d) {
-    t.strides[d] = stride;
-    stride *= t.sizes[d];
-  }
-  return t;
+  return fsl_test::contiguous(reinterpret_cast<void *>(address), FSL_BF16,
+                              sizes); // never dereferenced
 }
 
 void expect(const char *name, fsl_status got, fsl_status want, const char *message,
