@@ -136,7 +136,7 @@ binding : dimRef ARROW PARALLEL_TYPE ;
 tileOrder
     : K_ONE_PER_CTA                         # onePerCtaOrder
     | K_PERSISTENT (K_SWIZZLE INT)?         # persistentOrder
-    | K_STREAM_K                            # streamKOrder
+    | K_STREAM_K (K_SWIZZLE INT)?           # streamKOrder
     | K_SPLIT_K INT                         # splitKOrder
     ;
 

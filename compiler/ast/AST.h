@@ -363,7 +363,7 @@ struct WarpSpecializeDirective : DirectiveOf<Directive::Kind::WarpSpecialize> {
 
 enum class TileOrderKind { OnePerCta, Persistent, StreamK, SplitK };
 
-/// `tiles one_per_cta | persistent [swizzle N] | stream_k | split_k N;`
+/// `tiles one_per_cta | persistent [swizzle N] | stream_k [swizzle N] | split_k N;`
 struct TilesDirective : DirectiveOf<Directive::Kind::Tiles> {
   explicit TilesDirective(llvm::SMRange r) : DirectiveOf(r) {}
   TileOrderKind order = TileOrderKind::OnePerCta;

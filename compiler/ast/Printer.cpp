@@ -485,6 +485,8 @@ void printDirective(const Directive &directive, llvm::raw_ostream &out) {
       break;
     case TileOrderKind::StreamK:
       out << "stream_k";
+      if (d.parameter)
+        out << " swizzle " << d.parameter->value;
       break;
     case TileOrderKind::SplitK:
       out << "split_k " << d.parameter->value;

@@ -56,13 +56,23 @@ const std::vector<MatmulPassInfo> &splitKSumPassList() {
   return passes;
 }
 
+const std::vector<MatmulPassInfo> &streamKFixupPassList() {
+  static const std::vector<MatmulPassInfo> passes = {
+      {"build-stream-k-fixup", buildStreamKFixup},
+      {"simplify",
+       [](LowerContext &context, const MatmulPlan &) { return simplifyIndices(context); }},
+  };
+  return passes;
+}
+
 } // namespace lower
 
 std::vector<std::string> loweringPassNames() {
   std::vector<std::string> names;
   for (const lower::PassInfo &pass : lower::passList())
     names.push_back(pass.name);
-  for (const auto *list : {&lower::matmulPassList(), &lower::splitKSumPassList()})
+  for (const auto *list :
+       {&lower::matmulPassList(), &lower::splitKSumPassList(), &lower::streamKFixupPassList()})
     for (const lower::MatmulPassInfo &pass : *list)
       if (!llvm::is_contained(names, pass.name))
         names.push_back(pass.name);
@@ -125,7 +135,9 @@ bool runMatmulPasses(const std::vector<lower::MatmulPassInfo> &passes, lower::Lo
 }
 
 /// The kernels of one schedule, launched in order: one, or for a split-K product the
-/// partial products and the kernel that adds them (with a workspace in `program`).
+/// partial products and the kernel that adds them, for a stream-K product the tiles and
+/// pieces of tiles and the fix-up kernel that adds the pieces (with a workspace in
+/// `program`).
 std::optional<std::vector<kir::Kernel>> lowerKernels(const sched::Schedule &schedule,
                                                      const std::string &name, kir::Program &program,
                                                      const lower::LowerOptions &options,
@@ -146,34 +158,46 @@ std::optional<std::vector<kir::Kernel>> lowerKernels(const sched::Schedule &sche
     auto extent = [&](ir::DimId dim) {
       return dims[dim] ? kir::var(dims[dim]) : kir::index(*schedule.fusion->dims[dim].staticExtent);
     };
-    if (matmul->splitK > 1) {
+    bool streamK = matmul->tileWalk == lower::TileWalk::StreamK;
+    if (matmul->twoKernels()) {
       auto partials = std::make_shared<kir::Buffer>();
       partials->name = name + "_partials";
       partials->dtype = ir::DType::F32;
       partials->space = kir::MemorySpace::Global;
       partials->written = true;
       matmul->partials = partials;
-      program.workspaces.push_back(
-          {partials, kir::index(matmul->splitK) * extent(matmul->m) * extent(matmul->n),
-           "split_k " + std::to_string(matmul->splitK) + ": the f32 partial products of " + name});
+      if (streamK)
+        program.workspaces.push_back(
+            {partials, kir::index(matmul->smCount * 2 * matmul->tileM * matmul->tileN),
+             "stream_k: two f32 " + std::to_string(matmul->tileM) + " x " +
+                 std::to_string(matmul->tileN) + " pieces of tiles a CTA of " + name});
+      else
+        program.workspaces.push_back(
+            {partials, kir::index(matmul->splitK) * extent(matmul->m) * extent(matmul->n),
+             "split_k " + std::to_string(matmul->splitK) + ": the f32 partial products of " +
+                 name});
     }
     std::vector<kir::Kernel> kernels;
     lower::LowerContext products(plan, options, diagnostics);
     products.dimVars = dims;
     nameKernel(products, schedule, name,
                matmul->splitK > 1 ? "partial products (split_k) of the schedule of "
+               : streamK          ? "whole tiles and pieces of tiles (stream_k) of the schedule of "
                                   : "schedule of ");
     if (!runMatmulPasses(lower::matmulPassList(), products, *matmul, print))
       return std::nullopt;
     kernels.push_back(std::move(products.kernel));
-    if (matmul->splitK > 1) {
-      lower::LowerContext sum(plan, options, diagnostics);
-      sum.dimVars = dims;
-      nameKernel(sum, schedule, name + "_sum",
-                 "the partial products added, then the epilogue, of the schedule of ");
-      if (!runMatmulPasses(lower::splitKSumPassList(), sum, *matmul, print))
+    if (matmul->twoKernels()) {
+      lower::LowerContext second(plan, options, diagnostics);
+      second.dimVars = dims;
+      nameKernel(second, schedule, name + (streamK ? "_fixup" : "_sum"),
+                 streamK ? "the pieces of the tiles split between CTAs added, then the "
+                           "epilogue, of the schedule of "
+                         : "the partial products added, then the epilogue, of the schedule of ");
+      if (!runMatmulPasses(streamK ? lower::streamKFixupPassList() : lower::splitKSumPassList(),
+                           second, *matmul, print))
         return std::nullopt;
-      kernels.push_back(std::move(sum.kernel));
+      kernels.push_back(std::move(second.kernel));
     }
     return kernels;
   }

@@ -11,10 +11,15 @@
 //                  the launch shape (MatmulBuilder.h lists its files)
 //   simplify       index arithmetic folded with the loops' ranges
 //
+// A split_k product has a second kernel, built by `build-split-k-sum`; a stream_k one by
+// `build-stream-k-fixup` (MatmulStreamK.cpp).
+//
 // The kernel, W = (BM / WM) x (BN / WN) consumer warpgroups, S stages:
 //
 //   one_per_cta: for m_tile parallel BIDx [ceil(M / BM)], n_tile parallel BIDy [ceil(N / BN)]
 //   persistent:  for cta parallel BIDx [min(tiles, SMs)]
+//   stream_k:    for cta parallel BIDx [min(tiles x k_tiles, SMs)], work items: whole
+//                tiles, then pieces of K (MatmulStreamK.cpp)
 //     for tid parallel TIDx, warpgroup parallel Warpgroup [W, or W + 1 with a producer]
 //       shared: S stages of the a tile (BM x 64) and the b tile (BN x 64), 128-byte
 //               swizzle; [the output tile, BN / 64 swizzled column blocks of BM x 64];
@@ -26,7 +31,6 @@
 //         warpgroup 0 (setmaxnreg.dec P): thread 0, for each tile and k tile:
 //           wait empty[stage] (previous use), expect-tx full[stage], TMA a and b
 //         warpgroups 1 .. W (setmaxnreg.inc C): for each tile:
-//           zero the accumulators
 //           for k tile: wait full[stage]; wgmma fence, the k steps' wgmma, commit;
 //                       wait 1; one thread a warpgroup arrives on empty[previous stage]
 //           wait 0; release the last stage
@@ -52,6 +56,9 @@ bool buildMatmul(LowerContext &context, const MatmulPlan &plan);
 /// The second kernel of a split-K product: each output element's partial products added
 /// in split order (deterministic), then the epilogue.
 bool buildSplitKSum(LowerContext &context, const MatmulPlan &plan);
+/// The second kernel of a stream-K product: the pieces of each tile split between CTAs
+/// added in K order (deterministic), then the epilogue, one tile a CTA.
+bool buildStreamKFixup(LowerContext &context, const MatmulPlan &plan);
 
 struct MatmulPassInfo {
   const char *name;
@@ -62,5 +69,7 @@ struct MatmulPassInfo {
 const std::vector<MatmulPassInfo> &matmulPassList();
 /// The passes of a split-K product's second kernel.
 const std::vector<MatmulPassInfo> &splitKSumPassList();
+/// The passes of a stream-K product's fix-up kernel.
+const std::vector<MatmulPassInfo> &streamKFixupPassList();
 
 } // namespace fsl::lower

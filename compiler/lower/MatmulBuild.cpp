@@ -49,14 +49,15 @@ bool MatmulBuilder::run() {
     mapB_ = mapA_;
   if (plan_.epilogueVia == sched::EpilogueKind::SharedTmaStore)
     addOutputMap();
-  if (plan_.splitK > 1) {
+  if (plan_.twoKernels()) {
     kir::KernelParam kp;
     kp.kind = kir::KernelParam::Kind::Tensor;
     kp.buffer = plan_.partials;
     cx_.kernel.params.push_back(kp);
-    split_ = var("split");
   }
-  cta_ = var(plan_.tileWalk == TileWalk::Persistent ? "cta" : "m_tile");
+  if (plan_.splitK > 1)
+    split_ = var("split");
+  cta_ = var(plan_.persistentCtas() ? "cta" : "m_tile");
   ctaY_ = var("n_tile");
   tid_ = var("tid");
   warpgroup_ = var("warpgroup");
@@ -97,16 +98,17 @@ bool MatmulBuilder::run() {
     body.push_back(
         kir::let(tileCount_, tileCount(),
                  plan_.clusterM > 1 ? "units of the cluster's M tiles" : "output tiles"));
-    body.push_back(kir::let(ctaCount_,
-                            kir::var(kir::makeVar("gridDim.x", ir::DType::I64,
-                                                  kir::Builtin::GridDimX)),
-                            "the grid: at most one CTA an SM, fewer when the device holds fewer "
-                            "clusters at once"));
+    body.push_back(kir::let(
+        ctaCount_, kir::var(kir::makeVar("gridDim.x", ir::DType::I64, kir::Builtin::GridDimX)),
+        "the grid: at most one CTA an SM, fewer when the device holds fewer "
+        "clusters at once"));
     if (plan_.clusterM > 1) {
       clusterIndex_ = var("cluster");
       body.push_back(kir::let(clusterIndex_, kir::var(cta_) / kir::index(plan_.clusterM)));
     }
   }
+  if (plan_.tileWalk == TileWalk::StreamK)
+    streamKShape(body);
   if (plan_.warpSpecialized) {
     body.push_back(producerRole());
     body.push_back(consumerRole());
@@ -137,6 +139,11 @@ bool MatmulBuilder::run() {
   if (plan_.tileWalk == TileWalk::Persistent) {
     nest = withOrigin(kir::parallelLoop(cta_, ctaCount(), kir::Axis::BIDx, nest), plan_.tilesOrigin,
                       "persistent CTAs: one an SM, at most " + std::to_string(plan_.smCount));
+  } else if (plan_.tileWalk == TileWalk::StreamK) {
+    nest =
+        withOrigin(kir::parallelLoop(cta_, streamKCtas(), kir::Axis::BIDx, nest), plan_.tilesOrigin,
+                   "stream-K CTAs: one an SM, at most " + std::to_string(plan_.smCount) +
+                       ", and no more than the k tiles");
   } else {
     if (plan_.splitK > 1)
       nest = withOrigin(kir::parallelLoop(split_, kir::index(plan_.splitK), kir::Axis::BIDz, nest),
@@ -328,39 +335,61 @@ Stmt MatmulBuilder::initBarriers() {
 /// which covers M tiles [G g, G g + G) (fewer in the last group) across all TN tiles of
 /// N, walking down the group's M tiles first; CTAs running together then share the
 /// operand tiles of a G-row band of A and of a few column tiles of B in L2.
-Stmt MatmulBuilder::forEachTile(const std::function<Stmt()> &body, const std::string &comment) {
+Stmt MatmulBuilder::forEachTile(const std::function<Stmt()> &body, const std::string &comment,
+                                Role role) {
   int64_t c = plan_.clusterM;
   if (plan_.tileWalk == TileWalk::OnePerCta) {
     mTile_ = cta_;
     nTile_ = ctaY_;
     tileIter_ = nullptr;
+    kBegin_ = kFirst_ ? kir::var(kFirst_) : nullptr;
+    kCount_ = kir::var(kTiles_);
+    useBase_ = nullptr;
     return body();
   }
+  if (plan_.tileWalk == TileWalk::StreamK)
+    return streamKWalk(body, comment, role);
   // With clusters of C CTAs, the walk is over units of C consecutive M tiles (one a CTA
   // of the cluster, by rank), clusters taking the place of CTAs.
   tileIter_ = var("tile_iter");
-  mTile_ = var("m_tile");
-  nTile_ = var("n_tile");
-  kir::VarPtr tile = var(c > 1 ? "unit" : "tile"), group = var("group"), firstRow = var("first_m"),
-              groupRows = var("group_rows"), inGroup = var("in_group"),
-              row = c > 1 ? var("m_unit") : mTile_;
   Expr walker = kir::var(c > 1 ? clusterIndex_ : cta_);
   Expr walkers = c > 1 ? kir::var(ctaCount_) / kir::index(c) : kir::var(ctaCount_);
+  kir::VarPtr tile = var(c > 1 ? "unit" : "tile");
+  std::vector<Stmt> walk;
+  walk.push_back(kir::let(tile, walker + kir::var(tileIter_) * walkers));
+  tileCoordinates(walk, kir::var(tile));
+  kBegin_ = nullptr;
+  kCount_ = kir::var(kTiles_);
+  useBase_ = kir::var(tileIter_) * kir::var(kTiles_);
+  walk.push_back(body());
+  Expr count = (kir::var(tileCount_) - walker + walkers - kir::index(1)) / walkers;
+  return withOrigin(
+      kir::forLoop(tileIter_, count, kir::LoopKind::Serial, kir::block(std::move(walk))),
+      plan_.tilesOrigin, comment);
+}
+
+/// Tile (with clusters: unit) number `tile` of the grouped order: group tile / (G * TN)
+/// covers M tiles [G g, G g + G) (fewer in the last group) across all TN tiles of N,
+/// walking down the group's M tiles first.
+void MatmulBuilder::tileCoordinates(std::vector<Stmt> &walk, Expr tile) {
+  int64_t c = plan_.clusterM;
+  mTile_ = var("m_tile");
+  nTile_ = var("n_tile");
+  kir::VarPtr group = var("group"), firstRow = var("first_m"), groupRows = var("group_rows"),
+              inGroup = var("in_group"), row = c > 1 ? var("m_unit") : mTile_;
   Expr rowsM = tiles(plan_.m, plan_.tileM * c), tilesN = tiles(plan_.n, plan_.tileN);
   int64_t groupUnits = std::max<int64_t>(1, plan_.tileGroup / c);
   Expr g = kir::index(groupUnits);
-  std::vector<Stmt> walk;
-  walk.push_back(kir::let(tile, walker + kir::var(tileIter_) * walkers));
   if (groupUnits == 1) {
-    walk.push_back(kir::let(row, kir::var(tile) / tilesN, "row by row"));
-    walk.push_back(kir::let(nTile_, kir::var(tile) % tilesN));
+    walk.push_back(kir::let(row, tile / tilesN, "row by row"));
+    walk.push_back(kir::let(nTile_, tile % tilesN));
   } else {
-    walk.push_back(kir::let(group, kir::var(tile) / (g * tilesN),
+    walk.push_back(kir::let(group, tile / (g * tilesN),
                             "groups of " + std::to_string(plan_.tileGroup) + " M tiles"));
     walk.push_back(kir::let(firstRow, kir::var(group) * g));
     walk.push_back(
         kir::let(groupRows, kir::foldedBinary(kir::BinaryOp::Min, rowsM - kir::var(firstRow), g)));
-    walk.push_back(kir::let(inGroup, kir::var(tile) % (g * tilesN)));
+    walk.push_back(kir::let(inGroup, tile % (g * tilesN)));
     walk.push_back(kir::let(row, kir::var(firstRow) + kir::var(inGroup) % kir::var(groupRows),
                             "down the group first"));
     walk.push_back(kir::let(nTile_, kir::var(inGroup) / kir::var(groupRows)));
@@ -368,11 +397,6 @@ Stmt MatmulBuilder::forEachTile(const std::function<Stmt()> &body, const std::st
   if (c > 1)
     walk.push_back(kir::let(mTile_, kir::var(row) * kir::index(c) + kir::var(clusterRank_),
                             "the cluster's M tiles, one a CTA"));
-  walk.push_back(body());
-  Expr count = (kir::var(tileCount_) - walker + walkers - kir::index(1)) / walkers;
-  return withOrigin(
-      kir::forLoop(tileIter_, count, kir::LoopKind::Serial, kir::block(std::move(walk))),
-      plan_.tilesOrigin, comment);
 }
 
 // --- Warp roles --------------------------------------------------------------------------
@@ -385,8 +409,9 @@ Stmt MatmulBuilder::producerRole() {
   lower->increase = false;
   lower->origin = plan_.warpSpecializeOrigin;
   lower->comment = "the producer needs few registers: the consumers take them";
-  Stmt loads = kir::ifThen(isThread(0), forEachTile([&] { return producerLoads(); }, "its tiles"),
-                           nullptr, "one thread issues the loads");
+  Stmt loads = kir::ifThen(
+      isThread(0), forEachTile([&] { return producerLoads(); }, "its tiles", Role::Producer),
+      nullptr, "one thread issues the loads");
   auto role = hopperNode(StmtKind::WarpRole);
   role->role = "producer";
   role->condition = kir::binary(kir::BinaryOp::Eq, kir::var(warpgroup_), kir::index(0));
@@ -413,9 +438,17 @@ Stmt MatmulBuilder::consumerRole() {
                                          std::to_string(plan_.warpN)));
   body.push_back(forEachTile(
       [&] {
-        return kir::block({plan_.warpSpecialized ? consumerLoop() : singleRoleLoop(), epilogue()});
+        Stmt loop = plan_.warpSpecialized ? consumerLoop() : singleRoleLoop();
+        if (plan_.tileWalk != TileWalk::StreamK)
+          return kir::block({loop, epilogue()});
+        // A piece of a tile goes to the workspace; the fix-up kernel adds the pieces.
+        return kir::block(
+            {loop, kir::ifThen(kir::binary(kir::BinaryOp::Eq, kCount_, kir::var(kTiles_)),
+                               epilogue(), storePiece(), "a whole tile, or a piece of one")});
       },
-      "this CTA's tiles"));
+      plan_.tileWalk == TileWalk::StreamK ? "this CTA's whole tiles, then its run of k tiles"
+                                          : "this CTA's tiles",
+      Role::Consumers));
   if (plan_.epilogueVia == sched::EpilogueKind::SharedTmaStore)
     body.push_back(waitOutputTileRead("the last TMA store has read the output tile before the "
                                       "CTA's shared memory goes"));
@@ -432,7 +465,7 @@ Stmt MatmulBuilder::consumerRole() {
 /// where no product is in flight.
 Stmt MatmulBuilder::zeroIfNoProduct() {
   kir::VarPtr i = var("i");
-  return kir::ifThen(kir::binary(kir::BinaryOp::Eq, kir::var(kTiles_), kir::index(0)),
+  return kir::ifThen(kir::binary(kir::BinaryOp::Eq, kCount_, kir::index(0)),
                      kir::forLoop(i, kir::index(plan_.accumulators()), kir::LoopKind::Unrolled,
                                   kir::store(acc_, kir::var(i), kir::constant(0, ir::DType::F32))),
                      nullptr, "K = 0: no product wrote the accumulators");
@@ -444,12 +477,10 @@ Expr MatmulBuilder::isThread(int64_t thread) const {
   return kir::binary(kir::BinaryOp::Eq, kir::var(tid_), kir::index(thread));
 }
 
-Expr MatmulBuilder::firstConsumerThread() const {
-  return isThread(plan_.warpSpecialized ? 128 : 0);
-}
+Expr MatmulBuilder::firstConsumerThread() const { return isThread(producerWarpgroup_ ? 128 : 0); }
 
 Stmt MatmulBuilder::consumerBarrier(const std::string &comment) const {
-  if (!plan_.warpSpecialized)
+  if (!producerWarpgroup_)
     return withOrigin(kir::barrier(), {}, comment);
   auto s = std::make_shared<kir::StmtNode>(*kir::barrier());
   s->barrierKind = kir::BarrierKind::Named;
@@ -483,8 +514,9 @@ void MatmulBuilder::makeLaunchShape() {
   if (plan_.tileWalk == TileWalk::Persistent) {
     launch.grid = {ctaCount(), kir::index(1), kir::index(1)};
     launch.gridFromOccupancy = plan_.clusterM > 1;
-  }
-  else
+  } else if (plan_.tileWalk == TileWalk::StreamK) {
+    launch.grid = {streamKCtas(), kir::index(1), kir::index(1)};
+  } else
     launch.grid = {tiles(plan_.m, plan_.tileM * plan_.clusterM) * kir::index(plan_.clusterM),
                    tiles(plan_.n, plan_.tileN), kir::index(plan_.splitK)};
   launch.block = {kir::index(plan_.threads()), kir::index(1), kir::index(1)};

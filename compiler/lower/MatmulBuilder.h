@@ -11,6 +11,8 @@
 //   MatmulEpilogue.cpp  the fused epilogue on the accumulator fragments, stored from
 //                       registers or through a shared output tile (and TMA stores)
 //   MatmulSplitK.cpp    split-K's second kernel: the partial products added, the epilogue
+//   MatmulStreamK.cpp   stream-K's work items (whole tiles, then runs of K) and its
+//                       fix-up kernel: the pieces of split tiles added, the epilogue
 //
 // The layouts follow the simulator's reading of the Hopper nodes (sim/Simulator.h) and
 // the hardware's: a stage's a tile is BM rows of 64 bf16 (128 bytes, K contiguous), written
@@ -55,10 +57,13 @@ inline kir::Stmt withOrigin(const kir::Stmt &s, const kir::Origin &origin,
 /// buffers every part refers to.
 class MatmulBuilder {
 public:
-  MatmulBuilder(LowerContext &cx, const MatmulPlan &plan) : cx_(cx), plan_(plan), f_(cx.fusion) {}
+  MatmulBuilder(LowerContext &cx, const MatmulPlan &plan)
+      : cx_(cx), plan_(plan), f_(cx.fusion), producerWarpgroup_(plan.warpSpecialized) {}
   bool run();
   /// The split-K sum kernel (MatmulSplitK.cpp).
   bool runSum();
+  /// The stream-K fix-up kernel (MatmulStreamK.cpp).
+  bool runFixup();
 
 private:
   // --- MatmulBuild.cpp: names, storage, tiles, roles, launch -------------------------------
@@ -73,12 +78,31 @@ private:
   kir::Expr ctaCount() const;
   void makeStorage(std::vector<kir::Stmt> &out);
   kir::Stmt initBarriers();
-  /// `body` for each output tile of this CTA, with m_tile_, n_tile_ and tileIter_ bound.
-  kir::Stmt forEachTile(const std::function<kir::Stmt()> &body, const std::string &comment);
+  /// `body` for each output tile (stream-K: work item) of this CTA, with m_tile_, n_tile_
+  /// and the K loop's kBegin_, kCount_ and useBase_ bound.
+  /// The producer's walk issues loads; the consumers' computes (and loads, without a
+  /// producer): each binds only what it uses.
+  enum class Role { Producer, Consumers };
+  kir::Stmt forEachTile(const std::function<kir::Stmt()> &body, const std::string &comment,
+                        Role role);
+  /// Lets of (m_tile_, n_tile_) for tile number `tile` of the grouped order.
+  void tileCoordinates(std::vector<kir::Stmt> &out, kir::Expr tile);
   kir::Stmt producerRole();
   kir::Stmt consumerRole();
   kir::Stmt zeroIfNoProduct();
   void makeLaunchShape();
+
+  // --- MatmulStreamK.cpp -----------------------------------------------------------------------
+  /// The CTAs of a stream-K product, and the tiles taken whole (in waves of `ctas`), as
+  /// expressions of the sizes (the launch shape and both kernels use them).
+  kir::Expr streamKCtas() const;
+  kir::Expr streamKWholeTiles(kir::Expr tiles, kir::Expr ctas, kir::Expr kTiles) const;
+  /// Lets of tiles, ctas, whole_tiles and sk_k_tiles (k tiles of the tiles left).
+  void streamKShape(std::vector<kir::Stmt> &out);
+  kir::Stmt streamKWalk(const std::function<kir::Stmt()> &body, const std::string &comment,
+                        Role role);
+  /// A piece of a tile, not the whole: the thread's accumulators to the CTA's slot.
+  kir::Stmt storePiece();
 
   // --- MatmulMainLoop.cpp: the K loop -------------------------------------------------------
   /// The use number of k tile `kTile` of the current output tile: stage `it % S`, phase
@@ -95,6 +119,15 @@ private:
 
   // --- MatmulEpilogue.cpp -------------------------------------------------------------------
   kir::Stmt epilogue();
+  /// An element of the thread's accumulator fragments (MatmulBuilder.h's header).
+  struct FragmentElement {
+    kir::Expr mi, ni, ns, h, c, accIndex;
+    kir::VarPtr row0, col0;
+  };
+  kir::Stmt forEachFragmentElement(std::vector<kir::Stmt> &out,
+                                   const std::function<kir::Stmt(const FragmentElement &)> &body);
+  /// The element's row and column in the output.
+  std::pair<kir::Expr, kir::Expr> outputPosition(const FragmentElement &e) const;
   /// The fusion's epilogue on `product` (the f32 value of the output element at
   /// rootIndex), and, with `storeOutputs`, the stores to the outputs; the values are left
   /// in lastValues_.
@@ -134,12 +167,20 @@ private:
   kir::VarPtr clusterRank_, clusterIndex_;
   /// The current output tile and its number among this CTA's tiles.
   kir::VarPtr mTile_, nTile_, tileIter_, kTiles_;
+  /// The K loop of the current tile: its first k tile (null: 0), its k tiles, and the
+  /// CTA's stage uses before it (null: none).
+  kir::Expr kBegin_, kCount_, useBase_;
+  /// stream_k: the tiles taken whole, the k tiles of the others, this CTA's run of them
+  /// [sk_first, sk_end), and the current item's slot for a piece.
+  kir::VarPtr wholeTiles_, skKTiles_, skFirst_, skEnd_, pieceSlot_;
   /// Persistent: the output tiles and the CTAs walking them.
   kir::VarPtr tileCount_, ctaCount_;
   kir::BufferPtr aTiles_, bTiles_, full_, empty_, acc_, outTile_;
   /// The values of the last epilogueValues call, by fusion value id.
   std::map<unsigned, kir::Expr> lastValues_;
   int64_t sharedBytes_ = 0;
+  /// Whether warpgroup 0 is a producer (the fix-up kernel has consumers only).
+  bool producerWarpgroup_;
 };
 
 } // namespace fsl::lower

@@ -37,7 +37,23 @@ Stmt MatmulBuilder::epilogue() {
                                    "fusion's epilogue, into the output tile"
                                  : "Epilogue: each accumulator element's row and column, the "
                                    "fusion's epilogue, stores inside the output"));
-  // row0 and col0: the thread's first element in the CTA tile.
+  Stmt nest = forEachFragmentElement(out, [&](const FragmentElement &e) {
+    return elementBody(e.mi, e.ni, e.ns, e.h, e.c, e.accIndex, e.row0, e.col0);
+  });
+  auto fragments = std::make_shared<kir::StmtNode>(*nest);
+  fragments->comment = "the fragments of wgmma m64n" + std::to_string(plan_.instructionN) + "k16";
+  fragments->origin = plan_.epilogueOrigin;
+  out.push_back(fragments);
+  if (plan_.sharedEpilogue())
+    out.push_back(storeOutputTile());
+  return kir::block(std::move(out));
+}
+
+/// The unrolled nest over the thread's accumulator elements: `body` for each, with its
+/// fragment coordinates; the lets of the thread's first element (row0, col0 in the CTA
+/// tile) go to `out`.
+Stmt MatmulBuilder::forEachFragmentElement(
+    std::vector<Stmt> &out, const std::function<Stmt(const FragmentElement &)> &body) {
   kir::VarPtr lane = var("lane"), row0 = var("row0"), col0 = var("col0");
   out.push_back(kir::let(lane, kir::var(tid_) % kir::index(128), "thread of the warpgroup"));
   Expr l = kir::var(lane);
@@ -45,26 +61,29 @@ Stmt MatmulBuilder::epilogue() {
                                    l % kir::index(32) / kir::index(4)));
   out.push_back(kir::let(col0, warpgroupColumn() + kir::index(2) * (l % kir::index(4))));
   int64_t in = plan_.instructionN;
-  Stmt nest = unrolled("mi", plan_.instructionsM(), [&](Expr mi) {
+  return unrolled("mi", plan_.instructionsM(), [&](Expr mi) {
     return unrolled("ni", plan_.instructionsN(), [&](Expr ni) {
       return unrolled("ns", in / 8, [&](Expr ns) {
         return unrolled("h", 2, [&](Expr h) {
           return unrolled("half", 2, [&](Expr c) {
             Expr fragment = (mi * kir::index(plan_.instructionsN()) + ni) * kir::index(in / 2);
-            Expr element = fragment + ns * kir::index(4) + h * kir::index(2) + c;
-            return elementBody(mi, ni, ns, h, c, element, row0, col0);
+            FragmentElement e{mi,   ni,  ns,
+                              h,    c,   fragment + ns * kir::index(4) + h * kir::index(2) + c,
+                              row0, col0};
+            return body(e);
           });
         });
       });
     });
   });
-  auto fragments = std::make_shared<kir::StmtNode>(*nest);
-  fragments->comment = "the fragments of wgmma m64n" + std::to_string(in) + "k16";
-  fragments->origin = plan_.epilogueOrigin;
-  out.push_back(fragments);
-  if (plan_.sharedEpilogue())
-    out.push_back(storeOutputTile());
-  return kir::block(std::move(out));
+}
+
+/// Row and column of a fragment element in the output.
+std::pair<Expr, Expr> MatmulBuilder::outputPosition(const FragmentElement &e) const {
+  Expr r = kir::var(e.row0) + e.mi * kir::index(64) + e.h * kir::index(8);
+  Expr c = kir::var(e.col0) + e.ni * kir::index(plan_.instructionN) + e.ns * kir::index(8) + e.c;
+  return {kir::var(mTile_) * kir::index(plan_.tileM) + r,
+          kir::var(nTile_) * kir::index(plan_.tileN) + c};
 }
 
 /// One accumulator element: its position, the bounds check, the epilogue and stores (to
@@ -172,7 +191,7 @@ Stmt MatmulBuilder::storeOutputTile() {
   kir::VarPtr step = var("step"), p = var("piece"), row = var("row"), col = var("col"),
               i = var("i");
   kir::VarPtr thread = var("consumer_thread");
-  out.push_back(kir::let(thread, kir::var(tid_) - kir::index(plan_.warpSpecialized ? 128 : 0),
+  out.push_back(kir::let(thread, kir::var(tid_) - kir::index(producerWarpgroup_ ? 128 : 0),
                          "thread of the consumers"));
   std::vector<Stmt> piece;
   Expr perBlock = kir::index(plan_.tileM * span / chunk);

@@ -52,16 +52,16 @@ Stmt wgmmaWait(int64_t pending, std::string comment) {
 } // namespace
 
 Expr MatmulBuilder::iteration(Expr kTile) const {
-  if (!tileIter_)
+  if (!useBase_)
     return kTile;
-  return kir::var(tileIter_) * kir::var(kTiles_) + kTile;
+  return useBase_ + kTile;
 }
 
 /// The use number of k tile `kTile`: the k tile itself with one tile a CTA, else a
 /// variable `it` defined in `body`.
 Expr MatmulBuilder::useNumber(std::vector<Stmt> &body, const kir::VarPtr &it,
                               const kir::VarPtr &kTile) const {
-  if (!tileIter_)
+  if (!useBase_)
     return kir::var(kTile);
   body.push_back(kir::let(it, iteration(kir::var(kTile)), "use number of the stage"));
   return kir::var(it);
@@ -69,7 +69,7 @@ Expr MatmulBuilder::useNumber(std::vector<Stmt> &body, const kir::VarPtr &it,
 
 /// Expect the stage's bytes, then load k tile `kTile` of both operands into `stage`.
 Stmt MatmulBuilder::loadStage(Expr kTile, Expr stage) {
-  Expr k = (kFirst_ ? kir::var(kFirst_) + kTile : kTile) * kir::index(plan_.tileK);
+  Expr k = (kBegin_ ? kBegin_ + kTile : kTile) * kir::index(plan_.tileK);
   int64_t bytes = plan_.stageBytes();
   return kir::block({
       mbarrierOp(StmtKind::MBarrierArriveExpectTx, full_, stage, kir::index(bytes),
@@ -125,7 +125,7 @@ Stmt MatmulBuilder::producerLoads() {
                             (use / kir::index(s) + kir::index(1)) % kir::index(2),
                             "the consumers released the stage's previous use"));
   body.push_back(loadStage(kir::var(kTile), kir::var(stage)));
-  return kir::forLoop(kTile, kir::var(kTiles_), kir::LoopKind::Serial, kir::block(std::move(body)),
+  return kir::forLoop(kTile, kCount_, kir::LoopKind::Serial, kir::block(std::move(body)),
                       plan_.pipelineOrigin);
 }
 
@@ -211,15 +211,15 @@ Stmt MatmulBuilder::consumerLoop() {
     body.push_back(release(use, "the stage is free"));
   }
   std::vector<Stmt> loop;
-  loop.push_back(kir::forLoop(kTile, kir::var(kTiles_), kir::LoopKind::Serial,
-                              kir::block(std::move(body)), plan_.mmaOrigin));
+  loop.push_back(kir::forLoop(kTile, kCount_, kir::LoopKind::Serial, kir::block(std::move(body)),
+                              plan_.mmaOrigin));
   if (inFlight)
     loop.push_back(wgmmaWait(0, "the tile's last products are done"));
   loop.push_back(zeroIfNoProduct());
   if (inFlight) {
-    loop.push_back(kir::ifThen(
-        kir::index(0) < kir::var(kTiles_),
-        release(iteration(kir::var(kTiles_)) + kir::index(s - 1), "the last stage is free")));
+    loop.push_back(
+        kir::ifThen(kir::index(0) < kCount_,
+                    release(iteration(kCount_) + kir::index(s - 1), "the last stage is free")));
   }
   return kir::block(std::move(loop));
 }
@@ -232,7 +232,7 @@ Stmt MatmulBuilder::singleRoleLoop() {
   // The prologue: k tiles 0 .. S - 2, each in its own stage.
   if (s > 1) {
     kir::VarPtr first = var("k_tile");
-    Stmt load = kir::ifThen(kir::var(first) < kir::var(kTiles_),
+    Stmt load = kir::ifThen(kir::var(first) < kCount_,
                             loadStage(kir::var(first), iteration(kir::var(first)) % kir::index(s)));
     auto prologue = std::make_shared<kir::StmtNode>(*kir::ifThen(
         isThread(0), kir::forLoop(first, kir::index(s - 1), kir::LoopKind::Unrolled, load)));
@@ -248,7 +248,7 @@ Stmt MatmulBuilder::singleRoleLoop() {
     kir::VarPtr next = var("next_tile");
     Stmt issue = kir::block({
         kir::let(next, kir::var(kTile) + kir::index(s - 1)),
-        kir::ifThen(kir::var(next) < kir::var(kTiles_),
+        kir::ifThen(kir::var(next) < kCount_,
                     loadStage(kir::var(next), iteration(kir::var(next)) % kir::index(s))),
     });
     iterationBody.push_back(kir::ifThen(isThread(0), issue, nullptr,
@@ -266,7 +266,7 @@ Stmt MatmulBuilder::singleRoleLoop() {
   auto sync = std::make_shared<kir::StmtNode>(*kir::barrier());
   sync->comment = "every warpgroup is done with the stage before it is refilled";
   iterationBody.push_back(sync);
-  out.push_back(kir::forLoop(kTile, kir::var(kTiles_), kir::LoopKind::Serial,
+  out.push_back(kir::forLoop(kTile, kCount_, kir::LoopKind::Serial,
                              kir::block(std::move(iterationBody)), plan_.mmaOrigin));
   out.push_back(zeroIfNoProduct());
   return kir::block(std::move(out));

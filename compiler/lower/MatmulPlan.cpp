@@ -249,12 +249,6 @@ private:
   /// The matrix-product directives this slice does not lower.
   void matmulDirectives(std::vector<Refusal> &refusals) {
     const sched::MatmulSchedule &mm = schedule_.matmul;
-    for (const auto &tiles : mm.tiles)
-      if (tiles.order == sched::TileOrder::StreamK)
-        refusals.push_back({tiles.origin.range, "tiles stream_k: not lowered yet (tiles "
-                                                "one_per_cta, persistent [swizzle N] or "
-                                                "split_k N)"});
-
     if (mm.epilogue && mm.epilogue->via != sched::EpilogueKind::Registers)
       sharedEpilogue(refusals);
     if (mm.pipeline && !mm.pipeline->viaTma)
@@ -395,13 +389,15 @@ private:
                              mm.pipeline->origin.range};
     plan_->tilesOrigin = {"tiles one_per_cta",
                           mm.tiles.empty() ? mma.origin.range : mm.tiles[0].origin.range};
-    if (!mm.tiles.empty() && mm.tiles[0].order == sched::TileOrder::Persistent) {
-      plan_->tileWalk = TileWalk::Persistent;
+    if (!mm.tiles.empty() && (mm.tiles[0].order == sched::TileOrder::Persistent ||
+                              mm.tiles[0].order == sched::TileOrder::StreamK)) {
+      bool streamK = mm.tiles[0].order == sched::TileOrder::StreamK;
+      plan_->tileWalk = streamK ? TileWalk::StreamK : TileWalk::Persistent;
       plan_->tileGroup = mm.tiles[0].parameter ? mm.tiles[0].parameter->value : 1;
       if (plan_->tileGroup < 1)
         return unsupported("a swizzle of fewer than one tile", mm.tiles[0].parameter->range);
       plan_->tilesOrigin.text =
-          "tiles persistent" +
+          std::string(streamK ? "tiles stream_k" : "tiles persistent") +
           (mm.tiles[0].parameter ? " swizzle " + std::to_string(plan_->tileGroup) : "");
     }
     if (!mm.tiles.empty() && mm.tiles[0].order == sched::TileOrder::SplitK) {
@@ -443,6 +439,10 @@ private:
                          cluster.shape[0].range);
     if (plan_->splitK > 1 && c > 1)
       return unsupported("cluster with split_k: the parts of K run as a grid z of their own",
+                         cluster.origin.range);
+    if (plan_->tileWalk == TileWalk::StreamK && c > 1)
+      return unsupported("cluster with stream_k: the CTAs of a cluster would take different "
+                         "runs of K, so they share no b tile",
                          cluster.origin.range);
     plan_->clusterM = c;
     plan_->multicast = cluster.multicast && c > 1;

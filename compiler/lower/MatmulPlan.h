@@ -16,8 +16,12 @@
 //               epilogue via shared [tma_store]   (one output over [M, N], N contiguous)
 //               pdl                          (every sm_90 kernel has it)
 //               tiles split_k N              (two kernels: partial tiles, then their sum)
+//               tiles stream_k [swizzle G]   (two kernels: whole tiles and pieces of K
+//                                            spread evenly over the SMs, then the pieces
+//                                            of the tiles split between CTAs added)
 //               cluster (C, 1) [multicast]  (C = 2 or 4; multicast with warp_specialize)
-//   refused     tiles stream_k, clusters along N, a pipeline not via TMA, and the loop
+//   refused     clusters with stream_k or split_k, clusters along N, a pipeline not via TMA, and
+//   the loop
 //               directives of the other schedules (split, parallelize, persistent, ...)
 //
 // Operands: `a: bf16|f16[M, K]` (K contiguous) and `b: bf16|f16[N, K]` or `[K, N]` (N
@@ -49,9 +53,12 @@ struct MatmulOperand {
   bool kContiguous = true;
 };
 
-/// How CTAs take output tiles: one each (the grid is the tiles), or persistent CTAs,
-/// one an SM, walking the tiles in a grouped ("swizzled") order.
-enum class TileWalk { OnePerCta, Persistent };
+/// How CTAs take output tiles: one each (the grid is the tiles), persistent CTAs, one an
+/// SM, walking the tiles in a grouped ("swizzled") order, or stream-K: persistent CTAs
+/// taking whole tiles in that order while every CTA gets a whole wave of them, then equal
+/// runs of k tiles of the tiles left (a tile split between CTAs is finished by a second
+/// kernel, the fix-up).
+enum class TileWalk { OnePerCta, Persistent, StreamK };
 
 struct MatmulPlan {
   const sched::Schedule *schedule = nullptr;
@@ -88,7 +95,9 @@ struct MatmulPlan {
   int64_t clusterM = 1;
   bool multicast = false;
   kir::Origin clusterOrigin;
-  kir::BufferPtr partials; // set by the lowering when splitK > 1
+  /// split_k: [S, M, N]; stream_k: two slots a CTA of BM x BN f32 each (its first and
+  /// last pieces of K, when they are not whole tiles), in fragment order.
+  kir::BufferPtr partials; // set by the lowering when there is a second kernel
   /// The values the epilogue computes per accumulator element, in fusion order
   /// (inputs, scalars and constants included; the product itself is the accumulator).
   std::vector<const ir::Value *> epilogue;
@@ -107,6 +116,10 @@ struct MatmulPlan {
   int64_t stageBytes() const;
   /// Threads of a CTA: the consumer warpgroups and the producer's.
   int64_t threads() const { return 128 * (warpgroups + (warpSpecialized ? 1 : 0)); }
+  /// Whether the product takes two kernels (split_k, stream_k) and a partials workspace.
+  bool twoKernels() const { return splitK > 1 || tileWalk == TileWalk::StreamK; }
+  /// Whether CTAs walk several tiles (persistent and stream-K).
+  bool persistentCtas() const { return tileWalk != TileWalk::OnePerCta; }
   /// Whether the output tile goes through shared memory.
   bool sharedEpilogue() const { return epilogueVia != sched::EpilogueKind::Registers; }
 };

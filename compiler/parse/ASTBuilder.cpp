@@ -592,8 +592,10 @@ private:
         d->order = TileOrderKind::Persistent;
         if (persistent->INT())
           d->parameter = intLiteral(persistent->INT());
-      } else if (dynamic_cast<FSLParser::StreamKOrderContext *>(order)) {
+      } else if (auto *streamK = dynamic_cast<FSLParser::StreamKOrderContext *>(order)) {
         d->order = TileOrderKind::StreamK;
+        if (streamK->INT())
+          d->parameter = intLiteral(streamK->INT());
       } else {
         d->order = TileOrderKind::SplitK;
         d->parameter = intLiteral(static_cast<FSLParser::SplitKOrderContext *>(order)->INT());

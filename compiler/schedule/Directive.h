@@ -148,7 +148,7 @@ struct WarpSpecialize {
 enum class TileOrder { OnePerCta, Persistent, StreamK, SplitK };
 llvm::StringRef tileOrderName(TileOrder order);
 
-/// `tiles one_per_cta | persistent [swizzle N] | stream_k | split_k N`.
+/// `tiles one_per_cta | persistent [swizzle N] | stream_k [swizzle N] | split_k N`.
 struct Tiles {
   TileOrder order = TileOrder::OnePerCta;
   std::optional<Count> parameter; // swizzle N or split_k N

@@ -68,9 +68,9 @@ generate rows "$root/tests/launcher/rows.fsl"
 "$nvcc" "${flags[@]}" "${strict[@]}" -I "$work/matmul" -o "$work/tma_validation" \
   "$root/tests/launcher/tma_validation_test.cpp" "$work/matmul/linear_bias_gelu.cu"
 "$work/tma_validation"
-# Every matmul strategy (warp roles, persistent tiles, shared and TMA-store epilogues,
+# Every matmul strategy (warp roles, persistent tiles, stream-K, shared and TMA-store epilogues,
 # b as [K, N]) compiles strictly, launcher included, and ptxas does not serialize its wgmma.
-for input in warp-specialized persistent shared-epilogue kn; do
+for input in warp-specialized persistent shared-epilogue kn stream-k; do
   generate "mm_$input" "$root/tests/lit/matmul/Inputs/$input.fsl"
   src="$(ls "$work/mm_$input"/*.cu)"
   "$nvcc" "${flags[@]}" "${strict[@]}" -Xptxas -v -I "$work/mm_$input" -c "$src" \

@@ -1,0 +1,275 @@
+// MatmulStreamK.cpp — `tiles stream_k [swizzle G]`: whole tiles in waves, then the k tiles
+// of the tiles left spread evenly over the CTAs, and the fix-up kernel that finishes the
+// tiles split between CTAs.
+//
+// With T tiles of k_tiles k tiles each and `ctas` = min(SMs, T x k_tiles) persistent CTAs:
+//
+//   whole_tiles = T when T is a multiple of ctas (no tail wave), else (T / ctas - 1) x ctas
+//                 (every wave but the last whole one and the tail: those two waves are
+//                 spread, so no CTA idles in a half-empty last wave)
+//   sk_k_tiles  = (T - whole_tiles) x k_tiles, the k tiles of the tiles left; CTA c takes
+//                 the run [c sk_k_tiles / ctas, (c + 1) sk_k_tiles / ctas)
+//
+// A CTA's work items are its whole tiles (tile cta + i ctas of the grouped order), then the
+// pieces of its run, one a tile it crosses. The stage uses continue across items. A piece
+// that covers its tile is a whole tile (the epilogue runs at once); any other goes to the
+// CTA's slot in the workspace: slot 0 for the first tile of its run, 1 for the last (a
+// run's middle tiles are whole). The fix-up kernel, one CTA a tile left, finds the CTAs
+// whose runs cross its tile (g0 .. g1, from the run boundaries), adds their pieces in K
+// order (the same sum at every run, no atomics, no waits between CTAs), and runs the
+// epilogue. Pieces are stored in fragment order, so each thread writes and reads back
+// its own accumulators with coalesced accesses, and only for elements inside the output.
+#include "lower/MatmulBuilder.h"
+
+namespace fsl::lower {
+
+using kir::Expr;
+using kir::Stmt;
+
+namespace {
+Expr eq(Expr a, Expr b) { return kir::binary(kir::BinaryOp::Eq, std::move(a), std::move(b)); }
+} // namespace
+
+Expr MatmulBuilder::streamKCtas() const {
+  Expr kTiles = (cx_.dimExtent(plan_.k) + kir::index(plan_.tileK - 1)) / kir::index(plan_.tileK);
+  Expr work = tileCount() * kir::foldedBinary(kir::BinaryOp::Max, kTiles, kir::index(1));
+  return kir::foldedBinary(kir::BinaryOp::Min, work, kir::index(plan_.smCount));
+}
+
+Expr MatmulBuilder::streamKWholeTiles(Expr tiles, Expr ctas, Expr kTiles) const {
+  Expr waves =
+      kir::binary(kir::BinaryOp::Or, eq(tiles % ctas, kir::index(0)), eq(kTiles, kir::index(0)));
+  return kir::select(waves, tiles, kir::max(tiles / ctas - kir::index(1), kir::index(0)) * ctas);
+}
+
+void MatmulBuilder::streamKShape(std::vector<Stmt> &out) {
+  tileCount_ = var("tiles");
+  ctaCount_ = var("ctas");
+  wholeTiles_ = var("whole_tiles");
+  skKTiles_ = var("sk_k_tiles");
+  out.push_back(kir::let(tileCount_, tileCount(), "output tiles"));
+  out.push_back(
+      kir::let(ctaCount_, streamKCtas(), "the grid: one CTA an SM, no more than the k tiles"));
+  out.push_back(kir::let(
+      wholeTiles_, streamKWholeTiles(kir::var(tileCount_), kir::var(ctaCount_), kir::var(kTiles_)),
+      "tiles taken whole, in waves of ctas: all but the last two waves (all of them when they "
+      "are full)"));
+  out.push_back(kir::let(skKTiles_,
+                         (kir::var(tileCount_) - kir::var(wholeTiles_)) * kir::var(kTiles_),
+                         "the k tiles of the tiles left, spread evenly over the CTAs"));
+}
+
+/// The CTA's work items: its whole tiles, then one piece a tile its run of k tiles
+/// crosses. Binds the tile, the K loop's range and stage uses, and the piece's slot.
+Stmt MatmulBuilder::streamKWalk(const std::function<Stmt()> &body, const std::string &comment,
+                                Role role) {
+  std::vector<Stmt> shape;
+  kir::VarPtr rounds = var("whole_rounds"), first = var("sk_first"), end = var("sk_end"),
+              firstTile = var("first_piece_tile"), pieces = var("pieces");
+  Expr kt = kir::var(kTiles_), ctas = kir::var(ctaCount_), cta = kir::var(cta_);
+  Expr ktAtLeast1 = kir::max(kt, kir::index(1));
+  shape.push_back(kir::let(rounds, kir::var(wholeTiles_) / ctas, "whole tiles of each CTA"));
+  shape.push_back(kir::let(first, cta * kir::var(skKTiles_) / ctas,
+                           "the CTA's run of k tiles: [sk_first, sk_end)"));
+  shape.push_back(kir::let(end, (cta + kir::index(1)) * kir::var(skKTiles_) / ctas));
+  shape.push_back(kir::let(firstTile, kir::var(first) / ktAtLeast1));
+  shape.push_back(kir::let(pieces,
+                           kir::select(kir::var(first) < kir::var(end),
+                                       (kir::var(end) - kir::index(1)) / ktAtLeast1 -
+                                           kir::var(firstTile) + kir::index(1),
+                                       kir::index(0)),
+                           "the tiles the run crosses"));
+
+  tileIter_ = var("item");
+  kir::VarPtr piece = var("piece"), skTile = var("sk_tile"), runBegin = var("run_begin"),
+              runEnd = var("run_end"), tile = var("tile"), begin = var("k_begin"),
+              count = var("k_count"), uses = var("uses");
+  pieceSlot_ = var("slot");
+  Expr item = kir::var(tileIter_);
+  Expr whole = item < kir::var(rounds);
+  std::vector<Stmt> walk;
+  walk.push_back(kir::let(piece, item - kir::var(rounds), "the item's piece (whole tiles first)"));
+  walk.push_back(kir::let(skTile, kir::var(firstTile) + kir::var(piece)));
+  walk.push_back(kir::let(runBegin, kir::max(kir::var(first), kir::var(skTile) * kt)));
+  walk.push_back(kir::let(runEnd, kir::min(kir::var(end), kir::var(skTile) * kt + kt)));
+  walk.push_back(kir::let(
+      tile, kir::select(whole, cta + item * ctas, kir::var(wholeTiles_) + kir::var(skTile)),
+      "the tile's number in the grouped order"));
+  tileCoordinates(walk, kir::var(tile));
+  bool loads = role == Role::Producer || !plan_.warpSpecialized;
+  if (loads)
+    walk.push_back(kir::let(
+        begin, kir::select(whole, kir::index(0), kir::var(runBegin) - kir::var(skTile) * kt),
+        "the item's k tiles: [k_begin, k_begin + k_count)"));
+  walk.push_back(kir::let(count, kir::select(whole, kt, kir::var(runEnd) - kir::var(runBegin))));
+  walk.push_back(kir::let(
+      uses,
+      kir::select(whole, item * kt, kir::var(rounds) * kt + kir::var(runBegin) - kir::var(first)),
+      "stage uses before the item"));
+  if (role == Role::Consumers)
+    walk.push_back(kir::let(pieceSlot_,
+                            cta * kir::index(2) + kir::min(kir::var(piece), kir::index(1)),
+                            "a piece's slot: the run's first tile, or its last"));
+  kBegin_ = loads ? kir::var(begin) : nullptr;
+  kCount_ = kir::var(count);
+  useBase_ = kir::var(uses);
+  walk.push_back(body());
+  Stmt loop = withOrigin(kir::forLoop(tileIter_, kir::var(rounds) + kir::var(pieces),
+                                      kir::LoopKind::Serial, kir::block(std::move(walk))),
+                         plan_.tilesOrigin, comment);
+  shape.push_back(loop);
+  return kir::block(std::move(shape));
+}
+
+/// Element (slot, accumulator i, consumer thread t) of the pieces workspace: slot after
+/// slot of BM x BN floats, accumulator-major, so a warp's accesses are consecutive.
+static Expr pieceIndex(Expr slot, Expr accumulator, Expr thread, int64_t accumulators,
+                       int64_t threads) {
+  return (slot * kir::index(accumulators) + accumulator) * kir::index(threads) + thread;
+}
+
+Stmt MatmulBuilder::storePiece() {
+  std::vector<Stmt> out;
+  kir::VarPtr thread = var("consumer_thread");
+  out.push_back(kir::let(thread, kir::var(tid_) - kir::index(producerWarpgroup_ ? 128 : 0),
+                         "thread of the consumers"));
+  Expr m = cx_.dimExtent(plan_.m), n = cx_.dimExtent(plan_.n);
+  Stmt nest = forEachFragmentElement(out, [&](const FragmentElement &e) {
+    auto [row, col] = outputPosition(e);
+    return kir::ifThen(row < m && col < n,
+                       kir::store(plan_.partials,
+                                  pieceIndex(kir::var(pieceSlot_), e.accIndex, kir::var(thread),
+                                             plan_.accumulators(), 128 * plan_.warpgroups),
+                                  kir::load(acc_, e.accIndex)));
+  });
+  auto stores = std::make_shared<kir::StmtNode>(*nest);
+  stores->comment = "a piece of the tile: the accumulators inside the output to the CTA's slot, "
+                    "for the fix-up kernel";
+  stores->origin = plan_.tilesOrigin;
+  out.push_back(stores);
+  return kir::block(std::move(out));
+}
+
+bool MatmulBuilder::runFixup() {
+  reserveNames();
+  producerWarpgroup_ = false;
+  cx_.addParameters(nullptr);
+  if (plan_.epilogueVia == sched::EpilogueKind::SharedTmaStore)
+    addOutputMap();
+  kir::KernelParam kp;
+  kp.kind = kir::KernelParam::Kind::Tensor;
+  kp.buffer = plan_.partials;
+  cx_.kernel.params.push_back(kp);
+  tid_ = var("tid");
+  warpgroup_ = var("warpgroup");
+  consumer_ = warpgroup_;
+  kir::VarPtr skTile = var("sk_tile");
+
+  std::vector<Stmt> body;
+  if (plan_.sharedEpilogue()) {
+    const ir::Output &output = f_.outputs.at(0);
+    int64_t span = 128 / ir::dtypeBytes(output.dtype);
+    auto tile = std::make_shared<kir::Buffer>();
+    tile->name = fresh(output.name + "_tile");
+    tile->dtype = output.dtype;
+    tile->space = kir::MemorySpace::Shared;
+    tile->shape = {plan_.tileM * plan_.tileN};
+    tile->swizzle = kir::Swizzle::Bytes128;
+    tile->alignment = 1024;
+    outTile_ = tile;
+    auto alloc = std::make_shared<kir::StmtNode>(
+        *kir::allocate(outTile_, "the output tile: " + std::to_string(plan_.tileN / span) +
+                                     " column blocks of " + std::to_string(plan_.tileM) + " x " +
+                                     std::to_string(span) + " (128-byte swizzle)"));
+    alloc->index = kir::index(0);
+    alloc->origin = plan_.epilogueOrigin;
+    body.push_back(alloc);
+    sharedBytes_ = plan_.tileM * plan_.tileN * ir::dtypeBytes(output.dtype);
+  }
+  kTiles_ = var("k_tiles");
+  body.push_back(kir::let(kTiles_, (cx_.dimExtent(plan_.k) + kir::index(plan_.tileK - 1)) /
+                                       kir::index(plan_.tileK)));
+  streamKShape(body);
+
+  // The CTAs whose runs cross the tile: those holding its first and its last k tile.
+  kir::VarPtr x0 = var("tile_first"), g0 = var("first_cta"), g1 = var("last_cta"), p = var("p"),
+              peer = var("peer"), slot = var("slot"), thread = var("consumer_thread");
+  Expr kt = kir::var(kTiles_), ctas = kir::var(ctaCount_), sk = kir::var(skKTiles_);
+  std::vector<Stmt> split;
+  std::vector<Stmt> tile;
+  tileCoordinates(tile, kir::var(wholeTiles_) + kir::var(skTile));
+  auto acc = std::make_shared<kir::Buffer>();
+  acc->name = fresh("acc");
+  acc->dtype = ir::DType::F32;
+  acc->space = kir::MemorySpace::Local;
+  acc->shape = {plan_.accumulators()};
+  acc_ = acc;
+  tile.push_back(kir::allocate(acc_, "the tile's f32 accumulators, in the fragments of " +
+                                         std::to_string(plan_.warpM) + " x " +
+                                         std::to_string(plan_.warpN)));
+  kir::VarPtr i = var("i");
+  tile.push_back(kir::forLoop(i, kir::index(plan_.accumulators()), kir::LoopKind::Unrolled,
+                              kir::store(acc_, kir::var(i), kir::constant(0, ir::DType::F32))));
+  tile.push_back(kir::let(thread, kir::var(tid_), "thread of the consumers"));
+  {
+    std::vector<Stmt> add;
+    add.push_back(kir::let(peer, kir::var(g0) + kir::var(p)));
+    add.push_back(
+        kir::let(slot,
+                 kir::var(peer) * kir::index(2) +
+                     kir::min(kir::var(skTile) - kir::var(peer) * sk / ctas / kt, kir::index(1)),
+                 "slot 0 when the tile is the first of the peer's run, else 1"));
+    Expr m = cx_.dimExtent(plan_.m), n = cx_.dimExtent(plan_.n);
+    Stmt nest = forEachFragmentElement(add, [&](const FragmentElement &e) {
+      auto [row, col] = outputPosition(e);
+      Expr piece =
+          kir::load(plan_.partials, pieceIndex(kir::var(slot), e.accIndex, kir::var(thread),
+                                               plan_.accumulators(), 128 * plan_.warpgroups));
+      return kir::ifThen(
+          row < m && col < n,
+          kir::store(acc_, e.accIndex,
+                     kir::binary(kir::BinaryOp::Add, kir::load(acc_, e.accIndex), piece)));
+    });
+    add.push_back(nest);
+    tile.push_back(withOrigin(kir::forLoop(p, kir::var(g1) - kir::var(g0) + kir::index(1),
+                                           kir::LoopKind::Serial, kir::block(std::move(add))),
+                              plan_.tilesOrigin,
+                              "the pieces in K order: the same sum at every run"));
+  }
+  tile.push_back(epilogue());
+  if (plan_.epilogueVia == sched::EpilogueKind::SharedTmaStore)
+    tile.push_back(waitOutputTileRead("the TMA stores have read the output tile before the "
+                                      "CTA's shared memory goes"));
+  split.push_back(kir::let(x0, kir::var(skTile) * kt, "the tile's first k tile in the runs"));
+  split.push_back(kir::let(g0, ((kir::var(x0) + kir::index(1)) * ctas - kir::index(1)) / sk));
+  split.push_back(kir::let(g1, ((kir::var(x0) + kt) * ctas - kir::index(1)) / sk));
+  split.push_back(kir::ifThen(kir::var(g0) < kir::var(g1), kir::block(std::move(tile)), nullptr,
+                              "split between CTAs (one CTA's run covering it did it whole)"));
+  body.push_back(kir::ifThen(kir::var(skTile) < kir::var(tileCount_) - kir::var(wholeTiles_),
+                             kir::block(std::move(split)), nullptr, "one CTA a tile left"));
+
+  Stmt nest = kir::block(std::move(body));
+  nest = kir::parallelLoop(warpgroup_, kir::index(plan_.warpgroups), kir::Axis::Warpgroup, nest);
+  nest = kir::parallelLoop(tid_, kir::index(128 * plan_.warpgroups), kir::Axis::TIDx, nest);
+  Expr tiles = tileCount();
+  Expr left = tiles - streamKWholeTiles(tiles, streamKCtas(),
+                                        (cx_.dimExtent(plan_.k) + kir::index(plan_.tileK - 1)) /
+                                            kir::index(plan_.tileK));
+  Expr blocks = kir::foldedBinary(kir::BinaryOp::Max, left, kir::index(1));
+  nest = withOrigin(kir::parallelLoop(skTile, blocks, kir::Axis::BIDx, nest), plan_.tilesOrigin,
+                    "the tiles left after the whole ones, one a CTA");
+  cx_.kernel.body =
+      kir::block({kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents), nest});
+  kir::LaunchShape &launch = cx_.kernel.launch;
+  launch.grid = {blocks, kir::index(1), kir::index(1)};
+  launch.block = {kir::index(128 * plan_.warpgroups), kir::index(1), kir::index(1)};
+  launch.sharedBytes = kir::index(sharedBytes_);
+  launch.maxThreads = 128 * plan_.warpgroups;
+  return true;
+}
+
+bool buildStreamKFixup(LowerContext &context, const MatmulPlan &plan) {
+  return MatmulBuilder(context, plan).runFixup();
+}
+
+} // namespace fsl::lower
