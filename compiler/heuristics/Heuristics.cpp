@@ -183,32 +183,60 @@ private:
 
   // --- auto(matmul) -----------------------------------------------------------------
 
-  /// One matmul schedule: a CTA tile of (128, tileN), two consumer warpgroups of (64,
-  /// tileN), a producer warpgroup, persistent tiles in groups of 8 M tiles, as many
-  /// stages as the shared memory left by the epilogue holds.
-  void matmulDirectives(Block &block, const std::string &k, int64_t tileN, int64_t stages,
-                        sched::EpilogueKind epilogue) const {
-    llvm::SMRange at = header_.range;
-    auto count = [&](int64_t v) { return sched::Count{v, at}; };
-    block.add(sched::Mma{{k, at},
-                         {count(128), count(tileN), count(64)},
-                         {count(64), count(tileN)},
-                         {"wgmma", at},
-                         {count(64), count(tileN), count(16)}},
-              at);
-    block.add(sched::Pipeline{count(stages), true}, at);
-    block.add(sched::WarpSpecialize{count(40), count(2), count(232)}, at);
-    block.add(sched::Tiles{sched::TileOrder::Persistent, count(8)}, at);
-    block.add(sched::Epilogue{epilogue}, at);
+  /// One matmul schedule of auto(matmul): a CTA tile of (128, tileN), two consumer
+  /// warpgroups of (64, tileN) and a producer warpgroup, and the tile order.
+  struct MatmulChoice {
+    int64_t tileN = 256, stages = 3;
+    sched::TileOrder order = sched::TileOrder::Persistent;
+    int64_t orderParameter = 8; // the swizzle's group of M tiles, or split_k's parts
+    int64_t clusterM = 1;
+    sched::EpilogueKind epilogue = sched::EpilogueKind::Registers;
+  };
+
+  /// The directives of `c`, each pointing at the knob that decided it (else the `= auto`).
+  void matmulDirectives(Block &block, const std::string &k, const MatmulChoice &c) const {
+    llvm::SMRange header = header_.range;
+    auto count = [&](int64_t v, llvm::SMRange at) { return sched::Count{v, at}; };
+    llvm::SMRange tileAt = at("tile_n");
+    block.add(sched::Mma{{k, header},
+                         {count(128, header), count(c.tileN, tileAt), count(64, header)},
+                         {count(64, header), count(c.tileN, tileAt)},
+                         {"wgmma", header},
+                         {count(64, header), count(c.tileN, tileAt), count(16, header)}},
+              knobs_.tileN ? tileAt : header);
+    block.add(sched::Pipeline{count(c.stages, at("stages")), true},
+              knobs_.stages ? at("stages") : header);
+    block.add(sched::WarpSpecialize{count(40, header), count(2, header), count(232, header)},
+              header);
+    llvm::SMRange orderAt = c.order == sched::TileOrder::SplitK && knobs_.splitK ? at("split_k")
+                            : c.order == sched::TileOrder::StreamK && knobs_.streamK
+                                ? at("stream_k")
+                            : knobs_.swizzle && c.order != sched::TileOrder::SplitK ? at("swizzle")
+                                                                                    : header;
+    block.add(sched::Tiles{c.order, count(c.orderParameter, orderAt)}, orderAt);
+    if (c.clusterM > 1)
+      block.add(
+          sched::Cluster{{count(c.clusterM, at("cluster_m")), count(1, at("cluster_m"))}, true},
+          at("cluster_m"));
+    block.add(sched::Epilogue{c.epilogue}, header);
   }
 
   /// As the hand schedule of examples/linear_bias_gelu.fsl, the fastest measured on the
-  /// H200 (docs/performance.md): 128 x 256 tiles; when the product has fewer rows than
-  /// make two waves of those tiles on the SMs, 128 x 128 tiles (twice as many CTAs busy:
-  /// 378 against 252 TFLOP/s at M = 128, N = 14336, K = 5120). The epilogue goes through
-  /// shared memory and TMA stores when there is one output over [M, N] whose rows TMA can
-  /// store (a static N), through shared memory and the threads for a runtime N, in
-  /// registers otherwise.
+  /// H200 (docs/performance.md): 128 x 256 tiles, persistent in groups of 8 M tiles, a
+  /// producer warpgroup; the epilogue through shared memory and TMA stores when there is
+  /// one output over [M, N] whose rows TMA can store (a static N), through shared memory
+  /// and the threads for a runtime N, in registers otherwise. By the number of rows M:
+  ///   M < 64          split_k: one row of tiles leaves most SMs idle, and the product
+  ///                   is bound by reading w; K is split so that every SM streams a part
+  ///                   (ceil(SMs / tiles along N) parts, at most 8, each of 4 k tiles or
+  ///                   more); measured 42 against 32 TFLOP/s at M = 16, N = 14336.
+  ///   M < two waves   128 x 128 tiles (twice as many CTAs busy: 364 against 205 TFLOP/s
+  ///                   at M = 128, N = 14336, K = 5120).
+  ///   otherwise       128 x 256 tiles; stream_k instead of persistent when M and N are
+  ///                   static and the last wave would keep at most a third of the SMs
+  ///                   busy (the last two waves' k tiles are then spread evenly).
+  /// Knobs override single choices: tile_n (128 or 256), stages, swizzle, split_k,
+  /// stream_k (true or false), cluster_m (1, 2 or 4: cluster (C, 1) multicast).
   Choice matmul(const ir::Value &product) {
     if (target_.arch != "sm_90a")
       return {{},
@@ -216,10 +244,11 @@ private:
                   " is " + target_.arch + ")"};
     for (const auto &[name, set] : written())
       if (set)
-        refuse(name, "auto(matmul) has no such knob");
+        refuse(name, "auto(matmul) has no such knob (it takes tile_n, stages, swizzle, split_k, "
+                     "stream_k and cluster_m)");
     ir::DimId m = product.lhsLayout->rowDim, n = product.rhsLayout->rowDim,
               k = product.reduced.at(0);
-    const ir::Dim &mDim = fusion_.dims[m], &nDim = fusion_.dims[n];
+    const ir::Dim &mDim = fusion_.dims[m], &nDim = fusion_.dims[n], &kDim = fusion_.dims[k];
     sched::EpilogueKind epilogue = sched::EpilogueKind::Registers;
     std::string epilogueWhy =
         "in registers (several outputs, or one not over [" + mDim.name + ", " + nDim.name + "])";
@@ -239,52 +268,198 @@ private:
                       " elements are not 16-byte multiples)";
       }
     }
+    // A refused knob is reported by run(), which then drops the choice; an invalid
+    // tile_n is not used to pick the rest.
+    checkMatmulKnobs();
+    std::optional<int64_t> tileNKnob = knobs_.tileN;
+    if (tileNKnob && *tileNKnob != 128 && *tileNKnob != 256)
+      tileNKnob.reset();
     int64_t operandBytes = 2;
-    auto stagesFor = [&](int64_t tileN, int64_t most) {
+    // Stages: what the shared memory holds after the epilogue's tile, at most `most`.
+    auto stagesFit = [&](int64_t tileN, sched::EpilogueKind via) {
       int64_t stage = (128 + tileN) * 64 * operandBytes + 16;
-      int64_t tile = epilogue == sched::EpilogueKind::Registers ? 0 : 128 * tileN * outputBytes;
-      return std::max<int64_t>(1, std::min(most, (target_.sharedMemoryPerBlock - tile) / stage));
+      int64_t tile = via == sched::EpilogueKind::Registers ? 0 : 128 * tileN * outputBytes;
+      return (target_.sharedMemoryPerBlock - tile) / stage;
     };
-    auto describe = [&](int64_t tileN, int64_t stages) {
-      return llvm::formatv("128 x {0} tiles, two consumer warpgroups of 64 x {0} and a producer "
-                           "(40 / 232 registers), {1} stages (the shared memory left by the "
-                           "epilogue), persistent CTAs in groups of 8 M tiles; the epilogue {2}.",
-                           tileN, stages, epilogueWhy)
-          .str();
+    auto tilesOf = [&](const ir::Dim &dim, int64_t tile) -> std::optional<int64_t> {
+      if (!dim.staticExtent)
+        return std::nullopt;
+      return (*dim.staticExtent + tile - 1) / tile;
     };
-    // Two waves of 128 x 256 tiles: M below 128 x ceil(2 SMs / tiles along N) rows takes
-    // 128 x 128 tiles.
     int64_t tilesAlongN = nDim.staticExtent ? (*nDim.staticExtent + 255) / 256 : 0;
     int64_t twoWaves =
         tilesAlongN > 0 ? 128 * ((2 * target_.smCount + tilesAlongN - 1) / tilesAlongN) : 512;
-    std::vector<sched::ScheduleBlock> blocks;
-    bool smallOnly = mDim.staticExtent && *mDim.staticExtent < twoWaves;
-    bool largeOnly = mDim.staticExtent && *mDim.staticExtent >= twoWaves;
-    if (!largeOnly) {
-      Block small;
-      int64_t stages = stagesFor(128, 5);
-      small.reasons.push_back(llvm::formatv("auto(matmul), fewer than {0} rows (two waves of "
-                                            "128 x 256 tiles on {1} SMs): smaller tiles.",
-                                            twoWaves, target_.smCount)
-                                  .str());
-      small.reasons.push_back(describe(128, stages));
-      matmulDirectives(small, fusion_.dims[k].name, 128, stages, epilogue);
-      std::vector<sched::SizeGuard> when = knobs_.when;
-      if (!smallOnly && knobs_.when.empty())
-        when.push_back({m, mDim.name, sched::Comparison::Lt, twoWaves, header_.range});
-      blocks.push_back(finish(std::move(small), when));
-      if (smallOnly || !knobs_.when.empty())
-        return {std::move(blocks), ""};
+    // One choice for rows in [low, high) (nullopt: unbounded).
+    auto choose = [&](std::optional<int64_t> low, std::optional<int64_t> high, Block &block) {
+      MatmulChoice c;
+      c.epilogue = epilogue;
+      std::string epilogueHow = epilogueWhy;
+      bool fewRows = high && *high <= 64;
+      c.tileN = tileNKnob ? *tileNKnob : (high && !fewRows ? 128 : 256);
+      std::string orderWhy = "persistent CTAs in groups of " +
+                             std::to_string(knobs_.swizzle ? *knobs_.swizzle : 8) + " M tiles";
+      // split_k for few rows, unless a knob asks for another order.
+      int64_t parts = 1;
+      if (knobs_.splitK) {
+        parts = *knobs_.splitK;
+        honour("split_k");
+      } else if (fewRows && !knobs_.streamK.value_or(false) && !knobs_.swizzle &&
+                 !knobs_.clusterM) {
+        std::optional<int64_t> alongN = tilesOf(nDim, c.tileN);
+        parts = alongN ? std::clamp<int64_t>((target_.smCount + *alongN - 1) / *alongN, 1, 8) : 3;
+        if (std::optional<int64_t> kTiles = tilesOf(kDim, 64))
+          parts = std::max<int64_t>(1, std::min(parts, *kTiles / 4));
+      }
+      if (parts > 1) {
+        c.order = sched::TileOrder::SplitK;
+        c.orderParameter = parts;
+        c.epilogue = sched::EpilogueKind::Registers;
+        orderWhy = knobs_.splitK
+                       ? "K split in " + std::to_string(parts) + " parts (split_k)"
+                       : llvm::formatv("K split in {0} parts: {1} rows leave most SMs idle and "
+                                       "the product is bound by reading {2}; each SM streams a "
+                                       "part",
+                                       parts, "fewer than 64", product.rhsLayout->inputName)
+                             .str();
+        epilogueHow = "in registers, in the kernel that adds the parts";
+      } else {
+        c.orderParameter = knobs_.swizzle ? *knobs_.swizzle : 8;
+        bool streamK = knobs_.streamK.value_or(false);
+        std::optional<int64_t> rows = tilesOf(mDim, 128), columns = tilesOf(nDim, c.tileN);
+        if (!knobs_.streamK && !knobs_.clusterM && rows && columns && !high) {
+          int64_t tiles = *rows * *columns, tail = tiles % target_.smCount;
+          if (tiles >= 2 * target_.smCount && tail > 0 && 3 * tail <= target_.smCount) {
+            streamK = true;
+            orderWhy = llvm::formatv("stream-K: {0} tiles leave a last wave of {1} on {2} SMs; "
+                                     "the last two waves' k tiles are spread evenly",
+                                     tiles, tail, target_.smCount)
+                           .str();
+          }
+        }
+        if (knobs_.streamK)
+          honour("stream_k");
+        if (streamK) {
+          c.order = sched::TileOrder::StreamK;
+          if (knobs_.streamK)
+            orderWhy = "stream-K (stream_k)";
+        }
+        if (knobs_.swizzle)
+          honour("swizzle");
+        if (knobs_.clusterM) {
+          c.clusterM = *knobs_.clusterM;
+          honour("cluster_m");
+        }
+      }
+      int64_t fit = stagesFit(c.tileN, c.epilogue);
+      c.stages = std::max<int64_t>(1, std::min<int64_t>(c.tileN == 128 ? 5 : 4, fit));
+      if (knobs_.stages) {
+        honour("stages");
+        if (*knobs_.stages > fit)
+          refuse("stages",
+                 llvm::formatv("{0} stages of 128 x 64 and {1} x 64 operand tiles do not fit in "
+                               "the {2} bytes of shared memory a block has on {3} beside the "
+                               "epilogue's tile: at most {4}",
+                               *knobs_.stages, c.tileN, target_.sharedMemoryPerBlock, target_.name,
+                               fit)
+                     .str());
+        c.stages = *knobs_.stages;
+      }
+      if (tileNKnob)
+        honour("tile_n");
+      std::string rowsWhy = "auto(matmul)";
+      if (low && high)
+        rowsWhy += llvm::formatv(", {0} to {1} rows", *low, *high - 1).str();
+      else if (high)
+        rowsWhy += llvm::formatv(", fewer than {0} rows", *high).str();
+      else if (low)
+        rowsWhy += llvm::formatv(", {0} rows or more", *low).str();
+      if (fewRows)
+        rowsWhy += ": the product reads " + product.rhsLayout->inputName + " once, by few CTAs";
+      else if (high && *high == twoWaves)
+        rowsWhy += llvm::formatv(" (fewer than two waves of 128 x 256 tiles on {0} SMs): "
+                                 "smaller tiles",
+                                 target_.smCount)
+                       .str();
+      rowsWhy += ".";
+      block.reasons.push_back(rowsWhy);
+      block.reasons.push_back(
+          llvm::formatv("128 x {0} tiles, two consumer warpgroups of 64 x {0} and a producer "
+                        "(40 / 232 registers), {1} stages (the shared memory left by the "
+                        "epilogue), {2}{3}; the epilogue {4}.",
+                        c.tileN, c.stages, orderWhy,
+                        c.clusterM > 1 ? ", clusters of " + std::to_string(c.clusterM) +
+                                             " M tiles sharing the b tile (multicast)"
+                                       : "",
+                        epilogueHow)
+              .str());
+      matmulDirectives(block, kDim.name, c);
+    };
+    // The ranges of M with their own choice: few rows (split_k), fewer than two waves of
+    // 128 x 256 tiles (128 x 128 tiles), the rest. Knobs that fix what a range changes
+    // merge it with its neighbour.
+    std::vector<int64_t> bounds;
+    if (!knobs_.splitK && !knobs_.streamK.value_or(false) && !knobs_.swizzle && !knobs_.clusterM)
+      bounds.push_back(64);
+    if (!tileNKnob)
+      bounds.push_back(twoWaves);
+    std::vector<std::pair<std::optional<int64_t>, std::optional<int64_t>>> ranges;
+    std::optional<int64_t> low;
+    for (int64_t bound : bounds) {
+      ranges.push_back({low, bound});
+      low = bound;
     }
-    Block large;
-    int64_t stages = stagesFor(256, 4);
-    large.reasons.push_back(largeOnly
-                                ? "auto(matmul)."
-                                : llvm::formatv("auto(matmul), {0} rows or more.", twoWaves).str());
-    large.reasons.push_back(describe(256, stages));
-    matmulDirectives(large, fusion_.dims[k].name, 256, stages, epilogue);
-    blocks.push_back(finish(std::move(large), knobs_.when));
+    ranges.push_back({low, std::nullopt});
+    std::vector<sched::ScheduleBlock> blocks;
+    if (!knobs_.when.empty()) {
+      // The user's guard: one choice, as for a runtime M below two waves (128 x 128 tiles
+      // unless tile_n says otherwise).
+      Block block;
+      choose(std::nullopt, tileNKnob ? std::nullopt : std::optional<int64_t>(twoWaves), block);
+      blocks.push_back(finish(std::move(block), knobs_.when));
+      return {std::move(blocks), ""};
+    }
+    for (const auto &[from, to] : ranges) {
+      if (mDim.staticExtent) {
+        // A static M: the choice of its range alone.
+        if ((from && *mDim.staticExtent < *from) || (to && *mDim.staticExtent >= *to))
+          continue;
+        Block block;
+        choose(from, to, block);
+        block.reasons.front() = "auto(matmul), " + std::to_string(*mDim.staticExtent) + " rows.";
+        blocks.push_back(finish(std::move(block), {}));
+        break;
+      }
+      Block block;
+      choose(from, to, block);
+      std::vector<sched::SizeGuard> when;
+      if (from)
+        when.push_back({m, mDim.name, sched::Comparison::Ge, *from, header_.range});
+      if (to)
+        when.push_back({m, mDim.name, sched::Comparison::Lt, *to, header_.range});
+      blocks.push_back(finish(std::move(block), when));
+    }
     return {std::move(blocks), ""};
+  }
+
+  /// The matmul knobs' values: refused at the knob when out of range or in conflict.
+  bool checkMatmulKnobs() {
+    size_t before = refused_.size();
+    if (knobs_.tileN && *knobs_.tileN != 128 && *knobs_.tileN != 256)
+      refuse("tile_n", "the CTA tile is 128 x tile_n with two consumer warpgroups of 64 x "
+                       "tile_n: 128 or 256");
+    if (knobs_.splitK && *knobs_.splitK > 64)
+      refuse("split_k", "split_k takes 1 to 64 parts of K");
+    if (knobs_.splitK && *knobs_.splitK > 1 && knobs_.streamK.value_or(false))
+      refuse("split_k", "split_k and stream_k = true are two tile orders: keep one");
+    if (knobs_.splitK && *knobs_.splitK > 1 && knobs_.swizzle)
+      refuse("swizzle",
+             "swizzle orders persistent and stream-K tiles; split_k runs one tile a CTA");
+    if (knobs_.clusterM && *knobs_.clusterM != 1 && *knobs_.clusterM != 2 && *knobs_.clusterM != 4)
+      refuse("cluster_m", "clusters of 1, 2 or 4 M tiles are lowered");
+    if (knobs_.clusterM && *knobs_.clusterM > 1 &&
+        ((knobs_.splitK && *knobs_.splitK > 1) || knobs_.streamK.value_or(false)))
+      refuse("cluster_m", "clusters run with persistent tiles, not with split_k or stream_k");
+    return refused_.size() == before;
   }
 
   /// Each knob and whether it is set.
@@ -311,7 +486,10 @@ private:
     return std::move(block).finish(header_, std::move(when));
   }
   void refuse(const std::string &knob, const std::string &reason) {
-    honoured_.insert(knob); // reported once
+    honoured_.insert(knob);
+    for (const auto &[name, first] : refused_)
+      if (name == knob)
+        return; // one error a knob: its first reason
     refused_.emplace_back(knob, reason);
   }
 
@@ -754,6 +932,18 @@ Knobs knobsOf(const ast::ScheduleDecl &decl, const sched::ScheduleHeader &header
       knobs.rowsPerBlock = literal.intValue;
     else if (knob.name.text == "unroll")
       knobs.unroll = literal.intValue;
+    else if (knob.name.text == "tile_n")
+      knobs.tileN = literal.intValue;
+    else if (knob.name.text == "stages")
+      knobs.stages = literal.intValue;
+    else if (knob.name.text == "swizzle")
+      knobs.swizzle = literal.intValue;
+    else if (knob.name.text == "split_k")
+      knobs.splitK = literal.intValue;
+    else if (knob.name.text == "stream_k")
+      knobs.streamK = literal.boolValue;
+    else if (knob.name.text == "cluster_m")
+      knobs.clusterM = literal.intValue;
     // sched::checkAutoSchedule refuses the other knobs before the heuristics run.
   }
   return knobs;

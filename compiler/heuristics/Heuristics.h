@@ -43,13 +43,20 @@ namespace fsl::heuristics {
 /// matmul knobs, any knob of plain `auto`); the heuristics honour each knob set here
 /// exactly or refuse it (never ignore it). Unset knobs are the heuristic's choice.
 struct Knobs {
-  std::string kind;                            // empty: chosen from the fusion's shape
-  std::optional<bool> staticBdimx;             // default true
-  std::optional<bool> computeWith;             // default true
-  std::optional<int64_t> vectorWidth;          // elements an access
-  std::optional<int64_t> unroll;               // pointwise: vectors a thread
-  std::optional<int64_t> persistentBatch;      // vectors of the row a thread keeps
-  std::optional<int64_t> rowsPerBlock;         // rows on TIDy
+  std::string kind;                       // empty: chosen from the fusion's shape
+  std::optional<bool> staticBdimx;        // default true
+  std::optional<bool> computeWith;        // default true
+  std::optional<int64_t> vectorWidth;     // elements an access
+  std::optional<int64_t> unroll;          // pointwise: vectors a thread
+  std::optional<int64_t> persistentBatch; // vectors of the row a thread keeps
+  std::optional<int64_t> rowsPerBlock;    // rows on TIDy
+  // auto(matmul):
+  std::optional<int64_t> tileN;                // the CTA tile's N (128 or 256)
+  std::optional<int64_t> stages;               // pipeline stages
+  std::optional<int64_t> swizzle;              // persistent / stream-K groups of M tiles
+  std::optional<int64_t> splitK;               // parts of K (1: no split)
+  std::optional<bool> streamK;                 // stream-K tiles, or never
+  std::optional<int64_t> clusterM;             // cluster (C, 1) multicast
   std::vector<sched::SizeGuard> when;          // the auto block's own guard
   std::map<std::string, llvm::SMRange> ranges; // knob name -> where it is written
   /// The `= auto` declaration and the fusion's name in it: the chosen blocks' directives

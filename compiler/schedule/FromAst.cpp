@@ -275,9 +275,12 @@ static std::optional<std::string> refusedKnob(const std::string &knob, const std
         {"compute_with", "auto(inner_persistent)"},
         {"persistent_batch", "auto(inner_persistent)"},
         {"rows_per_block", "auto(inner_persistent)"},
+        {"tile_n", "auto(matmul)"},
         {"stages", "auto(matmul)"},
+        {"swizzle", "auto(matmul)"},
         {"split_k", "auto(matmul)"},
-        {"swizzle", "auto(matmul)"}};
+        {"stream_k", "auto(matmul)"},
+        {"cluster_m", "auto(matmul)"}};
     auto owner = owners.find(knob);
     return llvm::formatv("plain 'auto' picks its heuristic from the fusion's shape and each "
                          "heuristic reads only its own knobs; name the heuristic: {0}",
@@ -287,16 +290,6 @@ static std::optional<std::string> refusedKnob(const std::string &knob, const std
   if (knob == "rfactor")
     return std::string("rfactor is not lowered yet; without the knob auto(reduction) reduces "
                        "each thread's part serially, then across the threads; remove it");
-  static const std::map<std::string, const char *> matmul = {
-      {"stages", "'pipeline N stages'"},
-      {"split_k", "'tiles split_k N'"},
-      {"swizzle", "'tiles persistent swizzle N'"}};
-  if (auto directive = matmul.find(knob); directive != matmul.end())
-    return llvm::formatv("auto(matmul) does not take knobs yet (it picks tiles, stages and the "
-                         "tile order from the shape); print its choice with --emit=schedule and "
-                         "edit it, or schedule the product by hand with {0}",
-                         directive->second)
-        .str();
   return std::nullopt;
 }
 
@@ -311,7 +304,13 @@ bool checkAutoSchedule(const ast::ScheduleDecl &decl, DiagnosticEngine &diagnost
         {"vector_width", "int"},
         {"persistent_batch", "int"},
         {"rows_per_block", "int"}}},
-      {"matmul", {{"stages", "int"}, {"split_k", "int"}, {"swizzle", "int"}}},
+      {"matmul",
+       {{"tile_n", "int"},
+        {"stages", "int"},
+        {"swizzle", "int"},
+        {"split_k", "int"},
+        {"stream_k", "bool"},
+        {"cluster_m", "int"}}},
   };
   unsigned errorsBefore = diagnostics.errorCount();
   std::string kind = decl.autoKind ? decl.autoKind->text : "";

@@ -38,7 +38,9 @@ mkdir -p "$out/matmul"
 mm_variant() { # name layout example sed-expression
   sed -e "$4" "$root/examples/$3.fsl" > "$out/matmul/$1.fsl"
   "$fslc" --diagnostics-color=never -o "$out/matmul/$1" "$out/matmul/$1.fsl"
-  echo "$1 $2" >> "$out/matmul/variants.txt"
+  local kind=gelu
+  [ "$3" = matmul ] && kind=plain
+  echo "$1 $2 $kind" >> "$out/matmul/variants.txt"
 }
 t128='s/tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16)/tile (128, 128, 64), warp (64, 128), instruction wgmma(64, 128, 16)/'
 mm_variant simple_t256 nk linear_bias_gelu_simple ''
@@ -57,6 +59,18 @@ mm_variant ws_t128 nk linear_bias_gelu "$t128; s/pipeline 3 stages/pipeline 5 st
 mm_variant single_persistent nk linear_bias_gelu_simple 's/tiles one_per_cta/tiles persistent swizzle 8/'
 mm_variant kn kn linear_bias_gelu 's/w: bf16\[N, K\]/w: bf16[K, N]/'
 mm_variant kn_simple kn linear_bias_gelu_simple 's/w: bf16\[N, K\]/w: bf16[K, N]/'
+# Stream-K: whole tiles, then even runs of k tiles, and the fix-up kernel.
+mm_variant sk_full nk linear_bias_gelu 's/tiles persistent swizzle 8/tiles stream_k swizzle 8/'
+mm_variant sk_t128 nk linear_bias_gelu "$t128; s/pipeline 3 stages/pipeline 5 stages/; s/tiles persistent swizzle 8/tiles stream_k swizzle 8/"
+mm_variant sk_registers nk linear_bias_gelu 's/epilogue via shared tma_store/epilogue via registers/; s/pipeline 3 stages/pipeline 4 stages/; s/tiles persistent swizzle 8/tiles stream_k swizzle 8/'
+mm_variant sk_single nk linear_bias_gelu_simple 's/tiles one_per_cta/tiles stream_k/'
+mm_variant sk_kn kn linear_bias_gelu 's/w: bf16\[N, K\]/w: bf16[K, N]/; s/tiles persistent swizzle 8/tiles stream_k swizzle 8/'
+# The heuristics' schedules (= auto(matmul), a `when` variant for each range of M), with
+# the bias + GELU epilogue and for the plain product (examples/matmul.fsl).
+mm_variant auto nk linear_bias_gelu '/^schedule/,$c schedule linear_bias_gelu = auto(matmul);'
+mm_variant plain_auto nk matmul ''
+mm_variant plain_full nk matmul 's/^schedule matmul = auto(matmul);/schedule matmul {\n    mma over K: tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16);\n    pipeline 3 stages via tma;\n    warp_specialize producer(regs 40), consumers(2, regs 232);\n    tiles persistent swizzle 8;\n    epilogue via shared tma_store;\n}/'
+mm_variant plain_sk nk matmul 's/^schedule matmul = auto(matmul);/schedule matmul {\n    mma over K: tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16);\n    pipeline 3 stages via tma;\n    warp_specialize producer(regs 40), consumers(2, regs 232);\n    tiles stream_k swizzle 8;\n    epilogue via shared tma_store;\n}/'
 # The JIT test on the GPU machine builds runtime/src/jit.cpp, which includes the device
 # header's text as CMake generated it here.
 mkdir -p "$out/jit" && cp "$root/build/runtime/generated/fsl_device_header.inc" "$out/jit/"

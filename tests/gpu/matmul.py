@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
-"""Matrix products with a bias + tanh-GELU epilogue on the H200: correctness, then speed.
+"""Matrix products on the H200, with a bias + tanh-GELU epilogue or plain: correctness,
+then speed against cuBLAS, cuBLASLt's fused bias and torch.compile.
 
 usage: matmul.py BUILD OUT
 
-BUILD/matmul/variants.txt lists the variants (tests/gpu/generate.sh), one a line: a name
-and the layout of w ("nk": w: bf16[N, K]; "kn": w: bf16[K, N]); BUILD/matmul/NAME/
-liblinear.so is the fusion of examples/linear_bias_gelu.fsl built from fslc's CUDA
-(a: bf16[M, K], w, bias: bf16[N]) -> (y: bf16[M, N]).
+BUILD/matmul/variants.txt lists the variants (tests/gpu/generate.sh), one a line: a name,
+the layout of w ("nk": w: bf16[N, K]; "kn": w: bf16[K, N]) and the fusion ("gelu":
+examples/linear_bias_gelu.fsl, (a, w, bias) -> y = gelu(a w^T + bias); "plain":
+examples/matmul.fsl, (a, w) -> y = a w^T); BUILD/matmul/NAME/libfusion.so is built from
+fslc's CUDA.
 Correctness: outputs poisoned with NaN, fresh normal inputs, shapes with tails in M, N
 and K (M in {1, 16, 128, 4096}), against PyTorch in float32 (bf16 inputs, f32 accumulate,
 rounded to bf16 at the end): |out - ref| <= 2e-2 + 2e-2 |ref| and no NaN.
-Speed: CUDA-graph replays, in one process: every variant, cuBLAS (torch.matmul, both
-layouts of w), cuBLASLt's fused bias (F.linear) followed by GELU, and torch.compile of
-that bf16 function; TFLOP/s counts 2*M*N*K.
+Speed: CUDA-graph replays, in one process: the variants FSL_TIME names (all by default),
+cuBLAS (torch.matmul, both layouts of w), cuBLASLt's fused bias (F.linear) followed by
+GELU, torch.compile of that bf16 function (and, with FSL_MAX_AUTOTUNE=1, its
+max-autotune-no-cudagraphs mode at the MLP shapes); TFLOP/s counts 2*M*N*K. The copy
+ceiling is a device-to-device copy of 1 GiB in the same process; for M <= 128 the table
+gives the bandwidth of reading w once against it.
 """
 import ctypes
 import os
@@ -68,30 +73,40 @@ def time_us(call, replays=15):
 
 
 class Variant:
-    def __init__(self, build, name, layout):
-        self.name, self.layout = name, layout
-        lib = ctypes.CDLL(os.path.join(build, "matmul", name, "liblinear.so"))
-        self.fn = lib.fsl_linear_bias_gelu
+    def __init__(self, build, name, layout, kind):
+        self.name, self.layout, self.kind = name, layout, kind
+        lib = ctypes.CDLL(os.path.join(build, "matmul", name, "libfusion.so"))
+        fusion = "linear_bias_gelu" if kind == "gelu" else "matmul"
+        self.fn = getattr(lib, f"fsl_{fusion}")
         self.fn.restype = ctypes.c_int
         P = ctypes.POINTER(FslTensor)
-        self.fn.argtypes = [P, P, P, P, ctypes.c_void_p]
-        self.err = lib.fsl_linear_bias_gelu_error
+        self.fn.argtypes = [P] * (4 if kind == "gelu" else 3) + [ctypes.c_void_p]
+        self.err = getattr(lib, f"fsl_{fusion}_error")
         self.err.restype = ctypes.c_char_p
 
     def weight(self, w_nk):
         return w_nk if self.layout == "nk" else w_nk.t().contiguous()
 
     def call(self, a, w, bias, y):
-        d = [desc(a), desc(w), desc(bias), desc(y)]
+        tensors = [a, w, bias, y] if self.kind == "gelu" else [a, w, y]
+        d = [desc(t) for t in tensors]
         # The stream is read at each call: CUDA-graph capture runs on a stream of its own.
-        return lambda: self.fn(d[0], d[1], d[2], d[3],
-                               ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        return lambda: self.fn(*d, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+
+
+def copy_gbps():
+    """Device-to-device copy of 1 GiB: bytes read + written a second."""
+    src = torch.empty(1 << 29, device="cuda", dtype=torch.bfloat16)
+    dst = torch.empty_like(src)
+    us = time_us(lambda: dst.copy_(src), replays=5)
+    return 2 * src.numel() * 2 / (us * 1e-6) / 1e9
 
 
 def main():
     build, out = sys.argv[1], sys.argv[2]
     with open(os.path.join(build, "matmul", "variants.txt")) as f:
         variants = [Variant(build, *line.split()) for line in f if line.strip()]
+    timed = os.environ.get("FSL_TIME", "").split()
     failures = 0
     torch.manual_seed(0)
     print("| variant | M | N | K | result | detail |\n|---|---|---|---|---|---|")
@@ -100,8 +115,10 @@ def main():
         a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
         w_nk = torch.randn(N, K, device="cuda").to(torch.bfloat16)
         bias = torch.randn(N, device="cuda").to(torch.bfloat16)
-        ref = reference(a, w_nk, bias).float()
+        refs = {"gelu": reference(a, w_nk, bias).float(),
+                "plain": (a.float() @ w_nk.float().t()).to(torch.bfloat16).float()}
         for v in variants:
+            ref = refs[v.kind]
             y = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
             status = v.call(a, v.weight(w_nk), bias, y)()
             torch.cuda.synchronize()
@@ -118,11 +135,23 @@ def main():
                   f"{worst:.3g}, {int(bad.sum())} out of tolerance |")
     print(f"\nmatmul correctness: {failures} failures\n")
     compiled = torch.compile(linear_gelu)
-    shapes = [(4096, 14336, 5120), (8192, 8192, 8192), (4096, 4096, 4096), (128, 14336, 5120)]
-    names = [v.name for v in variants]
-    print("| M | N | K | " + " | ".join(f"{n} TFLOP/s" for n in names) +
-          " | cuBLAS a@w^T | cuBLAS a@w (kn) | F.linear+gelu | torch.compile | best fslc / cuBLAS |")
-    print("|---" * (len(names) + 8) + "|")
+    autotuned = torch.compile(linear_gelu, mode="max-autotune-no-cudagraphs")
+    max_autotune = os.environ.get("FSL_MAX_AUTOTUNE") == "1"
+    ceiling = copy_gbps()
+    print(f"copy ceiling: {ceiling:.0f} GB/s (1 GiB device-to-device copy)\n")
+    mlp = [(4096, 14336, 5120), (4096, 5120, 14336), (8192, 28672, 8192)]
+    shapes = mlp[:2] + [(8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048), mlp[2],
+                        (128, 14336, 5120), (16, 14336, 5120), (1, 14336, 5120),
+                        (4000, 14000, 5000), (1000, 5000, 3000), (3000, 7000, 2000)]
+    shown = [v for v in variants if not timed or v.name in timed]
+    gelu = [v for v in shown if v.kind == "gelu"]
+    plain = [v for v in shown if v.kind == "plain"]
+    names = [v.name for v in gelu + plain]
+    peers = ["cuBLAS a@w^T", "cuBLAS a@w (kn)", "F.linear+gelu", "torch.compile"] + \
+        (["max-autotune"] if max_autotune else [])
+    print("| M | N | K | " + " | ".join(f"{n}" for n in names + peers) +
+          " | best fslc+gelu / best peer+gelu | best fslc plain / cuBLAS | w read, % of copy |")
+    print("|---" * (len(names) + len(peers) + 6) + "|")
     for M, N, K in shapes:
         a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
         w_nk = torch.randn(N, K, device="cuda").to(torch.bfloat16)
@@ -130,14 +159,35 @@ def main():
         bias = torch.randn(N, device="cuda").to(torch.bfloat16)
         y = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
         tf = lambda us: 2 * M * N * K / (us * 1e-6) / 1e12
-        ours = [time_us(v.call(a, w_nk if v.layout == "nk" else w_kn, bias, y)) for v in variants]
-        cublas = time_us(lambda: torch.matmul(a, w_nk.t()))
-        cublas_kn = time_us(lambda: torch.matmul(a, w_kn))
-        linear = time_us(lambda: linear_gelu(a, w_nk, bias))
-        comp = time_us(lambda: compiled(a, w_nk, bias))
-        print(f"| {M} | {N} | {K} | " + " | ".join(f"{tf(t):.0f}" for t in ours) +
-              f" | {tf(cublas):.0f} | {tf(cublas_kn):.0f} | {tf(linear):.0f} | {tf(comp):.0f} | "
-              f"{100 * cublas / min(ours):.0f} % ({names[ours.index(min(ours))]}) |")
+        ours = {v.name: time_us(v.call(a, w_nk if v.layout == "nk" else w_kn, bias, y))
+                for v in gelu + plain}
+        times = {"cuBLAS a@w^T": time_us(lambda: torch.matmul(a, w_nk.t())),
+                 "cuBLAS a@w (kn)": time_us(lambda: torch.matmul(a, w_kn)),
+                 "F.linear+gelu": time_us(lambda: linear_gelu(a, w_nk, bias)),
+                 "torch.compile": time_us(lambda: compiled(a, w_nk, bias))}
+        if max_autotune:
+            times["max-autotune"] = (time_us(lambda: autotuned(a, w_nk, bias))
+                                     if (M, N, K) in mlp else float("nan"))
+        row = [f"{tf(ours[n]):.0f}" for n in names] + [f"{tf(times[p]):.0f}" for p in peers]
+        best_peer = min(t for p, t in times.items() if p in ("F.linear+gelu", "torch.compile",
+                                                              "max-autotune") and t == t)
+        cells = []
+        if gelu:
+            best = min(gelu, key=lambda v: ours[v.name])
+            cells.append(f"{best_peer / ours[best.name]:.2f} ({best.name})")
+        else:
+            cells.append("")
+        if plain:
+            best = min(plain, key=lambda v: ours[v.name])
+            cells.append(f"{times['cuBLAS a@w^T'] / ours[best.name]:.2f} ({best.name})")
+        else:
+            cells.append("")
+        if M <= 128:
+            fastest = min(ours.values())
+            cells.append(f"{100 * N * K * 2 / (fastest * 1e-6) / 1e9 / ceiling:.0f} %")
+        else:
+            cells.append("")
+        print(f"| {M} | {N} | {K} | " + " | ".join(row + cells) + " |")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ out="${OUT:-$build}"
 build_variant() {
   dir="$build/matmul/$1"
   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -shared -Xcompiler -fPIC \
-    -I "$root/runtime/include" -I "$dir" -o "$dir/liblinear.so" "$dir/linear_bias_gelu.cu" \
+    -I "$root/runtime/include" -I "$dir" -o "$dir/libfusion.so" "$dir"/*.cu \
     > "$dir/nvcc.txt" 2>&1 || { echo "BUILD FAILED: matmul $1"; cat "$dir/nvcc.txt"; }
 }
 export -f build_variant; export root build
