@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -50,14 +51,16 @@ fsl_status deliver(std::string &bytes, int hit, const std::string &path, fsl_jit
   return FSL_OK;
 }
 
-// The driver API, found at run time.
+// The driver API, found at run time (once, whichever thread asks first).
 struct Driver {
   using ModuleLoadData = int (*)(void **, const void *);
   using ModuleGetFunction = int (*)(void **, void *, const char *);
+  std::mutex mutex;
   ModuleLoadData moduleLoadData = nullptr;
   ModuleGetFunction moduleGetFunction = nullptr;
   bool load(std::string &why) {
-    if (moduleLoadData)
+    std::lock_guard<std::mutex> lock(mutex);
+    if (moduleLoadData && moduleGetFunction)
       return true;
     void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     if (!library) {
@@ -192,6 +195,9 @@ extern "C" fsl_status fsl_jit_load(const fsl_jit_binary *binary, void **module, 
 
 extern "C" fsl_status fsl_jit_function(void *module, const char *name, void **function, char *error,
                                        size_t error_size) {
+  if (!module || !name || !function)
+    return fail(FSL_ERROR_NULL_POINTER, error, error_size,
+                "module, name and function are required");
   std::string why;
   if (!driver.load(why))
     return fail(FSL_ERROR_DRIVER, error, error_size, why);

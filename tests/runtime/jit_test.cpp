@@ -232,6 +232,12 @@ void testBasics(const std::string &source, const std::string &cache) {
   status = fsl_jit_compile(source.c_str(), "x.cu", "sm_90a", nullptr, 2, cache.c_str(), &binary,
                            error, sizeof error);
   expect(status == FSL_ERROR_NULL_POINTER, "options null with a count is refused", error);
+  // Refused before the driver is looked for (there is none here).
+  void *module = nullptr;
+  status = fsl_jit_function(nullptr, "tiny", &module, error, sizeof error);
+  expect(status == FSL_ERROR_NULL_POINTER, "fsl_jit_function without a module is refused", error);
+  status = fsl_jit_load(nullptr, &module, error, sizeof error);
+  expect(status == FSL_ERROR_NULL_POINTER, "fsl_jit_load without a binary is refused", error);
   Result virtualArch;
   {
     fsl_jit_binary ptxOnly{};
