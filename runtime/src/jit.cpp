@@ -2,38 +2,29 @@
 #include "fsl/jit.h"
 
 #include "fsl_device_header.inc" // generated: the text of fsl/device.cuh
+#include "jit_cache.h"
+#include "sha256.h"
 
 #include <nvrtc.h>
 
 #include <dlfcn.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <mutex>
 #include <string>
 #include <vector>
 
 namespace {
+
+namespace jit = fsl::jit_detail;
 
 fsl_status fail(fsl_status status, char *error, size_t size, const std::string &message) {
   if (error && size) {
     std::snprintf(error, size, "%s", message.c_str());
   }
   return status;
-}
-
-/// FNV-1a, 64 bits: a stable key for the cache (not for security).
-uint64_t fnv1a(const std::string &text, uint64_t hash = 1469598103934665603ull) {
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  return hash;
 }
 
 std::string cacheDirectory(const char *requested) {
@@ -45,50 +36,31 @@ std::string cacheDirectory(const char *requested) {
   return std::string(home && *home ? home : "/tmp") + "/.cache/fslc";
 }
 
-bool makeDirectories(const std::string &path) {
-  std::string partial;
-  std::stringstream parts(path);
-  std::string part;
-  if (!path.empty() && path[0] == '/')
-    partial = "/";
-  while (std::getline(parts, part, '/')) {
-    if (part.empty())
-      continue;
-    partial += part + "/";
-    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
-      return false;
-  }
-  return true;
-}
-
-bool readFile(const std::string &path, std::string &contents) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return false;
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  contents = buffer.str();
-  return !contents.empty();
-}
-
-fsl_status deliver(const std::string &bytes, int hit, const std::string &path,
-                   fsl_jit_binary *binary) {
+fsl_status deliver(std::string &bytes, int hit, const std::string &path, fsl_jit_binary *binary,
+                   char *error, size_t error_size) {
   binary->data = static_cast<char *>(std::malloc(bytes.size()));
+  if (!binary->data)
+    return fail(FSL_ERROR_CACHE, error, error_size,
+                "out of memory for a cubin of " + std::to_string(bytes.size()) + " bytes");
   std::memcpy(binary->data, bytes.data(), bytes.size());
   binary->size = bytes.size();
   binary->cache_hit = hit;
   std::snprintf(binary->path, sizeof binary->path, "%s", path.c_str());
+  if (error && error_size)
+    error[0] = '\0';
   return FSL_OK;
 }
 
-// The driver API, found at run time.
+// The driver API, found at run time (once, whichever thread asks first).
 struct Driver {
   using ModuleLoadData = int (*)(void **, const void *);
   using ModuleGetFunction = int (*)(void **, void *, const char *);
+  std::mutex mutex;
   ModuleLoadData moduleLoadData = nullptr;
   ModuleGetFunction moduleGetFunction = nullptr;
   bool load(std::string &why) {
-    if (moduleLoadData)
+    std::lock_guard<std::mutex> lock(mutex);
+    if (moduleLoadData && moduleGetFunction)
       return true;
     void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     if (!library) {
@@ -116,28 +88,41 @@ extern "C" fsl_status fsl_jit_compile(const char *source, const char *name, cons
     return fail(FSL_ERROR_NULL_POINTER, error, error_size,
                 "source, name, arch and binary are required");
   *binary = fsl_jit_binary{};
+  if (option_count < 0 || (option_count > 0 && !options))
+    return fail(FSL_ERROR_NULL_POINTER, error, error_size,
+                "options must hold option_count (>= 0) strings");
+  for (int i = 0; i < option_count; ++i)
+    if (!options[i])
+      return fail(FSL_ERROR_NULL_POINTER, error, error_size,
+                  "option " + std::to_string(i) + " is null");
   int major = 0, minor = 0;
-  nvrtcVersion(&major, &minor);
+  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS)
+    return fail(FSL_ERROR_COMPILE, error, error_size, "nvrtcVersion failed");
   std::vector<std::string> all = {std::string("--gpu-architecture=") + arch, "-std=c++17"};
   const char *cudaHome = std::getenv("CUDA_HOME");
   all.push_back(std::string("-I") + (cudaHome && *cudaHome ? cudaHome : "/usr/local/cuda") +
                 "/include");
   for (int i = 0; i < option_count; ++i)
     all.push_back(options[i]);
-  std::string key = "nvrtc " + std::to_string(major) + "." + std::to_string(minor) + "\n";
-  for (const std::string &option : all)
-    key += option + "\n";
-  // The helpers the source includes are part of what is compiled.
-  key += kFslDeviceHeaderText;
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx",
-                static_cast<unsigned long long>(fnv1a(source, fnv1a(key))));
-  std::string directory = cacheDirectory(cache_dir);
-  std::string path = directory + "/" + name + "-" + hex + ".cubin";
 
-  std::string cached;
-  if (readFile(path, cached))
-    return deliver(cached, 1, path, binary);
+  // The complete key is stored in the entry and compared on load; its SHA-256 names the
+  // file, after the name reduced to [A-Za-z0-9_] (never a path: "../x" stays inside).
+  jit::KeyMaterial material;
+  material.runtimeVersion = FSL_RUNTIME_VERSION;
+  material.nvrtcVersion = std::to_string(major) + "." + std::to_string(minor);
+  material.arch = arch;
+  material.name = name;
+  material.options = all;
+  // The helpers the source includes are part of what is compiled.
+  material.deviceHeaderSha256 = jit::sha256Hex(kFslDeviceHeaderText);
+  material.sourceSha256 = jit::sha256Hex(source);
+  std::string key = jit::makeKey(material);
+  std::string directory = cacheDirectory(cache_dir);
+  std::string path = directory + "/" + jit::entryFileName(name, key);
+
+  std::string cubin;
+  if (jit::readEntry(path, key, cubin))
+    return deliver(cubin, 1, path, binary, error, error_size);
 
   // Generated sources include "fsl/device.cuh": NVRTC gets it by content, so no include
   // path to the runtime's headers is needed where the JIT runs.
@@ -161,25 +146,28 @@ extern "C" fsl_status fsl_jit_compile(const char *source, const char *name, cons
     return fail(FSL_ERROR_COMPILE, error, error_size, std::string(name) + ": " + log.c_str());
   }
   size_t size = 0;
-  nvrtcGetCUBINSize(program, &size);
-  std::string cubin(size, '\0');
-  nvrtcGetCUBIN(program, cubin.data());
-  nvrtcDestroyProgram(&program);
-
-  // Write atomically: a concurrent reader sees the whole file or none.
-  if (!makeDirectories(directory))
-    return fail(FSL_ERROR_CACHE, error, error_size,
-                "cannot create the cache directory " + directory);
-  std::string temporary = path + ".tmp" + std::to_string(getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary);
-    out.write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
-    if (!out)
-      return fail(FSL_ERROR_CACHE, error, error_size, "cannot write " + temporary);
+  result = nvrtcGetCUBINSize(program, &size);
+  if (result == NVRTC_SUCCESS && size > 0) {
+    cubin.assign(size, '\0');
+    result = nvrtcGetCUBIN(program, cubin.data());
   }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0)
-    return fail(FSL_ERROR_CACHE, error, error_size, "cannot rename " + temporary + " to " + path);
-  return deliver(cubin, 0, path, binary);
+  nvrtcDestroyProgram(&program);
+  if (result != NVRTC_SUCCESS || size == 0)
+    return fail(FSL_ERROR_COMPILE, error, error_size,
+                std::string(name) + ": NVRTC produced no cubin for " + arch +
+                    (result != NVRTC_SUCCESS ? std::string(" (") + nvrtcGetErrorString(result) + ")"
+                                             : std::string()) +
+                    ": a real architecture (sm_XX) is needed");
+
+  // A corrupt or mismatching entry was a miss above and is replaced here. A cache that
+  // cannot be written is an error, with nothing left behind: the JIT never compiles
+  // without its cache silently.
+  std::string why;
+  if (!jit::makeDirectories(directory, why) ||
+      !jit::writeAtomically(path, jit::encodeEntry(key, cubin), why))
+    return fail(FSL_ERROR_CACHE, error, error_size,
+                why + " (the JIT cache must be writable: pass cache_dir or set FSL_CACHE_DIR)");
+  return deliver(cubin, 0, path, binary, error, error_size);
 }
 
 extern "C" void fsl_jit_free(fsl_jit_binary *binary) {
@@ -207,6 +195,9 @@ extern "C" fsl_status fsl_jit_load(const fsl_jit_binary *binary, void **module, 
 
 extern "C" fsl_status fsl_jit_function(void *module, const char *name, void **function, char *error,
                                        size_t error_size) {
+  if (!module || !name || !function)
+    return fail(FSL_ERROR_NULL_POINTER, error, error_size,
+                "module, name and function are required");
   std::string why;
   if (!driver.load(why))
     return fail(FSL_ERROR_DRIVER, error, error_size, why);
