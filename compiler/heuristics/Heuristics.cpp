@@ -319,6 +319,19 @@ private:
   /// static extent.
   int64_t vectorWidth(ir::DimId dim, std::string &why) {
     const ir::Dim &d = fusion_.dims[dim];
+    // A vector loop is the innermost loop of every input and output that has it: one
+    // that keeps `dim` outer (a transposed output) gets scalar accesses throughout.
+    if (std::optional<std::string> across = outerIn(dim)) {
+      if (knobs_.vectorWidth && *knobs_.vectorWidth > 1)
+        refuse("vector_width",
+               *across + ", and a vector loop must be the innermost loop of every input and "
+                         "output that has it; use vector_width = 1, or write the schedule by "
+                         "hand");
+      else if (knobs_.vectorWidth)
+        honour("vector_width");
+      why = *across + ": scalar accesses";
+      return 1;
+    }
     unsigned bytes = widestElement(fusion_, dim);
     int64_t widest = 16 / bytes;
     if (d.staticExtent)
@@ -363,15 +376,40 @@ private:
     return widest;
   }
 
+  /// "'yt' is [H, T]" for the first input or output that has `dim` but not as its
+  /// innermost (contiguous) dimension; none when every one that has it ends with it.
+  std::optional<std::string> outerIn(ir::DimId dim) const {
+    auto layout = [&](const std::vector<ir::DimId> &dims) {
+      std::vector<std::string> names;
+      for (ir::DimId each : dims)
+        names.push_back(fusion_.dims[each].name);
+      return "[" + llvm::join(names, ", ") + "]";
+    };
+    auto outer = [&](const std::vector<ir::DimId> &dims) {
+      return llvm::is_contained(dims, dim) && dims.back() != dim;
+    };
+    for (const ir::Param &param : fusion_.params)
+      if (outer(param.dims))
+        return "'" + param.name + "' is " + layout(param.dims) + ", with " +
+               fusion_.dims[dim].name + " outer";
+    for (const ir::Output &output : fusion_.outputs)
+      if (outer(output.dims))
+        return "'" + output.name + "' is " + layout(output.dims) + ", with " +
+               fusion_.dims[dim].name + " outer";
+    return std::nullopt;
+  }
+
   /// The contiguous dimension and the others of the reference layout.
   bool layout(ir::DimId &inner, std::vector<ir::DimId> &rows, std::string &why) {
     const ir::Output *reference = referenceOutput(fusion_);
     std::vector<ir::DimId> dims = reference->dims;
     dims.insert(dims.end(), reference->value->reduced.begin(), reference->value->reduced.end());
-    // The largest input's layout decides when the output is a reduction.
-    for (const ir::Param &param : fusion_.params)
-      if (param.dims.size() >= dims.size())
-        dims = param.dims;
+    // The largest input's layout decides when the output is a reduction; otherwise the
+    // output's own (a transposed input is read across its rows).
+    if (!reference->value->reduced.empty())
+      for (const ir::Param &param : fusion_.params)
+        if (param.dims.size() >= dims.size())
+          dims = param.dims;
     if (dims.empty() || dims.size() > 2) {
       why = "the heuristics handle fusions of one or two dimensions for now";
       return false;
