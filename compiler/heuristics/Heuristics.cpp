@@ -6,15 +6,31 @@
 #include "schedule/ScheduleBuilder.h"
 
 #include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/CheckedArithmetic.h>
 #include <llvm/Support/FormatVariadic.h>
 
 #include <algorithm>
+#include <functional>
+#include <limits>
+#include <map>
 
 namespace fsl::heuristics {
 namespace {
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
+/// The most accesses a thread `unroll = N` may ask for: what the prefetch pass loads
+/// ahead (lower/EarlyLoads.cpp).
+constexpr int64_t kMaxUnroll = 32;
+
+// Sizes here come from static extents and knobs, up to 2^63 - 1: nothing may wrap.
+int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+/// `a` rounded up to a multiple of `b`, or the largest int64_t when that does not fit.
+int64_t roundUp(int64_t a, int64_t b) {
+  return llvm::checkedMul(ceilDiv(a, b), b).value_or(std::numeric_limits<int64_t>::max());
+}
+/// `a * b`, or the largest int64_t when that does not fit: over every limit it is held to.
+int64_t saturatingMul(int64_t a, int64_t b) {
+  return llvm::checkedMul(a, b).value_or(std::numeric_limits<int64_t>::max());
+}
 
 /// The output with the most dimensions: its layout is the kernel's.
 const ir::Output *referenceOutput(const ir::Fusion &fusion) {
@@ -431,8 +447,29 @@ private:
     // unroll = N: each thread makes N accesses a block's width apart (so each stays
     // coalesced), in an unrolled loop: fewer blocks, more loads in flight a thread.
     int64_t unroll = knobs_.unroll.value_or(1);
-    if (knobs_.unroll)
-      honour("unroll");
+    if (knobs_.unroll) {
+      // The accesses a thread has: with a static row, ceil(vectors / 128); more would be
+      // predicated off. At most the 32 of a batch the prefetch pass loads ahead.
+      std::optional<int64_t> accesses;
+      if (d.staticExtent)
+        accesses = ceilDiv(ceilDiv(*d.staticExtent, vector), 128);
+      if (accesses && unroll > *accesses)
+        refuse("unroll",
+               llvm::formatv("{0} = {1} in accesses of {2} element{3} gives each of the 128 "
+                             "threads {4} access{5}; use unroll = {4}{6}",
+                             d.name, *d.staticExtent, vector, vector == 1 ? "" : "s", *accesses,
+                             *accesses == 1 ? "" : "es", *accesses == 1 ? "" : " or less")
+                   .str());
+      else if (unroll > kMaxUnroll)
+        refuse("unroll",
+               llvm::formatv("an unrolled batch is at most {0} accesses a thread (the prefetch "
+                             "pass loads up to {0} ahead; more only lengthens the code); use "
+                             "unroll = {0} or less",
+                             kMaxUnroll)
+                   .str());
+      else
+        honour("unroll");
+    }
     Block block;
     block.reasons.push_back(
         "auto(pointwise): " + vectorWhy + "; 128 threads a block, " +
@@ -642,11 +679,15 @@ private:
     }
     if (knobs_.rowsPerBlock) {
       int64_t rowsPerBlock = *knobs_.rowsPerBlock;
-      if (normal.threads * rowsPerBlock > target_.maxThreadsPerBlock)
+      int64_t threads = saturatingMul(normal.threads, rowsPerBlock);
+      if (threads > target_.maxThreadsPerBlock)
         refuse("rows_per_block",
                llvm::formatv("{0} rows of {1} threads are {2} threads, over the {3} of a block "
                              "on {4}; use rows_per_block = {5} or less",
-                             rowsPerBlock, normal.threads, normal.threads * rowsPerBlock,
+                             rowsPerBlock, normal.threads,
+                             threads == std::numeric_limits<int64_t>::max()
+                                 ? std::string("more than 2^63 - 1")
+                                 : std::to_string(threads),
                              target_.maxThreadsPerBlock, target_.name,
                              std::max<int64_t>(1, target_.maxThreadsPerBlock / normal.threads))
                    .str());
@@ -658,15 +699,18 @@ private:
     auto persistentDirectives = [&](Block &block, const RowSplit &split) {
       int64_t values = split.batch * split.vector;
       for (const sched::TensorSchedule *buffer : kept) {
-        int64_t sharedBytes = values * 4 * split.threads * split.rowsPerBlock;
+        int64_t sharedBytes = saturatingMul(saturatingMul(values, 4),
+                                            saturatingMul(split.threads, split.rowsPerBlock));
         sched::MemoryKind memory = sched::MemoryKind::Registers;
         std::string reason = llvm::formatv("{0} values of {1} a thread fit registers", values,
                                            ir::dtypeName(buffer->dtype))
                                  .str();
-        if (values * numBuffers > 2 * registerBudget) {
+        if (saturatingMul(values, numBuffers) > 2 * registerBudget) {
           // Shared memory also holds the reduction scratch, 8 bytes a thread.
-          if (sharedBytes * numBuffers + 8 * split.threads * split.rowsPerBlock <=
-              target_.sharedMemoryPerBlock) {
+          std::optional<int64_t> blockBytes =
+              llvm::checkedAdd(saturatingMul(sharedBytes, numBuffers),
+                               saturatingMul(8, saturatingMul(split.threads, split.rowsPerBlock)));
+          if (blockBytes && *blockBytes <= target_.sharedMemoryPerBlock) {
             memory = sched::MemoryKind::Shared;
             reason = llvm::formatv("{0} values a thread are too many for registers; {1} bytes a "
                                    "block fit shared memory",
