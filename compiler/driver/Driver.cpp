@@ -513,6 +513,14 @@ private:
   /// for, each fusion without a schedule gets theirs), so everything after sees explicit
   /// schedules.
   void planSchedules(Unit &unit, DiagnosticEngine &diagnostics) {
+    // The guards of each fusion's schedules: the heuristics add no variant that overlaps
+    // one of the others.
+    std::map<std::string, std::vector<std::pair<const ast::ScheduleDecl *, sched::ScheduleHeader>>>
+        headers;
+    for (const ast::DeclPtr &decl : unit.program->main->decls)
+      if (const auto *schedule = llvm::dyn_cast<ast::ScheduleDecl>(decl.get()))
+        if (const ir::Fusion *fusion = fusionNamed(unit, schedule->fusion.text))
+          headers[fusion->name].emplace_back(schedule, sched::headerOf(*schedule, *fusion));
     std::set<std::string> scheduled;
     for (const ast::DeclPtr &decl : unit.program->main->decls) {
       const auto *schedule = llvm::dyn_cast<ast::ScheduleDecl>(decl.get());
@@ -530,9 +538,13 @@ private:
         continue;
       }
       std::vector<sched::ScheduleBlock> chosen;
-      if (sched::checkAutoSchedule(*schedule, diagnostics) && guardsKnown)
-        chosen =
-            heuristicSchedules(unit, *fusion, heuristics::knobsOf(*schedule, header), diagnostics);
+      if (sched::checkAutoSchedule(*schedule, diagnostics) && guardsKnown) {
+        heuristics::Knobs knobs = heuristics::knobsOf(*schedule, header);
+        for (const auto &[other, otherHeader] : headers[fusion->name])
+          if (other != schedule && !otherHeader.when.empty())
+            knobs.otherGuards.push_back(otherHeader.when);
+        chosen = heuristicSchedules(unit, *fusion, knobs, diagnostics);
+      }
       if (chosen.empty()) {
         sched::ScheduleBlock unexpanded;
         unexpanded.header = header;

@@ -54,6 +54,39 @@ unsigned widestElement(const ir::Fusion &fusion, ir::DimId dim) {
   return bytes;
 }
 
+/// Whether some sizes satisfy both guards. Between the bounds (and their neighbours)
+/// nothing changes, so those sizes are the only ones to try.
+bool guardsOverlap(const std::vector<sched::SizeGuard> &a, const std::vector<sched::SizeGuard> &b) {
+  std::map<std::string, std::vector<int64_t>> candidates;
+  for (const auto *guards : {&a, &b})
+    for (const sched::SizeGuard &guard : *guards) {
+      candidates[guard.dimName].push_back(1);
+      for (int64_t step : {-1, 0, 1})
+        if (std::optional<int64_t> value = llvm::checkedAdd(guard.bound, step);
+            value && *value >= 1)
+          candidates[guard.dimName].push_back(*value);
+    }
+  std::vector<std::pair<std::string, std::vector<int64_t>>> dims(candidates.begin(),
+                                                                 candidates.end());
+  std::map<std::string, int64_t> point;
+  std::function<bool(size_t)> search = [&](size_t i) {
+    if (i == dims.size()) {
+      for (const auto *guards : {&a, &b})
+        for (const sched::SizeGuard &guard : *guards)
+          if (!guard.holds(point.at(guard.dimName)))
+            return false;
+      return true;
+    }
+    for (int64_t value : dims[i].second) {
+      point[dims[i].first] = value;
+      if (search(i + 1))
+        return true;
+    }
+    return false;
+  };
+  return search(0);
+}
+
 /// A schedule block being chosen: its reasons and its directives, every operand of a
 /// directive pointing at what asked for it (a knob, or the `= auto` declaration).
 struct Block {
@@ -747,6 +780,19 @@ private:
     // A guard, a row count or a batch the user gave applies to every size: no variant.
     bool widen = wide.threads > normal.threads && knobs_.when.empty() && !knobs_.rowsPerBlock &&
                  !knobs_.persistentBatch;
+    // Nor when another guarded schedule of the fusion applies to some of those sizes.
+    sched::SizeGuard fewRows{rows[0], row, sched::Comparison::Lt, target_.smCount, header_.range};
+    bool overlaps = llvm::any_of(knobs_.otherGuards, [&](const std::vector<sched::SizeGuard> &g) {
+      return guardsOverlap({fewRows}, g);
+    });
+    std::string notWidened =
+        widen && overlaps
+            ? llvm::formatv("; no variant for fewer rows than the {0} SMs: another guarded "
+                            "schedule of '{1}' applies to some of those sizes",
+                            target_.smCount, fusion_.name)
+                  .str()
+            : "";
+    widen &= !overlaps;
     if (widen) {
       Block small;
       small.reasons.push_back(
@@ -757,13 +803,13 @@ private:
       small.reasons.push_back(describe(wide, "row split"));
       rowDirectives(small, row, d.name, wide, staticBdimx, true, rowRanges());
       persistentDirectives(small, wide);
-      sched::SizeGuard fewRows{rows[0], row, sched::Comparison::Lt, target_.smCount, header_.range};
       blocks.push_back(finish(std::move(small), {fewRows}));
     }
     Block block;
     block.reasons.push_back(
-        llvm::formatv("auto({0}){1}.", kind,
-                      widen ? llvm::formatv(", {0} rows or more", target_.smCount).str() : "")
+        llvm::formatv("auto({0}){1}{2}.", kind,
+                      widen ? llvm::formatv(", {0} rows or more", target_.smCount).str() : "",
+                      notWidened)
             .str());
     block.reasons.push_back(describe(normal, "row split"));
     rowDirectives(block, row, d.name, normal, staticBdimx, true, rowRanges());

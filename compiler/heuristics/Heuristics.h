@@ -43,14 +43,17 @@ namespace fsl::heuristics {
 /// matmul knobs, any knob of plain `auto`); the heuristics honour each knob set here
 /// exactly or refuse it (never ignore it). Unset knobs are the heuristic's choice.
 struct Knobs {
-  std::string kind;                            // empty: chosen from the fusion's shape
-  std::optional<bool> staticBdimx;             // default true
-  std::optional<bool> computeWith;             // default true
-  std::optional<int64_t> vectorWidth;          // elements an access
-  std::optional<int64_t> unroll;               // pointwise: vectors a thread
-  std::optional<int64_t> persistentBatch;      // vectors of the row a thread keeps
-  std::optional<int64_t> rowsPerBlock;         // rows on TIDy
-  std::vector<sched::SizeGuard> when;          // the auto block's own guard
+  std::string kind;                       // empty: chosen from the fusion's shape
+  std::optional<bool> staticBdimx;        // default true
+  std::optional<bool> computeWith;        // default true
+  std::optional<int64_t> vectorWidth;     // elements an access
+  std::optional<int64_t> unroll;          // pointwise: vectors a thread
+  std::optional<int64_t> persistentBatch; // vectors of the row a thread keeps
+  std::optional<int64_t> rowsPerBlock;    // rows on TIDy
+  std::vector<sched::SizeGuard> when;     // the auto block's own guard
+  /// The guards of the fusion's other guarded schedules: a variant the heuristic adds
+  /// (`when T < sm_count`) must apply to none of their sizes.
+  std::vector<std::vector<sched::SizeGuard>> otherGuards;
   std::map<std::string, llvm::SMRange> ranges; // knob name -> where it is written
   /// The `= auto` declaration and the fusion's name in it: the chosen blocks' directives
   /// point at the declaration (or at the knob that decided them), schedule-wide
