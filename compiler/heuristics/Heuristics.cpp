@@ -469,6 +469,17 @@ private:
   }
 
   Choice pointwise() {
+    // Its loops would put a reduced dimension on blocks: a reduction needs its heuristic.
+    for (const auto &value : fusion_.values)
+      if (ir::isReduction(value->op)) {
+        std::vector<std::string> names;
+        for (ir::DimId dim : value->reduced)
+          names.push_back(fusion_.dims[dim].name);
+        return {{},
+                "auto(pointwise) schedules fusions without reductions, and '" + fusion_.name +
+                    "' reduces over " + llvm::join(names, ", ") + ": use auto(" +
+                    classify(fusion_) + ")"};
+      }
     ir::DimId inner;
     std::vector<ir::DimId> rows;
     std::string why;
