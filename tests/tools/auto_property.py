@@ -42,7 +42,7 @@ TIME_LIMIT_S = 30
 REFUSALS = {"auto-knob-unsupported", "knob-type", "unknown-knob", "unknown-auto-kind",
             "duplicate-directive"}
 TYPES = ["bf16", "f16", "f32"]
-HIDDEN = [1, 7, 32, 96, 128, 1000, 1024, 4096]
+HIDDEN = [1, 7, 32, 96, 128, 1000, 1024, 4096, 20000]
 KNOBS = {  # mostly values some heuristic can honour, some out of range
     "vector_width": lambda rng: rng.choice([1, 2, 4, 8, 8, 16, 3, 32]),
     "unroll": lambda rng: rng.choice([1, 2, 2, 4, 8, 3, 64, 100000000000]),
