@@ -305,8 +305,11 @@ private:
         if (tensor.computeAtPosition && i <= *tensor.computeAtPosition && once(where, 3))
           diagnostics_.report(DiagId::VectorizeOutsideComputeAt, at(where), loop.name, tensor.name)
               .note(DiagId::NoteDirective, tensor.computeAtBy->range, "compute_at is here");
-        // The remaining rules are about memory accesses: inputs and outputs.
-        if (!tensor.isInput && !tensor.isOutput)
+        // The remaining rules are about memory accesses: inputs and outputs, along the
+        // loops that index them. An output's reduction loop walks what it reduces (a
+        // reduction stored as `s = sum(f32(x), over H)` is stored once a row): it is
+        // the inputs' vectors that access memory there.
+        if ((!tensor.isInput && !tensor.isOutput) || loop.isReduction)
           continue;
         if (i + 1 != tensor.loops.size()) {
           if (once(where, 4))

@@ -78,7 +78,13 @@ struct Unit {
   std::vector<PlannedSchedule> planned; // in source order, then the chosen
   std::vector<std::unique_ptr<sched::Schedule>> schedules; // built from `planned`, checked
   std::vector<std::unique_ptr<kir::Program>> programs;     // lowered, when asked for
-  std::map<std::string, std::string> noHeuristic;          // fusion -> why no auto schedule
+  /// An `= auto` declaration (or a fusion without any schedule) no heuristic could
+  /// schedule: why, and where it is reported.
+  struct Declined {
+    std::string why;
+    llvm::SMRange at;
+  };
+  std::map<std::string, std::vector<Declined>> noHeuristic; // by fusion
   std::set<std::string> staticDimNames;
   std::map<std::string, const ir::Fusion *> fusionsByName;            // of `program`
   std::map<const ir::Fusion *, const kir::Program *> programByFusion; // of `programs`
@@ -398,21 +404,25 @@ private:
     FSL_UNREACHABLE("a fusion without a lowered program");
   }
 
-  /// needs-explicit-schedule for each fusion with no schedule at all (its `= auto` blocks
-  /// declined); false after reporting one.
+  /// needs-explicit-schedule for each `= auto` no heuristic could fill (--emit=schedule
+  /// would print nothing for the sizes it covers); false after reporting one.
   bool reportUnscheduled(const Unit &unit) {
     unsigned errorsBefore = diagnostics_.errorCount();
-    for (const auto &fusion : unit.program->fusions) {
-      auto why = unit.noHeuristic.find(fusion->name);
-      if (why == unit.noHeuristic.end())
-        continue;
-      bool scheduled = llvm::any_of(
-          unit.schedules, [&](const auto &schedule) { return schedule->fusion == fusion.get(); });
-      if (!scheduled)
-        diagnostics_.report(DiagId::NeedsExplicitSchedule, fusion->range, fusion->name,
-                            why->second);
-    }
+    for (const auto &fusion : unit.program->fusions)
+      reportDeclined(unit, *fusion);
     return diagnostics_.errorCount() == errorsBefore;
+  }
+
+  /// needs-explicit-schedule at each `= auto` of `fusion` that no heuristic could fill
+  /// (the sizes it covers would have no schedule), or at the fusion when it has no
+  /// schedule declaration; whether there was one.
+  bool reportDeclined(const Unit &unit, const ir::Fusion &fusion) {
+    auto declined = unit.noHeuristic.find(fusion.name);
+    if (declined == unit.noHeuristic.end())
+      return false;
+    for (const Unit::Declined &each : declined->second)
+      diagnostics_.report(DiagId::NeedsExplicitSchedule, each.at, fusion.name, each.why);
+    return !declined->second.empty();
   }
 
   /// Lowers every explicit schedule; a fusion without one cannot generate code yet.
@@ -432,16 +442,15 @@ private:
       const std::vector<const sched::Schedule *> &schedules = schedulesOf[fusion.get()];
       bool any = !schedules.empty();
       llvm::TimeTraceScope scope("Lower", fusion->name);
-      if (any)
-        if (auto program = lowerFusion(*fusion, schedules, lowerOptions, diagnostics_, print)) {
-          unit.programByFusion[fusion.get()] = program.get();
-          unit.programs.push_back(std::move(program));
-        }
-      if (!any) {
-        auto why = unit.noHeuristic.find(fusion->name);
+      // A declined `= auto` leaves its sizes without a schedule: nothing to lower.
+      if (reportDeclined(unit, *fusion))
+        continue;
+      if (!any)
         diagnostics_.report(DiagId::NeedsExplicitSchedule, fusion->range, fusion->name,
-                            why != unit.noHeuristic.end() ? why->second
-                                                          : "its schedules are all 'auto'");
+                            "its schedules are all 'auto'");
+      else if (auto program = lowerFusion(*fusion, schedules, lowerOptions, diagnostics_, print)) {
+        unit.programByFusion[fusion.get()] = program.get();
+        unit.programs.push_back(std::move(program));
       }
     }
     return diagnostics_.errorCount() == errorsBefore;
@@ -513,6 +522,14 @@ private:
   /// for, each fusion without a schedule gets theirs), so everything after sees explicit
   /// schedules.
   void planSchedules(Unit &unit, DiagnosticEngine &diagnostics) {
+    // The guards of each fusion's schedules: the heuristics add no variant that overlaps
+    // one of the others.
+    std::map<std::string, std::vector<std::pair<const ast::ScheduleDecl *, sched::ScheduleHeader>>>
+        headers;
+    for (const ast::DeclPtr &decl : unit.program->main->decls)
+      if (const auto *schedule = llvm::dyn_cast<ast::ScheduleDecl>(decl.get()))
+        if (const ir::Fusion *fusion = fusionNamed(unit, schedule->fusion.text))
+          headers[fusion->name].emplace_back(schedule, sched::headerOf(*schedule, *fusion));
     std::set<std::string> scheduled;
     for (const ast::DeclPtr &decl : unit.program->main->decls) {
       const auto *schedule = llvm::dyn_cast<ast::ScheduleDecl>(decl.get());
@@ -530,9 +547,13 @@ private:
         continue;
       }
       std::vector<sched::ScheduleBlock> chosen;
-      if (sched::checkAutoSchedule(*schedule, diagnostics) && guardsKnown)
-        chosen =
-            heuristicSchedules(unit, *fusion, heuristics::knobsOf(*schedule, header), diagnostics);
+      if (sched::checkAutoSchedule(*schedule, diagnostics) && guardsKnown) {
+        heuristics::Knobs knobs = heuristics::knobsOf(*schedule, header);
+        for (const auto &[other, otherHeader] : headers[fusion->name])
+          if (other != schedule && !otherHeader.when.empty())
+            knobs.otherGuards.push_back(otherHeader.when);
+        chosen = heuristicSchedules(unit, *fusion, knobs, diagnostics);
+      }
       if (chosen.empty()) {
         sched::ScheduleBlock unexpanded;
         unexpanded.header = header;
@@ -567,7 +588,8 @@ private:
     heuristics::Choice choice =
         heuristics::chooseSchedules(fusion, settings_.target, knobs, &diagnostics);
     if (choice.blocks.empty())
-      unit.noHeuristic[fusion.name] = choice.why;
+      unit.noHeuristic[fusion.name].push_back(
+          {choice.why, knobs.declRange.isValid() ? knobs.declRange : fusion.range});
     return std::move(choice.blocks);
   }
 

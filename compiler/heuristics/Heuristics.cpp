@@ -6,15 +6,31 @@
 #include "schedule/ScheduleBuilder.h"
 
 #include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/CheckedArithmetic.h>
 #include <llvm/Support/FormatVariadic.h>
 
 #include <algorithm>
+#include <functional>
+#include <limits>
+#include <map>
 
 namespace fsl::heuristics {
 namespace {
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
+/// The most accesses a thread `unroll = N` may ask for: what the prefetch pass loads
+/// ahead (lower/EarlyLoads.cpp).
+constexpr int64_t kMaxUnroll = 32;
+
+// Sizes here come from static extents and knobs, up to 2^63 - 1: nothing may wrap.
+int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+/// `a` rounded up to a multiple of `b`, or the largest int64_t when that does not fit.
+int64_t roundUp(int64_t a, int64_t b) {
+  return llvm::checkedMul(ceilDiv(a, b), b).value_or(std::numeric_limits<int64_t>::max());
+}
+/// `a * b`, or the largest int64_t when that does not fit: over every limit it is held to.
+int64_t saturatingMul(int64_t a, int64_t b) {
+  return llvm::checkedMul(a, b).value_or(std::numeric_limits<int64_t>::max());
+}
 
 /// The output with the most dimensions: its layout is the kernel's.
 const ir::Output *referenceOutput(const ir::Fusion &fusion) {
@@ -36,6 +52,39 @@ unsigned widestElement(const ir::Fusion &fusion, ir::DimId dim) {
     if (!output.dims.empty() && output.dims.back() == dim)
       bytes = std::max(bytes, ir::dtypeBytes(output.dtype));
   return bytes;
+}
+
+/// Whether some sizes satisfy both guards. Between the bounds (and their neighbours)
+/// nothing changes, so those sizes are the only ones to try.
+bool guardsOverlap(const std::vector<sched::SizeGuard> &a, const std::vector<sched::SizeGuard> &b) {
+  std::map<std::string, std::vector<int64_t>> candidates;
+  for (const auto *guards : {&a, &b})
+    for (const sched::SizeGuard &guard : *guards) {
+      candidates[guard.dimName].push_back(1);
+      for (int64_t step : {-1, 0, 1})
+        if (std::optional<int64_t> value = llvm::checkedAdd(guard.bound, step);
+            value && *value >= 1)
+          candidates[guard.dimName].push_back(*value);
+    }
+  std::vector<std::pair<std::string, std::vector<int64_t>>> dims(candidates.begin(),
+                                                                 candidates.end());
+  std::map<std::string, int64_t> point;
+  std::function<bool(size_t)> search = [&](size_t i) {
+    if (i == dims.size()) {
+      for (const auto *guards : {&a, &b})
+        for (const sched::SizeGuard &guard : *guards)
+          if (!guard.holds(point.at(guard.dimName)))
+            return false;
+      return true;
+    }
+    for (int64_t value : dims[i].second) {
+      point[dims[i].first] = value;
+      if (search(i + 1))
+        return true;
+    }
+    return false;
+  };
+  return search(0);
 }
 
 /// A schedule block being chosen: its reasons and its directives, every operand of a
@@ -497,6 +546,19 @@ private:
   /// static extent.
   int64_t vectorWidth(ir::DimId dim, std::string &why) {
     const ir::Dim &d = fusion_.dims[dim];
+    // A vector loop is the innermost loop of every input and output that has it: one
+    // that keeps `dim` outer (a transposed output) gets scalar accesses throughout.
+    if (std::optional<std::string> across = outerIn(dim)) {
+      if (knobs_.vectorWidth && *knobs_.vectorWidth > 1)
+        refuse("vector_width",
+               *across + ", and a vector loop must be the innermost loop of every input and "
+                         "output that has it; use vector_width = 1, or write the schedule by "
+                         "hand");
+      else if (knobs_.vectorWidth)
+        honour("vector_width");
+      why = *across + ": scalar accesses";
+      return 1;
+    }
     unsigned bytes = widestElement(fusion_, dim);
     int64_t widest = 16 / bytes;
     if (d.staticExtent)
@@ -541,15 +603,40 @@ private:
     return widest;
   }
 
+  /// "'yt' is [H, T]" for the first input or output that has `dim` but not as its
+  /// innermost (contiguous) dimension; none when every one that has it ends with it.
+  std::optional<std::string> outerIn(ir::DimId dim) const {
+    auto layout = [&](const std::vector<ir::DimId> &dims) {
+      std::vector<std::string> names;
+      for (ir::DimId each : dims)
+        names.push_back(fusion_.dims[each].name);
+      return "[" + llvm::join(names, ", ") + "]";
+    };
+    auto outer = [&](const std::vector<ir::DimId> &dims) {
+      return llvm::is_contained(dims, dim) && dims.back() != dim;
+    };
+    for (const ir::Param &param : fusion_.params)
+      if (outer(param.dims))
+        return "'" + param.name + "' is " + layout(param.dims) + ", with " +
+               fusion_.dims[dim].name + " outer";
+    for (const ir::Output &output : fusion_.outputs)
+      if (outer(output.dims))
+        return "'" + output.name + "' is " + layout(output.dims) + ", with " +
+               fusion_.dims[dim].name + " outer";
+    return std::nullopt;
+  }
+
   /// The contiguous dimension and the others of the reference layout.
   bool layout(ir::DimId &inner, std::vector<ir::DimId> &rows, std::string &why) {
     const ir::Output *reference = referenceOutput(fusion_);
     std::vector<ir::DimId> dims = reference->dims;
     dims.insert(dims.end(), reference->value->reduced.begin(), reference->value->reduced.end());
-    // The largest input's layout decides when the output is a reduction.
-    for (const ir::Param &param : fusion_.params)
-      if (param.dims.size() >= dims.size())
-        dims = param.dims;
+    // The largest input's layout decides when the output is a reduction; otherwise the
+    // output's own (a transposed input is read across its rows).
+    if (!reference->value->reduced.empty())
+      for (const ir::Param &param : fusion_.params)
+        if (param.dims.size() >= dims.size())
+          dims = param.dims;
     if (dims.empty() || dims.size() > 2) {
       why = "the heuristics handle fusions of one or two dimensions for now";
       return false;
@@ -560,6 +647,17 @@ private:
   }
 
   Choice pointwise() {
+    // Its loops would put a reduced dimension on blocks: a reduction needs its heuristic.
+    for (const auto &value : fusion_.values)
+      if (ir::isReduction(value->op)) {
+        std::vector<std::string> names;
+        for (ir::DimId dim : value->reduced)
+          names.push_back(fusion_.dims[dim].name);
+        return {{},
+                "auto(pointwise) schedules fusions without reductions, and '" + fusion_.name +
+                    "' reduces over " + llvm::join(names, ", ") + ": use auto(" +
+                    classify(fusion_) + ")"};
+      }
     ir::DimId inner;
     std::vector<ir::DimId> rows;
     std::string why;
@@ -571,8 +669,29 @@ private:
     // unroll = N: each thread makes N accesses a block's width apart (so each stays
     // coalesced), in an unrolled loop: fewer blocks, more loads in flight a thread.
     int64_t unroll = knobs_.unroll.value_or(1);
-    if (knobs_.unroll)
-      honour("unroll");
+    if (knobs_.unroll) {
+      // The accesses a thread has: with a static row, ceil(vectors / 128); more would be
+      // predicated off. At most the 32 of a batch the prefetch pass loads ahead.
+      std::optional<int64_t> accesses;
+      if (d.staticExtent)
+        accesses = ceilDiv(ceilDiv(*d.staticExtent, vector), 128);
+      if (accesses && unroll > *accesses)
+        refuse("unroll",
+               llvm::formatv("{0} = {1} in accesses of {2} element{3} gives each of the 128 "
+                             "threads {4} access{5}; use unroll = {4}{6}",
+                             d.name, *d.staticExtent, vector, vector == 1 ? "" : "s", *accesses,
+                             *accesses == 1 ? "" : "es", *accesses == 1 ? "" : " or less")
+                   .str());
+      else if (unroll > kMaxUnroll)
+        refuse("unroll",
+               llvm::formatv("an unrolled batch is at most {0} accesses a thread (the prefetch "
+                             "pass loads up to {0} ahead; more only lengthens the code); use "
+                             "unroll = {0} or less",
+                             kMaxUnroll)
+                   .str());
+      else
+        honour("unroll");
+    }
     Block block;
     block.reasons.push_back(
         "auto(pointwise): " + vectorWhy + "; 128 threads a block, " +
@@ -782,11 +901,15 @@ private:
     }
     if (knobs_.rowsPerBlock) {
       int64_t rowsPerBlock = *knobs_.rowsPerBlock;
-      if (normal.threads * rowsPerBlock > target_.maxThreadsPerBlock)
+      int64_t threads = saturatingMul(normal.threads, rowsPerBlock);
+      if (threads > target_.maxThreadsPerBlock)
         refuse("rows_per_block",
                llvm::formatv("{0} rows of {1} threads are {2} threads, over the {3} of a block "
                              "on {4}; use rows_per_block = {5} or less",
-                             rowsPerBlock, normal.threads, normal.threads * rowsPerBlock,
+                             rowsPerBlock, normal.threads,
+                             threads == std::numeric_limits<int64_t>::max()
+                                 ? std::string("more than 2^63 - 1")
+                                 : std::to_string(threads),
                              target_.maxThreadsPerBlock, target_.name,
                              std::max<int64_t>(1, target_.maxThreadsPerBlock / normal.threads))
                    .str());
@@ -798,15 +921,18 @@ private:
     auto persistentDirectives = [&](Block &block, const RowSplit &split) {
       int64_t values = split.batch * split.vector;
       for (const sched::TensorSchedule *buffer : kept) {
-        int64_t sharedBytes = values * 4 * split.threads * split.rowsPerBlock;
+        int64_t sharedBytes = saturatingMul(saturatingMul(values, 4),
+                                            saturatingMul(split.threads, split.rowsPerBlock));
         sched::MemoryKind memory = sched::MemoryKind::Registers;
         std::string reason = llvm::formatv("{0} values of {1} a thread fit registers", values,
                                            ir::dtypeName(buffer->dtype))
                                  .str();
-        if (values * numBuffers > 2 * registerBudget) {
+        if (saturatingMul(values, numBuffers) > 2 * registerBudget) {
           // Shared memory also holds the reduction scratch, 8 bytes a thread.
-          if (sharedBytes * numBuffers + 8 * split.threads * split.rowsPerBlock <=
-              target_.sharedMemoryPerBlock) {
+          std::optional<int64_t> blockBytes =
+              llvm::checkedAdd(saturatingMul(sharedBytes, numBuffers),
+                               saturatingMul(8, saturatingMul(split.threads, split.rowsPerBlock)));
+          if (blockBytes && *blockBytes <= target_.sharedMemoryPerBlock) {
             memory = sched::MemoryKind::Shared;
             reason = llvm::formatv("{0} values a thread are too many for registers; {1} bytes a "
                                    "block fit shared memory",
@@ -843,6 +969,19 @@ private:
     // A guard, a row count or a batch the user gave applies to every size: no variant.
     bool widen = wide.threads > normal.threads && knobs_.when.empty() && !knobs_.rowsPerBlock &&
                  !knobs_.persistentBatch;
+    // Nor when another guarded schedule of the fusion applies to some of those sizes.
+    sched::SizeGuard fewRows{rows[0], row, sched::Comparison::Lt, target_.smCount, header_.range};
+    bool overlaps = llvm::any_of(knobs_.otherGuards, [&](const std::vector<sched::SizeGuard> &g) {
+      return guardsOverlap({fewRows}, g);
+    });
+    std::string notWidened =
+        widen && overlaps
+            ? llvm::formatv("; no variant for fewer rows than the {0} SMs: another guarded "
+                            "schedule of '{1}' applies to some of those sizes",
+                            target_.smCount, fusion_.name)
+                  .str()
+            : "";
+    widen &= !overlaps;
     if (widen) {
       Block small;
       small.reasons.push_back(
@@ -853,13 +992,13 @@ private:
       small.reasons.push_back(describe(wide, "row split"));
       rowDirectives(small, row, d.name, wide, staticBdimx, true, rowRanges());
       persistentDirectives(small, wide);
-      sched::SizeGuard fewRows{rows[0], row, sched::Comparison::Lt, target_.smCount, header_.range};
       blocks.push_back(finish(std::move(small), {fewRows}));
     }
     Block block;
     block.reasons.push_back(
-        llvm::formatv("auto({0}){1}.", kind,
-                      widen ? llvm::formatv(", {0} rows or more", target_.smCount).str() : "")
+        llvm::formatv("auto({0}){1}{2}.", kind,
+                      widen ? llvm::formatv(", {0} rows or more", target_.smCount).str() : "",
+                      notWidened)
             .str());
     block.reasons.push_back(describe(normal, "row split"));
     rowDirectives(block, row, d.name, normal, staticBdimx, true, rowRanges());

@@ -39,8 +39,8 @@ class ScheduleDecl;
 namespace fsl::heuristics {
 
 /// The knobs of `= auto(kind) { ... }`. sched::checkAutoSchedule (schedule/FromAst.h)
-/// checks names and types and refuses the knobs no heuristic can honour (rfactor, the
-/// matmul knobs, any knob of plain `auto`); the heuristics honour each knob set here
+/// checks names and types and refuses the knobs no heuristic can honour (rfactor, any
+/// knob of plain `auto`); the heuristics honour each knob set here
 /// exactly or refuse it (never ignore it). Unset knobs are the heuristic's choice.
 struct Knobs {
   std::string kind;                       // empty: chosen from the fusion's shape
@@ -51,13 +51,16 @@ struct Knobs {
   std::optional<int64_t> persistentBatch; // vectors of the row a thread keeps
   std::optional<int64_t> rowsPerBlock;    // rows on TIDy
   // auto(matmul):
-  std::optional<int64_t> tileN;                // the CTA tile's N (128 or 256)
-  std::optional<int64_t> stages;               // pipeline stages
-  std::optional<int64_t> swizzle;              // persistent / stream-K groups of M tiles
-  std::optional<int64_t> splitK;               // parts of K (1: no split)
-  std::optional<bool> streamK;                 // stream-K tiles, or never
-  std::optional<int64_t> clusterM;             // cluster (C, 1) multicast
-  std::vector<sched::SizeGuard> when;          // the auto block's own guard
+  std::optional<int64_t> tileN;       // the CTA tile's N (128 or 256)
+  std::optional<int64_t> stages;      // pipeline stages
+  std::optional<int64_t> swizzle;     // persistent / stream-K groups of M tiles
+  std::optional<int64_t> splitK;      // parts of K (1: no split)
+  std::optional<bool> streamK;        // stream-K tiles, or never
+  std::optional<int64_t> clusterM;    // cluster (C, 1) multicast
+  std::vector<sched::SizeGuard> when; // the auto block's own guard
+  /// The guards of the fusion's other guarded schedules: a variant the heuristic adds
+  /// (`when T < sm_count`) must apply to none of their sizes.
+  std::vector<std::vector<sched::SizeGuard>> otherGuards;
   std::map<std::string, llvm::SMRange> ranges; // knob name -> where it is written
   /// The `= auto` declaration and the fusion's name in it: the chosen blocks' directives
   /// point at the declaration (or at the knob that decided them), schedule-wide
