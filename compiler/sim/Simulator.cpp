@@ -297,6 +297,11 @@ double evaluate(const ExprNode &e, Scope &scope) {
     // Negation and fabs are exact and printed without a rounding.
     if (e.unary == kir::UnaryOp::Neg || e.unary == kir::UnaryOp::Abs)
       return eval::applyOp(op, &a);
+    // The printer spells a sigmoid `1.0f / (1.0f + expf(-x))`: three f32 roundings.
+    if (e.unary == kir::UnaryOp::Sigmoid && e.dtype != DType::F64) {
+      double denominator = eval::roundTo(1 + eval::roundTo(std::exp(-a), DType::F32), DType::F32);
+      return asComputed(1 / denominator, e.dtype);
+    }
     return asComputed(eval::applyOp(op, &a), e.dtype);
   }
   case ExprKind::Binary: {

@@ -330,13 +330,19 @@ TEST_CASE("simulator: variables hold the C type the CUDA printer declares them w
   // The printer declares bf16 and f16 variables as `float` and rounds only where it
   // prints a rounding: a bf16-typed accumulator given f32 sums adds in f32 (1024, where
   // rounding to bf16 after every step stalls at 256), a bf16 constant is the f32 literal
-  // of its value, a cast from f64 to bf16 rounds once (__double2bfloat16).
+  // of its value, a cast from f64 to bf16 rounds once (__double2bfloat16), a sigmoid is
+  // computed as the printer spells it.
   BufferPtr out = makeBuffer("out", DType::F32, MemorySpace::Global);
   VarPtr t = makeVar("t", DType::I64), i = makeVar("i", DType::I64);
   VarPtr acc = makeVar("acc", DType::BF16), tenth = makeVar("tenth", DType::BF16);
   Expr sum = binary(BinaryOp::Add, cast(DType::F32, var(acc)), f32(0.25)); // f32
   REQUIRE(sum->dtype == DType::F32);
   double above = 1 + std::ldexp(1.0, -8) + std::ldexp(1.0, -30); // just over a bf16 tie
+  // `1.0f / (1.0f + expf(-x))` rounds three times; here that differs from the f32 nearest
+  // to the exact sigmoid (0.500092804).
+  double sigmoidOf = static_cast<double>(0.000371099974f);
+  float e = static_cast<float>(std::exp(-sigmoidOf)), denominator = 1.0f + e;
+  double printed = static_cast<float>(1.0 / static_cast<double>(denominator));
   Stmt body = block({
       declare(acc, constant(0, DType::BF16)),
       forLoop(i, index(4096), LoopKind::Serial, assign(acc, sum)),
@@ -344,6 +350,7 @@ TEST_CASE("simulator: variables hold the C type the CUDA printer declares them w
       let(tenth, constant(0.1, DType::BF16)),
       store(out, index(1), var(tenth)),
       store(out, index(2), cast(DType::F32, cast(DType::BF16, constant(above, DType::F64)))),
+      store(out, index(3), unary(UnaryOp::Sigmoid, f32(sigmoidOf))),
   });
   Kernel kernel;
   kernel.name = "registers";
@@ -351,13 +358,15 @@ TEST_CASE("simulator: variables hold the C type the CUDA printer declares them w
   kernel.body = parallelLoop(t, index(1), Axis::TIDx, body);
   launch(kernel, 1, {1, 1});
   sim::Memory memory;
-  memory.global[out.get()].assign(3, 0);
+  memory.global[out.get()].assign(4, 0);
   REQUIRE(faultOf(sim::runKernel(kernel, memory)) == "");
   const std::vector<double> &o = memory.global[out.get()];
   CHECK(o[0] == 1024);
   CHECK(o[1] == static_cast<double>(0.1f));
   CHECK(o[1] != eval::roundTo(0.1, DType::BF16));
   CHECK(o[2] == 1.0078125); // through f32 first it would tie to 1
+  CHECK(o[3] == printed);
+  CHECK(o[3] != eval::roundTo(1 / (1 + std::exp(-sigmoidOf)), DType::F32));
 }
 
 TEST_CASE("simulator: a warp reduction adds in the butterfly order of fsl_warp_reduce") {
