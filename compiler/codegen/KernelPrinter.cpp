@@ -181,7 +181,10 @@ private:
       std::string inf = f64 ? "FSL_INF64" : "FSL_INF32";
       return value > 0 ? Printed{inf} : Printed{"-" + inf, Negated};
     }
-    std::string text = llvm::formatv("{0:e9}", value).str() + (f64 ? "" : "f");
+    // 10 significant digits name an f32 (and a bf16/f16 value, an f32 register); an f64
+    // needs 17 to come back as the same double.
+    std::string text =
+        f64 ? llvm::formatv("{0:e16}", value).str() : llvm::formatv("{0:e9}", value).str() + "f";
     return {text, std::signbit(value) ? Negated : Primary};
   }
 

@@ -36,9 +36,11 @@
 #include <llvm/Support/TimeProfiler.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <set>
+#include <tuple>
 
 #ifndef FSL_STDLIB_DIR
 #define FSL_STDLIB_DIR "stdlib"
@@ -188,6 +190,25 @@ private:
                             }))) {
       diagnostics_.report(DiagId::InvalidPrefix, llvm::SMRange(), options_.symbolPrefix);
       return kExitUsage;
+    }
+    // --simulate-rtol / --simulate-atol: finite and not negative.
+    for (auto [name, given, term] :
+         {std::tuple{"simulate-rtol", &options_.simulateRtol, &tolerance_.rel},
+          std::tuple{"simulate-atol", &options_.simulateAtol, &tolerance_.abs}}) {
+      if (!*given)
+        continue;
+      double value = 0;
+      if (llvm::StringRef(**given).trim().getAsDouble(value) || !std::isfinite(value) ||
+          value < 0) {
+        diagnostics_.report(DiagId::InvalidSimulateTolerance, llvm::SMRange(), name, **given);
+        return kExitUsage;
+      }
+      *term = value;
+      if (options_.simulateSizes.empty()) {
+        diagnostics_.report(DiagId::UsageError, llvm::SMRange(),
+                            std::string("--") + name + " applies to --simulate only");
+        return kExitUsage;
+      }
     }
     return kExitSuccess;
   }
@@ -768,7 +789,7 @@ private:
         RunResult run =
             simulateAndCompare(*fusion, programOf(unit, *fusion), options_.simulateSizes,
                                options_.seed, options_.simulateMisalign, diagnostics_, stream,
-                               settings_.target.launchLimits(), othersThan(*fusion));
+                               settings_.target.launchLimits(), othersThan(*fusion), tolerance_);
         if (run != RunResult::Ok) {
           out_ << result;
           return exitCode(run);
@@ -1182,6 +1203,7 @@ private:
   JsonDiagnosticPrinter json_;
   DiagnosticEngine diagnostics_;
   Settings settings_;
+  ToleranceOptions tolerance_;             // --simulate-rtol / --simulate-atol
   std::vector<std::string> outputs_;       // every file of -o DIR, in the order written
   std::vector<std::string> prerequisites_; // of the depfile: inputs and their imports
   std::set<std::string> prerequisiteSet_;

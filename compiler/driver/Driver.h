@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,9 @@ struct DriverOptions {
   std::string evaluateSizes;         // --evaluate: NAME=VALUE,... (sizes and scalars)
   std::string simulateSizes;         // --simulate: NAME=VALUE,... (sizes and scalars)
   int64_t simulateMisalign = 0;      // --simulate-misalign: elements past an aligned address
-  uint64_t seed = 0;                 // random inputs of --evaluate and --simulate
+  /// --simulate-rtol / --simulate-atol, as given (checked by the driver); none: derived.
+  std::optional<std::string> simulateRtol, simulateAtol;
+  uint64_t seed = 0; // random inputs of --evaluate and --simulate
   EmitKind emit = EmitKind::Check;
   DiagnosticsFormat diagnosticsFormat = DiagnosticsFormat::Text;
   ColorMode color = ColorMode::Auto;

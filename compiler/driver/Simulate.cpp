@@ -14,53 +14,240 @@
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace fsl {
 
-Tolerance toleranceFor(ir::DType type) {
+double unitRoundoff(ir::DType type) {
   switch (type) {
   case ir::DType::BF16:
-    return {1e-2, 1e-2};
+    return std::ldexp(1.0, -8);
   case ir::DType::F16:
-    return {1e-3, 1e-3};
+    return std::ldexp(1.0, -11);
   case ir::DType::F32:
-    return {1e-5, 1e-5};
+    return std::ldexp(1.0, -24);
   case ir::DType::F64:
-    return {1e-12, 1e-12};
+    return std::ldexp(1.0, -53);
   case ir::DType::Bool:
   case ir::DType::I32:
   case ir::DType::I64:
-    return {0, 0}; // exact
+    return 0; // exact
   }
   FSL_UNREACHABLE("dtype");
 }
 
-std::string compareOutputs(const ir::Fusion &fusion, const eval::EvalResult &simulated,
-                           const eval::EvalResult &reference, std::vector<double> *maxErrors) {
+namespace {
+
+bool isFloating(ir::DType type) { return unitRoundoff(type) > 0; }
+
+/// The lower-precision of two floating types.
+ir::DType lowerPrecision(ir::DType a, ir::DType b) {
+  return unitRoundoff(a) >= unitRoundoff(b) ? a : b;
+}
+
+} // namespace
+
+OutputArithmetic arithmeticOf(const ir::Fusion &fusion, const ir::Output &output,
+                              const std::vector<int64_t> &extents) {
+  OutputArithmetic arithmetic;
+  auto note = [&](ir::DType type) {
+    if (isFloating(type))
+      arithmetic.lowest = arithmetic.lowest ? lowerPrecision(*arithmetic.lowest, type) : type;
+  };
+  note(output.dtype);
+  std::vector<bool> seen(fusion.values.size(), false);
+  std::vector<const ir::Value *> work = {output.value};
+  while (!work.empty()) {
+    const ir::Value *value = work.back();
+    work.pop_back();
+    if (seen[value->id])
+      continue;
+    seen[value->id] = true;
+    // Inputs and scalars are rounded to their types on both sides alike.
+    if (value->op == ir::Op::Input || value->op == ir::Op::Scalar)
+      continue;
+    note(value->dtype);
+    switch (value->op) {
+    case ir::Op::ReduceSum:
+    case ir::Op::ReduceMean:
+    case ir::Op::MatMul: {
+      // The lowering accumulates bf16 and f16 in f32 (wgmma too), wider types in their own.
+      ir::DType accumulator = value->dtype == ir::DType::BF16 || value->dtype == ir::DType::F16
+                                  ? ir::DType::F32
+                                  : value->dtype;
+      if (isFloating(accumulator))
+        arithmetic.sums.push_back({accumulator, eval::elementCount(value->reduced, extents)});
+      break;
+    }
+    default:
+      break;
+    }
+    for (const ir::Value *operand : value->operands)
+      work.push_back(operand);
+  }
+  return arithmetic;
+}
+
+// The derived tolerance. The reference computes in float64 and rounds only where the
+// program says so (inputs, constants, casts, outputs); the kernel rounds every operation
+// to its type. With u the unit roundoff of a type:
+//
+//  - Pointwise arithmetic: each operation of type T is off by at most u_T relative to its
+//    exact result, and the output rounds once more (from a value that may differ, so to a
+//    neighbouring number). A chain of a few operations, the GPU's math functions (expf,
+//    rsqrtf: 1-2 ulp) and the contraction of a * b + c into an FMA stay within a few
+//    units of the lowest-precision type on the way: rel = K * u_lowest, K = 4.
+//  - Sums (sum, mean, matrix products) of n terms accumulated in type A: the kernel adds
+//    serial runs in each thread, then a tree (warp butterflies, a tree over the warps),
+//    a depth d between log2(n) (all tree) and n (one thread). Each addition is off by at
+//    most u_A times its partial sum; the worst case grows with d (Higham, "Accuracy and
+//    Stability of Numerical Algorithms", 4.2), but rounding errors of independent
+//    operations behave as independent zero-mean variables and grow with sqrt(d) in
+//    practice (ibid. 2.8; a 200000-term f32 sum in one thread is off by about 1e-5 of its
+//    partial sums). The tolerance may not depend on the schedule, so it takes the
+//    sequential depth, d = n: each sum adds K * u_A * sqrt(n) to rel. A tree-only
+//    reduction (error ~ u_A * log2(n)) is well inside it; an element missed or counted
+//    twice (an error of one term, about 1/sqrt(n) of a random sum) is far outside it.
+//  - Cancellation: the partial sums of a sum are as large as the output's typical
+//    values, not as the element's own: a row of inputs uniform in [-1, 1) that sums to
+//    almost 0 still carried partial sums of size ~sqrt(n). So the absolute term is rel
+//    times the root mean square of the output's finite reference values: each element is
+//    judged against the output's typical magnitude as well as its own.
+//
+// Integer-only arithmetic is exact: both terms 0.
+Tolerance toleranceFor(const OutputArithmetic &arithmetic, const std::vector<double> &reference,
+                       const ToleranceOptions &options) {
+  constexpr double K = 4;
+  Tolerance tolerance;
+  if (arithmetic.lowest) {
+    double rel = unitRoundoff(*arithmetic.lowest);
+    std::vector<std::string> basis = {ir::dtypeName(*arithmetic.lowest).str() + " arithmetic"};
+    for (const OutputArithmetic::Sum &sum : arithmetic.sums) {
+      rel += unitRoundoff(sum.accumulator) * std::sqrt(static_cast<double>(sum.terms));
+      basis.push_back(
+          llvm::formatv("an {0} sum of {1}", ir::dtypeName(sum.accumulator), sum.terms));
+    }
+    tolerance.rel = K * rel;
+    double squares = 0;
+    int64_t finite = 0;
+    for (double r : reference)
+      if (std::isfinite(r)) {
+        squares += r * r;
+        ++finite;
+      }
+    double rms = finite ? std::sqrt(squares / static_cast<double>(finite)) : 0;
+    tolerance.abs = tolerance.rel * rms;
+    tolerance.basis = llvm::join(basis, ", ");
+  } else {
+    tolerance.basis = "integer arithmetic";
+  }
+  if (options.abs)
+    tolerance.abs = *options.abs;
+  if (options.rel)
+    tolerance.rel = *options.rel;
+  if (options.abs || options.rel)
+    tolerance.basis = options.abs && options.rel ? "given" : tolerance.basis + "; partly given";
+  return tolerance;
+}
+
+std::vector<OutputComparison> compareOutputs(const ir::Fusion &fusion,
+                                             const eval::EvalResult &simulated,
+                                             const eval::EvalResult &reference,
+                                             const ToleranceOptions &options) {
+  std::vector<OutputComparison> comparisons;
   for (size_t o = 0; o < fusion.outputs.size(); ++o) {
     const ir::Output &output = fusion.outputs[o];
-    Tolerance tolerance = toleranceFor(output.dtype);
-    double worst = 0;
-    for (size_t i = 0; i < reference.outputs[o].size(); ++i) {
-      double want = reference.outputs[o][i], got = simulated.outputs[o][i];
-      bool ok = std::isnan(want) ? std::isnan(got)
-                : std::isinf(want)
-                    ? got == want
-                    : std::fabs(got - want) <= tolerance.abs + tolerance.rel * std::fabs(want);
-      if (!std::isnan(want) && !std::isinf(want))
-        worst = std::max(worst, std::isnan(got) ? INFINITY : std::fabs(got - want));
-      if (!ok)
-        return llvm::formatv("output {0} element {1}: simulated {2}, reference {3} (tolerance {4} "
-                             "+ {5} x |reference|)",
-                             output.name, i, llvm::format("%.9g", got), llvm::format("%.9g", want),
-                             llvm::format("%g", tolerance.abs), llvm::format("%g", tolerance.rel))
-            .str();
+    const std::vector<double> &want = reference.outputs[o], &have = simulated.outputs[o];
+    OutputComparison c;
+    c.tolerance = toleranceFor(arithmeticOf(fusion, output, reference.extents), want, options);
+    c.elements = static_cast<int64_t>(want.size());
+    std::vector<MismatchedElement> mismatched;
+    for (size_t i = 0; i < want.size(); ++i) {
+      double expected = want[i], got = have[i];
+      double error = std::fabs(got - expected);
+      double allowed = c.tolerance.abs + c.tolerance.rel * std::fabs(expected);
+      bool ok;
+      double excess;
+      if (std::isnan(expected) || std::isinf(expected)) {
+        ok = std::isnan(expected) ? std::isnan(got) : got == expected;
+        error = ok ? 0 : INFINITY;
+        excess = INFINITY;
+      } else {
+        if (std::isnan(got))
+          error = INFINITY;
+        c.maxAbsError = std::max(c.maxAbsError, error);
+        if (expected != 0)
+          c.maxRelError = std::max(c.maxRelError, error / std::fabs(expected));
+        ok = error <= allowed;
+        excess = allowed > 0 ? error / allowed : INFINITY;
+      }
+      if (ok)
+        continue;
+      ++c.mismatches;
+      MismatchedElement element;
+      element.got = got;
+      element.expected = expected;
+      element.excess = excess;
+      element.error = error;
+      // Row-major in the output's declared order: the last dimension varies fastest.
+      int64_t rest = static_cast<int64_t>(i);
+      element.coordinates.assign(output.dims.size(), 0);
+      for (size_t d = output.dims.size(); d-- > 0;) {
+        int64_t extent = reference.extents[output.dims[d]];
+        element.coordinates[d] = rest % extent;
+        rest /= extent;
+      }
+      mismatched.push_back(std::move(element));
+      // Keep the three furthest out, worst first (stable: the first of equals wins).
+      std::stable_sort(mismatched.begin(), mismatched.end(),
+                       [](const MismatchedElement &a, const MismatchedElement &b) {
+                         if (a.excess != b.excess)
+                           return a.excess > b.excess;
+                         return a.error > b.error; // a zero tolerance: by the error
+                       });
+      if (mismatched.size() > 3)
+        mismatched.pop_back();
     }
-    if (maxErrors)
-      maxErrors->push_back(worst);
+    c.worst = std::move(mismatched);
+    comparisons.push_back(std::move(c));
   }
-  return "";
+  return comparisons;
+}
+
+namespace {
+
+std::string number(double value) { return llvm::formatv("{0}", llvm::format("%.9g", value)); }
+std::string brief(double value) { return llvm::formatv("{0}", llvm::format("%.3g", value)); }
+
+} // namespace
+
+std::string describeMismatch(const ir::Fusion &fusion, size_t o, const OutputComparison &c) {
+  if (c.mismatches == 0)
+    return "";
+  const ir::Output &output = fusion.outputs.at(o);
+  std::vector<std::string> worst;
+  for (const MismatchedElement &e : c.worst) {
+    std::vector<std::string> at;
+    for (size_t d = 0; d < output.dims.size(); ++d)
+      at.push_back(fusion.dims[output.dims[d]].name + "=" + std::to_string(e.coordinates[d]));
+    worst.push_back(llvm::formatv("{0}[{1}]: got {2}, expected {3}", output.name,
+                                  llvm::join(at, ", "), number(e.got), number(e.expected)));
+  }
+  return llvm::formatv("output {0}: {1} of {2} elements out of tolerance {3} + {4} x "
+                       "|reference| ({5}); max |error| {6}, max relative error {7}; {8}",
+                       output.name, c.mismatches, c.elements, brief(c.tolerance.abs),
+                       brief(c.tolerance.rel), c.tolerance.basis, brief(c.maxAbsError),
+                       brief(c.maxRelError), llvm::join(worst, "; "));
+}
+
+std::string describeMismatches(const ir::Fusion &fusion,
+                               const std::vector<OutputComparison> &comparisons) {
+  std::vector<std::string> parts;
+  for (size_t o = 0; o < comparisons.size() && o < fusion.outputs.size(); ++o)
+    if (comparisons[o].mismatches)
+      parts.push_back(describeMismatch(fusion, o, comparisons[o]));
+  return llvm::join(parts, "\n");
 }
 
 namespace {
@@ -89,7 +276,8 @@ RunResult simulateAndCompare(const ir::Fusion &fusion, const kir::Program &progr
                              const std::string &assignments, uint64_t seed, int64_t misalign,
                              DiagnosticEngine &diagnostics, llvm::raw_ostream &out,
                              const LaunchLimits &limits,
-                             const std::vector<const ir::Fusion *> &otherFusions) {
+                             const std::vector<const ir::Fusion *> &otherFusions,
+                             const ToleranceOptions &toleranceOptions) {
   // The evaluate path parses the sizes and makes the inputs; reuse it silently.
   std::string ignored;
   llvm::raw_string_ostream sink(ignored);
@@ -123,20 +311,28 @@ RunResult simulateAndCompare(const ir::Fusion &fusion, const kir::Program &progr
                        chosen->name + ": " + llvm::toString(simulated.takeError()));
     return RunResult::Failed;
   }
-  std::vector<double> maxErrors;
-  std::string mismatch = compareOutputs(fusion, *simulated, *reference, &maxErrors);
+  std::vector<OutputComparison> comparisons =
+      compareOutputs(fusion, *simulated, *reference, toleranceOptions);
   std::vector<std::string> sizes;
   for (size_t i = 0; i < fusion.dims.size(); ++i)
     sizes.push_back(fusion.dims[i].name + "=" + std::to_string(reference->extents[i]));
   out << "simulate " << fusion.name << " (" << chosen->name << "): " << llvm::join(sizes, ", ")
       << "; seed " << seed << "\n";
-  for (size_t o = 0; o < fusion.outputs.size() && o < maxErrors.size(); ++o)
+  bool matches = true;
+  for (size_t o = 0; o < fusion.outputs.size() && o < comparisons.size(); ++o) {
+    const OutputComparison &c = comparisons[o];
     out << "  output " << fusion.outputs[o].name << ": "
         << ir::typeString(fusion, fusion.outputs[o].dtype, fusion.outputs[o].dims)
-        << "  max |error| " << llvm::format("%.3g", maxErrors[o]) << "\n";
-  if (!mismatch.empty()) {
-    diagnostics.report(DiagId::SimulationMismatch, chosen->origin.range,
-                       chosen->name + ": " + mismatch);
+        << "  max |error| " << brief(c.maxAbsError) << "  (tolerance " << brief(c.tolerance.abs)
+        << " + " << brief(c.tolerance.rel) << " x |reference|: " << c.tolerance.basis << ")\n";
+    matches = matches && c.mismatches == 0;
+  }
+  if (!matches) {
+    // One error an output out of tolerance.
+    for (size_t o = 0; o < comparisons.size(); ++o)
+      if (comparisons[o].mismatches)
+        diagnostics.report(DiagId::SimulationMismatch, chosen->origin.range,
+                           chosen->name + ": " + describeMismatch(fusion, o, comparisons[o]));
     return RunResult::Failed;
   }
   out << "  matches the float64 reference\n";

@@ -45,6 +45,14 @@ cl::opt<int64_t> simulateMisalign(
     "simulate-misalign",
     cl::desc("With --simulate: place every tensor <n> elements past an aligned address"),
     cl::init(0), cl::value_desc("n"), cl::cat(category));
+cl::opt<std::string> simulateRtol(
+    "simulate-rtol",
+    cl::desc("With --simulate: the relative tolerance (default: derived from the arithmetic)"),
+    cl::value_desc("x"), cl::cat(category));
+cl::opt<std::string> simulateAtol(
+    "simulate-atol",
+    cl::desc("With --simulate: the absolute tolerance (default: derived from the arithmetic)"),
+    cl::value_desc("x"), cl::cat(category));
 cl::opt<uint64_t> seed("seed", cl::desc("Seed of --evaluate's random inputs (default 0)"),
                        cl::init(0), cl::cat(category));
 cl::opt<std::string> configPath("config",
@@ -181,6 +189,10 @@ int main(int argc, char **argv) {
   options.evaluateSizes = evaluateSizes;
   options.simulateSizes = simulateSizes;
   options.simulateMisalign = simulateMisalign;
+  if (simulateRtol.getNumOccurrences())
+    options.simulateRtol = simulateRtol;
+  if (simulateAtol.getNumOccurrences())
+    options.simulateAtol = simulateAtol;
   options.seed = seed;
   options.emit = emit;
   options.diagnosticsFormat = diagnosticsFormat;

@@ -26,6 +26,14 @@ double roundTo(double value, ir::DType type) {
       return value;
     uint32_t bits;
     std::memcpy(&bits, &f, sizeof bits);
+    // Rounded once, as __double2bfloat16 does: a double that f32 does not hold goes to
+    // f32 rounded to odd (toward zero, lowest bit set), which keeps the rounding to bf16
+    // below (16 bits fewer) from meeting a tie that the double did not have.
+    if (static_cast<double>(f) != value && std::isfinite(value)) {
+      if (std::fabs(static_cast<double>(f)) > std::fabs(value))
+        --bits; // toward zero: the magnitude one f32 step down
+      bits |= 1;
+    }
     bits += 0x7FFF + ((bits >> 16) & 1); // round to nearest even on the upper 16 bits
     bits &= 0xFFFF0000u;
     std::memcpy(&f, &bits, sizeof f);

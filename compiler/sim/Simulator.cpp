@@ -113,12 +113,23 @@ struct Fault : std::runtime_error {
 
 [[noreturn]] void fail(const llvm::Twine &message) { throw Fault(message.str(), false); }
 
-/// How the GPU holds a value of `type`: bf16/f16 operations are computed in f32 and
-/// rounded to their type; f32 in f32; f64 exactly; integers truncate.
+bool isNarrow(DType type) { return type == DType::BF16 || type == DType::F16; }
+
+/// The result of an operation of `type` as the CUDA printer computes it: bf16/f16
+/// operations in f32, then rounded to their type (`__float2bfloat16_rn`); f32 in f32; f64
+/// exactly; integers truncate.
 double asComputed(double value, DType type) {
-  if (type == DType::BF16 || type == DType::F16)
+  if (isNarrow(type))
     return eval::roundTo(eval::roundTo(value, DType::F32), type);
   return eval::roundTo(value, type);
+}
+
+/// A value held in a variable of `type`: the C type the printer declares it with
+/// (codegen's cType), where bf16 and f16 are `float`. Assigning to it converts to that
+/// type and rounds no further: a bf16 variable given an f32 value keeps the f32 value, a
+/// bf16 constant is the f32 literal the printer writes, a bf16 accumulator adds in f32.
+double inRegister(double value, DType type) {
+  return eval::roundTo(value, isNarrow(type) ? DType::F32 : type);
 }
 
 bool isIntegral(DType type) { return ir::isInteger(type) || type == DType::Bool; }
@@ -274,7 +285,8 @@ double integerBinary(kir::BinaryOp op, DType type, double x, double y) {
 double evaluate(const ExprNode &e, Scope &scope) {
   switch (e.kind) {
   case ExprKind::Const:
-    return asComputed(e.constant, e.dtype);
+    // The printer writes a floating constant as an f32 (or f64) literal of its value.
+    return inRegister(e.constant, e.dtype);
   case ExprKind::Var:
     return scope.variable(*e.var);
   case ExprKind::Unary: {
@@ -282,6 +294,14 @@ double evaluate(const ExprNode &e, Scope &scope) {
     if (isIntegral(e.dtype) && e.unary == kir::UnaryOp::Neg)
       return eval::roundTo(-a, e.dtype);
     ir::Op op = pointwiseOp(e.unary);
+    // Negation and fabs are exact and printed without a rounding.
+    if (e.unary == kir::UnaryOp::Neg || e.unary == kir::UnaryOp::Abs)
+      return eval::applyOp(op, &a);
+    // The printer spells a sigmoid `1.0f / (1.0f + expf(-x))`: three f32 roundings.
+    if (e.unary == kir::UnaryOp::Sigmoid && e.dtype != DType::F64) {
+      double denominator = eval::roundTo(1 + eval::roundTo(std::exp(-a), DType::F32), DType::F32);
+      return asComputed(1 / denominator, e.dtype);
+    }
     return asComputed(eval::applyOp(op, &a), e.dtype);
   }
   case ExprKind::Binary: {
@@ -299,15 +319,32 @@ double evaluate(const ExprNode &e, Scope &scope) {
     std::optional<ir::Op> op = pointwiseOp(e.binary);
     FSL_INTERNAL_ASSERT(e.binary != kir::BinaryOp::Xor, "an exclusive or of non-integers");
     double r = op ? eval::applyOp(*op, args) : std::fmod(a, b);
+    // fsl_min/fsl_max return an operand (printed without a rounding); comparisons are bool.
+    if (e.binary == kir::BinaryOp::Min || e.binary == kir::BinaryOp::Max ||
+        kir::isComparison(e.binary))
+      return r;
     return asComputed(r, e.dtype);
   }
   case ExprKind::Select:
     // Only the chosen operand is evaluated, as C's ?: does.
     return evaluate(*e.operands[0], scope) != 0 ? evaluate(*e.operands[1], scope)
                                                 : evaluate(*e.operands[2], scope);
-  case ExprKind::Cast:
-    // Integer targets truncate toward zero (and saturate, as cvt.rzi does).
-    return asComputed(evaluate(*e.operands[0], scope), e.dtype);
+  case ExprKind::Cast: {
+    // As KernelPrinter's printCast. Integer targets truncate toward zero (and saturate,
+    // as cvt.rzi does).
+    double a = evaluate(*e.operands[0], scope);
+    DType to = e.dtype, from = e.operands[0]->dtype;
+    if (isNarrow(to)) {
+      if (from == to || from == DType::Bool)
+        return a; // the value as it is (0 or 1 for a bool)
+      if (from == DType::F32 || isNarrow(from))
+        return asComputed(a, to);  // an f32 register rounded to the narrow type
+      return eval::roundTo(a, to); // __double2bfloat16, __ll2bfloat16_rn...: rounded once
+    }
+    if (to == DType::F32 && isNarrow(from))
+      return a; // already an f32 register: widening is exact
+    return eval::roundTo(a, to);
+  }
   case ExprKind::Load: {
     int64_t at = exactInteger(evaluate(*e.operands[0], scope), "a load index");
     return scope.load(*e.buffer, at);
@@ -1439,7 +1476,7 @@ private:
     std::vector<double> results;
     results.reserve(mask.size());
     for (int t : mask)
-      results.push_back(asComputed(value(s.value, t), s.var->dtype));
+      results.push_back(inRegister(value(s.value, t), s.var->dtype));
     for (size_t k = 0; k < mask.size(); ++k)
       setVariable(mask[k], *s.var, results[k]);
   }
@@ -1579,7 +1616,7 @@ private:
   double combine(kir::ReduceKind kind, double a, double b, DType type) {
     switch (kind) {
     case kir::ReduceKind::Sum:
-      return asComputed(a + b, type); // each step in the accumulator's type
+      return inRegister(a + b, type); // each step in the accumulator's C type
     case kir::ReduceKind::Max:
       return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
     case kir::ReduceKind::Min:
@@ -1588,13 +1625,69 @@ private:
     FSL_UNREACHABLE("reduce kind");
   }
 
-  /// Combines the accumulators of `group` (in order) and gives every one the total.
-  void reduceGroup(const StmtNode &s, const std::vector<int> &group) {
-    double total = variable(group.front(), *s.var);
-    for (size_t k = 1; k < group.size(); ++k)
-      total = combine(s.reduceKind, total, variable(group[k], *s.var), s.var->dtype);
+  /// fsl_warp_reduce on the 32 values of a warp (device.cuh): a butterfly of
+  /// __shfl_xor_sync at offsets 16, 8, 4, 2, 1, each lane combining its value with its
+  /// partner's. The sum is commutative, so every lane ends with the same total.
+  double butterfly(kir::ReduceKind kind, std::vector<double> lanes, DType type) {
+    FSL_INTERNAL_ASSERT(lanes.size() == 32, "a butterfly over a partial warp");
+    for (size_t offset = 16; offset > 0; offset >>= 1) {
+      std::vector<double> next(32);
+      for (size_t l = 0; l < 32; ++l)
+        next[l] = combine(kind, lanes[l], lanes[l ^ offset], type);
+      lanes = std::move(next);
+    }
+    return lanes[0];
+  }
+
+  /// The values of `group` combined in the order of the GPU's reduction, so that an f32
+  /// sum rounds as it does there: a butterfly for a whole warp (`warp`), and for a row of
+  /// a block fsl_block_reduce_x's order (warp butterflies, then a shfl_down tree over the
+  /// warps' partials; without whole warps, a pairwise tree in shared memory). Other groups
+  /// (a partial last warp, which the GPU does not define) in thread order.
+  double total(const StmtNode &s, const std::vector<int> &group, bool warp) {
+    kir::ReduceKind kind = s.reduceKind;
+    DType type = s.var->dtype;
+    std::vector<double> values;
     for (int t : group)
-      setVariable(t, *s.var, total);
+      values.push_back(variable(t, *s.var));
+    size_t n = values.size();
+    if (n == 32)
+      return butterfly(kind, values, type);
+    if (!warp && n % 32 == 0) {
+      size_t warps = n / 32;
+      std::vector<double> partials;
+      for (size_t w = 0; w < warps; ++w)
+        partials.push_back(butterfly(
+            kind, std::vector<double>(values.begin() + w * 32, values.begin() + (w + 1) * 32),
+            type));
+      std::vector<double> lane(32);
+      for (size_t l = 0; l < 32; ++l)
+        lane[l] = partials[l % warps];
+      for (size_t offset = 16; offset > 0; offset >>= 1) {
+        std::vector<double> next = lane;
+        for (size_t l = 0; l + offset < warps; ++l)
+          next[l] = combine(kind, lane[l], lane[l + offset], type);
+        lane = std::move(next);
+      }
+      return lane[0];
+    }
+    if (!warp) {
+      for (size_t step = 1; step < n; step <<= 1)
+        for (size_t x = 0; x + step < n; x += 2 * step)
+          values[x] = combine(kind, values[x], values[x + step], type);
+      return values[0];
+    }
+    double result = values.front();
+    for (size_t k = 1; k < n; ++k)
+      result = combine(kind, result, values[k], type);
+    return result;
+  }
+
+  /// Combines the accumulators of `group` and gives every one the total.
+  void reduceGroup(const StmtNode &s, const std::vector<int> &group, bool warp) {
+    double result = total(s, group, warp);
+    for (int t : group)
+      setVariable(t, *s.var, result);
   }
 
   /// A reduction: over the lanes of the warp at once, or over the block once every warp
@@ -1622,7 +1715,7 @@ private:
               llvm::formatv("warp reduction of {0} reached by {1} of the {2} "
                             "lanes of warp {3}",
                             s.var->name, std::popcount(lanes), std::popcount(warp.lanes), warp.id));
-      reduceGroup(s, mask);
+      reduceGroup(s, mask, /*warp=*/true);
       return true;
     }
     // BlockX: a barrier inside, so every thread of the block must come.
@@ -1636,12 +1729,12 @@ private:
     std::vector<Warp *> met = warpsWaiting(Wait::Reduce, &s);
     if (met.size() < cta_->warps.size())
       return false;
-    // Each (threadIdx.y, threadIdx.z) row combines over threadIdx.x, in x order.
+    // Each (threadIdx.y, threadIdx.z) row combines over threadIdx.x, in the GPU's order.
     for (int64_t row = 0; row < block_[1] * block_[2]; ++row) {
       std::vector<int> group;
       for (int64_t x = 0; x < block_[0]; ++x)
         group.push_back(static_cast<int>(row * block_[0] + x));
-      reduceGroup(s, group);
+      reduceGroup(s, group, /*warp=*/false);
     }
     release(met);
     return true;

@@ -54,11 +54,21 @@
 // a warp that has seen the load's phase complete. Since the simulated TMA lands at once,
 // a read without that wait would otherwise see the right data here and not on the GPU.
 //
-// Arithmetic is rounded as the GPU rounds it (kir/IR.h, "Values"): bf16/f16 operations in
-// f32 then rounded to their type, f32 in f32, f64 exactly, integers exactly with C
-// division. Memory never read before written: local and shared buffers start as NaN,
-// outputs start as NaN, so a value nobody computed shows up in the result. Two threads of
-// a warp that store different values to one element in one statement are a race.
+// Arithmetic is rounded as the CUDA printer's code rounds it (kir/IR.h, "Values"):
+// bf16/f16 operations in f32 then rounded to their type, f32 in f32, f64 exactly,
+// integers exactly with C division. A variable holds a value of the C type the printer
+// declares it with (`float` for bf16 and f16), so assigning to it rounds nothing further:
+// a bf16-typed accumulator adds in f32, a bf16 constant is its f32 literal; negation,
+// fabs, min, max and a cast to the same type round nothing; a cast from f64 or an integer
+// to bf16/f16 rounds once. Warp and block reductions combine in the order of
+// fsl_warp_reduce and fsl_block_reduce_x (butterflies, then a tree over the warps), so an
+// f32 sum rounds as on the GPU. Not modelled: the contraction of a * b + c into an FMA
+// and the last-place differences of the GPU's math functions (expf, rsqrtf...); the
+// --simulate tolerance covers those.
+//
+// Memory never read before written: local and shared buffers start as NaN, outputs start
+// as NaN, so a value nobody computed shows up in the result. Two threads of a warp that
+// store different values to one element in one statement are a race.
 //
 // The Hopper operations run synchronously when issued but are checked as the hardware
 // defines them: mbarrier arrival counts, transaction bytes and phase parity; TMA boxes

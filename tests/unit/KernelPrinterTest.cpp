@@ -13,6 +13,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -245,7 +246,11 @@ TEST_CASE("kernel printer: floats, narrow types and casts") {
   kir::VarPtr xb = kir::makeVar("xb", DType::BF16), i = kir::makeVar("i", DType::I64);
   Expr X = kir::var(x), D = kir::var(d), XB = kir::var(xb), I = kir::var(i);
   CHECK(codegen::printExpr(f32(1e-6)) == "1.000000000e-06f");
-  CHECK(codegen::printExpr(kir::constant(0.5, DType::F64)) == "5.000000000e-01");
+  CHECK(codegen::printExpr(kir::constant(0.5, DType::F64)) == "5.0000000000000000e-01");
+  // An f64 constant keeps every digit (the simulator computes with the exact double).
+  for (double value : {0.1, 0.1234567890123456, 1.0 / 3.0, 6.02214076e23})
+    CHECK(std::strtod(codegen::printExpr(kir::constant(value, DType::F64)).c_str(), nullptr) ==
+          value);
   CHECK(codegen::printExpr(f32(INFINITY)) == "FSL_INF32");
   CHECK(codegen::printExpr(kir::constant(-INFINITY, DType::F64)) == "-FSL_INF64");
   CHECK(codegen::printExpr(kir::unary(kir::UnaryOp::Exp, X)) == "expf(x)");

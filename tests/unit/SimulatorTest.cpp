@@ -326,6 +326,103 @@ TEST_CASE("simulator: arithmetic is rounded as the GPU rounds it") {
   CHECK(o[5] == static_cast<double>(1.0f / 3.0f));
 }
 
+TEST_CASE("simulator: variables hold the C type the CUDA printer declares them with") {
+  // The printer declares bf16 and f16 variables as `float` and rounds only where it
+  // prints a rounding: a bf16-typed accumulator given f32 sums adds in f32 (1024, where
+  // rounding to bf16 after every step stalls at 256), a bf16 constant is the f32 literal
+  // of its value, a cast from f64 to bf16 rounds once (__double2bfloat16), a sigmoid is
+  // computed as the printer spells it.
+  BufferPtr out = makeBuffer("out", DType::F32, MemorySpace::Global);
+  VarPtr t = makeVar("t", DType::I64), i = makeVar("i", DType::I64);
+  VarPtr acc = makeVar("acc", DType::BF16), tenth = makeVar("tenth", DType::BF16);
+  Expr sum = binary(BinaryOp::Add, cast(DType::F32, var(acc)), f32(0.25)); // f32
+  REQUIRE(sum->dtype == DType::F32);
+  double above = 1 + std::ldexp(1.0, -8) + std::ldexp(1.0, -30); // just over a bf16 tie
+  // `1.0f / (1.0f + expf(-x))` rounds three times; here that differs from the f32 nearest
+  // to the exact sigmoid (0.500092804).
+  double sigmoidOf = static_cast<double>(0.000371099974f);
+  float e = static_cast<float>(std::exp(-sigmoidOf)), denominator = 1.0f + e;
+  double printed = static_cast<float>(1.0 / static_cast<double>(denominator));
+  Stmt body = block({
+      declare(acc, constant(0, DType::BF16)),
+      forLoop(i, index(4096), LoopKind::Serial, assign(acc, sum)),
+      store(out, index(0), var(acc)),
+      let(tenth, constant(0.1, DType::BF16)),
+      store(out, index(1), var(tenth)),
+      store(out, index(2), cast(DType::F32, cast(DType::BF16, constant(above, DType::F64)))),
+      store(out, index(3), unary(UnaryOp::Sigmoid, f32(sigmoidOf))),
+  });
+  Kernel kernel;
+  kernel.name = "registers";
+  kernel.params = {tensorParam(out)};
+  kernel.body = parallelLoop(t, index(1), Axis::TIDx, body);
+  launch(kernel, 1, {1, 1});
+  sim::Memory memory;
+  memory.global[out.get()].assign(4, 0);
+  REQUIRE(faultOf(sim::runKernel(kernel, memory)) == "");
+  const std::vector<double> &o = memory.global[out.get()];
+  CHECK(o[0] == 1024);
+  CHECK(o[1] == static_cast<double>(0.1f));
+  CHECK(o[1] != eval::roundTo(0.1, DType::BF16));
+  CHECK(o[2] == 1.0078125); // through f32 first it would tie to 1
+  CHECK(o[3] == printed);
+  CHECK(o[3] != eval::roundTo(1 / (1 + std::exp(-sigmoidOf)), DType::F32));
+}
+
+TEST_CASE("simulator: a warp reduction adds in the butterfly order of fsl_warp_reduce") {
+  // Lane 0 holds 2^24, the others 1, in f32. In lane order every 1 is lost (2^24 + 1
+  // ties to 2^24); the butterfly (offsets 16, 8, 4, 2, 1) loses only the first:
+  // 2^24, then + 2, + 4, + 8, + 16 = 2^24 + 30, as on the GPU. A bf16-typed accumulator
+  // reduces in f32 as well (fsl_warp_reduce on a float).
+  for (DType type : {DType::F32, DType::BF16}) {
+    CAPTURE(ir::dtypeName(type).str());
+    BufferPtr out = makeBuffer("out", DType::F32, MemorySpace::Global);
+    VarPtr t = makeVar("t", DType::I64), acc = makeVar("acc", type);
+    Stmt body = block({
+        declare(acc, select(eq(var(t), index(0)), f32(16777216), f32(1))),
+        reduce(acc, ReduceKind::Sum, ReduceScope::Warp, nullptr, 0),
+        store(out, var(t), var(acc)),
+    });
+    Kernel kernel;
+    kernel.name = "butterfly";
+    kernel.params = {tensorParam(out)};
+    kernel.body = parallelLoop(t, index(32), Axis::TIDx, body);
+    launch(kernel, 1, {32, 1});
+    sim::Memory memory;
+    memory.global[out.get()].assign(32, 0);
+    REQUIRE(faultOf(sim::runKernel(kernel, memory)) == "");
+    for (double lane : memory.global[out.get()])
+      CHECK(lane == 16777216 + 30);
+  }
+}
+
+TEST_CASE("simulator: a block reduction adds in the order of fsl_block_reduce_x") {
+  // 64 threads (two warps): each warp's butterfly, then the warps' partials. Thread 0
+  // holds 2^24, thread 32 holds 2, the others 1: warp 0 gives 2^24 + 30 (above), warp 1
+  // 2 + 31 = 33, and 2^24 + 30 + 33 = 2^24 + 63 rounds to 2^24 + 64. In thread order
+  // the 1s would be lost one by one (ties to even) and the sum would stop at 2^24 + 4.
+  BufferPtr out = makeBuffer("out", DType::F32, MemorySpace::Global);
+  BufferPtr scratch = makeBuffer("scratch", DType::F32, MemorySpace::Shared, {8});
+  VarPtr t = makeVar("t", DType::I64), acc = makeVar("acc", DType::F32);
+  Stmt body = block({
+      allocate(scratch),
+      declare(acc, select(eq(var(t), index(0)), f32(16777216),
+                          select(eq(var(t), index(32)), f32(2), f32(1)))),
+      reduce(acc, ReduceKind::Sum, ReduceScope::BlockX, scratch, 0),
+      store(out, var(t), var(acc)),
+  });
+  Kernel kernel;
+  kernel.name = "block_tree";
+  kernel.params = {tensorParam(out)};
+  kernel.body = parallelLoop(t, index(64), Axis::TIDx, body);
+  launch(kernel, 1, {64, 1});
+  sim::Memory memory;
+  memory.global[out.get()].assign(64, 0);
+  REQUIRE(faultOf(sim::runKernel(kernel, memory)) == "");
+  for (double thread : memory.global[out.get()])
+    CHECK(thread == 16777216 + 64);
+}
+
 TEST_CASE("simulator: a block reduction gives each threadIdx.y row its own total") {
   RowSums k(/*divergent=*/false);
   sim::Memory memory = k.memory();
