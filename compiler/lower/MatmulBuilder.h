@@ -103,6 +103,7 @@ private:
                         Role role);
   /// A piece of a tile, not the whole: the thread's accumulators to the CTA's slot.
   kir::Stmt storePiece();
+  kir::Expr pieceIndex(kir::Expr slot, kir::Expr r, kir::Expr c) const;
 
   // --- MatmulMainLoop.cpp: the K loop -------------------------------------------------------
   /// The use number of k tile `kTile` of the current output tile: stage `it % S`, phase
@@ -126,7 +127,8 @@ private:
   };
   kir::Stmt forEachFragmentElement(std::vector<kir::Stmt> &out,
                                    const std::function<kir::Stmt(const FragmentElement &)> &body);
-  /// The element's row and column in the output.
+  /// The element's row and column in the CTA tile, and in the output.
+  std::pair<kir::Expr, kir::Expr> tilePosition(const FragmentElement &e) const;
   std::pair<kir::Expr, kir::Expr> outputPosition(const FragmentElement &e) const;
   /// The fusion's epilogue on `product` (the f32 value of the output element at
   /// rootIndex), and, with `storeOutputs`, the stores to the outputs; the values are left

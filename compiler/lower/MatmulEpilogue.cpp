@@ -78,10 +78,13 @@ Stmt MatmulBuilder::forEachFragmentElement(
   });
 }
 
-/// Row and column of a fragment element in the output.
+/// Row and column of a fragment element in the CTA tile, and in the output.
+std::pair<Expr, Expr> MatmulBuilder::tilePosition(const FragmentElement &e) const {
+  return {kir::var(e.row0) + e.mi * kir::index(64) + e.h * kir::index(8),
+          kir::var(e.col0) + e.ni * kir::index(plan_.instructionN) + e.ns * kir::index(8) + e.c};
+}
 std::pair<Expr, Expr> MatmulBuilder::outputPosition(const FragmentElement &e) const {
-  Expr r = kir::var(e.row0) + e.mi * kir::index(64) + e.h * kir::index(8);
-  Expr c = kir::var(e.col0) + e.ni * kir::index(plan_.instructionN) + e.ns * kir::index(8) + e.c;
+  auto [r, c] = tilePosition(e);
   return {kir::var(mTile_) * kir::index(plan_.tileM) + r,
           kir::var(nTile_) * kir::index(plan_.tileN) + c};
 }

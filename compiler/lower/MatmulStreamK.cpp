@@ -121,25 +121,21 @@ Stmt MatmulBuilder::streamKWalk(const std::function<Stmt()> &body, const std::st
   return kir::block(std::move(shape));
 }
 
-/// Element (slot, accumulator i, consumer thread t) of the pieces workspace: slot after
-/// slot of BM x BN floats, accumulator-major, so a warp's accesses are consecutive.
-static Expr pieceIndex(Expr slot, Expr accumulator, Expr thread, int64_t accumulators,
-                       int64_t threads) {
-  return (slot * kir::index(accumulators) + accumulator) * kir::index(threads) + thread;
+/// Element (r, c) of a slot of the pieces workspace: slot after slot of BM x BN floats,
+/// row-major, so the fix-up kernel reads consecutive columns with consecutive threads
+/// (and a warp's fragment stores fill whole 32-byte sectors: 4 lanes x 2 columns a row).
+Expr MatmulBuilder::pieceIndex(Expr slot, Expr r, Expr c) const {
+  return (slot * kir::index(plan_.tileM) + r) * kir::index(plan_.tileN) + c;
 }
 
 Stmt MatmulBuilder::storePiece() {
   std::vector<Stmt> out;
-  kir::VarPtr thread = var("consumer_thread");
-  out.push_back(kir::let(thread, kir::var(tid_) - kir::index(producerWarpgroup_ ? 128 : 0),
-                         "thread of the consumers"));
   Expr m = cx_.dimExtent(plan_.m), n = cx_.dimExtent(plan_.n);
   Stmt nest = forEachFragmentElement(out, [&](const FragmentElement &e) {
+    auto [r, c] = tilePosition(e);
     auto [row, col] = outputPosition(e);
     return kir::ifThen(row < m && col < n,
-                       kir::store(plan_.partials,
-                                  pieceIndex(kir::var(pieceSlot_), e.accIndex, kir::var(thread),
-                                             plan_.accumulators(), 128 * plan_.warpgroups),
+                       kir::store(plan_.partials, pieceIndex(kir::var(pieceSlot_), r, c),
                                   kir::load(acc_, e.accIndex)));
   });
   auto stores = std::make_shared<kir::StmtNode>(*nest);
@@ -150,67 +146,54 @@ Stmt MatmulBuilder::storePiece() {
   return kir::block(std::move(out));
 }
 
+namespace {
+constexpr int64_t kFixupThreads = 256;
+}
+
+/// One CTA a tile left after the whole ones; a tile split between CTAs (not covered by
+/// one CTA's run) is finished here: its elements inside the output, one a thread in
+/// turn (consecutive columns, coalesced), each the sum of the pieces in K order, then the
+/// fusion's epilogue and the stores. The rows past M take no turns (one row of a tile for
+/// M = 1).
 bool MatmulBuilder::runFixup() {
   reserveNames();
   producerWarpgroup_ = false;
   cx_.addParameters(nullptr);
-  if (plan_.epilogueVia == sched::EpilogueKind::SharedTmaStore)
-    addOutputMap();
   kir::KernelParam kp;
   kp.kind = kir::KernelParam::Kind::Tensor;
   kp.buffer = plan_.partials;
   cx_.kernel.params.push_back(kp);
-  tid_ = var("tid");
-  warpgroup_ = var("warpgroup");
-  consumer_ = warpgroup_;
-  kir::VarPtr skTile = var("sk_tile");
+  kir::VarPtr skTile = var("sk_tile"), thread = var("thread");
 
   std::vector<Stmt> body;
-  if (plan_.sharedEpilogue()) {
-    const ir::Output &output = f_.outputs.at(0);
-    int64_t span = 128 / ir::dtypeBytes(output.dtype);
-    auto tile = std::make_shared<kir::Buffer>();
-    tile->name = fresh(output.name + "_tile");
-    tile->dtype = output.dtype;
-    tile->space = kir::MemorySpace::Shared;
-    tile->shape = {plan_.tileM * plan_.tileN};
-    tile->swizzle = kir::Swizzle::Bytes128;
-    tile->alignment = 1024;
-    outTile_ = tile;
-    auto alloc = std::make_shared<kir::StmtNode>(
-        *kir::allocate(outTile_, "the output tile: " + std::to_string(plan_.tileN / span) +
-                                     " column blocks of " + std::to_string(plan_.tileM) + " x " +
-                                     std::to_string(span) + " (128-byte swizzle)"));
-    alloc->index = kir::index(0);
-    alloc->origin = plan_.epilogueOrigin;
-    body.push_back(alloc);
-    sharedBytes_ = plan_.tileM * plan_.tileN * ir::dtypeBytes(output.dtype);
-  }
   kTiles_ = var("k_tiles");
   body.push_back(kir::let(kTiles_, (cx_.dimExtent(plan_.k) + kir::index(plan_.tileK - 1)) /
                                        kir::index(plan_.tileK)));
   streamKShape(body);
 
   // The CTAs whose runs cross the tile: those holding its first and its last k tile.
-  kir::VarPtr x0 = var("tile_first"), g0 = var("first_cta"), g1 = var("last_cta"), p = var("p"),
-              peer = var("peer"), slot = var("slot"), thread = var("consumer_thread");
+  kir::VarPtr x0 = var("tile_first"), g0 = var("first_cta"), g1 = var("last_cta"),
+              rows = var("rows"), columns = var("columns"), step = var("step"),
+              element = var("element"), r = var("r"), c = var("c"), row = var("row"),
+              col = var("col"), sum = kir::makeVar(fresh("sum"), ir::DType::F32), p = var("p"),
+              peer = var("peer"), slot = var("slot");
   Expr kt = kir::var(kTiles_), ctas = kir::var(ctaCount_), sk = kir::var(skKTiles_);
-  std::vector<Stmt> split;
+  Expr m = cx_.dimExtent(plan_.m), n = cx_.dimExtent(plan_.n);
   std::vector<Stmt> tile;
   tileCoordinates(tile, kir::var(wholeTiles_) + kir::var(skTile));
-  auto acc = std::make_shared<kir::Buffer>();
-  acc->name = fresh("acc");
-  acc->dtype = ir::DType::F32;
-  acc->space = kir::MemorySpace::Local;
-  acc->shape = {plan_.accumulators()};
-  acc_ = acc;
-  tile.push_back(kir::allocate(acc_, "the tile's f32 accumulators, in the fragments of " +
-                                         std::to_string(plan_.warpM) + " x " +
-                                         std::to_string(plan_.warpN)));
-  kir::VarPtr i = var("i");
-  tile.push_back(kir::forLoop(i, kir::index(plan_.accumulators()), kir::LoopKind::Unrolled,
-                              kir::store(acc_, kir::var(i), kir::constant(0, ir::DType::F32))));
-  tile.push_back(kir::let(thread, kir::var(tid_), "thread of the consumers"));
+  tile.push_back(kir::let(
+      rows, kir::min(kir::index(plan_.tileM), m - kir::var(mTile_) * kir::index(plan_.tileM)),
+      "the tile's rows and columns inside the output"));
+  tile.push_back(kir::let(
+      columns, kir::min(kir::index(plan_.tileN), n - kir::var(nTile_) * kir::index(plan_.tileN))));
+  std::vector<Stmt> each;
+  each.push_back(kir::let(element, kir::var(step) * kir::index(kFixupThreads) + kir::var(thread)));
+  std::vector<Stmt> inside;
+  inside.push_back(kir::let(r, kir::var(element) / kir::var(columns)));
+  inside.push_back(kir::let(c, kir::var(element) % kir::var(columns)));
+  inside.push_back(kir::let(row, kir::var(mTile_) * kir::index(plan_.tileM) + kir::var(r)));
+  inside.push_back(kir::let(col, kir::var(nTile_) * kir::index(plan_.tileN) + kir::var(c)));
+  inside.push_back(kir::declare(sum, kir::constant(0, ir::DType::F32)));
   {
     std::vector<Stmt> add;
     add.push_back(kir::let(peer, kir::var(g0) + kir::var(p)));
@@ -219,27 +202,29 @@ bool MatmulBuilder::runFixup() {
                  kir::var(peer) * kir::index(2) +
                      kir::min(kir::var(skTile) - kir::var(peer) * sk / ctas / kt, kir::index(1)),
                  "slot 0 when the tile is the first of the peer's run, else 1"));
-    Expr m = cx_.dimExtent(plan_.m), n = cx_.dimExtent(plan_.n);
-    Stmt nest = forEachFragmentElement(add, [&](const FragmentElement &e) {
-      auto [row, col] = outputPosition(e);
-      Expr piece =
-          kir::load(plan_.partials, pieceIndex(kir::var(slot), e.accIndex, kir::var(thread),
-                                               plan_.accumulators(), 128 * plan_.warpgroups));
-      return kir::ifThen(
-          row < m && col < n,
-          kir::store(acc_, e.accIndex,
-                     kir::binary(kir::BinaryOp::Add, kir::load(acc_, e.accIndex), piece)));
-    });
-    add.push_back(nest);
-    tile.push_back(withOrigin(kir::forLoop(p, kir::var(g1) - kir::var(g0) + kir::index(1),
-                                           kir::LoopKind::Serial, kir::block(std::move(add))),
-                              plan_.tilesOrigin,
-                              "the pieces in K order: the same sum at every run"));
+    add.push_back(kir::assign(
+        sum, kir::binary(
+                 kir::BinaryOp::Add, kir::var(sum),
+                 kir::load(plan_.partials, pieceIndex(kir::var(slot), kir::var(r), kir::var(c))))));
+    inside.push_back(withOrigin(kir::forLoop(p, kir::var(g1) - kir::var(g0) + kir::index(1),
+                                             kir::LoopKind::Serial, kir::block(std::move(add))),
+                                plan_.tilesOrigin,
+                                "the pieces in K order: the same sum at every run"));
   }
-  tile.push_back(epilogue());
-  if (plan_.epilogueVia == sched::EpilogueKind::SharedTmaStore)
-    tile.push_back(waitOutputTileRead("the TMA stores have read the output tile before the "
-                                      "CTA's shared memory goes"));
+  cx_.rootIndex.assign(f_.dims.size(), kir::index(0));
+  cx_.rootIndex[plan_.m] = kir::var(row);
+  cx_.rootIndex[plan_.n] = kir::var(col);
+  std::vector<Stmt> values = epilogueValues(kir::var(sum));
+  inside.insert(inside.end(), values.begin(), values.end());
+  each.push_back(kir::ifThen(kir::var(element) < kir::var(rows) * kir::var(columns),
+                             kir::block(std::move(inside))));
+  Expr turns = (kir::var(rows) * kir::var(columns) + kir::index(kFixupThreads - 1)) /
+               kir::index(kFixupThreads);
+  tile.push_back(withOrigin(
+      kir::forLoop(step, turns, kir::LoopKind::Serial, kir::block(std::move(each))),
+      plan_.epilogueOrigin, "the tile's elements inside the output, one a thread in turn"));
+
+  std::vector<Stmt> split;
   split.push_back(kir::let(x0, kir::var(skTile) * kt, "the tile's first k tile in the runs"));
   split.push_back(kir::let(g0, ((kir::var(x0) + kir::index(1)) * ctas - kir::index(1)) / sk));
   split.push_back(kir::let(g1, ((kir::var(x0) + kt) * ctas - kir::index(1)) / sk));
@@ -249,8 +234,7 @@ bool MatmulBuilder::runFixup() {
                              kir::block(std::move(split)), nullptr, "one CTA a tile left"));
 
   Stmt nest = kir::block(std::move(body));
-  nest = kir::parallelLoop(warpgroup_, kir::index(plan_.warpgroups), kir::Axis::Warpgroup, nest);
-  nest = kir::parallelLoop(tid_, kir::index(128 * plan_.warpgroups), kir::Axis::TIDx, nest);
+  nest = kir::parallelLoop(thread, kir::index(kFixupThreads), kir::Axis::TIDx, nest);
   Expr tiles = tileCount();
   Expr left = tiles - streamKWholeTiles(tiles, streamKCtas(),
                                         (cx_.dimExtent(plan_.k) + kir::index(plan_.tileK - 1)) /
@@ -262,9 +246,8 @@ bool MatmulBuilder::runFixup() {
       kir::block({kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents), nest});
   kir::LaunchShape &launch = cx_.kernel.launch;
   launch.grid = {blocks, kir::index(1), kir::index(1)};
-  launch.block = {kir::index(128 * plan_.warpgroups), kir::index(1), kir::index(1)};
-  launch.sharedBytes = kir::index(sharedBytes_);
-  launch.maxThreads = 128 * plan_.warpgroups;
+  launch.block = {kir::index(kFixupThreads), kir::index(1), kir::index(1)};
+  launch.maxThreads = kFixupThreads;
   return true;
 }
 
