@@ -598,12 +598,38 @@ private:
                               mm.pipeline->stages.value, m, n, k, operandBytes)
                     .str();
       if (mm.epilogue && mm.epilogue->via != sched::EpilogueKind::Registers) {
+        // Two consumer groups (twice the warpgroups of a tile) have a tile each.
+        int64_t groups = 1;
+        if (mm.warpSpecialize && mm.mma->warpTile.size() == 2 && mm.mma->warpTile[0].value > 0 &&
+            mm.mma->warpTile[1].value > 0) {
+          int64_t perTile = (m / mm.mma->warpTile[0].value) * (n / mm.mma->warpTile[1].value);
+          if (perTile > 0 && mm.warpSpecialize->consumerCount.value == 2 * perTile)
+            groups = 2;
+        }
         std::optional<int64_t> epilogueBytes =
-            mul(mul(m, n), ir::dtypeBytes(schedule_.fusion->outputs.empty()
-                                              ? ir::DType::BF16
-                                              : schedule_.fusion->outputs[0].dtype));
+            mul(mul(mul(m, n), groups), ir::dtypeBytes(schedule_.fusion->outputs.empty()
+                                                           ? ir::DType::BF16
+                                                           : schedule_.fusion->outputs[0].dtype));
         total = add(total, epilogueBytes);
-        parts += llvm::formatv(" and a {0}-byte epilogue tile", sizeText(epilogueBytes)).str();
+        parts +=
+            groups > 1
+                ? llvm::formatv(
+                      " and two {0}-byte epilogue tiles (a consumer group "
+                      "each)",
+                      sizeText(
+                          mul(mul(m, n), ir::dtypeBytes(schedule_.fusion->outputs.empty()
+                                                            ? ir::DType::BF16
+                                                            : schedule_.fusion->outputs[0].dtype))))
+                      .str()
+                : llvm::formatv(" and a {0}-byte epilogue tile", sizeText(epilogueBytes)).str();
+      }
+      // Two consumer groups take turns through two more mbarriers.
+      if (mm.warpSpecialize && mm.mma->warpTile.size() == 2 && mm.mma->warpTile[0].value > 0 &&
+          mm.mma->warpTile[1].value > 0 &&
+          mm.warpSpecialize->consumerCount.value ==
+              2 * (m / mm.mma->warpTile[0].value) * (n / mm.mma->warpTile[1].value)) {
+        total = add(total, 16);
+        parts += " and two 8-byte turn barriers";
       }
       if (!total || *total > target_.sharedMemoryPerBlock)
         diagnostics_.report(DiagId::PipelineSharedMemory, mm.pipeline->origin.range, parts,

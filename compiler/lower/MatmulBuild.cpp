@@ -276,14 +276,16 @@ void MatmulBuilder::makeStorage(std::vector<Stmt> &out) {
   if (plan_.sharedEpilogue()) {
     const ir::Output &output = f_.outputs.at(0);
     int64_t span = 128 / ir::dtypeBytes(output.dtype);
+    int64_t groups = plan_.tileGroups;
     outTile_ = makeBuffer(fresh(output.name + "_tile"), output.dtype, kir::MemorySpace::Shared,
-                          {plan_.tileM * plan_.tileN}, kir::Swizzle::Bytes128, 1024);
-    out.push_back(sharedAllocation(outTile_, offset,
-                                   "the output tile: " + std::to_string(plan_.tileN / span) +
-                                       " column blocks of " + std::to_string(plan_.tileM) + " x " +
-                                       std::to_string(span) + " (128-byte swizzle)",
-                                   plan_.epilogueOrigin));
-    offset += plan_.tileM * plan_.tileN * ir::dtypeBytes(output.dtype);
+                          {groups * plan_.tileM * plan_.tileN}, kir::Swizzle::Bytes128, 1024);
+    out.push_back(sharedAllocation(
+        outTile_, offset,
+        std::string(groups > 1 ? "an output tile a consumer group: " : "the output tile: ") +
+            std::to_string(plan_.tileN / span) + " column blocks of " +
+            std::to_string(plan_.tileM) + " x " + std::to_string(span) + " (128-byte swizzle)",
+        plan_.epilogueOrigin));
+    offset += groups * plan_.tileM * plan_.tileN * ir::dtypeBytes(output.dtype);
   }
   full_ = makeBuffer(fresh("full"), ir::DType::I64, kir::MemorySpace::Shared, {s},
                      kir::Swizzle::None, 8);
@@ -295,6 +297,14 @@ void MatmulBuilder::makeStorage(std::vector<Stmt> &out) {
     out.push_back(
         sharedAllocation(empty_, offset, "empty barriers: the consumers are done with a stage"));
     offset += 8 * s;
+  }
+  if (plan_.tileGroups > 1) {
+    turn_ = makeBuffer(fresh("turn"), ir::DType::I64, kir::MemorySpace::Shared, {2},
+                       kir::Swizzle::None, 8);
+    out.push_back(sharedAllocation(turn_, offset,
+                                   "turn barriers: a consumer group's products may start once "
+                                   "the other group's previous ones are issued"));
+    offset += 16;
   }
   sharedBytes_ = offset;
   out.push_back(initBarriers());
@@ -316,10 +326,19 @@ Stmt MatmulBuilder::initBarriers() {
   std::vector<Stmt> inits;
   inits.push_back(init(full_, var("stage"), 1, "one arrival (with the expected bytes) a phase"));
   if (plan_.warpSpecialized)
-    inits.push_back(init(empty_, var("stage"),
-                         plan_.warpgroups * (plan_.multicast ? plan_.clusterM : 1),
-                         plan_.multicast ? "one arrival a consumer warpgroup of the cluster a phase"
-                                         : "one arrival a consumer warpgroup a phase"));
+    inits.push_back(init(
+        empty_, var("stage"), plan_.warpgroupsPerTile() * (plan_.multicast ? plan_.clusterM : 1),
+        plan_.multicast        ? "one arrival a consumer warpgroup of the cluster a phase"
+        : plan_.tileGroups > 1 ? "one arrival a warpgroup of the consumer group on the stage's tile"
+                               : "one arrival a consumer warpgroup a phase"));
+  if (plan_.tileGroups > 1) {
+    kir::VarPtr g = var("group");
+    auto s = hopperNode(StmtKind::MBarrierInit, "one arrival a warpgroup of the other group");
+    s->buffer = turn_;
+    s->index = kir::var(g);
+    s->count = kir::index(plan_.warpgroupsPerTile());
+    inits.push_back(kir::forLoop(g, kir::index(2), kir::LoopKind::Unrolled, Stmt(s)));
+  }
   // The fence makes the initialized barriers visible to the asynchronous proxy, which
   // completes TMA transactions on them (CUDA programming guide, "Using TMA to transfer
   // multi-dimensional arrays").
@@ -356,6 +375,14 @@ Stmt MatmulBuilder::forEachTile(const std::function<Stmt()> &body, const std::st
   Expr walkers = c > 1 ? kir::var(ctaCount_) / kir::index(c) : kir::var(ctaCount_);
   kir::VarPtr tile = var(c > 1 ? "unit" : "tile");
   std::vector<Stmt> walk;
+  // With two consumer groups, group g takes the CTA's tiles g, g + 2, ... (the producer
+  // all of them, in order).
+  kir::VarPtr round = grouped(role) ? var("round") : nullptr;
+  round_ = round;
+  if (round)
+    walk.push_back(kir::let(tileIter_,
+                            kir::var(round) * kir::index(plan_.tileGroups) + kir::var(group_),
+                            "the group's tiles: every other one of the CTA's"));
   walk.push_back(kir::let(tile, walker + kir::var(tileIter_) * walkers));
   tileCoordinates(walk, kir::var(tile));
   kBegin_ = nullptr;
@@ -363,6 +390,10 @@ Stmt MatmulBuilder::forEachTile(const std::function<Stmt()> &body, const std::st
   useBase_ = kir::var(tileIter_) * kir::var(kTiles_);
   walk.push_back(body());
   Expr count = (kir::var(tileCount_) - walker + walkers - kir::index(1)) / walkers;
+  if (round)
+    return withOrigin(
+        kir::forLoop(round, groupRounds(count), kir::LoopKind::Serial, kir::block(std::move(walk))),
+        plan_.tilesOrigin, comment);
   return withOrigin(
       kir::forLoop(tileIter_, count, kir::LoopKind::Serial, kir::block(std::move(walk))),
       plan_.tilesOrigin, comment);
@@ -431,6 +462,15 @@ Stmt MatmulBuilder::consumerRole() {
     raise->comment = "the accumulators and the epilogue";
     body.push_back(raise);
     body.push_back(kir::let(consumer_, kir::var(warpgroup_) - kir::index(1)));
+    if (plan_.tileGroups > 1) {
+      group_ = var("consumer_group");
+      member_ = var("group_member");
+      int64_t perTile = plan_.warpgroupsPerTile();
+      body.push_back(kir::let(group_, kir::var(consumer_) / kir::index(perTile),
+                              "the consumer group: groups take alternate tiles"));
+      body.push_back(kir::let(member_, kir::var(consumer_) % kir::index(perTile),
+                              "the warpgroup in its group"));
+    }
   }
   acc_ = makeBuffer(fresh("acc"), ir::DType::F32, kir::MemorySpace::Local, {plan_.accumulators()});
   body.push_back(kir::allocate(acc_, "f32 accumulators: the thread's fragments of " +
@@ -439,6 +479,8 @@ Stmt MatmulBuilder::consumerRole() {
   body.push_back(forEachTile(
       [&] {
         Stmt loop = plan_.warpSpecialized ? consumerLoop() : singleRoleLoop();
+        if (group_)
+          loop = inTurn(loop);
         if (plan_.tileWalk != TileWalk::StreamK)
           return kir::block({loop, epilogue()});
         // A piece of a tile goes to the workspace; the fix-up kernel adds the pieces.
@@ -473,21 +515,52 @@ Stmt MatmulBuilder::zeroIfNoProduct() {
 
 // --- Shared helpers ------------------------------------------------------------------------
 
+bool MatmulBuilder::grouped(Role role) const {
+  return role == Role::Consumers && group_ != nullptr;
+}
+
+/// The rounds of the group's walk over `count` items: items group, group + G, ...
+Expr MatmulBuilder::groupRounds(Expr count) const {
+  Expr g = kir::index(plan_.tileGroups);
+  return kir::max(count - kir::var(group_) + g - kir::index(1), kir::index(0)) / g;
+}
+
 Expr MatmulBuilder::isThread(int64_t thread) const {
   return kir::binary(kir::BinaryOp::Eq, kir::var(tid_), kir::index(thread));
 }
 
-Expr MatmulBuilder::firstConsumerThread() const { return isThread(producerWarpgroup_ ? 128 : 0); }
+Expr MatmulBuilder::firstConsumerThread() const {
+  return kir::binary(kir::BinaryOp::Eq, kir::var(tid_), firstThreadOfGroup());
+}
+
+Expr MatmulBuilder::firstThreadOfGroup() const {
+  if (group_)
+    return kir::index(128) + kir::var(group_) * kir::index(128 * plan_.warpgroupsPerTile());
+  return kir::index(producerWarpgroup_ ? 128 : 0);
+}
+
+Expr MatmulBuilder::outTileBase() const {
+  if (group_)
+    return kir::var(group_) * kir::index(plan_.tileM * plan_.tileN);
+  return kir::index(0);
+}
 
 Stmt MatmulBuilder::consumerBarrier(const std::string &comment) const {
   if (!producerWarpgroup_)
     return withOrigin(kir::barrier(), {}, comment);
-  auto s = std::make_shared<kir::StmtNode>(*kir::barrier());
-  s->barrierKind = kir::BarrierKind::Named;
-  s->barrierId = 1;
-  s->threads = kir::index(128 * plan_.warpgroups);
-  s->comment = comment;
-  return s;
+  auto named = [&](int id) {
+    auto s = std::make_shared<kir::StmtNode>(*kir::barrier());
+    s->barrierKind = kir::BarrierKind::Named;
+    s->barrierId = id;
+    s->threads = kir::index(128 * plan_.warpgroupsPerTile());
+    s->comment = comment;
+    return Stmt(s);
+  };
+  if (!group_)
+    return named(1);
+  // Named barrier 1 + group: the group's warpgroups only (ids are immediates in the IR).
+  return kir::ifThen(kir::binary(kir::BinaryOp::Eq, kir::var(group_), kir::index(0)), named(1),
+                     named(2), "the group's own named barrier");
 }
 
 /// `body(index)` in an unrolled loop, or `body(0)` alone for one iteration.
@@ -501,10 +574,12 @@ Stmt MatmulBuilder::unrolled(const std::string &name, int64_t extent,
 
 /// The consumer warpgroup's position in the CTA tile: row-major over (BM / WM) x (BN / WN).
 Expr MatmulBuilder::warpgroupRow() const {
-  return kir::var(consumer_) / kir::index(plan_.warpgroupsN()) * kir::index(plan_.warpM);
+  return kir::var(member_ ? member_ : consumer_) / kir::index(plan_.warpgroupsN()) *
+         kir::index(plan_.warpM);
 }
 Expr MatmulBuilder::warpgroupColumn() const {
-  return kir::var(consumer_) % kir::index(plan_.warpgroupsN()) * kir::index(plan_.warpN);
+  return kir::var(member_ ? member_ : consumer_) % kir::index(plan_.warpgroupsN()) *
+         kir::index(plan_.warpN);
 }
 
 // --- Launch ------------------------------------------------------------------------------

@@ -116,6 +116,8 @@ private:
   kir::Stmt producerLoads();
   kir::Stmt consumerLoop();
   kir::Stmt singleRoleLoop();
+  /// Two consumer groups: `loop` when it is the group's turn, then the other's.
+  kir::Stmt inTurn(kir::Stmt loop);
   kir::Stmt mmaOnStage(const kir::Expr &stage, const kir::Expr &kTile);
 
   // --- MatmulEpilogue.cpp -------------------------------------------------------------------
@@ -146,6 +148,13 @@ private:
   /// (of the producer for loads when warp-specialized).
   kir::Expr isThread(int64_t thread) const;
   kir::Expr firstConsumerThread() const;
+  /// The first thread of the consumer group (of the consumers without groups).
+  kir::Expr firstThreadOfGroup() const;
+  /// The group's output tile in the shared output tiles.
+  kir::Expr outTileBase() const;
+  /// Whether a walk in `role` takes every other item (two consumer groups).
+  bool grouped(Role role) const;
+  kir::Expr groupRounds(kir::Expr count) const;
   /// The consumers' barrier: the block's, or named barrier 1 over the consumer threads
   /// when a producer warpgroup does not take part.
   kir::Stmt consumerBarrier(const std::string &comment) const;
@@ -163,6 +172,10 @@ private:
   kir::TensorMapPtr mapA_, mapB_, mapOut_;
   /// Block and thread indices; `consumer_` is the consumer warpgroup (0 .. W - 1).
   kir::VarPtr cta_, ctaY_, tid_, warpgroup_, consumer_;
+  /// Two consumer groups: the warpgroup's group and its place in it (null with one).
+  kir::VarPtr group_, member_;
+  /// The group's round in its walk (its items are round * 2 + group).
+  kir::VarPtr round_;
   /// split_k: the CTA's part of K (grid z) and its first k tile.
   kir::VarPtr split_, kFirst_;
   /// cluster (C, 1): the CTA's rank in its cluster, and (persistent) the cluster's index.
@@ -178,6 +191,8 @@ private:
   /// Persistent: the output tiles and the CTAs walking them.
   kir::VarPtr tileCount_, ctaCount_;
   kir::BufferPtr aTiles_, bTiles_, full_, empty_, acc_, outTile_;
+  /// Two consumer groups: their turn barriers.
+  kir::BufferPtr turn_;
   /// The values of the last epilogueValues call, by fusion value id.
   std::map<unsigned, kir::Expr> lastValues_;
   int64_t sharedBytes_ = 0;

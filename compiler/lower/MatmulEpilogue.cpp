@@ -121,9 +121,10 @@ Stmt MatmulBuilder::elementBody(Expr mi, Expr ni, Expr ns, Expr h, Expr c, Expr 
     // The values, stored to the shared tile instead of the output.
     std::vector<Stmt> values = epilogueValues(kir::var(accumulated), /*storeOutputs=*/false);
     body.insert(body.end(), values.begin(), values.end());
-    body.push_back(fromFusion(kir::store(outTile_, outputTileIndex(kir::var(r), kir::var(cc)),
-                                         lastValues_.at(f_.outputs[0].value->id)),
-                              f_.outputs[0].range));
+    body.push_back(
+        fromFusion(kir::store(outTile_, outTileBase() + outputTileIndex(kir::var(r), kir::var(cc)),
+                              lastValues_.at(f_.outputs[0].value->id)),
+                   f_.outputs[0].range));
   } else {
     std::vector<Stmt> values = epilogueValues(kir::var(accumulated));
     body.insert(body.end(), values.begin(), values.end());
@@ -176,7 +177,7 @@ Stmt MatmulBuilder::storeOutputTile() {
       s->coordinates = {kir::var(mTile_) * kir::index(plan_.tileM),
                         kir::var(nTile_) * kir::index(plan_.tileN) + b * kir::index(span)};
       s->buffer = outTile_;
-      s->index = b * kir::index(plan_.tileM * span);
+      s->index = outTileBase() + b * kir::index(plan_.tileM * span);
       s->origin = plan_.epilogueOrigin;
       return Stmt(s);
     }();
@@ -189,13 +190,13 @@ Stmt MatmulBuilder::storeOutputTile() {
   }
   out.push_back(consumerBarrier("the whole tile is written"));
   // Chunk `p` of the tile: column block p / (BM * span / chunk), row, chunk in the row.
-  int64_t threads = 128 * plan_.warpgroups;
+  int64_t threads = 128 * plan_.warpgroupsPerTile();
   int64_t chunks = plan_.tileM * plan_.tileN / chunk;
   kir::VarPtr step = var("step"), p = var("piece"), row = var("row"), col = var("col"),
               i = var("i");
   kir::VarPtr thread = var("consumer_thread");
-  out.push_back(kir::let(thread, kir::var(tid_) - kir::index(producerWarpgroup_ ? 128 : 0),
-                         "thread of the consumers"));
+  out.push_back(kir::let(thread, kir::var(tid_) - firstThreadOfGroup(),
+                         group_ ? "thread of the consumer group" : "thread of the consumers"));
   std::vector<Stmt> piece;
   Expr perBlock = kir::index(plan_.tileM * span / chunk);
   piece.push_back(kir::let(row, kir::var(p) % perBlock / kir::index(span / chunk)));
@@ -207,7 +208,7 @@ Stmt MatmulBuilder::storeOutputTile() {
   cx_.rootIndex[plan_.m] = globalRow;
   cx_.rootIndex[plan_.n] = globalCol;
   Expr to = cx_.offsetOf(output.dims);
-  Expr from = outputTileIndex(kir::var(row), kir::var(col));
+  Expr from = outTileBase() + outputTileIndex(kir::var(row), kir::var(col));
   Expr m = cx_.dimExtent(plan_.m), n = cx_.dimExtent(plan_.n);
   // Whole pieces inside the output go as one 16-byte access when the rows keep 16-byte
   // alignment; the others element by element, up to the edge.

@@ -224,6 +224,27 @@ Stmt MatmulBuilder::consumerLoop() {
   return kir::block(std::move(loop));
 }
 
+/// With two consumer groups, the groups' products take turns, in the CTA's order of
+/// items (group 0's round r, group 1's round r, group 0's round r + 1, ...): a group waits
+/// until the other has issued the products of the item before its own, and then lets the
+/// other go. Besides keeping the tensor cores to one group at a time, this keeps each
+/// group at most one phase ahead of the `full` barriers of the stages it skips (the other
+/// group's), which a parity wait needs.
+Stmt MatmulBuilder::inTurn(Stmt loop) {
+  Expr g = kir::var(group_), r = kir::var(round_);
+  Expr first = kir::binary(kir::BinaryOp::Eq, r + g, kir::index(0));
+  Stmt wait = mbarrierOp(StmtKind::MBarrierWait, turn_, g, (r + g + kir::index(1)) % kir::index(2),
+                         "the other group has issued the products of the item before");
+  Expr leader = kir::binary(kir::BinaryOp::Eq, kir::var(tid_) % kir::index(128), kir::index(0));
+  Stmt pass = kir::ifThen(leader,
+                          mbarrierOp(StmtKind::MBarrierArrive, turn_, kir::index(1) - g, nullptr,
+                                     "the other group's turn"),
+                          nullptr, "one thread a warpgroup");
+  return kir::block({kir::ifThen(kir::unary(kir::UnaryOp::Not, first), wait, nullptr,
+                                 "group 0's first item goes first"),
+                     loop, pass});
+}
+
 /// The K loop without a producer: thread 0 loads S - 1 stages ahead; every warpgroup
 /// waits for its products and a block barrier frees the stage.
 Stmt MatmulBuilder::singleRoleLoop() {

@@ -444,6 +444,10 @@ private:
       return unsupported("cluster with stream_k: the CTAs of a cluster would take different "
                          "runs of K, so they share no b tile",
                          cluster.origin.range);
+    if (plan_->tileGroups > 1 && c > 1)
+      return unsupported("cluster with two consumer groups: the groups of a cluster's CTAs "
+                         "would release a shared b stage at different times (not lowered)",
+                         cluster.origin.range);
     plan_->clusterM = c;
     plan_->multicast = cluster.multicast && c > 1;
     plan_->clusterOrigin = {"cluster (" + std::to_string(c) + ", 1)" +
@@ -475,14 +479,34 @@ private:
     if (!mm.warpSpecialize)
       return true;
     const sched::Applied<sched::WarpSpecialize> &ws = *mm.warpSpecialize;
-    if (ws.consumerCount.value != plan_->warpgroups)
+    int64_t perTile = plan_->warpgroups;
+    if (ws.consumerCount.value != perTile && ws.consumerCount.value != 2 * perTile)
       return unsupported(
           llvm::formatv("consumers({0}): the warp tile ({1}, {2}) of the tile ({3}, {4}) gives {5} "
-                        "consumer warpgroups",
+                        "consumer warpgroups a tile; write {5}, or {6} for two groups taking "
+                        "alternate tiles",
                         ws.consumerCount.value, plan_->warpM, plan_->warpN, plan_->tileM,
-                        plan_->tileN, plan_->warpgroups)
+                        plan_->tileN, perTile, 2 * perTile)
               .str(),
           ws.consumerCount.range);
+    if (ws.consumerCount.value == 2 * perTile) {
+      if (plan_->tileWalk == TileWalk::OnePerCta || plan_->splitK > 1)
+        return unsupported(
+            llvm::formatv("consumers({0}): two groups of {1} take alternate tiles of a CTA; with "
+                          "one tile a CTA ({2}) the second would idle: write tiles persistent or "
+                          "stream_k",
+                          ws.consumerCount.value, perTile, plan_->tilesOrigin.text)
+                .str(),
+            ws.consumerCount.range);
+      if (2 * perTile > 4)
+        return unsupported(
+            llvm::formatv("consumers({0}): at most 4 consumer warpgroups are lowered",
+                          ws.consumerCount.value)
+                .str(),
+            ws.consumerCount.range);
+      plan_->tileGroups = 2;
+      plan_->warpgroups = 2 * perTile;
+    }
     plan_->warpSpecialized = true;
     plan_->producerRegisters = ws.producerRegs.value;
     plan_->consumerRegisters = ws.consumerRegs.value;

@@ -10,6 +10,8 @@
 //   lowered     mma over K: tile (BM, BN, 64), warp (WM, WN), instruction wgmma(64, IN, 16)
 //               pipeline S stages via tma
 //               warp_specialize producer(regs P), consumers(W, regs C)
+//                                            (W the warp tiles of a tile, or twice that:
+//                                            two groups taking alternate tiles)
 //               tiles one_per_cta            (also the default)
 //               tiles persistent [swizzle G]
 //               epilogue via registers       (also the default)
@@ -72,8 +74,13 @@ struct MatmulPlan {
   int64_t warpM = 0, warpN = 0;
   int64_t instructionN = 0;
   int64_t stages = 1;
-  /// Consumer warpgroups of a CTA: (tileM / warpM) x (tileN / warpN), row-major.
+  /// Consumer warpgroups of a CTA: `tileGroups` groups of (tileM / warpM) x (tileN / warpN),
+  /// row-major in a group.
   int64_t warpgroups = 1;
+  /// Tiles the consumers work on at once: 1, or 2 when warp_specialize asks for twice the
+  /// warpgroups of a tile ("ping-pong": the groups take alternate tiles of the CTA, so one
+  /// group's epilogue runs while the other's products do).
+  int64_t tileGroups = 1;
   /// warp_specialize: one producer warpgroup (warpgroup 0) issues the TMA loads, the
   /// `warpgroups` consumers (1 .. W) the wgmma; setmaxnreg moves registers between them.
   bool warpSpecialized = false;
@@ -106,6 +113,8 @@ struct MatmulPlan {
   kir::Origin mmaOrigin, pipelineOrigin, tilesOrigin, epilogueOrigin, warpSpecializeOrigin;
 
   int64_t warpgroupsM() const { return tileM / warpM; }
+  /// Consumer warpgroups on one tile.
+  int64_t warpgroupsPerTile() const { return warpgroups / tileGroups; }
   int64_t warpgroupsN() const { return tileN / warpN; }
   /// wgmma instructions a warpgroup issues per k step, along M and along N.
   int64_t instructionsM() const { return warpM / 64; }

@@ -81,6 +81,8 @@ Stmt MatmulBuilder::streamKWalk(const std::function<Stmt()> &body, const std::st
                            "the tiles the run crosses"));
 
   tileIter_ = var("item");
+  kir::VarPtr round = grouped(role) ? var("round") : nullptr;
+  round_ = round;
   kir::VarPtr piece = var("piece"), skTile = var("sk_tile"), runBegin = var("run_begin"),
               runEnd = var("run_end"), tile = var("tile"), begin = var("k_begin"),
               count = var("k_count"), uses = var("uses");
@@ -114,9 +116,23 @@ Stmt MatmulBuilder::streamKWalk(const std::function<Stmt()> &body, const std::st
   kCount_ = kir::var(count);
   useBase_ = kir::var(uses);
   walk.push_back(body());
-  Stmt loop = withOrigin(kir::forLoop(tileIter_, kir::var(rounds) + kir::var(pieces),
-                                      kir::LoopKind::Serial, kir::block(std::move(walk))),
-                         plan_.tilesOrigin, comment);
+  Expr items = kir::var(rounds) + kir::var(pieces);
+  Stmt loop;
+  if (grouped(role)) {
+    // Two consumer groups: group g takes items g, g + 2, ... (the producer all of them).
+
+    walk.insert(walk.begin(),
+                kir::let(tileIter_,
+                         kir::var(round) * kir::index(plan_.tileGroups) + kir::var(group_),
+                         "the group's items: every other one of the CTA's"));
+    loop = withOrigin(
+        kir::forLoop(round, groupRounds(items), kir::LoopKind::Serial, kir::block(std::move(walk))),
+        plan_.tilesOrigin, comment);
+  } else {
+    loop = withOrigin(
+        kir::forLoop(tileIter_, items, kir::LoopKind::Serial, kir::block(std::move(walk))),
+        plan_.tilesOrigin, comment);
+  }
   shape.push_back(loop);
   return kir::block(std::move(shape));
 }
