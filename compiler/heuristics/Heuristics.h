@@ -57,6 +57,7 @@ struct Knobs {
   std::optional<int64_t> splitK;      // parts of K (1: no split)
   std::optional<bool> streamK;        // stream-K tiles, or never
   std::optional<int64_t> clusterM;    // cluster (C, 1) multicast
+  std::optional<bool> pingpong;       // two consumer groups on alternate 64-row tiles
   std::vector<sched::SizeGuard> when; // the auto block's own guard
   /// The guards of the fusion's other guarded schedules: a variant the heuristic adds
   /// (`when T < sm_count`) must apply to none of their sizes.

@@ -162,15 +162,12 @@ Stmt MatmulBuilder::storePiece() {
   return kir::block(std::move(out));
 }
 
-namespace {
-constexpr int64_t kFixupThreads = 256;
-}
-
 /// One CTA a tile left after the whole ones; a tile split between CTAs (not covered by
-/// one CTA's run) is finished here: its elements inside the output, one a thread in
-/// turn (consecutive columns, coalesced), each the sum of the pieces in K order, then the
-/// fusion's epilogue and the stores. The rows past M take no turns (one row of a tile for
-/// M = 1).
+/// one CTA's run) is finished here, a row at a time: BN threads, one a column (coalesced
+/// reads and stores), each element the sum of the pieces in K order, then the fusion's
+/// epilogue and the stores. The rows past M take no turns (one row of a tile for M = 1).
+/// No division runs per element: the first peer's slot is found once a tile (the others'
+/// is slot 0, the first tile of their runs).
 bool MatmulBuilder::runFixup() {
   reserveNames();
   producerWarpgroup_ = false;
@@ -188,11 +185,12 @@ bool MatmulBuilder::runFixup() {
   streamKShape(body);
 
   // The CTAs whose runs cross the tile: those holding its first and its last k tile.
+  const int64_t threads = plan_.tileN;
   kir::VarPtr x0 = var("tile_first"), g0 = var("first_cta"), g1 = var("last_cta"),
-              rows = var("rows"), columns = var("columns"), step = var("step"),
-              element = var("element"), r = var("r"), c = var("c"), row = var("row"),
-              col = var("col"), sum = kir::makeVar(fresh("sum"), ir::DType::F32), p = var("p"),
-              peer = var("peer"), slot = var("slot");
+              firstSlot = var("first_slot"), rows = var("rows"), columns = var("columns"),
+              r = var("r"), c = thread, row = var("row"), col = var("col"),
+              sum = kir::makeVar(fresh("sum"), ir::DType::F32), p = var("p"), peer = var("peer"),
+              slot = var("slot");
   Expr kt = kir::var(kTiles_), ctas = kir::var(ctaCount_), sk = kir::var(skKTiles_);
   Expr m = cx_.dimExtent(plan_.m), n = cx_.dimExtent(plan_.n);
   std::vector<Stmt> tile;
@@ -202,22 +200,22 @@ bool MatmulBuilder::runFixup() {
       "the tile's rows and columns inside the output"));
   tile.push_back(kir::let(
       columns, kir::min(kir::index(plan_.tileN), n - kir::var(nTile_) * kir::index(plan_.tileN))));
-  std::vector<Stmt> each;
-  each.push_back(kir::let(element, kir::var(step) * kir::index(kFixupThreads) + kir::var(thread)));
+  tile.push_back(kir::let(
+      firstSlot,
+      kir::var(g0) * kir::index(2) +
+          kir::select(kir::var(g0) * sk / ctas < kir::var(x0), kir::index(1), kir::index(0)),
+      "the first peer's slot: 1 when its run began in an earlier tile (this is its last)"));
   std::vector<Stmt> inside;
-  inside.push_back(kir::let(r, kir::var(element) / kir::var(columns)));
-  inside.push_back(kir::let(c, kir::var(element) % kir::var(columns)));
   inside.push_back(kir::let(row, kir::var(mTile_) * kir::index(plan_.tileM) + kir::var(r)));
   inside.push_back(kir::let(col, kir::var(nTile_) * kir::index(plan_.tileN) + kir::var(c)));
   inside.push_back(kir::declare(sum, kir::constant(0, ir::DType::F32)));
   {
     std::vector<Stmt> add;
     add.push_back(kir::let(peer, kir::var(g0) + kir::var(p)));
-    add.push_back(
-        kir::let(slot,
-                 kir::var(peer) * kir::index(2) +
-                     kir::min(kir::var(skTile) - kir::var(peer) * sk / ctas / kt, kir::index(1)),
-                 "slot 0 when the tile is the first of the peer's run, else 1"));
+    add.push_back(kir::let(slot,
+                           kir::select(kir::binary(kir::BinaryOp::Eq, kir::var(p), kir::index(0)),
+                                       kir::var(firstSlot), kir::var(peer) * kir::index(2)),
+                           "the later peers' runs begin in this tile: their slot 0"));
     add.push_back(kir::assign(
         sum, kir::binary(
                  kir::BinaryOp::Add, kir::var(sum),
@@ -232,13 +230,11 @@ bool MatmulBuilder::runFixup() {
   cx_.rootIndex[plan_.n] = kir::var(col);
   std::vector<Stmt> values = epilogueValues(kir::var(sum));
   inside.insert(inside.end(), values.begin(), values.end());
-  each.push_back(kir::ifThen(kir::var(element) < kir::var(rows) * kir::var(columns),
-                             kir::block(std::move(inside))));
-  Expr turns = (kir::var(rows) * kir::var(columns) + kir::index(kFixupThreads - 1)) /
-               kir::index(kFixupThreads);
   tile.push_back(withOrigin(
-      kir::forLoop(step, turns, kir::LoopKind::Serial, kir::block(std::move(each))),
-      plan_.epilogueOrigin, "the tile's elements inside the output, one a thread in turn"));
+      kir::forLoop(r, kir::var(rows), kir::LoopKind::Serial,
+                   kir::ifThen(kir::var(c) < kir::var(columns), kir::block(std::move(inside)),
+                               nullptr, "the columns inside the output")),
+      plan_.epilogueOrigin, "the tile's rows inside the output, a column a thread"));
 
   std::vector<Stmt> split;
   split.push_back(kir::let(x0, kir::var(skTile) * kt, "the tile's first k tile in the runs"));
@@ -250,7 +246,7 @@ bool MatmulBuilder::runFixup() {
                              kir::block(std::move(split)), nullptr, "one CTA a tile left"));
 
   Stmt nest = kir::block(std::move(body));
-  nest = kir::parallelLoop(thread, kir::index(kFixupThreads), kir::Axis::TIDx, nest);
+  nest = kir::parallelLoop(thread, kir::index(threads), kir::Axis::TIDx, nest);
   Expr tiles = tileCount();
   Expr left = tiles - streamKWholeTiles(tiles, streamKCtas(),
                                         (cx_.dimExtent(plan_.k) + kir::index(plan_.tileK - 1)) /
@@ -262,8 +258,8 @@ bool MatmulBuilder::runFixup() {
       kir::block({kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents), nest});
   kir::LaunchShape &launch = cx_.kernel.launch;
   launch.grid = {blocks, kir::index(1), kir::index(1)};
-  launch.block = {kir::index(kFixupThreads), kir::index(1), kir::index(1)};
-  launch.maxThreads = kFixupThreads;
+  launch.block = {kir::index(threads), kir::index(1), kir::index(1)};
+  launch.maxThreads = threads;
   return true;
 }
 

@@ -280,7 +280,8 @@ static std::optional<std::string> refusedKnob(const std::string &knob, const std
         {"swizzle", "auto(matmul)"},
         {"split_k", "auto(matmul)"},
         {"stream_k", "auto(matmul)"},
-        {"cluster_m", "auto(matmul)"}};
+        {"cluster_m", "auto(matmul)"},
+        {"pingpong", "auto(matmul)"}};
     auto owner = owners.find(knob);
     return llvm::formatv("plain 'auto' picks its heuristic from the fusion's shape and each "
                          "heuristic reads only its own knobs; name the heuristic: {0}",
@@ -310,7 +311,8 @@ bool checkAutoSchedule(const ast::ScheduleDecl &decl, DiagnosticEngine &diagnost
         {"swizzle", "int"},
         {"split_k", "int"},
         {"stream_k", "bool"},
-        {"cluster_m", "int"}}},
+        {"cluster_m", "int"},
+        {"pingpong", "bool"}}},
   };
   unsigned errorsBefore = diagnostics.errorCount();
   std::string kind = decl.autoKind ? decl.autoKind->text : "";

@@ -65,11 +65,21 @@ mm_variant sk_t128 nk linear_bias_gelu "$t128; s/pipeline 3 stages/pipeline 5 st
 mm_variant sk_registers nk linear_bias_gelu 's/epilogue via shared tma_store/epilogue via registers/; s/pipeline 3 stages/pipeline 4 stages/; s/tiles persistent swizzle 8/tiles stream_k swizzle 8/'
 mm_variant sk_single nk linear_bias_gelu_simple 's/tiles one_per_cta/tiles stream_k/'
 mm_variant sk_kn kn linear_bias_gelu 's/w: bf16\[N, K\]/w: bf16[K, N]/; s/tiles persistent swizzle 8/tiles stream_k swizzle 8/'
+# Two consumer groups taking alternate tiles (ping-pong).
+pp='s/tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16)/tile (64, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16)/; s/pipeline 3 stages/pipeline 4 stages/'
+pp128='s/tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16)/tile (128, 128, 64), warp (128, 128), instruction wgmma(64, 128, 16)/; s/pipeline 3 stages/pipeline 5 stages/'
+mm_variant pp_full nk linear_bias_gelu "$pp"
+mm_variant pp_t128 nk linear_bias_gelu "$pp128"
+mm_variant pp_sk nk linear_bias_gelu "$pp; s/tiles persistent swizzle 8/tiles stream_k swizzle 8/"
+mm_variant pp_registers nk linear_bias_gelu "$pp; s/epilogue via shared tma_store/epilogue via registers/"
+mm_variant pp_kn kn linear_bias_gelu "$pp; s/w: bf16\\[N, K\\]/w: bf16[K, N]/"
 # The heuristics' schedules (= auto(matmul), a `when` variant for each range of M), with
 # the bias + GELU epilogue and for the plain product (examples/matmul.fsl).
 mm_variant auto nk linear_bias_gelu '/^schedule/,$c schedule linear_bias_gelu = auto(matmul);'
 mm_variant plain_auto nk matmul ''
 mm_variant plain_full nk matmul 's/^schedule matmul = auto(matmul);/schedule matmul {\n    mma over K: tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16);\n    pipeline 3 stages via tma;\n    warp_specialize producer(regs 40), consumers(2, regs 232);\n    tiles persistent swizzle 8;\n    epilogue via shared tma_store;\n}/'
+mm_variant plain_pp nk matmul 's/^schedule matmul = auto(matmul);/schedule matmul {\n    mma over K: tile (64, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16);\n    pipeline 4 stages via tma;\n    warp_specialize producer(regs 40), consumers(2, regs 232);\n    tiles persistent swizzle 8;\n    epilogue via shared tma_store;\n}/'
+mm_variant plain_pp128 nk matmul 's/^schedule matmul = auto(matmul);/schedule matmul {\n    mma over K: tile (128, 128, 64), warp (128, 128), instruction wgmma(64, 128, 16);\n    pipeline 5 stages via tma;\n    warp_specialize producer(regs 40), consumers(2, regs 232);\n    tiles persistent swizzle 8;\n    epilogue via shared tma_store;\n}/'
 mm_variant plain_sk nk matmul 's/^schedule matmul = auto(matmul);/schedule matmul {\n    mma over K: tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16);\n    pipeline 3 stages via tma;\n    warp_specialize producer(regs 40), consumers(2, regs 232);\n    tiles stream_k swizzle 8;\n    epilogue via shared tma_store;\n}/'
 # The JIT test on the GPU machine builds runtime/src/jit.cpp, which includes the device
 # header's text as CMake generated it here.
