@@ -71,13 +71,14 @@ extern "C" void fsl_jit_session_destroy(fsl_jit_session *session) { delete sessi
 
 extern "C" fsl_status fsl_jit_session_launch(fsl_jit_session *session, const char *fusion,
                                              const fsl_tensor *const *tensors, int tensor_count,
-                                             const double *scalars, int scalar_count, void *stream,
-                                             char *error, size_t error_size) {
+                                             const double *scalars, int scalar_count,
+                                             cudaStream_t stream, char *error, size_t error_size) {
   if (!session || !fusion)
     return report(FSL_ERROR_NULL_POINTER, "session and fusion are required", error, error_size);
   std::string why;
-  fsl_status status = session->session->run(fusion, tensors, tensor_count, scalars, scalar_count,
-                                            stream, /*launch=*/true, nullptr, why);
+  fsl_status status =
+      session->session->run(fusion, tensors, tensor_count, scalars, scalar_count,
+                            static_cast<void *>(stream), /*launch=*/true, nullptr, why);
   return report(status, why, error, error_size);
 }
 

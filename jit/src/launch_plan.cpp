@@ -374,13 +374,14 @@ fsl_status checkCall(const LaunchPlan &plan, const fsl_tensor *const *tensors, i
     error = std::move(why);
     return status;
   };
-  std::string expected;
-  for (const PlanTensor &t : plan.tensors)
-    expected += (expected.empty() ? "" : ", ") + t.name;
-  if (tensorCount != static_cast<int>(plan.tensors.size()) || (tensorCount > 0 && !tensors))
+  if (tensorCount != static_cast<int>(plan.tensors.size()) || (tensorCount > 0 && !tensors)) {
+    std::string expected;
+    for (const PlanTensor &t : plan.tensors)
+      expected += (expected.empty() ? "" : ", ") + t.name;
     return fail(FSL_ERROR_ARGUMENT, plan.fusion + " takes " + std::to_string(plan.tensors.size()) +
                                         " tensors (" + expected + "), given " +
                                         std::to_string(tensorCount));
+  }
   if (scalarCount < 0 || scalarCount > static_cast<int>(plan.scalars.size()))
     return fail(FSL_ERROR_ARGUMENT, plan.fusion + " takes at most " +
                                         std::to_string(plan.scalars.size()) + " scalars, given " +

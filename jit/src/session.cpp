@@ -114,6 +114,13 @@ fsl_jit_stats Session::stats() const {
 fsl_status Session::deviceArch(std::string &arch, std::string &error) {
   if (!driverApi.load(error))
     return FSL_ERROR_DRIVER;
+  void *context = nullptr;
+  if (driverApi.ctxGetCurrent(&context) == 0 && context) {
+    if (auto known = archOf_.find(context); known != archOf_.end()) {
+      arch = known->second;
+      return FSL_OK;
+    }
+  }
   int device = 0, major = 0, minor = 0;
   if (driverApi.ctxGetDevice(&device) != 0 ||
       driverApi.deviceGetAttribute(&major, kComputeCapabilityMajor, device) != 0 ||
@@ -129,6 +136,8 @@ fsl_status Session::deviceArch(std::string &arch, std::string &error) {
     return FSL_ERROR_DRIVER;
   }
   arch = targetArch_;
+  if (context)
+    archOf_[context] = arch;
   return FSL_OK;
 }
 

@@ -58,6 +58,7 @@ private:
   Specializer specializer_;
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<Entry>> entries_;
+  std::map<void *, std::string> archOf_; // by CUDA context: the device's, checked once
   fsl_jit_stats stats_{};
 };
 

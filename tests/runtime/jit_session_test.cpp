@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -250,11 +251,15 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 2; ++i) {
     Call call(8, sizes[i], 0x100000000ull);
     std::string H = std::to_string(sizes[i]);
+    auto start = std::chrono::steady_clock::now();
     status = fsl_jit_session_prepare(session, "rms_norm_add", call.all, 4, nullptr, 0, &info, error,
                                      sizeof error);
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     expect(status == FSL_OK && std::string(info.specialization) == "rms_norm_add.H" + H &&
                !info.memory_hit && !info.disk_hit,
-           "T = 8, H = " + H + ": specialized and compiled by NVRTC", error);
+           "T = 8, H = " + H + ": specialized and compiled by NVRTC",
+           status == FSL_OK ? std::to_string(static_cast<int>(ms)) + " ms" : error);
     auto [block, shared] = launcherShape(sources[i], "rms_norm_add_v0");
     expect(info.launch_count == 1 && std::string(info.launches[0].kernel) == "rms_norm_add_v0" &&
                info.launches[0].grid[0] == 8 && info.launches[0].grid[1] == 1 &&
@@ -298,6 +303,26 @@ int main(int argc, char **argv) {
   expect(stats.memory_hits == 2 && stats.specializations == 2 && stats.nvrtc_compiles == 2 &&
              entries(cache) == files,
          "hits are counted, and add no specialization, compile or file");
+  {
+    // The host time of a hit (checks, lookup, variant and shapes): the target is
+    // under 50 us a call; a hit is far below it, so a slow machine does not fail this.
+    const int calls = 20000;
+    auto start = std::chrono::steady_clock::now();
+    bool allHit = true;
+    for (int i = 0; i < calls; ++i) {
+      fsl_jit_session_prepare(session, "rms_norm_add", big.all, 4, nullptr, 0, &info, error,
+                              sizeof error);
+      allHit &= info.memory_hit == 1;
+    }
+    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                    .count() /
+                calls;
+    char figure[64];
+    std::snprintf(figure, sizeof figure, "%.2f us a call", us);
+    expect(allHit && us < 50, "a hit costs little host time", figure);
+    fsl_jit_session_stats(session, &stats);
+    expect(stats.memory_hits == 2 + calls && entries(cache) == files, "every one a memory hit");
+  }
 
   // --- Refused calls: nothing specialized, compiled or written -------------------------------
   struct Refusal {

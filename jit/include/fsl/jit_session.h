@@ -60,7 +60,7 @@ void fsl_jit_session_destroy(fsl_jit_session *session);
  * rest take their defaults). A context must be current. */
 fsl_status fsl_jit_session_launch(fsl_jit_session *session, const char *fusion,
                                   const fsl_tensor *const *tensors, int tensor_count,
-                                  const double *scalars, int scalar_count, void *stream,
+                                  const double *scalars, int scalar_count, cudaStream_t stream,
                                   char *error, size_t error_size);
 
 #define FSL_JIT_MAX_LAUNCHES 8
