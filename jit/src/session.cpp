@@ -215,6 +215,31 @@ fsl_status Session::run(const std::string &fusion, const fsl_tensor *const *tens
     error = "scalars is null with scalar_count " + std::to_string(scalarCount);
     return refuse(FSL_ERROR_NULL_POINTER);
   }
+  // Scalars the kernels can take, with values their types hold.
+  const LaunchPlan &sig = *signature->second;
+  for (int i = 0; i < scalarCount && i < static_cast<int>(sig.scalars.size()); ++i) {
+    const PlanScalar &scalar = sig.scalars[i];
+    double value = scalars[i];
+    bool integral = scalar.dtype == FSL_I32 || scalar.dtype == FSL_I64 || scalar.dtype == FSL_BOOL;
+    double low = scalar.dtype == FSL_I32 ? -2147483648.0 : -9223372036854775808.0;
+    double high = scalar.dtype == FSL_I32 ? 2147483647.0 : 9223372036854775807.0;
+    if (scalar.dtype == FSL_F16 || scalar.dtype == FSL_BF16) {
+      error = scalar.name + ": the JIT passes f32, f64, i32, i64 and bool scalars, not " +
+              (scalar.dtype == FSL_F16 ? "f16" : "bf16");
+      return refuse(FSL_ERROR_DTYPE);
+    }
+    if (integral && (value != static_cast<double>(static_cast<int64_t>(value)) || value < low ||
+                     value >= high + (scalar.dtype == FSL_I32 ? 1.0 : 0.0) ||
+                     (scalar.dtype == FSL_BOOL && value != 0 && value != 1))) {
+      char shown[64];
+      std::snprintf(shown, sizeof shown, "%.17g", value);
+      error = scalar.name + ": " + shown + " is not a value of its type " +
+              (scalar.dtype == FSL_I32   ? "i32"
+               : scalar.dtype == FSL_I64 ? "i64"
+                                         : "bool");
+      return refuse(FSL_ERROR_ARGUMENT);
+    }
+  }
   bool checkData = launch;
   for (int i = 0; !launch && tensors && i < tensorCount; ++i)
     checkData |= tensors[i] && tensors[i]->data;

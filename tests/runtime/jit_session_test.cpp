@@ -434,6 +434,38 @@ int main(int argc, char **argv) {
   expect(status == FSL_ERROR_ARGUMENT && contains(error, "unknown specialization policy"),
          "an unknown policy is refused", error);
 
+  {
+    // Scalars are converted to their declared types, refused when they do not fit.
+    fsl_program *scaled = nullptr;
+    status = fsl_program_load_text(
+        "scale.fsl", "fusion scale(x: f32[N], k: i32) -> (y: f32[N]) { y = x * f32(k); }", nullptr,
+        &scaled, error, sizeof error);
+    expect(status == FSL_OK, "a fusion with an i32 scalar loads", error);
+    fsl_jit_session_options plain{};
+    plain.arch = "sm_90a";
+    plain.cache_dir = cache.c_str();
+    if (scaled && fsl_jit_session_create(scaled, &plain, &session, error, sizeof error) == FSL_OK) {
+      fsl_tensor x{nullptr, FSL_F32, 1, {64}, {1}}, y = x;
+      const fsl_tensor *both[] = {&x, &y};
+      double half = 2.5, three = 3;
+      status =
+          fsl_jit_session_prepare(session, "scale", both, 2, &half, 1, &info, error, sizeof error);
+      expect(status == FSL_ERROR_ARGUMENT &&
+                 contains(error, "k: 2.5 is not a value of its type i32"),
+             "k = 2.5 for an i32: refused", error);
+      status = fsl_jit_session_prepare(session, "scale", both, 2, nullptr, 0, &info, error,
+                                       sizeof error);
+      expect(status == FSL_ERROR_ARGUMENT && contains(error, "scalar k has no default: pass it"),
+             "k missing (no default): refused", error);
+      status =
+          fsl_jit_session_prepare(session, "scale", both, 2, &three, 1, &info, error, sizeof error);
+      expect(status == FSL_OK && std::string(info.specialization) == "scale",
+             "k = 3: a fusion without reductions is not specialized (policy: reduced)", error);
+      fsl_jit_session_destroy(session);
+    }
+    fsl_program_free(scaled);
+  }
+
   fsl_program_free(program);
   std::printf("jit session: %d passed, %d failed\n", checks - failures, failures);
   return failures ? 1 : 0;
