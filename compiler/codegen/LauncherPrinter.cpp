@@ -105,6 +105,8 @@ std::string launcherSignature(const ir::Fusion &fusion, const CodegenOptions &op
          ")";
 }
 
+} // namespace
+
 /// The name of the launcher's tensor a kernel's global buffer stands for.
 std::string tensorOf(const kir::Program &program, const kir::KernelParam &param) {
   const ir::Fusion &fusion = *program.fusion;
@@ -145,6 +147,8 @@ std::map<std::string, int64_t> vectorAccessBytes(const kir::Program &program) {
   }
   return widest;
 }
+
+namespace {
 
 /// The launcher's local variable of a runtime dimension (a kernel parameter of kind Dim
 /// and a name in guards and launch shapes).

@@ -17,6 +17,7 @@
 #include "codegen/CudaCodegen.h"
 #include "kir/IR.h"
 
+#include <map>
 #include <string>
 
 namespace llvm {
@@ -29,6 +30,14 @@ namespace fsl::codegen {
 /// dimensions.
 std::string printLauncherHeader(const kir::Program &program, const std::string &sourcePath,
                                 const CodegenOptions &options);
+
+/// The launcher's tensor (a fusion parameter, output or workspace) that a kernel's
+/// global buffer parameter stands for.
+std::string tensorOf(const kir::Program &program, const kir::KernelParam &param);
+
+/// Per launcher tensor, the widest vector access any kernel makes to it (bytes): the
+/// alignment the launcher checks, and the JIT's launch metadata (jit/) with it.
+std::map<std::string, int64_t> vectorAccessBytes(const kir::Program &program);
 
 /// The launcher of `program` and its error function. Host code: the caller keeps it out
 /// of NVRTC's sight (`#ifndef __CUDACC_RTC__`).

@@ -417,6 +417,11 @@ private:
            options_.printAfterAll || options_.resourceUsage;
   }
 
+  /// Whether `fusion` is lowered and generated (DriverOptions::onlyFusions).
+  bool wanted(const ir::Fusion &fusion) const {
+    return options_.onlyFusions.empty() || llvm::is_contained(options_.onlyFusions, fusion.name);
+  }
+
   /// The lowered program of one fusion.
   const kir::Program &programOf(const Unit &unit, const ir::Fusion &fusion) const {
     auto it = unit.programByFusion.find(&fusion);
@@ -460,6 +465,8 @@ private:
     for (const auto &schedule : unit.schedules)
       schedulesOf[schedule->fusion].push_back(schedule.get());
     for (const auto &fusion : unit.program->fusions) {
+      if (!wanted(*fusion))
+        continue;
       const std::vector<const sched::Schedule *> &schedules = schedulesOf[fusion.get()];
       bool any = !schedules.empty();
       llvm::TimeTraceScope scope("Lower", fusion->name);
@@ -503,16 +510,24 @@ private:
       llvm::TimeTraceScope scope("Parse", unit.path);
       file = parseFile(sources_, *buffer, diagnostics);
     }
-    if (file)
+    if (file) {
+      overrideDims(*file);
       unit.staticDimNames = staticDimNames(*file);
+    }
     if (!unit.fromStdin)
       addPrerequisite(path);
     if (file && needsSemantics()) {
       SemaOptions semaOptions{settings_.includeDirs, settings_.stdlibDir, settings_.defines};
+      // A specialized dimension's value is the one asked for, whatever fsl.toml defines.
+      for (const auto &[name, value] : options_.specializeDims)
+        semaOptions.defines.erase(name);
       {
         llvm::TimeTraceScope scope("Sema", unit.path);
         unit.program = analyze(std::move(file), sources_, diagnostics, semaOptions);
       }
+      if (unit.program && options_.analyzedFusion)
+        for (const auto &fusion : unit.program->fusions)
+          options_.analyzedFusion(*fusion, settings_.target);
       if (unit.program) {
         for (const auto &imported : unit.program->imported)
           addPrerequisite(imported->path);
@@ -676,6 +691,45 @@ private:
       return blocks;
     };
     return ast::formatFile(*unit.program->main, replace, appended);
+  }
+
+  /// DriverOptions::runtimeDims and specializeDims, applied to the main file's fusions
+  /// in memory before sema.
+  void overrideDims(ast::File &file) const {
+    if (options_.runtimeDims.empty() && options_.specializeDims.empty())
+      return;
+    for (ast::DeclPtr &decl : file.decls) {
+      auto *fusion = llvm::dyn_cast<ast::FusionDecl>(decl.get());
+      if (!fusion)
+        continue;
+      llvm::erase_if(fusion->staticDims, [&](const ast::StaticDim &dim) {
+        return llvm::is_contained(options_.runtimeDims, dim.name.text);
+      });
+      for (const auto &[name, value] : options_.specializeDims) {
+        auto existing =
+            llvm::find_if(fusion->staticDims, [&, &name = name](const ast::StaticDim &dim) {
+              return dim.name.text == name;
+            });
+        if (existing != fusion->staticDims.end()) {
+          existing->value = ast::IntLiteral{value, existing->name.range};
+          continue;
+        }
+        // A runtime dimension: declared static at its first appearance in a type.
+        std::optional<ast::Name> first;
+        auto look = [&](const ast::Type &type) {
+          for (const ast::Name &dim : type.dims)
+            if (!first && dim.text == name)
+              first = dim;
+        };
+        for (const ast::Param &param : fusion->params)
+          look(param.type);
+        for (const ast::Output &output : fusion->outputs)
+          look(output.type);
+        if (first)
+          fusion->staticDims.push_back(
+              ast::StaticDim{*first, ast::IntLiteral{value, first->range}, first->range});
+      }
+    }
   }
 
   static std::set<std::string> staticDimNames(const ast::File &file) {
@@ -895,7 +949,13 @@ private:
   /// <fusion>.cu and <fusion>.h per fusion: into -o DIR, or to standard output.
   int emitCuda(Unit &unit) {
     for (const auto &fusion : unit.program->fusions) {
+      if (!wanted(*fusion))
+        continue;
       codegen::GeneratedSources sources = generate(unit, *fusion);
+      if (options_.generated) {
+        options_.generated(programOf(unit, *fusion), sources, settings_.target);
+        continue;
+      }
       std::string name = baseName(*fusion);
       if (settings_.outputDir.empty()) {
         out_ << "// ---- " << name << ".h\n"

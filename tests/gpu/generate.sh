@@ -84,5 +84,15 @@ mm_variant plain_sk nk matmul 's/^schedule matmul = auto(matmul);/schedule matmu
 # The JIT test on the GPU machine builds runtime/src/jit.cpp, which includes the device
 # header's text as CMake generated it here.
 mkdir -p "$out/jit" && cp "$root/build/runtime/generated/fsl_device_header.inc" "$out/jit/"
+# The specializing JIT (tests/gpu/specialize_gpu_test.cu): norms.fsl with H runtime,
+# rms_norm_add specialized at H = 4096 and 7168 by libfslc (fsl_specialize writes the
+# signature, the sources and the launch metadata), and the static kernels to compare with.
+spec="$out/specialize"
+mkdir -p "$spec"
+for H in 4096 7168; do
+  "$root/build/bin/fsl_specialize" --runtime-dims=H "$root/stdlib/std/norms.fsl" rms_norm_add \
+    "$spec" "H=$H" > /dev/null
+  "$fslc" -D "H=$H" --prefix="h${H}_" -o "$spec" "$root/stdlib/std/norms.fsl"
+done
 
 echo "generated: $(ls -d "$out"/*_* | wc -l) variants; refused: $(wc -l < "$out/refused.txt")"

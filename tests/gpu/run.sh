@@ -19,10 +19,20 @@ for dir in "$build"/*_*/; do
   grep -E "registers" "$dir/nvcc.txt" | sed "s/^/$(basename "$dir"): /" >> "$out/ptxas.txt"
 done
 # The runtime's JIT path against the ahead-of-time build of the same kernel.
-nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I "$root/runtime/include" \
-  -I "$build/jit" -I "$build/softmax_4096" -o "$build/jit_gpu_test" "$root/tests/gpu/jit_gpu_test.cu" \
-  "$build/softmax_4096/softmax.cu" "$root/runtime/src/jit.cpp" -lnvrtc -lcuda -ldl \
+runtime_sources=("$root/runtime/src/jit.cpp" "$root/runtime/src/jit_cache.cpp" "$root/runtime/src/sha256.cpp")
+nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DFSL_RUNTIME_VERSION='"0.1.0"' \
+  -I "$root/runtime/include" -I "$build/jit" -I "$build/softmax_4096" -o "$build/jit_gpu_test" \
+  "$root/tests/gpu/jit_gpu_test.cu" "$build/softmax_4096/softmax.cu" "${runtime_sources[@]}" \
+  -lnvrtc -lcuda -ldl \
   && "$build/jit_gpu_test" "$build/softmax_4096/softmax.cu" /tmp/fsl-jit-cache | tee "$out/jit.txt"
+# The specializing JIT: rms_norm_add with H runtime at H = 4096 and 7168, specialized by
+# libfslc on the build machine (gpu-build/specialize), against the static kernels.
+nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DFSL_RUNTIME_VERSION='"0.1.0"' \
+  -I "$root/runtime/include" -I "$root/jit/include" -I "$root/jit/src" -I "$build/jit" \
+  -I "$build/specialize" -o "$build/specialize_gpu_test" "$root/tests/gpu/specialize_gpu_test.cu" \
+  "$build/specialize/h4096_rms_norm_add.cu" "$build/specialize/h7168_rms_norm_add.cu" \
+  "$root/jit/src/session.cpp" "$root/jit/src/launch_plan.cpp" "${runtime_sources[@]}" -lnvrtc -ldl \
+  && "$build/specialize_gpu_test" "$build/specialize" /tmp/fsl-specialize-cache | tee "$out/specialize.txt"
 PYTHONUNBUFFERED=1 python3 "$root/tests/gpu/check.py" "$build" "$out"
 # The matrix products: built with ptxas's report (a wgmma serialization warning, C7510 or
 # C7515, fails the suite), checked against PyTorch and timed against cuBLAS, all variants

@@ -54,7 +54,8 @@ typedef enum fsl_status {
   FSL_ERROR_LAUNCH = 8,
   FSL_ERROR_COMPILE = 9,
   FSL_ERROR_CACHE = 10,
-  FSL_ERROR_DRIVER = 11
+  FSL_ERROR_DRIVER = 11,
+  FSL_ERROR_ARGUMENT = 12 /* the JIT's API: an unknown fusion or dimension, a wrong count */
 } fsl_status;
 
 #ifdef __cplusplus

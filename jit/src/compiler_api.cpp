@@ -1,0 +1,489 @@
+// compiler_api.cpp — libfslc's C API (fsl/compiler.h): the driver's pipeline in memory,
+// with dimensions made static per specialization, and the launch metadata of the
+// lowered program.
+#include "fsl/compiler.h"
+
+#include "codegen/CudaCodegen.h"
+#include "codegen/LauncherPrinter.h"
+#include "driver/Driver.h"
+#include "ir/FusionIR.h"
+#include "kir/IR.h"
+#include "support/LargeStack.h"
+#include "support/SourceFile.h"
+#include "support/Target.h"
+
+#include <llvm/Support/Path.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#ifndef FSL_STDLIB_DIR
+#define FSL_STDLIB_DIR "stdlib"
+#endif
+
+struct fsl_program {
+  std::string name; // as given: diagnostics, imports, the generated sources' first line
+  std::string text;
+  std::vector<std::string> runtimeDims;
+  std::string target, arch, stdlibDir;
+  std::vector<std::string> fusions;
+  std::map<std::string, std::string> signatures; // launch metadata without kernels
+  std::map<std::string, std::set<std::string>> dimsOf;
+};
+
+struct fsl_specialization {
+  std::string name, source, launch;
+};
+
+namespace {
+
+fsl_status fail(fsl_status status, char *error, size_t size, const std::string &message) {
+  if (error && size)
+    std::snprintf(error, size, "%s", message.c_str());
+  return status;
+}
+
+void succeed(char *error, size_t size) {
+  if (error && size)
+    error[0] = '\0';
+}
+
+/// The number as the metadata spells it: integers exactly, others to 17 digits.
+std::string number(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.17g", value);
+  return buffer;
+}
+
+// --- Launch metadata -------------------------------------------------------------------
+
+/// The signature lines of a fusion (launch_plan.h's format), after `fsl-launch 1`.
+void writeSignature(const fsl::ir::Fusion &fusion, const std::map<std::string, int64_t> &alignment,
+                    std::ostream &out) {
+  out << "fusion " << fusion.name << "\n";
+  for (const fsl::ir::Dim &dim : fusion.dims)
+    out << "dim " << dim.name
+        << (dim.staticExtent ? " static " + std::to_string(*dim.staticExtent) : " runtime") << "\n";
+  std::set<fsl::ir::DimId> reduced;
+  for (const auto &value : fusion.values)
+    if (fsl::ir::isReduction(value->op) || value->op == fsl::ir::Op::MatMul)
+      reduced.insert(value->reduced.begin(), value->reduced.end());
+  for (fsl::ir::DimId dim : reduced)
+    out << "reduced " << fusion.dims[dim].name << "\n";
+  auto tensor = [&](const std::string &name, fsl::ir::DType dtype, const char *role,
+                    const std::vector<fsl::ir::DimId> &dims) {
+    auto found = alignment.find(name);
+    out << "tensor " << name << " " << fsl::ir::dtypeName(dtype).str() << " " << role << " "
+        << (found == alignment.end() ? 0 : found->second);
+    for (fsl::ir::DimId dim : dims)
+      out << " " << fusion.dims[dim].name;
+    out << "\n";
+  };
+  for (const fsl::ir::Param &param : fusion.params) {
+    if (param.dims.empty()) {
+      out << "scalar " << param.name << " " << fsl::ir::dtypeName(param.dtype).str();
+      if (param.defaultValue)
+        out << " " << number(*param.defaultValue);
+      out << "\n";
+    } else {
+      tensor(param.name, param.dtype, param.isInout ? "inout" : "in", param.dims);
+    }
+  }
+  for (const fsl::ir::Output &output : fusion.outputs)
+    if (!output.isInout)
+      tensor(output.name, output.dtype, "out", output.dims);
+}
+
+/// An integer expression over the runtime dimensions in prefix form; false (with the
+/// reason) for anything the metadata cannot express.
+bool writeExpr(const fsl::kir::Expr &e, const std::map<const fsl::kir::Var *, std::string> &dims,
+               std::string &out, std::string &why) {
+  using namespace fsl::kir;
+  if (!e) {
+    out += "1";
+    return true;
+  }
+  switch (e->kind) {
+  case ExprKind::Const:
+    if (e->constant != static_cast<double>(static_cast<int64_t>(e->constant))) {
+      why = "a launch value that is not an integer";
+      return false;
+    }
+    out += std::to_string(static_cast<int64_t>(e->constant));
+    return true;
+  case ExprKind::Var: {
+    auto found = dims.find(e->var.get());
+    if (found == dims.end()) {
+      why = "a launch value that depends on '" + e->var->name + "', no runtime dimension";
+      return false;
+    }
+    out += found->second;
+    return true;
+  }
+  case ExprKind::Cast:
+    return writeExpr(e->operands[0], dims, out, why);
+  case ExprKind::Unary:
+    if (e->unary == UnaryOp::Neg || e->unary == UnaryOp::Not) {
+      out += e->unary == UnaryOp::Neg ? "( neg " : "( ! ";
+      if (!writeExpr(e->operands[0], dims, out, why))
+        return false;
+      out += " )";
+      return true;
+    }
+    why = "a launch value computed with " + unaryName(e->unary).str();
+    return false;
+  case ExprKind::Select:
+  case ExprKind::Binary: {
+    std::string op = "?";
+    if (e->kind == ExprKind::Binary) {
+      static const std::map<BinaryOp, const char *> names = {
+          {BinaryOp::Add, "+"},   {BinaryOp::Sub, "-"},  {BinaryOp::Mul, "*"},
+          {BinaryOp::Div, "/"},   {BinaryOp::Mod, "%"},  {BinaryOp::Min, "min"},
+          {BinaryOp::Max, "max"}, {BinaryOp::Lt, "<"},   {BinaryOp::Le, "<="},
+          {BinaryOp::Gt, ">"},    {BinaryOp::Ge, ">="},  {BinaryOp::Eq, "=="},
+          {BinaryOp::Ne, "!="},   {BinaryOp::And, "&&"}, {BinaryOp::Or, "||"}};
+      auto found = names.find(e->binary);
+      if (found == names.end()) {
+        why = "a launch value computed with " + binaryName(e->binary).str();
+        return false;
+      }
+      op = found->second;
+    }
+    out += "( " + op;
+    for (const Expr &operand : e->operands) {
+      out += " ";
+      if (!writeExpr(operand, dims, out, why))
+        return false;
+    }
+    out += " )";
+    return true;
+  }
+  case ExprKind::Load:
+    why = "a launch value read from memory";
+    return false;
+  }
+  why = "an unknown expression";
+  return false;
+}
+
+/// The whole metadata of a lowered program; false with the reason for a program the
+/// JIT cannot launch yet.
+bool writeLaunch(const fsl::kir::Program &program, const fsl::LaunchLimits &limits,
+                 const std::string &arch, std::string &text, std::string &why) {
+  using namespace fsl::kir;
+  const fsl::ir::Fusion &fusion = *program.fusion;
+  for (const fsl::ir::Param &param : fusion.params)
+    if (param.isStrided) {
+      why = "strided parameter " + param.name + " (the JIT checks contiguous tensors only)";
+      return false;
+    }
+  if (!program.workspaces.empty()) {
+    why = "a workspace (" + program.workspaces.front().buffer->name + ")";
+    return false;
+  }
+  std::map<const Var *, std::string> dims;
+  for (size_t d = 0; d < program.dims.size() && d < fusion.dims.size(); ++d)
+    if (program.dims[d])
+      dims[program.dims[d].get()] = fusion.dims[d].name;
+  std::ostringstream out;
+  out << "fsl-launch 1\n";
+  writeSignature(fusion, fsl::codegen::vectorAccessBytes(program), out);
+  out << "target " << limits.target << " " << arch << "\n";
+  out << "limits";
+  for (int64_t v : limits.maxGridDim)
+    out << " " << v;
+  for (int64_t v : limits.maxBlockDim)
+    out << " " << v;
+  out << " " << limits.maxThreadsPerBlock << " " << limits.maxClusterSize << " "
+      << limits.maxSharedBytesPerBlock << "\n";
+  for (const Kernel &kernel : program.kernels) {
+    if (kernel.launch.gridFromOccupancy) {
+      why = "a persistent kernel (" + kernel.name + ": its grid comes from the occupancy)";
+      return false;
+    }
+    out << "kernel " << kernel.name << " " << kernel.launch.maxThreads.value_or(0) << "\n";
+    for (const KernelParam &param : kernel.params) {
+      switch (param.kind) {
+      case KernelParam::Kind::Tensor:
+        out << "arg tensor " << fsl::codegen::tensorOf(program, param) << "\n";
+        break;
+      case KernelParam::Kind::Scalar:
+        out << "arg scalar " << fusion.params[param.fusionParam].name << "\n";
+        break;
+      case KernelParam::Kind::Dim: {
+        auto found = dims.find(param.var.get());
+        if (found == dims.end()) {
+          why = kernel.name + " takes '" + param.var->name + "', no runtime dimension";
+          return false;
+        }
+        out << "arg dim " << found->second << "\n";
+        break;
+      }
+      case KernelParam::Kind::TensorMap:
+        why = "a TMA tensor map (" + kernel.name + ")";
+        return false;
+      }
+    }
+    auto three = [&](const char *what, const std::array<Expr, 3> &extents) {
+      std::string line = what;
+      for (const Expr &e : extents) {
+        line += " ";
+        if (!writeExpr(e, dims, line, why))
+          return false;
+      }
+      out << line << "\n";
+      return true;
+    };
+    if (!three("grid", kernel.launch.grid) || !three("block", kernel.launch.block) ||
+        !three("cluster", kernel.launch.cluster))
+      return false;
+    std::string shared = "shared ";
+    if (kernel.launch.sharedBytes) {
+      if (!writeExpr(kernel.launch.sharedBytes, dims, shared, why))
+        return false;
+    } else {
+      shared += "0";
+    }
+    out << shared << "\n";
+  }
+  for (const Variant &variant : program.variants) {
+    std::string line = "variant ";
+    if (!variant.guard)
+      line += "always";
+    else if (!writeExpr(variant.guard, dims, line, why))
+      return false;
+    for (unsigned k : variant.launches)
+      line += " " + std::to_string(k);
+    out << line << "\n";
+  }
+  out << "end\n";
+  text = out.str();
+  return true;
+}
+
+// --- The driver, in memory ---------------------------------------------------------------
+
+fsl::DriverOptions driverOptions(const fsl_program &program) {
+  fsl::DriverOptions options;
+  options.inputs = {program.name};
+  options.inputTexts[program.name] = program.text;
+  options.target = program.target;
+  options.stdlibDir = program.stdlibDir;
+  options.runtimeDims = program.runtimeDims;
+  options.color = fsl::ColorMode::Never;
+  return options;
+}
+
+/// Runs the driver on a thread with a large stack, as fslc does; its diagnostics.
+int runDriver(const fsl::DriverOptions &options, std::string &diagnostics) {
+  std::string out;
+  llvm::raw_string_ostream outStream(out), errStream(diagnostics);
+  int code = fsl::runWithLargeStack([&] { return fsl::runDriver(options, outStream, errStream); });
+  errStream.flush();
+  return code;
+}
+
+std::vector<std::string> splitNames(const char *list) {
+  std::vector<std::string> names;
+  if (!list)
+    return names;
+  std::string current;
+  for (const char *c = list;; ++c) {
+    if (*c == ',' || *c == '\0') {
+      size_t begin = current.find_first_not_of(" \t"), end = current.find_last_not_of(" \t");
+      if (begin != std::string::npos)
+        names.push_back(current.substr(begin, end - begin + 1));
+      current.clear();
+      if (!*c)
+        break;
+    } else {
+      current += *c;
+    }
+  }
+  return names;
+}
+
+fsl_status load(std::string name, std::string text, const fsl_program_options *options,
+                fsl_program **result, char *error, size_t error_size) {
+  auto program = std::make_unique<fsl_program>();
+  program->name = std::move(name);
+  program->text = std::move(text);
+  program->target = options && options->target ? options->target : "h200";
+  if (options && options->stdlib_dir && *options->stdlib_dir)
+    program->stdlibDir = options->stdlib_dir;
+  else if (const char *env = std::getenv("FSLC_STDLIB"); env && *env)
+    program->stdlibDir = env;
+  else
+    program->stdlibDir = FSL_STDLIB_DIR;
+  program->runtimeDims = splitNames(options ? options->runtime_dims : nullptr);
+
+  fsl::DriverOptions driver = driverOptions(*program);
+  driver.emit = fsl::EmitKind::Check;
+  // Which static dimensions the file declares, to refuse a runtime_dims name it lacks.
+  std::set<std::string> allDims, staticDims;
+  fsl_program *p = program.get();
+  driver.analyzedFusion = [&](const fsl::ir::Fusion &fusion, const fsl::Target &target) {
+    p->arch = target.arch;
+    std::ostringstream out;
+    out << "fsl-launch 1\n";
+    writeSignature(fusion, {}, out);
+    out << "end\n";
+    p->fusions.push_back(fusion.name);
+    p->signatures[fusion.name] = out.str();
+    for (const fsl::ir::Dim &dim : fusion.dims)
+      p->dimsOf[fusion.name].insert(dim.name);
+  };
+  // A runtime dimension named in runtime_dims is checked against the declarations:
+  // the driver drops the ones it finds, so look at the text's fusions first.
+  std::string diagnostics;
+  fsl::DriverOptions plain = driver;
+  plain.runtimeDims.clear();
+  plain.analyzedFusion = [&](const fsl::ir::Fusion &fusion, const fsl::Target &) {
+    for (const fsl::ir::Dim &dim : fusion.dims) {
+      allDims.insert(dim.name);
+      if (dim.staticExtent)
+        staticDims.insert(dim.name);
+    }
+  };
+  if (!program->runtimeDims.empty() && runDriver(plain, diagnostics) == fsl::kExitSuccess)
+    for (const std::string &dim : program->runtimeDims)
+      if (!staticDims.count(dim))
+        return fail(FSL_ERROR_ARGUMENT, error, error_size,
+                    "runtime_dims: " + dim + " is not a static dimension of " + program->name +
+                        (allDims.count(dim) ? " (it is a runtime size already)" : ""));
+  diagnostics.clear();
+  int code = runDriver(driver, diagnostics);
+  if (code != fsl::kExitSuccess)
+    return fail(code == fsl::kExitUsage ? FSL_ERROR_ARGUMENT : FSL_ERROR_COMPILE, error, error_size,
+                diagnostics.empty() ? "fslc failed" : diagnostics);
+  *result = program.release();
+  succeed(error, error_size);
+  return FSL_OK;
+}
+
+} // namespace
+
+extern "C" fsl_status fsl_program_load(const char *path, const fsl_program_options *options,
+                                       fsl_program **program, char *error, size_t error_size) {
+  if (!path || !program)
+    return fail(FSL_ERROR_NULL_POINTER, error, error_size, "path and program are required");
+  *program = nullptr;
+  fsl::SourceFile file = fsl::readSourceFile(path);
+  if (file.status != fsl::SourceFile::Status::Ok)
+    return fail(FSL_ERROR_ARGUMENT, error, error_size,
+                std::string("cannot read ") + path +
+                    (file.message.empty() ? std::string() : ": " + file.message));
+  return load(path, file.buffer->getBuffer().str(), options, program, error, error_size);
+}
+
+extern "C" fsl_status fsl_program_load_text(const char *name, const char *text,
+                                            const fsl_program_options *options,
+                                            fsl_program **program, char *error, size_t error_size) {
+  if (!name || !text || !program)
+    return fail(FSL_ERROR_NULL_POINTER, error, error_size, "name, text and program are required");
+  *program = nullptr;
+  return load(name, text, options, program, error, error_size);
+}
+
+extern "C" void fsl_program_free(fsl_program *program) { delete program; }
+
+extern "C" int fsl_program_fusion_count(const fsl_program *program) {
+  return program ? static_cast<int>(program->fusions.size()) : 0;
+}
+
+extern "C" const char *fsl_program_fusion_name(const fsl_program *program, int index) {
+  if (!program || index < 0 || index >= static_cast<int>(program->fusions.size()))
+    return nullptr;
+  return program->fusions[index].c_str();
+}
+
+extern "C" const char *fsl_program_arch(const fsl_program *program) {
+  return program ? program->arch.c_str() : nullptr;
+}
+
+extern "C" const char *fsl_program_target(const fsl_program *program) {
+  return program ? program->target.c_str() : nullptr;
+}
+
+extern "C" const char *fsl_program_signature(const fsl_program *program, const char *fusion) {
+  if (!program || !fusion)
+    return nullptr;
+  auto found = program->signatures.find(fusion);
+  return found == program->signatures.end() ? nullptr : found->second.c_str();
+}
+
+extern "C" fsl_status fsl_program_specialize(const fsl_program *program, const char *fusion,
+                                             const char *const *dim_names,
+                                             const int64_t *dim_values, int dim_count,
+                                             fsl_specialization **specialization, char *error,
+                                             size_t error_size) {
+  if (!program || !fusion || !specialization || dim_count < 0 ||
+      (dim_count > 0 && (!dim_names || !dim_values)))
+    return fail(FSL_ERROR_NULL_POINTER, error, error_size,
+                "program, fusion, specialization and dim_count names and values are required");
+  *specialization = nullptr;
+  auto dims = program->dimsOf.find(fusion);
+  if (dims == program->dimsOf.end()) {
+    std::string known;
+    for (const std::string &name : program->fusions)
+      known += (known.empty() ? "" : ", ") + name;
+    return fail(FSL_ERROR_ARGUMENT, error, error_size,
+                std::string("no fusion '") + fusion + "' in " + program->name +
+                    " (fusions: " + (known.empty() ? "none" : known) + ")");
+  }
+  fsl::DriverOptions driver = driverOptions(*program);
+  driver.emit = fsl::EmitKind::Cuda;
+  driver.onlyFusions = {fusion};
+  std::string name = fusion;
+  for (int i = 0; i < dim_count; ++i) {
+    if (!dim_names[i] || !dims->second.count(dim_names[i]))
+      return fail(FSL_ERROR_ARGUMENT, error, error_size,
+                  std::string(fusion) + " has no dimension '" +
+                      (dim_names[i] ? dim_names[i] : "(null)") + "'");
+    if (dim_values[i] <= 0)
+      return fail(FSL_ERROR_ARGUMENT, error, error_size,
+                  std::string(dim_names[i]) + " = " + std::to_string(dim_values[i]) +
+                      ": a static extent is positive");
+    driver.specializeDims[dim_names[i]] = dim_values[i];
+  }
+  for (const auto &[dim, value] : driver.specializeDims)
+    name += "." + dim + std::to_string(value);
+  auto result = std::make_unique<fsl_specialization>();
+  result->name = name;
+  std::string why;
+  bool generated = false;
+  driver.generated = [&](const fsl::kir::Program &lowered,
+                         const fsl::codegen::GeneratedSources &sources, const fsl::Target &target) {
+    generated = true;
+    result->source = sources.source;
+    if (!writeLaunch(lowered, target.launchLimits(), target.arch, result->launch, why))
+      why = "the JIT cannot launch " + std::string(fusion) + " yet: its kernels need " + why;
+  };
+  std::string diagnostics;
+  int code = runDriver(driver, diagnostics);
+  if (code != fsl::kExitSuccess || !generated)
+    return fail(FSL_ERROR_COMPILE, error, error_size,
+                name + ": " + (diagnostics.empty() ? "nothing was generated" : diagnostics));
+  if (!why.empty())
+    return fail(FSL_ERROR_COMPILE, error, error_size, why);
+  *specialization = result.release();
+  succeed(error, error_size);
+  return FSL_OK;
+}
+
+extern "C" const char *fsl_specialization_source(const fsl_specialization *s) {
+  return s ? s->source.c_str() : nullptr;
+}
+extern "C" const char *fsl_specialization_launch(const fsl_specialization *s) {
+  return s ? s->launch.c_str() : nullptr;
+}
+extern "C" const char *fsl_specialization_name(const fsl_specialization *s) {
+  return s ? s->name.c_str() : nullptr;
+}
+extern "C" void fsl_specialization_free(fsl_specialization *s) { delete s; }

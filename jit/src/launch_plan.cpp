@@ -1,0 +1,564 @@
+// launch_plan.cpp — parsing and evaluating launch metadata (launch_plan.h).
+#include "launch_plan.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+namespace fsl::jit {
+namespace {
+
+const char *const kDTypeNames[] = {"bool", "i32", "i64", "f16", "bf16", "f32", "f64"};
+const int kDTypeBytes[] = {1, 4, 8, 2, 2, 4, 8};
+
+std::optional<fsl_dtype> dtypeNamed(const std::string &name) {
+  for (int i = 0; i < 7; ++i)
+    if (name == kDTypeNames[i])
+      return static_cast<fsl_dtype>(i);
+  return std::nullopt;
+}
+
+const char *dtypeName(fsl_dtype dtype) {
+  return dtype >= 0 && dtype <= 6 ? kDTypeNames[dtype] : "unknown";
+}
+
+std::string format(const char *pattern, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char *pattern, ...) {
+  char buffer[1024];
+  va_list args;
+  va_start(args, pattern);
+  std::vsnprintf(buffer, sizeof buffer, pattern, args);
+  va_end(args);
+  return buffer;
+}
+
+bool parseInt(const std::string &token, int64_t &value) {
+  if (token.empty())
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  long long parsed = std::strtoll(token.c_str(), &end, 10);
+  if (errno || *end)
+    return false;
+  value = parsed;
+  return true;
+}
+
+/// The tokens of one line, with a cursor.
+struct Tokens {
+  std::vector<std::string> items;
+  size_t at = 0;
+  bool done() const { return at >= items.size(); }
+  const std::string &next() {
+    static const std::string none;
+    return at < items.size() ? items[at++] : none;
+  }
+};
+
+bool parseExpr(Tokens &tokens, LaunchExpr &expr, std::string &error) {
+  if (tokens.done()) {
+    error = "an expression is missing";
+    return false;
+  }
+  const std::string &token = tokens.next();
+  if (token == "(") {
+    expr.kind = LaunchExpr::Kind::Op;
+    expr.name = tokens.next();
+    while (!tokens.done() && tokens.items[tokens.at] != ")") {
+      LaunchExpr operand;
+      if (!parseExpr(tokens, operand, error))
+        return false;
+      expr.operands.push_back(std::move(operand));
+    }
+    if (tokens.next() != ")") {
+      error = "an expression lacks its ')'";
+      return false;
+    }
+    size_t want = expr.name == "?" ? 3 : expr.name == "neg" || expr.name == "!" ? 1 : 2;
+    if (expr.operands.size() != want) {
+      error =
+          "operator '" + expr.name + "' with " + std::to_string(expr.operands.size()) + " operands";
+      return false;
+    }
+    expr.text = "(" + expr.name;
+    for (const LaunchExpr &operand : expr.operands)
+      expr.text += " " + operand.text;
+    expr.text += ")";
+    return true;
+  }
+  expr.text = token;
+  if (parseInt(token, expr.value)) {
+    expr.kind = LaunchExpr::Kind::Const;
+    return true;
+  }
+  expr.kind = LaunchExpr::Kind::Dim;
+  expr.name = token;
+  return true;
+}
+
+/// The value of an expression; false on an overflow, a division by zero or an unknown
+/// dimension (`error` says which).
+bool evaluate(const LaunchExpr &expr, const std::map<std::string, int64_t> &dims, int64_t &value,
+              std::string &error) {
+  switch (expr.kind) {
+  case LaunchExpr::Kind::Const:
+    value = expr.value;
+    return true;
+  case LaunchExpr::Kind::Dim: {
+    auto found = dims.find(expr.name);
+    if (found == dims.end()) {
+      error = "no value for dimension " + expr.name;
+      return false;
+    }
+    value = found->second;
+    return true;
+  }
+  case LaunchExpr::Kind::Op:
+    break;
+  }
+  std::vector<int64_t> v(expr.operands.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    if (!evaluate(expr.operands[i], dims, v[i], error))
+      return false;
+  const std::string &op = expr.name;
+  bool overflow = false;
+  if (op == "+")
+    overflow = __builtin_add_overflow(v[0], v[1], &value);
+  else if (op == "-")
+    overflow = __builtin_sub_overflow(v[0], v[1], &value);
+  else if (op == "*")
+    overflow = __builtin_mul_overflow(v[0], v[1], &value);
+  else if (op == "/" || op == "%") {
+    if (v[1] == 0 || (v[0] == INT64_MIN && v[1] == -1)) {
+      error = "division by zero or overflow in " + expr.text;
+      return false;
+    }
+    value = op == "/" ? v[0] / v[1] : v[0] % v[1];
+  } else if (op == "min")
+    value = std::min(v[0], v[1]);
+  else if (op == "max")
+    value = std::max(v[0], v[1]);
+  else if (op == "<")
+    value = v[0] < v[1];
+  else if (op == "<=")
+    value = v[0] <= v[1];
+  else if (op == ">")
+    value = v[0] > v[1];
+  else if (op == ">=")
+    value = v[0] >= v[1];
+  else if (op == "==")
+    value = v[0] == v[1];
+  else if (op == "!=")
+    value = v[0] != v[1];
+  else if (op == "&&")
+    value = v[0] && v[1];
+  else if (op == "||")
+    value = v[0] || v[1];
+  else if (op == "!")
+    value = !v[0];
+  else if (op == "neg")
+    overflow = __builtin_sub_overflow(int64_t(0), v[0], &value);
+  else if (op == "?")
+    value = v[0] ? v[1] : v[2];
+  else {
+    error = "unknown operator '" + op + "'";
+    return false;
+  }
+  if (overflow) {
+    error = expr.text + " overflows 64 bits";
+    return false;
+  }
+  return true;
+}
+
+bool parseThree(Tokens &tokens, std::array<LaunchExpr, 3> &three, std::string &error) {
+  for (LaunchExpr &e : three)
+    if (!parseExpr(tokens, e, error))
+      return false;
+  return true;
+}
+
+int64_t bytesOf(const fsl_tensor *t, int elementBytes) {
+  int64_t n = elementBytes;
+  for (int i = 0; i < t->rank; ++i)
+    n *= t->sizes[i];
+  return n;
+}
+
+bool overlap(const fsl_tensor *a, int ab, const fsl_tensor *b, int bb) {
+  const uintptr_t a0 = reinterpret_cast<uintptr_t>(a->data),
+                  b0 = reinterpret_cast<uintptr_t>(b->data);
+  return a0 <= b0 ? b0 - a0 < static_cast<uint64_t>(bytesOf(a, ab))
+                  : a0 - b0 < static_cast<uint64_t>(bytesOf(b, bb));
+}
+
+} // namespace
+
+bool LaunchPlan::isRuntimeDim(const std::string &name) const {
+  for (const auto &[dim, extent] : dims)
+    if (dim == name)
+      return !extent;
+  return false;
+}
+
+std::unique_ptr<LaunchPlan> parseLaunchPlan(const std::string &text, std::string &error) {
+  auto plan = std::make_unique<LaunchPlan>();
+  std::istringstream lines(text);
+  std::string line;
+  int number = 0;
+  bool header = false, ended = false;
+  PlanKernel *kernel = nullptr;
+  auto fail = [&](const std::string &why) {
+    error = "launch metadata, line " + std::to_string(number) + ": " + why;
+    return nullptr;
+  };
+  while (std::getline(lines, line)) {
+    ++number;
+    Tokens tokens;
+    std::istringstream words(line);
+    for (std::string word; words >> word;)
+      tokens.items.push_back(word);
+    if (tokens.done())
+      continue;
+    std::string what = tokens.next();
+    if (!header) {
+      if (what != "fsl-launch" || tokens.next() != "1")
+        return fail("not launch metadata of version 1 (expected 'fsl-launch 1')");
+      header = true;
+      continue;
+    }
+    if (ended)
+      return fail("text after 'end'");
+    std::string why;
+    if (what == "fusion") {
+      plan->fusion = tokens.next();
+    } else if (what == "target") {
+      plan->target = tokens.next();
+      plan->arch = tokens.next();
+    } else if (what == "limits") {
+      int64_t *fields[] = {&plan->maxGrid[0],  &plan->maxGrid[1],  &plan->maxGrid[2],
+                           &plan->maxBlock[0], &plan->maxBlock[1], &plan->maxBlock[2],
+                           &plan->maxThreads,  &plan->maxCluster,  &plan->maxShared};
+      for (int64_t *field : fields)
+        if (!parseInt(tokens.next(), *field))
+          return fail("limits need 9 integers");
+    } else if (what == "dim") {
+      std::string name = tokens.next(), kind = tokens.next();
+      if (kind == "runtime") {
+        plan->dims.emplace_back(name, std::nullopt);
+      } else {
+        int64_t extent = 0;
+        if (kind != "static" || !parseInt(tokens.next(), extent) || extent <= 0)
+          return fail("dim " + name + " is neither runtime nor static with a positive extent");
+        plan->dims.emplace_back(name, extent);
+      }
+    } else if (what == "reduced") {
+      plan->reduced.push_back(tokens.next());
+    } else if (what == "tensor") {
+      PlanTensor t;
+      t.name = tokens.next();
+      std::optional<fsl_dtype> dtype = dtypeNamed(tokens.next());
+      std::string role = tokens.next();
+      if (!dtype || (role != "in" && role != "inout" && role != "out") ||
+          !parseInt(tokens.next(), t.alignment))
+        return fail("tensor " + t.name + ": expected a dtype, in|inout|out and an alignment");
+      t.dtype = *dtype;
+      t.elementBytes = kDTypeBytes[*dtype];
+      t.written = role != "in";
+      while (!tokens.done())
+        t.dims.push_back(tokens.next());
+      if (t.dims.empty() || t.dims.size() > FSL_MAX_RANK)
+        return fail("tensor " + t.name + ": 1 to 8 dimensions");
+      plan->tensors.push_back(std::move(t));
+    } else if (what == "scalar") {
+      PlanScalar s;
+      s.name = tokens.next();
+      std::optional<fsl_dtype> dtype = dtypeNamed(tokens.next());
+      if (!dtype)
+        return fail("scalar " + s.name + ": unknown dtype");
+      s.dtype = *dtype;
+      if (!tokens.done()) {
+        char *end = nullptr;
+        std::string value = tokens.next();
+        s.defaultValue = std::strtod(value.c_str(), &end);
+        if (*end)
+          return fail("scalar " + s.name + ": default '" + value + "' is not a number");
+      }
+      plan->scalars.push_back(std::move(s));
+    } else if (what == "kernel") {
+      plan->kernels.emplace_back();
+      kernel = &plan->kernels.back();
+      kernel->name = tokens.next();
+      if (!parseInt(tokens.next(), kernel->maxThreads))
+        return fail("kernel " + kernel->name + ": expected its launch bound");
+      for (auto *three : {&kernel->grid, &kernel->block, &kernel->cluster})
+        for (LaunchExpr &e : *three)
+          e.text = "1", e.value = 1;
+      kernel->shared.text = "0";
+    } else if (what == "arg" || what == "grid" || what == "block" || what == "cluster" ||
+               what == "shared") {
+      if (!kernel)
+        return fail("'" + what + "' before any kernel");
+      if (what == "arg") {
+        std::string kind = tokens.next();
+        PlanArg arg;
+        arg.kind = kind == "tensor"   ? PlanArg::Kind::Tensor
+                   : kind == "scalar" ? PlanArg::Kind::Scalar
+                                      : PlanArg::Kind::Dim;
+        if (kind != "tensor" && kind != "scalar" && kind != "dim")
+          return fail("arg of kind '" + kind + "'");
+        arg.name = tokens.next();
+        kernel->args.push_back(std::move(arg));
+      } else if (what == "shared") {
+        if (!parseExpr(tokens, kernel->shared, why))
+          return fail(why);
+      } else if (!parseThree(tokens,
+                             what == "grid"    ? kernel->grid
+                             : what == "block" ? kernel->block
+                                               : kernel->cluster,
+                             why)) {
+        return fail(why);
+      }
+    } else if (what == "variant") {
+      PlanVariant variant;
+      if (tokens.items[tokens.at] == "always")
+        tokens.next();
+      else if (!parseExpr(tokens, variant.guard.emplace(), why))
+        return fail(why);
+      while (!tokens.done()) {
+        int64_t index = 0;
+        if (!parseInt(tokens.next(), index) || index < 0 ||
+            index >= static_cast<int64_t>(plan->kernels.size()))
+          return fail("variant launches no such kernel");
+        variant.kernels.push_back(static_cast<unsigned>(index));
+      }
+      plan->variants.push_back(std::move(variant));
+    } else if (what == "end") {
+      ended = true;
+      continue;
+    } else {
+      return fail("unknown item '" + what + "'");
+    }
+    if (!tokens.done())
+      return fail("extra tokens after '" + what + "'");
+  }
+  if (!header || !ended)
+    return fail("the metadata is truncated (no 'end')");
+  // Every name an argument uses is declared.
+  for (const PlanKernel &k : plan->kernels)
+    for (const PlanArg &arg : k.args) {
+      bool known = false;
+      if (arg.kind == PlanArg::Kind::Tensor)
+        for (const PlanTensor &t : plan->tensors)
+          known |= t.name == arg.name;
+      else if (arg.kind == PlanArg::Kind::Scalar)
+        for (const PlanScalar &s : plan->scalars)
+          known |= s.name == arg.name;
+      else
+        known = plan->isRuntimeDim(arg.name);
+      if (!known)
+        return fail("kernel " + k.name + " takes an undeclared " + arg.name);
+    }
+  return plan;
+}
+
+fsl_status checkCall(const LaunchPlan &plan, const fsl_tensor *const *tensors, int tensorCount,
+                     int scalarCount, bool checkData, std::map<std::string, int64_t> &dims,
+                     bool &empty, std::string &error) {
+  dims.clear();
+  empty = false;
+  auto fail = [&](fsl_status status, std::string why) {
+    error = std::move(why);
+    return status;
+  };
+  if (tensorCount != static_cast<int>(plan.tensors.size()) || (tensorCount > 0 && !tensors)) {
+    std::string expected;
+    for (const PlanTensor &t : plan.tensors)
+      expected += (expected.empty() ? "" : ", ") + t.name;
+    return fail(FSL_ERROR_ARGUMENT, plan.fusion + " takes " + std::to_string(plan.tensors.size()) +
+                                        " tensors (" + expected + "), given " +
+                                        std::to_string(tensorCount));
+  }
+  if (scalarCount < 0 || scalarCount > static_cast<int>(plan.scalars.size()))
+    return fail(FSL_ERROR_ARGUMENT, plan.fusion + " takes at most " +
+                                        std::to_string(plan.scalars.size()) + " scalars, given " +
+                                        std::to_string(scalarCount));
+  for (size_t s = scalarCount; s < plan.scalars.size(); ++s)
+    if (!plan.scalars[s].defaultValue)
+      return fail(FSL_ERROR_ARGUMENT,
+                  "scalar " + plan.scalars[s].name + " has no default: pass it");
+  // Descriptors, as fsl_check_tensor.
+  for (size_t i = 0; i < plan.tensors.size(); ++i) {
+    const PlanTensor &p = plan.tensors[i];
+    const fsl_tensor *t = tensors[i];
+    const char *name = p.name.c_str();
+    if (!t)
+      return fail(FSL_ERROR_NULL_POINTER, format("%s: null tensor descriptor", name));
+    if (t->dtype != p.dtype)
+      return fail(FSL_ERROR_DTYPE, format("%s: dtype %s, expected %s", name, dtypeName(t->dtype),
+                                          dtypeName(p.dtype)));
+    if (t->rank != static_cast<int>(p.dims.size()))
+      return fail(FSL_ERROR_RANK,
+                  format("%s: rank %d, expected %d", name, (int)t->rank, (int)p.dims.size()));
+    bool none = false;
+    for (int d = 0; d < t->rank; ++d) {
+      if (t->sizes[d] < 0)
+        return fail(FSL_ERROR_SIZE, format("%s: negative size %lld in dimension %d", name,
+                                           (long long)t->sizes[d], d));
+      none = none || t->sizes[d] == 0;
+    }
+    if (none)
+      continue;
+    int64_t elements = 1;
+    for (int d = t->rank - 1; d >= 0; --d) {
+      if (t->sizes[d] > 1 && t->strides[d] != elements)
+        return fail(FSL_ERROR_LAYOUT,
+                    format("%s: stride %lld in dimension %d, expected %lld (contiguous row-major)",
+                           name, (long long)t->strides[d], d, (long long)elements));
+      if (elements > INT64_MAX / p.elementBytes / t->sizes[d])
+        return fail(FSL_ERROR_SIZE,
+                    format("%s: size %lld in dimension %d makes more than 2^63 - 1 bytes", name,
+                           (long long)t->sizes[d], d));
+      elements *= t->sizes[d];
+    }
+  }
+  // Sizes: the first tensor with a runtime dimension defines it; static ones must match.
+  for (const auto &[dim, extent] : plan.dims) {
+    bool defined = false;
+    for (size_t i = 0; i < plan.tensors.size(); ++i)
+      for (size_t d = 0; d < plan.tensors[i].dims.size(); ++d) {
+        if (plan.tensors[i].dims[d] != dim)
+          continue;
+        int64_t size = tensors[i]->sizes[d];
+        if (!defined && !extent) {
+          dims[dim] = size;
+          defined = true;
+          continue;
+        }
+        int64_t want = extent ? *extent : dims[dim];
+        if (size != want)
+          return fail(FSL_ERROR_SIZE,
+                      format("%s: size %lld of dimension %s, expected %lld%s",
+                             plan.tensors[i].name.c_str(), (long long)size, dim.c_str(),
+                             (long long)want, extent ? " (static)" : ""));
+      }
+  }
+  for (const auto &[dim, value] : dims)
+    if (value == 0)
+      empty = true;
+  if (empty || !checkData)
+    return FSL_OK;
+  for (size_t i = 0; i < plan.tensors.size(); ++i) {
+    const PlanTensor &p = plan.tensors[i];
+    const fsl_tensor *t = tensors[i];
+    const char *name = p.name.c_str();
+    uintptr_t data = reinterpret_cast<uintptr_t>(t->data);
+    if (!t->data)
+      return fail(FSL_ERROR_NULL_POINTER, format("%s: null data pointer", name));
+    if (data % p.elementBytes)
+      return fail(FSL_ERROR_ALIGNMENT,
+                  format("%s: data pointer %p is not aligned to its %d-byte elements", name,
+                         t->data, p.elementBytes));
+    if (data - 1 > UINTPTR_MAX - static_cast<uintptr_t>(bytesOf(t, p.elementBytes)))
+      return fail(FSL_ERROR_SIZE, format("%s: %lld bytes at %p run past the end of the address "
+                                         "space",
+                                         name, (long long)bytesOf(t, p.elementBytes), t->data));
+  }
+  for (size_t i = 0; i < plan.tensors.size(); ++i) {
+    const PlanTensor &p = plan.tensors[i];
+    if (p.alignment > p.elementBytes && reinterpret_cast<uintptr_t>(tensors[i]->data) % p.alignment)
+      return fail(FSL_ERROR_ALIGNMENT,
+                  format("%s: data pointer %p is not aligned to %lld bytes (the kernel reads "
+                         "%lld-byte vectors)",
+                         p.name.c_str(), tensors[i]->data, (long long)p.alignment,
+                         (long long)p.alignment));
+  }
+  // An output and any other tensor, each pair once (an inout parameter is its own output).
+  for (size_t i = 0; i < plan.tensors.size(); ++i)
+    for (size_t j = 0; j < plan.tensors.size(); ++j)
+      if (i != j && plan.tensors[i].written && !(plan.tensors[j].written && j < i) &&
+          overlap(tensors[i], plan.tensors[i].elementBytes, tensors[j],
+                  plan.tensors[j].elementBytes))
+        return fail(FSL_ERROR_OVERLAP,
+                    plan.tensors[i].name + " overlaps " + plan.tensors[j].name +
+                        " in memory; only inout parameters are updated in place");
+  return FSL_OK;
+}
+
+fsl_status planLaunches(const LaunchPlan &plan, const std::map<std::string, int64_t> &dims,
+                        std::vector<PlannedLaunch> &launches, std::string &error) {
+  launches.clear();
+  const PlanVariant *chosen = nullptr;
+  for (const PlanVariant &variant : plan.variants) {
+    int64_t holds = 1;
+    if (variant.guard && !evaluate(*variant.guard, dims, holds, error))
+      return FSL_ERROR_SIZE;
+    if (holds) {
+      chosen = &variant;
+      break;
+    }
+  }
+  if (!chosen) {
+    error = "no schedule of " + plan.fusion + " applies to these sizes";
+    return FSL_ERROR_SIZE;
+  }
+  const char axes[] = {'x', 'y', 'z'};
+  for (unsigned k : chosen->kernels) {
+    const PlanKernel &kernel = plan.kernels[k];
+    PlannedLaunch launch;
+    launch.kernel = &kernel;
+    std::string why;
+    auto value = [&](const LaunchExpr &e, int64_t &out) {
+      if (evaluate(e, dims, out, why))
+        return true;
+      error = kernel.name + ": " + why;
+      return false;
+    };
+    for (int a = 0; a < 3; ++a) {
+      if (!value(kernel.grid[a], launch.grid[a]) || !value(kernel.block[a], launch.block[a]) ||
+          !value(kernel.cluster[a], launch.cluster[a]))
+        return FSL_ERROR_SIZE;
+      if (launch.grid[a] < 1 || launch.grid[a] > plan.maxGrid[a]) {
+        error =
+            format("%s: grid extent %lld along %c (%s) is outside 1..%lld on %s",
+                   kernel.name.c_str(), (long long)launch.grid[a], axes[a],
+                   kernel.grid[a].text.c_str(), (long long)plan.maxGrid[a], plan.target.c_str());
+        return FSL_ERROR_SIZE;
+      }
+      if (launch.block[a] < 1 || launch.block[a] > plan.maxBlock[a]) {
+        error =
+            format("%s: block extent %lld along %c (%s) is outside 1..%lld on %s",
+                   kernel.name.c_str(), (long long)launch.block[a], axes[a],
+                   kernel.block[a].text.c_str(), (long long)plan.maxBlock[a], plan.target.c_str());
+        return FSL_ERROR_SIZE;
+      }
+      if (launch.cluster[a] != 1) {
+        error = kernel.name + ": thread-block clusters are not launched by the JIT yet";
+        return FSL_ERROR_SIZE;
+      }
+    }
+    int64_t threads = launch.block[0] * launch.block[1] * launch.block[2];
+    int64_t most =
+        kernel.maxThreads ? std::min(kernel.maxThreads, plan.maxThreads) : plan.maxThreads;
+    if (threads > most) {
+      error = format("%s: %lld threads a block, more than %lld", kernel.name.c_str(),
+                     (long long)threads, (long long)most);
+      return FSL_ERROR_SIZE;
+    }
+    if (!value(kernel.shared, launch.shared))
+      return FSL_ERROR_SIZE;
+    if (launch.shared < 0 || launch.shared > plan.maxShared) {
+      error = format("%s: %lld bytes of dynamic shared memory (%s), the limit is %lld on %s",
+                     kernel.name.c_str(), (long long)launch.shared, kernel.shared.text.c_str(),
+                     (long long)plan.maxShared, plan.target.c_str());
+      return FSL_ERROR_SIZE;
+    }
+    launches.push_back(launch);
+  }
+  return FSL_OK;
+}
+
+} // namespace fsl::jit

@@ -1,0 +1,65 @@
+// session.h — the specializing JIT's core, without the compiler: signatures, the policy,
+// the memory cache, NVRTC through the runtime's cache, checks and launches.
+//
+// Specializations come from a callback: libfslc in fsl_jit_session_create
+// (jit_session_api.cpp); sources and metadata specialized ahead of time elsewhere (the
+// GPU test, tests/gpu/specialize_gpu_test.cu, on a machine without the compiler).
+#pragma once
+
+#include "fsl/jit_session.h"
+#include "launch_plan.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace fsl::jit {
+
+/// A specialization: the generated source, its launch metadata and its name.
+struct Specialized {
+  std::string name, source, launch;
+};
+
+/// Generates `fusion` with `dims` static; FSL_OK or a status and a message.
+using Specializer = std::function<fsl_status(
+    const std::string &fusion, const std::vector<std::pair<std::string, int64_t>> &dims,
+    Specialized &out, std::string &error)>;
+
+class Session {
+public:
+  /// `signatures`: launch metadata without kernels, by fusion; `arch`: the target's
+  /// architecture (the device must be of it when options.arch is not given).
+  static fsl_status create(const std::map<std::string, std::string> &signatures,
+                           const std::string &targetArch, Specializer specializer,
+                           const fsl_jit_session_options &options,
+                           std::unique_ptr<Session> &session, std::string &error);
+
+  fsl_status run(const std::string &fusion, const fsl_tensor *const *tensors, int tensorCount,
+                 const double *scalars, int scalarCount, void *stream, bool launch,
+                 fsl_jit_launch_info *info, std::string &error);
+
+  fsl_jit_stats stats() const;
+  ~Session();
+
+private:
+  struct Entry;
+  Session() = default;
+  fsl_status entryFor(const std::string &fusion, const LaunchPlan &signature,
+                      const std::map<std::string, int64_t> &dims, const std::string &arch,
+                      Entry *&entry, bool &memoryHit, std::string &error);
+  fsl_status deviceArch(std::string &arch, std::string &error);
+
+  std::map<std::string, std::unique_ptr<LaunchPlan>> signatures_;
+  std::string targetArch_, arch_, cacheDir_;
+  fsl_specialize_policy policy_ = FSL_SPECIALIZE_REDUCED;
+  Specializer specializer_;
+  mutable std::mutex mutex_;
+  std::map<std::string, std::unique_ptr<Entry>> entries_;
+  std::map<void *, std::string> archOf_; // by CUDA context: the device's, checked once
+  fsl_jit_stats stats_{};
+};
+
+} // namespace fsl::jit
