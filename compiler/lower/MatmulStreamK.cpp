@@ -162,10 +162,15 @@ Stmt MatmulBuilder::storePiece() {
   return kir::block(std::move(out));
 }
 
-/// One CTA a tile left after the whole ones; a tile split between CTAs (not covered by
-/// one CTA's run) is finished here, a row at a time: BN threads, one a column (coalesced
-/// reads and stores), each element the sum of the pieces in K order, then the fusion's
-/// epilogue and the stores. The rows past M take no turns (one row of a tile for M = 1).
+namespace {
+/// Rows of a tile a fix-up CTA finishes.
+constexpr int64_t kFixupRows = 4;
+} // namespace
+
+/// A tile left after the whole ones that is split between CTAs (not covered by one CTA's
+/// run) is finished here, by BM / 4 CTAs of 4 rows each: BN threads, one a column
+/// (coalesced reads and stores), each element the sum of the pieces in K order, then the fusion's
+/// epilogue and the stores. The bands past M have nothing to do (one band of a tile for M = 1).
 /// No division runs per element: the first peer's slot is found once a tile (the others'
 /// is slot 0, the first tile of their runs).
 bool MatmulBuilder::runFixup() {
@@ -176,7 +181,7 @@ bool MatmulBuilder::runFixup() {
   kp.kind = kir::KernelParam::Kind::Tensor;
   kp.buffer = plan_.partials;
   cx_.kernel.params.push_back(kp);
-  kir::VarPtr skTile = var("sk_tile"), thread = var("thread");
+  kir::VarPtr skTile = var("sk_tile"), band = var("band"), thread = var("thread");
 
   std::vector<Stmt> body;
   kTiles_ = var("k_tiles");
@@ -230,11 +235,17 @@ bool MatmulBuilder::runFixup() {
   cx_.rootIndex[plan_.n] = kir::var(col);
   std::vector<Stmt> values = epilogueValues(kir::var(sum));
   inside.insert(inside.end(), values.begin(), values.end());
-  tile.push_back(withOrigin(
-      kir::forLoop(r, kir::var(rows), kir::LoopKind::Serial,
-                   kir::ifThen(kir::var(c) < kir::var(columns), kir::block(std::move(inside)),
-                               nullptr, "the columns inside the output")),
-      plan_.epilogueOrigin, "the tile's rows inside the output, a column a thread"));
+  // The CTA's band of kFixupRows rows: many CTAs a tile keep enough loads in flight (a
+  // CTA's rows run one after the other, each waiting for its pieces).
+  kir::VarPtr i = var("i");
+  std::vector<Stmt> perRow;
+  perRow.push_back(kir::let(r, kir::var(band) * kir::index(kFixupRows) + kir::var(i)));
+  perRow.push_back(kir::ifThen(kir::var(r) < kir::var(rows) && kir::var(c) < kir::var(columns),
+                               kir::block(std::move(inside)), nullptr,
+                               "the rows and columns inside the output"));
+  tile.push_back(withOrigin(kir::forLoop(i, kir::index(kFixupRows), kir::LoopKind::Unrolled,
+                                         kir::block(std::move(perRow))),
+                            plan_.epilogueOrigin, "the band's rows, a column a thread"));
 
   std::vector<Stmt> split;
   split.push_back(kir::let(x0, kir::var(skTile) * kt, "the tile's first k tile in the runs"));
@@ -252,12 +263,15 @@ bool MatmulBuilder::runFixup() {
                                         (cx_.dimExtent(plan_.k) + kir::index(plan_.tileK - 1)) /
                                             kir::index(plan_.tileK));
   Expr blocks = kir::foldedBinary(kir::BinaryOp::Max, left, kir::index(1));
+  nest = kir::parallelLoop(
+      band, kir::index(plan_.tileM / kFixupRows), kir::Axis::BIDy, nest,
+      {"bands of " + std::to_string(kFixupRows) + " rows of the tile", plan_.tilesOrigin.range});
   nest = withOrigin(kir::parallelLoop(skTile, blocks, kir::Axis::BIDx, nest), plan_.tilesOrigin,
-                    "the tiles left after the whole ones, one a CTA");
+                    "the tiles left after the whole ones");
   cx_.kernel.body =
       kir::block({kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents), nest});
   kir::LaunchShape &launch = cx_.kernel.launch;
-  launch.grid = {blocks, kir::index(1), kir::index(1)};
+  launch.grid = {blocks, kir::index(plan_.tileM / kFixupRows), kir::index(1)};
   launch.block = {kir::index(threads), kir::index(1), kir::index(1)};
   launch.maxThreads = threads;
   return true;

@@ -35,12 +35,12 @@ rm -f "$out/err.txt"
 # each with the layout of w).
 mkdir -p "$out/matmul"
 : > "$out/matmul/variants.txt"
-mm_variant() { # name layout example sed-expression
+mm_variant() { # name layout example sed-expression [M,N,K: static sizes, that shape only]
   sed -e "$4" "$root/examples/$3.fsl" > "$out/matmul/$1.fsl"
   "$fslc" --diagnostics-color=never -o "$out/matmul/$1" "$out/matmul/$1.fsl"
   local kind=gelu
   [ "$3" = matmul ] && kind=plain
-  echo "$1 $2 $kind" >> "$out/matmul/variants.txt"
+  echo "$1 $2 $kind ${5:-}" >> "$out/matmul/variants.txt"
 }
 t128='s/tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16)/tile (128, 128, 64), warp (64, 128), instruction wgmma(64, 128, 16)/'
 mm_variant simple_t256 nk linear_bias_gelu_simple ''
@@ -77,6 +77,17 @@ mm_variant pp_kn kn linear_bias_gelu "$pp; s/w: bf16\\[N, K\\]/w: bf16[K, N]/"
 # the bias + GELU epilogue and for the plain product (examples/matmul.fsl).
 mm_variant auto nk linear_bias_gelu '/^schedule/,$c schedule linear_bias_gelu = auto(matmul);'
 mm_variant plain_auto nk matmul ''
+# ... and for static sizes, at each shape of the benchmark (docs/performance.md).
+for shape in 4096,14336,5120 4096,5120,14336 8192,8192,8192 4096,4096,4096 2048,2048,2048 \
+    8192,28672,8192 128,14336,5120 16,14336,5120 1,14336,5120 4000,14000,5000 1000,5000,3000 \
+    3000,7000,2000; do
+  IFS=, read -r m n k <<< "$shape"
+  sizes="<M = $m, N = $n, K = $k>"
+  mm_variant "auto_${m}_${n}_${k}" nk linear_bias_gelu \
+    "/^schedule/,\$c schedule linear_bias_gelu = auto(matmul);
+s/fusion linear_bias_gelu(/fusion linear_bias_gelu$sizes(/" "$shape"
+  mm_variant "plain_auto_${m}_${n}_${k}" nk matmul "s/fusion matmul(/fusion matmul$sizes(/" "$shape"
+done
 mm_variant plain_full nk matmul 's/^schedule matmul = auto(matmul);/schedule matmul {\n    mma over K: tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16);\n    pipeline 3 stages via tma;\n    warp_specialize producer(regs 40), consumers(2, regs 232);\n    tiles persistent swizzle 8;\n    epilogue via shared tma_store;\n}/'
 mm_variant plain_pp nk matmul 's/^schedule matmul = auto(matmul);/schedule matmul {\n    mma over K: tile (64, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16);\n    pipeline 4 stages via tma;\n    warp_specialize producer(regs 40), consumers(2, regs 232);\n    tiles persistent swizzle 8;\n    epilogue via shared tma_store;\n}/'
 mm_variant plain_pp128 nk matmul 's/^schedule matmul = auto(matmul);/schedule matmul {\n    mma over K: tile (128, 128, 64), warp (128, 128), instruction wgmma(64, 128, 16);\n    pipeline 5 stages via tma;\n    warp_specialize producer(regs 40), consumers(2, regs 232);\n    tiles persistent swizzle 8;\n    epilogue via shared tma_store;\n}/'

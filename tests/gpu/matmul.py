@@ -73,8 +73,10 @@ def time_us(call, replays=15):
 
 
 class Variant:
-    def __init__(self, build, name, layout, kind):
+    def __init__(self, build, name, layout, kind, shape=None):
         self.name, self.layout, self.kind = name, layout, kind
+        # Static sizes: the variant runs at that shape only.
+        self.shape = tuple(int(x) for x in shape.split(",")) if shape else None
         lib = ctypes.CDLL(os.path.join(build, "matmul", name, "libfusion.so"))
         fusion = "linear_bias_gelu" if kind == "gelu" else "matmul"
         self.fn = getattr(lib, f"fsl_{fusion}")
@@ -110,14 +112,18 @@ def main():
     failures = 0
     torch.manual_seed(0)
     print("| variant | M | N | K | result | detail |\n|---|---|---|---|---|---|")
-    for M, N, K in [(1, 136, 200), (16, 256, 64), (70, 136, 200), (300, 264, 8), (128, 4104, 5120),
-                    (4096, 14336, 5120), (4095, 1000, 1000)]:
+    shapes = [(1, 136, 200), (16, 256, 64), (70, 136, 200), (300, 264, 8), (128, 4104, 5120),
+              (4096, 14336, 5120), (4095, 1000, 1000)]
+    shapes += sorted({v.shape for v in variants if v.shape and v.shape not in shapes})
+    for M, N, K in shapes:
         a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
         w_nk = torch.randn(N, K, device="cuda").to(torch.bfloat16)
         bias = torch.randn(N, device="cuda").to(torch.bfloat16)
         refs = {"gelu": reference(a, w_nk, bias).float(),
                 "plain": (a.float() @ w_nk.float().t()).to(torch.bfloat16).float()}
         for v in variants:
+            if v.shape and v.shape != (M, N, K):
+                continue
             ref = refs[v.kind]
             y = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
             status = v.call(a, v.weight(w_nk), bias, y)()
@@ -143,10 +149,11 @@ def main():
     shapes = mlp[:2] + [(8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048), mlp[2],
                         (128, 14336, 5120), (16, 14336, 5120), (1, 14336, 5120),
                         (4000, 14000, 5000), (1000, 5000, 3000), (3000, 7000, 2000)]
-    shown = [v for v in variants if not timed or v.name in timed]
+    shown = [v for v in variants if (not timed or v.name in timed) and not v.shape]
+    static = {(v.kind, v.shape): v for v in variants if v.shape}
     gelu = [v for v in shown if v.kind == "gelu"]
     plain = [v for v in shown if v.kind == "plain"]
-    names = [v.name for v in gelu + plain]
+    names = [v.name for v in gelu + plain] + ["auto (static sizes)", "plain_auto (static sizes)"]
     peers = ["cuBLAS a@w^T", "cuBLAS a@w (kn)", "F.linear+gelu", "torch.compile"] + \
         (["max-autotune"] if max_autotune else [])
     print("| M | N | K | " + " | ".join(f"{n}" for n in names + peers) +
@@ -161,6 +168,10 @@ def main():
         tf = lambda us: 2 * M * N * K / (us * 1e-6) / 1e12
         ours = {v.name: time_us(v.call(a, w_nk if v.layout == "nk" else w_kn, bias, y))
                 for v in gelu + plain}
+        nan = float("nan")
+        for kind, column in (("gelu", "auto (static sizes)"), ("plain", "plain_auto (static sizes)")):
+            v = static.get((kind, (M, N, K)))
+            ours[column] = time_us(v.call(a, w_nk, bias, y)) if v else nan
         times = {"cuBLAS a@w^T": time_us(lambda: torch.matmul(a, w_nk.t())),
                  "cuBLAS a@w (kn)": time_us(lambda: torch.matmul(a, w_kn)),
                  "F.linear+gelu": time_us(lambda: linear_gelu(a, w_nk, bias)),
@@ -172,18 +183,17 @@ def main():
         best_peer = min(t for p, t in times.items() if p in ("F.linear+gelu", "torch.compile",
                                                               "max-autotune") and t == t)
         cells = []
-        if gelu:
-            best = min(gelu, key=lambda v: ours[v.name])
-            cells.append(f"{best_peer / ours[best.name]:.2f} ({best.name})")
-        else:
-            cells.append("")
-        if plain:
-            best = min(plain, key=lambda v: ours[v.name])
-            cells.append(f"{times['cuBLAS a@w^T'] / ours[best.name]:.2f} ({best.name})")
-        else:
-            cells.append("")
+        gelu_names = [v.name for v in gelu] + ["auto (static sizes)"]
+        plain_names = [v.name for v in plain] + ["plain_auto (static sizes)"]
+        for group, peer in ((gelu_names, best_peer), (plain_names, times["cuBLAS a@w^T"])):
+            measured = [n for n in group if ours[n] == ours[n]]
+            if measured:
+                best = min(measured, key=lambda n: ours[n])
+                cells.append(f"{peer / ours[best]:.2f} ({best})")
+            else:
+                cells.append("")
         if M <= 128:
-            fastest = min(ours.values())
+            fastest = min(t for t in ours.values() if t == t)
             cells.append(f"{100 * N * K * 2 / (fastest * 1e-6) / 1e9 / ceiling:.0f} %")
         else:
             cells.append("")
