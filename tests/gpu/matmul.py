@@ -148,17 +148,18 @@ def main():
     mlp = [(4096, 14336, 5120), (4096, 5120, 14336), (8192, 28672, 8192)]
     shapes = mlp[:2] + [(8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048), mlp[2],
                         (128, 14336, 5120), (16, 14336, 5120), (1, 14336, 5120),
-                        (4000, 14000, 5000), (1000, 5000, 3000), (3000, 7000, 2000)]
+                        (4000, 14000, 5000), (1000, 5000, 3000), (3000, 7000, 2000),
+                        (4096, 7424, 5120)]
     shown = [v for v in variants if (not timed or v.name in timed) and not v.shape]
     static = {(v.kind, v.shape): v for v in variants if v.shape}
     gelu = [v for v in shown if v.kind == "gelu"]
     plain = [v for v in shown if v.kind == "plain"]
     names = [v.name for v in gelu + plain] + ["auto (static sizes)", "plain_auto (static sizes)"]
-    peers = ["cuBLAS a@w^T", "cuBLAS a@w (kn)", "F.linear+gelu", "torch.compile"] + \
-        (["max-autotune"] if max_autotune else [])
+    peers = ["cuBLAS a@w^T", "cuBLAS a@w (kn)", "F.linear+gelu", "torch.compile"]
     print("| M | N | K | " + " | ".join(f"{n}" for n in names + peers) +
           " | best fslc+gelu / best peer+gelu | best fslc plain / cuBLAS | w read, % of copy |")
     print("|---" * (len(names) + len(peers) + 6) + "|")
+    kept = {}
     for M, N, K in shapes:
         a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
         w_nk = torch.randn(N, K, device="cuda").to(torch.bfloat16)
@@ -176,12 +177,10 @@ def main():
                  "cuBLAS a@w (kn)": time_us(lambda: torch.matmul(a, w_kn)),
                  "F.linear+gelu": time_us(lambda: linear_gelu(a, w_nk, bias)),
                  "torch.compile": time_us(lambda: compiled(a, w_nk, bias))}
-        if max_autotune:
-            times["max-autotune"] = (time_us(lambda: autotuned(a, w_nk, bias))
-                                     if (M, N, K) in mlp else float("nan"))
+        if (M, N, K) in mlp:
+            kept[(M, N, K)] = (ours, times)
         row = [f"{tf(ours[n]):.0f}" for n in names] + [f"{tf(times[p]):.0f}" for p in peers]
-        best_peer = min(t for p, t in times.items() if p in ("F.linear+gelu", "torch.compile",
-                                                              "max-autotune") and t == t)
+        best_peer = min(times["F.linear+gelu"], times["torch.compile"])
         cells = []
         gelu_names = [v.name for v in gelu] + ["auto (static sizes)"]
         plain_names = [v.name for v in plain] + ["plain_auto (static sizes)"]
@@ -198,6 +197,21 @@ def main():
         else:
             cells.append("")
         print(f"| {M} | {N} | {K} | " + " | ".join(row + cells) + " |")
+
+    # torch.compile's max-autotune-no-cudagraphs at the MLP shapes, last: its tuning takes
+    # minutes, and the table above is printed whatever happens here.
+    if max_autotune:
+        print("\n| M | N | K | max-autotune TFLOP/s | best fslc+gelu / max-autotune |\n|---|---|---|---|---|")
+        for M, N, K in mlp:
+            a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+            w_nk = torch.randn(N, K, device="cuda").to(torch.bfloat16)
+            bias = torch.randn(N, device="cuda").to(torch.bfloat16)
+            us = time_us(lambda: autotuned(a, w_nk, bias))
+            ours, _ = kept[(M, N, K)]
+            best = min((n for n in ours if n in [v.name for v in gelu] + ["auto (static sizes)"]
+                        and ours[n] == ours[n]), key=lambda n: ours[n])
+            print(f"| {M} | {N} | {K} | {2 * M * N * K / (us * 1e-6) / 1e12:.0f} | "
+                  f"{us / ours[best]:.2f} ({best}) |")
 
 
 if __name__ == "__main__":
