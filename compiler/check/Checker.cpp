@@ -587,8 +587,12 @@ private:
       }
       // Each stage has a `full` mbarrier, and an `empty` one with a producer warpgroup.
       int64_t barrierBytes = 8 * (mm.warpSpecialize ? 2 : 1);
+      // A second product of the same a (SwiGLU's gate and up) loads a second b tile.
+      int64_t products = llvm::count_if(schedule_.fusion->values,
+                                        [](const auto &v) { return v->op == ir::Op::MatMul; });
       std::optional<int64_t> stageBytes =
-          add(mul(add(mul(m, k), mul(n, k)), operandBytes), barrierBytes);
+          add(mul(add(mul(m, k), mul(mul(n, k), std::min<int64_t>(products, 2))), operandBytes),
+              barrierBytes);
       std::optional<int64_t> total = mul(mm.pipeline->stages.value, stageBytes);
       std::string parts =
           stageBytes

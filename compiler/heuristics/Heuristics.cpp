@@ -301,6 +301,10 @@ private:
     ir::DimId m = product.lhsLayout->rowDim, n = product.rhsLayout->rowDim,
               k = product.reduced.at(0);
     const ir::Dim &mDim = fusion_.dims[m], &nDim = fusion_.dims[n], &kDim = fusion_.dims[k];
+    // Two products of one a (SwiGLU's gate and up) share a kernel: two accumulator sets, so
+    // 128 x 128 tiles (64 + 64 accumulators a thread), one tile order (persistent).
+    twoProducts_ =
+        llvm::count_if(fusion_.values, [](const auto &v) { return v->op == ir::Op::MatMul; }) == 2;
     sched::EpilogueKind epilogue = sched::EpilogueKind::Registers;
     std::string epilogueWhy =
         "in registers (several outputs, or one not over [" + mDim.name + ", " + nDim.name + "])";
@@ -329,7 +333,7 @@ private:
     int64_t operandBytes = 2;
     // Stages: what the shared memory holds after the epilogue's tile, at most `most`.
     auto stagesFit = [&](const MatmulChoice &c) {
-      int64_t stage = (c.tileM + c.tileN) * 64 * operandBytes + 16;
+      int64_t stage = (c.tileM + c.tileN * (twoProducts_ ? 2 : 1)) * 64 * operandBytes + 16;
       int64_t tile = c.epilogue == sched::EpilogueKind::Registers
                          ? 0
                          : c.groups * c.tileM * c.tileN * outputBytes;
@@ -348,8 +352,8 @@ private:
       MatmulChoice c;
       c.epilogue = epilogue;
       std::string epilogueHow = epilogueWhy, groupsWhy;
-      bool fewRows = high && *high <= 64;
-      c.tileN = tileNKnob ? *tileNKnob : (high && !fewRows ? 128 : 256);
+      bool fewRows = high && *high <= 64 && !twoProducts_;
+      c.tileN = tileNKnob ? *tileNKnob : (twoProducts_ || (high && !fewRows) ? 128 : 256);
       std::string orderWhy = "persistent CTAs in groups of " +
                              std::to_string(knobs_.swizzle ? *knobs_.swizzle : 8) + " M tiles";
       // split_k for few rows, unless a knob asks for another order.
@@ -383,8 +387,8 @@ private:
         // a short K (measured at 64 k tiles: +13 % at 4096^3, +11 % at 3000 x 7000 x 2000;
         // at 224 k tiles, 4096 x 5120 x 14336, -10 %), among the 128 x 256 choices.
         std::optional<int64_t> kTiles = tilesOf(kDim, 64);
-        bool pingpong = knobs_.pingpong.value_or(!high && c.tileN == 256 && kTiles &&
-                                                 *kTiles <= 64 && !knobs_.clusterM);
+        bool pingpong = knobs_.pingpong.value_or(!twoProducts_ && !high && c.tileN == 256 &&
+                                                 kTiles && *kTiles <= 64 && !knobs_.clusterM);
         if (knobs_.pingpong)
           honour("pingpong");
         if (pingpong) {
@@ -400,7 +404,7 @@ private:
         }
         bool streamK = knobs_.streamK.value_or(false);
         std::optional<int64_t> rows = tilesOf(mDim, c.tileM), columns = tilesOf(nDim, c.tileN);
-        if (!knobs_.streamK && !knobs_.clusterM && rows && columns && !high) {
+        if (!knobs_.streamK && !knobs_.clusterM && !twoProducts_ && rows && columns && !high) {
           int64_t tiles = *rows * *columns, tail = tiles % target_.smCount;
           if (tiles >= 2 * target_.smCount && tail > 0 && 3 * tail <= target_.smCount) {
             streamK = true;
@@ -442,6 +446,9 @@ private:
       if (tileNKnob)
         honour("tile_n");
       std::string rowsWhy = "auto(matmul)";
+      if (twoProducts_)
+        rowsWhy += ", two products of " + product.lhsLayout->inputName +
+                   " in one kernel (a second b tile a stage, a second accumulator set)";
       if (low && high)
         rowsWhy += llvm::formatv(", {0} to {1} rows", *low, *high - 1).str();
       else if (high)
@@ -473,9 +480,10 @@ private:
     // 128 x 256 tiles (128 x 128 tiles), the rest. Knobs that fix what a range changes
     // merge it with its neighbour.
     std::vector<int64_t> bounds;
-    if (!knobs_.splitK && !knobs_.streamK.value_or(false) && !knobs_.swizzle && !knobs_.clusterM)
+    if (!knobs_.splitK && !knobs_.streamK.value_or(false) && !knobs_.swizzle && !knobs_.clusterM &&
+        !twoProducts_)
       bounds.push_back(64);
-    if (!tileNKnob)
+    if (!tileNKnob && !twoProducts_)
       bounds.push_back(twoWaves);
     std::vector<std::pair<std::optional<int64_t>, std::optional<int64_t>>> ranges;
     std::optional<int64_t> low;
@@ -522,6 +530,20 @@ private:
     if (knobs_.tileN && *knobs_.tileN != 128 && *knobs_.tileN != 256)
       refuse("tile_n", "the CTA tile is 128 x tile_n with two consumer warpgroups of 64 x "
                        "tile_n: 128 or 256");
+    if (twoProducts_) {
+      const char *why = "two products of one a keep two accumulator sets: 128 x 128 tiles, "
+                        "persistent, one consumer group";
+      if (knobs_.tileN && *knobs_.tileN != 128)
+        refuse("tile_n", why);
+      if (knobs_.splitK && *knobs_.splitK > 1)
+        refuse("split_k", why);
+      if (knobs_.streamK.value_or(false))
+        refuse("stream_k", why);
+      if (knobs_.pingpong.value_or(false))
+        refuse("pingpong", why);
+      if (knobs_.clusterM && *knobs_.clusterM > 1)
+        refuse("cluster_m", why);
+    }
     if (knobs_.splitK && *knobs_.splitK > 64)
       refuse("split_k", "split_k takes 1 to 64 parts of K");
     if (knobs_.splitK && *knobs_.splitK > 1 && knobs_.streamK.value_or(false))
@@ -1072,6 +1094,8 @@ private:
   const ir::Fusion &fusion_;
   const Target &target_;
   const Knobs &knobs_;
+  /// auto(matmul): the fusion has two products of one a.
+  bool twoProducts_ = false;
   DiagnosticEngine *diagnostics_;
   std::string kind_;
   std::set<std::string> honoured_;                           // and refused

@@ -43,7 +43,10 @@ bool MatmulBuilder::run() {
   cx_.addParameters([&](unsigned param, const kir::BufferPtr &buffer) -> kir::TensorMapPtr {
     if (!isOperand(param))
       return nullptr;
-    return (param == plan_.a.param ? mapA_ : mapB_) = operandMap(f_.params[param], buffer);
+    kir::TensorMapPtr &map = param == plan_.a.param   ? mapA_
+                             : param == plan_.b.param ? mapB_
+                                                      : mapB2_;
+    return map = operandMap(f_.params[param], buffer);
   });
   if (plan_.a.param == plan_.b.param) // a @ a^T: one tensor map serves both
     mapB_ = mapA_;
@@ -189,7 +192,8 @@ kir::VarPtr MatmulBuilder::var(const std::string &name) const {
 }
 
 bool MatmulBuilder::isOperand(unsigned param) const {
-  return param == plan_.a.param || param == plan_.b.param;
+  return param == plan_.a.param || param == plan_.b.param ||
+         (plan_.product2 && param == plan_.b2.param);
 }
 
 /// An operand's tensor map: boxes of (tile rows) x (one 128-byte row of K), swizzled.
@@ -199,7 +203,9 @@ kir::TensorMapPtr MatmulBuilder::operandMap(const ir::Param &param, const kir::B
   map->global = buffer;
   for (ir::DimId dim : param.dims)
     map->extents.push_back(cx_.dimExtent(dim));
-  const MatmulOperand &operand = &param == &f_.params[plan_.a.param] ? plan_.a : plan_.b;
+  const MatmulOperand &operand = &param == &f_.params[plan_.a.param]   ? plan_.a
+                                 : &param == &f_.params[plan_.b.param] ? plan_.b
+                                                                       : plan_.b2;
   if (!operand.kContiguous)
     // [K, N]: 64 K rows of one 128-byte span of N; a stage takes BN / span boxes.
     map->box = {plan_.tileK, 128 / static_cast<int64_t>(ir::dtypeBytes(operand.dtype))};
@@ -273,6 +279,15 @@ void MatmulBuilder::makeStorage(std::vector<Stmt> &out) {
                                  plan_.pipelineOrigin));
   out.push_back(sharedAllocation(bTiles_, aBytes, stagesOf(f_.params[plan_.b.param], plan_.tileN)));
   int64_t offset = aBytes + bBytes;
+  if (plan_.product2) {
+    b2Tiles_ = makeBuffer(fresh("b2_tiles"), plan_.b2.dtype,
+                          kir::MemorySpace::Shared, {s * tileElements(plan_.tileN)},
+                          kir::Swizzle::Bytes128, 1024);
+    out.push_back(sharedAllocation(b2Tiles_, offset,
+                                   stagesOf(f_.params[plan_.b2.param], plan_.tileN) +
+                                       ", for the second product"));
+    offset += bBytes;
+  }
   if (plan_.sharedEpilogue()) {
     const ir::Output &output = f_.outputs.at(0);
     int64_t span = 128 / ir::dtypeBytes(output.dtype);
@@ -476,6 +491,11 @@ Stmt MatmulBuilder::consumerRole() {
   body.push_back(kir::allocate(acc_, "f32 accumulators: the thread's fragments of " +
                                          std::to_string(plan_.warpM) + " x " +
                                          std::to_string(plan_.warpN)));
+  if (plan_.product2) {
+    acc2_ =
+        makeBuffer(fresh("acc2"), ir::DType::F32, kir::MemorySpace::Local, {plan_.accumulators()});
+    body.push_back(kir::allocate(acc2_, "the second product's, in the same fragments"));
+  }
   body.push_back(forEachTile(
       [&] {
         Stmt loop = plan_.warpSpecialized ? consumerLoop() : singleRoleLoop();
@@ -507,9 +527,12 @@ Stmt MatmulBuilder::consumerRole() {
 /// where no product is in flight.
 Stmt MatmulBuilder::zeroIfNoProduct() {
   kir::VarPtr i = var("i");
+  std::vector<Stmt> zero = {kir::store(acc_, kir::var(i), kir::constant(0, ir::DType::F32))};
+  if (acc2_)
+    zero.push_back(kir::store(acc2_, kir::var(i), kir::constant(0, ir::DType::F32)));
   return kir::ifThen(kir::binary(kir::BinaryOp::Eq, kCount_, kir::index(0)),
                      kir::forLoop(i, kir::index(plan_.accumulators()), kir::LoopKind::Unrolled,
-                                  kir::store(acc_, kir::var(i), kir::constant(0, ir::DType::F32))),
+                                  kir::block(std::move(zero))),
                      nullptr, "K = 0: no product wrote the accumulators");
 }
 

@@ -112,7 +112,8 @@ private:
   kir::Expr useNumber(std::vector<kir::Stmt> &body, const kir::VarPtr &it,
                       const kir::VarPtr &kTile) const;
   kir::Stmt loadStage(kir::Expr kTile, kir::Expr stage);
-  kir::Stmt loadB(const kir::Expr &k, const kir::Expr &stage);
+  kir::Stmt loadB(const kir::Expr &k, const kir::Expr &stage, const kir::TensorMapPtr &map,
+                  const kir::BufferPtr &tiles);
   kir::Stmt producerLoads();
   kir::Stmt consumerLoop();
   kir::Stmt singleRoleLoop();
@@ -169,7 +170,7 @@ private:
   const MatmulPlan &plan_;
   const ir::Fusion &f_;
   std::set<std::string> reserved_;
-  kir::TensorMapPtr mapA_, mapB_, mapOut_;
+  kir::TensorMapPtr mapA_, mapB_, mapB2_, mapOut_;
   /// Block and thread indices; `consumer_` is the consumer warpgroup (0 .. W - 1).
   kir::VarPtr cta_, ctaY_, tid_, warpgroup_, consumer_;
   /// Two consumer groups: the warpgroup's group and its place in it (null with one).
@@ -191,8 +192,12 @@ private:
   /// Persistent: the output tiles and the CTAs walking them.
   kir::VarPtr tileCount_, ctaCount_;
   kir::BufferPtr aTiles_, bTiles_, full_, empty_, acc_, outTile_;
+  /// Two products: the second b's ring and accumulators.
+  kir::BufferPtr b2Tiles_, acc2_;
   /// Two consumer groups: their turn barriers.
   kir::BufferPtr turn_;
+  /// Two products: the second one's value at the element epilogueValues computes.
+  kir::Expr product2Value_;
   /// The values of the last epilogueValues call, by fusion value id.
   std::map<unsigned, kir::Expr> lastValues_;
   int64_t sharedBytes_ = 0;

@@ -110,6 +110,12 @@ Stmt MatmulBuilder::elementBody(Expr mi, Expr ni, Expr ns, Expr h, Expr c, Expr 
   kir::VarPtr accumulated = kir::makeVar(valueName(product), ir::DType::F32);
   body.push_back(
       fromFusion(kir::let(accumulated, kir::load(acc_, accIndex), product.name), product.range));
+  if (const ir::Value *second = plan_.product2) {
+    kir::VarPtr accumulated2 = kir::makeVar(valueName(*second), ir::DType::F32);
+    body.push_back(fromFusion(kir::let(accumulated2, kir::load(acc2_, accIndex), second->name),
+                              second->range));
+    product2Value_ = kir::var(accumulated2);
+  }
   if (plan_.splitK > 1) {
     // split_k: the partial product goes to its slice of the workspace; the second kernel
     // adds the slices and applies the epilogue.
@@ -237,6 +243,8 @@ std::vector<Stmt> MatmulBuilder::epilogueValues(Expr product, bool storeOutputs)
   std::map<unsigned, Expr> &values = lastValues_;
   values.clear();
   values[plan_.product->id] = std::move(product);
+  if (plan_.product2)
+    values[plan_.product2->id] = product2Value_;
   for (const ir::Value *value : plan_.epilogue) {
     if (roundedByStore(*value)) {
       values[value->id] = values.at(value->operands[0]->id);

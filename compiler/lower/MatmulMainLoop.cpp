@@ -71,19 +71,23 @@ Expr MatmulBuilder::useNumber(std::vector<Stmt> &body, const kir::VarPtr &it,
 Stmt MatmulBuilder::loadStage(Expr kTile, Expr stage) {
   Expr k = (kBegin_ ? kBegin_ + kTile : kTile) * kir::index(plan_.tileK);
   int64_t bytes = plan_.stageBytes();
-  return kir::block({
+  std::vector<Stmt> loads = {
       mbarrierOp(StmtKind::MBarrierArriveExpectTx, full_, stage, kir::index(bytes),
                  "the whole boxes count, zero-filled parts too"),
       tmaLoad(mapA_, {kir::var(mTile_) * kir::index(plan_.tileM), k}, aTiles_,
               stage * kir::index(tileElements(plan_.tileM)), full_, stage),
-      loadB(k, stage),
-  });
+      loadB(k, stage, mapB_, bTiles_),
+  };
+  if (plan_.product2)
+    loads.push_back(loadB(k, stage, mapB2_, b2Tiles_));
+  return kir::block(std::move(loads));
 }
 
 /// The b tile of a stage: one box of BN rows when K is contiguous; with N contiguous
 /// ([K, N]), BN / span boxes of 64 K rows by one 128-byte span of N, each a block of
 /// 64 x 128 bytes, consecutive (the N-major wgmma operand's "leading" stride).
-Stmt MatmulBuilder::loadB(const Expr &k, const Expr &stage) {
+Stmt MatmulBuilder::loadB(const Expr &k, const Expr &stage, const kir::TensorMapPtr &map,
+                          const kir::BufferPtr &tiles) {
   Expr base = stage * kir::index(tileElements(plan_.tileN));
   // With multicast, the CTA of rank r loads part r of C of the tile into every CTA of the
   // cluster (the same offset, each CTA's full barrier counting the bytes).
@@ -101,15 +105,15 @@ Stmt MatmulBuilder::loadB(const Expr &k, const Expr &stage) {
   if (plan_.b.kContiguous) {
     int64_t rows = plan_.tileN / c;
     Expr part = mask ? kir::var(clusterRank_) * kir::index(rows) : kir::index(0);
-    return multicast(tmaLoad(mapB_, {kir::var(nTile_) * kir::index(plan_.tileN) + part, k}, bTiles_,
+    return multicast(tmaLoad(map, {kir::var(nTile_) * kir::index(plan_.tileN) + part, k}, tiles,
                              base + part * kir::index(plan_.tileK), full_, stage));
   }
   int64_t span = 128 / operandBytes(), blocks = plan_.tileN / span;
   return unrolled("block", blocks / c, [&](Expr jj) {
     Expr j = mask ? kir::var(clusterRank_) * kir::index(blocks / c) + jj : jj;
-    return multicast(tmaLoad(mapB_,
+    return multicast(tmaLoad(map,
                              {k, kir::var(nTile_) * kir::index(plan_.tileN) + j * kir::index(span)},
-                             bTiles_, base + j * kir::index(plan_.tileK * span), full_, stage));
+                             tiles, base + j * kir::index(plan_.tileK * span), full_, stage));
   });
 }
 
@@ -162,7 +166,13 @@ Stmt MatmulBuilder::mmaOnStage(const Expr &stage, const Expr &kTile) {
                            kir::index(plan_.tileK * span) +
                        ks * kir::index(16 * span);
         }
-        return Stmt(w);
+        if (!plan_.product2)
+          return Stmt(w);
+        // The second product: the same a operand, b2's tile, its own accumulators.
+        auto w2 = std::make_shared<kir::StmtNode>(*w);
+        w2->buffer = acc2_;
+        w2->operandB = b2Tiles_;
+        return kir::block({Stmt(w), Stmt(w2)});
       });
     });
   });

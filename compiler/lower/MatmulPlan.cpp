@@ -16,7 +16,8 @@
 namespace fsl::lower {
 
 int64_t MatmulPlan::stageBytes() const {
-  return (tileM + tileN) * tileK * static_cast<int64_t>(ir::dtypeBytes(a.dtype));
+  return (tileM + tileN * (product2 ? 2 : 1)) * tileK *
+         static_cast<int64_t>(ir::dtypeBytes(a.dtype));
 }
 
 bool hasMatmul(const ir::Fusion &fusion) {
@@ -61,10 +62,14 @@ private:
     for (const auto &value : fusion_.values) {
       if (value->op != ir::Op::MatMul)
         continue;
-      if (plan_->product)
-        return unsupported("a second matrix product: one kernel computes one product, and "
-                           "chained products are not lowered yet",
+      if (plan_->product2)
+        return unsupported("a third matrix product: one kernel computes one product, or two "
+                           "of the same left operand",
                            value->range);
+      if (plan_->product) {
+        plan_->product2 = value.get();
+        continue;
+      }
       plan_->product = value.get();
     }
     const ir::Value &product = *plan_->product;
@@ -132,6 +137,32 @@ private:
     if (!checkOperand(product.operands[0], *product.lhsLayout, true, plan_->a) ||
         !checkOperand(product.operands[1], *product.rhsLayout, false, plan_->b))
       return false;
+    if (const ir::Value *second = plan_->product2) {
+      // The same a over the same M, N and K, another b of b's layout.
+      const ir::Value *lhs = second->operands[0];
+      bool sameA = lhs->op == ir::Op::Cast && lhs->operands[0] == plan_->a.input &&
+                   second->lhsLayout->contractedIsInner;
+      if (!sameA || second->lhsLayout->rowDim != plan_->m ||
+          second->rhsLayout->rowDim != plan_->n || second->reduced.at(0) != plan_->k)
+        return unsupported(
+            llvm::formatv("a second matrix product of another left operand or other dimensions: "
+                          "two products share a kernel when both are {0} @ (a [{1}, {2}] "
+                          "operand) over {2}; chained products are not lowered",
+                          fusion_.params[plan_->a.param].name, dimName(plan_->n), dimName(plan_->k))
+                .str(),
+            second->range);
+      if (!checkOperand(second->operands[1], *second->rhsLayout, false, plan_->b2))
+        return false;
+      if (second->dtype != ir::DType::F32)
+        return unsupported("a matrix product accumulated in " + ir::dtypeName(second->dtype).str() +
+                               ": wgmma accumulates in f32; write sum(f32(a) * f32(b), over K)",
+                           second->range);
+      if (plan_->b2.dtype != plan_->b.dtype || plan_->b2.kContiguous != plan_->b.kContiguous ||
+          plan_->b2.param == plan_->b.param)
+        return unsupported("the two products' right operands must be two different parameters of "
+                           "one type and layout",
+                           second->range);
+    }
     if (plan_->a.dtype != plan_->b.dtype)
       return unsupported("operands of the matrix product of different types (" +
                              ir::dtypeName(plan_->a.dtype).str() + " and " +
@@ -143,10 +174,10 @@ private:
 
   /// The values the outputs need after the product: pointwise over [M, N] only.
   bool planEpilogue() {
-    const ir::Value *product = plan_->product;
+    const ir::Value *product = plan_->product, *product2 = plan_->product2;
     std::set<unsigned> needed;
     std::function<void(const ir::Value *)> need = [&](const ir::Value *value) {
-      if (!needed.insert(value->id).second || value == product)
+      if (!needed.insert(value->id).second || value == product || value == product2)
         return;
       for (const ir::Value *operand : value->operands)
         need(operand);
@@ -162,7 +193,7 @@ private:
       need(output.value);
     }
     for (const auto &value : fusion_.values) {
-      if (!needed.count(value->id) || value.get() == product)
+      if (!needed.count(value->id) || value.get() == product || value.get() == product2)
         continue;
       if (ir::isReduction(value->op) || value->op == ir::Op::MatMul)
         return unsupported("a reduction after the matrix product: the epilogue is pointwise on "
@@ -418,7 +449,30 @@ private:
         : plan_->epilogueVia == sched::EpilogueKind::Shared  ? "epilogue via shared"
                                                              : "epilogue via shared tma_store",
         mm.epilogue ? mm.epilogue->origin.range : mma.origin.range};
-    return planWarpRoles() && planCluster();
+    return planWarpRoles() && planCluster() && planSecondProduct();
+  }
+
+  /// Two products: a second accumulator set of the same size, in the same registers.
+  bool planSecondProduct() {
+    const ir::Value *second = plan_->product2;
+    if (!second)
+      return true;
+    const sched::MatmulSchedule &mm = schedule_.matmul;
+    if (2 * plan_->accumulators() > 128)
+      return unsupported(llvm::formatv("two products: warp tile ({0}, {1}) gives {2} f32 "
+                                       "accumulators a thread for each; at most 128 fit (64 x 128 "
+                                       "a warpgroup for two products)",
+                                       plan_->warpM, plan_->warpN, 2 * plan_->accumulators())
+                             .str(),
+                         mm.mma->origin.range);
+    if (plan_->twoKernels())
+      return unsupported(plan_->tilesOrigin.text +
+                             " with two products: the partial tiles would carry two "
+                             "accumulators (not lowered); write tiles persistent",
+                         plan_->tilesOrigin.range);
+    if (plan_->clusterM > 1)
+      return unsupported("cluster with two products (not lowered)", plan_->clusterOrigin.range);
+    return true;
   }
 
   /// `cluster (C, 1) [multicast]`: C consecutive M tiles of one N tile a cluster.

@@ -22,6 +22,7 @@
 //                                            spread evenly over the SMs, then the pieces
 //                                            of the tiles split between CTAs added)
 //               cluster (C, 1) [multicast]  (C = 2 or 4; multicast with warp_specialize)
+//               two products of one a (a @ b, a @ b2): a second b ring and accumulator set
 //   refused     clusters with stream_k or split_k, clusters along N, a pipeline not via TMA, and
 //   the loop
 //               directives of the other schedules (split, parallelize, persistent, ...)
@@ -66,8 +67,12 @@ struct MatmulPlan {
   const sched::Schedule *schedule = nullptr;
   const ir::Fusion *fusion = nullptr;
   const ir::Value *product = nullptr;
+  /// A second product of the same `a` with another `b2` over the same M, N and K (SwiGLU's
+  /// gate and up projections): loaded in the same stages, multiplied into a second set of
+  /// accumulators, both read by the epilogue. Null with one product.
+  const ir::Value *product2 = nullptr;
   ir::DimId m = 0, n = 0, k = 0;
-  MatmulOperand a, b; // a: [M, K], b: [N, K]
+  MatmulOperand a, b, b2; // a: [M, K], b and b2: [N, K] or [K, N]
   /// The CTA tile (tileK is one 128-byte swizzled row of the operand type), a
   /// warpgroup's tile, and the wgmma instruction's N (its M is 64 and its K 16).
   int64_t tileM = 0, tileN = 0, tileK = 0;

@@ -40,6 +40,7 @@ mm_variant() { # name layout example sed-expression [M,N,K: static sizes, that s
   "$fslc" --diagnostics-color=never -o "$out/matmul/$1" "$out/matmul/$1.fsl"
   local kind=gelu
   [ "$3" = matmul ] && kind=plain
+  [ "$3" = swiglu ] && kind=swiglu
   echo "$1 $2 $kind ${5:-}" >> "$out/matmul/variants.txt"
 }
 t128='s/tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16)/tile (128, 128, 64), warp (64, 128), instruction wgmma(64, 128, 16)/'
@@ -77,6 +78,9 @@ mm_variant pp_kn kn linear_bias_gelu "$pp; s/w: bf16\\[N, K\\]/w: bf16[K, N]/"
 # the bias + GELU epilogue and for the plain product (examples/matmul.fsl).
 mm_variant auto nk linear_bias_gelu '/^schedule/,$c schedule linear_bias_gelu = auto(matmul);'
 mm_variant plain_auto nk matmul ''
+# SwiGLU: two products of one a in one kernel (examples/swiglu.fsl), and its auto(matmul).
+mm_variant swiglu nk swiglu ''
+mm_variant swiglu_auto nk swiglu '/^schedule swiglu {/,$c schedule swiglu = auto(matmul);'
 # ... and for static sizes, at each shape of the benchmark (docs/performance.md).
 for shape in 4096,14336,5120 4096,5120,14336 8192,8192,8192 4096,4096,4096 2048,2048,2048 \
     8192,28672,8192 128,14336,5120 16,14336,5120 1,14336,5120 4000,14000,5000 1000,5000,3000 \

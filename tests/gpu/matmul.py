@@ -8,7 +8,8 @@ BUILD/matmul/variants.txt lists the variants (tests/gpu/generate.sh), one a line
 the layout of w ("nk": w: bf16[N, K]; "kn": w: bf16[K, N]) and the fusion ("gelu":
 examples/linear_bias_gelu.fsl, (a, w, bias) -> y = gelu(a w^T + bias); "plain":
 examples/matmul.fsl, (a, w) -> y = a w^T); BUILD/matmul/NAME/libfusion.so is built from
-fslc's CUDA.
+fslc's CUDA; "swiglu": examples/swiglu.fsl, (a, w_gate, w_up) -> y =
+silu(a w_gate^T) * (a w_up^T).
 Correctness: outputs poisoned with NaN, fresh normal inputs, shapes with tails in M, N
 and K (M in {1, 16, 128, 4096}), against PyTorch in float32 (bf16 inputs, f32 accumulate,
 rounded to bf16 at the end): |out - ref| <= 2e-2 + 2e-2 |ref| and no NaN.
@@ -78,11 +79,11 @@ class Variant:
         # Static sizes: the variant runs at that shape only.
         self.shape = tuple(int(x) for x in shape.split(",")) if shape else None
         lib = ctypes.CDLL(os.path.join(build, "matmul", name, "libfusion.so"))
-        fusion = "linear_bias_gelu" if kind == "gelu" else "matmul"
+        fusion = {"gelu": "linear_bias_gelu", "plain": "matmul", "swiglu": "swiglu"}[kind]
         self.fn = getattr(lib, f"fsl_{fusion}")
         self.fn.restype = ctypes.c_int
         P = ctypes.POINTER(FslTensor)
-        self.fn.argtypes = [P] * (4 if kind == "gelu" else 3) + [ctypes.c_void_p]
+        self.fn.argtypes = [P] * (3 if kind == "plain" else 4) + [ctypes.c_void_p]
         self.err = getattr(lib, f"fsl_{fusion}_error")
         self.err.restype = ctypes.c_char_p
 
@@ -90,7 +91,8 @@ class Variant:
         return w_nk if self.layout == "nk" else w_nk.t().contiguous()
 
     def call(self, a, w, bias, y):
-        tensors = [a, w, bias, y] if self.kind == "gelu" else [a, w, y]
+        # swiglu: `bias` is w_up (the second weight).
+        tensors = [a, w, y] if self.kind == "plain" else [a, w, bias, y]
         d = [desc(t) for t in tensors]
         # The stream is read at each call: CUDA-graph capture runs on a stream of its own.
         return lambda: self.fn(*d, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
@@ -121,12 +123,15 @@ def main():
         bias = torch.randn(N, device="cuda").to(torch.bfloat16)
         refs = {"gelu": reference(a, w_nk, bias).float(),
                 "plain": (a.float() @ w_nk.float().t()).to(torch.bfloat16).float()}
+        w_up = torch.randn(N, K, device="cuda").to(torch.bfloat16)
+        refs["swiglu"] = (F.silu(a.float() @ w_nk.float().t()) *
+                          (a.float() @ w_up.float().t())).to(torch.bfloat16).float()
         for v in variants:
             if v.shape and v.shape != (M, N, K):
                 continue
             ref = refs[v.kind]
             y = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-            status = v.call(a, v.weight(w_nk), bias, y)()
+            status = v.call(a, v.weight(w_nk), w_up if v.kind == "swiglu" else bias, y)()
             torch.cuda.synchronize()
             if status != 0:
                 failures += 1
@@ -152,6 +157,7 @@ def main():
                         (4096, 7424, 5120)]
     shown = [v for v in variants if (not timed or v.name in timed) and not v.shape]
     static = {(v.kind, v.shape): v for v in variants if v.shape}
+    swiglu = [v for v in shown if v.kind == "swiglu"]
     gelu = [v for v in shown if v.kind == "gelu"]
     plain = [v for v in shown if v.kind == "plain"]
     names = [v.name for v in gelu + plain] + ["auto (static sizes)", "plain_auto (static sizes)"]
@@ -197,6 +203,30 @@ def main():
         else:
             cells.append("")
         print(f"| {M} | {N} | {K} | " + " | ".join(row + cells) + " |")
+
+    # SwiGLU: silu(a w_gate^T) * (a w_up^T), 4MNK flops, against eager (two cuBLAS products
+    # and the pointwise kernels) and torch.compile of the same function.
+    if swiglu:
+        def swiglu_torch(a, w_gate, w_up):
+            return F.silu(a @ w_gate.t()) * (a @ w_up.t())
+        compiled_swiglu = torch.compile(swiglu_torch)
+        print("\n| M | N | K | " + " | ".join(v.name for v in swiglu) +
+              " | cuBLAS, both products alone | eager | torch.compile | best fslc / best peer |")
+        print("|---" * (len(swiglu) + 7) + "|")
+        for M, N, K in [(4096, 14336, 5120), (8192, 14336, 4096), (2048, 8192, 4096),
+                        (128, 14336, 5120)]:
+            a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+            wg = torch.randn(N, K, device="cuda").to(torch.bfloat16)
+            wu = torch.randn(N, K, device="cuda").to(torch.bfloat16)
+            y = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+            tf = lambda us: 4 * M * N * K / (us * 1e-6) / 1e12
+            ours = [time_us(v.call(a, wg, wu, y)) for v in swiglu]
+            products = time_us(lambda: (torch.matmul(a, wg.t()), torch.matmul(a, wu.t())))
+            eager = time_us(lambda: swiglu_torch(a, wg, wu))
+            comp = time_us(lambda: compiled_swiglu(a, wg, wu))
+            print(f"| {M} | {N} | {K} | " + " | ".join(f"{tf(t):.0f}" for t in ours) +
+                  f" | {tf(products):.0f} | {tf(eager):.0f} | {tf(comp):.0f} | "
+                  f"{min(eager, comp) / min(ours):.2f} |")
 
     # torch.compile's max-autotune-no-cudagraphs at the MLP shapes, last: its tuning takes
     # minutes, and the table above is printed whatever happens here.

@@ -70,7 +70,7 @@ generate rows "$root/tests/launcher/rows.fsl"
 "$work/tma_validation"
 # Every matmul strategy (warp roles, persistent tiles, stream-K, shared and TMA-store epilogues,
 # b as [K, N]) compiles strictly, launcher included, and ptxas does not serialize its wgmma.
-for input in warp-specialized persistent shared-epilogue kn stream-k pingpong; do
+for input in warp-specialized persistent shared-epilogue kn stream-k pingpong two-products; do
   generate "mm_$input" "$root/tests/lit/matmul/Inputs/$input.fsl"
   src="$(ls "$work/mm_$input"/*.cu)"
   "$nvcc" "${flags[@]}" "${strict[@]}" -Xptxas -v -I "$work/mm_$input" -c "$src" \
