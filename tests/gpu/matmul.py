@@ -12,7 +12,8 @@ fslc's CUDA; "swiglu": examples/swiglu.fsl, (a, w_gate, w_up) -> y =
 silu(a w_gate^T) * (a w_up^T).
 Correctness: outputs poisoned with NaN, fresh normal inputs, shapes with tails in M, N
 and K (M in {1, 16, 128, 4096}), against PyTorch in float32 (bf16 inputs, f32 accumulate,
-rounded to bf16 at the end): |out - ref| <= 2e-2 + 2e-2 |ref| and no NaN.
+rounded to bf16 at the end): |out - ref| <= 2e-2 + 2e-2 |ref| and no NaN (SwiGLU: plus
+1e-6 K times the other factor for each product's rounding, see below).
 Speed: CUDA-graph replays, in one process: the variants FSL_TIME names (all by default),
 cuBLAS (torch.matmul, both layouts of w), cuBLASLt's fused bias (F.linear) followed by
 GELU, torch.compile of that bf16 function (and, with FSL_MAX_AUTOTUNE=1, its
@@ -124,8 +125,13 @@ def main():
         refs = {"gelu": reference(a, w_nk, bias).float(),
                 "plain": (a.float() @ w_nk.float().t()).to(torch.bfloat16).float()}
         w_up = torch.randn(N, K, device="cuda").to(torch.bfloat16)
-        refs["swiglu"] = (F.silu(a.float() @ w_nk.float().t()) *
-                          (a.float() @ w_up.float().t())).to(torch.bfloat16).float()
+        gate, up = a.float() @ w_nk.float().t(), a.float() @ w_up.float().t()
+        refs["swiglu"] = (F.silu(gate) * up).to(torch.bfloat16).float()
+        # A product of two sums: where one cancels (up = 0.0089 from terms of size 1) its f32
+        # rounding, in another order than cuBLAS's, is multiplied by the other factor (131):
+        # measured 3.3e-4 on a sum over K = 5120, 0.04 on the element. Each sum's absolute
+        # error is allowed 1e-6 K, times the other factor.
+        slack = {"swiglu": 1e-6 * K * (F.silu(gate).abs() + up.abs() * 1.1)}
         for v in variants:
             if v.shape and v.shape != (M, N, K):
                 continue
@@ -138,7 +144,8 @@ def main():
                 print(f"| {v.name} | {M} | {N} | {K} | FAIL | status {status}: {v.err().decode()} |")
                 continue
             got = y.float()
-            bad = (~torch.isfinite(got)) | ((got - ref).abs() > 2e-2 + 2e-2 * ref.abs())
+            allowed = 2e-2 + 2e-2 * ref.abs() + slack.get(v.kind, 0)
+            bad = (~torch.isfinite(got)) | ((got - ref).abs() > allowed)
             worst = (got - ref).abs().nan_to_num(float("inf")).max().item()
             ok = not bool(bad.any())
             failures += not ok
