@@ -23,11 +23,11 @@ generate() {
 }
 
 # The examples, and a launcher without overlap checks (no overlap helpers to leave unused).
-for fusion in rms_norm_add layer_norm softmax; do
+for fusion in rms_norm_add layer_norm softmax greedy_token; do
   generate "$fusion" "$root/examples/$fusion.fsl"
 done
 generate scale_inout "$root/tests/launcher/scale_inout.fsl"
-for fusion in rms_norm_add layer_norm softmax scale_inout; do
+for fusion in rms_norm_add layer_norm softmax greedy_token scale_inout; do
   "$nvcc" "${flags[@]}" "${strict[@]}" -Xptxas -v -I "$work/$fusion" -c "$work/$fusion/$fusion.cu" \
     -o "$work/$fusion/$fusion.o" 2> "$work/$fusion/ptxas.txt" || { cat "$work/$fusion/ptxas.txt"; exit 1; }
   echo "compiled $fusion for sm_90a without warnings: $(grep -c 'registers' "$work/$fusion/ptxas.txt") kernels"
