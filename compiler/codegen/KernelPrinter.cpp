@@ -167,6 +167,12 @@ private:
     if (e.dtype == DType::Bool)
       return {value != 0 ? "true" : "false"};
     if (ir::isInteger(e.dtype)) {
+      // +-2^63 stand for int64's extremes (an integer max or min reduction's start): C
+      // has no literal for -2^63, and 2^63 is one past the largest.
+      if (value >= 9223372036854775808.0)
+        return {"FSL_INT64_MAX"};
+      if (value <= -9223372036854775808.0)
+        return {"FSL_INT64_MIN", Negated};
       auto integer = static_cast<int64_t>(value);
       // An I64 constant prints plain while it fits an int (C widens it where it meets
       // an int64_t); larger ones need the suffix.

@@ -154,9 +154,13 @@ private:
         scratch_[type] = scratch;
       scratchTypes.clear();
     }
-    for (ir::DType type : scratchTypes) {
+    if (!scratchTypes.empty()) {
+      // One buffer: reductions of several accumulator types (f32 and f64, i32 and i64)
+      // reuse the same bytes, cast by the printer, as shared buffers may not overlap.
+      bool oneType = scratchTypes.size() == 1;
+      ir::DType type = oneType ? *scratchTypes.begin() : ir::DType::I64;
       auto scratch = std::make_shared<kir::Buffer>();
-      scratch->name = "fsl_scratch_" + ir::dtypeName(type).str();
+      scratch->name = oneType ? "fsl_scratch_" + ir::dtypeName(type).str() : "fsl_scratch";
       scratch->dtype = type;
       scratch->space = kir::MemorySpace::Shared;
       Stmt allocation = kir::allocate(
@@ -165,7 +169,8 @@ private:
       node->index = kir::index(0);
       node->count = threads() * kir::index(scratchBytes / ir::dtypeBytes(type));
       out.push_back(node);
-      scratch_[type] = scratch;
+      for (ir::DType reduced : scratchTypes)
+        scratch_[reduced] = scratch;
     }
     Expr sharedOffset = threads() * kir::index(scratchBytes);
     for (unsigned id : plan_.persistent) {
@@ -309,6 +314,11 @@ private:
       double init = reduction->op == ir::Op::ReduceMax   ? -INFINITY
                     : reduction->op == ir::Op::ReduceMin ? INFINITY
                                                          : 0;
+      // An integer max or min starts at its type's lowest or highest value (an integer has
+      // no infinity; the printer spells 2^63 - 1 and -2^63, which a double holds as +-2^63).
+      if (ir::isInteger(type) && std::isinf(init))
+        init = type == ir::DType::I32 ? (init < 0 ? -2147483648.0 : 2147483647.0)
+                                      : std::copysign(9223372036854775808.0, init);
       kir::VarPtr acc = kir::makeVar(valueName(*reduction) + "_acc", type);
       accumulators[reduction->id] = acc;
       out.push_back(fromFusion(

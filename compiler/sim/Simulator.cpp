@@ -220,6 +220,15 @@ int64_t exactInteger(double value, const char *what) {
 }
 
 double integerBinary(kir::BinaryOp op, DType type, double x, double y) {
+  // An i64 max or min starts at int64's extremes, +-2^63 here (FSL_INT64_MAX/MIN in CUDA):
+  // they compare with every exact integer, and come out only if nothing else came in.
+  bool extreme = std::fabs(x) == 9223372036854775808.0 || std::fabs(y) == 9223372036854775808.0;
+  if (extreme && (op == kir::BinaryOp::Max || op == kir::BinaryOp::Min)) {
+    double other = std::fabs(x) == 9223372036854775808.0 ? y : x;
+    if (std::fabs(other) != 9223372036854775808.0)
+      exactInteger(other, "an integer operand");
+    return op == kir::BinaryOp::Max ? std::max(x, y) : std::min(x, y);
+  }
   int64_t a = exactInteger(x, "an integer operand"), b = exactInteger(y, "an integer operand");
   int64_t r = 0;
   switch (op) {

@@ -81,6 +81,17 @@ for input in warp-specialized persistent shared-epilogue kn stream-k; do
   echo "compiled matmul $input for sm_90a without warnings"
   passed=$((passed + 1))
 done
+# Reductions of every combine: argmax/argmin pairs (a tree, one warp, two rows a block, a
+# column a thread; bf16, f32, f64 and i32 values), integer max and min from int64's
+# extremes, f32 and f64 block reductions sharing one scratch buffer.
+for input in argmax-shapes integer-min-max; do
+  generate "red_$input" "$root/tests/lit/lower/Inputs/$input.fsl"
+  for src in "$work/red_$input"/*.cu; do
+    "$nvcc" "${flags[@]}" "${strict[@]}" -I "$work/red_$input" -c "$src" -o "${src%.cu}.o"
+  done
+  echo "compiled the reductions of $input.fsl for sm_90a without warnings"
+  passed=$((passed + 1))
+done
 # The launch status test needs a GPU; without one it says so and passes.
 "$nvcc" "${flags[@]}" "${strict[@]}" -I "$work/rms_norm_add" -o "$work/launch_status" \
   "$root/tests/launcher/launch_status_test.cu" "$work/rms_norm_add/rms_norm_add.cu"

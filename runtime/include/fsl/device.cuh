@@ -7,7 +7,7 @@
  *
  * Groups, in order:
  *   1. Types and constants: fixed-width integers (NVRTC has no <stdint.h>), bf16/f16,
- *      FSL_INF32/FSL_INF64.
+ *      FSL_INF32/FSL_INF64, FSL_INT64_MAX/FSL_INT64_MIN.
  *   2. Arithmetic: fsl_max/fsl_min propagating NaN, the FslSum/FslMax/FslMin combiners.
  *   3. Vector accesses: fsl_load_vector/fsl_store_vector move 2..16 bytes as one access.
  *   4. Reductions: fsl_warp_reduce over the 32 lanes, fsl_block_reduce_x over threadIdx.x;
@@ -46,6 +46,9 @@ typedef int int32_t;
 
 #define FSL_INF32 __int_as_float(0x7f800000)
 #define FSL_INF64 __longlong_as_double(0x7ff0000000000000LL)
+/* int64's extremes (NVRTC has no <stdint.h>): an integer max or min reduction's start. */
+#define FSL_INT64_MAX 0x7fffffffffffffffLL
+#define FSL_INT64_MIN (-0x7fffffffffffffffLL - 1)
 
 /* Whether the sm_90a-only instructions (wgmma, setmaxnreg) are available. */
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
