@@ -199,7 +199,8 @@ __device__ __forceinline__ T fsl_warp_reduce(T value, Combine combine) {
  * partial per warp through shared memory, which every warp then combines with shuffles
  * (a tree with bounds, right for any number of warps). Successive reductions alternate
  * between two scratch slots, so none needs a barrier after it: the next reduction's
- * barrier orders the reads of this one before the writes of the one after. Without whole
+ * barrier orders the reads of this one before the writes of the one after. The slots take
+ * 2 x 16 bytes a warp (of 8 bytes a thread of scratch, 16 with argmax pairs). Without whole
  * warps a row, a pairwise tree in shared memory, exact for any blockDim.x. */
 template <typename T, typename Combine>
 __device__ T fsl_block_reduce_x(T value, Combine combine, T *scratch, unsigned slot) {
@@ -211,7 +212,14 @@ __device__ T fsl_block_reduce_x(T value, Combine combine, T *scratch, unsigned s
     if (blockDim.x == 32)
       return value; // a warp a row: every lane holds the total, no barrier needed
     const unsigned warps = blockDim.x / 32, lane = threadIdx.x % 32;
-    T *partials = scratch + slot * (blockDim.y * blockDim.z * warps) + row * warps;
+    // A slot is 16 bytes an entry whatever T, so that reductions of different types (an f32
+    // sum after an argmax pair, f64 after f32) sharing the scratch in alternate slots never
+    // overlap: a warp may write the next slot while others still read this one.
+    static_assert(sizeof(T) <= 16, "a reduction's element is at most 16 bytes");
+    const unsigned entries = blockDim.y * blockDim.z * warps;
+    T *partials =
+        reinterpret_cast<T *>(reinterpret_cast<unsigned char *>(scratch) + slot * entries * 16) +
+        row * warps;
     if (lane == 0)
       partials[threadIdx.x / 32] = value;
     __syncthreads();
