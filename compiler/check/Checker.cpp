@@ -372,11 +372,12 @@ private:
 
   void checkPersistentBuffers() {
     // Shared memory as the lowering allocates it (lower/LaunchShape.cpp): 8 bytes a thread
-    // of block-reduction scratch, and each persistent buffer in shared memory at 4 bytes a
-    // value (8 for 64-bit types: values are kept at their register width). Buffers are
+    // of block-reduction scratch (16 with argmax), and each persistent buffer in shared memory at 4
+    // bytes a value (8 for 64-bit types: values are kept at their register width). Buffers are
     // added in order; the one that takes the block past the target's limit is reported.
     std::optional<int64_t> threads = staticBlockThreads();
-    std::optional<int64_t> scratch = threads ? mul(*threads, 8) : 0;
+    std::optional<int64_t> scratch =
+        threads ? mul(*threads, ir::reductionScratchBytesPerThread(*schedule_.fusion)) : 0;
     std::optional<int64_t> sharedSoFar = scratch;
     bool sharedReported = false; // one error a block
     for (const TensorSchedule &tensor : schedule_.tensors) {

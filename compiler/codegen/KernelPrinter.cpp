@@ -167,6 +167,12 @@ private:
     if (e.dtype == DType::Bool)
       return {value != 0 ? "true" : "false"};
     if (ir::isInteger(e.dtype)) {
+      // +-2^63 stand for int64's extremes (an integer max or min reduction's start): C
+      // has no literal for -2^63, and 2^63 is one past the largest.
+      if (value >= 9223372036854775808.0)
+        return {"FSL_INT64_MAX"};
+      if (value <= -9223372036854775808.0)
+        return {"FSL_INT64_MIN", Negated};
       auto integer = static_cast<int64_t>(value);
       // An I64 constant prints plain while it fits an int (C widens it where it meets
       // an int64_t); larger ones need the suffix.
@@ -473,6 +479,9 @@ llvm::StringRef combinerOf(kir::ReduceKind kind) {
     return "FslMax()";
   case kir::ReduceKind::Min:
     return "FslMin()";
+  case kir::ReduceKind::ArgMax:
+  case kir::ReduceKind::ArgMin:
+    break; // pairs: the fsl_*_argmax/argmin helpers
   }
   FSL_UNREACHABLE("reduce kind");
 }
@@ -826,6 +835,10 @@ private:
 
   void reduce(const kir::StmtNode &s) {
     const std::string &acc = s.var->name;
+    if (s.reduceKind == kir::ReduceKind::ArgMax || s.reduceKind == kir::ReduceKind::ArgMin) {
+      argReduce(s);
+      return;
+    }
     switch (s.scope) {
     case kir::ReduceScope::Warp:
       line() << acc << " = fsl_warp_reduce(" << acc << ", " << combinerOf(s.reduceKind) << ");";
@@ -836,6 +849,30 @@ private:
       line() << acc << " = fsl_block_reduce_x(" << acc << ", " << combinerOf(s.reduceKind)
              << ", reinterpret_cast<" << cType(s.var->dtype) << "*>(" << s.scratch->name << "), "
              << s.slot << ");";
+      end(noteOf(s).empty() ? "over threadIdx.x" : noteOf(s));
+      return;
+    case kir::ReduceScope::Grid:
+      break;
+    }
+    fsl::internalError(__FILE__, __LINE__, "grid reduction",
+                       "the CUDA printer has no grid reduction (no lowering produces one)");
+  }
+
+  /// A (value, index) pair combined by device.cuh's fsl_warp_argmax / fsl_block_argmax_x
+  /// (or argmin), which update both accumulators in place.
+  void argReduce(const kir::StmtNode &s) {
+    FSL_INTERNAL_ASSERT(s.carried.size() == 1, "an argmax reduction without its index");
+    std::string kind = s.reduceKind == kir::ReduceKind::ArgMax ? "argmax" : "argmin";
+    std::string pair = s.var->name + ", " + s.carried[0]->name;
+    switch (s.scope) {
+    case kir::ReduceScope::Warp:
+      line() << "fsl_warp_" << kind << "(" << pair << ");";
+      end(noteOf(s).empty() ? "over the 32 lanes of a warp" : noteOf(s));
+      return;
+    case kir::ReduceScope::BlockX:
+      FSL_INTERNAL_ASSERT(s.scratch, "a block reduction without scratch");
+      line() << "fsl_block_" << kind << "_x(" << pair << ", " << s.scratch->name << ", " << s.slot
+             << ");";
       end(noteOf(s).empty() ? "over threadIdx.x" : noteOf(s));
       return;
     case kir::ReduceScope::Grid:

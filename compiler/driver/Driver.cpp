@@ -840,10 +840,10 @@ private:
         if (!result.empty())
           stream << '\n';
         llvm::TimeTraceScope simulateScope("Simulate", fusion->name);
-        RunResult run =
-            simulateAndCompare(*fusion, programOf(unit, *fusion), options_.simulateSizes,
-                               options_.seed, options_.simulateMisalign, diagnostics_, stream,
-                               settings_.target.launchLimits(), othersThan(*fusion), tolerance_);
+        RunResult run = simulateAndCompare(
+            *fusion, programOf(unit, *fusion), options_.simulateSizes, options_.seed,
+            options_.simulateMisalign, diagnostics_, stream, settings_.target.launchLimits(),
+            othersThan(*fusion), tolerance_, inputValues());
         if (run != RunResult::Ok) {
           out_ << result;
           return exitCode(run);
@@ -855,8 +855,9 @@ private:
         if (!result.empty())
           stream << '\n';
         llvm::TimeTraceScope evaluateScope("Evaluate", fusion->name);
-        RunResult run = evaluateAndSummarize(*fusion, options_.evaluateSizes, options_.seed,
-                                             othersThan(*fusion), diagnostics_, stream);
+        RunResult run =
+            evaluateAndSummarize(*fusion, options_.evaluateSizes, options_.seed,
+                                 othersThan(*fusion), diagnostics_, stream, inputValues());
         if (run != RunResult::Ok)
           return exitCode(run);
       }
@@ -1263,7 +1264,10 @@ private:
   JsonDiagnosticPrinter json_;
   DiagnosticEngine diagnostics_;
   Settings settings_;
-  ToleranceOptions tolerance_;             // --simulate-rtol / --simulate-atol
+  ToleranceOptions tolerance_; // --simulate-rtol / --simulate-atol
+  InputValues inputValues() const {
+    return options_.specialValues ? InputValues::Special : InputValues::Uniform;
+  }
   std::vector<std::string> outputs_;       // every file of -o DIR, in the order written
   std::vector<std::string> prerequisites_; // of the depfile: inputs and their imports
   std::set<std::string> prerequisiteSet_;

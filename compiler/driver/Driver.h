@@ -52,7 +52,8 @@ struct DriverOptions {
   int64_t simulateMisalign = 0;      // --simulate-misalign: elements past an aligned address
   /// --simulate-rtol / --simulate-atol, as given (checked by the driver); none: derived.
   std::optional<std::string> simulateRtol, simulateAtol;
-  uint64_t seed = 0; // random inputs of --evaluate and --simulate
+  uint64_t seed = 0;          // random inputs of --evaluate and --simulate
+  bool specialValues = false; // --special-values: NaN, infinities and ties in float inputs
   EmitKind emit = EmitKind::Check;
   DiagnosticsFormat diagnosticsFormat = DiagnosticsFormat::Text;
   ColorMode color = ColorMode::Auto;

@@ -58,7 +58,7 @@ std::string number(double value) {
 bool makeEvaluationRequest(const ir::Fusion &fusion, const std::string &assignments, uint64_t seed,
                            const std::vector<const ir::Fusion *> &otherFusions,
                            DiagnosticEngine &diagnostics, llvm::raw_ostream &out,
-                           eval::EvalRequest &request, RunMode mode) {
+                           eval::EvalRequest &request, RunMode mode, InputValues values) {
   auto belongsToOther = [&](const std::string &name) {
     for (const ir::Fusion *other : otherFusions) {
       if (other->findDim(name))
@@ -156,14 +156,41 @@ bool makeEvaluationRequest(const ir::Fusion &fusion, const std::string &assignme
     }
     std::vector<double> data(eval::elementCount(param.dims, extents));
     // Floats uniform in [-1, 1); integers in [-8, 8); bools half true.
-    const char *distribution = ir::isFloat(param.dtype)     ? "uniform in [-1, 1)"
+    bool special = values == InputValues::Special && ir::isFloat(param.dtype);
+    const char *distribution = special ? "in rows of ties, NaNs, infinities and -inf"
+                               : ir::isFloat(param.dtype)   ? "uniform in [-1, 1)"
                                : ir::isInteger(param.dtype) ? "integers in [-8, 8)"
                                                             : "true or false";
-    for (double &element : data) {
+    int64_t rowLength = extents[param.dims.back()];
+    for (size_t k = 0; k < data.size(); ++k) {
       double u = random.uniform();
-      element = ir::isFloat(param.dtype)     ? eval::roundTo(u, param.dtype)
+      data[k] = ir::isFloat(param.dtype)     ? eval::roundTo(u, param.dtype)
                 : ir::isInteger(param.dtype) ? std::floor(u * 8)
                                              : (u >= 0 ? 1 : 0);
+      if (!special)
+        continue;
+      // The rows (runs of the innermost dimension) take turns: values from {-1, -0.5, 0,
+      // 0.5, 1}, so maxima and minima tie; 1 in 8 NaN; 1 in 8 +inf and 1 in 8 -inf; all
+      // -inf. Rows, so that each kind meets a reduction over the innermost dimension alone.
+      double v = random.uniform();
+      switch ((static_cast<int64_t>(k) / rowLength) % 4) {
+      case 0:
+        data[k] = std::floor(u * 2.5 + 0.5) / 2;
+        break;
+      case 1:
+        if (v < -0.75)
+          data[k] = NAN;
+        break;
+      case 2:
+        if (v < -0.75)
+          data[k] = INFINITY;
+        else if (v < -0.5)
+          data[k] = -INFINITY;
+        break;
+      default:
+        data[k] = -INFINITY;
+        break;
+      }
     }
     out << "  input " << param.name << ": " << type << ", " << data.size() << " values "
         << distribution << "\n";
@@ -174,13 +201,15 @@ bool makeEvaluationRequest(const ir::Fusion &fusion, const std::string &assignme
 
 RunResult evaluateAndSummarize(const ir::Fusion &fusion, const std::string &assignments,
                                uint64_t seed, const std::vector<const ir::Fusion *> &otherFusions,
-                               DiagnosticEngine &diagnostics, llvm::raw_ostream &out) {
+                               DiagnosticEngine &diagnostics, llvm::raw_ostream &out,
+                               InputValues values) {
   auto fail = [&](const std::string &message) {
     diagnostics.report(DiagId::InvalidEvaluateArgument, llvm::SMRange(), message);
     return RunResult::Refused;
   };
   eval::EvalRequest request;
-  if (!makeEvaluationRequest(fusion, assignments, seed, otherFusions, diagnostics, out, request))
+  if (!makeEvaluationRequest(fusion, assignments, seed, otherFusions, diagnostics, out, request,
+                             RunMode::Evaluate, values))
     return RunResult::Refused;
 
   llvm::Expected<eval::EvalResult> result = eval::evaluate(fusion, request);

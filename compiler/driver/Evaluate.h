@@ -24,6 +24,10 @@ class DiagnosticEngine;
 /// Which option the sizes came from: diagnostics name it (`--evaluate:`, `--simulate:`).
 enum class RunMode { Evaluate, Simulate };
 
+/// The inputs' values: uniform in [-1, 1) (floats), or with `--special-values` rows that
+/// cycle through ties, NaNs, infinities and all -inf (see makeEvaluationRequest).
+enum class InputValues { Uniform, Special };
+
 /// How a run ended: its sizes and values refused (a usage error: exit code 2), or the
 /// run failing (a simulated mismatch or fault: exit code 1).
 enum class RunResult { Ok, Refused, Failed };
@@ -35,12 +39,14 @@ enum class RunResult { Ok, Refused, Failed };
 bool makeEvaluationRequest(const ir::Fusion &fusion, const std::string &assignments, uint64_t seed,
                            const std::vector<const ir::Fusion *> &otherFusions,
                            DiagnosticEngine &diagnostics, llvm::raw_ostream &out,
-                           eval::EvalRequest &request, RunMode mode = RunMode::Evaluate);
+                           eval::EvalRequest &request, RunMode mode = RunMode::Evaluate,
+                           InputValues values = InputValues::Uniform);
 
 /// Names in `assignments` that belong to `otherFusions` only (a file with several
 /// fusions) are ignored.
 RunResult evaluateAndSummarize(const ir::Fusion &fusion, const std::string &assignments,
                                uint64_t seed, const std::vector<const ir::Fusion *> &otherFusions,
-                               DiagnosticEngine &diagnostics, llvm::raw_ostream &out);
+                               DiagnosticEngine &diagnostics, llvm::raw_ostream &out,
+                               InputValues values = InputValues::Uniform);
 
 } // namespace fsl

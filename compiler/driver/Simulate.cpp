@@ -64,8 +64,9 @@ OutputArithmetic arithmeticOf(const ir::Fusion &fusion, const ir::Output &output
     if (seen[value->id])
       continue;
     seen[value->id] = true;
-    // Inputs and scalars are rounded to their types on both sides alike.
-    if (value->op == ir::Op::Input || value->op == ir::Op::Scalar)
+    // Inputs and scalars are rounded to their types on both sides alike. An index
+    // (argmax, argmin) is compared exactly, whatever arithmetic chose it.
+    if (value->op == ir::Op::Input || value->op == ir::Op::Scalar || ir::isArgReduction(value->op))
       continue;
     note(value->dtype);
     switch (value->op) {
@@ -277,13 +278,13 @@ RunResult simulateAndCompare(const ir::Fusion &fusion, const kir::Program &progr
                              DiagnosticEngine &diagnostics, llvm::raw_ostream &out,
                              const LaunchLimits &limits,
                              const std::vector<const ir::Fusion *> &otherFusions,
-                             const ToleranceOptions &toleranceOptions) {
+                             const ToleranceOptions &toleranceOptions, InputValues values) {
   // The evaluate path parses the sizes and makes the inputs; reuse it silently.
   std::string ignored;
   llvm::raw_string_ostream sink(ignored);
   eval::EvalRequest request;
   if (!makeEvaluationRequest(fusion, assignments, seed, otherFusions, diagnostics, sink, request,
-                             RunMode::Simulate))
+                             RunMode::Simulate, values))
     return RunResult::Refused;
   llvm::Expected<eval::EvalResult> reference = eval::evaluate(fusion, request);
   if (!reference) {

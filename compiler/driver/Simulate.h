@@ -107,6 +107,7 @@ RunResult simulateAndCompare(const ir::Fusion &fusion, const kir::Program &progr
                              DiagnosticEngine &diagnostics, llvm::raw_ostream &out,
                              const LaunchLimits &limits = {},
                              const std::vector<const ir::Fusion *> &otherFusions = {},
-                             const ToleranceOptions &tolerance = {});
+                             const ToleranceOptions &tolerance = {},
+                             InputValues values = InputValues::Uniform);
 
 } // namespace fsl

@@ -55,6 +55,11 @@ cl::opt<std::string> simulateAtol(
     cl::value_desc("x"), cl::cat(category));
 cl::opt<uint64_t> seed("seed", cl::desc("Seed of --evaluate's random inputs (default 0)"),
                        cl::init(0), cl::cat(category));
+cl::opt<bool> specialValues(
+    "special-values",
+    cl::desc("With --evaluate or --simulate: float inputs in rows of ties, NaNs, infinities "
+             "and -inf instead of uniform in [-1, 1)"),
+    cl::cat(category));
 cl::opt<std::string> configPath("config",
                                 cl::desc("Read project settings from an fsl.toml file (default: "
                                          "the nearest fsl.toml above the first input)"),
@@ -194,6 +199,7 @@ int main(int argc, char **argv) {
   if (simulateAtol.getNumOccurrences())
     options.simulateAtol = simulateAtol;
   options.seed = seed;
+  options.specialValues = specialValues;
   options.emit = emit;
   options.diagnosticsFormat = diagnosticsFormat;
   options.color = color;

@@ -217,6 +217,8 @@ double applyOp(ir::Op op, const double *x) {
   case Op::ReduceMax:
   case Op::ReduceMin:
   case Op::ReduceMean:
+  case Op::ReduceArgMax:
+  case Op::ReduceArgMin:
   case Op::MatMul:
     break;
   }
@@ -328,6 +330,34 @@ llvm::Expected<EvalResult> evaluateWithin(const ir::Fusion &fusion, const EvalRe
       for (double &element : out.data)
         element = roundTo(element, value.dtype);
       break;
+    case ir::Op::ReduceArgMax:
+    case ir::Op::ReduceArgMin: {
+      // Walk the reduced dimension in increasing order and replace the best element only
+      // by a strictly better one: the lowest index wins ties. NaN beats every number
+      // (torch.argmax/argmin), so the first NaN of a row is its answer.
+      bool isMax = value.op == ir::Op::ReduceArgMax;
+      ir::DimId along = value.reduced.front();
+      std::vector<double> best(count, NAN);
+      out.data.assign(count, -1);
+      std::vector<ir::DimId> space = sortedDims(value.dims);
+      space.push_back(along); // innermost: each row's elements in index order
+      IndexWalker walker(space, result.extents);
+      std::vector<int64_t> outStrides = walker.stridesOf(value.dims);
+      std::vector<int64_t> inStrides = walker.stridesOf(value.operands[0]->dims);
+      const std::vector<double> &input = values[value.operands[0]->id].data;
+      for (int64_t i = 0, n = walker.total(); i < n; ++i, walker.next()) {
+        int64_t at = IndexWalker::offset(walker.index(), outStrides);
+        double x = input[IndexWalker::offset(walker.index(), inStrides)];
+        double &top = best[at];
+        bool first = out.data[at] < 0;
+        bool better = first || (!std::isnan(top) && (std::isnan(x) || (isMax ? x > top : x < top)));
+        if (better) {
+          top = x;
+          out.data[at] = static_cast<double>(walker.index().back());
+        }
+      }
+      break;
+    }
     case ir::Op::ReduceSum:
     case ir::Op::ReduceMean:
     case ir::Op::ReduceMax:

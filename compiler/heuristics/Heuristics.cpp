@@ -983,10 +983,11 @@ private:
                                            ir::dtypeName(buffer->dtype))
                                  .str();
         if (saturatingMul(values, numBuffers) > 2 * registerBudget) {
-          // Shared memory also holds the reduction scratch, 8 bytes a thread.
+          // Shared memory also holds the reduction scratch, 8 or 16 bytes a thread.
           std::optional<int64_t> blockBytes =
               llvm::checkedAdd(saturatingMul(sharedBytes, numBuffers),
-                               saturatingMul(8, saturatingMul(split.threads, split.rowsPerBlock)));
+                               saturatingMul(ir::reductionScratchBytesPerThread(fusion_),
+                                             saturatingMul(split.threads, split.rowsPerBlock)));
           if (blockBytes && *blockBytes <= target_.sharedMemoryPerBlock) {
             memory = sched::MemoryKind::Shared;
             reason = llvm::formatv("{0} values a thread are too many for registers; {1} bytes a "

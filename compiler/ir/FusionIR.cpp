@@ -116,6 +116,10 @@ llvm::StringRef opName(Op op) {
     return "min";
   case Op::ReduceMean:
     return "mean";
+  case Op::ReduceArgMax:
+    return "argmax";
+  case Op::ReduceArgMin:
+    return "argmin";
   case Op::MatMul:
     return "matmul";
   }
@@ -124,7 +128,17 @@ llvm::StringRef opName(Op op) {
 
 bool isReduction(Op op) {
   return op == Op::ReduceSum || op == Op::ReduceMax || op == Op::ReduceMin ||
-         op == Op::ReduceMean || op == Op::MatMul;
+         op == Op::ReduceMean || op == Op::ReduceArgMax || op == Op::ReduceArgMin ||
+         op == Op::MatMul;
+}
+
+bool isArgReduction(Op op) { return op == Op::ReduceArgMax || op == Op::ReduceArgMin; }
+
+int64_t reductionScratchBytesPerThread(const Fusion &fusion) {
+  for (const auto &value : fusion.values)
+    if (isArgReduction(value->op))
+      return 16;
+  return 8;
 }
 
 std::optional<DimId> Fusion::findDim(llvm::StringRef name) const {

@@ -74,11 +74,23 @@ enum class Op {
   ReduceMax,
   ReduceMin,
   ReduceMean,
+  // The index (i64) of the largest / smallest element along the one reduced dimension:
+  // the lowest index on ties; a NaN is larger and smaller than any number (the first NaN
+  // wins), as torch.argmax/argmin do.
+  ReduceArgMax,
+  ReduceArgMin,
   // sum(a * b, over K) with a, b each lacking one of the other's dims
   MatMul,
 };
 llvm::StringRef opName(Op op);
 bool isReduction(Op op);
+/// argmax, argmin: a reduction that carries a value and its index.
+bool isArgReduction(Op op);
+
+/// Bytes a thread of shared scratch that block reductions of `fusion` use: 8 (one
+/// accumulator of up to 8 bytes), 16 when a reduction carries a value and its index
+/// (argmax: the pair is one 16-byte element of the combining tree).
+int64_t reductionScratchBytesPerThread(const struct Fusion &fusion);
 
 /// Layout of one matrix-product operand.
 struct MatMulOperand {

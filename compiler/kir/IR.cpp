@@ -535,6 +535,31 @@ Stmt reduce(VarPtr accumulator, ReduceKind kind, ReduceScope scope, BufferPtr sc
   return s;
 }
 
+Stmt reduceTuple(std::vector<VarPtr> accumulators, ReduceKind kind, ReduceScope scope,
+                 BufferPtr scratch, int64_t slot) {
+  auto s = stmt(StmtKind::Reduce);
+  s->var = accumulators.front();
+  s->carried.assign(accumulators.begin() + 1, accumulators.end());
+  s->reduceKind = kind;
+  s->scope = scope;
+  s->scratch = std::move(scratch);
+  s->slot = slot;
+  return s;
+}
+
+size_t reduceArity(ReduceKind kind) {
+  switch (kind) {
+  case ReduceKind::Sum:
+  case ReduceKind::Max:
+  case ReduceKind::Min:
+    return 1;
+  case ReduceKind::ArgMax:
+  case ReduceKind::ArgMin:
+    return 2;
+  }
+  FSL_UNREACHABLE("reduce kind");
+}
+
 Stmt barrier() { return stmt(StmtKind::Barrier); }
 
 Stmt clusterBarrier() {

@@ -225,7 +225,12 @@ llvm::StringRef axisName(Axis axis);
 bool isBlockAxis(Axis axis);
 bool isThreadAxis(Axis axis);
 
-enum class ReduceKind { Sum, Max, Min };
+/// Sum, Max, Min: one accumulator. ArgMax, ArgMin: two, the value (`var`) and its index
+/// (`carried[0]`, i64), combined as one pair: the better value wins, the lower index on
+/// ties, and a NaN beats every number (the first NaN wins), as the evaluator defines them.
+enum class ReduceKind { Sum, Max, Min, ArgMax, ArgMin };
+/// How many accumulators a reduction of `kind` combines (`var` and `carried`).
+size_t reduceArity(ReduceKind kind);
 /// Who combines: the lanes of a warp, the threads of a block along threadIdx.x (each
 /// (threadIdx.y, threadIdx.z) row separately), or the blocks of a grid (through a
 /// global workspace; needs a cooperative or a second kernel).
@@ -283,6 +288,7 @@ struct StmtNode {
   int64_t lanes = 1;
   // Reduce
   ReduceKind reduceKind = ReduceKind::Sum;
+  std::vector<VarPtr> carried; // Reduce: the accumulators combined with `var` (ArgMax: index)
   ReduceScope scope = ReduceScope::BlockX;
   BufferPtr scratch; // Reduce (block): shared scratch; slot selects half of it
   int64_t slot = 0;
@@ -349,6 +355,10 @@ Stmt store(BufferPtr buffer, Expr index, Expr value);
 Stmt vectorCopy(BufferPtr to, Expr toIndex, BufferPtr from, Expr fromIndex, int64_t lanes);
 Stmt reduce(VarPtr accumulator, ReduceKind kind, ReduceScope scope, BufferPtr scratch,
             int64_t slot);
+/// A reduction of several accumulators combined together (`reduceArity(kind)` of them,
+/// the first one `var`).
+Stmt reduceTuple(std::vector<VarPtr> accumulators, ReduceKind kind, ReduceScope scope,
+                 BufferPtr scratch, int64_t slot);
 Stmt barrier();
 Stmt clusterBarrier(); // BarrierKind::Cluster
 Stmt gridDependency(GridDependencyOp op);

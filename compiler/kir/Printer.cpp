@@ -51,6 +51,10 @@ llvm::StringRef reduceKindName(ReduceKind kind) {
     return "max";
   case ReduceKind::Min:
     return "min";
+  case ReduceKind::ArgMax:
+    return "argmax";
+  case ReduceKind::ArgMin:
+    return "argmin";
   }
   FSL_UNREACHABLE("reduce kind");
 }
@@ -239,8 +243,10 @@ public:
       note();
       return;
     case StmtKind::Reduce:
-      line() << "reduce " << reduceKindName(s->reduceKind) << " " << s->var->name << " "
-             << scopeName(s->scope);
+      line() << "reduce " << reduceKindName(s->reduceKind) << " " << s->var->name;
+      for (const VarPtr &carried : s->carried)
+        out_ << ", " << carried->name;
+      out_ << " " << scopeName(s->scope);
       if (s->scratch)
         out_ << " scratch " << s->scratch->name << " slot " << s->slot;
       note();

@@ -227,6 +227,11 @@ private:
       return;
     case StmtKind::Reduce:
       mutableVar(s->var, "reduction");
+      if (s->carried.size() + 1 != reduceArity(s->reduceKind))
+        fail("a " + std::to_string(reduceArity(s->reduceKind)) + "-accumulator reduction with " +
+             std::to_string(s->carried.size() + 1));
+      for (const VarPtr &carried : s->carried)
+        mutableVar(carried, "reduction");
       if (s->scope == ReduceScope::BlockX)
         buffer(s->scratch, "block reduction scratch");
       return;

@@ -42,9 +42,11 @@ kir::Axis axisOf(sched::Parallel parallel) {
 }
 
 kir::ReduceKind reduceKind(ir::Op op) {
-  return op == ir::Op::ReduceMax   ? kir::ReduceKind::Max
-         : op == ir::Op::ReduceMin ? kir::ReduceKind::Min
-                                   : kir::ReduceKind::Sum;
+  return op == ir::Op::ReduceMax      ? kir::ReduceKind::Max
+         : op == ir::Op::ReduceMin    ? kir::ReduceKind::Min
+         : op == ir::Op::ReduceArgMax ? kir::ReduceKind::ArgMax
+         : op == ir::Op::ReduceArgMin ? kir::ReduceKind::ArgMin
+                                      : kir::ReduceKind::Sum;
 }
 
 class Builder {
@@ -125,21 +127,52 @@ private:
   /// neighbouring threads use neighbouring banks; in registers, an array a thread.
   void makeBuffers(std::vector<Stmt> &out) {
     std::set<ir::DType> scratchTypes;
-    for (unsigned id : plan_.blockReduced)
-      scratchTypes.insert(accumulatorType(f_.values[id]->dtype));
-    for (ir::DType type : scratchTypes) {
+    bool pairs = false;
+    for (unsigned id : plan_.blockReduced) {
+      if (ir::isArgReduction(f_.values[id]->op))
+        pairs = true;
+      else
+        scratchTypes.insert(accumulatorType(f_.values[id]->dtype));
+    }
+    int64_t scratchBytes = ir::reductionScratchBytesPerThread(f_);
+    if (pairs) {
+      // (value, index) pairs, 16 bytes each (device.cuh's FslArgPair): the printer casts.
       auto scratch = std::make_shared<kir::Buffer>();
-      scratch->name = "fsl_scratch_" + ir::dtypeName(type).str();
-      scratch->dtype = type;
+      scratch->name = "fsl_scratch_pairs";
+      scratch->dtype = ir::DType::I64;
       scratch->space = kir::MemorySpace::Shared;
-      Stmt allocation = kir::allocate(scratch, "block reduction scratch: 8 bytes a thread");
+      Stmt allocation =
+          kir::allocate(scratch, "block reduction scratch: a (value, index) pair a thread");
       auto node = std::make_shared<kir::StmtNode>(*allocation);
       node->index = kir::index(0);
-      node->count = threads() * kir::index(8 / ir::dtypeBytes(type));
+      node->count = threads() * kir::index(scratchBytes / 8);
       out.push_back(node);
-      scratch_[type] = scratch;
+      pairScratch_ = scratch;
+      // The other block reductions use the same bytes (one buffer: shared buffers do not
+      // overlap); the printer casts it to their type.
+      for (ir::DType type : scratchTypes)
+        scratch_[type] = scratch;
+      scratchTypes.clear();
     }
-    Expr sharedOffset = threads() * kir::index(8);
+    if (!scratchTypes.empty()) {
+      // One buffer: reductions of several accumulator types (f32 and f64, i32 and i64)
+      // reuse the same bytes, cast by the printer, as shared buffers may not overlap.
+      bool oneType = scratchTypes.size() == 1;
+      ir::DType type = oneType ? *scratchTypes.begin() : ir::DType::I64;
+      auto scratch = std::make_shared<kir::Buffer>();
+      scratch->name = oneType ? "fsl_scratch_" + ir::dtypeName(type).str() : "fsl_scratch";
+      scratch->dtype = type;
+      scratch->space = kir::MemorySpace::Shared;
+      Stmt allocation = kir::allocate(
+          scratch, "block reduction scratch: " + std::to_string(scratchBytes) + " bytes a thread");
+      auto node = std::make_shared<kir::StmtNode>(*allocation);
+      node->index = kir::index(0);
+      node->count = threads() * kir::index(scratchBytes / ir::dtypeBytes(type));
+      out.push_back(node);
+      for (ir::DType reduced : scratchTypes)
+        scratch_[reduced] = scratch;
+    }
+    Expr sharedOffset = threads() * kir::index(scratchBytes);
     for (unsigned id : plan_.persistent) {
       const ir::Value &value = *f_.values[id];
       auto buffer = std::make_shared<kir::Buffer>();
@@ -271,12 +304,21 @@ private:
                                       : "Phase " + std::to_string(p) +
                                             ": after the block reductions of phase " +
                                             std::to_string(p - 1)));
-    std::map<unsigned, kir::VarPtr> accumulators;
+    std::map<unsigned, kir::VarPtr> accumulators, indices;
     for (const ir::Value *reduction : phase.reductions) {
+      if (ir::isArgReduction(reduction->op)) {
+        declareArgAccumulators(*reduction, accumulators, indices, out);
+        continue;
+      }
       ir::DType type = accumulatorType(reduction->dtype);
       double init = reduction->op == ir::Op::ReduceMax   ? -INFINITY
                     : reduction->op == ir::Op::ReduceMin ? INFINITY
                                                          : 0;
+      // An integer max or min starts at its type's lowest or highest value (an integer has
+      // no infinity; the printer spells 2^63 - 1 and -2^63, which a double holds as +-2^63).
+      if (ir::isInteger(type) && std::isinf(init))
+        init = type == ir::DType::I32 ? (init < 0 ? -2147483648.0 : 2147483647.0)
+                                      : std::copysign(9223372036854775808.0, init);
       kir::VarPtr acc = kir::makeVar(valueName(*reduction) + "_acc", type);
       accumulators[reduction->id] = acc;
       out.push_back(fromFusion(
@@ -332,6 +374,10 @@ private:
     for (const ir::Value *reduction : phase.reductions) {
       const kir::VarPtr &acc = accumulators[reduction->id];
       Expr operand = valueOf(reduction->operands[0]);
+      if (ir::isArgReduction(reduction->op)) {
+        accumulateArg(*reduction, acc, indices.at(reduction->id), operand, element);
+        continue;
+      }
       kir::BinaryOp combine = reduction->op == ir::Op::ReduceMax   ? kir::BinaryOp::Max
                               : reduction->op == ir::Op::ReduceMin ? kir::BinaryOp::Min
                                                                    : kir::BinaryOp::Add;
@@ -351,22 +397,26 @@ private:
     // The block reductions that end the phase, and their results.
     for (const ir::Value *reduction : phase.reductions) {
       const kir::VarPtr &acc = accumulators[reduction->id];
+      bool isArg = ir::isArgReduction(reduction->op);
       if (plan_.blockReduced.count(reduction->id)) {
-        Stmt r = kir::reduce(acc, reduceKind(reduction->op), kir::ReduceScope::BlockX,
-                             scratch_.at(acc->dtype), blockReductions_++ % 2);
+        Stmt r =
+            isArg ? kir::reduceTuple({acc, indices.at(reduction->id)}, reduceKind(reduction->op),
+                                     kir::ReduceScope::BlockX, pairScratch_, blockReductions_++ % 2)
+                  : kir::reduce(acc, reduceKind(reduction->op), kir::ReduceScope::BlockX,
+                                scratch_.at(acc->dtype), blockReductions_++ % 2);
         auto node = std::make_shared<kir::StmtNode>(*r);
         node->comment = "over threadIdx.x";
         node->origin.range = reduction->range;
         out.push_back(node);
       }
-      Expr total = kir::var(acc);
+      Expr total = kir::var(isArg ? indices.at(reduction->id) : acc);
       if (reduction->op == ir::Op::ReduceMean) {
         Expr count = kir::index(1);
         for (ir::DimId dim : reduction->reduced)
           count = count * cx_.dimExtent(dim);
         total = kir::binary(kir::BinaryOp::Div, total, kir::cast(acc->dtype, count));
       }
-      if (reduction->dtype != acc->dtype)
+      if (reduction->dtype != total->dtype)
         total = kir::cast(reduction->dtype, total);
       kir::VarPtr result = kir::makeVar(valueName(*reduction), reduction->dtype);
       results_[reduction->id] = result;
@@ -374,11 +424,65 @@ private:
     }
   }
 
+  /// argmax/argmin: the best value so far (the operand's register type) and its index
+  /// along the reduced dimension (i64). The index starts at -1, "no element yet", which
+  /// every element replaces (the value's start, -inf or +inf for floats, only reads well).
+  void declareArgAccumulators(const ir::Value &reduction, std::map<unsigned, kir::VarPtr> &values,
+                              std::map<unsigned, kir::VarPtr> &indices, std::vector<Stmt> &out) {
+    ir::DType type = accumulatorType(reduction.operands[0]->dtype);
+    bool isMax = reduction.op == ir::Op::ReduceArgMax;
+    double start = !ir::isFloat(type) ? 0 : isMax ? -INFINITY : INFINITY;
+    std::string who = reduction.name.empty() ? valueName(reduction) : reduction.name;
+    kir::VarPtr value = kir::makeVar(valueName(reduction) + "_best", type);
+    kir::VarPtr index = kir::makeVar(valueName(reduction) + "_at", ir::DType::I64);
+    values[reduction.id] = value;
+    indices[reduction.id] = index;
+    out.push_back(fromFusion(
+        kir::declare(value, kir::constant(start, type),
+                     ir::opName(reduction.op).str() + " of " + who + ": the best value so far"),
+        reduction.range));
+    out.push_back(fromFusion(kir::declare(index, kir::index(-1), "and its index (-1: none yet)"),
+                             reduction.range));
+  }
+
+  /// The pair (best, at) takes (x, i) when it holds no element yet, or x is better:
+  /// greater (argmax) or smaller (argmin), equal at a lower index, or a NaN where the best
+  /// is not a NaN at a lower index. The order is total, so the elements may come in any
+  /// order (device.cuh's fsl_arg_better is the same rule for the warp and block combines).
+  void accumulateArg(const ir::Value &reduction, const kir::VarPtr &best, const kir::VarPtr &at,
+                     Expr x, std::vector<Stmt> &element) {
+    bool isMax = reduction.op == ir::Op::ReduceArgMax;
+    Expr i = cx_.rootIndex[reduction.reduced.front()];
+    Expr b = kir::var(best), a = kir::var(at);
+    if (x->dtype != b->dtype)
+      x = kir::cast(b->dtype, x);
+    using kir::BinaryOp;
+    auto isNan = [](Expr e) { return kir::binary(BinaryOp::Ne, e, e); };
+    Expr numberWins =
+        kir::binary(BinaryOp::Or, kir::binary(isMax ? BinaryOp::Gt : BinaryOp::Lt, x, b),
+                    kir::binary(BinaryOp::And, kir::binary(BinaryOp::Eq, x, b),
+                                kir::binary(BinaryOp::Lt, i, a)));
+    Expr wins = numberWins;
+    if (ir::isFloat(b->dtype)) {
+      Expr nanWins = kir::unary(
+          kir::UnaryOp::Not, kir::binary(BinaryOp::And, isNan(b), kir::binary(BinaryOp::Lt, a, i)));
+      wins = kir::select(isNan(x), nanWins, numberWins);
+    }
+    wins = kir::binary(BinaryOp::Or, kir::binary(BinaryOp::Lt, a, kir::index(0)), wins);
+    kir::VarPtr take = kir::makeVar(valueName(reduction) + "_wins", ir::DType::Bool);
+    element.push_back(fromFusion(kir::let(take, wins), reduction.range));
+    element.push_back(
+        fromFusion(kir::assign(best, kir::select(kir::var(take), x, b)), reduction.range));
+    element.push_back(
+        fromFusion(kir::assign(at, kir::select(kir::var(take), i, a)), reduction.range));
+  }
+
   LowerContext &cx_;
   const Plan &plan_;
   const ir::Fusion &f_;
   std::map<unsigned, kir::BufferPtr> persistentBuffers_;
   std::map<ir::DType, kir::BufferPtr> scratch_;
+  kir::BufferPtr pairScratch_; // argmax/argmin block reductions
   std::map<unsigned, kir::VarPtr> results_;
   int blockReductions_ = 0;
 };

@@ -1,7 +1,7 @@
 // LaunchShape.cpp — the `launch-shape` pass: grid, block, shared memory, launch bounds.
 //
 // The grid and block are the extents of the parallel loops; dynamic shared memory is
-// the block reduction scratch (8 bytes a thread) and the shared persistent buffers.
+// the block reduction scratch (8 or 16 bytes a thread) and the shared persistent buffers.
 // `launch_bounds N` and `maxrregcount R` become __launch_bounds__(N, blocks an SM that
 // R registers a thread allow) — which makes ptxas keep each thread within about R
 // registers — or __maxnreg__(R) when the thread count is not static.
@@ -34,7 +34,7 @@ bool computeLaunchShape(LowerContext &context) {
     }
   });
   const Plan &plan = context.plan;
-  int64_t bytesPerThread = 8;
+  int64_t bytesPerThread = ir::reductionScratchBytesPerThread(context.fusion);
   for (unsigned id : plan.persistentShared) {
     ir::DType type = context.fusion.values[id]->dtype;
     bytesPerThread +=

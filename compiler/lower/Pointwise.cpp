@@ -82,6 +82,8 @@ kir::Expr pointwiseOperation(const ir::Value &value, const std::vector<kir::Expr
   case ir::Op::ReduceMax:
   case ir::Op::ReduceMin:
   case ir::Op::ReduceMean:
+  case ir::Op::ReduceArgMax:
+  case ir::Op::ReduceArgMin:
   case ir::Op::MatMul:
     break;
   }

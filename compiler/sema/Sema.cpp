@@ -903,10 +903,9 @@ private:
     if (auto fn = scope.fns.find(name); fn != scope.fns.end())
       return inlineFn(call, fn->second);
 
-    static const std::map<std::string, Op> reductions = {{"sum", Op::ReduceSum},
-                                                         {"mean", Op::ReduceMean},
-                                                         {"max", Op::ReduceMax},
-                                                         {"min", Op::ReduceMin}};
+    static const std::map<std::string, Op> reductions = {
+        {"sum", Op::ReduceSum}, {"mean", Op::ReduceMean},     {"max", Op::ReduceMax},
+        {"min", Op::ReduceMin}, {"argmax", Op::ReduceArgMax}, {"argmin", Op::ReduceArgMin}};
     static const std::map<std::string, Op> unaryMath = {
         {"exp", Op::Exp},   {"log", Op::Log},         {"sqrt", Op::Sqrt}, {"rsqrt", Op::Rsqrt},
         {"tanh", Op::Tanh}, {"sigmoid", Op::Sigmoid}, {"erf", Op::Erf},   {"abs", Op::Abs}};
@@ -1014,6 +1013,12 @@ private:
       }
       reduced.push_back(*dim);
     }
+    if (ir::isArgReduction(op) && reduced.size() != 1) {
+      // An index is along one dimension; over several it would need a flattening order.
+      diagnostics_.report(DiagId::ArgReductionDims, call.overRange, call.callee.text,
+                          reduced.size());
+      return std::nullopt;
+    }
     if (input->dtype == DType::Bool) {
       diagnostics_.report(
           DiagId::InvalidOperandType, call.range,
@@ -1029,7 +1034,9 @@ private:
     result.range = call.range;
     if (op == Op::ReduceSum && (result.value = recogniseMatMul(input, reduced, kept, call.range)))
       return result;
-    result.value = add(op, input->dtype, {input}, call.range, kept, reduced);
+    // argmax and argmin give an index: i64, like torch.argmax, so any extent fits.
+    DType type = ir::isArgReduction(op) ? DType::I64 : input->dtype;
+    result.value = add(op, type, {input}, call.range, kept, reduced);
     return result;
   }
 

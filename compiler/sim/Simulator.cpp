@@ -220,6 +220,15 @@ int64_t exactInteger(double value, const char *what) {
 }
 
 double integerBinary(kir::BinaryOp op, DType type, double x, double y) {
+  // An i64 max or min starts at int64's extremes, +-2^63 here (FSL_INT64_MAX/MIN in CUDA):
+  // they compare with every exact integer, and come out only if nothing else came in.
+  bool extreme = std::fabs(x) == 9223372036854775808.0 || std::fabs(y) == 9223372036854775808.0;
+  if (extreme && (op == kir::BinaryOp::Max || op == kir::BinaryOp::Min)) {
+    double other = std::fabs(x) == 9223372036854775808.0 ? y : x;
+    if (std::fabs(other) != 9223372036854775808.0)
+      exactInteger(other, "an integer operand");
+    return op == kir::BinaryOp::Max ? std::max(x, y) : std::min(x, y);
+  }
   int64_t a = exactInteger(x, "an integer operand"), b = exactInteger(y, "an integer operand");
   int64_t r = 0;
   switch (op) {
@@ -1613,14 +1622,33 @@ private:
     commit(writes);
   }
 
-  double combine(kir::ReduceKind kind, double a, double b, DType type) {
+  /// One thread's accumulators of a reduction: `var`, then `carried`.
+  using Accumulators = std::vector<double>;
+
+  /// fsl_arg_better (device.cuh): whether (x, i) beats (b, a) in argmax (`isMax`) or
+  /// argmin; index -1 is "no element yet".
+  static bool argBetter(bool isMax, double x, double i, double b, double a) {
+    if (a < 0)
+      return true;
+    if (i < 0)
+      return false;
+    if (std::isnan(x))
+      return !(std::isnan(b) && a < i);
+    return (isMax ? x > b : x < b) || (x == b && i < a);
+  }
+
+  Accumulators combine(kir::ReduceKind kind, const Accumulators &a, const Accumulators &b,
+                       DType type) {
     switch (kind) {
     case kir::ReduceKind::Sum:
-      return inRegister(a + b, type); // each step in the accumulator's C type
+      return {inRegister(a[0] + b[0], type)}; // each step in the accumulator's C type
     case kir::ReduceKind::Max:
-      return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+      return {std::isnan(a[0]) || std::isnan(b[0]) ? NAN : std::max(a[0], b[0])};
     case kir::ReduceKind::Min:
-      return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+      return {std::isnan(a[0]) || std::isnan(b[0]) ? NAN : std::min(a[0], b[0])};
+    case kir::ReduceKind::ArgMax:
+    case kir::ReduceKind::ArgMin:
+      return argBetter(kind == kir::ReduceKind::ArgMax, b[0], b[1], a[0], a[1]) ? b : a;
     }
     FSL_UNREACHABLE("reduce kind");
   }
@@ -1628,10 +1656,10 @@ private:
   /// fsl_warp_reduce on the 32 values of a warp (device.cuh): a butterfly of
   /// __shfl_xor_sync at offsets 16, 8, 4, 2, 1, each lane combining its value with its
   /// partner's. The sum is commutative, so every lane ends with the same total.
-  double butterfly(kir::ReduceKind kind, std::vector<double> lanes, DType type) {
+  Accumulators butterfly(kir::ReduceKind kind, std::vector<Accumulators> lanes, DType type) {
     FSL_INTERNAL_ASSERT(lanes.size() == 32, "a butterfly over a partial warp");
     for (size_t offset = 16; offset > 0; offset >>= 1) {
-      std::vector<double> next(32);
+      std::vector<Accumulators> next(32);
       for (size_t l = 0; l < 32; ++l)
         next[l] = combine(kind, lanes[l], lanes[l ^ offset], type);
       lanes = std::move(next);
@@ -1644,27 +1672,31 @@ private:
   /// a block fsl_block_reduce_x's order (warp butterflies, then a shfl_down tree over the
   /// warps' partials; without whole warps, a pairwise tree in shared memory). Other groups
   /// (a partial last warp, which the GPU does not define) in thread order.
-  double total(const StmtNode &s, const std::vector<int> &group, bool warp) {
+  Accumulators total(const StmtNode &s, const std::vector<int> &group, bool warp) {
     kir::ReduceKind kind = s.reduceKind;
     DType type = s.var->dtype;
-    std::vector<double> values;
-    for (int t : group)
-      values.push_back(variable(t, *s.var));
+    std::vector<Accumulators> values;
+    for (int t : group) {
+      Accumulators own = {variable(t, *s.var)};
+      for (const kir::VarPtr &carried : s.carried)
+        own.push_back(variable(t, *carried));
+      values.push_back(std::move(own));
+    }
     size_t n = values.size();
     if (n == 32)
       return butterfly(kind, values, type);
     if (!warp && n % 32 == 0) {
       size_t warps = n / 32;
-      std::vector<double> partials;
+      std::vector<Accumulators> partials;
       for (size_t w = 0; w < warps; ++w)
         partials.push_back(butterfly(
-            kind, std::vector<double>(values.begin() + w * 32, values.begin() + (w + 1) * 32),
+            kind, std::vector<Accumulators>(values.begin() + w * 32, values.begin() + (w + 1) * 32),
             type));
-      std::vector<double> lane(32);
+      std::vector<Accumulators> lane(32);
       for (size_t l = 0; l < 32; ++l)
         lane[l] = partials[l % warps];
       for (size_t offset = 16; offset > 0; offset >>= 1) {
-        std::vector<double> next = lane;
+        std::vector<Accumulators> next = lane;
         for (size_t l = 0; l + offset < warps; ++l)
           next[l] = combine(kind, lane[l], lane[l + offset], type);
         lane = std::move(next);
@@ -1677,7 +1709,7 @@ private:
           values[x] = combine(kind, values[x], values[x + step], type);
       return values[0];
     }
-    double result = values.front();
+    Accumulators result = values.front();
     for (size_t k = 1; k < n; ++k)
       result = combine(kind, result, values[k], type);
     return result;
@@ -1685,9 +1717,12 @@ private:
 
   /// Combines the accumulators of `group` and gives every one the total.
   void reduceGroup(const StmtNode &s, const std::vector<int> &group, bool warp) {
-    double result = total(s, group, warp);
-    for (int t : group)
-      setVariable(t, *s.var, result);
+    Accumulators result = total(s, group, warp);
+    for (int t : group) {
+      setVariable(t, *s.var, result[0]);
+      for (size_t c = 0; c < s.carried.size(); ++c)
+        setVariable(t, *s.carried[c], result[c + 1]);
+    }
   }
 
   /// A reduction: over the lanes of the warp at once, or over the block once every warp
@@ -1698,10 +1733,17 @@ private:
       fail("a reduction without an accumulator");
     if (s.scope == kir::ReduceScope::Grid)
       fault(-1, "grid reductions are not simulated yet");
-    if (!mutable_.count(s.var.get()))
-      fault(mask.front(), "reduction of " + s.var->name + ", which is not declared mutable");
-    for (int t : mask)
-      located(t, [&] { return variable(t, *s.var); }); // set before it is combined
+    if (s.carried.size() + 1 != kir::reduceArity(s.reduceKind))
+      fail("a reduction without all its accumulators");
+    std::vector<const kir::Var *> accumulators = {s.var.get()};
+    for (const kir::VarPtr &carried : s.carried)
+      accumulators.push_back(carried.get());
+    for (const kir::Var *acc : accumulators) {
+      if (!mutable_.count(acc))
+        fault(mask.front(), "reduction of " + acc->name + ", which is not declared mutable");
+      for (int t : mask)
+        located(t, [&] { return variable(t, *acc); }); // set before it is combined
+    }
     if (s.scratch) {
       // The block reduction goes through this shared scratch on the GPU.
       if (s.scratch->space != MemorySpace::Shared)

@@ -48,6 +48,15 @@ extern "C" __global__ void __launch_bounds__(256)
   integers[i] = fsl_min<int64_t>(integers[i], 7) + fsl_warp_reduce(integers[i], FslMax());
   wide[i] =
       total + fsl_block_reduce_x(wide[i], FslMin(), reinterpret_cast<double *>(fsl_shared), 0);
+  // argmax/argmin pairs of each value type the lowering accumulates in.
+  int64_t at = i, wideAt = i, integerAt = i;
+  fsl_block_argmax_x(largest, at, fsl_shared, 0);
+  fsl_warp_argmin(smallest, at);
+  double widest = wide[i];
+  fsl_block_argmin_x(widest, wideAt, fsl_shared, 1);
+  int32_t narrow = static_cast<int32_t>(integers[i]);
+  fsl_warp_argmax(narrow, integerAt);
+  integers[i] += at + wideAt + integerAt + narrow + static_cast<int64_t>(widest);
   fsl_named_barrier_sync(1, 128);
   fsl_named_barrier_sync(2);
   v16[0] = __float2bfloat16_rn(sum + largest + smallest);

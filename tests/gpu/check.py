@@ -5,6 +5,8 @@ For each variant and each T: fresh random inputs (normal, bf16), outputs poisone
 NaN, one launch through the generated C-ABI launcher, then every output compared with a
 float64 reference that rounds where the program stores (the residual write-back and y to
 bf16). Passes when |out - ref| <= 1e-2 + 1e-2 |ref| everywhere and nothing is NaN.
+greedy_token (argmax) gets rows of ties, NaNs, infinities and all -inf, and must give the
+first largest logit's index (the first NaN's) and the largest logit exactly.
 Also checks that the launcher refuses a misaligned pointer without writing anything.
 Prints a table; writes results.md into the output folder.
 """
@@ -17,7 +19,7 @@ import sys
 import torch
 
 ROWS = [1, 7, 128, 4096, 32768]
-FSL_BF16, FSL_F32 = 4, 5
+FSL_I64, FSL_BF16, FSL_F32 = 2, 4, 5
 
 
 class FslTensor(ctypes.Structure):
@@ -28,7 +30,7 @@ class FslTensor(ctypes.Structure):
 def desc(t, offset_bytes=0):
     d = FslTensor()
     d.data = t.data_ptr() + offset_bytes
-    d.dtype = FSL_BF16 if t.dtype == torch.bfloat16 else FSL_F32
+    d.dtype = {torch.bfloat16: FSL_BF16, torch.int64: FSL_I64}.get(t.dtype, FSL_F32)
     d.rank = t.dim()
     for i, (s, st) in enumerate(zip(t.shape, t.stride())):
         d.sizes[i], d.strides[i] = s, st
@@ -79,6 +81,8 @@ def run_case(fusion, fn, err, T, H):
         mu = xd.mean(-1, keepdim=True)
         var = ((xd - mu) ** 2).mean(-1, keepdim=True)
         pairs = [("y", y, bf16((xd - mu) * torch.rsqrt(var + 1e-5) * gm.double() + bt.double()))]
+    elif fusion == "greedy_token":
+        return run_argmax(fn, err, T, H, randn, g)
     else:
         x = randn(T, H)
         y = torch.full((T, H), float("nan"), device="cuda", dtype=torch.bfloat16)
@@ -102,6 +106,55 @@ def run_case(fusion, fn, err, T, H):
     return True, f"max abs err {worst:.3g}"
 
 
+def special_rows(x, g):
+    """Rows that take turns: values from {-1, -0.5, 0, 0.5, 1} (ties at the maximum), a few
+    NaNs, a few +inf and -inf (ties between infinities), all -inf (as fslc --special-values)."""
+    T, V = x.shape
+    u = torch.rand(T, V, device="cuda", generator=g)
+    kind = torch.arange(T, device="cuda").remainder(4)[:, None].expand(T, V)
+    x = x.double()
+    x = torch.where(kind == 0, torch.floor(x.clamp(-1, 1) * 2.5 + 0.5) / 2, x)
+    x = torch.where((kind == 1) & (u < 0.001), float("nan"), x)
+    x = torch.where((kind == 2) & (u < 0.001), float("inf"), x)
+    x = torch.where((kind == 2) & (u > 0.999), float("-inf"), x)
+    x = torch.where(kind == 3, float("-inf"), x)
+    return x.to(torch.bfloat16)
+
+
+def run_argmax(fn, err, T, V, randn, g):
+    """greedy_token: the index of the first largest logit (the first NaN where a row has
+    one) and the largest logit (NaN where a row has one), exactly."""
+    x = special_rows(randn(T, V), g)
+    token = torch.full((T,), -7, device="cuda", dtype=torch.int64)
+    best = torch.full((T,), float("nan"), device="cuda", dtype=torch.float32)
+    P = ctypes.POINTER(FslTensor)
+    fn.argtypes = [P, P, P, ctypes.c_void_p]
+    status = fn(desc(x), desc(token), desc(best), stream())
+    torch.cuda.synchronize()
+    if status != 0:
+        return False, f"status {status}: {err().decode()}"
+    xd = x.double()
+    nan = torch.isnan(xd)
+    top = torch.where(nan, float("-inf"), xd).max(-1).values
+    # argmax of a 0/1 row gives its first 1 (PyTorch: the first of equal maxima).
+    first_top = (xd == top[:, None]).to(torch.int32).argmax(-1)
+    first_nan = nan.to(torch.int32).argmax(-1)
+    has_nan = nan.any(-1)
+    ref_token = torch.where(has_nan, first_nan, first_top)
+    ref_best = torch.where(has_nan, float("nan"), top)
+    wrong = (token != ref_token).nonzero()
+    if len(wrong):
+        r = int(wrong[0])
+        return False, f"token[{r}] = {int(token[r])}, reference {int(ref_token[r])}"
+    b = best.double()
+    same = (b == ref_best) | (torch.isnan(b) & torch.isnan(ref_best))
+    if not bool(same.all()):
+        r = int((~same).nonzero()[0])
+        return False, f"best[{r}] = {float(b[r])}, reference {float(ref_best[r])}"
+    torch_agrees = bool((torch.argmax(xd, -1) == ref_token).all())
+    return True, "exact" + ("" if torch_agrees else "; torch.argmax differs on NaN rows")
+
+
 def misaligned_refused(fusion, fn, err, H):
     """The launcher refuses a pointer off the vector alignment and writes nothing."""
     T = 4
@@ -112,6 +165,14 @@ def misaligned_refused(fusion, fn, err, H):
     if fusion == "softmax":
         fn.argtypes = [P, P, ctypes.c_void_p]
         status = fn(desc(view), desc(y), stream())
+    elif fusion == "greedy_token":
+        token = torch.full((T,), -7, device="cuda", dtype=torch.int64)
+        best = y[:, 0].float().contiguous()
+        fn.argtypes = [P, P, P, ctypes.c_void_p]
+        status = fn(desc(view), desc(token), desc(best), stream())
+        torch.cuda.synchronize()
+        return status == 6 and bool((token == -7).all()) and bool(
+            torch.isnan(best.double()).all()), err().decode()
     elif fusion == "layer_norm":
         g = torch.randn(H, device="cuda").to(torch.bfloat16)
         fn.argtypes = [P, P, P, ctypes.c_float, P, ctypes.c_void_p]
@@ -141,7 +202,8 @@ def main():
             rows.append((name, H, "-", "FAIL", f"load: {e}"))
             failures += 1
             continue
-        for T in ROWS:
+        # greedy_token's float64 reference holds a few copies of [T, V]: at most 1024 rows.
+        for T in ROWS if fusion != "greedy_token" else [1, 7, 128, 1024]:
             try:
                 ok, detail = run_case(fusion, fn, err, T, H)
             except Exception as e:  # a CUDA error is a failure of this case, not of the suite

@@ -20,6 +20,11 @@ for fusion in rms_norm_add layer_norm softmax; do
     fi
   done
 done
+# argmax (greedy decoding) at vocabulary sizes: a (value, index) pair reduction.
+for size in 32000 128256; do
+  "$fslc" --diagnostics-color=never -D "V=$size" --emit=cuda -o "$out/greedy_token_$size" \
+    "$root/examples/greedy_token.fsl"
+done
 # Variants of the example schedules that exercise other lowering paths.
 variant() { # name fusion dim size sed-expression
   local dir="$out/${2}_${4}.$1"

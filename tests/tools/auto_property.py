@@ -33,6 +33,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import zlib
 
 SEED = 20261130
 TIME_LIMIT_S = 30
@@ -139,6 +140,12 @@ def make_fusion(rng):
         o.append(f"s: {s}[T]")
         b.append(f"let r = {op}(f32(x), over H);")
         b.append(f"s = {cast(s, 'r')};")
+        # An index next to it: a (value, index) pair reduction. Its own generator, seeded
+        # from this fusion's, leaves the other fusions of the seed as they were.
+        index_rng = random.Random(zlib.crc32("\n".join(p + o + b).encode()))
+        if index_rng.random() < 0.4:
+            o.append("at: i64[T]")
+            b.append(f"at = {index_rng.choice(['argmax', 'argmin'])}(x, over H);")
         if rng.random() < 0.3:
             yt = fusion.dtype()
             o.append(f"yt: {yt}[H, T]")

@@ -23,11 +23,11 @@ generate() {
 }
 
 # The examples, and a launcher without overlap checks (no overlap helpers to leave unused).
-for fusion in rms_norm_add layer_norm softmax; do
+for fusion in rms_norm_add layer_norm softmax greedy_token; do
   generate "$fusion" "$root/examples/$fusion.fsl"
 done
 generate scale_inout "$root/tests/launcher/scale_inout.fsl"
-for fusion in rms_norm_add layer_norm softmax scale_inout; do
+for fusion in rms_norm_add layer_norm softmax greedy_token scale_inout; do
   "$nvcc" "${flags[@]}" "${strict[@]}" -Xptxas -v -I "$work/$fusion" -c "$work/$fusion/$fusion.cu" \
     -o "$work/$fusion/$fusion.o" 2> "$work/$fusion/ptxas.txt" || { cat "$work/$fusion/ptxas.txt"; exit 1; }
   echo "compiled $fusion for sm_90a without warnings: $(grep -c 'registers' "$work/$fusion/ptxas.txt") kernels"
@@ -79,6 +79,17 @@ for input in warp-specialized persistent shared-epilogue kn stream-k pingpong tw
     cat "$work/mm_$input/ptxas.txt"; echo "FAIL: matmul $input: wgmma serialized or spilled"; exit 1
   fi
   echo "compiled matmul $input for sm_90a without warnings"
+  passed=$((passed + 1))
+done
+# Reductions of every combine: argmax/argmin pairs (a tree, one warp, two rows a block, a
+# column a thread; bf16, f32, f64 and i32 values), integer max and min from int64's
+# extremes, f32 and f64 block reductions sharing one scratch buffer.
+for input in argmax-shapes integer-min-max; do
+  generate "red_$input" "$root/tests/lit/lower/Inputs/$input.fsl"
+  for src in "$work/red_$input"/*.cu; do
+    "$nvcc" "${flags[@]}" "${strict[@]}" -I "$work/red_$input" -c "$src" -o "${src%.cu}.o"
+  done
+  echo "compiled the reductions of $input.fsl for sm_90a without warnings"
   passed=$((passed + 1))
 done
 # The launch status test needs a GPU; without one it says so and passes.

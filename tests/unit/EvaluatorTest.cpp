@@ -101,6 +101,27 @@ TEST_CASE("NaN and infinity propagate") {
   CHECK(outputs[2][2] == inf);
 }
 
+TEST_CASE("argmax and argmin: the lowest index on ties, the first NaN wins, any row order") {
+  const char *arg = "fusion arg(x: f64[T, H]) -> (hi: i64[T], lo: i64[T], col: i64[H]) {\n"
+                    "    hi = argmax(x, over H);\n"
+                    "    lo = argmin(x, over H);\n"
+                    "    col = argmax(x, over T);\n"
+                    "}\n";
+  double inf = INFINITY, nan = NAN;
+  std::vector<double> x = {
+      2,    -1,   2,    -1,   // ties: the first 2, the first -1
+      1,    nan,  3,    nan,  // NaN beats every number, for argmax and argmin alike
+      -inf, -inf, -inf, -inf, // all -inf: index 0 either way
+      -inf, inf,  inf,  -0.0, // infinities; -0.0 == 0.0 would tie
+  };
+  auto outputs = run(arg, {{{"T", 4}, {"H", 4}}, {x}});
+  CHECK(outputs[0] == std::vector<double>{0, 1, 0, 1});
+  CHECK(outputs[1] == std::vector<double>{1, 1, 0, 0});
+  // Over T (not the innermost dimension): NaNs at row 1 in columns 1 and 3, +inf at row 3
+  // in column 2.
+  CHECK(outputs[2] == std::vector<double>{0, 1, 3, 1});
+}
+
 TEST_CASE("rounding to storage types is round-to-nearest-even") {
   using eval::roundTo;
   CHECK(roundTo(1.00390625, ir::DType::BF16) == 1.0);      // halfway, even is 1.0

@@ -396,6 +396,44 @@ TEST_CASE("simulator: a warp reduction adds in the butterfly order of fsl_warp_r
   }
 }
 
+TEST_CASE("simulator: a warp argmax combines (value, index) pairs by fsl_arg_better") {
+  // Lane l holds (value, index l): 5 at lanes 3 and 9 (a tie: 3 wins), NaN at lanes 20 and
+  // 12 when `withNan` (the lower one, 12, wins), and lane 7 holds nothing yet (index -1,
+  // value +inf: it must lose). argmin of the same lanes: -2 at lanes 30 and 25 (25).
+  for (bool withNan : {false, true}) {
+    CAPTURE(withNan);
+    BufferPtr out = makeBuffer("out", DType::I64, MemorySpace::Global);
+    VarPtr t = makeVar("t", DType::I64), value = makeVar("value", DType::F32),
+           at = makeVar("at", DType::I64), low = makeVar("low", DType::F32),
+           lowAt = makeVar("low_at", DType::I64);
+    auto lane = [&](int64_t l) { return eq(var(t), index(l)); };
+    Expr v = select(lane(3), f32(5), select(lane(9), f32(5), f32(1)));
+    if (withNan)
+      v = select(lane(20), f32(NAN), select(lane(12), f32(NAN), v));
+    v = select(lane(7), f32(INFINITY), v);
+    Expr lowValue = select(lane(30), f32(-2), select(lane(25), f32(-2), f32(0)));
+    Stmt body = block({
+        declare(value, v),
+        declare(at, select(lane(7), index(-1), var(t))),
+        declare(low, lowValue),
+        declare(lowAt, var(t)),
+        reduceTuple({value, at}, ReduceKind::ArgMax, ReduceScope::Warp, nullptr, 0),
+        reduceTuple({low, lowAt}, ReduceKind::ArgMin, ReduceScope::Warp, nullptr, 0),
+        store(out, var(t), var(at) * index(100) + var(lowAt)),
+    });
+    Kernel kernel;
+    kernel.name = "warp_argmax";
+    kernel.params = {tensorParam(out)};
+    kernel.body = parallelLoop(t, index(32), Axis::TIDx, body);
+    launch(kernel, 1, {32, 1});
+    sim::Memory memory;
+    memory.global[out.get()].assign(32, 0);
+    REQUIRE(faultOf(sim::runKernel(kernel, memory)) == "");
+    for (double result : memory.global[out.get()])
+      CHECK(result == (withNan ? 12 : 3) * 100 + 25);
+  }
+}
+
 TEST_CASE("simulator: a block reduction adds in the order of fsl_block_reduce_x") {
   // 64 threads (two warps): each warp's butterfly, then the warps' partials. Thread 0
   // holds 2^24, thread 32 holds 2, the others 1: warp 0 gives 2^24 + 30 (above), warp 1

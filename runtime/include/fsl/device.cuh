@@ -7,10 +7,11 @@
  *
  * Groups, in order:
  *   1. Types and constants: fixed-width integers (NVRTC has no <stdint.h>), bf16/f16,
- *      FSL_INF32/FSL_INF64.
+ *      FSL_INF32/FSL_INF64, FSL_INT64_MAX/FSL_INT64_MIN.
  *   2. Arithmetic: fsl_max/fsl_min propagating NaN, the FslSum/FslMax/FslMin combiners.
  *   3. Vector accesses: fsl_load_vector/fsl_store_vector move 2..16 bytes as one access.
- *   4. Reductions: fsl_warp_reduce over the 32 lanes, fsl_block_reduce_x over threadIdx.x.
+ *   4. Reductions: fsl_warp_reduce over the 32 lanes, fsl_block_reduce_x over threadIdx.x;
+ *      the argmax/argmin pairs (value, index) and their combines, on the same trees.
  *   5. Barriers and programmatic dependent launch: named barriers, griddepcontrol.
  *   6. Hopper (sm_90) asynchronous operations, as inline PTX: mbarrier, the async-proxy
  *      fence, TMA (cp.async.bulk.tensor) loads and stores, wgmma with shared-memory
@@ -45,6 +46,9 @@ typedef int int32_t;
 
 #define FSL_INF32 __int_as_float(0x7f800000)
 #define FSL_INF64 __longlong_as_double(0x7ff0000000000000LL)
+/* int64's extremes (NVRTC has no <stdint.h>): an integer max or min reduction's start. */
+#define FSL_INT64_MAX 0x7fffffffffffffffLL
+#define FSL_INT64_MIN (-0x7fffffffffffffffLL - 1)
 
 /* Whether the sm_90a-only instructions (wgmma, setmaxnreg) are available. */
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -128,13 +132,65 @@ __device__ __forceinline__ void fsl_store_vector(T *to, const T *from) {
 
 /* --- 4. Reductions ------------------------------------------------------------------- */
 
+/* argmax/argmin carry a value and its index along the reduced dimension (-1: no element
+ * yet). (x, i) beats (b, a) when a is -1, or i is not -1 and x is greater (argmax) or
+ * smaller (argmin), or equal at a lower index, or a NaN where b is not a NaN at a lower
+ * index: NaN wins, the first one (torch.argmax); ties go to the lowest index. The order
+ * is total, so every combining tree gives the same pair. */
+template <typename T> struct FslArgPair {
+  T value;
+  int64_t index;
+};
+template <typename T> __device__ __forceinline__ bool fsl_is_nan(T) { return false; }
+__device__ __forceinline__ bool fsl_is_nan(float x) { return x != x; }
+__device__ __forceinline__ bool fsl_is_nan(double x) { return x != x; }
+template <bool IsMax, typename T>
+__device__ __forceinline__ bool fsl_arg_better(T x, int64_t i, T b, int64_t a) {
+  if (a < 0)
+    return true;
+  if (i < 0)
+    return false;
+  if (fsl_is_nan(x))
+    return !(fsl_is_nan(b) && a < i);
+  return (IsMax ? x > b : x < b) || (x == b && i < a);
+}
+template <bool IsMax> struct FslArgCombine {
+  template <typename T>
+  __device__ __forceinline__ FslArgPair<T> operator()(FslArgPair<T> a, FslArgPair<T> b) const {
+    return fsl_arg_better<IsMax>(b.value, b.index, a.value, a.index) ? b : a;
+  }
+};
+
+/* Shuffles of one value, or of each member of a pair. */
+template <typename T> __device__ __forceinline__ T fsl_shfl_xor(T value, int offset) {
+  return __shfl_xor_sync(0xffffffffu, value, offset);
+}
+template <typename T> __device__ __forceinline__ T fsl_shfl_down(T value, unsigned offset) {
+  return __shfl_down_sync(0xffffffffu, value, offset);
+}
+template <typename T> __device__ __forceinline__ T fsl_shfl(T value, int lane) {
+  return __shfl_sync(0xffffffffu, value, lane);
+}
+template <typename T>
+__device__ __forceinline__ FslArgPair<T> fsl_shfl_xor(FslArgPair<T> pair, int offset) {
+  return {fsl_shfl_xor(pair.value, offset), fsl_shfl_xor(pair.index, offset)};
+}
+template <typename T>
+__device__ __forceinline__ FslArgPair<T> fsl_shfl_down(FslArgPair<T> pair, unsigned offset) {
+  return {fsl_shfl_down(pair.value, offset), fsl_shfl_down(pair.index, offset)};
+}
+template <typename T>
+__device__ __forceinline__ FslArgPair<T> fsl_shfl(FslArgPair<T> pair, int lane) {
+  return {fsl_shfl(pair.value, lane), fsl_shfl(pair.index, lane)};
+}
+
 /* Combines `value` over the 32 lanes of a warp (butterfly shuffles): every lane gets the
  * total. All 32 lanes must call it. */
 template <typename T, typename Combine>
 __device__ __forceinline__ T fsl_warp_reduce(T value, Combine combine) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1)
-    value = combine(value, __shfl_xor_sync(0xffffffffu, value, offset));
+    value = combine(value, fsl_shfl_xor(value, offset));
   return value;
 }
 
@@ -143,7 +199,8 @@ __device__ __forceinline__ T fsl_warp_reduce(T value, Combine combine) {
  * partial per warp through shared memory, which every warp then combines with shuffles
  * (a tree with bounds, right for any number of warps). Successive reductions alternate
  * between two scratch slots, so none needs a barrier after it: the next reduction's
- * barrier orders the reads of this one before the writes of the one after. Without whole
+ * barrier orders the reads of this one before the writes of the one after. The slots take
+ * 2 x 16 bytes a warp (of 8 bytes a thread of scratch, 16 with argmax pairs). Without whole
  * warps a row, a pairwise tree in shared memory, exact for any blockDim.x. */
 template <typename T, typename Combine>
 __device__ T fsl_block_reduce_x(T value, Combine combine, T *scratch, unsigned slot) {
@@ -151,22 +208,29 @@ __device__ T fsl_block_reduce_x(T value, Combine combine, T *scratch, unsigned s
   if (blockDim.x % 32 == 0) {
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1)
-      value = combine(value, __shfl_xor_sync(0xffffffffu, value, offset));
+      value = combine(value, fsl_shfl_xor(value, offset));
     if (blockDim.x == 32)
       return value; // a warp a row: every lane holds the total, no barrier needed
     const unsigned warps = blockDim.x / 32, lane = threadIdx.x % 32;
-    T *partials = scratch + slot * (blockDim.y * blockDim.z * warps) + row * warps;
+    // A slot is 16 bytes an entry whatever T, so that reductions of different types (an f32
+    // sum after an argmax pair, f64 after f32) sharing the scratch in alternate slots never
+    // overlap: a warp may write the next slot while others still read this one.
+    static_assert(sizeof(T) <= 16, "a reduction's element is at most 16 bytes");
+    const unsigned entries = blockDim.y * blockDim.z * warps;
+    T *partials =
+        reinterpret_cast<T *>(reinterpret_cast<unsigned char *>(scratch) + slot * entries * 16) +
+        row * warps;
     if (lane == 0)
       partials[threadIdx.x / 32] = value;
     __syncthreads();
     T total = partials[lane % warps];
 #pragma unroll
     for (unsigned offset = 16; offset > 0; offset >>= 1) {
-      const T other = __shfl_down_sync(0xffffffffu, total, offset);
+      const T other = fsl_shfl_down(total, offset);
       if (lane + offset < warps)
         total = combine(total, other);
     }
-    return __shfl_sync(0xffffffffu, total, 0);
+    return fsl_shfl(total, 0);
   }
   const unsigned base = row * blockDim.x;
   __syncthreads(); // an earlier reduction's readers are done with the scratch
@@ -179,6 +243,41 @@ __device__ T fsl_block_reduce_x(T value, Combine combine, T *scratch, unsigned s
     __syncthreads();
   }
   return scratch[base];
+}
+
+/* argmax/argmin of (value, index) over a warp or over threadIdx.x, as fsl_warp_reduce and
+ * fsl_block_reduce_x; `scratch` holds a 16-byte pair a thread. */
+template <bool IsMax, typename T>
+__device__ __forceinline__ void fsl_warp_arg_reduce(T &value, int64_t &index) {
+  const FslArgPair<T> total = fsl_warp_reduce(FslArgPair<T>{value, index}, FslArgCombine<IsMax>());
+  value = total.value;
+  index = total.index;
+}
+template <bool IsMax, typename T>
+__device__ __forceinline__ void fsl_block_arg_reduce_x(T &value, int64_t &index, void *scratch,
+                                                       unsigned slot) {
+  const FslArgPair<T> total =
+      fsl_block_reduce_x(FslArgPair<T>{value, index}, FslArgCombine<IsMax>(),
+                         static_cast<FslArgPair<T> *>(scratch), slot);
+  value = total.value;
+  index = total.index;
+}
+
+template <typename T> __device__ __forceinline__ void fsl_warp_argmax(T &value, int64_t &index) {
+  fsl_warp_arg_reduce<true>(value, index);
+}
+template <typename T> __device__ __forceinline__ void fsl_warp_argmin(T &value, int64_t &index) {
+  fsl_warp_arg_reduce<false>(value, index);
+}
+template <typename T>
+__device__ __forceinline__ void fsl_block_argmax_x(T &value, int64_t &index, void *scratch,
+                                                   unsigned slot) {
+  fsl_block_arg_reduce_x<true>(value, index, scratch, slot);
+}
+template <typename T>
+__device__ __forceinline__ void fsl_block_argmin_x(T &value, int64_t &index, void *scratch,
+                                                   unsigned slot) {
+  fsl_block_arg_reduce_x<false>(value, index, scratch, slot);
 }
 
 /* --- 5. Barriers and programmatic dependent launch ------------------------------------ */
