@@ -274,6 +274,9 @@ bool MatmulBuilder::runFixup() {
   launch.grid = {blocks, kir::index(plan_.tileM / kFixupRows), kir::index(1)};
   launch.block = {kir::index(threads), kir::index(1), kir::index(1)};
   launch.maxThreads = threads;
+  // Without a minimum of blocks ptxas kept the fix-up to 32 registers and spilled around
+  // its 64-bit divisions; many of its small CTAs fit an SM either way.
+  launch.minBlocksPerSm = 1;
   return true;
 }
 
