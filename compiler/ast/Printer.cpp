@@ -182,13 +182,17 @@ private:
     }
     std::vector<std::string> params, outputs;
     bool paramComments = false, outputComments = false;
+    // A blank line before the first item is not printed (itemPrologue), so it must not
+    // decide the wrapping either: the output would wrap once and then join (fuzzer).
     for (const Param &param : fusion.params) {
+      paramComments |= hasComments(param.comments) ||
+                       (!params.empty() && param.comments.blankLineBefore);
       params.push_back(paramText(param));
-      paramComments |= hasComments(param.comments) || param.comments.blankLineBefore;
     }
     for (const Output &output : fusion.outputs) {
+      outputComments |= hasComments(output.comments) ||
+                        (!outputs.empty() && output.comments.blankLineBefore);
       outputs.push_back(outputText(output));
-      outputComments |= hasComments(output.comments) || output.comments.blankLineBefore;
     }
     std::string paramLine = "(" + llvm::join(params, ", ") + ")";
     std::string outputLine = outputs.empty() ? "" : " -> (" + llvm::join(outputs, ", ") + ")";

@@ -1,6 +1,8 @@
 // IR.cpp — node constructors, with the folding of index arithmetic as it is built.
 #include "kir/IR.h"
 
+#include <limits>
+
 #include "support/Internal.h"
 
 #include <cmath>
@@ -110,9 +112,19 @@ Expr load(const BufferPtr &buffer, Expr at) {
   return e;
 }
 
+int64_t integerConstant(double value) {
+  // Constants are doubles: INT64_MAX rounds to 2^63, which no int64_t holds (converting it
+  // is undefined); the extremes saturate, as they were meant.
+  if (value >= 9223372036854775808.0)
+    return std::numeric_limits<int64_t>::max();
+  if (value <= -9223372036854775808.0)
+    return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(value);
+}
+
 std::optional<int64_t> asConstant(const Expr &e) {
   if (e && e->kind == ExprKind::Const && isIntegerType(e->dtype))
-    return static_cast<int64_t>(e->constant);
+    return integerConstant(e->constant);
   return std::nullopt;
 }
 

@@ -167,6 +167,8 @@ std::optional<int64_t> foldIntegers(BinaryOp op, int64_t a, int64_t b);
 Expr foldedBinary(BinaryOp op, Expr a, Expr b);
 /// The value of a constant expression, if it is one.
 std::optional<int64_t> asConstant(const Expr &e);
+/// An integer constant's value (constants are doubles): the int64 extremes saturate.
+int64_t integerConstant(double value);
 bool isComparison(BinaryOp op);
 llvm::StringRef unaryName(UnaryOp op);
 llvm::StringRef binaryName(BinaryOp op);

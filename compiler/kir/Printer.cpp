@@ -107,7 +107,7 @@ public:
     switch (e->kind) {
     case ExprKind::Const:
       if (ir::isInteger(e->dtype))
-        out_ << static_cast<int64_t>(e->constant);
+        out_ << integerConstant(e->constant);
       else if (e->dtype == DType::Bool)
         out_ << (e->constant != 0 ? "true" : "false");
       else
