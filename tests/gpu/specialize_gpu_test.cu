@@ -26,23 +26,12 @@
 #include <string>
 #include <vector>
 
+#include "../runtime/Expect.h"
+
 namespace {
 
-int checks = 0, failures = 0;
-void expect(bool ok, const std::string &what, const std::string &detail = "") {
-  ++checks;
-  failures += !ok;
-  std::printf("%s %s%s%s\n", ok ? "ok  " : "FAIL", what.c_str(), detail.empty() ? "" : ": ",
-              detail.c_str());
-  std::fflush(stdout);
-}
-
-std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using fsl_test::expect;
+using fsl_test::readFile;
 
 #define CHECK_CUDA(call)                                                                           \
   do {                                                                                             \
@@ -168,6 +157,5 @@ int main(int argc, char **argv) {
       session->run("rms_norm_add", args, 4, nullptr, 0, nullptr, true, nullptr, error);
   expect(refused == FSL_ERROR_SIZE && session->stats().launches == stats.launches,
          "weight of 5120 with x of 4096: refused, nothing launched", error);
-  std::printf("specializing jit on gpu: %d passed, %d failed\n", checks - failures, failures);
-  return failures ? 1 : 0;
+  return fsl_test::report("specializing jit on gpu");
 }

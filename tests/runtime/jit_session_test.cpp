@@ -28,24 +28,12 @@
 #include <string>
 #include <vector>
 
+#include "Expect.h"
+
 namespace {
 
-int checks = 0, failures = 0;
-void expect(bool ok, const std::string &what, const std::string &detail = "") {
-  ++checks;
-  if (!ok)
-    ++failures;
-  std::printf("%s %s%s%s\n", ok ? "ok  " : "FAIL", what.c_str(), detail.empty() ? "" : ": ",
-              detail.c_str());
-  std::fflush(stdout);
-}
-
-std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using fsl_test::expect;
+using fsl_test::readFile;
 
 std::set<std::string> entries(const std::string &directory) {
   std::set<std::string> names;
@@ -467,6 +455,5 @@ int main(int argc, char **argv) {
   }
 
   fsl_program_free(program);
-  std::printf("jit session: %d passed, %d failed\n", checks - failures, failures);
-  return failures ? 1 : 0;
+  return fsl_test::report("jit session");
 }

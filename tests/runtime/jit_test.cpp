@@ -33,27 +33,15 @@
 #include <thread>
 #include <vector>
 
+#include "Expect.h"
+
 extern char **environ;
 
 namespace {
 namespace jit = fsl::jit_detail;
 
-int checks = 0, failures = 0;
-void expect(bool ok, const std::string &what, const std::string &detail = "") {
-  ++checks;
-  if (!ok)
-    ++failures;
-  std::printf("%s %s%s%s\n", ok ? "ok  " : "FAIL", what.c_str(), detail.empty() ? "" : ": ",
-              detail.c_str());
-  std::fflush(stdout);
-}
-
-std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using fsl_test::expect;
+using fsl_test::readFile;
 
 void writeFile(const std::string &path, const std::string &bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -522,6 +510,5 @@ int main(int argc, char **argv) {
   testNames(cache);
   testUnwritable(cache);
   testConcurrency(cache);
-  std::printf("jit: %d passed, %d failed\n", checks - failures, failures);
-  return failures ? 1 : 0;
+  return fsl_test::report("jit");
 }
