@@ -94,9 +94,9 @@ scheduleBody
     | ASSIGN AUTO (LPAREN name RPAREN)? (knobBlock | SEMI)       # autoSchedule
     ;
 
-// when T < 132 && T >= 8
+// when T < 132 && T >= 8 && H % 8 == 0
 whenClause : WHEN sizeCondition (AND sizeCondition)* ;
-sizeCondition : name op=(LT | LE | GT | GE | EQ | NE) INT ;
+sizeCondition : name (PERCENT modulus=INT)? op=(LT | LE | GT | GE | EQ | NE) bound=INT ;
 
 knobBlock : LBRACE knob* RBRACE ;
 knob : name ASSIGN literal SEMI ;
@@ -233,6 +233,7 @@ PLUS   : '+' ;
 MINUS  : '-' ;
 STAR   : '*' ;
 SLASH  : '/' ;
+PERCENT : '%' ;
 NOT    : '!' ;
 LPAREN : '(' ;
 RPAREN : ')' ;

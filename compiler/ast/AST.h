@@ -385,9 +385,10 @@ struct EpilogueDirective : DirectiveOf<Directive::Kind::Epilogue> {
   EpilogueKind via = EpilogueKind::Registers;
 };
 
-/// `T < 132` in a `when` guard.
+/// `T < 132` (or `H % 8 == 0`: a divisibility condition) in a `when` guard.
 struct SizeCondition {
   Name dim;
+  std::optional<IntLiteral> modulus; // `% N`: the comparison is of the remainder
   BinaryOp op = BinaryOp::Lt;
   IntLiteral bound;
   llvm::SMRange range;

@@ -155,8 +155,10 @@ private:
       out_ << '(' << schedule.autoKind->text << ')';
     out_ << ' ' << where(schedule.range) << '\n';
     for (const SizeCondition &condition : schedule.when)
-      line(depth + 1) << "When " << condition.dim.text << ' ' << binaryOpSpelling(condition.op)
-                      << ' ' << condition.bound.value << ' ' << where(condition.range) << '\n';
+      line(depth + 1) << "When " << condition.dim.text
+                      << (condition.modulus ? " % " + std::to_string(condition.modulus->value) : "")
+                      << ' ' << binaryOpSpelling(condition.op) << ' ' << condition.bound.value
+                      << ' ' << where(condition.range) << '\n';
     for (const DirectivePtr &directive : schedule.directives) {
       line(depth + 1) << "Directive ";
       printDirective(*directive, out_);

@@ -185,13 +185,13 @@ private:
     // A blank line before the first item is not printed (itemPrologue), so it must not
     // decide the wrapping either: the output would wrap once and then join (fuzzer).
     for (const Param &param : fusion.params) {
-      paramComments |= hasComments(param.comments) ||
-                       (!params.empty() && param.comments.blankLineBefore);
+      paramComments |=
+          hasComments(param.comments) || (!params.empty() && param.comments.blankLineBefore);
       params.push_back(paramText(param));
     }
     for (const Output &output : fusion.outputs) {
-      outputComments |= hasComments(output.comments) ||
-                        (!outputs.empty() && output.comments.blankLineBefore);
+      outputComments |=
+          hasComments(output.comments) || (!outputs.empty() && output.comments.blankLineBefore);
       outputs.push_back(outputText(output));
     }
     std::string paramLine = "(" + llvm::join(params, ", ") + ")";
@@ -251,7 +251,10 @@ private:
       llvm::interleave(
           schedule.when, out_,
           [&](const SizeCondition &c) {
-            out_ << c.dim.text << ' ' << binaryOpSpelling(c.op) << ' ' << c.bound.value;
+            out_ << c.dim.text;
+            if (c.modulus)
+              out_ << " % " << c.modulus->value;
+            out_ << ' ' << binaryOpSpelling(c.op) << ' ' << c.bound.value;
           },
           " && ");
     }

@@ -675,24 +675,12 @@ bool checkGuards(const ir::Fusion &fusion,
                  const std::vector<const sched::ScheduleHeader *> &schedules,
                  DiagnosticEngine &diagnostics) {
   unsigned errorsBefore = diagnostics.errorCount();
-  // Candidate sizes: 1 and every bound with its neighbours; between them nothing changes.
-  // (Points are keyed by name, so that messages list the dimensions alphabetically.)
-  std::map<std::string, std::vector<int64_t>> candidates;
+  // Sizes between which no guard changes its answer (keyed by name, so that messages
+  // list the dimensions alphabetically).
+  std::vector<const std::vector<sched::SizeGuard> *> guards;
   for (const sched::ScheduleHeader *header : schedules)
-    for (const sched::SizeGuard &guard : header->when) {
-      std::vector<int64_t> &values = candidates[guard.dimName];
-      values.push_back(1);
-      values.push_back(guard.bound);
-      // The neighbours that exist in 64 bits (a bound may be INT64_MAX).
-      for (int64_t step : {-1, 1})
-        if (std::optional<int64_t> v = llvm::checkedAdd(guard.bound, step))
-          values.push_back(*v);
-      llvm::erase_if(values, [](int64_t v) { return v < 1; });
-    }
-  for (auto &[dim, values] : candidates) {
-    std::sort(values.begin(), values.end());
-    values.erase(std::unique(values.begin(), values.end()), values.end());
-  }
+    guards.push_back(&header->when);
+  std::map<std::string, std::vector<int64_t>> candidates = sched::sizeCandidates(guards);
   // Walk the grid of candidates (small: a few dimensions, a few bounds each).
   std::vector<std::string> names;
   for (const auto &[dim, values] : candidates)

@@ -57,15 +57,7 @@ unsigned widestElement(const ir::Fusion &fusion, ir::DimId dim) {
 /// Whether some sizes satisfy both guards. Between the bounds (and their neighbours)
 /// nothing changes, so those sizes are the only ones to try.
 bool guardsOverlap(const std::vector<sched::SizeGuard> &a, const std::vector<sched::SizeGuard> &b) {
-  std::map<std::string, std::vector<int64_t>> candidates;
-  for (const auto *guards : {&a, &b})
-    for (const sched::SizeGuard &guard : *guards) {
-      candidates[guard.dimName].push_back(1);
-      for (int64_t step : {-1, 0, 1})
-        if (std::optional<int64_t> value = llvm::checkedAdd(guard.bound, step);
-            value && *value >= 1)
-          candidates[guard.dimName].push_back(*value);
-    }
+  std::map<std::string, std::vector<int64_t>> candidates = sched::sizeCandidates({&a, &b});
   std::vector<std::pair<std::string, std::vector<int64_t>>> dims(candidates.begin(),
                                                                  candidates.end());
   std::map<std::string, int64_t> point;
@@ -123,6 +115,9 @@ struct Block {
   }
   void computeWith(const std::string &tensor, llvm::SMRange at) {
     add(sched::ComputeWith{{tensor, at}}, at);
+  }
+  void launchBounds(int64_t threads, llvm::SMRange at) {
+    add(sched::LaunchBounds{{threads, at}}, at);
   }
 
   sched::ScheduleBlock finish(const sched::ScheduleHeader &header,
@@ -864,26 +859,37 @@ private:
     int64_t numBuffers = std::max<int64_t>(1, static_cast<int64_t>(kept.size()));
 
     if (!d.staticExtent) {
-      // A runtime row length: threads cover it in a loop (dynamic blockDim-free split).
+      // A runtime row length: guarded variants for rows that whole vectors divide, then
+      // threads that cover any row in a loop (dynamic blockDim-free split).
+      std::string noVariants;
+      std::vector<sched::ScheduleBlock> blocks =
+          runtimeRowVariants(inner, rows[0], kept, persistent, noVariants);
       Block block;
       block.reasons.push_back(
-          llvm::formatv("auto({0}): {1} is a runtime size: 256 threads loop over the row; "
+          llvm::formatv("auto({0}): {1} is a runtime size{2}: 256 threads loop over the row; "
                         "values are recomputed (no static buffer size).",
-                        persistent ? "inner_persistent" : "reduction", d.name)
+                        persistent ? "inner_persistent" : "reduction", d.name,
+                        blocks.empty() ? noVariants : ", and no variant above applies")
               .str());
       block.split(d.name, 256, d.name + "p", d.name + "x", at("static_bdimx"));
       block.parallelize({{row, sched::Parallel::BIDx}, {d.name + "x", sched::Parallel::TIDx}},
                         header_.range);
       for (const sched::TensorSchedule *buffer : kept)
         block.persistent(buffer->name, sched::MemoryKind::Recompute, header_.range);
-      // 256 threads is a static blockDim.x; the rest needs a static row to size it.
-      if (staticBdimx)
+      // 256 threads is a static blockDim.x, the variants' is not; the rest needs a
+      // static row to size it.
+      if (staticBdimx || !blocks.empty())
         honour("static_bdimx");
-      unused_ = d.name +
-                " is a runtime size: 256 threads loop over the row, one row a block, "
-                "and buffers are recomputed; the knob needs a static " +
-                d.name;
-      return {{finish(std::move(block), knobs_.when)}, ""};
+      unused_ =
+          d.name +
+          (blocks.empty() ? " is a runtime size: 256 threads loop over the row, one row a block, "
+                            "and buffers are recomputed; the knob needs a static "
+                          : " is a runtime size: the variants split rows that whole vectors divide "
+                            "by a fixed batch, and other rows loop over 256 threads with buffers "
+                            "recomputed; the knob needs a static ") +
+          d.name;
+      blocks.push_back(finish(std::move(block), knobs_.when));
+      return {std::move(blocks), ""};
     }
 
     int64_t vectors = ceilDiv(*d.staticExtent, vector);
@@ -1071,6 +1077,99 @@ private:
                               "and shared memory), not kept");
     }
     return {std::move(blocks), ""};
+  }
+
+  /// Variants for a runtime row length `inner` (the reduced, contiguous dimension) that
+  /// whole 16-byte vectors divide: `when H % 8 == 0` and a range of lengths, each with a
+  /// fixed batch of vectors a thread (so the persistent buffers have a static size and
+  /// stay in registers) on as many threads as the row needs (a runtime blockDim.x,
+  /// bounded by `launch_bounds` from the range). This is the static schedule's shape
+  /// (docs/schedules.md) without its whole warps: what a kernel compiled before the
+  /// size is known can do. Empty, with `why`, when the variants cannot apply.
+  std::vector<sched::ScheduleBlock>
+  runtimeRowVariants(ir::DimId inner, ir::DimId rowDim,
+                     const std::vector<const sched::TensorSchedule *> &kept, bool persistent,
+                     std::string &why) {
+    const ir::Dim &d = fusion_.dims[inner];
+    const std::string &row = fusion_.dims[rowDim].name;
+    if (!knobs_.when.empty()) {
+      why = " (the schedule's own guard applies to every size: no variants)";
+      return {};
+    }
+    if (knobs_.staticBdimx.value_or(false)) {
+      why = " (static_bdimx = true: no variants, whose block follows the row)";
+      return {};
+    }
+    if (knobs_.vectorWidth || outerIn(inner)) {
+      why = " (scalar accesses: no vector variants)";
+      return {};
+    }
+    int64_t vector = 16 / widestElement(fusion_, inner);
+    if (vector < 2) {
+      why = " (8-byte elements: no vector variants)";
+      return {};
+    }
+    int64_t numBuffers = std::max<int64_t>(1, static_cast<int64_t>(kept.size()));
+    // Row lengths in vectors: (lo, hi], a batch, and the most threads that makes.
+    struct Range {
+      int64_t lo, hi, batch, maxThreads;
+    };
+    // The batch of the static schedule at those lengths (4 vectors), except past 2048
+    // vectors: 1024 threads leave 64 registers a thread, and ptxas spills the buffer
+    // (78 bytes at H = 32768, bf16), so 8 vectors on at most 512 threads.
+    std::vector<Range> ranges = {{0, 128, 1, 128},
+                                 {128, 256, 2, 128},
+                                 {256, 1024, 4, 256},
+                                 {1024, 2048, 4, 512},
+                                 {2048, 4096, 8, 512}};
+    std::vector<sched::ScheduleBlock> blocks;
+    for (const Range &range : ranges) {
+      // The static schedule's register budget: 64 f32 values a thread, twice for one
+      // row's worth in the largest range (docs/schedules.md).
+      if (persistent && range.batch * vector * numBuffers > 128)
+        break;
+      std::vector<sched::SizeGuard> when = {
+          {inner, d.name, sched::Comparison::Eq, 0, header_.range, vector}};
+      if (range.lo > 0)
+        when.push_back({inner, d.name, sched::Comparison::Gt, range.lo * vector, header_.range});
+      when.push_back({inner, d.name, sched::Comparison::Le, range.hi * vector, header_.range});
+      bool overlaps =
+          llvm::any_of(knobs_.otherGuards, [&](const auto &g) { return guardsOverlap(when, g); });
+      if (overlaps) {
+        why = llvm::formatv(" (another guarded schedule of '{0}' applies to some sizes of the "
+                            "variants: none added)",
+                            fusion_.name)
+                  .str();
+        return {};
+      }
+      Block block;
+      block.reasons.push_back(
+          llvm::formatv("auto({0}), {1} a runtime multiple of {2} up to {3}: {2}-element "
+                        "vectors, {4} a thread, on ceil({1} / {5}) threads (at most {6}).",
+                        persistent ? "inner_persistent" : "reduction", d.name, vector,
+                        range.hi * vector, range.batch, range.batch * vector, range.maxThreads)
+              .str());
+      RowSplit split;
+      split.vector = vector;
+      split.batch = range.batch;
+      split.threads = range.maxThreads;
+      rowDirectives(block, row, d.name, split, /*staticBdimx=*/false, /*unroll=*/true, rowRanges());
+      block.launchBounds(range.maxThreads, header_.range);
+      for (const sched::TensorSchedule *buffer : kept) {
+        block.reasons.push_back(llvm::formatv("persistent {0} in registers: {1} values of {2} a "
+                                              "thread.",
+                                              buffer->name, range.batch * vector,
+                                              ir::dtypeName(buffer->dtype))
+                                    .str());
+        block.persistent(buffer->name, sched::MemoryKind::Registers, header_.range);
+        if (knobs_.computeWith.value_or(true))
+          block.computeWith(buffer->name, at("compute_with"));
+      }
+      blocks.push_back(finish(std::move(block), std::move(when)));
+    }
+    if (!blocks.empty() && knobs_.computeWith && !kept.empty())
+      honour("compute_with");
+    return blocks;
   }
 
   Choice outerReduction(ir::DimId reduced, ir::DimId inner) {

@@ -241,6 +241,8 @@ std::unique_ptr<kir::Program> lowerFusion(const ir::Fusion &fusion,
       kir::Expr extent = program->dims[guard.dim]
                              ? kir::var(program->dims[guard.dim])
                              : kir::index(*fusion.dims[guard.dim].staticExtent);
+      if (guard.modulus > 0)
+        extent = kir::binary(kir::BinaryOp::Mod, extent, kir::index(guard.modulus));
       variant.guard = variant.guard &&
                       kir::binary(comparison(guard.comparison), extent, kir::index(guard.bound));
     }

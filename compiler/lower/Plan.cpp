@@ -176,8 +176,11 @@ private:
       bool innermostPiece = false;
       if (vector.roots.size() == 1) {
         const ir::Dim &root = fusion_.dims[vector.roots[0]];
-        innermostPiece = root.staticExtent && vector.extent.isStatic() &&
-                         *root.staticExtent % *vector.extent.value == 0 &&
+        // A runtime root divides when the variant's guard says so (`when H % 8 == 0`).
+        int64_t divisor = root.staticExtent
+                              ? *root.staticExtent
+                              : sched::guaranteedDivisor(schedule_.header.when, vector.roots[0]);
+        innermostPiece = vector.extent.isStatic() && divisor % *vector.extent.value == 0 &&
                          isInnermostPiece(vector.name, root.name);
       }
       plan_->vectorAccessesExact = serial.back() == plan_->vectorLoop && innermostPiece;
@@ -186,8 +189,8 @@ private:
             "vectorize " + vector.name +
                 ": its accesses cannot be whole vectors (the vector loop must be the innermost "
                 "serial loop and the innermost piece of a dimension with a static extent that "
-                "it divides); split the dimension by a factor that divides it, or drop the "
-                "vectorize",
+                "it divides, or a runtime one that a `when D % N == 0` guard makes divide); "
+                "split the dimension by a factor that divides it, or drop the vectorize",
             vector.origin.range);
     }
     return true;

@@ -126,11 +126,12 @@ private:
 
   Name name(FSLParser::NameContext *context) { return Name{context->getText(), range(context)}; }
 
-  IntLiteral intLiteral(antlr4::tree::TerminalNode *node) {
+  IntLiteral intLiteral(antlr4::tree::TerminalNode *node) { return intLiteral(node->getSymbol()); }
+  IntLiteral intLiteral(antlr4::Token *token) {
     IntLiteral literal;
-    literal.range = range(node);
+    literal.range = locator_.range(token);
     // Overflow was reported by the lexer pass; the tree is not built in that case.
-    (void)llvm::StringRef(node->getText()).getAsInteger(10, literal.value);
+    (void)llvm::StringRef(token->getText()).getAsInteger(10, literal.value);
     return literal;
   }
 
@@ -408,10 +409,14 @@ private:
     auto result = std::make_unique<ScheduleDecl>(range(context));
     result->fusion = name(context->name());
     if (auto *when = context->whenClause()) {
-      for (auto *condition : when->sizeCondition())
-        result->when.push_back(SizeCondition{name(condition->name()),
-                                             binaryOp(condition->op->getType()),
-                                             intLiteral(condition->INT()), range(condition)});
+      for (auto *condition : when->sizeCondition()) {
+        SizeCondition built{name(condition->name()), std::nullopt,
+                            binaryOp(condition->op->getType()), intLiteral(condition->bound),
+                            range(condition)};
+        if (condition->modulus)
+          built.modulus = intLiteral(condition->modulus);
+        result->when.push_back(std::move(built));
+      }
     }
     auto *body = context->scheduleBody();
     if (auto *explicitBody = dynamic_cast<FSLParser::ExplicitScheduleContext *>(body)) {

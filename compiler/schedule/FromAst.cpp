@@ -224,7 +224,8 @@ ScheduleHeader headerOf(const ast::ScheduleDecl &decl, const ir::Fusion &fusion)
   for (const ast::SizeCondition &condition : decl.when)
     if (std::optional<ir::DimId> dim = fusion.findDim(condition.dim.text))
       header.when.push_back({*dim, condition.dim.text, comparisonOf(condition.op),
-                             condition.bound.value, condition.range});
+                             condition.bound.value, condition.range,
+                             condition.modulus ? condition.modulus->value : 0});
   return header;
 }
 
@@ -232,6 +233,20 @@ bool checkGuardDims(const ast::ScheduleDecl &decl, const ir::Fusion &fusion,
                     DiagnosticEngine &diagnostics) {
   bool known = true;
   for (const ast::SizeCondition &condition : decl.when) {
+    if (condition.modulus) {
+      // Divisibility by a power of two is what a variant can use (whole vectors over a
+      // runtime row), and keeps the guard rules' search over sizes finite and exact.
+      int64_t modulus = condition.modulus->value;
+      bool powerOfTwo = modulus >= 2 && modulus <= 65536 && (modulus & (modulus - 1)) == 0;
+      bool divisibility =
+          (condition.op == ast::BinaryOp::Eq || condition.op == ast::BinaryOp::Ne) &&
+          condition.bound.value == 0;
+      if (!powerOfTwo || !divisibility) {
+        diagnostics.report(DiagId::InvalidWhenModulus, condition.range, condition.dim.text,
+                           modulus);
+        known = false;
+      }
+    }
     if (fusion.findDim(condition.dim.text))
       continue;
     std::vector<std::string> names;

@@ -23,9 +23,10 @@ namespace sched {
 /// not have is left out of `when` (checkGuardDims reports it).
 ScheduleHeader headerOf(const ast::ScheduleDecl &decl, const ir::Fusion &fusion);
 
-/// Reports each guard of `decl` on a dimension `fusion` does not have (`unknown-dim`);
-/// false if there was one. The driver reports them with the other guard rules, once
-/// every schedule is built.
+/// Reports each guard of `decl` on a dimension `fusion` does not have (`unknown-dim`),
+/// and each divisibility condition other than `D % 2^k == 0` or `!= 0`
+/// (`invalid-when-modulus`); false if there was one. The driver reports them with the other guard
+/// rules, once every schedule is built.
 bool checkGuardDims(const ast::ScheduleDecl &decl, const ir::Fusion &fusion,
                     DiagnosticEngine &diagnostics);
 

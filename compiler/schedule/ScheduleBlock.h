@@ -9,6 +9,7 @@
 #include "ir/FusionIR.h"
 #include "schedule/Directive.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,9 +25,21 @@ struct SizeGuard {
   Comparison comparison = Comparison::Lt;
   int64_t bound = 0;
   llvm::SMRange range;
+  /// `H % 8 == 0`: the comparison is of the remainder by `modulus` (a power of two, and
+  /// then only `== 0` or `!= 0`); 0: of the size itself.
+  int64_t modulus = 0;
   /// Whether a size `value` of the dimension satisfies the guard.
   bool holds(int64_t value) const;
 };
+
+/// For each dimension the guards compare, sizes that stand for all others: every set
+/// of sizes on which each guard gives the same answer has one of them (sorted, >= 1).
+/// Deciding whether guards overlap or cover every size needs only these points.
+std::map<std::string, std::vector<int64_t>>
+sizeCandidates(const std::vector<const std::vector<SizeGuard> *> &guards);
+
+/// The largest power of two the guards make `dim`'s size a multiple of (1: none).
+int64_t guaranteedDivisor(const std::vector<SizeGuard> &when, ir::DimId dim);
 
 /// `T < 132 && H >= 1024` (empty when there is no guard).
 std::string guardText(const std::vector<SizeGuard> &when);
