@@ -19,6 +19,7 @@ import sys
 import torch
 
 ROWS = [1, 7, 128, 4096, 32768]
+RUNTIME_SIZES = [8, 1000, 1024, 2048, 3072, 4096, 7168, 8192, 12288, 16384, 32768, 7170, 4001, 40000]
 FSL_I64, FSL_BF16, FSL_F32 = 2, 4, 5
 
 
@@ -71,6 +72,14 @@ def run_case(fusion, fn, err, T, H):
         ref_res = bf16(h)
         ref_y = bf16(h * torch.rsqrt((h * h).mean(-1, keepdim=True) + 1e-6) * w.double())
         pairs = [("y", y, ref_y), ("residual", res, ref_res)]
+    elif fusion == "rms_norm":
+        x, w = randn(T, H), randn(H)
+        y = torch.full((T, H), float("nan"), device="cuda", dtype=torch.bfloat16)
+        fn.argtypes = [P, P, ctypes.c_float, P, ctypes.c_void_p]
+        status = fn(desc(x), desc(w), ctypes.c_float(1e-6), desc(y), stream())
+        torch.cuda.synchronize()
+        xd = x.double()
+        pairs = [("y", y, bf16(xd * torch.rsqrt((xd * xd).mean(-1, keepdim=True) + 1e-6) * w.double()))]
     elif fusion == "layer_norm":
         x, gm, bt = randn(T, H), randn(H), randn(H)
         y = torch.full((T, H), float("nan"), device="cuda", dtype=torch.bfloat16)
@@ -213,6 +222,24 @@ def main():
         ok, message = misaligned_refused(fusion, fn, err, H)
         failures += not ok
         rows.append((name, H, "misaligned", "pass" if ok else "FAIL", message[:90]))
+    # The hidden size at run time (gpu-build/runtime): sizes that pick each guarded
+    # variant (multiples of 8 up to 1024, 2048, 8192, 16384, 32768) and the loop for the
+    # others (not a multiple of 8, or longer).
+    for fusion in ["rms_norm_add", "rms_norm", "layer_norm", "softmax"]:
+        path = os.path.join(build, "runtime", f"lib{fusion}.so")
+        if not os.path.exists(path):
+            continue
+        lib = ctypes.CDLL(path)
+        fn, err = getattr(lib, "fsl_" + fusion), getattr(lib, "fsl_" + fusion + "_error")
+        fn.restype, err.restype = ctypes.c_int, ctypes.c_char_p
+        for H in RUNTIME_SIZES:
+            for T in [1, 7, 4096] if H <= 16384 else [1, 130]:
+                try:
+                    ok, detail = run_case(fusion, fn, err, T, H)
+                except Exception as e:
+                    ok, detail = False, f"exception: {e}"
+                failures += not ok
+                rows.append((f"runtime {fusion}", H, T, "pass" if ok else "FAIL", detail))
     refused = open(os.path.join(build, "refused.txt")).read().strip().splitlines()
     gpu = open(os.path.join(out, "gpu.txt")).read().strip() if os.path.exists(os.path.join(out, "gpu.txt")) else "?"
     lines = [f"GPU suite, {datetime.date.today()}, {gpu}", "",

@@ -15,6 +15,14 @@ build_one() {  # builds one generated fusion folder (softmax_4096.unswitch -> so
 }
 export -f build_one; export root
 ls -d "$build"/*_*/ | xargs -P 16 -I{} bash -c 'build_one {}'
+# The runtime-size norms: one library a fusion of gpu-build/runtime.
+for cu in "$build"/runtime/*.cu; do
+  fusion="$(basename "$cu" .cu)"
+  nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -shared -Xcompiler -fPIC \
+    -I "$root/runtime/include" -I "$build/runtime" -o "$build/runtime/lib$fusion.so" "$cu" \
+    > "$build/runtime/$fusion.nvcc.txt" 2>&1 || { echo "BUILD FAILED: runtime/$fusion"; cat "$build/runtime/$fusion.nvcc.txt"; } &
+done
+wait
 for dir in "$build"/*_*/; do
   grep -E "registers" "$dir/nvcc.txt" | sed "s/^/$(basename "$dir"): /" >> "$out/ptxas.txt"
 done
