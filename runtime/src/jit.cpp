@@ -118,6 +118,12 @@ extern "C" fsl_status fsl_jit_compile(const char *source, const char *name, cons
   material.sourceSha256 = jit::sha256Hex(source);
   std::string key = jit::makeKey(material);
   std::string directory = cacheDirectory(cache_dir);
+  uint64_t maxBytes = jit::kDefaultCacheBytes;
+  if (const char *bound = std::getenv("FSL_CACHE_MAX_BYTES");
+      bound && *bound && !jit::parseByteCount(bound, maxBytes))
+    return fail(FSL_ERROR_CACHE, error, error_size,
+                std::string("FSL_CACHE_MAX_BYTES='") + bound +
+                    "' is not a byte count (digits, optionally K, M or G; 0: no bound)");
   std::string path = directory + "/" + jit::entryFileName(name, key);
 
   std::string cubin;
@@ -167,6 +173,8 @@ extern "C" fsl_status fsl_jit_compile(const char *source, const char *name, cons
       !jit::writeAtomically(path, jit::encodeEntry(key, cubin), why))
     return fail(FSL_ERROR_CACHE, error, error_size,
                 why + " (the JIT cache must be writable: pass cache_dir or set FSL_CACHE_DIR)");
+  // The new entry may take the directory over its bound: the least recently used go.
+  jit::evictToFit(directory, maxBytes, path);
   return deliver(cubin, 0, path, binary, error, error_size);
 }
 

@@ -3,14 +3,17 @@
 
 #include "sha256.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 
 namespace fsl::jit_detail {
 namespace {
@@ -134,8 +137,95 @@ bool readEntry(const std::string &path, const std::string &key, std::string &pay
     char extra;
     ok = done == bytes.size() && read(fd, &extra, 1) == 0;
   }
+  bool hit = ok && decodeEntry(bytes, key, payload);
+  // A hit is a use: the eviction removes the least recently used entries first.
+  if (hit)
+    futimens(fd, nullptr);
   close(fd);
-  return ok && decodeEntry(bytes, key, payload);
+  return hit;
+}
+
+bool parseByteCount(const char *text, uint64_t &bytes) {
+  if (!text || !*text)
+    return false;
+  uint64_t value = 0;
+  const char *p = text;
+  for (; *p >= '0' && *p <= '9'; ++p) {
+    if (value > (UINT64_MAX - 9) / 10)
+      return false;
+    value = value * 10 + uint64_t(*p - '0');
+  }
+  if (p == text)
+    return false;
+  int shift = 0;
+  if (*p == 'K' || *p == 'k')
+    shift = 10;
+  else if (*p == 'M' || *p == 'm')
+    shift = 20;
+  else if (*p == 'G' || *p == 'g')
+    shift = 30;
+  if (shift)
+    ++p;
+  if (*p != '\0' || (shift && value > (UINT64_MAX >> shift)))
+    return false;
+  bytes = value << shift;
+  return true;
+}
+
+unsigned evictToFit(const std::string &directory, uint64_t maxBytes, const std::string &keep) {
+  if (maxBytes == 0)
+    return 0;
+  DIR *dir = opendir(directory.c_str());
+  if (!dir)
+    return 0;
+  struct Entry {
+    std::string path;
+    uint64_t bytes;
+    struct timespec used;
+  };
+  std::vector<Entry> entries;
+  std::vector<std::string> staleTemporaries;
+  uint64_t total = 0;
+  time_t hourAgo = time(nullptr) - 3600;
+  while (struct dirent *item = readdir(dir)) {
+    std::string name = item->d_name;
+    bool entry = name.size() > 7 && name.compare(name.size() - 7, 7, ".fsljit") == 0;
+    bool temporary = name.find(".fsljit.tmp.") != std::string::npos;
+    if (!entry && !temporary)
+      continue;
+    std::string path = directory + "/" + name;
+    struct stat info;
+    // lstat: a link is neither counted nor removed.
+    if (lstat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || info.st_uid != geteuid())
+      continue;
+    if (temporary) {
+      if (info.st_mtime < hourAgo)
+        staleTemporaries.push_back(path);
+      continue;
+    }
+    total += uint64_t(info.st_size);
+    if (path != keep)
+      entries.push_back({path, uint64_t(info.st_size), info.st_mtim});
+  }
+  closedir(dir);
+  unsigned removed = 0;
+  for (const std::string &path : staleTemporaries)
+    removed += unlink(path.c_str()) == 0;
+  if (total <= maxBytes)
+    return removed;
+  std::sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) {
+    return a.used.tv_sec != b.used.tv_sec ? a.used.tv_sec < b.used.tv_sec
+                                          : a.used.tv_nsec < b.used.tv_nsec;
+  });
+  for (const Entry &entry : entries) {
+    if (total <= maxBytes)
+      break;
+    // Gone already (another process evicting) or not: either way it no longer counts.
+    if (unlink(entry.path.c_str()) == 0)
+      ++removed;
+    total -= std::min(total, entry.bytes);
+  }
+  return removed;
 }
 
 std::string temporaryName(const std::string &path, unsigned attempt) {

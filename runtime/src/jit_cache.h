@@ -68,6 +68,22 @@ std::string temporaryName(const std::string &path, unsigned attempt);
 /// `path`).
 bool writeAtomically(const std::string &path, const std::string &bytes, std::string &why);
 
+/// The default bound on a cache directory's entries (FSL_CACHE_MAX_BYTES overrides it).
+constexpr uint64_t kDefaultCacheBytes = uint64_t(1) << 30;
+
+/// Parses FSL_CACHE_MAX_BYTES's value: a decimal byte count (0: no bound), with an
+/// optional K, M or G suffix (powers of 1024). False for anything else.
+bool parseByteCount(const char *text, uint64_t &bytes);
+
+/// Keeps the entries of `directory` within `maxBytes` (0: no bound): when their sizes add
+/// up to more, removes the least recently used (oldest modification time: a hit refreshes
+/// it) until they fit, never `keep` (the entry just written). Only this user's regular
+/// `*.fsljit` files count and go, and temporary files left by a writer that died more than
+/// an hour ago. Another process may be removing the same files: a missing file is no
+/// error, and a reader that opened an entry keeps reading it (unlink semantics). Returns
+/// how many files it removed.
+unsigned evictToFit(const std::string &directory, uint64_t maxBytes, const std::string &keep);
+
 /// Creates `path` and its parents (mode 0755 before the umask); `why` on failure.
 bool makeDirectories(const std::string &path, std::string &why);
 

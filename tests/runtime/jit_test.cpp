@@ -494,6 +494,64 @@ int child(const std::string &mode, const std::string &directory, const std::stri
 
 } // namespace
 
+/// The cache keeps within FSL_CACHE_MAX_BYTES: the least recently used entries go (a
+/// hit refreshes an entry), never the one just written; a bound that is no byte count is
+/// refused before anything is compiled.
+void testEviction(const std::string &cache) {
+  const std::string directory = cache + "/evict";
+  Result a = compile(tinySource("evict-a"), "a.cu", directory);
+  Result b = compile(tinySource("evict-b"), "b.cu", directory);
+  expect(a.status == FSL_OK && b.status == FSL_OK, "two entries compiled", a.error + b.error);
+  struct stat info;
+  lstat(a.path.c_str(), &info);
+  const long long entryBytes = info.st_size;
+  // Entries' times are whole seconds apart on some filesystems: order them explicitly.
+  struct timespec old[2] = {{1000, 0}, {1000, 0}}, older[2] = {{500, 0}, {500, 0}};
+  utimensat(AT_FDCWD, a.path.c_str(), old, AT_SYMLINK_NOFOLLOW);
+  utimensat(AT_FDCWD, b.path.c_str(), older, AT_SYMLINK_NOFOLLOW);
+  // A hit on b makes it the most recently used; a is now the oldest.
+  Result hit = compile(tinySource("evict-b"), "b.cu", directory);
+  expect(hit.hit, "b is a hit", hit.path);
+  // Room for two entries: the third write evicts one, the least recently used (a).
+  std::string bound = std::to_string(2 * entryBytes + entryBytes / 2);
+  setenv("FSL_CACHE_MAX_BYTES", bound.c_str(), 1);
+  Result c = compile(tinySource("evict-c"), "c.cu", directory);
+  expect(c.status == FSL_OK && !c.hit, "a third entry is compiled under the bound", c.error);
+  expect(!exists(a.path) && exists(b.path) && exists(c.path),
+         "the least recently used entry is evicted, the used and the new one kept",
+         join(listDirectory(directory)));
+  // A bound smaller than one entry: everything but the entry just written goes.
+  setenv("FSL_CACHE_MAX_BYTES", "1", 1);
+  Result d = compile(tinySource("evict-d"), "d.cu", directory);
+  expect(d.status == FSL_OK && exists(d.path) && !exists(b.path) && !exists(c.path),
+         "a bound under one entry keeps only the new one", join(listDirectory(directory)));
+  // Stale temporary files of a writer that died go with an eviction; links never count.
+  std::string stale = d.path + ".tmp.999999.1.0";
+  writeFile(stale, "partial");
+  struct timespec hoursAgo[2] = {{time(nullptr) - 7200, 0}, {time(nullptr) - 7200, 0}};
+  utimensat(AT_FDCWD, stale.c_str(), hoursAgo, AT_SYMLINK_NOFOLLOW);
+  std::string link = directory + "/planted-" + std::string(64, 'f') + ".fsljit";
+  symlink(d.path.c_str(), link.c_str());
+  setenv("FSL_CACHE_MAX_BYTES", "0", 1); // no bound: nothing is evicted but stale files
+  Result e = compile(tinySource("evict-e"), "e.cu", directory);
+  expect(e.status == FSL_OK && exists(d.path) && exists(e.path) && isLink(link) && exists(stale),
+         "FSL_CACHE_MAX_BYTES=0: no bound", join(listDirectory(directory)));
+  setenv("FSL_CACHE_MAX_BYTES", "64M", 1);
+  Result f = compile(tinySource("evict-f"), "f.cu", directory);
+  expect(f.status == FSL_OK && !exists(stale) && isLink(link) && exists(d.path),
+         "a bound removes stale temporary files, never a link or a fitting entry",
+         join(listDirectory(directory)));
+  for (const char *bad : {"lots", "12X", "-5", "99999999999999999999"}) {
+    setenv("FSL_CACHE_MAX_BYTES", bad, 1);
+    Result refused = compile(tinySource("evict-bad"), "bad.cu", directory);
+    expect(refused.status == FSL_ERROR_CACHE &&
+               refused.error.find("FSL_CACHE_MAX_BYTES='" + std::string(bad) + "'") !=
+                   std::string::npos,
+           "an FSL_CACHE_MAX_BYTES that is no byte count is refused with its value", refused.error);
+  }
+  unsetenv("FSL_CACHE_MAX_BYTES");
+}
+
 int main(int argc, char **argv) {
   if (argc == 5 && std::strcmp(argv[1], "--child") == 0)
     return child(argv[2], argv[3], argv[4]);
@@ -510,5 +568,6 @@ int main(int argc, char **argv) {
   testNames(cache);
   testUnwritable(cache);
   testConcurrency(cache);
+  testEviction(cache);
   return fsl_test::report("jit");
 }
