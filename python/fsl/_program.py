@@ -4,7 +4,9 @@ signature, prepare or launch it with fsl_tensor descriptors. The PyTorch side
 
 import ctypes
 import importlib.util
+import math
 import os
+import string
 import sys
 
 from . import _capi
@@ -85,9 +87,51 @@ class Signature:
             return runtime
         return [d for d in runtime if d in self.reduced]
 
+    def op_schema(self):
+        """The schema of the fusion's torch custom op (fsl/_torch.py)."""
+        return op_schema(self)
+
     def __repr__(self):
         outs = ", ".join(repr(p) for p in self.outputs)
         return "%s(%s) -> (%s)" % (self.fusion, ", ".join(repr(p) for p in self.inputs), outs)
+
+
+# The torch.library schema type of each scalar type (the JIT refuses f16 and bf16 ones).
+SCHEMA_SCALARS = {"f32": "float", "f64": "float", "f16": "float", "bf16": "float",
+                  "i32": "int", "i64": "int", "bool": "bool"}
+
+
+def _default(kind, value):
+    if kind == "bool":
+        return "True" if value else "False"
+    if kind == "int":
+        return str(int(value))
+    return repr(float(value))
+
+
+def op_schema(signature):
+    """The op's schema: "(Tensor x, Tensor(a!) residual, Tensor weight, float eps=1e-06)
+    -> Tensor". A scalar keeps its default only when every later parameter has one."""
+    keep, trailing = set(), True
+    for p in reversed(signature.inputs):
+        finite = p.default is not None and math.isfinite(p.default)
+        if trailing and p.kind == "scalar" and finite:
+            keep.add(p.name)
+        else:
+            trailing = False
+    letters = iter(string.ascii_lowercase)
+    parts = []
+    for p in signature.inputs:
+        if p.kind == "tensor":
+            alias = "(%s!)" % next(letters) if p.role == "inout" else ""
+            parts.append("Tensor%s %s" % (alias, p.name))
+        else:
+            kind = SCHEMA_SCALARS.get(p.dtype, "float")
+            default = "=" + _default(kind, p.default) if p.name in keep else ""
+            parts.append("%s %s%s" % (kind, p.name, default))
+    n = len(signature.outputs)
+    returns = "()" if n == 0 else "Tensor" if n == 1 else "(%s)" % ", ".join(["Tensor"] * n)
+    return "(%s) -> %s" % (", ".join(parts), returns)
 
 
 def _tensor_array(descriptors):

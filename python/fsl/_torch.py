@@ -11,9 +11,6 @@ once it has run at those sizes outside capture (docs/python.md).
 """
 
 import ctypes
-import math
-import string
-
 import torch
 
 from . import _capi
@@ -37,8 +34,6 @@ TORCH_DTYPES = {
     "f64": torch.float64,
 }
 FSL_DTYPES = {dtype: name for name, dtype in TORCH_DTYPES.items()}
-SCHEMA_SCALARS = {"f32": "float", "f64": "float", "f16": "float", "bf16": "float",
-                  "i32": "int", "i64": "int", "bool": "bool"}
 
 
 class _Driver:
@@ -257,39 +252,6 @@ def _make_fake(fusion):
     return fake
 
 
-def _default(kind, value):
-    if kind == "bool":
-        return "True" if value else "False"
-    if kind == "int":
-        return str(int(value))
-    return repr(float(value))
-
-
-def schema(signature):
-    """The op's schema: "(Tensor x, Tensor(a!) residual, Tensor weight, float eps=1e-06)
-    -> Tensor". A scalar keeps its default only when every later parameter has one."""
-    keep, trailing = set(), True
-    for p in reversed(signature.inputs):
-        finite = p.default is not None and math.isfinite(p.default)
-        if trailing and p.kind == "scalar" and finite:
-            keep.add(p.name)
-        else:
-            trailing = False
-    letters = iter(string.ascii_lowercase)
-    parts = []
-    for p in signature.inputs:
-        if p.kind == "tensor":
-            alias = "(%s!)" % next(letters) if p.role == "inout" else ""
-            parts.append("Tensor%s %s" % (alias, p.name))
-        else:
-            kind = SCHEMA_SCALARS.get(p.dtype, "float")
-            default = "=" + _default(kind, p.default) if p.name in keep else ""
-            parts.append("%s %s%s" % (kind, p.name, default))
-    n = len(signature.outputs)
-    returns = "()" if n == 0 else "Tensor" if n == 1 else "(%s)" % ", ".join(["Tensor"] * n)
-    return "(%s) -> %s" % (", ".join(parts), returns)
-
-
 _taken = set()
 
 
@@ -321,7 +283,7 @@ def register_program(program):
         qualname = "%s::%s" % (namespace, name)
         mutates = tuple(p.name for p in fusion.signature.inout)
         custom = torch.library.custom_op(
-            qualname, _make_impl(fusion), mutates_args=mutates, schema=schema(fusion.signature)
+            qualname, _make_impl(fusion), mutates_args=mutates, schema=fusion.signature.op_schema()
         )
         custom.register_fake(_make_fake(fusion))
         fusion.custom_op = custom
