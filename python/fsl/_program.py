@@ -166,6 +166,8 @@ class Fusion:
         return "<fsl fusion %r>" % self.signature
 
     def _call(self, function, descriptors, scalars, last):
+        if not self.program._session:
+            raise FslError("%s: the program %s is closed" % (self.name, self.program.source))
         error = _capi.error_buffer()
         tensors = _tensor_array(descriptors)
         values, count = _scalar_array(scalars)
@@ -313,6 +315,8 @@ class Program:
     def specialize(self, fusion, **dims):
         """fsl_program_specialize: (name, CUDA source, launch metadata) of `fusion` with
         the given dimensions static, e.g. specialize("rms_norm_add", H=7168)."""
+        if not self._handle:
+            raise FslError("the program %s is closed" % self.source)
         names = (ctypes.c_char_p * max(len(dims), 1))(*[_capi.encode(n) for n in dims])
         values = (ctypes.c_int64 * max(len(dims), 1))(*[int(v) for v in dims.values()])
         handle = ctypes.c_void_p()

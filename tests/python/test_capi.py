@@ -206,6 +206,15 @@ class CapiTest(unittest.TestCase):
         self.assertRefused(fsl.FslSizeError, "expected 4096 (static)", prog.rms_norm.prepare,
                            [bf16(8, 7168), bf16(7168), bf16(8, 7168)])
 
+    def test_08b_closed(self):
+        prog = fsl.load(NORMS, runtime_dims="H", arch="sm_90a", cache_dir=CACHE, library=LIBRARY,
+                        torch_ops=False)
+        fusion = prog.rms_norm_add
+        prog.close()
+        prog.close()
+        self.assertRefused(fsl.FslError, "is closed", fusion.prepare, rms_norm_add_call(8, 4096))
+        self.assertRefused(fsl.FslError, "is closed", prog.specialize, "rms_norm_add", H=8)
+
     def test_09_matmul_refused(self):
         prog = fsl.load(os.path.join(ROOT, "examples", "matmul.fsl"), runtime_dims=None, arch="sm_90a",
                         cache_dir=CACHE, library=LIBRARY, torch_ops=False)
