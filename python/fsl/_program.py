@@ -228,6 +228,8 @@ class Program:
         self.namespace = namespace
         if stdlib is None:
             stdlib = os.environ.get("FSLC_STDLIB") or None
+        if stdlib is not None:
+            stdlib = os.path.abspath(stdlib)
         if runtime_dims == "auto":
             # Every static dimension of the file's fusions, so that sizes come from the
             # tensors: load once to read them, then again with them left runtime.
