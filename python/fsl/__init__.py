@@ -1,0 +1,39 @@
+"""fsl: FSL fusions from Python, through libfsl.so's C API (ctypes) and the specializing
+JIT; with PyTorch, each fusion is a torch.library custom op (docs/python.md).
+
+    import fsl
+    prog = fsl.load("stdlib/std/norms.fsl")
+    y = prog.rms_norm_add(x, residual, weight)   # residual updated in place
+
+Importing this package does not import torch; loading a program registers its fusions
+as custom ops when torch can be imported.
+"""
+
+from ._capi import DTYPES, descriptor, load_library
+from ._program import Fusion, Program, Signature, load, load_text
+from .errors import (
+    FslAlignmentError,
+    FslArgumentError,
+    FslCacheError,
+    FslCaptureError,
+    FslCompileError,
+    FslDeviceError,
+    FslDriverError,
+    FslDtypeError,
+    FslError,
+    FslLaunchError,
+    FslLayoutError,
+    FslLibraryError,
+    FslNullPointerError,
+    FslOverlapError,
+    FslRankError,
+    FslSizeError,
+)
+
+__all__ = [
+    "DTYPES", "descriptor", "load_library", "Fusion", "Program", "Signature", "load",
+    "load_text", "FslAlignmentError", "FslArgumentError", "FslCacheError", "FslCaptureError",
+    "FslCompileError", "FslDeviceError", "FslDriverError", "FslDtypeError", "FslError",
+    "FslLaunchError", "FslLayoutError", "FslLibraryError", "FslNullPointerError",
+    "FslOverlapError", "FslRankError", "FslSizeError",
+]

@@ -1,0 +1,388 @@
+"""Programs and fusions over the C API (no torch): load a .fsl file, read each fusion's
+signature, prepare or launch it with fsl_tensor descriptors. The PyTorch side
+(fsl/_torch.py) builds on this and is imported only when torch is."""
+
+import ctypes
+import importlib.util
+import math
+import os
+import string
+import sys
+
+from . import _capi
+from .errors import FslArgumentError, FslError
+
+
+class Param:
+    """A tensor or scalar of a fusion's signature."""
+
+    def __init__(self, kind, name, dtype, role=None, alignment=0, dims=(), default=None):
+        self.kind = kind  # "tensor" or "scalar"
+        self.name = name
+        self.dtype = dtype  # "bf16", "f32", ...
+        self.role = role  # tensors: "in", "inout" or "out"
+        self.alignment = alignment
+        self.dims = tuple(dims)
+        self.default = default  # scalars: a float, or None
+
+    def __repr__(self):
+        if self.kind == "tensor":
+            return "%s: %s%s[%s]" % (
+                self.name,
+                "" if self.role == "in" else self.role + " ",
+                self.dtype,
+                ", ".join(self.dims),
+            )
+        return "%s: %s%s" % (
+            self.name,
+            self.dtype,
+            "" if self.default is None else " = %r" % self.default,
+        )
+
+
+class Signature:
+    """A fusion's signature, parsed from fsl_program_signature (jit/src/launch_plan.h):
+    its dimensions (a static one with its extent, None for a runtime one), the ones its
+    reductions reduce, its tensors in the launcher's order and its scalars."""
+
+    def __init__(self, text):
+        self.text = text
+        self.fusion = None
+        self.dims = {}  # name -> extent or None, in order
+        self.reduced = []
+        self.params = []  # tensors and scalars in declaration order, outputs last
+        for number, line in enumerate(text.splitlines(), 1):
+            tokens = line.split()
+            if not tokens:
+                continue
+            what = tokens[0]
+            try:
+                if what == "fusion":
+                    self.fusion = tokens[1]
+                elif what == "dim":
+                    self.dims[tokens[1]] = int(tokens[3]) if tokens[2] == "static" else None
+                elif what == "reduced":
+                    self.reduced.append(tokens[1])
+                elif what == "tensor":
+                    self.params.append(
+                        Param("tensor", tokens[1], tokens[2], tokens[3], int(tokens[4]), tokens[5:])
+                    )
+                elif what == "scalar":
+                    default = float(tokens[3]) if len(tokens) > 3 else None
+                    self.params.append(Param("scalar", tokens[1], tokens[2], default=default))
+            except (IndexError, ValueError):
+                raise FslError("cannot read line %d of the signature: %r" % (number, line))
+        self.tensors = [p for p in self.params if p.kind == "tensor"]  # the launcher's order
+        self.scalars = [p for p in self.params if p.kind == "scalar"]
+        self.inputs = [p for p in self.params if p.kind == "scalar" or p.role != "out"]
+        self.outputs = [p for p in self.tensors if p.role == "out"]
+        self.inout = [p for p in self.tensors if p.role == "inout"]
+
+    def specialized_dims(self, policy):
+        """The runtime dimensions a session specializes on under `policy`."""
+        runtime = [d for d, extent in self.dims.items() if extent is None]
+        if policy == "none":
+            return []
+        if policy == "all":
+            return runtime
+        return [d for d in runtime if d in self.reduced]
+
+    def op_schema(self):
+        """The schema of the fusion's torch custom op (fsl/_torch.py)."""
+        return op_schema(self)
+
+    def __repr__(self):
+        outs = ", ".join(repr(p) for p in self.outputs)
+        return "%s(%s) -> (%s)" % (self.fusion, ", ".join(repr(p) for p in self.inputs), outs)
+
+
+# The torch.library schema type of each scalar type (the JIT refuses f16 and bf16 ones).
+SCHEMA_SCALARS = {"f32": "float", "f64": "float", "f16": "float", "bf16": "float",
+                  "i32": "int", "i64": "int", "bool": "bool"}
+
+
+def _default(kind, value):
+    if kind == "bool":
+        return "True" if value else "False"
+    if kind == "int":
+        return str(int(value))
+    return repr(float(value))
+
+
+def op_schema(signature):
+    """The op's schema: "(Tensor x, Tensor(a!) residual, Tensor weight, float eps=1e-06)
+    -> Tensor". A scalar keeps its default only when every later parameter has one."""
+    keep, trailing = set(), True
+    for p in reversed(signature.inputs):
+        finite = p.default is not None and math.isfinite(p.default)
+        if trailing and p.kind == "scalar" and finite:
+            keep.add(p.name)
+        else:
+            trailing = False
+    letters = iter(string.ascii_lowercase)
+    parts = []
+    for p in signature.inputs:
+        if p.kind == "tensor":
+            alias = "(%s!)" % next(letters) if p.role == "inout" else ""
+            parts.append("Tensor%s %s" % (alias, p.name))
+        else:
+            kind = SCHEMA_SCALARS.get(p.dtype, "float")
+            default = "=" + _default(kind, p.default) if p.name in keep else ""
+            parts.append("%s %s%s" % (kind, p.name, default))
+    n = len(signature.outputs)
+    returns = "()" if n == 0 else "Tensor" if n == 1 else "(%s)" % ", ".join(["Tensor"] * n)
+    return "(%s) -> %s" % (", ".join(parts), returns)
+
+
+def _tensor_array(descriptors):
+    array = (ctypes.POINTER(_capi.Tensor) * max(len(descriptors), 1))()
+    for i, d in enumerate(descriptors):
+        array[i] = ctypes.pointer(d) if d is not None else None
+    return array
+
+
+def _scalar_array(scalars):
+    values = [float(s) for s in scalars]
+    return (ctypes.c_double * max(len(values), 1))(*values), len(values)
+
+
+class Fusion:
+    """One fusion of a program. Calling it with torch tensors runs the custom op
+    (fsl/_torch.py); prepare() and launch() take fsl_tensor descriptors (no torch)."""
+
+    def __init__(self, program, name):
+        self.program = program
+        self.name = name
+        text = program._lib.fsl_program_signature(program._handle, name.encode())
+        if text is None:
+            raise FslArgumentError("no signature for fusion '%s'" % name)
+        self.signature = Signature(text.decode())
+        self._name_bytes = name.encode()
+        self.op = None  # the torch custom op, once registered
+        self.op_name = None  # "fsl::rms_norm_add"
+        self._warm = set()  # (device, specialized values) launched outside graph capture
+
+    def __repr__(self):
+        return "<fsl fusion %r>" % self.signature
+
+    def _call(self, function, descriptors, scalars, last):
+        if not self.program._session:
+            raise FslError("%s: the program %s is closed" % (self.name, self.program.source))
+        error = _capi.error_buffer()
+        tensors = _tensor_array(descriptors)
+        values, count = _scalar_array(scalars)
+        status = function(
+            self.program._session, self._name_bytes, tensors, len(descriptors), values, count,
+            last, error, len(error)
+        )
+        _capi.check(status, error)
+
+    def prepare(self, descriptors, scalars=()):
+        """fsl_jit_session_prepare: checks, specializes and compiles (NVRTC, no GPU) and
+        returns what a launch would do, as a dict (specialization, cache_path,
+        memory_hit, disk_hit, launches: kernel, grid, block, shared_bytes)."""
+        info = _capi.LaunchInfo()
+        self._call(self.program._lib.fsl_jit_session_prepare, descriptors, scalars, ctypes.byref(info))
+        return info.to_dict()
+
+    def launch(self, descriptors, scalars=(), stream=None):
+        """fsl_jit_session_launch on `stream` (a cudaStream_t as an int; None: the legacy
+        default stream). A CUDA context must be current."""
+        self._call(self.program._lib.fsl_jit_session_launch, descriptors, scalars, ctypes.c_void_p(stream or None))
+
+    def __call__(self, *args, **kwargs):
+        op = self.op
+        if op is None:
+            op = self.program._register_torch()[self.name].op
+        return op(*args, **kwargs)
+
+
+def _program_options(runtime_dims, target, stdlib):
+    if runtime_dims is None:
+        dims = None
+    elif isinstance(runtime_dims, str):
+        dims = runtime_dims
+    else:
+        dims = ",".join(runtime_dims)
+    options = _capi.ProgramOptions(_capi.encode(dims), _capi.encode(target), _capi.encode(stdlib))
+    return options
+
+
+class Program:
+    """A loaded .fsl program and its JIT session. Each fusion is an attribute
+    (`prog.rms_norm_add`) unless its name is one of Program's own; `prog[name]` and
+    `prog.fusions` always work."""
+
+    def __init__(self, source, *, text=None, runtime_dims="auto", policy="reduced", target=None,
+                 cache_dir=None, library=None, stdlib=None, arch=None, namespace="fsl",
+                 torch_ops=None):
+        if policy not in _capi.POLICIES:
+            raise FslArgumentError(
+                "unknown specialization policy %r (reduced, all or none)" % (policy,)
+            )
+        self._handle = None
+        self._session = None
+        self._lib = _capi.load_library(library)
+        self.source = os.fspath(source)
+        self.policy = policy
+        self.namespace = namespace
+        if stdlib is None:
+            stdlib = os.environ.get("FSLC_STDLIB") or None
+        if stdlib is not None:
+            stdlib = os.path.abspath(stdlib)
+        if runtime_dims == "auto":
+            # Every static dimension of the file's fusions, so that sizes come from the
+            # tensors: load once to read them, then again with them left runtime.
+            self._handle = self._load(text, _program_options(None, target, stdlib))
+            names = []
+            for fusion in self._fusion_names():
+                sig = Signature(self._lib.fsl_program_signature(self._handle, fusion.encode()).decode())
+                names += [d for d, extent in sig.dims.items() if extent is not None and d not in names]
+            if names:
+                self._lib.fsl_program_free(self._handle)
+                self._handle = None
+                self._handle = self._load(text, _program_options(names, target, stdlib))
+            runtime_dims = names
+        else:
+            self._handle = self._load(text, _program_options(runtime_dims, target, stdlib))
+        self.runtime_dims = runtime_dims
+        self.arch = self._lib.fsl_program_arch(self._handle).decode()
+        self.target = self._lib.fsl_program_target(self._handle).decode()
+        options = _capi.SessionOptions(_capi.POLICIES[policy], _capi.encode(arch), _capi.encode(cache_dir))
+        session = ctypes.c_void_p()
+        error = _capi.error_buffer()
+        _capi.check(
+            self._lib.fsl_jit_session_create(self._handle, ctypes.byref(options), ctypes.byref(session), error, len(error)),
+            error,
+        )
+        self._session = session
+        self.fusions = {}
+        for name in self._fusion_names():
+            fusion = Fusion(self, name)
+            self.fusions[name] = fusion
+            if not hasattr(type(self), name) and not name.startswith("_"):
+                setattr(self, name, fusion)
+        if torch_ops or (torch_ops is None and "torch" in sys.modules) or (
+            torch_ops is None and importlib.util.find_spec("torch") is not None
+        ):
+            self._register_torch()
+
+    def _load(self, text, options):
+        handle = ctypes.c_void_p()
+        error = _capi.error_buffer()
+        if text is None:
+            status = self._lib.fsl_program_load(
+                _capi.encode(self.source), ctypes.byref(options), ctypes.byref(handle), error, len(error)
+            )
+        else:
+            status = self._lib.fsl_program_load_text(
+                _capi.encode(self.source), _capi.encode(text), ctypes.byref(options),
+                ctypes.byref(handle), error, len(error),
+            )
+        _capi.check(status, error)
+        return handle
+
+    def _fusion_names(self):
+        count = self._lib.fsl_program_fusion_count(self._handle)
+        return [self._lib.fsl_program_fusion_name(self._handle, i).decode() for i in range(count)]
+
+    def _register_torch(self):
+        from . import _torch  # imports torch
+
+        _torch.register_program(self)
+        return self.fusions
+
+    def __getitem__(self, name):
+        try:
+            return self.fusions[name]
+        except KeyError:
+            raise FslArgumentError(
+                "no fusion '%s' in %s (fusions: %s)" % (name, self.source, ", ".join(self.fusions))
+            ) from None
+
+    def __getattr__(self, name):
+        # Only reached for names that are not attributes: an unknown fusion.
+        if name.startswith("__") or "fusions" not in self.__dict__:
+            raise AttributeError(name)
+        raise AttributeError(
+            "no fusion '%s' in %s (fusions: %s)" % (name, self.source, ", ".join(self.fusions))
+        )
+
+    def stats(self):
+        """fsl_jit_stats of the session, as a dict."""
+        stats = _capi.Stats()
+        self._lib.fsl_jit_session_stats(self._session, ctypes.byref(stats))
+        return stats.to_dict()
+
+    def specialize(self, fusion, **dims):
+        """fsl_program_specialize: (name, CUDA source, launch metadata) of `fusion` with
+        the given dimensions static, e.g. specialize("rms_norm_add", H=7168)."""
+        if not self._handle:
+            raise FslError("the program %s is closed" % self.source)
+        names = (ctypes.c_char_p * max(len(dims), 1))(*[_capi.encode(n) for n in dims])
+        values = (ctypes.c_int64 * max(len(dims), 1))(*[int(v) for v in dims.values()])
+        handle = ctypes.c_void_p()
+        error = _capi.error_buffer()
+        _capi.check(
+            self._lib.fsl_program_specialize(
+                self._handle, _capi.encode(fusion), names, values, len(dims), ctypes.byref(handle),
+                error, len(error),
+            ),
+            error,
+        )
+        try:
+            return (
+                self._lib.fsl_specialization_name(handle).decode(),
+                self._lib.fsl_specialization_source(handle).decode(),
+                self._lib.fsl_specialization_launch(handle).decode(),
+            )
+        finally:
+            self._lib.fsl_specialization_free(handle)
+
+    def close(self):
+        """Frees the session and the program (their compiled kernels stay loaded in the
+        CUDA contexts they were launched in). Registered torch ops fail afterwards."""
+        if self.__dict__.get("_session"):
+            self._lib.fsl_jit_session_destroy(self._session)
+            self._session = None
+        if self.__dict__.get("_handle"):
+            self._lib.fsl_program_free(self._handle)
+            self._handle = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return "<fsl program %s: %s>" % (self.source, ", ".join(self.fusions))
+
+
+def load(path, runtime_dims="auto", policy="reduced", target=None, cache_dir=None, library=None,
+         stdlib=None, arch=None, namespace="fsl", torch_ops=None):
+    """Loads a .fsl file: a Program whose attributes are its fusions (docs/python.md).
+
+    runtime_dims: static dimensions left runtime sizes ("H", "H,S", a list); "auto"
+        (default): every static dimension of the file's fusions, so sizes come from the
+        tensors; None or "": none (the declared sizes only).
+    policy: the runtime dimensions the JIT specializes on: "reduced" (the ones some
+        reduction reduces, default), "all", "none".
+    target: a target of the stdlib ("h200"); None: the stdlib's default.
+    cache_dir: the JIT's on-disk cache; None: $FSL_CACHE_DIR, else ~/.cache/fslc.
+    library: the path of libfsl.so; None: $FSL_LIBRARY, next to the package, the
+        repository's build/lib, the loader's path.
+    stdlib: the stdlib directory; None: $FSLC_STDLIB, else the source tree's.
+    arch: compile for this architecture ("sm_90a") instead of the current device's.
+    namespace: the torch.library namespace of the custom ops.
+    torch_ops: register the fusions as torch custom ops now (None: when torch imports).
+    """
+    return Program(path, runtime_dims=runtime_dims, policy=policy, target=target,
+                   cache_dir=cache_dir, library=library, stdlib=stdlib, arch=arch,
+                   namespace=namespace, torch_ops=torch_ops)
+
+
+def load_text(name, text, **options):
+    """Loads a program from its text; `name` names it in diagnostics, and imports are
+    found relative to its directory. Options as for load()."""
+    return Program(name, text=text, **options)

@@ -1,0 +1,291 @@
+"""PyTorch integration: each fusion as a torch.library custom op (imported only with torch).
+
+The op `<namespace>::<fusion>` takes the fusion's parameters in declaration order
+(tensors, and scalars with their defaults), mutates its inout tensors in place, and
+returns its other outputs, allocated here with torch.empty: one tensor, a tuple, or
+None. Its fake (meta) implementation computes the outputs' shapes and dtypes from the
+signature without calling the C library, so the op works under torch.compile; its real
+implementation checks devices, dtypes, ranks and sizes, then launches through the JIT
+session on the tensors' device's current stream, so it can be captured in a CUDA graph
+once it has run at those sizes outside capture (docs/python.md).
+"""
+
+import ctypes
+import torch
+
+from . import _capi
+from .errors import (
+    FslArgumentError,
+    FslCaptureError,
+    FslDeviceError,
+    FslDriverError,
+    FslDtypeError,
+    FslRankError,
+    FslSizeError,
+)
+
+TORCH_DTYPES = {
+    "bool": torch.bool,
+    "i32": torch.int32,
+    "i64": torch.int64,
+    "f16": torch.float16,
+    "bf16": torch.bfloat16,
+    "f32": torch.float32,
+    "f64": torch.float64,
+}
+FSL_DTYPES = {dtype: name for name, dtype in TORCH_DTYPES.items()}
+
+
+class _Driver:
+    """The few CUDA driver calls the launch needs around the C API: the tensors' device's
+    primary context (PyTorch's) made current, and whether a stream is capturing."""
+
+    def __init__(self):
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+        except OSError as error:
+            raise FslDriverError("cannot load the CUDA driver (libcuda.so.1): %s" % error)
+        void_p = ctypes.c_void_p
+        self._calls = {}
+        for name, argtypes in (
+            ("cuInit", [ctypes.c_uint]),
+            ("cuDeviceGet", [ctypes.POINTER(ctypes.c_int), ctypes.c_int]),
+            ("cuDevicePrimaryCtxRetain", [ctypes.POINTER(void_p), ctypes.c_int]),
+            ("cuCtxGetCurrent", [ctypes.POINTER(void_p)]),
+            ("cuCtxSetCurrent", [void_p]),
+            ("cuStreamIsCapturing", [void_p, ctypes.POINTER(ctypes.c_int)]),
+        ):
+            function = getattr(lib, name)
+            function.restype = ctypes.c_int
+            function.argtypes = argtypes
+            self._calls[name] = function
+        self._lib = lib
+        self._primary = {}
+
+    def _call(self, name, *args):
+        result = self._calls[name](*args)
+        if result != 0:
+            raise FslDriverError("%s failed with CUresult %d" % (name, result))
+
+    def make_current(self, index):
+        """Makes device `index`'s primary context current; returns the context to
+        restore afterwards, or None."""
+        context = self._primary.get(index)
+        if context is None:
+            self._call("cuInit", 0)
+            device = ctypes.c_int()
+            self._call("cuDeviceGet", ctypes.byref(device), index)
+            context = ctypes.c_void_p()
+            self._call("cuDevicePrimaryCtxRetain", ctypes.byref(context), device.value)
+            self._primary[index] = context
+        current = ctypes.c_void_p()
+        self._call("cuCtxGetCurrent", ctypes.byref(current))
+        if current.value == context.value:
+            return None
+        self._call("cuCtxSetCurrent", context)
+        return current if current.value else None
+
+    def restore(self, context):
+        self._call("cuCtxSetCurrent", context)
+
+    def is_capturing(self, stream):
+        status = ctypes.c_int()
+        self._call("cuStreamIsCapturing", ctypes.c_void_p(stream or None), ctypes.byref(status))
+        return status.value != 0  # active or invalidated
+
+
+_driver = None
+
+
+def driver():
+    global _driver
+    if _driver is None:
+        _driver = _Driver()
+    return _driver
+
+
+def _bind(signature, args, kwargs):
+    """The call's values by parameter name, defaults applied (as Python binds them)."""
+    params = signature.inputs
+    if len(args) > len(params):
+        raise TypeError("%s takes %d arguments (%s), given %d" % (
+            signature.fusion, len(params), ", ".join(p.name for p in params), len(args)))
+    values = {p.name: a for p, a in zip(params, args)}
+    names = {p.name for p in params}
+    for name, value in kwargs.items():
+        if name not in names:
+            raise TypeError("%s has no parameter '%s'" % (signature.fusion, name))
+        if name in values:
+            raise TypeError("%s: '%s' given twice" % (signature.fusion, name))
+        values[name] = value
+    for p in params:
+        if p.name not in values:
+            if p.kind == "scalar" and p.default is not None:
+                values[p.name] = p.default
+            else:
+                raise TypeError("%s: missing argument '%s'" % (signature.fusion, p.name))
+    return values
+
+
+def _check(signature, values):
+    """The checks the C API makes on descriptors, made on the torch tensors (fake ones
+    too): a CUDA tensor, one device, dtype, rank, sizes. Returns the device and the
+    dimensions' sizes (from the inputs, as the generated launcher takes them)."""
+    device, first = None, None
+    inputs = [p for p in signature.tensors if p.role != "out"]
+    for p in inputs:
+        t = values[p.name]
+        if not isinstance(t, torch.Tensor):
+            raise TypeError("%s: expected a torch.Tensor, got %s" % (p.name, type(t).__name__))
+        if t.device.type != "cuda":
+            raise FslDeviceError("%s: a %s tensor, expected a CUDA tensor" % (p.name, t.device.type))
+        if device is None:
+            device, first = t.device, p.name
+        elif t.device != device:
+            raise FslDeviceError("%s: on %s, %s is on %s" % (p.name, t.device, first, device))
+        if t.dtype != TORCH_DTYPES[p.dtype]:
+            raise FslDtypeError("%s: dtype %s, expected %s" % (
+                p.name, FSL_DTYPES.get(t.dtype, str(t.dtype).replace("torch.", "")), p.dtype), 2)
+        if t.dim() != len(p.dims):
+            raise FslRankError("%s: rank %d, expected %d" % (p.name, t.dim(), len(p.dims)), 3)
+    dims = {}
+    for dim, extent in signature.dims.items():
+        for p in inputs:
+            for d, name in enumerate(p.dims):
+                if name != dim:
+                    continue
+                size = values[p.name].shape[d]
+                if dim not in dims and extent is None:
+                    dims[dim] = size
+                    continue
+                want = extent if extent is not None else dims[dim]
+                if size != want:
+                    raise FslSizeError("%s: size %s of dimension %s, expected %s%s" % (
+                        p.name, size, dim, want, " (static)" if extent is not None else ""), 4)
+        if dim not in dims and extent is not None:
+            dims[dim] = extent
+    for p in signature.outputs:
+        for dim in p.dims:
+            if dim not in dims:
+                raise FslArgumentError(
+                    "%s: dimension %s of output %s is not the size of any input tensor"
+                    % (signature.fusion, dim, p.name), 12)
+    return device, dims
+
+
+def _outputs(signature, device, dims):
+    return [
+        torch.empty([dims[d] for d in p.dims], dtype=TORCH_DTYPES[p.dtype], device=device)
+        for p in signature.outputs
+    ]
+
+
+def _result(outputs):
+    if not outputs:
+        return None
+    if len(outputs) == 1:
+        return outputs[0]
+    return tuple(outputs)
+
+
+def _descriptor(t, dtype):
+    d = _capi.Tensor()
+    d.data = t.data_ptr() or None
+    d.dtype = _capi.DTYPES[dtype]
+    d.rank = t.dim()
+    for i, (size, stride) in enumerate(zip(t.shape, t.stride())):
+        d.sizes[i] = size
+        d.strides[i] = stride
+    return d
+
+
+def _make_impl(fusion):
+    signature = fusion.signature
+    specialized = signature.specialized_dims(fusion.program.policy)
+
+    def impl(*args, **kwargs):
+        values = _bind(signature, args, kwargs)
+        device, dims = _check(signature, values)
+        outputs = _outputs(signature, device, dims)
+        produced = iter(outputs)
+        descriptors = [
+            _descriptor(next(produced) if p.role == "out" else values[p.name], p.dtype)
+            for p in signature.tensors
+        ]
+        scalars = [float(values[p.name]) for p in signature.scalars]
+        empty = any(size == 0 for size in dims.values())
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        cuda = driver()
+        previous = cuda.make_current(index)
+        try:
+            stream = torch.cuda.current_stream(device).cuda_stream
+            key = (index,) + tuple(dims[d] for d in specialized)
+            capturing = cuda.is_capturing(stream)
+            if capturing and not empty and key not in fusion._warm:
+                raise FslCaptureError(
+                    "%s: first call at %s on cuda:%d inside CUDA-graph capture: the JIT "
+                    "compiles and loads its kernels on a first call, which capture cannot "
+                    "hold; call it once at these sizes before capturing" % (
+                        fusion.name,
+                        ", ".join("%s = %s" % (d, dims[d]) for d in specialized) or "any size",
+                        index))
+            fusion.launch(descriptors, scalars, stream)
+            if not capturing and not empty:
+                fusion._warm.add(key)
+        finally:
+            if previous is not None:
+                cuda.restore(previous)
+        return _result(outputs)
+
+    impl.__name__ = fusion.name
+    return impl
+
+
+def _make_fake(fusion):
+    signature = fusion.signature
+
+    def fake(*args, **kwargs):
+        values = _bind(signature, args, kwargs)
+        device, dims = _check(signature, values)
+        return _result(_outputs(signature, device, dims))
+
+    return fake
+
+
+_taken = set()
+
+
+def _exists(qualname):
+    try:
+        torch._C._dispatch_find_schema_or_throw(qualname, "")
+        return True
+    except Exception:
+        return False
+
+
+def _unique_name(namespace, name):
+    candidate, n = name, 1
+    while (namespace, candidate) in _taken or _exists("%s::%s" % (namespace, candidate)):
+        n += 1
+        candidate = "%s_%d" % (name, n)
+    _taken.add((namespace, candidate))
+    return candidate
+
+
+def register_program(program):
+    """Registers every fusion of `program` as the custom op `<namespace>::<fusion>`
+    (`<fusion>_2`, ... when another program took the name)."""
+    namespace = program.namespace
+    for fusion in program.fusions.values():
+        if fusion.op is not None:
+            continue
+        name = _unique_name(namespace, fusion.name)
+        qualname = "%s::%s" % (namespace, name)
+        mutates = tuple(p.name for p in fusion.signature.inout)
+        custom = torch.library.custom_op(
+            qualname, _make_impl(fusion), mutates_args=mutates, schema=fusion.signature.op_schema()
+        )
+        custom.register_fake(_make_fake(fusion))
+        fusion.custom_op = custom
+        fusion.op_name = qualname
+        fusion.op = getattr(getattr(torch.ops, namespace), name)

@@ -1,0 +1,359 @@
+"""The Python package (python/fsl) on a GPU with PyTorch: the fusions of std/norms.fsl as
+torch custom ops, against eager PyTorch (in float64), under torch.compile(fullgraph=True)
+and in a captured CUDA graph, and the exceptions of bad calls.
+
+Needs only libfsl.so (with the libantlr4-runtime.so.* copied next to it by the build),
+python/ and stdlib/ of the repository, torch with CUDA, and NVRTC with the toolkit's
+headers ($CUDA_HOME/include, else /usr/local/cuda/include): no compiler build.
+
+usage: python3 tests/gpu/python_test.py [--library build/lib/libfsl.so] [--stdlib stdlib]
+       (or FSL_LIBRARY and FSLC_STDLIB in the environment)
+Prints one PASS or FAIL line per check and a summary; exits 1 when any check fails.
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+parser.add_argument("--library", default=os.environ.get("FSL_LIBRARY"),
+                    help="libfsl.so (default: $FSL_LIBRARY, else the package's lookup)")
+parser.add_argument("--stdlib", default=os.environ.get("FSLC_STDLIB") or os.path.join(ROOT, "stdlib"),
+                    help="the stdlib directory (default: $FSLC_STDLIB, else the repository's)")
+parser.add_argument("--python", default=os.path.join(ROOT, "python"),
+                    help="the directory holding the fsl package (default: the repository's python/)")
+parser.add_argument("--cache-dir", default=None,
+                    help="the JIT's cache (default: a new temporary directory)")
+args = parser.parse_args()
+
+sys.path.insert(0, args.python)
+import torch  # noqa: E402
+
+import fsl  # noqa: E402
+
+results = []
+
+
+def check(name, ok, detail=""):
+    results.append((name, bool(ok)))
+    print("%s  %s%s" % ("PASS" if ok else "FAIL", name, ("  (%s)" % detail) if detail else ""), flush=True)
+    return ok
+
+
+def run(name, body):
+    """Runs one check; an unexpected exception is a failure with its traceback."""
+    try:
+        body()
+    except Exception as error:  # noqa: BLE001
+        traceback.print_exc()
+        check(name, False, "%s: %s" % (type(error).__name__, error))
+
+
+def close(name, out, ref):
+    """out (bf16) against ref (float64), as tests/bench: |out - ref| <= 2e-2 + 2e-2 |ref|."""
+    o = out.double()
+    if torch.isnan(o).any():
+        return check(name, False, "%d NaN" % int(torch.isnan(o).sum()))
+    diff = (o - ref).abs()
+    bad = diff > 2e-2 + 2e-2 * ref.abs()
+    if bad.any():
+        i = int(bad.flatten().nonzero()[0])
+        return check(name, False, "element %d = %g, reference %g" % (i, float(o.flatten()[i]), float(ref.flatten()[i])))
+    return check(name, True, "max abs err %.3g" % float(diff.max()))
+
+
+def bf16(x):
+    return x.to(torch.bfloat16).double()
+
+
+# Eager references in float64 from the bf16 inputs (results rounded to bf16 as the
+# kernels write them).
+def ref_rms_norm_add(x, res, w, eps=1e-6):
+    h = x.double() + res.double()
+    return bf16(h * torch.rsqrt((h * h).mean(-1, keepdim=True) + eps) * w.double()), bf16(h)
+
+
+def ref_rms_norm(x, w, eps=1e-6):
+    xd = x.double()
+    return bf16(xd * torch.rsqrt((xd * xd).mean(-1, keepdim=True) + eps) * w.double())
+
+
+def ref_layer_norm(x, g, b, eps=1e-5):
+    xd = x.double()
+    mu = xd.mean(-1, keepdim=True)
+    var = ((xd - mu) ** 2).mean(-1, keepdim=True)
+    return bf16((xd - mu) * torch.rsqrt(var + eps) * g.double() + b.double())
+
+
+def ref_softmax(x):
+    return bf16(torch.softmax(x.double(), -1))
+
+
+def randn(*shape, seed=0):
+    g = torch.Generator(device="cuda")
+    g.manual_seed(seed)
+    return torch.randn(*shape, device="cuda", generator=g).to(torch.bfloat16)
+
+
+print("torch %s, CUDA %s, %s" % (torch.__version__, torch.version.cuda, torch.cuda.get_device_name()), flush=True)
+cache = args.cache_dir or tempfile.mkdtemp(prefix="fsl-python-test-")
+norms = os.path.join(args.stdlib, "std", "norms.fsl")
+prog = fsl.load(norms, runtime_dims="H,S", cache_dir=cache, library=args.library, stdlib=args.stdlib)
+print("loaded %s from %s; ops %s" % (
+    norms, fsl.load_library(args.library).path, ", ".join(f.op_name for f in prog.fusions.values())), flush=True)
+
+SIZES = [(1, 4096), (8, 4096), (300, 4096), (8, 7168), (257, 7168), (64, 2048)]
+
+# --- Eager: every fusion against PyTorch --------------------------------------------------
+
+
+def eager_case(T, H):
+    seed = 1000 * T + H
+    x, res, w = randn(T, H, seed=seed), randn(T, H, seed=seed + 1), randn(H, seed=seed + 2)
+    res_in = res.clone()
+    y = prog.rms_norm_add(x, res, w)
+    ref_y, ref_res = ref_rms_norm_add(x, res_in, w)
+    close("rms_norm_add T=%d H=%d: y" % (T, H), y, ref_y)
+    close("rms_norm_add T=%d H=%d: residual in place" % (T, H), res, ref_res)
+    y = prog.rms_norm_add(x, res_in.clone(), w, eps=1e-2)
+    close("rms_norm_add T=%d H=%d eps=1e-2: y" % (T, H), y, ref_rms_norm_add(x, res_in, w, 1e-2)[0])
+    close("rms_norm T=%d H=%d" % (T, H), prog.rms_norm(x, w), ref_rms_norm(x, w))
+    g, b = randn(H, seed=seed + 3), randn(H, seed=seed + 4)
+    close("layer_norm T=%d H=%d" % (T, H), prog.layer_norm(x, g, b), ref_layer_norm(x, g, b))
+    close("softmax T=%d S=%d" % (T, H), prog.softmax(x), ref_softmax(x))
+    torch.cuda.synchronize()
+
+
+for T, H in SIZES:
+    run("eager T=%d H=%d" % (T, H), lambda: eager_case(T, H))
+
+run("T = 0: an empty output, nothing launched",
+    lambda: check("T = 0: an empty output, nothing launched",
+                  prog.softmax(torch.empty(0, 4096, device="cuda", dtype=torch.bfloat16)).shape == (0, 4096)))
+
+
+def on_side_stream():
+    # The op launches on the current stream: on a side stream, ordered after its inputs.
+    T, H = 300, 7168
+    x, res, w = randn(T, H, seed=5), randn(T, H, seed=6), randn(H, seed=7)
+    ref_y, ref_res = ref_rms_norm_add(x, res, w)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        y = prog.rms_norm_add(x, res, w)
+    torch.cuda.current_stream().wait_stream(side)
+    close("on a side stream (torch.cuda.stream): y", y, ref_y)
+    close("on a side stream (torch.cuda.stream): residual", res, ref_res)
+
+
+run("on a side stream", on_side_stream)
+
+# --- torch.compile(fullgraph=True) --------------------------------------------------------
+
+
+def block(x, res, w, g, b):
+    # The custom ops between PyTorch operations, as in a model.
+    y = prog.rms_norm_add(x * 2, res, w)
+    z = prog.layer_norm(y, g, b, eps=1e-5)
+    return torch.relu(z) + prog.softmax(z), y
+
+
+def compiled_case():
+    compiled = torch.compile(block, fullgraph=True)
+    for T, H in [(8, 4096), (300, 4096), (8, 7168)]:
+        x, res, w = randn(T, H, seed=11), randn(T, H, seed=12), randn(H, seed=13)
+        g, b = randn(H, seed=14), randn(H, seed=15)
+        res_eager, res_compiled = res.clone(), res.clone()
+        out_e, y_e = block(x, res_eager, w, g, b)
+        out_c, y_c = compiled(x, res_compiled, w, g, b)
+        torch.cuda.synchronize()
+        close("torch.compile T=%d H=%d: rms_norm_add's y as eager" % (T, H), y_c, y_e.double())
+        close("torch.compile T=%d H=%d: the block's output as eager" % (T, H), out_c, out_e.double())
+        check("torch.compile T=%d H=%d: residual updated in place as eager" % (T, H),
+              torch.equal(res_compiled, res_eager))
+
+
+run("torch.compile(fullgraph=True)", compiled_case)
+
+
+def compiled_op_case():
+    # The op itself, as torch.ops.<namespace>.<fusion>, and its fake implementation.
+    op = prog.rms_norm_add.op
+    x, res, w = randn(16, 4096, seed=21), randn(16, 4096, seed=22), randn(4096, seed=23)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode() as mode:
+        fx, fr, fw = (mode.from_tensor(t) for t in (x, res, w))
+        fy = op(fx, fr, fw)
+    check("fake implementation: shape, dtype and device from the signature",
+          tuple(fy.shape) == (16, 4096) and fy.dtype == torch.bfloat16 and fy.device == x.device)
+    ref_y, _ = ref_rms_norm_add(x, res, w)
+    y = torch.compile(lambda a, r, b: op(a, r, b), fullgraph=True, dynamic=True)(x, res.clone(), w)
+    close("torch.compile(dynamic=True) of the op", y, ref_y)
+    try:
+        from torch.library import opcheck
+
+        r = opcheck(op, (x, res.clone(), w), test_utils=("test_schema", "test_faketensor"))
+        check("torch.library.opcheck (schema, fake tensor)", all(v == "SUCCESS" for v in r.values()), str(r))
+    except ImportError:
+        pass
+
+
+run("the op under FakeTensorMode and dynamic shapes", compiled_op_case)
+
+# --- CUDA graphs --------------------------------------------------------------------------
+
+
+def graph_case():
+    T, H = 64, 7168
+    x, res, w = randn(T, H, seed=31), randn(T, H, seed=32), randn(H, seed=33)
+    static_x, static_res = x.clone(), res.clone()
+    # Warm-up outside capture (compiles and loads the kernels), as torch.cuda.graph wants.
+    prog.rms_norm_add(static_x, static_res.clone(), w)
+    prog.softmax(static_x)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_y = prog.rms_norm_add(static_x, static_res, w)
+        static_p = prog.softmax(static_y)
+    for step in range(3):
+        nx, nres = randn(T, H, seed=40 + step), randn(T, H, seed=50 + step)
+        static_x.copy_(nx)
+        static_res.copy_(nres)
+        graph.replay()
+        torch.cuda.synchronize()
+        ref_y, ref_res = ref_rms_norm_add(nx, nres, w)
+        close("CUDA graph replay %d: y" % step, static_y, ref_y)
+        close("CUDA graph replay %d: residual" % step, static_res, ref_res)
+        close("CUDA graph replay %d: softmax of y" % step, static_p, ref_softmax(static_y))
+
+
+run("a captured CUDA graph", graph_case)
+
+
+def compiled_graph_case():
+    # torch.compile's CUDA graphs (mode="reduce-overhead").
+    f = torch.compile(lambda a, r, b: prog.rms_norm_add(a, r, b) * 1, mode="reduce-overhead", fullgraph=True)
+    T, H = 32, 4096
+    w = randn(H, seed=61)
+    for step in range(4):
+        x, res = randn(T, H, seed=62 + step), randn(T, H, seed=72 + step)
+        ref_y, ref_res = ref_rms_norm_add(x, res, w)
+        y = f(x, res, w).clone()
+        torch.cuda.synchronize()
+        close("torch.compile(mode='reduce-overhead') call %d: y" % step, y, ref_y)
+        close("torch.compile(mode='reduce-overhead') call %d: residual" % step, res, ref_res)
+
+
+run("torch.compile(mode='reduce-overhead')", compiled_graph_case)
+
+# --- Bad calls: Python exceptions with the C API's messages, nothing launched --------------
+
+
+def expect_error(name, cls, message, call):
+    try:
+        call()
+    except cls as error:
+        check(name, message in str(error), "%s: %s" % (type(error).__name__, error))
+        return
+    except Exception as error:  # noqa: BLE001
+        check(name, False, "raised %s: %s" % (type(error).__name__, error))
+        return
+    check(name, False, "no exception")
+
+
+def errors_case():
+    T, H = 8, 4096
+    x, res, w = randn(T, H, seed=81), randn(T, H, seed=82), randn(H, seed=83)
+    before = res.clone()
+    expect_error("a CPU tensor: FslDeviceError", fsl.FslDeviceError, "x: a cpu tensor, expected a CUDA tensor",
+                 lambda: prog.rms_norm_add(x.cpu(), res, w))
+    expect_error("weight in float32: FslDtypeError (a TypeError)", TypeError, "weight: dtype f32, expected bf16",
+                 lambda: prog.rms_norm_add(x, res, w.float()))
+    expect_error("x of rank 1: FslRankError", fsl.FslRankError, "x: rank 1, expected 2",
+                 lambda: prog.rms_norm_add(x[0], res, w))
+    expect_error("residual with 9 rows: FslSizeError", fsl.FslSizeError,
+                 "residual: size 9 of dimension T, expected 8",
+                 lambda: prog.rms_norm_add(x, randn(9, H), w))
+    expect_error("weight of 7168: FslSizeError (a ValueError)", ValueError,
+                 "weight: size 7168 of dimension H, expected 4096",
+                 lambda: prog.rms_norm_add(x, res, randn(7168)))
+    expect_error("x transposed: FslLayoutError", fsl.FslLayoutError, "x: stride",
+                 lambda: prog.rms_norm_add(randn(H, T).t(), res, w))
+    expect_error("y over x: residual is x: FslOverlapError", fsl.FslOverlapError, "overlaps",
+                 lambda: prog.rms_norm_add(x, x, w))
+    if torch.cuda.device_count() > 1:
+        expect_error("tensors on two devices: FslDeviceError", fsl.FslDeviceError, "is on cuda:0",
+                     lambda: prog.rms_norm_add(x, res.to("cuda:1"), w))
+    expect_error("an unknown keyword: refused by the op", (TypeError, RuntimeError), "epsilon",
+                 lambda: prog.rms_norm_add(x, res, w, epsilon=1.0))
+    torch.cuda.synchronize()
+    check("refused calls wrote nothing", torch.equal(res, before))
+    # Dynamo reports the fake implementation's exception as its own (TorchRuntimeError).
+    expect_error("the fake implementation refuses too (torch.compile)", Exception,
+                 "weight: dtype f32, expected bf16",
+                 lambda: torch.compile(lambda a, r, b: prog.rms_norm_add(a, r, b), fullgraph=True)(x, res, w.float()))
+
+
+run("exceptions", errors_case)
+
+
+def capture_without_warmup():
+    # A first call at new sizes inside capture: refused before anything is launched.
+    T, H = 16, 5120
+    x, res, w = randn(T, H), randn(T, H), randn(H)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            prog.rms_norm_add(x, res, w)
+    except fsl.FslCaptureError as error:
+        check("a first call inside capture: FslCaptureError", "call it once at these sizes" in str(error), str(error))
+    except Exception as error:  # noqa: BLE001
+        check("a first call inside capture: FslCaptureError", False, "%s: %s" % (type(error).__name__, error))
+    else:
+        check("a first call inside capture: FslCaptureError", False, "no exception")
+    torch.cuda.synchronize()
+    y = prog.rms_norm_add(x, res.clone(), w)
+    check("after the refused capture, the call works", not torch.isnan(y.double()).any())
+
+
+run("capture without warm-up", capture_without_warmup)
+
+# --- Host time of a call (memory hit) ---------------------------------------------------------
+
+
+def timing():
+    x, res, w = randn(8, 4096), randn(8, 4096), randn(4096)
+    for _ in range(10):
+        prog.rms_norm_add(x, res, w)
+    torch.cuda.synchronize()
+    n = 2000
+    start = time.perf_counter()
+    for _ in range(n):
+        prog.rms_norm_add(x, res, w)
+    host = (time.perf_counter() - start) / n * 1e6
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(n):
+        torch.add(x, res)
+    eager = (time.perf_counter() - start) / n * 1e6
+    torch.cuda.synchronize()
+    print("host time: %.1f us a call of prog.rms_norm_add (eager torch.add: %.1f us)" % (host, eager), flush=True)
+    print("session stats: %s" % prog.stats(), flush=True)
+
+
+run("timing", timing)
+
+failed = [name for name, ok in results if not ok]
+print("\n%d checks, %d passed, %d failed" % (len(results), len(results) - len(failed), len(failed)))
+for name in failed:
+    print("FAILED: " + name)
+print("PASS" if not failed else "FAIL")
+sys.exit(1 if failed else 0)

@@ -1,0 +1,269 @@
+"""The Python package's C API layer (python/fsl) without torch and without a GPU.
+
+usage: python3 tests/python/test_capi.py LIBFSL SOURCE_DIR WORK_DIR
+
+libfsl.so's fsl_jit_session_prepare compiles with NVRTC for an explicit architecture and
+checks the call without data (null data pointers): stdlib/std/norms.fsl with H runtime,
+rms_norm_add at H = 4096 and 7168, the cache files, a memory hit, launch shapes, and the
+refusals as the Python exceptions of fsl.errors with the C API's messages.
+"""
+
+import os
+import shutil
+import sys
+import unittest
+
+LIBRARY, ROOT, WORK = (os.path.abspath(a) for a in sys.argv[1:4])
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import fsl  # noqa: E402
+
+NORMS = os.path.join(ROOT, "stdlib", "std", "norms.fsl")
+CACHE = os.path.join(WORK, "cache")
+
+
+def bf16(*shape):
+    return fsl.descriptor(shape, "bf16")
+
+
+def rms_norm_add_call(T, H):
+    """rms_norm_add's descriptors: x, residual, weight, y (T x H, H; null data)."""
+    return [bf16(T, H), bf16(T, H), bf16(H), bf16(T, H)]
+
+
+class CapiTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        shutil.rmtree(WORK, ignore_errors=True)
+        os.makedirs(WORK)
+        cls.prog = fsl.load(NORMS, runtime_dims="H", arch="sm_90a", cache_dir=CACHE,
+                            library=LIBRARY, torch_ops=False)
+
+    def test_00_import_needs_no_torch(self):
+        self.assertNotIn("torch", sys.modules, "importing fsl or loading a program imported torch")
+
+    def test_01_program(self):
+        prog = self.prog
+        self.assertEqual(list(prog.fusions), ["rms_norm", "rms_norm_add", "layer_norm", "softmax"])
+        self.assertEqual((prog.arch, prog.target), ("sm_90a", "h200"))
+        self.assertIs(prog.rms_norm_add, prog["rms_norm_add"])
+        sig = prog.rms_norm_add.signature
+        self.assertEqual(sig.dims, {"T": None, "H": None})
+        self.assertEqual(sig.reduced, ["H"])
+        self.assertEqual([(p.name, p.role) for p in sig.tensors],
+                         [("x", "in"), ("residual", "inout"), ("weight", "in"), ("y", "out")])
+        self.assertEqual([(p.name, p.dtype, p.default) for p in sig.scalars], [("eps", "f32", 1e-6)])
+        self.assertEqual([p.name for p in sig.inputs], ["x", "residual", "weight", "eps"])
+        self.assertEqual([p.name for p in sig.inout], ["residual"])
+        self.assertEqual(sig.specialized_dims("reduced"), ["H"])
+        self.assertEqual(sig.specialized_dims("all"), ["T", "H"])
+        self.assertEqual(sig.specialized_dims("none"), [])
+        # softmax keeps its static S = 4096 (only H was made runtime).
+        self.assertEqual(prog.softmax.signature.dims, {"T": None, "S": 4096})
+
+    def test_02_op_schema(self):
+        self.assertEqual(self.prog.rms_norm_add.signature.op_schema(),
+                         "(Tensor x, Tensor(a!) residual, Tensor weight, float eps=1e-06) -> Tensor")
+        self.assertEqual(self.prog.softmax.signature.op_schema(), "(Tensor x) -> Tensor")
+        sig = fsl.Signature(
+            "fsl-launch 1\nfusion f\ndim N runtime\ntensor a f32 inout 0 N\nscalar k i32 3\n"
+            "tensor b f32 inout 0 N\nscalar on bool 1\ntensor y f32 out 0 N\ntensor z f32 out 0 N\nend\n")
+        # k's default comes before b, which has none: dropped.
+        self.assertEqual(sig.op_schema(),
+                         "(Tensor(a!) a, int k, Tensor(b!) b, bool on=True) -> (Tensor, Tensor)")
+
+    def test_03_specialize_and_cache(self):
+        f = self.prog.rms_norm_add
+        before = self.prog.stats()
+        paths = {}
+        for H in (4096, 7168):
+            info = f.prepare(rms_norm_add_call(8, H))
+            self.assertEqual(info["specialization"], "rms_norm_add.H%d" % H)
+            self.assertFalse(info["memory_hit"])
+            self.assertTrue(os.path.isfile(info["cache_path"]), info["cache_path"])
+            self.assertTrue(os.path.basename(info["cache_path"]).startswith("rms_norm_add_H%d-" % H))
+            self.assertEqual(os.path.dirname(info["cache_path"]), CACHE)
+            (launch,) = info["launches"]
+            # T < 132: the first variant, one block per row, a plausible block and shared size.
+            self.assertEqual(launch["kernel"], "rms_norm_add_v0")
+            self.assertEqual(launch["grid"], (8, 1, 1))
+            block = launch["block"]
+            self.assertTrue(32 <= block[0] <= 1024 and block[0] % 32 == 0 and block[1:] == (1, 1), block)
+            self.assertTrue(0 <= launch["shared_bytes"] <= 227 * 1024, launch)
+            paths[H] = info["cache_path"]
+        self.assertNotEqual(paths[4096], paths[7168])
+        self.assertEqual(sorted(os.listdir(CACHE)), sorted(os.path.basename(p) for p in paths.values()))
+        # Another T, the same H: a memory hit, the launcher's second variant on T blocks.
+        info = f.prepare(rms_norm_add_call(300, 4096))
+        self.assertTrue(info["memory_hit"])
+        self.assertEqual(info["specialization"], "rms_norm_add.H4096")
+        self.assertEqual(info["launches"][0]["kernel"], "rms_norm_add_v1")
+        self.assertEqual(info["launches"][0]["grid"], (300, 1, 1))
+        info = f.prepare(rms_norm_add_call(8, 7168), scalars=[1e-5])
+        self.assertTrue(info["memory_hit"])
+        self.assertEqual(info["cache_path"], paths[7168])
+        stats = self.prog.stats()
+        self.assertEqual(stats["specializations"] - before["specializations"], 2)
+        self.assertEqual(stats["nvrtc_compiles"] - before["nvrtc_compiles"], 2)
+        self.assertEqual(stats["memory_hits"] - before["memory_hits"], 2)
+        self.assertEqual(stats["launches"], 0)
+        # T = 0: nothing to do.
+        self.assertEqual(f.prepare(rms_norm_add_call(0, 4096))["launches"], [])
+
+    def test_04_specialize_source(self):
+        name, source, launch = self.prog.specialize("rms_norm_add", H=7168)
+        self.assertEqual(name, "rms_norm_add.H7168")
+        self.assertIn("T_i * 7168 +", source)
+        self.assertIn("dim H static 7168", launch)
+
+    def assertRefused(self, cls, message, call, *args, **kwargs):
+        with self.assertRaises(cls) as caught:
+            call(*args, **kwargs)
+        self.assertIn(message, str(caught.exception))
+        self.assertIsInstance(caught.exception, fsl.FslError)
+        return caught.exception
+
+    def test_05_refusals(self):
+        f = self.prog.rms_norm_add
+        before = self.prog.stats()
+
+        def damaged(change):
+            call = rms_norm_add_call(8, 4096)
+            change(call)
+            return call
+
+        e = self.assertRefused(fsl.FslDtypeError, "weight: dtype f32, expected bf16", f.prepare,
+                               damaged(lambda c: c.__setitem__(2, fsl.descriptor((4096,), "f32"))))
+        self.assertIsInstance(e, TypeError)
+        self.assertEqual(e.status, 2)
+        e = self.assertRefused(fsl.FslRankError, "x: rank 1, expected 2", f.prepare,
+                               damaged(lambda c: c.__setitem__(0, bf16(4096))))
+        self.assertIsInstance(e, ValueError)
+        e = self.assertRefused(fsl.FslSizeError, "residual: size 9 of dimension T, expected 8",
+                               f.prepare, damaged(lambda c: c.__setitem__(1, bf16(9, 4096))))
+        self.assertIsInstance(e, ValueError)
+        self.assertRefused(fsl.FslSizeError, "weight: size 5120 of dimension H, expected 4096",
+                           f.prepare, damaged(lambda c: c.__setitem__(2, bf16(5120))))
+        self.assertRefused(fsl.FslLayoutError, "x: stride 8 in dimension 1, expected 1", f.prepare,
+                           damaged(lambda c: c.__setitem__(0, fsl.descriptor((8, 4096), "bf16", strides=(1, 8)))))
+        self.assertRefused(fsl.FslNullPointerError, "y: null tensor descriptor", f.prepare,
+                           damaged(lambda c: c.__setitem__(3, None)))
+        self.assertRefused(fsl.FslArgumentError, "rms_norm_add takes 4 tensors (x, residual, weight, y), given 3",
+                           f.prepare, rms_norm_add_call(8, 4096)[:3])
+        self.assertRefused(fsl.FslArgumentError, "at most 1 scalars", f.prepare,
+                           rms_norm_add_call(8, 4096), scalars=[1e-5, 1.0])
+        stats = self.prog.stats()
+        self.assertEqual(stats["specializations"], before["specializations"])
+        self.assertEqual(stats["refused"] - before["refused"], 8)
+
+    def test_06_unknown_fusion(self):
+        self.assertRefused(fsl.FslArgumentError, "no fusion 'nope' in %s (fusions: rms_norm, rms_norm_add, "
+                           "layer_norm, softmax)" % NORMS, lambda: self.prog["nope"])
+        with self.assertRaises(AttributeError) as caught:
+            self.prog.nope
+        self.assertIn("no fusion 'nope'", str(caught.exception))
+        self.assertFalse(hasattr(self.prog, "nope"))
+        # The session's own refusal, through the C API.
+        from fsl import _capi
+        import ctypes
+        lib, error = self.prog._lib, _capi.error_buffer()
+        tensors = (ctypes.POINTER(_capi.Tensor) * 1)()
+        status = lib.fsl_jit_session_prepare(self.prog._session, b"nope", tensors, 0, None, 0, None,
+                                             error, len(error))
+        self.assertRefused(fsl.FslArgumentError, "no fusion 'nope' in the program", _capi.check, status, error)
+        self.assertRefused(fsl.FslArgumentError, "rms_norm_add has no dimension 'Q'",
+                           self.prog.specialize, "rms_norm_add", Q=8)
+
+    def test_07_load_errors(self):
+        options = dict(arch="sm_90a", cache_dir=CACHE, library=LIBRARY, torch_ops=False)
+        self.assertRefused(fsl.FslArgumentError, "Q is not a static dimension", fsl.load, NORMS,
+                           runtime_dims="Q", **options)
+        self.assertRefused(fsl.FslArgumentError, "a runtime size already", fsl.load, NORMS,
+                           runtime_dims="T", **options)
+        e = self.assertRefused(fsl.FslCompileError, "broken.fsl:1:", fsl.load_text, "broken.fsl",
+                               "fusion f(x: f32[N]) -> (y: f32[N]) { y = x + ; }", **options)
+        self.assertEqual(e.status, 9)
+        self.assertRefused(fsl.FslArgumentError, "cannot read", fsl.load, os.path.join(WORK, "missing.fsl"),
+                           **options)
+        self.assertRefused(fsl.FslArgumentError, "unknown specialization policy", fsl.load, NORMS,
+                           policy="most", **options)
+        missing = dict(options, library=os.path.join(WORK, "nowhere", "libfsl.so"))
+        self.assertRefused(fsl.FslLibraryError, "nowhere/libfsl.so (library=): no such file", fsl.load,
+                           NORMS, **missing)
+
+    def test_08_auto_runtime_dims_and_policies(self):
+        prog = fsl.load(NORMS, arch="sm_90a", cache_dir=CACHE, library=LIBRARY, torch_ops=False)
+        self.assertEqual(prog.runtime_dims, ["H", "S"])
+        self.assertEqual(prog.softmax.signature.dims, {"T": None, "S": None})
+        info = prog.softmax.prepare([bf16(4, 7168), bf16(4, 7168)])
+        self.assertEqual(info["specialization"], "softmax.S7168")
+        prog = fsl.load(NORMS, runtime_dims="H", policy="all", arch="sm_90a", cache_dir=CACHE,
+                        library=LIBRARY, torch_ops=False)
+        self.assertEqual(prog.rms_norm_add.prepare(rms_norm_add_call(8, 7168))["specialization"],
+                         "rms_norm_add.H7168.T8")
+        prog = fsl.load(NORMS, runtime_dims=None, arch="sm_90a", cache_dir=CACHE, library=LIBRARY,
+                        torch_ops=False)
+        self.assertEqual(prog.rms_norm.signature.dims, {"T": None, "H": 4096})
+        self.assertRefused(fsl.FslSizeError, "expected 4096 (static)", prog.rms_norm.prepare,
+                           [bf16(8, 7168), bf16(7168), bf16(8, 7168)])
+
+    def test_08b_closed(self):
+        prog = fsl.load(NORMS, runtime_dims="H", arch="sm_90a", cache_dir=CACHE, library=LIBRARY,
+                        torch_ops=False)
+        fusion = prog.rms_norm_add
+        prog.close()
+        prog.close()
+        self.assertRefused(fsl.FslError, "is closed", fusion.prepare, rms_norm_add_call(8, 4096))
+        self.assertRefused(fsl.FslError, "is closed", prog.specialize, "rms_norm_add", H=8)
+
+    def test_09_matmul_refused(self):
+        prog = fsl.load(os.path.join(ROOT, "examples", "matmul.fsl"), runtime_dims=None, arch="sm_90a",
+                        cache_dir=CACHE, library=LIBRARY, torch_ops=False)
+        fusion = next(iter(prog.fusions.values()))
+        sig = fusion.signature
+        sizes = {d: (extent or 256) for d, extent in sig.dims.items()}
+        call = [fsl.descriptor([sizes[d] for d in p.dims], p.dtype) for p in sig.tensors]
+        self.assertRefused(fsl.FslCompileError, "the JIT cannot launch", fusion.prepare, call)
+
+    def test_10_library_lookup(self):
+        from fsl import _capi
+        saved = os.environ.get("FSL_LIBRARY")
+        try:
+            os.environ["FSL_LIBRARY"] = LIBRARY
+            self.assertEqual(list(_capi._candidates(None)), [(LIBRARY, "$FSL_LIBRARY")])
+            del os.environ["FSL_LIBRARY"]
+            places = [where for _, where in _capi._candidates(None)]
+            self.assertEqual(places, ["next to the package", "next to the package",
+                                      "the repository's build tree", "the loader's search path"])
+            self.assertEqual(list(_capi._candidates("/x/libfsl.so")), [("/x/libfsl.so", "library=")])
+            self.assertIs(_capi.load_library(LIBRARY), self.prog._lib)
+        finally:
+            if saved is None:
+                os.environ.pop("FSL_LIBRARY", None)
+            else:
+                os.environ["FSL_LIBRARY"] = saved
+
+    def test_11_library_dependencies(self):
+        """libfsl.so runs where neither the ANTLR runtime nor toml++ is installed: only
+        the C API is exported, and its dependencies are the system's C and C++ libraries,
+        NVRTC, and the ANTLR runtime copied next to it (found through RUNPATH $ORIGIN)."""
+        import subprocess
+        if not shutil.which("readelf") or not shutil.which("nm"):
+            self.skipTest("no readelf or nm")
+        dynamic = subprocess.run(["readelf", "-d", LIBRARY], capture_output=True, text=True).stdout
+        needed = {line.split("[")[1].rstrip("]") for line in dynamic.splitlines() if "(NEEDED)" in line}
+        antlr = [n for n in needed if n.startswith("libantlr4-runtime.so")]
+        self.assertEqual(len(antlr), 1, needed)
+        system = {"libnvrtc.so.13", "libstdc++.so.6", "libm.so.6", "libgcc_s.so.1", "libc.so.6",
+                  "ld-linux-x86-64.so.2", "libdl.so.2", "libpthread.so.0", "librt.so.1"}
+        self.assertEqual(needed - system - set(antlr), set(), "unexpected dependencies")
+        self.assertIn("$ORIGIN", dynamic)
+        self.assertTrue(os.path.isfile(os.path.join(os.path.dirname(LIBRARY), antlr[0])))
+        exported = subprocess.run(["nm", "-D", "--defined-only", LIBRARY], capture_output=True,
+                                  text=True).stdout.split()[2::3]
+        self.assertTrue(exported and all(name.startswith("fsl_") for name in exported), exported)
+        for name in ("fsl_program_load", "fsl_jit_session_launch", "fsl_jit_compile"):
+            self.assertIn(name, exported)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
