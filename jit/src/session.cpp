@@ -3,6 +3,7 @@
 
 #include "fsl/jit.h"
 
+#include <cuda.h> // types only (CUlaunchConfig): the driver is loaded at run time
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -19,6 +20,7 @@ struct DriverApi {
   using FuncSetAttribute = int (*)(void *, int, int);
   using LaunchKernel = int (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                unsigned, void *, void **, void **);
+  using LaunchKernelEx = int (*)(const CUlaunchConfig *, void *, void **, void **);
   std::once_flag once;
   std::string why;
   CtxGetCurrent ctxGetCurrent = nullptr;
@@ -26,6 +28,8 @@ struct DriverApi {
   DeviceGetAttribute deviceGetAttribute = nullptr;
   FuncSetAttribute funcSetAttribute = nullptr;
   LaunchKernel launchKernel = nullptr;
+  /// CUDA 12's launch with attributes; null on an older driver (then no PDL).
+  LaunchKernelEx launchKernelEx = nullptr;
 
   bool load(std::string &error) {
     std::call_once(once, [this] {
@@ -40,6 +44,7 @@ struct DriverApi {
           reinterpret_cast<DeviceGetAttribute>(dlsym(library, "cuDeviceGetAttribute"));
       funcSetAttribute = reinterpret_cast<FuncSetAttribute>(dlsym(library, "cuFuncSetAttribute"));
       launchKernel = reinterpret_cast<LaunchKernel>(dlsym(library, "cuLaunchKernel"));
+      launchKernelEx = reinterpret_cast<LaunchKernelEx>(dlsym(library, "cuLaunchKernelEx"));
       if (!ctxGetCurrent || !ctxGetDevice || !deviceGetAttribute || !funcSetAttribute ||
           !launchKernel)
         why = "the CUDA driver lacks cuCtxGetCurrent, cuCtxGetDevice, cuDeviceGetAttribute, "
@@ -54,6 +59,13 @@ DriverApi driverApi;
 constexpr int kComputeCapabilityMajor = 75, kComputeCapabilityMinor = 76;
 constexpr int kMaxDynamicSharedBytes = 8; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 constexpr int64_t kDefaultSharedBytes = 48 * 1024;
+
+/// Whether kernels compiled for `arch` ("sm_90a") have programmatic dependent launch.
+bool pdlArch(const std::string &arch) {
+  int major = 0;
+  return arch.rfind("sm_", 0) == 0 && std::sscanf(arch.c_str() + 3, "%d", &major) == 1 &&
+         major >= 90;
+}
 
 void copy(char *to, size_t size, const std::string &from) {
   std::snprintf(to, size, "%s", from.c_str());
@@ -391,13 +403,37 @@ fsl_status Session::run(const std::string &fusion, const fsl_tensor *const *tens
               " bytes of dynamic shared memory";
       return refuse(FSL_ERROR_LAUNCH);
     }
-    int result = driverApi.launchKernel(
-        function, static_cast<unsigned>(planned.grid[0]), static_cast<unsigned>(planned.grid[1]),
-        static_cast<unsigned>(planned.grid[2]), static_cast<unsigned>(planned.block[0]),
-        static_cast<unsigned>(planned.block[1]), static_cast<unsigned>(planned.block[2]),
-        static_cast<unsigned>(planned.shared), stream, args.data(), nullptr);
+    // On sm_90 and later, programmatic dependent launch, as the ahead-of-time launcher
+    // does: the kernel may start while the stream's previous kernel finishes, and its
+    // griddepcontrol.wait holds it until that kernel's memory is visible.
+    bool pdl = driverApi.launchKernelEx && pdlArch(arch);
+    int result;
+    if (pdl) {
+      CUlaunchAttribute attribute{};
+      attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attribute.value.programmaticStreamSerializationAllowed = 1;
+      CUlaunchConfig config{};
+      config.gridDimX = static_cast<unsigned>(planned.grid[0]);
+      config.gridDimY = static_cast<unsigned>(planned.grid[1]);
+      config.gridDimZ = static_cast<unsigned>(planned.grid[2]);
+      config.blockDimX = static_cast<unsigned>(planned.block[0]);
+      config.blockDimY = static_cast<unsigned>(planned.block[1]);
+      config.blockDimZ = static_cast<unsigned>(planned.block[2]);
+      config.sharedMemBytes = static_cast<unsigned>(planned.shared);
+      config.hStream = static_cast<CUstream>(stream);
+      config.attrs = &attribute;
+      config.numAttrs = 1;
+      result = driverApi.launchKernelEx(&config, function, args.data(), nullptr);
+    } else {
+      result = driverApi.launchKernel(
+          function, static_cast<unsigned>(planned.grid[0]), static_cast<unsigned>(planned.grid[1]),
+          static_cast<unsigned>(planned.grid[2]), static_cast<unsigned>(planned.block[0]),
+          static_cast<unsigned>(planned.block[1]), static_cast<unsigned>(planned.block[2]),
+          static_cast<unsigned>(planned.shared), stream, args.data(), nullptr);
+    }
     if (result != 0) {
-      error = kernel.name + ": cuLaunchKernel failed with CUresult " + std::to_string(result);
+      error = kernel.name + ": " + (pdl ? "cuLaunchKernelEx" : "cuLaunchKernel") +
+              " failed with CUresult " + std::to_string(result);
       return refuse(FSL_ERROR_LAUNCH);
     }
     ++stats_.launches;

@@ -12,8 +12,9 @@
  * them in memory: no compile, no file read, no compiler. The launch then checks the data
  * (null, alignment, overlaps), picks the variant whose `when` guard holds, computes and
  * checks every kernel's grid, block and shared memory, and launches through the CUDA
- * driver (loaded at run time, as fsl_jit_load does), without programmatic dependent
- * launch. A call that fails a check launches nothing and says why.
+ * driver (loaded at run time, as fsl_jit_load does), with programmatic dependent launch
+ * on sm_90 and later as the generated launcher. A call that fails a check launches nothing and says
+ * why.
  *
  * Links libfslc (the compiler); programs that only launch ahead-of-time kernels need
  * only the runtime (fsl/runtime.h).
