@@ -77,7 +77,7 @@ def main():
         import fsl
         stdlib = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "stdlib")
         program = fsl.load(os.path.join(stdlib, "std", "norms.fsl"), runtime_dims="H,S",
-                           cache_dir=os.path.join(out, "jit-cache"))
+                           cache_dir=os.environ.get("FSL_BENCH_CACHE", "/tmp/fsl-bench-cache"))
     except Exception as e:  # the table then has no jit column, and says why
         jit_error = f"{type(e).__name__}: {e}"
         print("no JIT:", jit_error)
