@@ -3,6 +3,7 @@
 # profile of rms_norm_add against Inductor (profile_large_t.py under Nsight Compute).
 #
 #   OUT=... bash tests/bench/run_runtime.sh FUSIONS [H,... [T,...]] [--profile H,H T]
+#   (FSL_BENCH_SKIP=1: the profile only)
 #
 # Needs, carried from the build machine: bench-build/ (tests/bench/generate.sh) and the
 # JIT's shared library with python/ (FSL_LIBRARY, default build/lib/libfsl.so).
@@ -27,8 +28,10 @@ export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
 export FSL_LIBRARY="${FSL_LIBRARY:-$root/build/lib/libfsl.so}"
 export FSLC_STDLIB="$root/stdlib"
 status=0
-if [ "${1:-}" != "--profile" ]; then
-  PYTHONUNBUFFERED=1 python3 "$root/tests/bench/runtime.py" "$build" "$out" "$fusions" "$@" || status=1
+bench_args=()
+while [ $# -gt 0 ] && [ "$1" != "--profile" ]; do bench_args+=("$1"); shift; done
+if [ -z "${FSL_BENCH_SKIP:-}" ]; then
+  PYTHONUNBUFFERED=1 python3 "$root/tests/bench/runtime.py" "$build" "$out" "$fusions" "${bench_args[@]}" || status=1
 fi
 # --profile H,H T: Nsight Compute on ours and Inductor's rms_norm_add at each H and T.
 while [ $# -gt 0 ]; do
