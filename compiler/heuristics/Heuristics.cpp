@@ -1114,13 +1114,16 @@ private:
     struct Range {
       int64_t lo, hi, batch, maxThreads;
     };
-    // The batch of the static schedule at those lengths (4 vectors), except past 2048
-    // vectors: 1024 threads leave 64 registers a thread, and ptxas spills the buffer
-    // (78 bytes at H = 32768, bf16), so 8 vectors on at most 512 threads.
+    // Batches of 1, 2 and 4 vectors like the static schedule's, then 2 on up to 1024
+    // threads: a runtime row's 64-bit index math costs registers, and 4 vectors on 384
+    // threads took 88 registers at H = 12288 (one 384-thread block an SM, 1.7x slower than
+    // the static kernel on the H200); 2 vectors take 48-63, without spills. Past 2048
+    // vectors, 8 on at most 512 threads (at 1024 threads ptxas has 64 registers a thread
+    // and spills the buffer).
     std::vector<Range> ranges = {{0, 128, 1, 128},
                                  {128, 256, 2, 128},
                                  {256, 1024, 4, 256},
-                                 {1024, 2048, 4, 512},
+                                 {1024, 2048, 2, 1024},
                                  {2048, 4096, 8, 512}};
     std::vector<sched::ScheduleBlock> blocks;
     for (const Range &range : ranges) {
