@@ -177,6 +177,9 @@ def _candidates(library):
     package = os.path.dirname(os.path.abspath(__file__))
     yield os.path.join(package, LIBRARY_NAME), "next to the package"
     yield os.path.join(package, "lib", LIBRARY_NAME), "next to the package"
+    # Installed: <prefix>/share/fslc/python/fsl -> <prefix>/lib/libfsl.so.
+    prefix = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(package))))
+    yield os.path.join(prefix, "lib", LIBRARY_NAME), "the installation's lib/"
     root = os.path.dirname(os.path.dirname(package))  # python/fsl -> the repository
     yield os.path.join(root, "build", "lib", LIBRARY_NAME), "the repository's build tree"
     yield LIBRARY_NAME, "the loader's search path"

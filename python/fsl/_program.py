@@ -228,6 +228,13 @@ class Program:
         self.namespace = namespace
         if stdlib is None:
             stdlib = os.environ.get("FSLC_STDLIB") or None
+        if stdlib is None:
+            # Installed: <prefix>/share/fslc/python/fsl next to <prefix>/share/fslc/stdlib.
+            # (In the source tree the library knows the tree's stdlib.)
+            installed = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+                os.path.abspath(__file__)))), "stdlib")
+            if os.path.isfile(os.path.join(installed, "std", "norms.fsl")):
+                stdlib = installed
         if stdlib is not None:
             stdlib = os.path.abspath(stdlib)
         if runtime_dims == "auto":

@@ -25,7 +25,8 @@ prefix="$work/prefix"
 for file in bin/fslc lib/libfsl_runtime.a include/fsl/runtime.h include/fsl/jit.h \
             include/fsl/device.cuh share/fslc/stdlib/std/norms.fsl \
             share/fslc/stdlib/targets/h200.toml lib/cmake/fslc/fslcConfig.cmake \
-            lib/cmake/fslc/fslcConfigVersion.cmake lib/cmake/fslc/FslcAddLibrary.cmake; do
+            lib/cmake/fslc/fslcConfigVersion.cmake lib/cmake/fslc/FslcAddLibrary.cmake \
+            lib/libfsl.so share/fslc/python/fsl/__init__.py; do
   [ -f "$prefix/$file" ] || fail "the install has no $file"
 done
 
@@ -85,6 +86,15 @@ grep -q "H200 of the copied prefix" "$work/targets.txt" ||
 "$moved/bin/fslc" "$root/examples/rms_norm_add.fsl" -o "$work/out"
 [ -f "$work/out/rms_norm_add.cu" ] && [ -f "$work/out/rms_norm_add.h" ] ||
   fail "the copied fslc wrote no rms_norm_add.cu/.h"
+
+# The Python package of the copy (no torch needed) finds the copy's libfsl.so and stdlib.
+PYTHONPATH="$moved/share/fslc/python" python3 - "$moved" > "$work/python.log" 2>&1 <<'PY' ||
+import sys, fsl
+prog = fsl.load(sys.argv[1] + "/share/fslc/stdlib/std/norms.fsl", torch_ops=False)
+assert prog._lib.path.startswith(sys.argv[1] + "/lib/"), prog._lib.path
+assert "rms_norm_add" in prog.fusions, prog.fusions
+PY
+  { cat "$work/python.log"; fail "the copied Python package does not load the copy's libfsl.so"; }
 
 # The package is relocatable too: configuring against the copy points at the copy's fslc.
 "$cmake" -S "$work/consumer" -B "$work/consumer-moved" -G Ninja -DCMAKE_MAKE_PROGRAM="$ninja" \

@@ -233,7 +233,8 @@ class CapiTest(unittest.TestCase):
             del os.environ["FSL_LIBRARY"]
             places = [where for _, where in _capi._candidates(None)]
             self.assertEqual(places, ["next to the package", "next to the package",
-                                      "the repository's build tree", "the loader's search path"])
+                                      "the installation's lib/", "the repository's build tree",
+                                      "the loader's search path"])
             self.assertEqual(list(_capi._candidates("/x/libfsl.so")), [("/x/libfsl.so", "library=")])
             self.assertIs(_capi.load_library(LIBRARY), self.prog._lib)
         finally:
