@@ -1659,7 +1659,9 @@ private:
       double count = r(a[0] + b[0]);
       double share = r(b[0] / count);
       double delta = r(b[1] - a[1]);
-      double mean = r(a[1] + r(delta * share));
+      // An infinite mean combines as the sums would (fsl_is_inf in FslWelfordCombine).
+      double mean =
+          std::isinf(a[1]) || std::isinf(b[1]) ? r(a[1] + b[1]) : r(a[1] + r(delta * share));
       double m2 = r(r(a[2] + b[2]) + r(r(r(delta * delta) * a[0]) * share));
       return {count, mean, m2};
     }

@@ -164,8 +164,12 @@ template <bool IsMax> struct FslArgCombine {
 
 /* Welford's mean and variance in one pass: the count, the mean and M2 (the sum of squared
  * differences from the mean) of the values so far; two partials combine by Chan, Golub
- * and LeVeque's formula (an empty partial, count 0, changes nothing). */
+ * and LeVeque's formula (an empty partial, count 0, changes nothing). An infinite mean
+ * combines as the sums would (inf + x; inf - inf is NaN), not by its difference from the
+ * other mean, which would be NaN for two means of the same infinity. */
 template <typename T> struct FslWelford { T count, mean, m2; };
+__device__ __forceinline__ bool fsl_is_inf(float x) { return fabsf(x) == FSL_INF32; }
+__device__ __forceinline__ bool fsl_is_inf(double x) { return fabs(x) == FSL_INF64; }
 struct FslWelfordCombine {
   template <typename T>
   __device__ __forceinline__ FslWelford<T> operator()(FslWelford<T> a, FslWelford<T> b) const {
@@ -176,7 +180,9 @@ struct FslWelfordCombine {
     const T count = a.count + b.count;
     const T share = b.count / count;
     const T delta = b.mean - a.mean;
-    return {count, a.mean + delta * share, a.m2 + b.m2 + delta * delta * a.count * share};
+    const T mean =
+        fsl_is_inf(a.mean) || fsl_is_inf(b.mean) ? a.mean + b.mean : a.mean + delta * share;
+    return {count, mean, a.m2 + b.m2 + delta * delta * a.count * share};
   }
 };
 
