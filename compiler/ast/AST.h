@@ -221,6 +221,7 @@ public:
     LaunchBounds,
     MaxRRegCount,
     Pdl,
+    Reduce,
     Mma,
     Pipeline,
     WarpSpecialize,
@@ -332,6 +333,13 @@ using MaxRRegCountDirective = CountDirective<Directive::Kind::MaxRRegCount>;
 
 struct PdlDirective : DirectiveOf<Directive::Kind::Pdl> {
   explicit PdlDirective(llvm::SMRange r) : DirectiveOf(r) {}
+};
+
+/// `reduce one_pass;` or `reduce two_pass;`: softmax's and LayerNorm's reduction pairs in
+/// one pass over the row (online softmax, Welford), or one pass a reduction.
+struct ReduceDirective : DirectiveOf<Directive::Kind::Reduce> {
+  explicit ReduceDirective(llvm::SMRange r) : DirectiveOf(r) {}
+  bool onePass = false;
 };
 
 struct IntTuple {

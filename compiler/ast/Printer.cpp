@@ -455,6 +455,9 @@ void printDirective(const Directive &directive, llvm::raw_ostream &out) {
   case K::Pdl:
     out << "pdl";
     break;
+  case K::Reduce:
+    out << (llvm::cast<ReduceDirective>(directive).onePass ? "reduce one_pass" : "reduce two_pass");
+    break;
   case K::Mma: {
     const auto &d = llvm::cast<MmaDirective>(directive);
     out << "mma over " << d.reductionDim.text << ": tile ";

@@ -6,6 +6,7 @@
 // then say "more than 2^63 - 1" next to the factors.
 #include "check/Checker.h"
 
+#include "ir/OnePass.h"
 #include "support/Diagnostics.h"
 
 #include <llvm/ADT/StringExtras.h>
@@ -49,6 +50,7 @@ public:
     checkPlacement();
     checkPersistentBuffers();
     checkMatmul();
+    checkReduceForm();
     return diagnostics_.errorCount() == errorsBefore;
   }
 
@@ -370,6 +372,15 @@ private:
     return most;
   }
 
+  /// `reduce one_pass|two_pass` chooses how reduction pairs are computed: a fusion
+  /// without one has nothing for it to choose.
+  void checkReduceForm() {
+    if (schedule_.reduceForm && ir::findOnePassPairs(*schedule_.fusion).empty())
+      diagnostics_.report(DiagId::ReduceFormNoPattern, schedule_.reduceForm->origin.range,
+                          schedule_.reduceForm->onePass ? "one_pass" : "two_pass",
+                          schedule_.fusion->name);
+  }
+
   void checkPersistentBuffers() {
     // Shared memory as the lowering allocates it (lower/LaunchShape.cpp): 8 bytes a thread
     // of block-reduction scratch (16 with argmax), and each persistent buffer in shared memory at 4
@@ -377,7 +388,9 @@ private:
     // added in order; the one that takes the block past the target's limit is reported.
     std::optional<int64_t> threads = staticBlockThreads();
     std::optional<int64_t> scratch =
-        threads ? mul(*threads, ir::reductionScratchBytesPerThread(*schedule_.fusion)) : 0;
+        threads ? mul(*threads,
+                      ir::reductionScratchBytesPerThread(*schedule_.fusion, schedule_.onePass()))
+                : 0;
     std::optional<int64_t> sharedSoFar = scratch;
     bool sharedReported = false; // one error a block
     for (const TensorSchedule &tensor : schedule_.tensors) {

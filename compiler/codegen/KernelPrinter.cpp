@@ -481,7 +481,9 @@ llvm::StringRef combinerOf(kir::ReduceKind kind) {
     return "FslMin()";
   case kir::ReduceKind::ArgMax:
   case kir::ReduceKind::ArgMin:
-    break; // pairs: the fsl_*_argmax/argmin helpers
+  case kir::ReduceKind::Welford:
+  case kir::ReduceKind::MaxExpSum:
+    break; // several accumulators: the fsl_*_argmax/argmin/welford/max_exp_sum helpers
   }
   FSL_UNREACHABLE("reduce kind");
 }
@@ -835,8 +837,8 @@ private:
 
   void reduce(const kir::StmtNode &s) {
     const std::string &acc = s.var->name;
-    if (s.reduceKind == kir::ReduceKind::ArgMax || s.reduceKind == kir::ReduceKind::ArgMin) {
-      argReduce(s);
+    if (!s.carried.empty()) {
+      tupleReduce(s);
       return;
     }
     switch (s.scope) {
@@ -858,12 +860,18 @@ private:
                        "the CUDA printer has no grid reduction (no lowering produces one)");
   }
 
-  /// A (value, index) pair combined by device.cuh's fsl_warp_argmax / fsl_block_argmax_x
-  /// (or argmin), which update both accumulators in place.
-  void argReduce(const kir::StmtNode &s) {
-    FSL_INTERNAL_ASSERT(s.carried.size() == 1, "an argmax reduction without its index");
-    std::string kind = s.reduceKind == kir::ReduceKind::ArgMax ? "argmax" : "argmin";
-    std::string pair = s.var->name + ", " + s.carried[0]->name;
+  /// Accumulators combined together by device.cuh's fsl_warp_<kind> / fsl_block_<kind>_x
+  /// (argmax, argmin, welford, max_exp_sum), which update them all in place.
+  void tupleReduce(const kir::StmtNode &s) {
+    FSL_INTERNAL_ASSERT(s.carried.size() + 1 == kir::reduceArity(s.reduceKind),
+                        "a reduction without all its accumulators");
+    std::string kind = s.reduceKind == kir::ReduceKind::ArgMax    ? "argmax"
+                       : s.reduceKind == kir::ReduceKind::ArgMin  ? "argmin"
+                       : s.reduceKind == kir::ReduceKind::Welford ? "welford"
+                                                                  : "max_exp_sum";
+    std::string pair = s.var->name;
+    for (const kir::VarPtr &carried : s.carried)
+      pair += ", " + carried->name;
     switch (s.scope) {
     case kir::ReduceScope::Warp:
       line() << "fsl_warp_" << kind << "(" << pair << ");";

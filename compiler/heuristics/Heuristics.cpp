@@ -3,6 +3,7 @@
 #include "heuristics/Heuristics.h"
 
 #include "ast/AST.h"
+#include "ir/OnePass.h"
 #include "schedule/ScheduleBuilder.h"
 
 #include <llvm/ADT/StringExtras.h>
@@ -16,6 +17,14 @@
 
 namespace fsl::heuristics {
 namespace {
+
+/// Whether auto(reduction) and auto(inner_persistent) compute softmax's and LayerNorm's
+/// reduction pairs in one pass (`reduce one_pass`) without the `one_pass` knob. Off until
+/// measured on the H200 (tests/bench: the `onepass_<H>` variants): one pass saves a
+/// block reduction (a barrier and the shuffles) and a read of the row, or of its buffer,
+/// per pair, but its serial update costs more (an exp and selects an element for softmax,
+/// a division for Welford).
+constexpr bool kOnePassByDefault = false;
 
 /// The most accesses a thread `unroll = N` may ask for: what the prefetch pass loads
 /// ahead (lower/EarlyLoads.cpp).
@@ -568,7 +577,8 @@ private:
             {"vector_width", knobs_.vectorWidth.has_value()},
             {"unroll", knobs_.unroll.has_value()},
             {"persistent_batch", knobs_.persistentBatch.has_value()},
-            {"rows_per_block", knobs_.rowsPerBlock.has_value()}};
+            {"rows_per_block", knobs_.rowsPerBlock.has_value()},
+            {"one_pass", knobs_.onePass.has_value()}};
   }
   void honour(const std::string &knob) { honoured_.insert(knob); }
   /// Where a directive the knob decided points: the knob when it is written, else the
@@ -794,10 +804,80 @@ private:
           stack.push_back(operand);
         }
       }
-      if (!afterReduction || expensive(tensor.value, tensors))
+      if ((!afterReduction || expensive(tensor.value, tensors)) &&
+          !(onePass_ && bufferOnlyInTwoPasses(tensor.value)))
         result.push_back(&tensor);
     }
     return result;
+  }
+
+  /// Whether `value` follows the first reduction of a one-pass pair and feeds no
+  /// reduction but pairs' second ones (softmax's exp(x - max)): in one pass nothing
+  /// reduces it before its later use, so it is no buffer.
+  bool bufferOnlyInTwoPasses(const ir::Value *value) const {
+    std::set<const ir::Value *> firsts, seconds;
+    for (const ir::OnePassPair &pair : pairs_) {
+      firsts.insert(pair.first);
+      seconds.insert(pair.second);
+    }
+    bool afterFirst = false;
+    std::vector<const ir::Value *> stack = {value};
+    std::set<const ir::Value *> seen;
+    while (!stack.empty()) {
+      const ir::Value *v = stack.back();
+      stack.pop_back();
+      for (const ir::Value *operand : v->operands)
+        if (seen.insert(operand).second) {
+          afterFirst |= firsts.count(operand) != 0;
+          stack.push_back(operand);
+        }
+    }
+    if (!afterFirst)
+      return false;
+    // The reductions that read it, directly or through pointwise values.
+    std::set<const ir::Value *> reached = {value};
+    for (const auto &user : fusion_.values)
+      for (const ir::Value *operand : user->operands)
+        if (reached.count(operand) && !ir::isReduction(operand->op) && !reached.count(user.get())) {
+          if (ir::isReduction(user->op) && !seconds.count(user.get()))
+            return false;
+          reached.insert(user.get());
+        }
+    return true;
+  }
+
+  /// `one_pass`: the knob's choice, refused without a pair; else kOnePassByDefault.
+  void chooseOnePass() {
+    pairs_ = ir::findOnePassPairs(fusion_);
+    onePass_ = !pairs_.empty() && knobs_.onePass.value_or(kOnePassByDefault);
+    if (!knobs_.onePass)
+      return;
+    if (pairs_.empty())
+      refuse("one_pass", "'" + fusion_.name +
+                             "' has no pair of reductions that one pass could compute together "
+                             "(softmax's max(a) and sum(exp(a - max)), or LayerNorm's mean(a) "
+                             "and mean((a - mean)^2), over the same dimensions); remove the knob");
+    else
+      honour("one_pass");
+  }
+
+  /// `reduce one_pass;` and its reason, when chosen.
+  void onePassDirective(Block &block) {
+    if (!onePass_)
+      return;
+    std::vector<std::string> names;
+    for (const ir::OnePassPair &pair : pairs_)
+      names.push_back((pair.kind == ir::OnePassKind::MaxExpSum ? "online softmax (" : "Welford (") +
+                      (pair.first->name.empty() ? "max" : pair.first->name) + ", " +
+                      (pair.second->name.empty() ? std::string(ir::opName(pair.second->op))
+                                                 : pair.second->name) +
+                      ")");
+    block.reasons.push_back("reduce one_pass" +
+                            std::string(knobs_.onePass ? " (one_pass = true)" : "") + ": " +
+                            llvm::join(names, ", ") +
+                            " in one pass over the row, one block "
+                            "reduction a pair.");
+    block.add(sched::ReduceForm{true}, at("one_pass"));
   }
 
   /// Computing `value` from the nearest tensors involves exp, log, tanh, erf, sigmoid or pow.
@@ -843,6 +923,7 @@ private:
     if (reduced.size() != 1)
       return {{}, "the reduction heuristics handle fusions that reduce one dimension"};
     ir::DimId r = *reduced.begin();
+    chooseOnePass();
     if (r != inner)
       return outerReduction(r, inner);
     if (rows.size() != 1)
@@ -876,6 +957,7 @@ private:
                         header_.range);
       for (const sched::TensorSchedule *buffer : kept)
         block.persistent(buffer->name, sched::MemoryKind::Recompute, header_.range);
+      onePassDirective(block);
       // 256 threads is a static blockDim.x, the variants' is not; the rest needs a
       // static row to size it.
       if (staticBdimx || !blocks.empty())
@@ -992,7 +1074,7 @@ private:
           // Shared memory also holds the reduction scratch, 8 or 16 bytes a thread.
           std::optional<int64_t> blockBytes =
               llvm::checkedAdd(saturatingMul(sharedBytes, numBuffers),
-                               saturatingMul(ir::reductionScratchBytesPerThread(fusion_),
+                               saturatingMul(ir::reductionScratchBytesPerThread(fusion_, onePass_),
                                              saturatingMul(split.threads, split.rowsPerBlock)));
           if (blockBytes && *blockBytes <= target_.sharedMemoryPerBlock) {
             memory = sched::MemoryKind::Shared;
@@ -1054,6 +1136,7 @@ private:
       small.reasons.push_back(describe(wide, "row split"));
       rowDirectives(small, row, d.name, wide, staticBdimx, true, rowRanges());
       persistentDirectives(small, wide);
+      onePassDirective(small);
       blocks.push_back(finish(std::move(small), {fewRows}));
     }
     Block block;
@@ -1065,6 +1148,7 @@ private:
     block.reasons.push_back(describe(normal, "row split"));
     rowDirectives(block, row, d.name, normal, staticBdimx, true, rowRanges());
     persistentDirectives(block, normal);
+    onePassDirective(block);
     blocks.push_back(finish(std::move(block), knobs_.when));
     if (knobs_.computeWith) {
       if (computedWith)
@@ -1168,6 +1252,7 @@ private:
         if (knobs_.computeWith.value_or(true))
           block.computeWith(buffer->name, at("compute_with"));
       }
+      onePassDirective(block);
       blocks.push_back(finish(std::move(block), std::move(when)));
     }
     if (!blocks.empty() && knobs_.computeWith && !kept.empty())
@@ -1191,10 +1276,13 @@ private:
     block.parallelize(
         {{d.name + "b", sched::Parallel::BIDx}, {d.name + "x", sched::Parallel::TIDx}},
         header_.range);
+    onePassDirective(block);
     return {{finish(std::move(block), knobs_.when)}, ""};
   }
 
   const ir::Fusion &fusion_;
+  std::vector<ir::OnePassPair> pairs_; // of the fusion
+  bool onePass_ = false;               // reduce one_pass
   const Target &target_;
   const Knobs &knobs_;
   /// auto(matmul): the fusion has two products of one a.
@@ -1229,6 +1317,8 @@ Knobs knobsOf(const ast::ScheduleDecl &decl, const sched::ScheduleHeader &header
       knobs.persistentBatch = literal.intValue;
     else if (knob.name.text == "rows_per_block")
       knobs.rowsPerBlock = literal.intValue;
+    else if (knob.name.text == "one_pass")
+      knobs.onePass = literal.boolValue;
     else if (knob.name.text == "unroll")
       knobs.unroll = literal.intValue;
     else if (knob.name.text == "tile_n")

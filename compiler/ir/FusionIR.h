@@ -89,7 +89,9 @@ bool isArgReduction(Op op);
 
 /// Bytes a thread of shared scratch that block reductions of `fusion` use: 8 (one
 /// accumulator of up to 8 bytes), 16 when a reduction carries a value and its index
-/// (argmax: the pair is one 16-byte element of the combining tree).
+/// (argmax: the pair is one 16-byte element of the combining tree). A lowering of Welford
+/// or online softmax (kir::ReduceKind::Welford, MaxExpSum) must add its element's size
+/// here (FslWelford<double> is 24 bytes) before it produces them.
 int64_t reductionScratchBytesPerThread(const struct Fusion &fusion);
 
 /// Layout of one matrix-product operand.

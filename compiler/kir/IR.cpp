@@ -567,7 +567,10 @@ size_t reduceArity(ReduceKind kind) {
     return 1;
   case ReduceKind::ArgMax:
   case ReduceKind::ArgMin:
+  case ReduceKind::MaxExpSum:
     return 2;
+  case ReduceKind::Welford:
+    return 3;
   }
   FSL_UNREACHABLE("reduce kind");
 }

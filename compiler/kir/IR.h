@@ -230,7 +230,11 @@ bool isThreadAxis(Axis axis);
 /// Sum, Max, Min: one accumulator. ArgMax, ArgMin: two, the value (`var`) and its index
 /// (`carried[0]`, i64), combined as one pair: the better value wins, the lower index on
 /// ties, and a NaN beats every number (the first NaN wins), as the evaluator defines them.
-enum class ReduceKind { Sum, Max, Min, ArgMax, ArgMin };
+/// Welford: three, the count (`var`), the mean and M2 (the sum of squared differences
+/// from the mean) of the values so far, combined by Chan et al.'s parallel formula.
+/// MaxExpSum: two, the maximum m (`var`) and the sum of exp(x - m) over the values so far,
+/// each sum rescaled by exp(m_part - m) when the maximum grows (online softmax).
+enum class ReduceKind { Sum, Max, Min, ArgMax, ArgMin, Welford, MaxExpSum };
 /// How many accumulators a reduction of `kind` combines (`var` and `carried`).
 size_t reduceArity(ReduceKind kind);
 /// Who combines: the lanes of a warp, the threads of a block along threadIdx.x (each

@@ -55,6 +55,10 @@ llvm::StringRef reduceKindName(ReduceKind kind) {
     return "argmax";
   case ReduceKind::ArgMin:
     return "argmin";
+  case ReduceKind::Welford:
+    return "welford";
+  case ReduceKind::MaxExpSum:
+    return "max-exp-sum";
   }
   FSL_UNREACHABLE("reduce kind");
 }

@@ -127,22 +127,31 @@ private:
   /// neighbouring threads use neighbouring banks; in registers, an array a thread.
   void makeBuffers(std::vector<Stmt> &out) {
     std::set<ir::DType> scratchTypes;
-    bool pairs = false;
+    bool pairs = false, tuples = false;
+    std::set<unsigned> paired;
+    for (const PlannedPhase &phase : plan_.phases)
+      for (const ir::OnePassPair &pair : phase.combined) {
+        paired.insert({pair.first->id, pair.second->id});
+        tuples |= plan_.blockReduced.count(pair.first->id) != 0;
+      }
     for (unsigned id : plan_.blockReduced) {
       if (ir::isArgReduction(f_.values[id]->op))
         pairs = true;
-      else
+      else if (!paired.count(id))
         scratchTypes.insert(accumulatorType(f_.values[id]->dtype));
     }
-    int64_t scratchBytes = ir::reductionScratchBytesPerThread(f_);
-    if (pairs) {
-      // (value, index) pairs, 16 bytes each (device.cuh's FslArgPair): the printer casts.
+    int64_t scratchBytes = ir::reductionScratchBytesPerThread(f_, plan_.onePass());
+    if (pairs || tuples) {
+      // (value, index) pairs, 16 bytes each (device.cuh's FslArgPair), and one-pass
+      // tuples (FslMaxExpSum, FslWelford): the device helpers cast.
       auto scratch = std::make_shared<kir::Buffer>();
-      scratch->name = "fsl_scratch_pairs";
+      scratch->name = pairs ? "fsl_scratch_pairs" : "fsl_scratch_tuples";
       scratch->dtype = ir::DType::I64;
       scratch->space = kir::MemorySpace::Shared;
-      Stmt allocation =
-          kir::allocate(scratch, "block reduction scratch: a (value, index) pair a thread");
+      Stmt allocation = kir::allocate(
+          scratch, pairs ? "block reduction scratch: a (value, index) pair a thread"
+                         : "block reduction scratch: " + std::to_string(scratchBytes) +
+                               " bytes a thread (one-pass tuples)");
       auto node = std::make_shared<kir::StmtNode>(*allocation);
       node->index = kir::index(0);
       node->count = threads() * kir::index(scratchBytes / 8);
@@ -305,6 +314,9 @@ private:
                                             ": after the block reductions of phase " +
                                             std::to_string(p - 1)));
     std::map<unsigned, kir::VarPtr> accumulators, indices;
+    std::vector<std::vector<kir::VarPtr>> tuples; // of phase.combined, in order
+    for (const ir::OnePassPair &pair : phase.combined)
+      tuples.push_back(declareOnePass(pair, out));
     for (const ir::Value *reduction : phase.reductions) {
       if (ir::isArgReduction(reduction->op)) {
         declareArgAccumulators(*reduction, accumulators, indices, out);
@@ -356,6 +368,8 @@ private:
     std::vector<const ir::Value *> roots = saves;
     for (const ir::Value *reduction : phase.reductions)
       roots.push_back(reduction->operands[0]);
+    for (const ir::OnePassPair &pair : phase.combined)
+      roots.push_back(pair.operand);
     for (const ir::Output *output : phase.stores)
       roots.push_back(output->value);
     std::vector<Stmt> element;
@@ -384,6 +398,8 @@ private:
       element.push_back(fromFusion(kir::assign(acc, kir::binary(combine, kir::var(acc), operand)),
                                    reduction->range));
     }
+    for (size_t i = 0; i < phase.combined.size(); ++i)
+      accumulateOnePass(phase.combined[i], tuples[i], valueOf(phase.combined[i].operand), element);
     for (const ir::Output *output : phase.stores) {
       unsigned o = static_cast<unsigned>(output - f_.outputs.data());
       // An inout write-back's range is its assignment; an output's is its declaration in
@@ -395,6 +411,8 @@ private:
     out.push_back(
         labelled(kir::block({serialNest(kir::block(std::move(element)))}), labels::PhaseNest));
     // The block reductions that end the phase, and their results.
+    for (size_t i = 0; i < phase.combined.size(); ++i)
+      finishOnePass(phase.combined[i], tuples[i], out);
     for (const ir::Value *reduction : phase.reductions) {
       const kir::VarPtr &acc = accumulators[reduction->id];
       bool isArg = ir::isArgReduction(reduction->op);
@@ -421,6 +439,142 @@ private:
       kir::VarPtr result = kir::makeVar(valueName(*reduction), reduction->dtype);
       results_[reduction->id] = result;
       out.push_back(fromFusion(kir::let(result, total, reduction->name), reduction->range));
+    }
+  }
+
+  /// `reduce one_pass`: the accumulators of a pair. Online softmax: the running maximum
+  /// (-inf) and the sum of exp(a - maximum) (0). Welford: the count, the mean and M2 (all 0).
+  std::vector<kir::VarPtr> declareOnePass(const ir::OnePassPair &pair, std::vector<Stmt> &out) {
+    ir::DType type = pair.accumulator;
+    std::string first = pair.first->name.empty() ? valueName(*pair.first) : pair.first->name;
+    std::string second = pair.second->name.empty() ? valueName(*pair.second) : pair.second->name;
+    std::string of = pair.operand->name.empty() ? valueName(*pair.operand) : pair.operand->name;
+    std::vector<std::pair<kir::VarPtr, std::string>> vars;
+    if (pair.kind == ir::OnePassKind::MaxExpSum) {
+      vars = {{kir::makeVar(valueName(*pair.first) + "_max", type),
+               "online softmax of " + of + ": the maximum so far (" + first + ")"},
+              {kir::makeVar(valueName(*pair.second) + "_sum", type),
+               "and the sum of exp(" + of + " - maximum) (" + second + ")"}};
+    } else {
+      vars = {{kir::makeVar(valueName(*pair.first) + "_count", type),
+               "Welford over " + of + ": the count so far"},
+              {kir::makeVar(valueName(*pair.first) + "_mean", type), "the mean (" + first + ")"},
+              {kir::makeVar(valueName(*pair.second) + "_m2", type),
+               "the sum of squared differences from the mean (" + second + " x count)"}};
+    }
+    std::vector<kir::VarPtr> result;
+    for (size_t i = 0; i < vars.size(); ++i) {
+      double init = pair.kind == ir::OnePassKind::MaxExpSum && i == 0 ? -INFINITY : 0;
+      out.push_back(
+          fromFusion(kir::declare(vars[i].first, kir::constant(init, type), vars[i].second),
+                     i == 0 ? pair.first->range : pair.second->range));
+      result.push_back(vars[i].first);
+    }
+    return result;
+  }
+
+  /// One element `a` into the pair's accumulators.
+  ///
+  /// Online softmax, one exp an element: with the new maximum M = max(m, a), the smaller
+  /// of the two gives scale = exp(min(m, a) - M); a larger `a` rescales the sum (s * scale
+  /// + 1), any other adds its term (s + scale). An `a` of -inf adds nothing (a row of -inf
+  /// alone would give exp(-inf - -inf), NaN, now rather than at the end: finishOnePass
+  /// makes that sum NaN, as the two-pass form's). NaN propagates through max and exp.
+  ///
+  /// Welford: count + 1, delta = a - mean, mean + delta / count, M2 + delta * (a - mean').
+  /// An infinite mean stays mean + a (inf, or NaN with the other infinity or a NaN) as the
+  /// two-pass sum would, where mean + delta / count would be inf - inf; M2 is then NaN, as
+  /// the two-pass variance of a row holding an infinity.
+  void accumulateOnePass(const ir::OnePassPair &pair, const std::vector<kir::VarPtr> &acc, Expr a,
+                         std::vector<Stmt> &element) {
+    ir::DType type = pair.accumulator;
+    if (a->dtype != type)
+      a = kir::cast(type, a);
+    auto c = [&](double v) { return kir::constant(v, type); };
+    using kir::BinaryOp;
+    llvm::SMRange at = pair.second->range;
+    if (pair.kind == ir::OnePassKind::MaxExpSum) {
+      Expr m = kir::var(acc[0]), s = kir::var(acc[1]);
+      kir::VarPtr top = kir::makeVar(valueName(*pair.first) + "_top", type);
+      kir::VarPtr scale = kir::makeVar(valueName(*pair.second) + "_scale", type);
+      element.push_back(fromFusion(kir::let(top, kir::binary(BinaryOp::Max, m, a)), at));
+      element.push_back(fromFusion(
+          kir::let(scale, kir::unary(kir::UnaryOp::Exp,
+                                     kir::binary(BinaryOp::Sub, kir::binary(BinaryOp::Min, m, a),
+                                                 kir::var(top)))),
+          at));
+      Expr grows = kir::binary(BinaryOp::Gt, a, m);
+      Expr rescaled =
+          kir::binary(BinaryOp::Add, kir::binary(BinaryOp::Mul, s, kir::var(scale)), c(1));
+      Expr added = kir::select(kir::binary(BinaryOp::Eq, a, c(-INFINITY)), s,
+                               kir::binary(BinaryOp::Add, s, kir::var(scale)));
+      element.push_back(fromFusion(kir::assign(acc[1], kir::select(grows, rescaled, added)), at));
+      element.push_back(fromFusion(kir::assign(acc[0], kir::var(top)), at));
+      return;
+    }
+    Expr n = kir::var(acc[0]), mean = kir::var(acc[1]), m2 = kir::var(acc[2]);
+    kir::VarPtr delta = kir::makeVar(valueName(*pair.first) + "_delta", type);
+    element.push_back(fromFusion(kir::assign(acc[0], kir::binary(BinaryOp::Add, n, c(1))), at));
+    element.push_back(fromFusion(kir::let(delta, kir::binary(BinaryOp::Sub, a, mean)), at));
+    Expr infinite = kir::binary(BinaryOp::Eq, kir::unary(kir::UnaryOp::Abs, mean), c(INFINITY));
+    element.push_back(fromFusion(
+        kir::assign(acc[1],
+                    kir::select(infinite, kir::binary(BinaryOp::Add, mean, a),
+                                kir::binary(BinaryOp::Add, mean,
+                                            kir::binary(BinaryOp::Div, kir::var(delta), n)))),
+        at));
+    element.push_back(fromFusion(
+        kir::assign(acc[2],
+                    kir::binary(BinaryOp::Add, m2,
+                                kir::binary(BinaryOp::Mul, kir::var(delta),
+                                            kir::binary(BinaryOp::Sub, a, kir::var(acc[1]))))),
+        at));
+  }
+
+  /// The pair's block reduction (one combine of the tuple) and both results.
+  void finishOnePass(const ir::OnePassPair &pair, const std::vector<kir::VarPtr> &acc,
+                     std::vector<Stmt> &out) {
+    using kir::BinaryOp;
+    ir::DType type = pair.accumulator;
+    auto c = [&](double v) { return kir::constant(v, type); };
+    bool softmax = pair.kind == ir::OnePassKind::MaxExpSum;
+    if (plan_.blockReduced.count(pair.first->id)) {
+      auto node = std::make_shared<kir::StmtNode>(
+          *kir::reduceTuple(acc, softmax ? kir::ReduceKind::MaxExpSum : kir::ReduceKind::Welford,
+                            kir::ReduceScope::BlockX, pairScratch_, blockReductions_++ % 2));
+      node->comment = softmax ? "over threadIdx.x: (max, sum) rescaled to the block's maximum"
+                              : "over threadIdx.x: (count, mean, M2) by Chan's combine";
+      node->origin.range = pair.second->range;
+      out.push_back(node);
+    }
+    Expr count = kir::index(1);
+    bool staticCount = true;
+    for (ir::DimId dim : pair.second->reduced) {
+      count = count * cx_.dimExtent(dim);
+      staticCount &= f_.dims[dim].staticExtent.has_value();
+    }
+    Expr first = kir::var(acc[softmax ? 0 : 1]), second;
+    if (softmax) {
+      // The two-pass sum is NaN when the maximum is infinite (exp(inf - inf) or
+      // exp(-inf - -inf) for the elements equal to it) in a row that has elements.
+      Expr infinite = kir::binary(BinaryOp::Eq, kir::unary(kir::UnaryOp::Abs, first), c(INFINITY));
+      if (!staticCount)
+        infinite =
+            kir::binary(BinaryOp::And, infinite, kir::binary(BinaryOp::Gt, count, kir::index(0)));
+      second = kir::select(infinite, c(NAN), kir::var(acc[1]));
+      if (pair.second->op == ir::Op::ReduceMean)
+        second = kir::binary(BinaryOp::Div, second, kir::cast(type, count));
+    } else {
+      second = kir::var(acc[2]);
+      if (pair.second->op == ir::Op::ReduceMean)
+        second = kir::binary(BinaryOp::Div, second, kir::var(acc[0]));
+    }
+    for (auto [value, total] : {std::pair{pair.first, first}, std::pair{pair.second, second}}) {
+      if (value->dtype != total->dtype)
+        total = kir::cast(value->dtype, total);
+      kir::VarPtr result = kir::makeVar(valueName(*value), value->dtype);
+      results_[value->id] = result;
+      out.push_back(fromFusion(kir::let(result, total, value->name), value->range));
     }
   }
 

@@ -34,7 +34,7 @@ bool computeLaunchShape(LowerContext &context) {
     }
   });
   const Plan &plan = context.plan;
-  int64_t bytesPerThread = ir::reductionScratchBytesPerThread(context.fusion);
+  int64_t bytesPerThread = ir::reductionScratchBytesPerThread(context.fusion, plan.onePass());
   for (unsigned id : plan.persistentShared) {
     ir::DType type = context.fusion.values[id]->dtype;
     bytesPerThread +=

@@ -266,6 +266,10 @@ private:
     }
     if (schedule_.inlineAll)
       refusals.push_back({schedule_.inlineAll->range, "inline all" + std::string(why)});
+    if (schedule_.reduceForm)
+      refusals.push_back({schedule_.reduceForm->origin.range,
+                          "reduce one_pass|two_pass: a matrix product's epilogue has no "
+                          "reduction pair to combine"});
     if (schedule_.launchBounds)
       refusals.push_back({schedule_.launchBounds->origin.range,
                           "launch_bounds: the block of a matmul kernel is its warpgroups "

@@ -303,6 +303,15 @@ private:
   }
 
   bool assignPhases() {
+    // `reduce one_pass`: the second reduction of each pair is computed with the first,
+    // from the values the first reduces (the checker refused it without a pair).
+    std::map<unsigned, const ir::OnePassPair *> secondOf;
+    if (schedule_.onePass()) {
+      plan_->onePassForm = true;
+      pairs_ = ir::findOnePassPairs(fusion_);
+      for (const ir::OnePassPair &pair : pairs_)
+        secondOf[pair.second->id] = &pair;
+    }
     // The phase of a value: after every reduction it depends on has finished.
     std::map<unsigned, int> phase;
     int last = 0;
@@ -310,6 +319,8 @@ private:
       int p = 0;
       for (const ir::Value *operand : value->operands)
         p = std::max(p, phase[operand->id] + (ir::isReduction(operand->op) ? 1 : 0));
+      if (auto pair = secondOf.find(value->id); pair != secondOf.end())
+        p = phase[pair->second->operand->id];
       phase[value->id] = p;
       last = std::max(last, p + (ir::isReduction(value->op) ? 1 : 0));
     }
@@ -367,7 +378,28 @@ private:
       }
     }
     plan_->phaseOf = phase;
+    // A value the two-pass form keeps across its reduction may have no reduction before
+    // its uses in one pass (softmax's exp(x - max), which only the output then reads).
+    for (const sched::TensorSchedule &tensor : schedule_.tensors)
+      if (plan_->onePass() && kept.count(tensor.value->id) &&
+          !plan_->persistent.count(tensor.value->id) && tensor.persistentBy)
+        return unsupported("persistent " + tensor.name +
+                               ": with 'reduce one_pass', no reduction reads '" + tensor.name +
+                               "' before a later use (the pair's reduction reads '" +
+                               pairOperandName(tensor.value) +
+                               "'); remove the directive, or use 'reduce two_pass'",
+                           tensor.persistentBy->range);
     return true;
+  }
+
+  /// The name of the values the one-pass pair that made `value` no buffer reduces.
+  std::string pairOperandName(const ir::Value *value) const {
+    for (const ir::OnePassPair &pair : pairs_)
+      if (llvm::is_contained(pair.second->operands, value) ||
+          (!pair.second->operands.empty() &&
+           llvm::is_contained(pair.second->operands[0]->operands, value)))
+        return pair.operand->name.empty() ? valueName(*pair.operand) : pair.operand->name;
+    return pairs_.empty() ? "?" : pairs_.front().operand->name;
   }
 
   void buildPhases(std::map<unsigned, int> &phase, int last, const std::set<unsigned> &kept,
@@ -377,8 +409,14 @@ private:
     std::set<unsigned> available;
     for (int p = 0; p <= last; ++p) {
       PlannedPhase &current = plan_->phases[p];
+      std::set<unsigned> paired;
+      for (const ir::OnePassPair &pair : pairs_) {
+        paired.insert({pair.first->id, pair.second->id});
+        if (phase[pair.first->id] == p)
+          current.combined.push_back(pair);
+      }
       for (const auto &value : fusion_.values)
-        if (phase[value->id] == p && ir::isReduction(value->op))
+        if (phase[value->id] == p && ir::isReduction(value->op) && !paired.count(value->id))
           current.reductions.push_back(value.get());
       for (const ir::Output &output : fusion_.outputs)
         if (storePhase.at(&output) == p)
@@ -401,6 +439,8 @@ private:
       };
       for (const ir::Value *reduction : current.reductions)
         need(reduction->operands[0]);
+      for (const ir::OnePassPair &pair : current.combined)
+        need(pair.operand);
       for (const ir::Output *output : current.stores)
         need(output->value);
       for (const ir::Value *saved : current.saves)
@@ -442,6 +482,7 @@ private:
   const ir::Fusion &fusion_;
   DiagnosticEngine &diagnostics_;
   std::unique_ptr<Plan> plan_;
+  std::vector<ir::OnePassPair> pairs_; // `reduce one_pass`
 };
 
 } // namespace

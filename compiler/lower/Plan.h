@@ -8,6 +8,7 @@
 // them; the plan itself never reaches codegen or the simulator.
 #pragma once
 
+#include "ir/OnePass.h"
 #include "kir/IR.h"
 #include "schedule/ScheduleIR.h"
 
@@ -36,6 +37,9 @@ struct PlannedLoop {
 struct PlannedPhase {
   std::vector<const ir::Value *> values;     // computed per element, operands first
   std::vector<const ir::Value *> reductions; // accumulated per thread in this phase
+  /// Reduction pairs computed together in this phase (`reduce one_pass`): online
+  /// softmax's (max, sum of exp), Welford's (mean, variance); not in `reductions`.
+  std::vector<ir::OnePassPair> combined;
   std::vector<const ir::Output *> stores;
   std::vector<const ir::Value *> saves; // kept for later phases
 };
@@ -54,6 +58,9 @@ struct Plan {
   std::set<unsigned> computedWith;
   /// Values substituted into every use instead of bound once an element (`inline`).
   std::set<unsigned> inlined;
+  /// `reduce one_pass`: the pairs of ir::findOnePassPairs are computed together.
+  bool onePassForm = false;
+  bool onePass() const { return onePassForm; }
   int64_t bufferElements = 1;
   int vectorLoop = -1;
   bool vectorAccessesExact = false;

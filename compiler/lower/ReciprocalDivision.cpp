@@ -26,9 +26,17 @@ public:
       // Inside a serial loop, only what is computed from invariant values is invariant.
       ++serialDepth_;
       Stmt result = mutateChildren(s);
-      --serialDepth_;
+      // Out of the loops, an accumulator they updated holds the same value for the rest.
+      if (--serialDepth_ == 0) {
+        invariant_.insert(updated_.begin(), updated_.end());
+        updated_.clear();
+      }
       return result;
     }
+    // An accumulator updated in a serial loop changes from one element to the next
+    // (Welford's running count divides there); its total after the loop is a new let.
+    if (s->kind == kir::StmtKind::Assign && serialDepth_ > 0 && invariant_.erase(s->var.get()))
+      updated_.insert(s->var.get());
     if (s->kind != kir::StmtKind::Let)
       return mutateChildren(s);
     Stmt result = mutateChildren(s);
@@ -82,6 +90,7 @@ public:
 
 private:
   std::set<const kir::Var *> invariant_;
+  std::set<const kir::Var *> updated_; // accumulators the current serial loops update
   int serialDepth_ = 0;
 };
 

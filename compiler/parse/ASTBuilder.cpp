@@ -566,6 +566,11 @@ private:
     }
     if (auto *c = dynamic_cast<FSLParser::PdlDirectiveContext *>(context))
       return make<PdlDirective>(c);
+    if (auto *c = dynamic_cast<FSLParser::ReduceDirectiveContext *>(context)) {
+      auto d = make<ReduceDirective>(c);
+      d->onePass = c->K_ONE_PASS() != nullptr;
+      return d;
+    }
     if (auto *c = dynamic_cast<FSLParser::MmaDirectiveContext *>(context)) {
       auto d = make<MmaDirective>(c);
       d->reductionDim = name(c->name(0));

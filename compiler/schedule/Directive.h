@@ -126,6 +126,12 @@ struct MaxRRegCount {
 
 struct Pdl {};
 
+/// `reduce one_pass|two_pass`: softmax's (max, sum of exp) and LayerNorm's (mean,
+/// variance) reduction pairs in one pass over the row, or a pass a reduction.
+struct ReduceForm {
+  bool onePass = false;
+};
+
 /// `mma over K: tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16)`.
 struct Mma {
   Name reductionDim;
@@ -170,8 +176,8 @@ struct Epilogue {
 /// What a directive does, with its operands.
 using DirectiveOp =
     std::variant<Split, Merge, Reorder, Parallelize, Vectorize, Unroll, Unswitch, Rfactor, Inline,
-                 ComputeAt, ComputeWith, Persistent, Cache, LaunchBounds, MaxRRegCount, Pdl, Mma,
-                 Pipeline, WarpSpecialize, Tiles, Cluster, Epilogue>;
+                 ComputeAt, ComputeWith, Persistent, Cache, LaunchBounds, MaxRRegCount, Pdl,
+                 ReduceForm, Mma, Pipeline, WarpSpecialize, Tiles, Cluster, Epilogue>;
 
 struct Directive {
   DirectiveOp op;

@@ -94,6 +94,9 @@ struct DirectiveWriter {
   void operator()(const LaunchBounds &d) { out << "launch_bounds " << d.threads.value; }
   void operator()(const MaxRRegCount &d) { out << "maxrregcount " << d.registers.value; }
   void operator()(const Pdl &) { out << "pdl"; }
+  void operator()(const ReduceForm &d) {
+    out << (d.onePass ? "reduce one_pass" : "reduce two_pass");
+  }
   void operator()(const Mma &d) {
     out << "mma over " << d.reductionDim.text << ": tile ";
     printTuple(d.ctaTile, out);

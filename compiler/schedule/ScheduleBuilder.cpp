@@ -621,6 +621,9 @@ private:
     setOnce(schedule_->maxRRegCount, applied(d), "maxrregcount");
   }
   void apply(const Pdl &) { setOnce(schedule_->pdl, current_, "pdl"); }
+  void apply(const ReduceForm &d) {
+    setOnce(schedule_->reduceForm, applied(d), "the reduction form (reduce one_pass|two_pass)");
+  }
   void apply(const Mma &d) { setOnce(schedule_->matmul.mma, applied(d), "the mma tile"); }
   void apply(const Pipeline &d) { setOnce(schedule_->matmul.pipeline, applied(d), "the pipeline"); }
   void apply(const WarpSpecialize &d) {

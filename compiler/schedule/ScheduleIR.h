@@ -142,6 +142,9 @@ struct Schedule {
   std::optional<Applied<LaunchBounds>> launchBounds;
   std::optional<Applied<MaxRRegCount>> maxRRegCount;
   std::optional<Origin> pdl;
+  /// `reduce one_pass|two_pass`; without it, each reduction has its own pass.
+  std::optional<Applied<ReduceForm>> reduceForm;
+  bool onePass() const { return reduceForm && reduceForm->onePass; }
   /// `inline all`: every value that is not kept is substituted into its uses.
   std::optional<Origin> inlineAll;
   MatmulSchedule matmul;

@@ -1649,6 +1649,31 @@ private:
     case kir::ReduceKind::ArgMax:
     case kir::ReduceKind::ArgMin:
       return argBetter(kind == kir::ReduceKind::ArgMax, b[0], b[1], a[0], a[1]) ? b : a;
+    case kir::ReduceKind::Welford: {
+      // FslWelfordCombine, each operation rounded to the accumulators' type.
+      if (b[0] == 0)
+        return a;
+      if (a[0] == 0)
+        return b;
+      auto r = [&](double v) { return inRegister(v, type); };
+      double count = r(a[0] + b[0]);
+      double share = r(b[0] / count);
+      double delta = r(b[1] - a[1]);
+      // An infinite mean combines as the sums would (fsl_is_inf in FslWelfordCombine).
+      double mean =
+          std::isinf(a[1]) || std::isinf(b[1]) ? r(a[1] + b[1]) : r(a[1] + r(delta * share));
+      double m2 = r(r(a[2] + b[2]) + r(r(r(delta * delta) * a[0]) * share));
+      return {count, mean, m2};
+    }
+    case kir::ReduceKind::MaxExpSum: {
+      // FslMaxExpSumCombine: both sums rescaled to the larger maximum.
+      double m = std::isnan(a[0]) || std::isnan(b[0]) ? NAN : std::max(a[0], b[0]);
+      auto r = [&](double v) { return inRegister(v, type); };
+      if (m == -INFINITY)
+        return {m, r(a[1] + b[1])};
+      double ea = r(std::exp(r(a[0] - m))), eb = r(std::exp(r(b[0] - m)));
+      return {m, r(r(a[1] * ea) + r(b[1] * eb))};
+    }
     }
     FSL_UNREACHABLE("reduce kind");
   }

@@ -220,6 +220,7 @@ def main():
                               ("noearly", f"noearly_{H}/lib{fusion}.so"),
                               ("early128", f"early128_{H}/lib{fusion}.so"),
                               ("dynamic", f"dynamic/lib{fusion}.so"),
+                              ("onepass", f"onepass_{H}/lib{fusion}.so"),
                               ("fastexp", f"auto_{H}/lib{fusion}_fastexp.so"),
                               ("reg64", f"auto_{H}/lib{fusion}_reg64.so"),
                               ("cs", f"auto_{H}/lib{fusion}_cs.so"),

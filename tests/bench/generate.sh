@@ -26,6 +26,13 @@ for size in 1024 2048 3072 4096 5120 6144 7168 8192 12288 16384 2560 3584; do
   if [ -n "$before" ]; then
     "$before" -D H=$size -D S=$size -o "$out/before_$size" "$root/stdlib/std/norms.fsl"
   fi
+  # One pass (issue 17): the heuristics' schedules with one_pass = true for softmax and
+  # layer_norm (bench.py's "onepass" variant; kOnePassByDefault waits for it).
+  sed -n '/^\/\/ LayerNorm/,$p' "$root/stdlib/std/norms.fsl" > "$out/onepass.fsl"
+  printf '\nschedule softmax = auto(inner_persistent) {\n    one_pass = true;\n}\n' >> "$out/onepass.fsl"
+  printf '\nschedule layer_norm = auto(inner_persistent) {\n    one_pass = true;\n}\n' >> "$out/onepass.fsl"
+  "$fslc" -D H=$size -D S=$size -o "$out/onepass_$size" "$out/onepass.fsl"
+  "$fslc" -D H=$size -D S=$size --emit=schedule "$out/onepass.fsl" > "$out/onepass_$size/schedules.fsl"
   # Variant for the exp-precision experiment: softmax with the fast exp (ex2.approx).
   sed 's/expf(/__expf(/g' "$out/auto_$size/softmax.cu" > "$out/auto_$size/softmax_fastexp.cu"
 done

@@ -57,6 +57,17 @@ extern "C" __global__ void __launch_bounds__(256)
   int32_t narrow = static_cast<int32_t>(integers[i]);
   fsl_warp_argmax(narrow, integerAt);
   integers[i] += at + wideAt + integerAt + narrow + static_cast<int64_t>(widest);
+  // Welford triples and online-softmax pairs, f32 and f64.
+  float count = 1.0f, mean = sum, m2 = 0.0f, runningMax = largest, expSum = 1.0f;
+  fsl_block_welford_x(count, mean, m2, fsl_shared, 0);
+  fsl_warp_welford(count, mean, m2);
+  fsl_block_max_exp_sum_x(runningMax, expSum, fsl_shared, 1);
+  fsl_warp_max_exp_sum(runningMax, expSum);
+  double wideCount = 1.0, wideMean = wide[i], wideM2 = 0.0, wideMax = wide[i], wideSum = 1.0;
+  fsl_block_welford_x(wideCount, wideMean, wideM2, fsl_shared, 0);
+  fsl_block_max_exp_sum_x(wideMax, wideSum, fsl_shared, 1);
+  wide[i] += wideMean + wideM2 + wideSum + wideMax + wideCount;
+  sum += mean + m2 + count + runningMax + expSum;
   fsl_named_barrier_sync(1, 128);
   fsl_named_barrier_sync(2);
   v16[0] = __float2bfloat16_rn(sum + largest + smallest);

@@ -39,6 +39,12 @@ variant() { # name fusion dim size sed-expression
 }
 variant shared rms_norm_add H 16384 's/persistent h in registers/persistent h in shared/'
 variant unswitch softmax S 4096 's/    unroll Sp;/    unroll Sp;\n    unswitch Sp;/'
+# One pass (issue 17): online softmax and Welford's LayerNorm, `reduce one_pass;` added to
+# the example schedules (check.py runs them as softmax and layer_norm).
+for size in 1024 4096 16384; do
+  variant onepass softmax S $size 's/^    compute_with xf;$/    compute_with xf;\n    reduce one_pass;/'
+  variant onepass layer_norm H $size 's/^    compute_with xf;$/    compute_with xf;\n    reduce one_pass;/'
+done
 rm -f "$out/err.txt"
 # The matrix products: every tiling strategy, epilogue and layout of the lowering, as
 # variants of the examples (tests/gpu/matmul.py checks and times them; variants.txt lists

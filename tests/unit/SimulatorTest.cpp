@@ -434,6 +434,75 @@ TEST_CASE("simulator: a warp argmax combines (value, index) pairs by fsl_arg_bet
   }
 }
 
+TEST_CASE("simulator: Welford and online-softmax partials combine over a block") {
+  // 64 threads (two warps), thread t with the one value x_t = t / 4 - 5 (threads 10 and
+  // 11 hold nothing: count 0, and for the softmax max -inf with sum 0). The block's
+  // (count, mean, M2) are the other 62 values' count, mean and sum of squared
+  // differences; its (max, sum) the largest value and the sum of exp(x - max), in f32.
+  // With a NaN at thread 40 the softmax pair is NaN.
+  for (bool withNan : {false, true}) {
+    CAPTURE(withNan);
+    BufferPtr out = makeBuffer("out", DType::F32, MemorySpace::Global);
+    BufferPtr scratch = makeBuffer("scratch", DType::I64, MemorySpace::Shared, {256});
+    VarPtr t = makeVar("t", DType::I64), count = makeVar("count", DType::F32),
+           mean = makeVar("mean", DType::F32), m2 = makeVar("m2", DType::F32),
+           top = makeVar("top", DType::F32), sum = makeVar("sum", DType::F32);
+    Expr empty = binary(BinaryOp::Or, eq(var(t), index(10)), eq(var(t), index(11)));
+    Expr x = binary(BinaryOp::Sub, binary(BinaryOp::Div, cast(DType::F32, var(t)), f32(4)), f32(5));
+    Expr value = withNan ? select(eq(var(t), index(40)), f32(NAN), x) : x;
+    Stmt body = block({
+        allocate(scratch),
+        declare(count, select(empty, f32(0), f32(1))),
+        declare(mean, select(empty, f32(0), x)),
+        declare(m2, f32(0)),
+        declare(top, select(empty, f32(-INFINITY), value)),
+        declare(sum, select(empty, f32(0), f32(1))),
+        reduceTuple({count, mean, m2}, ReduceKind::Welford, ReduceScope::BlockX, scratch, 0),
+        reduceTuple({top, sum}, ReduceKind::MaxExpSum, ReduceScope::BlockX, scratch, 1),
+        store(out, var(t) * index(5), var(count)),
+        store(out, var(t) * index(5) + index(1), var(mean)),
+        store(out, var(t) * index(5) + index(2), var(m2)),
+        store(out, var(t) * index(5) + index(3), var(top)),
+        store(out, var(t) * index(5) + index(4), var(sum)),
+    });
+    Kernel kernel;
+    kernel.name = "two_pass_in_one";
+    kernel.params = {tensorParam(out)};
+    kernel.body = parallelLoop(t, index(64), Axis::TIDx, body);
+    launch(kernel, 1, {64, 1});
+    sim::Memory memory;
+    memory.global[out.get()].assign(64 * 5, 0);
+    REQUIRE(faultOf(sim::runKernel(kernel, memory)) == "");
+    double n = 0, exactMean = 0, exactM2 = 0, exactTop = -INFINITY, exactSum = 0;
+    for (int i = 0; i < 64; ++i)
+      if (i != 10 && i != 11) {
+        n += 1;
+        exactMean += i / 4.0 - 5;
+        exactTop = std::max(exactTop, i / 4.0 - 5);
+      }
+    exactMean /= n;
+    for (int i = 0; i < 64; ++i)
+      if (i != 10 && i != 11) {
+        exactM2 += (i / 4.0 - 5 - exactMean) * (i / 4.0 - 5 - exactMean);
+        exactSum += std::exp(i / 4.0 - 5 - exactTop);
+      }
+    const std::vector<double> &o = memory.global[out.get()];
+    for (int lane : {0, 10, 63}) {
+      CAPTURE(lane);
+      CHECK(o[lane * 5] == n);
+      CHECK(o[lane * 5 + 1] == doctest::Approx(exactMean).epsilon(1e-6));
+      CHECK(o[lane * 5 + 2] == doctest::Approx(exactM2).epsilon(1e-5));
+      if (withNan) {
+        CHECK(std::isnan(o[lane * 5 + 3]));
+        CHECK(std::isnan(o[lane * 5 + 4]));
+      } else {
+        CHECK(o[lane * 5 + 3] == exactTop);
+        CHECK(o[lane * 5 + 4] == doctest::Approx(exactSum).epsilon(1e-5));
+      }
+    }
+  }
+}
+
 TEST_CASE("simulator: a block reduction adds in the order of fsl_block_reduce_x") {
   // 64 threads (two warps): each warp's butterfly, then the warps' partials. Thread 0
   // holds 2^24, thread 32 holds 2, the others 1: warp 0 gives 2^24 + 30 (above), warp 1

@@ -11,7 +11,8 @@
  *   2. Arithmetic: fsl_max/fsl_min propagating NaN, the FslSum/FslMax/FslMin combiners.
  *   3. Vector accesses: fsl_load_vector/fsl_store_vector move 2..16 bytes as one access.
  *   4. Reductions: fsl_warp_reduce over the 32 lanes, fsl_block_reduce_x over threadIdx.x;
- *      the argmax/argmin pairs (value, index) and their combines, on the same trees.
+ *      the argmax/argmin pairs (value, index), Welford's (count, mean, M2) and online
+ *      softmax's (max, sum), with their combines, on the same trees.
  *   5. Barriers and programmatic dependent launch: named barriers, griddepcontrol.
  *   6. Hopper (sm_90) asynchronous operations, as inline PTX: mbarrier, the async-proxy
  *      fence, TMA (cp.async.bulk.tensor) loads and stores, wgmma with shared-memory
@@ -161,6 +162,49 @@ template <bool IsMax> struct FslArgCombine {
   }
 };
 
+/* Welford's mean and variance in one pass: the count, the mean and M2 (the sum of squared
+ * differences from the mean) of the values so far; two partials combine by Chan, Golub
+ * and LeVeque's formula (an empty partial, count 0, changes nothing). An infinite mean
+ * combines as the sums would (inf + x; inf - inf is NaN), not by its difference from the
+ * other mean, which would be NaN for two means of the same infinity. */
+template <typename T> struct FslWelford { T count, mean, m2; };
+__device__ __forceinline__ bool fsl_is_inf(float x) { return fabsf(x) == FSL_INF32; }
+__device__ __forceinline__ bool fsl_is_inf(double x) { return fabs(x) == FSL_INF64; }
+struct FslWelfordCombine {
+  template <typename T>
+  __device__ __forceinline__ FslWelford<T> operator()(FslWelford<T> a, FslWelford<T> b) const {
+    if (b.count == T(0))
+      return a;
+    if (a.count == T(0))
+      return b;
+    const T count = a.count + b.count;
+    const T share = b.count / count;
+    const T delta = b.mean - a.mean;
+    const T mean =
+        fsl_is_inf(a.mean) || fsl_is_inf(b.mean) ? a.mean + b.mean : a.mean + delta * share;
+    return {count, mean, a.m2 + b.m2 + delta * delta * a.count * share};
+  }
+};
+
+/* Online softmax: the maximum m of the values so far and the sum of exp(x - m); two
+ * partials combine at the larger maximum, each sum rescaled by exp(its maximum - m). Rows
+ * of -inf alone keep m = -inf and the sum 0 (no exp(-inf - -inf)); a NaN propagates. */
+template <typename T> struct FslMaxExpSum { T max, sum; };
+__device__ __forceinline__ float fsl_exp(float x) { return expf(x); }
+__device__ __forceinline__ double fsl_exp(double x) { return exp(x); }
+__device__ __forceinline__ bool fsl_is_minus_inf(float x) { return x == -FSL_INF32; }
+__device__ __forceinline__ bool fsl_is_minus_inf(double x) { return x == -FSL_INF64; }
+struct FslMaxExpSumCombine {
+  template <typename T>
+  __device__ __forceinline__ FslMaxExpSum<T> operator()(FslMaxExpSum<T> a,
+                                                        FslMaxExpSum<T> b) const {
+    const T m = fsl_max(a.max, b.max);
+    if (fsl_is_minus_inf(m))
+      return {m, a.sum + b.sum};
+    return {m, a.sum * fsl_exp(a.max - m) + b.sum * fsl_exp(b.max - m)};
+  }
+};
+
 /* Shuffles of one value, or of each member of a pair. */
 template <typename T> __device__ __forceinline__ T fsl_shfl_xor(T value, int offset) {
   return __shfl_xor_sync(0xffffffffu, value, offset);
@@ -183,6 +227,30 @@ template <typename T>
 __device__ __forceinline__ FslArgPair<T> fsl_shfl(FslArgPair<T> pair, int lane) {
   return {fsl_shfl(pair.value, lane), fsl_shfl(pair.index, lane)};
 }
+template <typename T>
+__device__ __forceinline__ FslWelford<T> fsl_shfl_xor(FslWelford<T> w, int offset) {
+  return {fsl_shfl_xor(w.count, offset), fsl_shfl_xor(w.mean, offset), fsl_shfl_xor(w.m2, offset)};
+}
+template <typename T>
+__device__ __forceinline__ FslWelford<T> fsl_shfl_down(FslWelford<T> w, unsigned offset) {
+  return {fsl_shfl_down(w.count, offset), fsl_shfl_down(w.mean, offset),
+          fsl_shfl_down(w.m2, offset)};
+}
+template <typename T> __device__ __forceinline__ FslWelford<T> fsl_shfl(FslWelford<T> w, int lane) {
+  return {fsl_shfl(w.count, lane), fsl_shfl(w.mean, lane), fsl_shfl(w.m2, lane)};
+}
+template <typename T>
+__device__ __forceinline__ FslMaxExpSum<T> fsl_shfl_xor(FslMaxExpSum<T> p, int offset) {
+  return {fsl_shfl_xor(p.max, offset), fsl_shfl_xor(p.sum, offset)};
+}
+template <typename T>
+__device__ __forceinline__ FslMaxExpSum<T> fsl_shfl_down(FslMaxExpSum<T> p, unsigned offset) {
+  return {fsl_shfl_down(p.max, offset), fsl_shfl_down(p.sum, offset)};
+}
+template <typename T>
+__device__ __forceinline__ FslMaxExpSum<T> fsl_shfl(FslMaxExpSum<T> p, int lane) {
+  return {fsl_shfl(p.max, lane), fsl_shfl(p.sum, lane)};
+}
 
 /* Combines `value` over the 32 lanes of a warp (butterfly shuffles): every lane gets the
  * total. All 32 lanes must call it. */
@@ -200,7 +268,8 @@ __device__ __forceinline__ T fsl_warp_reduce(T value, Combine combine) {
  * (a tree with bounds, right for any number of warps). Successive reductions alternate
  * between two scratch slots, so none needs a barrier after it: the next reduction's
  * barrier orders the reads of this one before the writes of the one after. The slots take
- * 2 x 16 bytes a warp (of 8 bytes a thread of scratch, 16 with argmax pairs). Without whole
+ * 2 x 32 bytes a warp (of 8 bytes a thread of scratch, 16 with argmax pairs); the tree
+ * without whole warps takes sizeof(T) a thread (a Welford triple of f64: 24). Without whole
  * warps a row, a pairwise tree in shared memory, exact for any blockDim.x. */
 template <typename T, typename Combine>
 __device__ T fsl_block_reduce_x(T value, Combine combine, T *scratch, unsigned slot) {
@@ -212,13 +281,13 @@ __device__ T fsl_block_reduce_x(T value, Combine combine, T *scratch, unsigned s
     if (blockDim.x == 32)
       return value; // a warp a row: every lane holds the total, no barrier needed
     const unsigned warps = blockDim.x / 32, lane = threadIdx.x % 32;
-    // A slot is 16 bytes an entry whatever T, so that reductions of different types (an f32
+    // A slot is 32 bytes an entry whatever T, so that reductions of different types (an f32
     // sum after an argmax pair, f64 after f32) sharing the scratch in alternate slots never
     // overlap: a warp may write the next slot while others still read this one.
-    static_assert(sizeof(T) <= 16, "a reduction's element is at most 16 bytes");
+    static_assert(sizeof(T) <= 32, "a reduction's element is at most 32 bytes");
     const unsigned entries = blockDim.y * blockDim.z * warps;
     T *partials =
-        reinterpret_cast<T *>(reinterpret_cast<unsigned char *>(scratch) + slot * entries * 16) +
+        reinterpret_cast<T *>(reinterpret_cast<unsigned char *>(scratch) + slot * entries * 32) +
         row * warps;
     if (lane == 0)
       partials[threadIdx.x / 32] = value;
@@ -278,6 +347,38 @@ template <typename T>
 __device__ __forceinline__ void fsl_block_argmin_x(T &value, int64_t &index, void *scratch,
                                                    unsigned slot) {
   fsl_block_arg_reduce_x<false>(value, index, scratch, slot);
+}
+
+/* Welford (count, mean, M2) and online softmax (max, sum) over a warp or over threadIdx.x,
+ * updated in place, as fsl_warp_reduce and fsl_block_reduce_x. */
+template <typename T> __device__ __forceinline__ void fsl_warp_welford(T &count, T &mean, T &m2) {
+  const FslWelford<T> total = fsl_warp_reduce(FslWelford<T>{count, mean, m2}, FslWelfordCombine());
+  count = total.count;
+  mean = total.mean;
+  m2 = total.m2;
+}
+template <typename T>
+__device__ __forceinline__ void fsl_block_welford_x(T &count, T &mean, T &m2, void *scratch,
+                                                    unsigned slot) {
+  const FslWelford<T> total =
+      fsl_block_reduce_x(FslWelford<T>{count, mean, m2}, FslWelfordCombine(),
+                         static_cast<FslWelford<T> *>(scratch), slot);
+  count = total.count;
+  mean = total.mean;
+  m2 = total.m2;
+}
+template <typename T> __device__ __forceinline__ void fsl_warp_max_exp_sum(T &max, T &sum) {
+  const FslMaxExpSum<T> total = fsl_warp_reduce(FslMaxExpSum<T>{max, sum}, FslMaxExpSumCombine());
+  max = total.max;
+  sum = total.sum;
+}
+template <typename T>
+__device__ __forceinline__ void fsl_block_max_exp_sum_x(T &max, T &sum, void *scratch,
+                                                        unsigned slot) {
+  const FslMaxExpSum<T> total = fsl_block_reduce_x(FslMaxExpSum<T>{max, sum}, FslMaxExpSumCombine(),
+                                                   static_cast<FslMaxExpSum<T> *>(scratch), slot);
+  max = total.max;
+  sum = total.sum;
 }
 
 /* --- 5. Barriers and programmatic dependent launch ------------------------------------ */

@@ -1,0 +1,100 @@
+// OnePass.cpp — recognition of softmax's and LayerNorm's reduction pairs.
+#include "ir/OnePass.h"
+
+#include <algorithm>
+#include <set>
+
+namespace fsl::ir {
+namespace {
+
+/// `value` without the float casts that widen it exactly (bf16/f16 -> f32 -> f64).
+const Value *withoutWidening(const Value *value) {
+  auto rank = [](DType type) {
+    return type == DType::F64                          ? 3
+           : type == DType::F32                        ? 2
+           : type == DType::BF16 || type == DType::F16 ? 1
+                                                       : 0;
+  };
+  while (value->op == Op::Cast && value->operands.size() == 1 && isFloat(value->dtype) &&
+         isFloat(value->operands[0]->dtype) && rank(value->operands[0]->dtype) < rank(value->dtype))
+    value = value->operands[0];
+  return value;
+}
+
+bool sameReduced(const Value &a, const Value &b) {
+  std::vector<DimId> x = a.reduced, y = b.reduced;
+  std::sort(x.begin(), x.end());
+  std::sort(y.begin(), y.end());
+  return x == y;
+}
+
+/// The accumulators' type for values of `type`: f32 or f64 only (a bf16 or f16 exp or
+/// square rounds each element, which one pass would not reproduce).
+bool accumulatorType(DType type, DType &out) {
+  if (type != DType::F32 && type != DType::F64)
+    return false;
+  out = type;
+  return true;
+}
+
+} // namespace
+
+std::vector<OnePassPair> findOnePassPairs(const Fusion &fusion) {
+  std::vector<OnePassPair> pairs;
+  std::set<const Value *> taken;
+  for (const auto &owned : fusion.values) {
+    const Value *second = owned.get();
+    if ((second->op != Op::ReduceSum && second->op != Op::ReduceMean) || taken.count(second))
+      continue;
+    const Value *body = second->operands[0];
+    OnePassPair pair;
+    pair.second = second;
+    if (body->op == Op::Exp && body->operands[0]->op == Op::Sub) {
+      // sum(exp(a - max(a, over D)), over D)
+      const Value *sub = body->operands[0];
+      const Value *first = withoutWidening(sub->operands[1]);
+      if (first->op != Op::ReduceMax || !sameReduced(*first, *second) || taken.count(first) ||
+          !isFloat(first->operands[0]->dtype) ||
+          withoutWidening(sub->operands[0]) != withoutWidening(first->operands[0]) ||
+          !accumulatorType(body->dtype, pair.accumulator) || second->dtype != body->dtype)
+        continue;
+      pair.kind = OnePassKind::MaxExpSum;
+      pair.first = first;
+      pair.operand = first->operands[0];
+    } else if (body->op == Op::Mul && body->operands[0] == body->operands[1] &&
+               body->operands[0]->op == Op::Sub) {
+      // mean((a - mean(a, over D))^2, over D), the square as d * d
+      const Value *sub = body->operands[0];
+      const Value *first = withoutWidening(sub->operands[1]);
+      if (first->op != Op::ReduceMean || !sameReduced(*first, *second) || taken.count(first) ||
+          !isFloat(first->operands[0]->dtype) ||
+          withoutWidening(sub->operands[0]) != withoutWidening(first->operands[0]) ||
+          !accumulatorType(body->dtype, pair.accumulator) || second->dtype != body->dtype ||
+          first->dtype != body->dtype)
+        continue;
+      pair.kind = OnePassKind::Welford;
+      pair.first = first;
+      pair.operand = first->operands[0];
+    } else {
+      continue;
+    }
+    taken.insert(pair.first);
+    taken.insert(second);
+    pairs.push_back(pair);
+  }
+  return pairs;
+}
+
+int64_t reductionScratchBytesPerThread(const Fusion &fusion, bool onePass) {
+  int64_t bytes = reductionScratchBytesPerThread(fusion);
+  if (!onePass)
+    return bytes;
+  for (const OnePassPair &pair : findOnePassPairs(fusion)) {
+    int64_t element = pair.accumulator == DType::F64 ? 8 : 4;
+    int64_t size = element * (pair.kind == OnePassKind::Welford ? 3 : 2);
+    bytes = std::max(bytes, (size + 7) / 8 * 8);
+  }
+  return bytes;
+}
+
+} // namespace fsl::ir

@@ -1,0 +1,43 @@
+// OnePass.h — reduction pairs that one pass over the row can compute together.
+//
+// Softmax reads its row twice for two reductions, the maximum and then the sum of
+// exp(x - max); LayerNorm twice, the mean and then the mean of the squared difference
+// from it. Each pair is one reduction with several accumulators: online softmax (a running
+// maximum m and a sum s of exp(x - m), rescaled by exp(m_old - m_new) when the maximum
+// grows) and Welford's (count, mean, M2). The algorithm stays written as two reductions,
+// which the evaluator runs as the float64 reference; the lowering recognises the pairs
+// here and combines them when the schedule asks (`reduce one_pass;`, docs/schedules.md).
+#pragma once
+
+#include "ir/FusionIR.h"
+
+#include <vector>
+
+namespace fsl::ir {
+
+enum class OnePassKind {
+  /// first = max(a, over D), second = sum (or mean) of exp(a - first) over D.
+  MaxExpSum,
+  /// first = mean(a, over D), second = mean (or sum) of (a - first) * (a - first) over D.
+  Welford,
+};
+
+struct OnePassPair {
+  OnePassKind kind;
+  const Value *first = nullptr;   // the maximum, or the mean
+  const Value *second = nullptr;  // the sum of exponentials, or the variance (M2 / count)
+  const Value *operand = nullptr; // the values both reduce (the max's or mean's operand)
+  DType accumulator = DType::F32; // the accumulators' type (f32 or f64)
+};
+
+/// The pairs of `fusion`, in the order of their second reductions; each reduction is in
+/// at most one pair. `a` may be seen through widening float casts (`f32(x)` next to
+/// `max(x)` of a bf16 `x`): those are exact, so the maximum is the same number.
+std::vector<OnePassPair> findOnePassPairs(const Fusion &fusion);
+
+/// reductionScratchBytesPerThread, with the one-pass pairs' elements when `onePass`:
+/// Welford's triple is 12 bytes in f32 (16 a thread), 24 in f64; the (max, sum) pair 8 in
+/// f32, 16 in f64.
+int64_t reductionScratchBytesPerThread(const Fusion &fusion, bool onePass);
+
+} // namespace fsl::ir
