@@ -5,6 +5,8 @@
 // element in order (loads straight from global memory, persistent values saved and
 // reloaded, accumulations, stores), and the block reductions that end the phase. No
 // bounds checks, vector accesses or hoisted loads yet: later passes add them.
+#include "kir/Mutator.h"
+#include "kir/Simplify.h"
 #include "lower/Passes.h"
 #include "lower/Pointwise.h"
 
@@ -370,7 +372,10 @@ private:
       roots.push_back(reduction->operands[0]);
     for (const ir::OnePassPair &pair : phase.combined)
       roots.push_back(pair.operand);
+    std::vector<const ir::Output *> elementStores, rowStores;
     for (const ir::Output *output : phase.stores)
+      (isRowStore(*output) ? rowStores : elementStores).push_back(output);
+    for (const ir::Output *output : elementStores)
       roots.push_back(output->value);
     std::vector<Stmt> element;
     std::map<unsigned, Expr> values;
@@ -400,16 +405,13 @@ private:
     }
     for (size_t i = 0; i < phase.combined.size(); ++i)
       accumulateOnePass(phase.combined[i], tuples[i], valueOf(phase.combined[i].operand), element);
-    for (const ir::Output *output : phase.stores) {
-      unsigned o = static_cast<unsigned>(output - f_.outputs.data());
-      // An inout write-back's range is its assignment; an output's is its declaration in
-      // the signature, so its store names the assigned expression instead.
-      element.push_back(fromFusion(
-          kir::store(cx_.outputBuffers[o], cx_.offsetOf(output->dims), valueOf(output->value)),
-          output->isInout ? output->range : output->value->range));
-    }
-    out.push_back(
-        labelled(kir::block({serialNest(kir::block(std::move(element)))}), labels::PhaseNest));
+    for (const ir::Output *output : elementStores)
+      element.push_back(storeOutput(*output, valueOf(output->value)));
+    if (!element.empty()) // a phase of row stores alone has no element work
+      out.push_back(
+          labelled(kir::block({serialNest(kir::block(std::move(element)))}), labels::PhaseNest));
+    if (!rowStores.empty())
+      out.push_back(makeRowStores(p, rowStores, fromBuffer));
     // The block reductions that end the phase, and their results.
     for (size_t i = 0; i < phase.combined.size(); ++i)
       finishOnePass(phase.combined[i], tuples[i], out);
@@ -440,6 +442,61 @@ private:
       results_[reduction->id] = result;
       out.push_back(fromFusion(kir::let(result, total, reduction->name), reduction->range));
     }
+  }
+
+  /// An output's store. An inout write-back's range is its assignment; an output's is its
+  /// declaration in the signature, so its store names the assigned expression instead.
+  Stmt storeOutput(const ir::Output &output, Expr value) const {
+    unsigned o = static_cast<unsigned>(&output - f_.outputs.data());
+    return fromFusion(kir::store(cx_.outputBuffers[o], cx_.offsetOf(output.dims), value),
+                      output.isInout ? output.range : output.value->range);
+  }
+
+  /// Whether no serial loop walks a dimension of the output (argmax's token[T], a row's
+  /// statistic): each thread has the one value of its row after the block reductions.
+  bool isRowStore(const ir::Output &output) const {
+    for (int loop : plan_.serialLoops())
+      for (ir::DimId root : plan_.loops[loop].roots)
+        if (llvm::is_contained(output.dims, root))
+          return false;
+    return true;
+  }
+
+  /// Row stores after the phase's nest, once: by the threads whose index along every
+  /// thread loop the output does not have is 0 (the others hold the same value). In the
+  /// nest they would be stored in each of its iterations, by every thread.
+  Stmt makeRowStores(int p, const std::vector<const ir::Output *> &stores,
+                     const std::set<unsigned> &fromBuffer) {
+    std::vector<const ir::Value *> roots;
+    for (const ir::Output *output : stores)
+      roots.push_back(output->value);
+    std::vector<Stmt> body;
+    std::map<unsigned, Expr> values;
+    computeValues(p, plan_.phases[p].values, closure(roots, p, fromBuffer), fromBuffer, values,
+                  body);
+    for (const ir::Output *output : stores) {
+      auto found = values.find(output->value->id);
+      body.push_back(storeOutput(*output, found != values.end()
+                                              ? found->second
+                                              : kir::var(results_.at(output->value->id))));
+    }
+    Expr first;
+    for (size_t loop = 0; loop < plan_.loops.size(); ++loop) {
+      if (!sched::isThreadIndex(plan_.loops[loop].parallel))
+        continue;
+      bool outputDim = false;
+      for (const ir::Output *output : stores)
+        for (ir::DimId root : plan_.loops[loop].roots)
+          outputDim |= llvm::is_contained(output->dims, root);
+      if (outputDim)
+        continue;
+      Expr zero = kir::binary(kir::BinaryOp::Eq, kir::var(cx_.loopVars[loop]), kir::index(0));
+      first = first ? kir::binary(kir::BinaryOp::And, first, zero) : zero;
+    }
+    Stmt stores_ = kir::block(std::move(body));
+    if (first)
+      stores_ = kir::ifThen(first, stores_, nullptr, "one thread stores the row's values");
+    return labelled(kir::block({stores_}), labels::PhaseNest);
   }
 
   /// `reduce one_pass`: the accumulators of a pair. Online softmax: the running maximum
@@ -603,6 +660,41 @@ private:
   /// greater (argmax) or smaller (argmin), equal at a lower index, or a NaN where the best
   /// is not a NaN at a lower index. The order is total, so the elements may come in any
   /// order (device.cuh's fsl_arg_better is the same rule for the warp and block combines).
+  /// Whether each thread's serial loops visit `root`'s indices in increasing order: its
+  /// index is affine in the loop variables with static strides, and each serial loop's
+  /// stride exceeds the span of the serial loops inside it (`split V by 8` then by the
+  /// thread count, unreordered). Anything else (a runtime stride, `reorder (Vv, Vp)`, a
+  /// serial loop of another dimension) answers false.
+  bool threadVisitsInIndexOrder(ir::DimId root) const {
+    const Expr &index = cx_.rootIndex[root];
+    auto indexWith = [&](int hot) -> std::optional<int64_t> {
+      Expr e = kir::substitute(index, [&](const kir::VarPtr &v) -> Expr {
+        for (size_t loop = 0; loop < cx_.loopVars.size(); ++loop)
+          if (cx_.loopVars[loop] == v)
+            return kir::index(static_cast<int>(loop) == hot ? 1 : 0);
+        return nullptr;
+      });
+      return kir::asConstant(kir::simplify(e));
+    };
+    std::optional<int64_t> base = indexWith(-1);
+    if (!base)
+      return false;
+    std::vector<int> serial = plan_.serialLoops();
+    int64_t span = 0; // of the loops inside the current one
+    for (auto it = serial.rbegin(); it != serial.rend(); ++it) {
+      std::optional<int64_t> at = indexWith(*it);
+      if (!at || *at - *base <= span || *at - *base > (int64_t(1) << 31))
+        return false;
+      if (std::next(it) == serial.rend())
+        break; // the outermost loop's extent bounds no stride (it may be a runtime one)
+      std::optional<int64_t> extent = kir::asConstant(cx_.extentOf(plan_.loops[*it].extent));
+      if (!extent || *extent > (int64_t(1) << 31))
+        return false;
+      span += (*at - *base) * (*extent - 1);
+    }
+    return true;
+  }
+
   void accumulateArg(const ir::Value &reduction, const kir::VarPtr &best, const kir::VarPtr &at,
                      Expr x, std::vector<Stmt> &element) {
     bool isMax = reduction.op == ir::Op::ReduceArgMax;
@@ -612,11 +704,29 @@ private:
       x = kir::cast(b->dtype, x);
     using kir::BinaryOp;
     auto isNan = [](Expr e) { return kir::binary(BinaryOp::Ne, e, e); };
-    Expr numberWins =
-        kir::binary(BinaryOp::Or, kir::binary(isMax ? BinaryOp::Gt : BinaryOp::Lt, x, b),
-                    kir::binary(BinaryOp::And, kir::binary(BinaryOp::Eq, x, b),
-                                kir::binary(BinaryOp::Lt, i, a)));
-    Expr wins = numberWins;
+    Expr better = kir::binary(isMax ? BinaryOp::Gt : BinaryOp::Lt, x, b);
+    Expr wins;
+    if (threadVisitsInIndexOrder(reduction.reduced.front())) {
+      // The thread meets its elements in increasing index order, so the first of equal
+      // values and the first NaN are already held when a later one comes: a strict
+      // comparison decides, and no index is compared.
+      wins = better;
+      if (ir::isFloat(b->dtype))
+        wins = kir::binary(BinaryOp::Or, wins,
+                           kir::binary(BinaryOp::And, isNan(x), kir::binary(BinaryOp::Eq, b, b)));
+      wins = kir::binary(BinaryOp::Or, kir::binary(BinaryOp::Lt, a, kir::index(0)), wins);
+      kir::VarPtr take = kir::makeVar(valueName(reduction) + "_wins", ir::DType::Bool);
+      element.push_back(fromFusion(kir::let(take, wins), reduction.range));
+      element.push_back(
+          fromFusion(kir::assign(best, kir::select(kir::var(take), x, b)), reduction.range));
+      element.push_back(
+          fromFusion(kir::assign(at, kir::select(kir::var(take), i, a)), reduction.range));
+      return;
+    }
+    Expr numberWins = kir::binary(BinaryOp::Or, better,
+                                  kir::binary(BinaryOp::And, kir::binary(BinaryOp::Eq, x, b),
+                                              kir::binary(BinaryOp::Lt, i, a)));
+    wins = numberWins;
     if (ir::isFloat(b->dtype)) {
       Expr nanWins = kir::unary(
           kir::UnaryOp::Not, kir::binary(BinaryOp::And, isNan(b), kir::binary(BinaryOp::Lt, a, i)));

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Sources for reductions.py (issue 17), into bench-build/red/:
+#   softmax_<H>/, layer_norm_<H>/   the heuristics' kernels (std/norms.fsl), two passes
+#   onepass_<H>/                    the same with one_pass = true
+#   x<variant>_<H>/                 hand schedules of softmax around the heuristics' choice
+#   argmax_<V>/                     tests/bench/argmax.fsl
+# The schedules are printed beside them (schedules.fsl), as each kernel's record.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+fslc="$root/build/bin/fslc"
+out="$root/bench-build/red"
+rm -rf "$out"
+mkdir -p "$out"
+norms="$root/stdlib/std/norms.fsl"
+for H in 2048 4096 5120 8192 16384; do
+  "$fslc" -D H=$H -D S=$H -o "$out/auto_$H" "$norms"
+  "$fslc" -D H=$H -D S=$H --emit=schedule "$norms" > "$out/auto_$H/schedules.fsl"
+  sed -n '/^\/\/ LayerNorm/,$p' "$norms" > "$out/onepass.fsl"
+  printf '\nschedule softmax = auto(inner_persistent) {\n    one_pass = true;\n}\n' >> "$out/onepass.fsl"
+  printf '\nschedule layer_norm = auto(inner_persistent) {\n    one_pass = true;\n}\n' >> "$out/onepass.fsl"
+  "$fslc" -D H=$H -D S=$H -o "$out/onepass_$H" "$out/onepass.fsl"
+done
+
+# Softmax hand schedules (experiments for T ~ 1024): THREADS threads a row, ROWS rows a
+# block, KEEP the values kept in registers ("xf e": both; "xf": e recomputed).
+softmax_variant() {
+  local H=$1 name=$2 threads=$3 rows=$4 keep=$5 extra=${6:-}
+  local dir="$out/x${name}_$H"
+  mkdir -p "$dir"
+  {
+    sed -n '/^\/\/ Softmax/,$p' "$norms" | sed '/^schedule/,$d'
+    echo "schedule softmax {"
+    echo "    split S by 8 -> (So, Sv);"
+    echo "    split So by $threads -> (Sp, Sx);"
+    if [ "$rows" -gt 1 ]; then
+      echo "    split T by $rows -> (Tb, Ty);"
+      echo "    parallelize Tb -> BIDx, Ty -> TIDy, Sx -> TIDx;"
+    else
+      echo "    parallelize T -> BIDx, Sx -> TIDx;"
+    fi
+    echo "    vectorize Sv;"
+    echo "    unroll Sp;"
+    for v in $keep; do echo "    persistent $v in registers;"; echo "    compute_with $v;"; done
+    [ -n "$extra" ] && echo "    $extra"
+    echo "}"
+  } > "$dir/softmax.fsl"
+  "$fslc" -D S=$H -o "$dir" "$dir/softmax.fsl"
+}
+for H in 2048 4096 8192 16384; do
+  vectors=$((H / 8))
+  for batch in 1 2 4 8; do
+    threads=$((vectors / batch))
+    [ $threads -lt 32 ] || [ $threads -gt 1024 ] && continue
+    softmax_variant $H "b$batch" $threads 1 "xf e"
+    softmax_variant $H "b${batch}xf" $threads 1 "xf"
+    [ $threads -le 512 ] && softmax_variant $H "b${batch}r2" $threads 2 "xf e"
+  done
+  softmax_variant $H "b4one" $((vectors / 4)) 1 "xf" "reduce one_pass;" || true
+done
+
+for V in 32000 50304 128256; do
+  "$fslc" -D V=$V -o "$out/argmax_$V" "$root/tests/bench/argmax.fsl"
+  "$fslc" -D V=$V --emit=schedule "$root/tests/bench/argmax.fsl" > "$out/argmax_$V/schedules.fsl"
+done
