@@ -714,23 +714,15 @@ private:
       if (ir::isFloat(b->dtype))
         wins = kir::binary(BinaryOp::Or, wins,
                            kir::binary(BinaryOp::And, isNan(x), kir::binary(BinaryOp::Eq, b, b)));
-      wins = kir::binary(BinaryOp::Or, kir::binary(BinaryOp::Lt, a, kir::index(0)), wins);
-      kir::VarPtr take = kir::makeVar(valueName(reduction) + "_wins", ir::DType::Bool);
-      element.push_back(fromFusion(kir::let(take, wins), reduction.range));
-      element.push_back(
-          fromFusion(kir::assign(best, kir::select(kir::var(take), x, b)), reduction.range));
-      element.push_back(
-          fromFusion(kir::assign(at, kir::select(kir::var(take), i, a)), reduction.range));
-      return;
-    }
-    Expr numberWins = kir::binary(BinaryOp::Or, better,
-                                  kir::binary(BinaryOp::And, kir::binary(BinaryOp::Eq, x, b),
-                                              kir::binary(BinaryOp::Lt, i, a)));
-    wins = numberWins;
-    if (ir::isFloat(b->dtype)) {
-      Expr nanWins = kir::unary(
-          kir::UnaryOp::Not, kir::binary(BinaryOp::And, isNan(b), kir::binary(BinaryOp::Lt, a, i)));
-      wins = kir::select(isNan(x), nanWins, numberWins);
+    } else {
+      wins = kir::binary(BinaryOp::Or, better,
+                         kir::binary(BinaryOp::And, kir::binary(BinaryOp::Eq, x, b),
+                                     kir::binary(BinaryOp::Lt, i, a)));
+      if (ir::isFloat(b->dtype)) {
+        Expr nanWins = kir::unary(kir::UnaryOp::Not, kir::binary(BinaryOp::And, isNan(b),
+                                                                 kir::binary(BinaryOp::Lt, a, i)));
+        wins = kir::select(isNan(x), nanWins, wins);
+      }
     }
     wins = kir::binary(BinaryOp::Or, kir::binary(BinaryOp::Lt, a, kir::index(0)), wins);
     kir::VarPtr take = kir::makeVar(valueName(reduction) + "_wins", ir::DType::Bool);
