@@ -848,7 +848,7 @@ private:
       return;
     case kir::ReduceScope::BlockX:
       FSL_INTERNAL_ASSERT(s.scratch, "a block reduction without scratch");
-      line() << acc << " = fsl_block_reduce_x(" << acc << ", " << combinerOf(s.reduceKind)
+      line() << acc << " = fsl_block_reduce_x" << staticThreadsX() << "(" << acc << ", " << combinerOf(s.reduceKind)
              << ", reinterpret_cast<" << cType(s.var->dtype) << "*>(" << s.scratch->name << "), "
              << s.slot << ");";
       end(noteOf(s).empty() ? "over threadIdx.x" : noteOf(s));
@@ -858,6 +858,14 @@ private:
     }
     fsl::internalError(__FILE__, __LINE__, "grid reduction",
                        "the CUDA printer has no grid reduction (no lowering produces one)");
+  }
+
+  /// `<N>` when blockDim.x is N in every launch of the kernel: device.cuh's block
+  /// reductions then fold the number of warps (the same combining order).
+  std::string staticThreadsX() const {
+    const kir::Expr &x = kernel_.launch.block[0];
+    std::optional<int64_t> threads = x ? kir::asConstant(x) : std::nullopt;
+    return threads ? "<" + std::to_string(*threads) + ">" : "";
   }
 
   /// Accumulators combined together by device.cuh's fsl_warp_<kind> / fsl_block_<kind>_x
@@ -879,7 +887,7 @@ private:
       return;
     case kir::ReduceScope::BlockX:
       FSL_INTERNAL_ASSERT(s.scratch, "a block reduction without scratch");
-      line() << "fsl_block_" << kind << "_x(" << pair << ", " << s.scratch->name << ", " << s.slot
+      line() << "fsl_block_" << kind << "_x" << staticThreadsX() << "(" << pair << ", " << s.scratch->name << ", " << s.slot
              << ");";
       end(noteOf(s).empty() ? "over threadIdx.x" : noteOf(s));
       return;

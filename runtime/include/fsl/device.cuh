@@ -270,17 +270,23 @@ __device__ __forceinline__ T fsl_warp_reduce(T value, Combine combine) {
  * barrier orders the reads of this one before the writes of the one after. The slots take
  * 2 x 32 bytes a warp (of 8 bytes a thread of scratch, 16 with argmax pairs); the tree
  * without whole warps takes sizeof(T) a thread (a Welford triple of f64: 24). Without whole
- * warps a row, a pairwise tree in shared memory, exact for any blockDim.x. */
-template <typename T, typename Combine>
+ * warps a row, a pairwise tree in shared memory, exact for any blockDim.x.
+ *
+ * StaticX, when not 0, is blockDim.x known when the kernel is generated (fslc passes it
+ * for a static thread count): the number of warps is then a constant, so the modulo, the
+ * bounds of the tree and the shuffles past the last warp fold away. The combining order
+ * is the same either way (the simulator's). */
+template <unsigned StaticX = 0, typename T, typename Combine>
 __device__ T fsl_block_reduce_x(T value, Combine combine, T *scratch, unsigned slot) {
+  const unsigned threadsX = StaticX ? StaticX : blockDim.x;
   const unsigned row = threadIdx.z * blockDim.y + threadIdx.y;
-  if (blockDim.x % 32 == 0) {
+  if (threadsX % 32 == 0) {
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1)
       value = combine(value, fsl_shfl_xor(value, offset));
-    if (blockDim.x == 32)
+    if (threadsX == 32)
       return value; // a warp a row: every lane holds the total, no barrier needed
-    const unsigned warps = blockDim.x / 32, lane = threadIdx.x % 32;
+    const unsigned warps = threadsX / 32, lane = threadIdx.x % 32;
     // A slot is 32 bytes an entry whatever T, so that reductions of different types (an f32
     // sum after an argmax pair, f64 after f32) sharing the scratch in alternate slots never
     // overlap: a warp may write the next slot while others still read this one.
@@ -295,18 +301,20 @@ __device__ T fsl_block_reduce_x(T value, Combine combine, T *scratch, unsigned s
     T total = partials[lane % warps];
 #pragma unroll
     for (unsigned offset = 16; offset > 0; offset >>= 1) {
+      if (StaticX && offset >= warps)
+        continue; // no lane has a partner that far: the same tree, without the shuffle
       const T other = fsl_shfl_down(total, offset);
       if (lane + offset < warps)
         total = combine(total, other);
     }
     return fsl_shfl(total, 0);
   }
-  const unsigned base = row * blockDim.x;
+  const unsigned base = row * threadsX;
   __syncthreads(); // an earlier reduction's readers are done with the scratch
   scratch[base + threadIdx.x] = value;
   __syncthreads();
-  for (unsigned step = 1; step < blockDim.x; step <<= 1) {
-    if (threadIdx.x % (2 * step) == 0 && threadIdx.x + step < blockDim.x)
+  for (unsigned step = 1; step < threadsX; step <<= 1) {
+    if (threadIdx.x % (2 * step) == 0 && threadIdx.x + step < threadsX)
       scratch[base + threadIdx.x] =
           combine(scratch[base + threadIdx.x], scratch[base + threadIdx.x + step]);
     __syncthreads();
@@ -322,11 +330,11 @@ __device__ __forceinline__ void fsl_warp_arg_reduce(T &value, int64_t &index) {
   value = total.value;
   index = total.index;
 }
-template <bool IsMax, typename T>
+template <bool IsMax, unsigned StaticX, typename T>
 __device__ __forceinline__ void fsl_block_arg_reduce_x(T &value, int64_t &index, void *scratch,
                                                        unsigned slot) {
   const FslArgPair<T> total =
-      fsl_block_reduce_x(FslArgPair<T>{value, index}, FslArgCombine<IsMax>(),
+      fsl_block_reduce_x<StaticX>(FslArgPair<T>{value, index}, FslArgCombine<IsMax>(),
                          static_cast<FslArgPair<T> *>(scratch), slot);
   value = total.value;
   index = total.index;
@@ -338,15 +346,15 @@ template <typename T> __device__ __forceinline__ void fsl_warp_argmax(T &value, 
 template <typename T> __device__ __forceinline__ void fsl_warp_argmin(T &value, int64_t &index) {
   fsl_warp_arg_reduce<false>(value, index);
 }
-template <typename T>
+template <unsigned StaticX = 0, typename T>
 __device__ __forceinline__ void fsl_block_argmax_x(T &value, int64_t &index, void *scratch,
                                                    unsigned slot) {
-  fsl_block_arg_reduce_x<true>(value, index, scratch, slot);
+  fsl_block_arg_reduce_x<true, StaticX>(value, index, scratch, slot);
 }
-template <typename T>
+template <unsigned StaticX = 0, typename T>
 __device__ __forceinline__ void fsl_block_argmin_x(T &value, int64_t &index, void *scratch,
                                                    unsigned slot) {
-  fsl_block_arg_reduce_x<false>(value, index, scratch, slot);
+  fsl_block_arg_reduce_x<false, StaticX>(value, index, scratch, slot);
 }
 
 /* Welford (count, mean, M2) and online softmax (max, sum) over a warp or over threadIdx.x,
@@ -357,11 +365,11 @@ template <typename T> __device__ __forceinline__ void fsl_warp_welford(T &count,
   mean = total.mean;
   m2 = total.m2;
 }
-template <typename T>
+template <unsigned StaticX = 0, typename T>
 __device__ __forceinline__ void fsl_block_welford_x(T &count, T &mean, T &m2, void *scratch,
                                                     unsigned slot) {
   const FslWelford<T> total =
-      fsl_block_reduce_x(FslWelford<T>{count, mean, m2}, FslWelfordCombine(),
+      fsl_block_reduce_x<StaticX>(FslWelford<T>{count, mean, m2}, FslWelfordCombine(),
                          static_cast<FslWelford<T> *>(scratch), slot);
   count = total.count;
   mean = total.mean;
@@ -372,10 +380,10 @@ template <typename T> __device__ __forceinline__ void fsl_warp_max_exp_sum(T &ma
   max = total.max;
   sum = total.sum;
 }
-template <typename T>
+template <unsigned StaticX = 0, typename T>
 __device__ __forceinline__ void fsl_block_max_exp_sum_x(T &max, T &sum, void *scratch,
                                                         unsigned slot) {
-  const FslMaxExpSum<T> total = fsl_block_reduce_x(FslMaxExpSum<T>{max, sum}, FslMaxExpSumCombine(),
+  const FslMaxExpSum<T> total = fsl_block_reduce_x<StaticX>(FslMaxExpSum<T>{max, sum}, FslMaxExpSumCombine(),
                                                    static_cast<FslMaxExpSum<T> *>(scratch), slot);
   max = total.max;
   sum = total.sum;
