@@ -642,7 +642,13 @@ private:
                               std::map<unsigned, kir::VarPtr> &indices, std::vector<Stmt> &out) {
     ir::DType type = accumulatorType(reduction.operands[0]->dtype);
     bool isMax = reduction.op == ir::Op::ReduceArgMax;
-    double start = !ir::isFloat(type) ? 0 : isMax ? -INFINITY : INFINITY;
+    // The pair starts at (the worst value, index 0), not at "none": it loses to every
+    // element but one equal to that value, and a row whose elements all equal it answers
+    // index 0 anyway. So no element asks whether the pair holds one yet.
+    double start = isMax ? -INFINITY : INFINITY;
+    if (!ir::isFloat(type))
+      start = type == ir::DType::I32 ? (isMax ? -2147483648.0 : 2147483647.0)
+                                     : std::copysign(9223372036854775808.0, start);
     std::string who = reduction.name.empty() ? valueName(reduction) : reduction.name;
     kir::VarPtr value = kir::makeVar(valueName(reduction) + "_best", type);
     kir::VarPtr index = kir::makeVar(valueName(reduction) + "_at", ir::DType::I64);
@@ -652,14 +658,9 @@ private:
         kir::declare(value, kir::constant(start, type),
                      ir::opName(reduction.op).str() + " of " + who + ": the best value so far"),
         reduction.range));
-    out.push_back(fromFusion(kir::declare(index, kir::index(-1), "and its index (-1: none yet)"),
-                             reduction.range));
+    out.push_back(fromFusion(kir::declare(index, kir::index(0), "and its index"), reduction.range));
   }
 
-  /// The pair (best, at) takes (x, i) when it holds no element yet, or x is better:
-  /// greater (argmax) or smaller (argmin), equal at a lower index, or a NaN where the best
-  /// is not a NaN at a lower index. The order is total, so the elements may come in any
-  /// order (device.cuh's fsl_arg_better is the same rule for the warp and block combines).
   /// Whether each thread's serial loops visit `root`'s indices in increasing order: its
   /// index is affine in the loop variables with static strides, and each serial loop's
   /// stride exceeds the span of the serial loops inside it (`split V by 8` then by the
@@ -695,6 +696,11 @@ private:
     return true;
   }
 
+  /// The pair (best, at) takes (x, i) when x is better: greater (argmax) or smaller
+  /// (argmin), equal at a lower index, or a NaN where the best is not a NaN at a lower
+  /// index. The order is total, so the elements may come in any order (device.cuh's
+  /// fsl_arg_better is the same rule for the warp and block combines). In index order the
+  /// rule is a strict comparison: x greater, or unordered (a NaN), while best is no NaN.
   void accumulateArg(const ir::Value &reduction, const kir::VarPtr &best, const kir::VarPtr &at,
                      Expr x, std::vector<Stmt> &element) {
     bool isMax = reduction.op == ir::Op::ReduceArgMax;
@@ -712,8 +718,10 @@ private:
       // comparison decides, and no index is compared.
       wins = better;
       if (ir::isFloat(b->dtype))
-        wins = kir::binary(BinaryOp::Or, wins,
-                           kir::binary(BinaryOp::And, isNan(x), kir::binary(BinaryOp::Eq, b, b)));
+        wins = kir::binary(
+            BinaryOp::And,
+            kir::unary(kir::UnaryOp::Not, kir::binary(isMax ? BinaryOp::Le : BinaryOp::Ge, x, b)),
+            kir::binary(BinaryOp::Eq, b, b));
     } else {
       wins = kir::binary(BinaryOp::Or, better,
                          kir::binary(BinaryOp::And, kir::binary(BinaryOp::Eq, x, b),
@@ -724,7 +732,6 @@ private:
         wins = kir::select(isNan(x), nanWins, wins);
       }
     }
-    wins = kir::binary(BinaryOp::Or, kir::binary(BinaryOp::Lt, a, kir::index(0)), wins);
     kir::VarPtr take = kir::makeVar(valueName(reduction) + "_wins", ir::DType::Bool);
     element.push_back(fromFusion(kir::let(take, wins), reduction.range));
     element.push_back(

@@ -66,7 +66,56 @@ for H in 2048 4096 5120 8192 16384; do
   cp "$out/auto_$H/softmax.h" "$out/xfe_$H/"
 done
 
+# Argmax hand schedules (am<THREADS>u<UNROLL>[s]_<V>/): THREADS threads a row, a serial
+# loop of 16-byte vectors unrolled by UNROLL, `unswitch` of it with s.
+argmax_variant() {
+  local V=$1 threads=$2 unroll=$3 unswitch=${4:-}
+  local dir="$out/am${threads}u${unroll}${unswitch:+s}_$V"
+  mkdir -p "$dir"
+  {
+    sed '/^schedule/,$d' "$root/tests/bench/argmax.fsl"
+    echo "schedule argmax_row {"
+    echo "    split V by 8 -> (Vo, Vv);"
+    echo "    split Vo by $threads -> (Vp, Vx);"
+    echo "    parallelize T -> BIDx, Vx -> TIDx;"
+    echo "    vectorize Vv;"
+    echo "    unroll Vp by $unroll;"
+    [ -n "$unswitch" ] && echo "    unswitch Vp;"
+    echo "}"
+  } > "$dir/argmax.fsl"
+  "$fslc" -D V=$V -o "$dir" "$dir/argmax.fsl"
+}
+# LayerNorm and RMSNorm hand schedules (ln<name>_<H>/, rn<name>_<H>/): THREADS threads a
+# row, xf kept.
+norm_variant() {
+  local fusion=$1 prefix=$2 H=$3 name=$4 threads=$5
+  local dir="$out/${prefix}${name}_$H"
+  mkdir -p "$dir"
+  {
+    sed -n '/^fusion '$fusion'</,/^}/p' "$norms"
+    echo "schedule $fusion {"
+    echo "    split H by 8 -> (Ho, Hv);"
+    echo "    split Ho by $threads -> (Hp, Hx);"
+    echo "    parallelize T -> BIDx, Hx -> TIDx;"
+    echo "    vectorize Hv;"
+    echo "    unroll Hp;"
+    echo "    persistent xf in registers;"
+    echo "    compute_with xf;"
+    echo "}"
+  } > "$dir/$fusion.fsl"
+  "$fslc" -D H=$H -o "$dir" "$dir/$fusion.fsl"
+}
+for H in 8192 16384; do
+  for batch in 2 4 8; do
+    norm_variant layer_norm ln $H "b$batch" $((H / 8 / batch))
+    norm_variant rms_norm rn $H "b$batch" $((H / 8 / batch))
+  done
+done
+
 for V in 32000 50304 128256; do
+  for tu in "128 8" "256 4" "256 8" "256 16" "512 4" "512 8" "1024 4"; do argmax_variant $V $tu; done
+  argmax_variant $V 256 4 s
+  argmax_variant $V 512 4 s
   "$fslc" -D V=$V -o "$out/argmax_$V" "$root/tests/bench/argmax.fsl"
   "$fslc" -D V=$V --emit=schedule "$root/tests/bench/argmax.fsl" > "$out/argmax_$V/schedules.fsl"
 done

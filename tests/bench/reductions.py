@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue 17's benchmark: softmax, LayerNorm and argmax, fslc against every peer, one process.
 
-    reductions.py BUILD OUT [softmax,layer_norm,argmax] [H,H,...] [T,T,...]
+    reductions.py BUILD OUT [softmax,layer_norm,rms_norm,argmax] [H,H,...] [T,T,...]
 
 BUILD is bench-build/red (generate_reductions.sh, built by run_reductions.sh). Softmax and
 LayerNorm in bf16 over H x T: the heuristics' kernels (two passes), the same with one pass
@@ -59,10 +59,10 @@ def norm_points(build, fusion, hidden, rows, static, results):
     for H in hidden:
         libs = {"ours": load(os.path.join(build, f"auto_{H}", f"lib{fusion}.so")),
                 "onepass": load(os.path.join(build, f"onepass_{H}", f"lib{fusion}.so"))}
-        if fusion == "softmax":
-            for d in sorted(os.listdir(build)):
-                if d.startswith("x") and d.endswith(f"_{H}"):
-                    libs[d[1:-len(f"_{H}")]] = load(os.path.join(build, d, "libsoftmax.so"))
+        prefix = {"softmax": "x", "layer_norm": "ln", "rms_norm": "rn"}[fusion]
+        for d in sorted(os.listdir(build)):
+            if d.startswith(prefix) and d.endswith(f"_{H}"):
+                libs[d[len(prefix):-len(f"_{H}")]] = load(os.path.join(build, d, f"lib{fusion}.so"))
         for T in rows:
             moved = bench.bytes_moved(fusion, T, H)
             sets = max(1, min(64, -(-3 * bench.L2_BYTES // moved)))
@@ -129,11 +129,22 @@ def argmax_points(build, vocab, rows, results):
             t = timed([("ours", [argmax_call(lib, s) for s in inputs]),
                        ("eager", [lambda s=s: eager(s["x"]) for s in inputs]),
                        ("static", [lambda s=s: static(s["x"]) for s in inputs])])
+            # Hand schedules (am<variant>_<V>/), each checked, then timed once.
+            for d in sorted(os.listdir(build)):
+                if d.startswith("am") and d.endswith(f"_{V}"):
+                    name = d[len("am"):-len(f"_{V}")]
+                    variant = load(os.path.join(build, d, "libargmax_row.so"))
+                    s0["token"].fill_(-1)
+                    if argmax_call(variant, s0)() != 0 or not torch.equal(s0["token"], eager(s0["x"])):
+                        wrong.append(name)
+                    t[name] = bench.time_calls([argmax_call(variant, s) for s in inputs])
             row = dict(fusion="argmax", H=V, T=T, mb=moved / 1e6, times=t, wrong=wrong,
                        tbs=moved / (t["ours"] * 1e-6) / 1e12)
             results.append(row)
             print(f"argmax     V={V:6d} T={T:5d} ours {t['ours']:8.2f} eager {t['eager']:8.2f} "
-                  f"static {t['static']:8.2f} {row['tbs']:.2f}TB/s" + (" WRONG" if wrong else ""),
+                  f"static {t['static']:8.2f} {row['tbs']:.2f}TB/s | "
+                  + " ".join(f"{k} {v:.2f}" for k, v in t.items() if k not in ("ours", "eager", "static"))
+                  + (f" WRONG {wrong}" if wrong else ""),
                   flush=True)
             del inputs
             torch.cuda.empty_cache()
