@@ -143,6 +143,7 @@ struct Block {
 /// rows -> BIDx (or Tb -> BIDx, Ty -> TIDy), the row split into Hp x Hx x Hv.
 struct RowSplit {
   int64_t vector = 1, threads = 32, batch = 1, rowsPerBlock = 1;
+  int64_t unrollBy = 0; // the serial loop unrolled by this many (0: fully)
 };
 
 /// Where each directive of a row split points: the knob that decided it, or the header.
@@ -171,7 +172,10 @@ void rowDirectives(Block &block, const std::string &row, const std::string &dim,
   }
   if (split.vector > 1)
     block.vectorize(vec, at.vector);
-  if (unroll && split.batch > 1)
+  if (unroll && split.batch > 1 && split.unrollBy > 0 && split.unrollBy < split.batch)
+    block.add(sched::Unroll{block.loop(serial, at.header), sched::Count{split.unrollBy, at.header}},
+              at.header);
+  else if (unroll && split.batch > 1)
     block.unroll(serial, at.header);
 }
 
@@ -979,10 +983,16 @@ private:
     // batch is at most 4 vectors a thread: measured on the H200 (docs/performance.md,
     // change 5), 256 threads x 4 beat 128 x 8 at H = 8192 and 512 x 4 beat 256 x 8 at
     // H = 16384 (the larger batch's registers halve the warps an SM holds).
+    // Rows of 2048 vectors or more (H = 16384 bf16) take 8 a thread, 256 threads: once the
+    // block reductions were given their static width (issue 17), 256 x 8 beat 512 x 4 at
+    // H = 16384 for softmax by 4-9 % and RMSNorm by 0-2 %, LayerNorm within 2 % either way
+    // (softmax's second buffer reuses the first's registers: 80 registers, not 128).
     const int64_t registerBudget = 64, batchTarget = 4;
     int64_t batchLimit = knobs_.persistentBatch.value_or(
-        persistent ? std::clamp<int64_t>(registerBudget / (vector * numBuffers), 1, batchTarget)
-                   : 16);
+        !persistent ? 16
+        : vectors >= 2048
+            ? 8
+            : std::clamp<int64_t>(registerBudget / (vector * numBuffers), 1, batchTarget));
     auto choose = [&](int64_t minThreads) {
       RowSplit split;
       split.vector = vector;
@@ -1011,6 +1021,17 @@ private:
     // than 128 threads a row for every fusion once block reductions are cheap.
     bool warpPerRow = ceilDiv(vectors, 32) <= batchLimit && vectors > 32;
     RowSplit normal = choose(warpPerRow ? 32 : 128);
+    // Rows of more than 8192 vectors read once (a reduction without persistent buffers:
+    // argmax over a large vocabulary): 256 threads and a serial loop unrolled by 16, not
+    // 1024 threads each with 16 vectors in flight. Measured on the H200
+    // (docs/performance.md, issue 17): argmax over V = 128256 bf16 at T = 4096, 251 us
+    // (98 % of the copy ceiling) against 822 us. At V = 50304 (6288 vectors) the same
+    // split was slower than the heuristics' 416 x 16 (308 against 234 us), hence the bound.
+    if (!persistent && staticBdimx && !knobs_.persistentBatch && vectors > 8192) {
+      normal.threads = 256;
+      normal.batch = ceilDiv(vectors, normal.threads);
+      normal.unrollBy = 16;
+    }
     // Fewer rows than SMs: a batch of 2, up to 512 threads a row (at least 128). Measured
     // (change 5): 512 x 2 beat 1024 x 1 at H = 8192 by 5-16 %, 256 x 2 beat 512 x 1 at
     // H = 4096 by 1-6 %: half the threads wait at each barrier for the same loads.
@@ -1099,12 +1120,15 @@ private:
     };
     auto describe = [&](const RowSplit &split, const char *purpose) {
       return llvm::formatv(
-                 "{0}: {1} = {2}: {3} vectors ({4}) = {5} threads x {6} serial{7}{8}.", purpose,
+                 "{0}: {1} = {2}: {3} vectors ({4}) = {5} threads x {6} serial{9}{7}{8}.", purpose,
                  d.name, *d.staticExtent, vectors, vectorWhy, split.threads, split.batch,
                  staticBdimx ? " (blockDim.x static: the row split inner by the thread count)"
                              : " (static_bdimx = false: the batch split outer)",
                  split.rowsPerBlock > 1
                      ? llvm::formatv(", {0} rows a block", split.rowsPerBlock).str()
+                     : "",
+                 split.unrollBy > 0 && split.unrollBy < split.batch
+                     ? llvm::formatv(" unrolled by {0}", split.unrollBy).str()
                      : "")
           .str();
     };
