@@ -6,7 +6,9 @@ NaN, one launch through the generated C-ABI launcher, then every output compared
 float64 reference that rounds where the program stores (the residual write-back and y to
 bf16). Passes when |out - ref| <= 1e-2 + 1e-2 |ref| everywhere and nothing is NaN.
 greedy_token (argmax) gets rows of ties, NaNs, infinities and all -inf, and must give the
-first largest logit's index (the first NaN's) and the largest logit exactly.
+first largest logit's index (the first NaN's) and the largest logit exactly; softmax and
+LayerNorm (two-pass and one-pass variants) get the same rows and must put NaN exactly where
+the float64 reference does.
 Also checks that the launcher refuses a misaligned pointer without writing anything.
 Prints a table; writes results.md into the output folder.
 """
@@ -164,6 +166,46 @@ def run_argmax(fn, err, T, V, randn, g):
     return True, "exact" + ("" if torch_agrees else "; torch.argmax differs on NaN rows")
 
 
+def run_special(fusion, fn, err, T, H):
+    """Softmax and LayerNorm (two-pass, online softmax and Welford's alike) over
+    special_rows: ties, NaNs, +-inf, all -inf. The float64 reference decides where the
+    output is NaN (a row with a NaN, an infinity or only -inf has NaN in it, as two passes
+    give); the kernel must have NaN exactly there and be within tolerance elsewhere."""
+    g = torch.Generator(device="cuda")
+    g.manual_seed(7000 * T + H)
+    x = special_rows(torch.randn(T, H, device="cuda", generator=g).to(torch.bfloat16), g)
+    y = torch.full((T, H), 7.0, device="cuda", dtype=torch.bfloat16)  # not NaN: unwritten shows
+    P = ctypes.POINTER(FslTensor)
+    xd = x.double()
+    if fusion == "softmax":
+        fn.argtypes = [P, P, ctypes.c_void_p]
+        status = fn(desc(x), desc(y), stream())
+        ref = bf16(torch.softmax(xd, -1))
+    else:
+        gm = torch.ones(H, device="cuda", dtype=torch.bfloat16)
+        bt = torch.zeros(H, device="cuda", dtype=torch.bfloat16)
+        fn.argtypes = [P, P, P, ctypes.c_float, P, ctypes.c_void_p]
+        status = fn(desc(x), desc(gm), desc(bt), ctypes.c_float(1e-5), desc(y), stream())
+        mu = xd.mean(-1, keepdim=True)
+        ref = bf16((xd - mu) * torch.rsqrt(((xd - mu) ** 2).mean(-1, keepdim=True) + 1e-5))
+    torch.cuda.synchronize()
+    if status != 0:
+        return False, f"status {status}: {err().decode()}"
+    o = y.double()
+    nan_o, nan_r = torch.isnan(o), torch.isnan(ref)
+    if not torch.equal(nan_o, nan_r):
+        i = int((nan_o != nan_r).flatten().nonzero()[0])
+        return False, (f"NaN where the reference has none or the reverse: element {i} = "
+                       f"{float(o.flatten()[i])}, reference {float(ref.flatten()[i])}")
+    finite = ~nan_r
+    diff = (o[finite] - ref[finite]).abs()
+    bad = diff > 1e-2 + 1e-2 * ref[finite].abs()
+    if bad.any():
+        i = int(bad.nonzero()[0])
+        return False, f"element {i} of the non-NaN ones = {float(o[finite][i])}, reference {float(ref[finite][i])}"
+    return True, f"special values: {int(nan_r.sum())} NaN as the reference, max abs err {float(diff.max()) if diff.numel() else 0:.3g}"
+
+
 def misaligned_refused(fusion, fn, err, H):
     """The launcher refuses a pointer off the vector alignment and writes nothing."""
     T = 4
@@ -219,6 +261,14 @@ def main():
                 ok, detail = False, f"exception: {e}"
             failures += not ok
             rows.append((name, H, T, "pass" if ok else "FAIL", detail))
+        if fusion in ("softmax", "layer_norm"):
+            for T in [7, 128]:
+                try:
+                    ok, detail = run_special(fusion, fn, err, T, H)
+                except Exception as e:
+                    ok, detail = False, f"exception: {e}"
+                failures += not ok
+                rows.append((name, H, f"{T} special", "pass" if ok else "FAIL", detail))
         ok, message = misaligned_refused(fusion, fn, err, H)
         failures += not ok
         rows.append((name, H, "misaligned", "pass" if ok else "FAIL", message[:90]))
