@@ -137,7 +137,7 @@ bool prefetchBatches(LowerContext &context) {
     return true;
   int64_t count = 1;
   for (int loop : *batch) {
-    if (!context.plan.loops[loop].unrolled)
+    if (!context.plan.loops[loop].unrolled) // (staticBatchLoops: fully, or of extent 1)
       return true;
     count *= *context.plan.loops[loop].extent.value;
   }
