@@ -1021,16 +1021,16 @@ private:
     // than 128 threads a row for every fusion once block reductions are cheap.
     bool warpPerRow = ceilDiv(vectors, 32) <= batchLimit && vectors > 32;
     RowSplit normal = choose(warpPerRow ? 32 : 128);
-    // Rows of more than 8192 vectors read once (a reduction without persistent buffers:
-    // argmax over a large vocabulary): 256 threads and a serial loop unrolled by 16, not
-    // 1024 threads each with 16 vectors in flight. Measured on the H200
-    // (docs/performance.md, issue 17): argmax over V = 128256 bf16 at T = 4096, 251 us
-    // (98 % of the copy ceiling) against 822 us. At V = 50304 (6288 vectors) the same
-    // split was slower than the heuristics' 416 x 16 (308 against 234 us), hence the bound.
-    if (!persistent && staticBdimx && !knobs_.persistentBatch && vectors > 8192) {
+    // Rows read once (a reduction without persistent buffers: argmax over a vocabulary)
+    // of more than 4 vectors a thread at 256 threads: 256 threads and a serial loop
+    // unrolled by 4, not up to 1024 threads each loading its whole batch ahead. Measured
+    // on the H200 (docs/performance.md, issue 17), argmax at T = 4096: V = 32000 74 us
+    // against 118, V = 50304 108 against 235, V = 128256 256 against 822 (96 % of the copy
+    // ceiling): more blocks an SM stream the row, each with 4 vectors in flight a thread.
+    if (!persistent && staticBdimx && !knobs_.persistentBatch && vectors > 256 * 4) {
       normal.threads = 256;
       normal.batch = ceilDiv(vectors, normal.threads);
-      normal.unrollBy = 16;
+      normal.unrollBy = 4;
     }
     // Fewer rows than SMs: a batch of 2, up to 512 threads a row (at least 128). Measured
     // (change 5): 512 x 2 beat 1024 x 1 at H = 8192 by 5-16 %, 256 x 2 beat 512 x 1 at
