@@ -222,6 +222,7 @@ public:
     MaxRRegCount,
     Pdl,
     Reduce,
+    FastExp,
     Mma,
     Pipeline,
     WarpSpecialize,
@@ -340,6 +341,11 @@ struct PdlDirective : DirectiveOf<Directive::Kind::Pdl> {
 struct ReduceDirective : DirectiveOf<Directive::Kind::Reduce> {
   explicit ReduceDirective(llvm::SMRange r) : DirectiveOf(r) {}
   bool onePass = false;
+};
+
+/// `fast_exp;`: f32 exp through the hardware's approximate base-2 exponential.
+struct FastExpDirective : DirectiveOf<Directive::Kind::FastExp> {
+  explicit FastExpDirective(llvm::SMRange r) : DirectiveOf(r) {}
 };
 
 struct IntTuple {

@@ -455,6 +455,9 @@ void printDirective(const Directive &directive, llvm::raw_ostream &out) {
   case K::Pdl:
     out << "pdl";
     break;
+  case K::FastExp:
+    out << "fast_exp";
+    break;
   case K::Reduce:
     out << (llvm::cast<ReduceDirective>(directive).onePass ? "reduce one_pass" : "reduce two_pass");
     break;

@@ -51,6 +51,7 @@ public:
     checkPersistentBuffers();
     checkMatmul();
     checkReduceForm();
+    checkFastExp();
     return diagnostics_.errorCount() == errorsBefore;
   }
 
@@ -379,6 +380,17 @@ private:
       diagnostics_.report(DiagId::ReduceFormNoPattern, schedule_.reduceForm->origin.range,
                           schedule_.reduceForm->onePass ? "one_pass" : "two_pass",
                           schedule_.fusion->name);
+  }
+
+  /// `fast_exp` makes the fusion's f32 exps approximate: one without any has nothing for
+  /// it to change.
+  void checkFastExp() {
+    if (!schedule_.fastExp)
+      return;
+    for (const auto &value : schedule_.fusion->values)
+      if (value->op == ir::Op::Exp && value->dtype == ir::DType::F32)
+        return;
+    diagnostics_.report(DiagId::FastExpNoExp, schedule_.fastExp->range, schedule_.fusion->name);
   }
 
   void checkPersistentBuffers() {

@@ -239,6 +239,9 @@ private:
     case UnaryOp::Exp:
       computed = call("exp");
       break;
+    case UnaryOp::FastExp: // f32 only (the lowering's choice): __expf, ex2.approx of x log2(e)
+      computed = {"__expf(" + print(a).text + ")"};
+      break;
     case UnaryOp::Log:
       computed = call("log");
       break;
@@ -848,9 +851,9 @@ private:
       return;
     case kir::ReduceScope::BlockX:
       FSL_INTERNAL_ASSERT(s.scratch, "a block reduction without scratch");
-      line() << acc << " = fsl_block_reduce_x" << staticThreadsX() << "(" << acc << ", " << combinerOf(s.reduceKind)
-             << ", reinterpret_cast<" << cType(s.var->dtype) << "*>(" << s.scratch->name << "), "
-             << s.slot << ");";
+      line() << acc << " = fsl_block_reduce_x" << staticThreadsX() << "(" << acc << ", "
+             << combinerOf(s.reduceKind) << ", reinterpret_cast<" << cType(s.var->dtype) << "*>("
+             << s.scratch->name << "), " << s.slot << ");";
       end(noteOf(s).empty() ? "over threadIdx.x" : noteOf(s));
       return;
     case kir::ReduceScope::Grid:
@@ -887,8 +890,8 @@ private:
       return;
     case kir::ReduceScope::BlockX:
       FSL_INTERNAL_ASSERT(s.scratch, "a block reduction without scratch");
-      line() << "fsl_block_" << kind << "_x" << staticThreadsX() << "(" << pair << ", " << s.scratch->name << ", " << s.slot
-             << ");";
+      line() << "fsl_block_" << kind << "_x" << staticThreadsX() << "(" << pair << ", "
+             << s.scratch->name << ", " << s.slot << ");";
       end(noteOf(s).empty() ? "over threadIdx.x" : noteOf(s));
       return;
     case kir::ReduceScope::Grid:

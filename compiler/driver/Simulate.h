@@ -51,9 +51,12 @@ struct OutputArithmetic {
     int64_t terms;
   };
   std::vector<Sum> sums;
+  /// An f32 exp on the way that the kernel computes approximately (`fast_exp`).
+  bool approximateExp = false;
 };
+/// `approximateExp`: the kernel computes f32 exps with `fast_exp`.
 OutputArithmetic arithmeticOf(const ir::Fusion &fusion, const ir::Output &output,
-                              const std::vector<int64_t> &extents);
+                              const std::vector<int64_t> &extents, bool approximateExp = false);
 
 /// The tolerance of one output: derived from its arithmetic and the reference values'
 /// root mean square (Simulate.cpp says why), unless the options give a term.
@@ -83,7 +86,8 @@ struct OutputComparison {
 std::vector<OutputComparison> compareOutputs(const ir::Fusion &fusion,
                                              const eval::EvalResult &simulated,
                                              const eval::EvalResult &reference,
-                                             const ToleranceOptions &options = {});
+                                             const ToleranceOptions &options = {},
+                                             bool approximateExp = false);
 
 /// Output `output`'s failed comparison in words (below); empty when it matches.
 std::string describeMismatch(const ir::Fusion &fusion, size_t output,

@@ -231,6 +231,7 @@ private:
     if (!reference)
       return {{}, "the fusion has no output"};
     kind_ = knobs_.kind.empty() ? classify(fusion_) : knobs_.kind;
+    chooseFastExp();
     if (kind_ == "pointwise")
       return pointwise();
     if (kind_ == "reduction" || kind_ == "inner_persistent")
@@ -582,7 +583,8 @@ private:
             {"unroll", knobs_.unroll.has_value()},
             {"persistent_batch", knobs_.persistentBatch.has_value()},
             {"rows_per_block", knobs_.rowsPerBlock.has_value()},
-            {"one_pass", knobs_.onePass.has_value()}};
+            {"one_pass", knobs_.onePass.has_value()},
+            {"fast_exp", knobs_.fastExp.has_value()}};
   }
   void honour(const std::string &knob) { honoured_.insert(knob); }
   /// Where a directive the knob decided points: the knob when it is written, else the
@@ -596,7 +598,44 @@ private:
             at("rows_per_block"), header_.range};
   }
   sched::ScheduleBlock finish(Block block, std::vector<sched::SizeGuard> when) const {
+    if (fastExp_) {
+      block.reasons.push_back(fastExpReason_.empty()
+                                  ? "fast_exp (fast_exp = true): f32 exp as __expf."
+                                  : fastExpReason_);
+      block.add(sched::FastExp{}, at("fast_exp"));
+    }
     return std::move(block).finish(header_, std::move(when));
+  }
+
+  /// `fast_exp`: the knob's choice (refused without an f32 exp); by default, when every
+  /// output an f32 exp reaches is stored in a 16-bit float type, whose rounding (2^-9
+  /// relative for bf16) dwarfs __expf's error (about |x| 2^-24, at most 2^-17). Measured on
+  /// the H200 (docs/performance.md, issue 17): softmax 3-11 % faster at T = 1024.
+  void chooseFastExp() {
+    std::vector<bool> reaches(fusion_.values.size(), false); // depends on an f32 exp
+    bool any = false;
+    for (const auto &value : fusion_.values) { // operands come first
+      bool exp = value->op == ir::Op::Exp && value->dtype == ir::DType::F32;
+      any |= exp;
+      for (const ir::Value *operand : value->operands)
+        exp |= reaches[operand->id];
+      reaches[value->id] = exp;
+    }
+    bool narrow = any;
+    for (const ir::Output &output : fusion_.outputs)
+      if (reaches[output.value->id] && output.dtype != ir::DType::BF16 &&
+          output.dtype != ir::DType::F16)
+        narrow = false;
+    fastExp_ = any && knobs_.fastExp.value_or(narrow);
+    if (fastExp_ && !knobs_.fastExp)
+      fastExpReason_ = "fast_exp: every output the f32 exp reaches is 16-bit, whose rounding "
+                       "dwarfs __expf's error (fast_exp = false keeps expf).";
+    if (!knobs_.fastExp)
+      return;
+    if (!any)
+      refuse("fast_exp", "'" + fusion_.name + "' computes no f32 exp; remove the knob");
+    else
+      honour("fast_exp");
   }
   void refuse(const std::string &knob, const std::string &reason) {
     honoured_.insert(knob);
@@ -1138,25 +1177,38 @@ private:
     bool widen = wide.threads > normal.threads && knobs_.when.empty() && !knobs_.rowsPerBlock &&
                  !knobs_.persistentBatch;
     // Nor when another guarded schedule of the fusion applies to some of those sizes.
-    sched::SizeGuard fewRows{rows[0], row, sched::Comparison::Lt, target_.smCount, header_.range};
+    // The wider blocks serve every row count that is one wave of them: half the work a
+    // thread finishes each row sooner, and no row waits for an SM. Measured on the H200
+    // (docs/performance.md, issue 17): softmax at H = 4096, T = 1024 (256 x 2 against
+    // 128 x 4) 8 % faster, and 3 % slower at T = 4096. Not over a warp a row: its rows
+    // need no barrier (changes 3 and 5 measured it ahead of 128 threads at T >= 1024).
+    int64_t wave = target_.smCount;
+    if (normal.threads >= 128 && target_.maxThreadsPerSm > 0)
+      wave = target_.smCount *
+             std::max<int64_t>(1, target_.maxThreadsPerSm / (wide.threads * wide.rowsPerBlock));
+    sched::SizeGuard fewRows{rows[0], row, sched::Comparison::Lt, wave, header_.range};
     bool overlaps = llvm::any_of(knobs_.otherGuards, [&](const std::vector<sched::SizeGuard> &g) {
       return guardsOverlap({fewRows}, g);
     });
     std::string notWidened =
-        widen && overlaps
-            ? llvm::formatv("; no variant for fewer rows than the {0} SMs: another guarded "
-                            "schedule of '{1}' applies to some of those sizes",
-                            target_.smCount, fusion_.name)
-                  .str()
-            : "";
+        widen && overlaps ? llvm::formatv("; no variant for fewer than {0} rows: another guarded "
+                                          "schedule of '{1}' applies to some of those sizes",
+                                          wave, fusion_.name)
+                                .str()
+                          : "";
     widen &= !overlaps;
     if (widen) {
       Block small;
       small.reasons.push_back(
-          llvm::formatv("auto({0}), fewer rows than the {1} SMs of {2}: wider blocks, more "
-                        "warps a row.",
-                        kind, target_.smCount, target_.name)
-              .str());
+          wave == target_.smCount
+              ? llvm::formatv("auto({0}), fewer rows than the {1} SMs of {2}: wider blocks, "
+                              "more warps a row.",
+                              kind, target_.smCount, target_.name)
+                    .str()
+              : llvm::formatv("auto({0}), fewer than {1} rows, one wave of the wider blocks "
+                              "({2} SMs of {3} x {4} blocks): more warps a row.",
+                              kind, wave, target_.smCount, target_.name, wave / target_.smCount)
+                    .str());
       small.reasons.push_back(describe(wide, "row split"));
       rowDirectives(small, row, d.name, wide, staticBdimx, true, rowRanges());
       persistentDirectives(small, wide);
@@ -1166,8 +1218,7 @@ private:
     Block block;
     block.reasons.push_back(
         llvm::formatv("auto({0}){1}{2}.", kind,
-                      widen ? llvm::formatv(", {0} rows or more", target_.smCount).str() : "",
-                      notWidened)
+                      widen ? llvm::formatv(", {0} rows or more", wave).str() : "", notWidened)
             .str());
     block.reasons.push_back(describe(normal, "row split"));
     rowDirectives(block, row, d.name, normal, staticBdimx, true, rowRanges());
@@ -1307,6 +1358,8 @@ private:
   const ir::Fusion &fusion_;
   std::vector<ir::OnePassPair> pairs_; // of the fusion
   bool onePass_ = false;               // reduce one_pass
+  bool fastExp_ = false;               // fast_exp
+  std::string fastExpReason_;
   const Target &target_;
   const Knobs &knobs_;
   /// auto(matmul): the fusion has two products of one a.
@@ -1343,6 +1396,8 @@ Knobs knobsOf(const ast::ScheduleDecl &decl, const sched::ScheduleHeader &header
       knobs.rowsPerBlock = literal.intValue;
     else if (knob.name.text == "one_pass")
       knobs.onePass = literal.boolValue;
+    else if (knob.name.text == "fast_exp")
+      knobs.fastExp = literal.boolValue;
     else if (knob.name.text == "unroll")
       knobs.unroll = literal.intValue;
     else if (knob.name.text == "tile_n")

@@ -51,6 +51,7 @@ struct Knobs {
   std::optional<int64_t> persistentBatch; // vectors of the row a thread keeps
   std::optional<int64_t> rowsPerBlock;    // rows on TIDy
   std::optional<bool> onePass;            // reduce one_pass (softmax, LayerNorm pairs)
+  std::optional<bool> fastExp;            // fast_exp (approximate f32 exp)
   // auto(matmul):
   std::optional<int64_t> tileN;       // the CTA tile's N (128 or 256)
   std::optional<int64_t> stages;      // pipeline stages

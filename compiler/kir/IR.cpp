@@ -229,6 +229,8 @@ llvm::StringRef unaryName(UnaryOp op) {
     return "not";
   case UnaryOp::Exp:
     return "exp";
+  case UnaryOp::FastExp:
+    return "fast_exp";
   case UnaryOp::Log:
     return "log";
   case UnaryOp::Sqrt:

@@ -103,7 +103,9 @@ using BufferPtr = std::shared_ptr<const Buffer>;
 
 enum class ExprKind { Const, Var, Unary, Binary, Select, Cast, Load };
 
-enum class UnaryOp { Neg, Not, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Erf, Abs };
+/// FastExp: e^x of an f32 as exp2 of the f32 product x * log2(e) through the hardware's
+/// approximate base-2 exponential (CUDA's __expf; `fast_exp` in a schedule).
+enum class UnaryOp { Neg, Not, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Erf, Abs, FastExp };
 
 /// Div and Mod on integers round toward zero (C); on floats Div is IEEE division.
 /// Min and Max on floats propagate NaN (the reference's semantics).

@@ -278,7 +278,7 @@ private:
         std::vector<Expr> operands;
         for (const ir::Value *operand : value->operands)
           operands.push_back(valueOf(operand));
-        expr = pointwiseOperation(*value, operands);
+        expr = pointwiseOperation(*value, operands, plan_.schedule->fastExp.has_value());
       }
       if (plan_.inlined.count(value->id) && !fromBuffer.count(value->id)) {
         values[value->id] = expr; // `inline`: the expression itself at every use
@@ -556,7 +556,9 @@ private:
       kir::VarPtr scale = kir::makeVar(valueName(*pair.second) + "_scale", type);
       element.push_back(fromFusion(kir::let(top, kir::binary(BinaryOp::Max, m, a)), at));
       element.push_back(fromFusion(
-          kir::let(scale, kir::unary(kir::UnaryOp::Exp,
+          kir::let(scale, kir::unary(plan_.schedule->fastExp && type == ir::DType::F32
+                                         ? kir::UnaryOp::FastExp
+                                         : kir::UnaryOp::Exp,
                                      kir::binary(BinaryOp::Sub, kir::binary(BinaryOp::Min, m, a),
                                                  kir::var(top)))),
           at));

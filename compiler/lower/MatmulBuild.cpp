@@ -280,9 +280,8 @@ void MatmulBuilder::makeStorage(std::vector<Stmt> &out) {
   out.push_back(sharedAllocation(bTiles_, aBytes, stagesOf(f_.params[plan_.b.param], plan_.tileN)));
   int64_t offset = aBytes + bBytes;
   if (plan_.product2) {
-    b2Tiles_ = makeBuffer(fresh("b2_tiles"), plan_.b2.dtype,
-                          kir::MemorySpace::Shared, {s * tileElements(plan_.tileN)},
-                          kir::Swizzle::Bytes128, 1024);
+    b2Tiles_ = makeBuffer(fresh("b2_tiles"), plan_.b2.dtype, kir::MemorySpace::Shared,
+                          {s * tileElements(plan_.tileN)}, kir::Swizzle::Bytes128, 1024);
     out.push_back(sharedAllocation(b2Tiles_, offset,
                                    stagesOf(f_.params[plan_.b2.param], plan_.tileN) +
                                        ", for the second product"));

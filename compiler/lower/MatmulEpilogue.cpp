@@ -262,7 +262,7 @@ std::vector<Stmt> MatmulBuilder::epilogueValues(Expr product, bool storeOutputs)
       std::vector<Expr> operands;
       for (const ir::Value *operand : value->operands)
         operands.push_back(values.at(operand->id));
-      expr = pointwiseOperation(*value, operands);
+      expr = pointwiseOperation(*value, operands, plan_.schedule->fastExp.has_value());
     }
     kir::VarPtr v = kir::makeVar(valueName(*value), value->dtype);
     body.push_back(fromFusion(kir::let(v, expr, value->name), value->range));

@@ -17,6 +17,7 @@
 //               epilogue via registers       (also the default)
 //               epilogue via shared [tma_store]   (one output over [M, N], N contiguous)
 //               pdl                          (every sm_90 kernel has it)
+//               fast_exp                     (the epilogue's f32 exps as __expf)
 //               tiles split_k N              (two kernels: partial tiles, then their sum)
 //               tiles stream_k [swizzle G]   (two kernels: whole tiles and pieces of K
 //                                            spread evenly over the SMs, then the pieces

@@ -9,7 +9,8 @@ ir::DType registerType(ir::DType type) {
   return type == ir::DType::BF16 || type == ir::DType::F16 ? ir::DType::F32 : type;
 }
 
-kir::Expr pointwiseOperation(const ir::Value &value, const std::vector<kir::Expr> &a) {
+kir::Expr pointwiseOperation(const ir::Value &value, const std::vector<kir::Expr> &a,
+                             bool fastExp) {
   using kir::Expr;
   // The IR's constructors type an operation by its first operand; the value's own type
   // decides its rounding (a bf16 sum is computed in f32 and rounded), so retype it.
@@ -26,7 +27,7 @@ kir::Expr pointwiseOperation(const ir::Value &value, const std::vector<kir::Expr
   case ir::Op::Not:
     return un(kir::UnaryOp::Not);
   case ir::Op::Exp:
-    return un(kir::UnaryOp::Exp);
+    return un(fastExp && value.dtype == ir::DType::F32 ? kir::UnaryOp::FastExp : kir::UnaryOp::Exp);
   case ir::Op::Log:
     return un(kir::UnaryOp::Log);
   case ir::Op::Sqrt:

@@ -18,7 +18,9 @@ ir::DType registerType(ir::DType type);
 /// `value`'s operation on `operands` (its operands' expressions, in order), typed as the
 /// value. Only pointwise operations (casts, unary, binary, where); anything else is an
 /// internal error.
-kir::Expr pointwiseOperation(const ir::Value &value, const std::vector<kir::Expr> &operands);
+/// `fastExp` (the schedule's `fast_exp`): an f32 exp is kir::UnaryOp::FastExp.
+kir::Expr pointwiseOperation(const ir::Value &value, const std::vector<kir::Expr> &operands,
+                             bool fastExp = false);
 
 /// The kernel variable of a fusion value: its name and id ("acc_5"), or "v<id>".
 std::string valueName(const ir::Value &value);

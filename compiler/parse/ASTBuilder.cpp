@@ -566,6 +566,8 @@ private:
     }
     if (auto *c = dynamic_cast<FSLParser::PdlDirectiveContext *>(context))
       return make<PdlDirective>(c);
+    if (auto *c = dynamic_cast<FSLParser::FastExpDirectiveContext *>(context))
+      return make<FastExpDirective>(c);
     if (auto *c = dynamic_cast<FSLParser::ReduceDirectiveContext *>(context)) {
       auto d = make<ReduceDirective>(c);
       d->onePass = c->K_ONE_PASS() != nullptr;

@@ -126,6 +126,9 @@ struct MaxRRegCount {
 
 struct Pdl {};
 
+/// `fast_exp`: every f32 exp of the kernel as CUDA's __expf, ex2.approx of x log2(e).
+struct FastExp {};
+
 /// `reduce one_pass|two_pass`: softmax's (max, sum of exp) and LayerNorm's (mean,
 /// variance) reduction pairs in one pass over the row, or a pass a reduction.
 struct ReduceForm {
@@ -177,7 +180,7 @@ struct Epilogue {
 using DirectiveOp =
     std::variant<Split, Merge, Reorder, Parallelize, Vectorize, Unroll, Unswitch, Rfactor, Inline,
                  ComputeAt, ComputeWith, Persistent, Cache, LaunchBounds, MaxRRegCount, Pdl,
-                 ReduceForm, Mma, Pipeline, WarpSpecialize, Tiles, Cluster, Epilogue>;
+                 FastExp, ReduceForm, Mma, Pipeline, WarpSpecialize, Tiles, Cluster, Epilogue>;
 
 struct Directive {
   DirectiveOp op;

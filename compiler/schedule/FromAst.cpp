@@ -182,6 +182,8 @@ DirectiveOp opOf(const ast::Directive &directive) {
     return MaxRRegCount{countOf(llvm::cast<ast::MaxRRegCountDirective>(directive).value)};
   case K::Pdl:
     return Pdl{};
+  case K::FastExp:
+    return FastExp{};
   case K::Reduce:
     return ReduceForm{llvm::cast<ast::ReduceDirective>(directive).onePass};
   case K::Mma: {
@@ -293,6 +295,7 @@ static std::optional<std::string> refusedKnob(const std::string &knob, const std
         {"persistent_batch", "auto(inner_persistent)"},
         {"rows_per_block", "auto(inner_persistent)"},
         {"one_pass", "auto(reduction) or auto(inner_persistent)"},
+        {"fast_exp", "auto(pointwise), auto(reduction) or auto(inner_persistent)"},
         {"tile_n", "auto(matmul)"},
         {"stages", "auto(matmul)"},
         {"swizzle", "auto(matmul)"},
@@ -315,15 +318,17 @@ static std::optional<std::string> refusedKnob(const std::string &knob, const std
 bool checkAutoSchedule(const ast::ScheduleDecl &decl, DiagnosticEngine &diagnostics) {
   // Knobs of each heuristic and the kind of value each takes.
   static const std::map<std::string, std::map<std::string, const char *>> kinds = {
-      {"pointwise", {{"vector_width", "int"}, {"unroll", "int"}}},
-      {"reduction", {{"vector_width", "int"}, {"rfactor", "bool"}, {"one_pass", "bool"}}},
+      {"pointwise", {{"vector_width", "int"}, {"unroll", "int"}, {"fast_exp", "bool"}}},
+      {"reduction",
+       {{"vector_width", "int"}, {"rfactor", "bool"}, {"one_pass", "bool"}, {"fast_exp", "bool"}}},
       {"inner_persistent",
        {{"static_bdimx", "bool"},
         {"compute_with", "bool"},
         {"vector_width", "int"},
         {"persistent_batch", "int"},
         {"rows_per_block", "int"},
-        {"one_pass", "bool"}}},
+        {"one_pass", "bool"},
+        {"fast_exp", "bool"}}},
       {"matmul",
        {{"tile_n", "int"},
         {"stages", "int"},

@@ -621,6 +621,7 @@ private:
     setOnce(schedule_->maxRRegCount, applied(d), "maxrregcount");
   }
   void apply(const Pdl &) { setOnce(schedule_->pdl, current_, "pdl"); }
+  void apply(const FastExp &) { setOnce(schedule_->fastExp, current_, "fast_exp"); }
   void apply(const ReduceForm &d) {
     setOnce(schedule_->reduceForm, applied(d), "the reduction form (reduce one_pass|two_pass)");
   }

@@ -142,6 +142,8 @@ struct Schedule {
   std::optional<Applied<LaunchBounds>> launchBounds;
   std::optional<Applied<MaxRRegCount>> maxRRegCount;
   std::optional<Origin> pdl;
+  /// `fast_exp`: the kernel's f32 exps are approximate (CUDA's __expf).
+  std::optional<Origin> fastExp;
   /// `reduce one_pass|two_pass`; without it, each reduction has its own pass.
   std::optional<Applied<ReduceForm>> reduceForm;
   bool onePass() const { return reduceForm && reduceForm->onePass; }

@@ -145,6 +145,7 @@ ir::Op pointwiseOp(kir::UnaryOp op) {
   case kir::UnaryOp::Not:
     return ir::Op::Not;
   case kir::UnaryOp::Exp:
+  case kir::UnaryOp::FastExp:
     return ir::Op::Exp;
   case kir::UnaryOp::Log:
     return ir::Op::Log;
@@ -306,6 +307,12 @@ double evaluate(const ExprNode &e, Scope &scope) {
     // Negation and fabs are exact and printed without a rounding.
     if (e.unary == kir::UnaryOp::Neg || e.unary == kir::UnaryOp::Abs)
       return eval::applyOp(op, &a);
+    // __expf: the f32 product x * log2(e), then 2^product rounded to f32 (the hardware's
+    // ex2.approx is within 2 ulp of that rounding).
+    if (e.unary == kir::UnaryOp::FastExp) {
+      double product = eval::roundTo(a * eval::roundTo(M_LOG2E, DType::F32), DType::F32);
+      return asComputed(std::exp2(product), e.dtype);
+    }
     // The printer spells a sigmoid `1.0f / (1.0f + expf(-x))`: three f32 roundings.
     if (e.unary == kir::UnaryOp::Sigmoid && e.dtype != DType::F64) {
       double denominator = eval::roundTo(1 + eval::roundTo(std::exp(-a), DType::F32), DType::F32);

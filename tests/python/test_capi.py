@@ -83,7 +83,8 @@ class CapiTest(unittest.TestCase):
             self.assertTrue(os.path.basename(info["cache_path"]).startswith("rms_norm_add_H%d-" % H))
             self.assertEqual(os.path.dirname(info["cache_path"]), CACHE)
             (launch,) = info["launches"]
-            # T < 132: the first variant, one block per row, a plausible block and shared size.
+            # Fewer rows than a wave of its blocks: the first variant, one block per row, a
+            # plausible block and shared size.
             self.assertEqual(launch["kernel"], "rms_norm_add_v0")
             self.assertEqual(launch["grid"], (8, 1, 1))
             block = launch["block"]
@@ -93,11 +94,11 @@ class CapiTest(unittest.TestCase):
         self.assertNotEqual(paths[4096], paths[7168])
         self.assertEqual(sorted(os.listdir(CACHE)), sorted(os.path.basename(p) for p in paths.values()))
         # Another T, the same H: a memory hit, the launcher's second variant on T blocks.
-        info = f.prepare(rms_norm_add_call(300, 4096))
+        info = f.prepare(rms_norm_add_call(2000, 4096))
         self.assertTrue(info["memory_hit"])
         self.assertEqual(info["specialization"], "rms_norm_add.H4096")
         self.assertEqual(info["launches"][0]["kernel"], "rms_norm_add_v1")
-        self.assertEqual(info["launches"][0]["grid"], (300, 1, 1))
+        self.assertEqual(info["launches"][0]["grid"], (2000, 1, 1))
         info = f.prepare(rms_norm_add_call(8, 7168), scalars=[1e-5])
         self.assertTrue(info["memory_hit"])
         self.assertEqual(info["cache_path"], paths[7168])

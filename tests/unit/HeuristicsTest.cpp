@@ -61,11 +61,13 @@ TEST_CASE("inner persistent, H = 4096 bf16: 16-byte vectors, 128 static threads 
         std::string::npos);
 }
 
-TEST_CASE("inner persistent, H = 16384: 512 threads x 4, no wider variant") {
+TEST_CASE("inner persistent, H = 16384: 256 threads x 8; 512 x 4 below the SM count") {
   std::string text = rmsNormAdd(16384);
-  CHECK(text.find("split Ho by 512 -> (Hp, Hx);") != std::string::npos);
-  CHECK(text.find("// persistent h in registers: 32 values") != std::string::npos);
-  CHECK(text.find("when T < 132") == std::string::npos); // 512 threads already
+  CHECK(text.find("schedule f {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 256 -> (Hp, Hx);") !=
+        std::string::npos);
+  CHECK(text.find("// persistent h in registers: 64 values") != std::string::npos);
+  CHECK(text.find("schedule f when T < 132 {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 512 "
+                  "-> (Hp, Hx);") != std::string::npos);
 }
 
 TEST_CASE("inner persistent, H = 8192: 256 threads x 4; 512 x 2 below the SM count") {

@@ -562,7 +562,7 @@ TEST_CASE("kernel printer: shared memory and reductions") {
                      "    ms_acc += v * v;\n"
                      "    mx = fsl_max(mx, v);\n"
                      "  }\n"));
-  CHECK(contains(cu, "  ms_acc = fsl_block_reduce_x(ms_acc, FslSum(), "
+  CHECK(contains(cu, "  ms_acc = fsl_block_reduce_x<256>(ms_acc, FslSum(), "
                      "reinterpret_cast<float*>(fsl_scratch_f32), 0);  // over threadIdx.x\n"));
   CHECK(contains(cu, "  mx = fsl_warp_reduce(mx, FslMax());"));
   CHECK(contains(cu, "  ms_acc = ms_acc / 4.096000000e+03f;\n"));
