@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402
 
 HIDDEN = [2048, 4096, 5120, 8192, 16384]
-ROWS = [1, 128, 1024, 4096, 16384]
+ROWS = [1, 128, 512, 1024, 4096, 16384]
 VOCAB = [32000, 50304, 128256]
 VOCAB_ROWS = [1, 128, 1024, 4096]
 P = ctypes.POINTER(bench.FslTensor)
@@ -152,7 +152,7 @@ def argmax_points(build, vocab, rows, results):
 
 def main():
     build, out = sys.argv[1], sys.argv[2]
-    which = sys.argv[3].split(",") if len(sys.argv) > 3 else ["softmax", "layer_norm", "argmax"]
+    which = sys.argv[3].split(",") if len(sys.argv) > 3 else ["softmax", "layer_norm", "rms_norm", "argmax"]
     hidden = [int(h) for h in sys.argv[4].split(",")] if len(sys.argv) > 4 else HIDDEN
     rows = [int(t) for t in sys.argv[5].split(",")] if len(sys.argv) > 5 else ROWS
     torch.manual_seed(0)
