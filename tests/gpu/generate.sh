@@ -44,6 +44,9 @@ variant unswitch softmax S 4096 's/    unroll Sp;/    unroll Sp;\n    unswitch S
 for size in 1024 4096 16384; do
   variant onepass softmax S $size 's/^    compute_with xf;$/    compute_with xf;\n    reduce one_pass;/'
   variant onepass layer_norm H $size 's/^    compute_with xf;$/    compute_with xf;\n    reduce one_pass;/'
+  # fast_exp (issue 17): __expf, two-pass and one-pass.
+  variant fastexp softmax S $size 's/^    compute_with xf;$/    compute_with xf;\n    fast_exp;/'
+  variant onepassfast softmax S $size 's/^    compute_with xf;$/    compute_with xf;\n    reduce one_pass;\n    fast_exp;/'
 done
 rm -f "$out/err.txt"
 # The matrix products: every tiling strategy, epilogue and layout of the lowering, as
