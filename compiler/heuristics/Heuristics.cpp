@@ -1177,13 +1177,17 @@ private:
     bool widen = wide.threads > normal.threads && knobs_.when.empty() && !knobs_.rowsPerBlock &&
                  !knobs_.persistentBatch;
     // Nor when another guarded schedule of the fusion applies to some of those sizes.
-    // The wider blocks serve every row count that is one wave of them: half the work a
-    // thread finishes each row sooner, and no row waits for an SM. Measured on the H200
-    // (docs/performance.md, issue 17): softmax at H = 4096, T = 1024 (256 x 2 against
-    // 128 x 4) 8 % faster, and 3 % slower at T = 4096. Not over a warp a row: its rows
-    // need no barrier (changes 3 and 5 measured it ahead of 128 threads at T >= 1024).
+    // Where the normal split keeps more than 32 values a thread in registers (softmax's
+    // xf and e at H = 4096: 64) and the wider blocks have at most 256 threads, they serve
+    // every row count that is one wave of them: half the values a thread, and no row
+    // waits for an SM. Measured on the H200 (docs/performance.md, issue 17): softmax at
+    // H = 4096, T = 1024, 256 x 2 against 128 x 4, 6.24 against 6.81 us; for RMSNorm and
+    // LayerNorm (32 values) and for 512-thread wider blocks (H = 8192, 16384) one wave of
+    // them was as fast or up to 19 % slower, so those keep the SM count.
     int64_t wave = target_.smCount;
-    if (normal.threads >= 128 && target_.maxThreadsPerSm > 0)
+    int64_t keptValues = normal.batch * normal.vector * numBuffers;
+    if (persistent && normal.threads >= 128 && wide.threads <= 256 && keptValues > 32 &&
+        target_.maxThreadsPerSm > 0)
       wave = target_.smCount *
              std::max<int64_t>(1, target_.maxThreadsPerSm / (wide.threads * wide.rowsPerBlock));
     sched::SizeGuard fewRows{rows[0], row, sched::Comparison::Lt, wave, header_.range};
