@@ -1195,11 +1195,15 @@ private:
       return guardsOverlap({fewRows}, g);
     });
     std::string notWidened =
-        widen && overlaps ? llvm::formatv("; no variant for fewer than {0} rows: another guarded "
-                                          "schedule of '{1}' applies to some of those sizes",
-                                          wave, fusion_.name)
-                                .str()
-                          : "";
+        widen && overlaps
+            ? llvm::formatv("; no variant for fewer {0}: another guarded schedule of '{1}' "
+                            "applies to some of those sizes",
+                            wave == target_.smCount
+                                ? llvm::formatv("rows than the {0} SMs", wave).str()
+                                : llvm::formatv("than {0} rows", wave).str(),
+                            fusion_.name)
+                  .str()
+            : "";
     widen &= !overlaps;
     if (widen) {
       Block small;
