@@ -63,8 +63,9 @@ TEST_CASE("inner persistent, H = 4096 bf16: 16-byte vectors, 128 static threads 
 
 TEST_CASE("inner persistent, H = 16384: 256 threads x 8; 512 x 4 below the SM count") {
   std::string text = rmsNormAdd(16384);
-  CHECK(text.find("schedule f {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 256 -> (Hp, Hx);") !=
-        std::string::npos);
+  CHECK(
+      text.find("schedule f {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 256 -> (Hp, Hx);") !=
+      std::string::npos);
   CHECK(text.find("// persistent h in registers: 64 values") != std::string::npos);
   CHECK(text.find("schedule f when T < 132 {\n    split H by 8 -> (Ho, Hv);\n    split Ho by 512 "
                   "-> (Hp, Hx);") != std::string::npos);
