@@ -834,8 +834,9 @@ private:
   buffers(const std::vector<sched::TensorSchedule> &tensors) {
     std::vector<const sched::TensorSchedule *> result;
     for (const sched::TensorSchedule &tensor : tensors) {
+      // A reduction's result is one value a row, in a register: no buffer.
       if (!tensor.isPersistentBuffer || tensor.isOutput ||
-          tensor.name.find('%') != std::string::npos)
+          tensor.name.find('%') != std::string::npos || ir::isReduction(tensor.value->op))
         continue;
       bool afterReduction = false;
       std::vector<const ir::Value *> stack = {tensor.value};
@@ -1025,11 +1026,12 @@ private:
     // Rows of 2048 vectors or more (H = 16384 bf16) take 8 a thread, 256 threads: once the
     // block reductions were given their static width (issue 17), 256 x 8 beat 512 x 4 at
     // H = 16384 for softmax by 4-9 % and RMSNorm by 0-2 %, LayerNorm within 2 % either way
-    // (softmax's second buffer reuses the first's registers: 80 registers, not 128).
+    // (softmax's second buffer reuses the first's registers: 80 registers, not 128). With
+    // three buffers or more, the register budget decides as for shorter rows.
     const int64_t registerBudget = 64, batchTarget = 4;
     int64_t batchLimit = knobs_.persistentBatch.value_or(
         !persistent ? 16
-        : vectors >= 2048
+        : vectors >= 2048 && numBuffers <= 2
             ? 8
             : std::clamp<int64_t>(registerBudget / (vector * numBuffers), 1, batchTarget));
     auto choose = [&](int64_t minThreads) {

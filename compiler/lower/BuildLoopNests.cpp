@@ -374,7 +374,7 @@ private:
       roots.push_back(pair.operand);
     std::vector<const ir::Output *> elementStores, rowStores;
     for (const ir::Output *output : phase.stores)
-      (isRowStore(*output) ? rowStores : elementStores).push_back(output);
+      (isRowStore(*output, p, fromBuffer) ? rowStores : elementStores).push_back(output);
     for (const ir::Output *output : elementStores)
       roots.push_back(output->value);
     std::vector<Stmt> element;
@@ -454,11 +454,16 @@ private:
 
   /// Whether no serial loop walks a dimension of the output (argmax's token[T], a row's
   /// statistic): each thread has the one value of its row after the block reductions.
-  bool isRowStore(const ir::Output &output) const {
+  /// Not when the value reads a persistent buffer: its element is indexed by the serial
+  /// loops, which only the nest has.
+  bool isRowStore(const ir::Output &output, int p, const std::set<unsigned> &fromBuffer) const {
     for (int loop : plan_.serialLoops())
       for (ir::DimId root : plan_.loops[loop].roots)
         if (llvm::is_contained(output.dims, root))
           return false;
+    for (unsigned id : closure({output.value}, p, fromBuffer))
+      if (plan_.persistent.count(id))
+        return false;
     return true;
   }
 
@@ -638,8 +643,7 @@ private:
   }
 
   /// argmax/argmin: the best value so far (the operand's register type) and its index
-  /// along the reduced dimension (i64). The index starts at -1, "no element yet", which
-  /// every element replaces (the value's start, -inf or +inf for floats, only reads well).
+  /// along the reduced dimension (i64), starting at (the worst value, index 0).
   void declareArgAccumulators(const ir::Value &reduction, std::map<unsigned, kir::VarPtr> &values,
                               std::map<unsigned, kir::VarPtr> &indices, std::vector<Stmt> &out) {
     ir::DType type = accumulatorType(reduction.operands[0]->dtype);

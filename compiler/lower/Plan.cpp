@@ -331,6 +331,11 @@ private:
         persistentAt = tensor.persistentBy->range;
       bool keptHere = tensor.persistent == sched::MemoryKind::Registers ||
                       tensor.persistent == sched::MemoryKind::Shared;
+      if (keptHere && ir::isReduction(tensor.value->op))
+        return unsupported("persistent " + tensor.name +
+                               ": a reduction's result is one value a row, held in a register; "
+                               "it needs no buffer",
+                           tensor.persistentBy ? tensor.persistentBy->range : llvm::SMRange());
       if (keptHere) {
         kept.insert(tensor.value->id);
         if (tensor.persistent == sched::MemoryKind::Shared)
