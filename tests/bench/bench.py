@@ -135,6 +135,20 @@ def time_calls(calls, replays=30):
     return statistics.median(times)
 
 
+def profile_once(calls, warmups=3):
+    """For Nsight Compute (--profile-from-start off): each call warmed up (and compiled)
+    `warmups` times, then one call each between cudaProfilerStart and cudaProfilerStop."""
+    for _ in range(warmups):
+        for c in calls:
+            c()
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStart()
+    for c in calls:
+        c()
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStop()
+
+
 COPY_VARIANTS = ["grid-stride, 1 vector", "grid-stride, 2 vectors", "grid-stride, 4 vectors",
                  "one vector a thread"]
 

@@ -10,6 +10,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402
 import reductions  # noqa: E402
 
 
@@ -21,15 +22,7 @@ def main():
     calls = [reductions.argmax_call(reductions.load(os.path.join(build, d, "libargmax_row.so")), s)
              for d in dirs]
     calls.append(lambda: torch.argmax(s["x"], -1))
-    for _ in range(3):
-        for c in calls:
-            c()
-    torch.cuda.synchronize()
-    torch.cuda.cudart().cudaProfilerStart()
-    for c in calls:
-        c()
-    torch.cuda.synchronize()
-    torch.cuda.cudart().cudaProfilerStop()
+    bench.profile_once(calls)
 
 
 if __name__ == "__main__":

@@ -25,20 +25,7 @@ def main():
              for d in dirs]
     calls += [lambda: triton_softmax.softmax(s["x"], s["y"], False),
               lambda: triton_softmax.softmax(s["x"], s["y"], True)]
-    for _ in range(3):
-        for c in calls:
-            c()
-    torch.cuda.synchronize()
-    if len(sys.argv) > 4 and os.environ.get("SASS_OUT"):
-        # Triton's SASS for the one-row-a-program form, beside cuobjdump's of ours.
-        for key, kernel in triton_softmax._softmax_rows.device_caches[0][0].items():
-            with open(os.environ["SASS_OUT"], "a") as f:
-                f.write(f"// {key}\n" + kernel.asm.get("sass", "(no sass)") + "\n")
-    torch.cuda.cudart().cudaProfilerStart()
-    for c in calls:
-        c()
-    torch.cuda.synchronize()
-    torch.cuda.cudart().cudaProfilerStop()
+    bench.profile_once(calls)
 
 
 if __name__ == "__main__":
