@@ -13,6 +13,8 @@
 #include "support/Diagnostics.h"
 #include "support/Internal.h"
 
+#include <llvm/Support/MathExtras.h>
+
 #include <cmath>
 #include <functional>
 #include <set>
@@ -697,7 +699,9 @@ private:
       std::optional<int64_t> extent = kir::asConstant(cx_.extentOf(plan_.loops[*it].extent));
       if (!extent || *extent > (int64_t(1) << 31))
         return false;
-      span += (*at - *base) * (*extent - 1);
+      // Strides and extents are below 2^31, so the product fits; the sum is checked.
+      if (llvm::AddOverflow(span, (*at - *base) * (*extent - 1), span))
+        return false;
     }
     return true;
   }
