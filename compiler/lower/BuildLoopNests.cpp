@@ -381,7 +381,8 @@ private:
       roots.push_back(output->value);
     std::vector<Stmt> element;
     std::map<unsigned, Expr> values;
-    computeValues(p, phase.values, closure(roots, p, fromBuffer), fromBuffer, values, element);
+    std::set<unsigned> elementNeeds = closure(roots, p, fromBuffer);
+    computeValues(p, phase.values, elementNeeds, fromBuffer, values, element);
     auto valueOf = [&](const ir::Value *value) -> Expr {
       auto found = values.find(value->id);
       if (found != values.end())
@@ -412,8 +413,20 @@ private:
     if (!element.empty()) // a phase of row stores alone has no element work
       out.push_back(
           labelled(kir::block({serialNest(kir::block(std::move(element)))}), labels::PhaseNest));
-    if (!rowStores.empty())
+    if (!rowStores.empty()) {
+      // An inout row written back where the nest also reads it (`y = x * (s + total);
+      // s = s + total;`): every thread reads the old row before one thread replaces it.
+      bool readByNest = false;
+      for (const ir::Output *output : rowStores)
+        readByNest |= output->isInout &&
+                      elementNeeds.count(f_.params[output->paramIndex].value->id) != 0;
+      if (readByNest) {
+        auto barrier = std::make_shared<kir::StmtNode>(*kir::barrier());
+        barrier->comment = "every thread has read the inout row before it is written back";
+        out.push_back(barrier);
+      }
       out.push_back(makeRowStores(p, rowStores, fromBuffer));
+    }
     // The block reductions that end the phase, and their results.
     for (size_t i = 0; i < phase.combined.size(); ++i)
       finishOnePass(phase.combined[i], tuples[i], out);
