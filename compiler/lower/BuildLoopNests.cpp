@@ -418,8 +418,8 @@ private:
       // s = s + total;`): every thread reads the old row before one thread replaces it.
       bool readByNest = false;
       for (const ir::Output *output : rowStores)
-        readByNest |= output->isInout &&
-                      elementNeeds.count(f_.params[output->paramIndex].value->id) != 0;
+        readByNest |=
+            output->isInout && elementNeeds.count(f_.params[output->paramIndex].value->id) != 0;
       if (readByNest) {
         auto barrier = std::make_shared<kir::StmtNode>(*kir::barrier());
         barrier->comment = "every thread has read the inout row before it is written back";
