@@ -68,15 +68,44 @@ private:
     return llvm::join(names, "*");
   }
 
+  /// A reduction loop on a block index is a grid reduction: each block reduces its piece
+  /// of the row, and a second kernel combines the pieces and computes the row outputs
+  /// (lower/Plan.cpp). That holds only while no value needs the result per element of a
+  /// reduced dimension (softmax's exp(x - max) does): then every block would need the
+  /// others' pieces before going on.
   void checkReductionParallelization() {
     for (const TensorSchedule &tensor : schedule_.tensors)
-      for (const Loop &loop : tensor.loops)
-        if (loop.isReduction && sched::isBlockIndex(loop.parallel))
-          diagnostics_
-              .report(DiagId::ReductionOnBlockIndex, at(loop.parallelizedBy), loop.name,
-                      tensor.name, sched::parallelName(loop.parallel))
-              .note(DiagId::NoteFusionLine, tensor.value->range,
-                    "'" + tensor.name + "' reduces over " + rootNames(loop) + " here");
+      for (const Loop &loop : tensor.loops) {
+        if (!loop.isReduction || !sched::isBlockIndex(loop.parallel))
+          continue;
+        const ir::Value *user = elementUserOf(*tensor.value);
+        if (!user)
+          continue;
+        diagnostics_
+            .report(DiagId::ReductionOnBlockIndex, at(loop.parallelizedBy), loop.name, tensor.name,
+                    sched::parallelName(loop.parallel), valueLabel(*user), rootNames(loop))
+            .note(DiagId::NoteFusionLine, user->range,
+                  "'" + tensor.name + "' is used per element of " + rootNames(loop) + " here");
+      }
+  }
+
+  /// A value that depends on `reduction` and has one of its reduced dimensions, if any.
+  const ir::Value *elementUserOf(const ir::Value &reduction) const {
+    std::set<unsigned> reached{reduction.id};
+    for (const auto &value : schedule_.fusion->values) {
+      if (!llvm::any_of(value->operands,
+                        [&](const ir::Value *operand) { return reached.count(operand->id); }))
+        continue;
+      reached.insert(value->id);
+      for (ir::DimId dim : reduction.reduced)
+        if (llvm::is_contained(value->dims, dim))
+          return value.get();
+    }
+    return nullptr;
+  }
+
+  static std::string valueLabel(const ir::Value &value) {
+    return value.name.empty() ? "an expression" : "'" + value.name + "'";
   }
 
   /// How many other tensors share a mistake reported once, for the message's end.

@@ -59,13 +59,17 @@ public:
 
   bool run() {
     cx_.addParameters();
+    addGridPartialParameters();
     for (const PlannedLoop &loop : plan_.loops)
       cx_.loopVars.push_back(kir::makeVar(loop.name + "_i", ir::DType::I64));
     if (!makeRootIndices())
       return false;
     std::vector<Stmt> inner;
     makeBuffers(inner);
-    for (size_t p = 0; p < plan_.phases.size(); ++p)
+    // A grid reduction's kernel ends with the blocks' partial results (phase 0); the
+    // second kernel (runGridRows) does the rest.
+    size_t phases = plan_.gridLoop >= 0 ? 1 : plan_.phases.size();
+    for (size_t p = 0; p < phases; ++p)
       makePhase(static_cast<int>(p), inner);
     Stmt body = kir::block(std::move(inner));
     for (int i = static_cast<int>(plan_.loops.size()) - 1; i >= 0; --i) {
@@ -80,7 +84,126 @@ public:
     return true;
   }
 
+  /// The second kernel of a grid reduction: one thread a row combines the partial
+  /// accumulators that the first kernel's blocks stored (in the grid loop's order, so a
+  /// sum adds them the same way at every run), then computes and stores the row outputs.
+  ///
+  ///   for block parallel BIDx [ceil(rows / 128)], thread parallel TIDx [128]
+  ///     row = block * 128 + thread; if row < rows:
+  ///       the row's indices; acc = partials[row][0] (+) ... (+) partials[row][G - 1]
+  ///       the values after the reductions; the row outputs' stores
+  bool runGridRows() {
+    cx_.addParameters();
+    addGridPartialParameters();
+    constexpr int64_t kThreads = 128;
+    auto var = [](const char *name) { return kir::makeVar(name, ir::DType::I64); };
+    kir::VarPtr block = var("block"), thread = var("thread"), row = var("row");
+    Expr rows = kir::index(1);
+    for (ir::DimId dim : plan_.gridRowDims)
+      rows = rows * cx_.dimExtent(dim);
+    std::vector<Stmt> body;
+    // The row's index along each kept dimension (row-major), the others unused.
+    cx_.rootIndex.assign(f_.dims.size(), kir::index(0));
+    Expr rest = kir::var(row);
+    for (size_t k = plan_.gridRowDims.size(); k-- > 0;) {
+      ir::DimId dim = plan_.gridRowDims[k];
+      kir::VarPtr index = kir::makeVar(f_.dims[dim].name + "_i", ir::DType::I64);
+      Expr value = k == 0 ? rest : rest % cx_.dimExtent(dim);
+      body.push_back(kir::let(index, value));
+      cx_.rootIndex[dim] = kir::var(index);
+      rest = rest / cx_.dimExtent(dim);
+    }
+    std::reverse(body.begin(), body.end());
+    const PlannedLoop &grid = plan_.loops[plan_.gridLoop];
+    Expr pieces = cx_.extentOf(grid.extent);
+    for (const Plan::GridPartials &partials : plan_.gridPartials) {
+      const ir::Value &reduction = *partials.reduction;
+      bool isArg = ir::isArgReduction(reduction.op);
+      kir::VarPtr piece = var("piece");
+      auto at = [&](Expr p) { return kir::var(row) * pieces + p; };
+      kir::VarPtr acc = kir::makeVar(valueName(reduction) + "_acc", partials.values->dtype);
+      body.push_back(fromFusion(
+          kir::declare(acc, kir::load(partials.values, at(kir::index(0))),
+                       ir::opName(reduction.op).str() + " of " +
+                           (reduction.name.empty() ? valueName(reduction) : reduction.name) +
+                           ": the partial results of the " + grid.name + " blocks, in order"),
+          reduction.range));
+      kir::VarPtr index;
+      std::vector<Stmt> combine;
+      Expr next = kir::var(piece) + kir::index(1); // from piece 1
+      Expr x = kir::load(partials.values, at(next));
+      if (isArg) {
+        index = kir::makeVar(valueName(reduction) + "_at", ir::DType::I64);
+        body.push_back(
+            kir::declare(index, kir::load(partials.indices, at(kir::index(0))), "and its index"));
+        kir::VarPtr i = kir::makeVar(valueName(reduction) + "_piece_at", ir::DType::I64);
+        kir::VarPtr take = kir::makeVar(valueName(reduction) + "_wins", ir::DType::Bool);
+        kir::VarPtr v = kir::makeVar(valueName(reduction) + "_piece", acc->dtype);
+        combine.push_back(kir::let(v, x));
+        combine.push_back(kir::let(i, kir::load(partials.indices, at(next))));
+        combine.push_back(kir::let(take, argWins(reduction, kir::var(v), kir::var(i), kir::var(acc),
+                                                 kir::var(index), false)));
+        combine.push_back(
+            kir::assign(acc, kir::select(kir::var(take), kir::var(v), kir::var(acc))));
+        combine.push_back(
+            kir::assign(index, kir::select(kir::var(take), kir::var(i), kir::var(index))));
+      } else {
+        kir::BinaryOp op = reduction.op == ir::Op::ReduceMax   ? kir::BinaryOp::Max
+                           : reduction.op == ir::Op::ReduceMin ? kir::BinaryOp::Min
+                                                               : kir::BinaryOp::Add;
+        combine.push_back(kir::assign(acc, kir::binary(op, kir::var(acc), x)));
+      }
+      body.push_back(fromFusion(kir::forLoop(piece, pieces - kir::index(1), kir::LoopKind::Serial,
+                                             kir::block(std::move(combine))),
+                                reduction.range));
+      body.push_back(finishReduction(reduction, acc, index));
+    }
+    // The row outputs: phase 1's values from the results.
+    const PlannedPhase &after = plan_.phases[1];
+    std::vector<const ir::Value *> roots;
+    for (const ir::Output *output : after.stores)
+      roots.push_back(output->value);
+    std::map<unsigned, Expr> values;
+    computeValues(1, after.values, closure(roots, 1, {}), {}, values, body);
+    for (const ir::Output *output : after.stores) {
+      auto found = values.find(output->value->id);
+      body.push_back(storeOutput(*output, found != values.end()
+                                              ? found->second
+                                              : kir::var(results_.at(output->value->id))));
+    }
+    Stmt nest = kir::block({
+        kir::let(row, kir::var(block) * kir::index(kThreads) + kir::var(thread)),
+        kir::ifThen(kir::var(row) < rows, kir::block(std::move(body)), nullptr,
+                    "the threads past the last row do nothing"),
+    });
+    nest = kir::parallelLoop(thread, kir::index(kThreads), kir::Axis::TIDx, nest);
+    Expr blocks = (rows + kir::index(kThreads - 1)) / kir::index(kThreads);
+    kir::Origin origin{"the rows of the grid reduction over " + grid.name + ", " +
+                           std::to_string(kThreads) + " a block",
+                       grid.origin.range};
+    nest = kir::parallelLoop(block, blocks, kir::Axis::BIDx, nest, origin);
+    cx_.kernel.body =
+        kir::block({kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents), nest});
+    kir::LaunchShape &launch = cx_.kernel.launch;
+    launch.grid = {blocks, kir::index(1), kir::index(1)};
+    launch.block = {kir::index(kThreads), kir::index(1), kir::index(1)};
+    launch.maxThreads = kThreads;
+    return true;
+  }
+
 private:
+  /// The grid reduction's workspaces, parameters of both kernels.
+  void addGridPartialParameters() {
+    for (const Plan::GridPartials &partials : plan_.gridPartials)
+      for (const kir::BufferPtr &buffer : {partials.values, partials.indices})
+        if (buffer) {
+          kir::KernelParam kp;
+          kp.kind = kir::KernelParam::Kind::Tensor;
+          kp.buffer = buffer;
+          cx_.kernel.params.push_back(kp);
+        }
+  }
+
   /// Each dimension's index from the loop variables: the transforms walked backwards.
   bool makeRootIndices() {
     std::map<std::string, Expr> index;
@@ -430,6 +553,7 @@ private:
     // The block reductions that end the phase, and their results.
     for (size_t i = 0; i < phase.combined.size(); ++i)
       finishOnePass(phase.combined[i], tuples[i], out);
+    std::vector<Stmt> partialStores; // a grid reduction's
     for (const ir::Value *reduction : phase.reductions) {
       const kir::VarPtr &acc = accumulators[reduction->id];
       bool isArg = ir::isArgReduction(reduction->op);
@@ -444,19 +568,67 @@ private:
         node->origin.range = reduction->range;
         out.push_back(node);
       }
-      Expr total = kir::var(isArg ? indices.at(reduction->id) : acc);
-      if (reduction->op == ir::Op::ReduceMean) {
-        Expr count = kir::index(1);
-        for (ir::DimId dim : reduction->reduced)
-          count = count * cx_.dimExtent(dim);
-        total = kir::binary(kir::BinaryOp::Div, total, kir::cast(acc->dtype, count));
+      if (plan_.gridLoop >= 0) {
+        storePartials(*reduction, acc, isArg ? indices.at(reduction->id) : nullptr, partialStores);
+        continue;
       }
-      if (reduction->dtype != total->dtype)
-        total = kir::cast(reduction->dtype, total);
-      kir::VarPtr result = kir::makeVar(valueName(*reduction), reduction->dtype);
-      results_[reduction->id] = result;
-      out.push_back(fromFusion(kir::let(result, total, reduction->name), reduction->range));
+      out.push_back(finishReduction(*reduction, acc, isArg ? indices.at(reduction->id) : nullptr));
     }
+    if (!partialStores.empty()) {
+      Stmt stores = kir::block(std::move(partialStores));
+      if (Expr first =
+              rowLeader([&](ir::DimId dim) { return llvm::is_contained(plan_.gridRowDims, dim); }))
+        stores = kir::ifThen(first, stores, nullptr, "one thread stores the row's partial results");
+      out.push_back(stores);
+    }
+  }
+
+  /// A grid reduction's block result, to its workspace: [row][block of the grid loop].
+  void storePartials(const ir::Value &reduction, const kir::VarPtr &acc, const kir::VarPtr &index,
+                     std::vector<Stmt> &out) const {
+    for (const Plan::GridPartials &partials : plan_.gridPartials) {
+      if (partials.reduction != &reduction)
+        continue;
+      Expr at = cx_.offsetOf(plan_.gridRowDims) * cx_.extentOf(plan_.loops[plan_.gridLoop].extent) +
+                kir::var(cx_.loopVars[plan_.gridLoop]);
+      out.push_back(fromFusion(kir::store(partials.values, at, kir::var(acc)), reduction.range));
+      if (index)
+        out.push_back(
+            fromFusion(kir::store(partials.indices, at, kir::var(index)), reduction.range));
+    }
+  }
+
+  /// The reduction's result from its accumulator (a mean divided by the count, argmax's
+  /// index), in the reduction's type.
+  Stmt finishReduction(const ir::Value &reduction, const kir::VarPtr &acc,
+                       const kir::VarPtr &index) {
+    Expr total = kir::var(index ? index : acc);
+    if (reduction.op == ir::Op::ReduceMean) {
+      Expr count = kir::index(1);
+      for (ir::DimId dim : reduction.reduced)
+        count = count * cx_.dimExtent(dim);
+      total = kir::binary(kir::BinaryOp::Div, total, kir::cast(acc->dtype, count));
+    }
+    if (reduction.dtype != total->dtype)
+      total = kir::cast(reduction.dtype, total);
+    kir::VarPtr result = kir::makeVar(valueName(reduction), reduction.dtype);
+    results_[reduction.id] = result;
+    return fromFusion(kir::let(result, total, reduction.name), reduction.range);
+  }
+
+  /// `thread index == 0` along every thread loop whose dimensions `kept` rejects: the one
+  /// thread of the values a row has once; null when every thread loop is kept.
+  Expr rowLeader(const std::function<bool(ir::DimId)> &kept) const {
+    Expr first;
+    for (size_t loop = 0; loop < plan_.loops.size(); ++loop) {
+      if (!sched::isThreadIndex(plan_.loops[loop].parallel))
+        continue;
+      if (llvm::any_of(plan_.loops[loop].roots, kept))
+        continue;
+      Expr zero = kir::binary(kir::BinaryOp::Eq, kir::var(cx_.loopVars[loop]), kir::index(0));
+      first = first ? kir::binary(kir::BinaryOp::And, first, zero) : zero;
+    }
+    return first;
   }
 
   /// An output's store. An inout write-back's range is its assignment; an output's is its
@@ -500,19 +672,10 @@ private:
                                               ? found->second
                                               : kir::var(results_.at(output->value->id))));
     }
-    Expr first;
-    for (size_t loop = 0; loop < plan_.loops.size(); ++loop) {
-      if (!sched::isThreadIndex(plan_.loops[loop].parallel))
-        continue;
-      bool outputDim = false;
-      for (const ir::Output *output : stores)
-        for (ir::DimId root : plan_.loops[loop].roots)
-          outputDim |= llvm::is_contained(output->dims, root);
-      if (outputDim)
-        continue;
-      Expr zero = kir::binary(kir::BinaryOp::Eq, kir::var(cx_.loopVars[loop]), kir::index(0));
-      first = first ? kir::binary(kir::BinaryOp::And, first, zero) : zero;
-    }
+    Expr first = rowLeader([&](ir::DimId dim) {
+      return llvm::any_of(
+          stores, [&](const ir::Output *output) { return llvm::is_contained(output->dims, dim); });
+    });
     Stmt stores_ = kir::block(std::move(body));
     if (first)
       stores_ = kir::ifThen(first, stores_, nullptr, "one thread stores the row's values");
@@ -726,41 +889,44 @@ private:
   /// rule is a strict comparison: x greater, or unordered (a NaN), while best is no NaN.
   void accumulateArg(const ir::Value &reduction, const kir::VarPtr &best, const kir::VarPtr &at,
                      Expr x, std::vector<Stmt> &element) {
-    bool isMax = reduction.op == ir::Op::ReduceArgMax;
     Expr i = cx_.rootIndex[reduction.reduced.front()];
-    Expr b = kir::var(best), a = kir::var(at);
-    if (x->dtype != b->dtype)
-      x = kir::cast(b->dtype, x);
+    if (x->dtype != best->dtype)
+      x = kir::cast(best->dtype, x);
+    Expr wins = argWins(reduction, x, i, kir::var(best), kir::var(at),
+                        threadVisitsInIndexOrder(reduction.reduced.front()));
+    kir::VarPtr take = kir::makeVar(valueName(reduction) + "_wins", ir::DType::Bool);
+    element.push_back(fromFusion(kir::let(take, wins), reduction.range));
+    element.push_back(fromFusion(kir::assign(best, kir::select(kir::var(take), x, kir::var(best))),
+                                 reduction.range));
+    element.push_back(
+        fromFusion(kir::assign(at, kir::select(kir::var(take), i, kir::var(at))), reduction.range));
+  }
+
+  /// Whether (x, i) replaces the pair (b, a) (accumulateArg's rule); `inOrder`: the pairs
+  /// come in increasing index order, so a strict comparison decides.
+  static Expr argWins(const ir::Value &reduction, Expr x, Expr i, Expr b, Expr a, bool inOrder) {
+    bool isMax = reduction.op == ir::Op::ReduceArgMax;
     using kir::BinaryOp;
     auto isNan = [](Expr e) { return kir::binary(BinaryOp::Ne, e, e); };
     Expr better = kir::binary(isMax ? BinaryOp::Gt : BinaryOp::Lt, x, b);
-    Expr wins;
-    if (threadVisitsInIndexOrder(reduction.reduced.front())) {
-      // The thread meets its elements in increasing index order, so the first of equal
-      // values and the first NaN are already held when a later one comes: a strict
-      // comparison decides, and no index is compared.
-      wins = better;
-      if (ir::isFloat(b->dtype))
-        wins = kir::binary(
-            BinaryOp::And,
-            kir::unary(kir::UnaryOp::Not, kir::binary(isMax ? BinaryOp::Le : BinaryOp::Ge, x, b)),
-            kir::binary(BinaryOp::Eq, b, b));
-    } else {
-      wins = kir::binary(BinaryOp::Or, better,
-                         kir::binary(BinaryOp::And, kir::binary(BinaryOp::Eq, x, b),
-                                     kir::binary(BinaryOp::Lt, i, a)));
-      if (ir::isFloat(b->dtype)) {
-        Expr nanWins = kir::unary(kir::UnaryOp::Not, kir::binary(BinaryOp::And, isNan(b),
-                                                                 kir::binary(BinaryOp::Lt, a, i)));
-        wins = kir::select(isNan(x), nanWins, wins);
-      }
+    if (inOrder) {
+      // The first of equal values and the first NaN are already held when a later one
+      // comes: x wins when greater, or unordered (a NaN), while b is no NaN.
+      if (!ir::isFloat(b->dtype))
+        return better;
+      return kir::binary(
+          BinaryOp::And,
+          kir::unary(kir::UnaryOp::Not, kir::binary(isMax ? BinaryOp::Le : BinaryOp::Ge, x, b)),
+          kir::binary(BinaryOp::Eq, b, b));
     }
-    kir::VarPtr take = kir::makeVar(valueName(reduction) + "_wins", ir::DType::Bool);
-    element.push_back(fromFusion(kir::let(take, wins), reduction.range));
-    element.push_back(
-        fromFusion(kir::assign(best, kir::select(kir::var(take), x, b)), reduction.range));
-    element.push_back(
-        fromFusion(kir::assign(at, kir::select(kir::var(take), i, a)), reduction.range));
+    Expr wins = kir::binary(BinaryOp::Or, better,
+                            kir::binary(BinaryOp::And, kir::binary(BinaryOp::Eq, x, b),
+                                        kir::binary(BinaryOp::Lt, i, a)));
+    if (!ir::isFloat(b->dtype))
+      return wins;
+    Expr nanWins = kir::unary(
+        kir::UnaryOp::Not, kir::binary(BinaryOp::And, isNan(b), kir::binary(BinaryOp::Lt, a, i)));
+    return kir::select(isNan(x), nanWins, wins);
   }
 
   LowerContext &cx_;
@@ -776,5 +942,7 @@ private:
 } // namespace
 
 bool buildLoopNests(LowerContext &context) { return Builder(context).run(); }
+
+bool buildGridRows(LowerContext &context) { return Builder(context).runGridRows(); }
 
 } // namespace fsl::lower

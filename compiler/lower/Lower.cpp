@@ -6,6 +6,7 @@
 #include "kir/Verifier.h"
 #include "lower/Matmul.h"
 #include "lower/Passes.h"
+#include "lower/Pointwise.h"
 #include "support/Diagnostics.h"
 #include "support/Internal.h"
 
@@ -33,6 +34,14 @@ const std::vector<PassInfo> &passList() {
       {"prefetch", prefetchBatches},
       {"unswitch", unswitchNests},
       {"launch-shape", computeLaunchShape},
+      {"simplify", simplifyIndices},
+  };
+  return passes;
+}
+
+const std::vector<PassInfo> &gridRowsPassList() {
+  static const std::vector<PassInfo> passes = {
+      {"build-grid-rows", buildGridRows},
       {"simplify", simplifyIndices},
   };
   return passes;
@@ -69,8 +78,10 @@ const std::vector<MatmulPassInfo> &streamKFixupPassList() {
 
 std::vector<std::string> loweringPassNames() {
   std::vector<std::string> names;
-  for (const lower::PassInfo &pass : lower::passList())
-    names.push_back(pass.name);
+  for (const auto *list : {&lower::passList(), &lower::gridRowsPassList()})
+    for (const lower::PassInfo &pass : *list)
+      if (!llvm::is_contained(names, pass.name))
+        names.push_back(pass.name);
   for (const auto *list :
        {&lower::matmulPassList(), &lower::splitKSumPassList(), &lower::streamKFixupPassList()})
     for (const lower::MatmulPassInfo &pass : *list)
@@ -132,6 +143,43 @@ bool runMatmulPasses(const std::vector<lower::MatmulPassInfo> &passes, lower::Lo
     afterPass(pass.name, context.kernel, print);
   }
   return true;
+}
+
+/// A grid reduction's workspaces: each reduction's partial accumulators (and argmax's
+/// indices), one a row and block of the grid loop.
+void addGridPartials(lower::Plan &plan, const lower::LowerContext &context, const std::string &name,
+                     kir::Program &program) {
+  kir::Expr rows = kir::index(1);
+  for (ir::DimId dim : plan.gridRowDims)
+    rows = rows * context.dimExtent(dim);
+  const lower::PlannedLoop &grid = plan.loops[plan.gridLoop];
+  kir::Expr elements = rows * context.extentOf(grid.extent);
+  for (const auto &value : context.fusion.values) {
+    if (!ir::isReduction(value->op))
+      continue;
+    std::string who = value->name.empty() ? "v" + std::to_string(value->id)
+                                          : value->name + "_" + std::to_string(value->id);
+    auto workspace = [&](const std::string &suffix, ir::DType dtype, const std::string &what) {
+      auto buffer = std::make_shared<kir::Buffer>();
+      buffer->name = name + "_" + who + suffix;
+      buffer->dtype = dtype;
+      buffer->space = kir::MemorySpace::Global;
+      buffer->written = true;
+      program.workspaces.push_back({buffer, elements,
+                                    "grid reduction over " + grid.name + ": " + what + " of " +
+                                        who + " a row and block, for " + name + "_rows"});
+      return buffer;
+    };
+    bool isArg = ir::isArgReduction(value->op);
+    lower::Plan::GridPartials partials;
+    partials.reduction = value.get();
+    partials.values = workspace(
+        "_partials", lower::registerType(isArg ? value->operands[0]->dtype : value->dtype),
+        "the partial " + ir::opName(value->op).str());
+    if (isArg)
+      partials.indices = workspace("_partial_indices", ir::DType::I64, "the best value's index");
+    plan.gridPartials.push_back(partials);
+  }
 }
 
 /// The kernels of one schedule, launched in order: one, or for a split-K product the
@@ -204,16 +252,38 @@ std::optional<std::vector<kir::Kernel>> lowerKernels(const sched::Schedule &sche
   std::unique_ptr<lower::Plan> plan = lower::planKernel(schedule, diagnostics);
   if (!plan)
     return std::nullopt;
+  auto runPasses = [&](const std::vector<lower::PassInfo> &passes, lower::LowerContext &context) {
+    for (const lower::PassInfo &pass : passes) {
+      llvm::TimeTraceScope passScope(pass.name); // --time-trace: one event per pass
+      if (!pass.run(context))
+        return false;
+      afterPass(pass.name, context.kernel, print);
+    }
+    return true;
+  };
   lower::LowerContext context(*plan, options, diagnostics);
   context.dimVars = dims;
-  nameKernel(context, schedule, name, "schedule of ");
-  for (const lower::PassInfo &pass : lower::passList()) {
-    llvm::TimeTraceScope passScope(pass.name); // --time-trace: one event per pass
-    if (!pass.run(context))
+  bool grid = plan->gridLoop >= 0;
+  if (grid)
+    addGridPartials(*plan, context, name, program);
+  nameKernel(context, schedule, name,
+             grid ? "the blocks' partial results (a grid reduction) of the schedule of "
+                  : "schedule of ");
+  if (!runPasses(lower::passList(), context))
+    return std::nullopt;
+  std::vector<kir::Kernel> kernels;
+  kernels.push_back(std::move(context.kernel));
+  if (grid) {
+    lower::LowerContext rows(*plan, options, diagnostics);
+    rows.dimVars = dims;
+    nameKernel(rows, schedule, name + "_rows",
+               "the blocks' partial results combined a row, then the row outputs, of the "
+               "schedule of ");
+    if (!runPasses(lower::gridRowsPassList(), rows))
       return std::nullopt;
-    afterPass(pass.name, context.kernel, print);
+    kernels.push_back(std::move(rows.kernel));
   }
-  return std::vector<kir::Kernel>{std::move(context.kernel)};
+  return kernels;
 }
 
 } // namespace

@@ -23,6 +23,9 @@
 
 namespace fsl::lower {
 
+/// The second kernel of a grid reduction (Plan::gridLoop): the blocks' partial results
+/// combined a row, then the row outputs.
+bool buildGridRows(LowerContext &context);
 bool buildLoopNests(LowerContext &context);
 bool insertBounds(LowerContext &context);
 bool reciprocalDivision(LowerContext &context);

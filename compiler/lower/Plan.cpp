@@ -55,7 +55,7 @@ public:
     plan_->schedule = &schedule_;
     plan_->fusion = &fusion_;
     if (!checkDirectives() || !chooseReference() || !checkTensors() || !checkReductions() ||
-        !assignPhases())
+        !assignPhases() || !checkGridReduction())
       return nullptr;
     chooseClampedRoots();
     return std::move(plan_);
@@ -94,6 +94,13 @@ private:
                            tensor.cacheBy ? tensor.cacheBy->range : llvm::SMRange());
       if (tensor.isInput && fusion_.params[tensor.value->paramIndex].isStrided)
         return unsupported("strided parameter " + tensor.name);
+      for (const sched::Loop &loop : tensor.loops)
+        if (loop.overrunningSplit)
+          return unsupported("this split does not divide the inner piece of an earlier split, "
+                             "so its last iteration would reach the next piece's elements "
+                             "(bounds are checked on whole dimensions); split by a factor "
+                             "that divides it, or split the outer piece instead",
+                             *loop.overrunningSplit);
     }
     // Matrix products take the matmul path (lower/MatmulPlan.h); matrix-product
     // directives without a product are the checker's mma-without-matmul.
@@ -290,6 +297,15 @@ private:
                                valueName(*value) + "' with another one");
           if (loop.parallel == Parallel::Serial)
             continue;
+          if (sched::isBlockIndex(loop.parallel)) {
+            int index = static_cast<int>(&loop - plan_->loops.data());
+            if (plan_->gridLoop >= 0 && plan_->gridLoop != index)
+              return unsupported("a second reduced loop on a block index ('" + loop.name +
+                                     "'): a grid reduction splits one loop across blocks",
+                                 loop.origin.range);
+            plan_->gridLoop = index;
+            continue;
+          }
           if (loop.parallel != Parallel::TIDx)
             return unsupported("reduction over " + sched::parallelName(loop.parallel).str() +
                                    " (block reductions over threadIdx.x only, for now)",
@@ -394,6 +410,67 @@ private:
                                pairOperandName(tensor.value) +
                                "'); remove the directive, or use 'reduce two_pass'",
                            tensor.persistentBy->range);
+    return true;
+  }
+
+  /// A grid reduction (a reduced loop on a block index) is two kernels: the blocks'
+  /// partial accumulators, then one thread a row combining them and computing the row
+  /// outputs. So every reduction reduces over the grid loop's dimension and keeps the
+  /// same rows, and after the reductions only row outputs remain (the checker refused
+  /// values that use a result per element: reduction-on-block-index).
+  /// A reduction for a message: its name, or its operation and dimensions.
+  std::string describe(const ir::Value &value) const {
+    if (!value.name.empty())
+      return "'" + value.name + "'";
+    std::string dims;
+    for (ir::DimId dim : value.reduced)
+      dims += (dims.empty() ? "" : ", ") + fusion_.dims[dim].name;
+    return "the " + ir::opName(value.op).str() + " over " + dims;
+  }
+
+  bool checkGridReduction() {
+    if (plan_->gridLoop < 0)
+      return true;
+    const PlannedLoop &grid = plan_->loops[plan_->gridLoop];
+    std::string why = "grid reduction over '" + grid.name + "': ";
+    if (plan_->onePass())
+      return unsupported(why + "'reduce one_pass' pairs are not combined across blocks yet",
+                         grid.origin.range);
+    const ir::Value *first = nullptr;
+    for (const auto &value : fusion_.values) {
+      if (!ir::isReduction(value->op))
+        continue;
+      if (!llvm::is_contained(value->reduced, grid.roots.front()))
+        return unsupported(why + describe(*value) + " does not reduce over " +
+                               fusion_.dims[grid.roots.front()].name +
+                               ", which the blocks of that loop split",
+                           grid.origin.range);
+      if (first && first->dims != value->dims)
+        return unsupported(why + describe(*first) + " and " + describe(*value) +
+                               " keep different dimensions",
+                           grid.origin.range);
+      if (plan_->phaseOf.at(value->id) != 0)
+        return unsupported(why + describe(*value) + " reads another reduction's result",
+                           grid.origin.range);
+      first = first ? first : value.get();
+    }
+    FSL_INTERNAL_ASSERT(first, "a grid loop without a reduction");
+    plan_->gridRowDims = first->dims;
+    FSL_INTERNAL_ASSERT(plan_->persistent.empty() && plan_->phases.size() == 2,
+                        "a grid reduction whose results are used per element");
+    for (const ir::Output *output : plan_->phases[1].stores)
+      for (ir::DimId dim : output->dims)
+        if (!llvm::is_contained(first->dims, dim))
+          return unsupported(why + "output '" + output->name + "' is stored per element of " +
+                                 fusion_.dims[dim].name + " after the reduction",
+                             grid.origin.range);
+    // Before the reductions, each block stores its piece; an inout tensor that the blocks
+    // would all write (it lacks the grid loop's dimension) would race with their reads.
+    for (const ir::Output *output : plan_->phases[0].stores)
+      if (output->isInout && !llvm::is_contained(output->dims, grid.roots.front()))
+        return unsupported(why + "inout '" + output->name +
+                               "' would be written by every block of '" + grid.name + "'",
+                           grid.origin.range);
     return true;
   }
 

@@ -65,6 +65,20 @@ struct Plan {
   int vectorLoop = -1;
   bool vectorAccessesExact = false;
   std::set<ir::DimId> inexactRoots, clampedRoots;
+  /// A loop over a reduced dimension on a block index (`parallelize Vg -> BIDy`): a grid
+  /// reduction. Each block stores its partial accumulators (one a row and block of that
+  /// loop) to a workspace; a second kernel combines them in the loop's order and computes
+  /// the row outputs (BuildLoopNests.cpp, `buildGridRows`). -1 without one.
+  int gridLoop = -1;
+  /// The reductions' kept dimensions: a grid reduction's rows, numbered row-major.
+  std::vector<ir::DimId> gridRowDims;
+  struct GridPartials {
+    const ir::Value *reduction = nullptr;
+    kir::BufferPtr values;  // the accumulators ([rows, blocks of the grid loop])
+    kir::BufferPtr indices; // argmax / argmin: the accumulators' indices
+  };
+  /// Set by the lowering (Lower.cpp) before the passes run: the workspaces.
+  std::vector<GridPartials> gridPartials;
 
   std::vector<int> serialLoops() const;
   std::optional<int64_t> staticThreads() const;

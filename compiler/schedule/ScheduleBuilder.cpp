@@ -362,6 +362,9 @@ private:
       }
       outer.stride = *stride;
       outer.exact = inner.exact = original.exact && (divides || factor == 1);
+      inner.innerPiece = true;
+      if (original.innerPiece && !divides && factor != 1 && !outer.overrunningSplit)
+        outer.overrunningSplit = inner.overrunningSplit = current_.range;
       tensor.loops[position] = outer;
       tensor.loops.insert(tensor.loops.begin() + position + 1, inner);
       LoopTransform transform;

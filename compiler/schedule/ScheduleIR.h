@@ -80,6 +80,12 @@ struct Loop {
   bool contiguous = false;
   /// Every split on its way divides its extent: no remainder iterations.
   bool exact = true;
+  /// The inner piece of a split (or a piece of one): its index is not its root's.
+  bool innerPiece = false;
+  /// A split on its way that does not divide an inner piece (`split V into 3` then the
+  /// inner piece of 334 by 64): its last iteration would reach the next piece's elements,
+  /// and bounds are checked on dimensions only. The lowering refuses it here.
+  std::optional<llvm::SMRange> overrunningSplit;
   // Where its annotations came from, for diagnostics.
   std::optional<Origin> parallelizedBy, vectorizedBy, unrolledBy;
 };

@@ -85,6 +85,26 @@ argmax_variant() {
   } > "$dir/argmax.fsl"
   "$fslc" -D V=$V -o "$dir" "$dir/argmax.fsl"
 }
+# Argmax as a grid reduction (am<THREADS>g<G>_<V>/): the row's vectors in G pieces on
+# blockIdx.y, each THREADS threads x a serial loop (unrolled by at most 4), then the
+# second kernel that combines the G partial results a row.
+argmax_grid_variant() {
+  local V=$1 threads=$2 pieces=$3
+  local dir="$out/am${threads}g${pieces}_$V"
+  mkdir -p "$dir"
+  {
+    sed '/^schedule/,$d' "$root/tests/bench/argmax.fsl"
+    echo "schedule argmax_row {"
+    echo "    split V by 8 -> (Vo, Vv);"
+    echo "    split Vo by $threads -> (Vq, Vx);"
+    echo "    split Vq into $pieces -> (Vg, Vp);"
+    echo "    parallelize T -> BIDx, Vg -> BIDy, Vx -> TIDx;"
+    echo "    vectorize Vv;"
+    echo "    unroll Vp by 4;"
+    echo "}"
+  } > "$dir/argmax.fsl"
+  "$fslc" -D V=$V -o "$dir" "$dir/argmax.fsl"
+}
 # LayerNorm and RMSNorm hand schedules (ln<name>_<H>/, rn<name>_<H>/): THREADS threads a
 # row, xf kept.
 norm_variant() {
@@ -117,6 +137,8 @@ for V in 32000 50304 128256; do
     argmax_variant $V $tu
   done
   argmax_variant $V 256 4 s
+  for g in 2 4 8 16 32; do argmax_grid_variant $V 256 $g; done
+  argmax_grid_variant $V 512 8
   "$fslc" -D V=$V -o "$out/argmax_$V" "$root/tests/bench/argmax.fsl"
   "$fslc" -D V=$V --emit=schedule "$root/tests/bench/argmax.fsl" > "$out/argmax_$V/schedules.fsl"
 done
