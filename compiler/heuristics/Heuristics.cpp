@@ -593,6 +593,28 @@ private:
     auto found = knobs_.ranges.find(knob);
     return found != knobs_.ranges.end() ? found->second : header_.range;
   }
+  /// Whether every reduction's result reaches only values without the reduced dimension
+  /// `inner` (row outputs: argmax's token, a row's sum), and no output has it: what a grid
+  /// reduction can do (lower/Plan.cpp).
+  bool rowOutputsOnly(ir::DimId inner) const {
+    for (const ir::Output &output : fusion_.outputs)
+      if (llvm::is_contained(output.dims, inner))
+        return false;
+    for (const auto &reduction : fusion_.values) {
+      if (!ir::isReduction(reduction->op))
+        continue;
+      std::set<unsigned> reached{reduction->id};
+      for (const auto &value : fusion_.values)
+        if (llvm::any_of(value->operands,
+                         [&](const ir::Value *operand) { return reached.count(operand->id); })) {
+          reached.insert(value->id);
+          if (llvm::is_contained(value->dims, inner))
+            return false;
+        }
+    }
+    return true;
+  }
+
   RowRanges rowRanges() const {
     return {at("vector_width"), at(knobs_.persistentBatch ? "persistent_batch" : "static_bdimx"),
             at("rows_per_block"), header_.range};
@@ -1175,6 +1197,68 @@ private:
     };
     const char *kind = persistent ? "inner_persistent" : "reduction";
     std::vector<sched::ScheduleBlock> blocks;
+    // Few rows of a fusion whose reductions feed row outputs alone (argmax over a
+    // vocabulary, a row's sum): each row in pieces on blockIdx.y, a grid reduction whose
+    // second kernel combines the pieces a row. Measured on the H200 (docs/performance.md,
+    // issue 17, argmax): at T = 1 about 1024 vectors a piece (256 threads x 4) was the
+    // fastest, V = 32000 3.55 -> 2.70 us, 50304 4.49 -> 2.96, 128256 13.10 -> 3.67; at
+    // T = 128 only the longest rows gain (V = 128256, 8 pieces: 30.07 -> 14.80 us; V =
+    // 32000 and 50304 were 4-15 % slower with any number of pieces), and from T = 1024 on
+    // every split was slower (the blocks' fixed costs, then the second kernel).
+    bool gridRows = !persistent && !onePass_ && staticBdimx && knobs_.when.empty() &&
+                    !knobs_.rowsPerBlock && !knobs_.persistentBatch && rowOutputsOnly(inner);
+    int64_t gridBelow = 0; // the grid variants serve rows counts below this
+    auto gridVariant = [&](int64_t bound, int64_t pieces, const std::string &why) {
+      std::vector<sched::SizeGuard> guard{
+          {rows[0], row, sched::Comparison::Lt, bound, header_.range}};
+      if (gridBelow > 0)
+        guard.insert(guard.begin(),
+                     {rows[0], row, sched::Comparison::Ge, gridBelow, header_.range});
+      if (llvm::any_of(knobs_.otherGuards, [&](const std::vector<sched::SizeGuard> &g) {
+            return guardsOverlap(guard, g);
+          }))
+        return;
+      const int64_t threads = 256;
+      const std::string outer = d.name + "o", vec = d.name + "v", rest = d.name + "q",
+                        lanes = d.name + "x", piece = d.name + "g", serial = d.name + "p";
+      int64_t perThread = ceilDiv(ceilDiv(vectors, threads), pieces);
+      Block block;
+      block.reasons.push_back(why);
+      block.reasons.push_back(
+          llvm::formatv("grid reduction: {0} = {1}: {2} vectors ({3}) = {4} pieces on blockIdx.y "
+                        "x {5} threads x {6} serial; a second kernel combines the pieces a row.",
+                        d.name, *d.staticExtent, vectors, vectorWhy, pieces, threads, perThread)
+              .str());
+      llvm::SMRange at = header_.range;
+      if (vector > 1)
+        block.split(d.name, vector, outer, vec, this->at("vector_width"));
+      block.split(vector > 1 ? outer : d.name, threads, rest, lanes, at);
+      block.split(rest, pieces, piece, serial, at, /*factorIsOuter=*/true);
+      block.parallelize({{row, sched::Parallel::BIDx},
+                         {piece, sched::Parallel::BIDy},
+                         {lanes, sched::Parallel::TIDx}},
+                        at);
+      if (vector > 1)
+        block.vectorize(vec, this->at("vector_width"));
+      if (perThread > 4)
+        block.add(sched::Unroll{block.loop(serial, at), sched::Count{4, at}}, at);
+      else if (perThread > 1)
+        block.unroll(serial, at);
+      blocks.push_back(finish(std::move(block), guard));
+      gridBelow = bound;
+    };
+    if (gridRows && vectors >= 2048)
+      gridVariant(16, std::clamp<int64_t>(ceilDiv(vectors, 1024), 2, 32),
+                  llvm::formatv("auto({0}), fewer than 16 rows: each row in pieces of about 1024 "
+                                "vectors.",
+                                kind)
+                      .str());
+    if (gridRows && vectors >= 8192)
+      gridVariant(target_.smCount, 8,
+                  llvm::formatv("auto({0}), fewer rows than the {1} SMs of {2}, rows of {3} "
+                                "vectors or more: each row in 8 pieces.",
+                                kind, target_.smCount, target_.name, 8192)
+                      .str());
     // A guard, a row count or a batch the user gave applies to every size: no variant.
     bool widen = wide.threads > normal.threads && knobs_.when.empty() && !knobs_.rowsPerBlock &&
                  !knobs_.persistentBatch;
@@ -1196,6 +1280,9 @@ private:
     bool overlaps = llvm::any_of(knobs_.otherGuards, [&](const std::vector<sched::SizeGuard> &g) {
       return guardsOverlap({fewRows}, g);
     });
+    // The grid variants serve these rows already, or the fewest of them.
+    if (gridBelow >= wave)
+      widen = false;
     std::string notWidened =
         widen && overlaps
             ? llvm::formatv("; no variant for fewer {0}: another guarded schedule of '{1}' "
@@ -1223,7 +1310,11 @@ private:
       rowDirectives(small, row, d.name, wide, staticBdimx, true, rowRanges());
       persistentDirectives(small, wide);
       onePassDirective(small);
-      blocks.push_back(finish(std::move(small), {fewRows}));
+      std::vector<sched::SizeGuard> guard{fewRows};
+      if (gridBelow > 0)
+        guard.insert(guard.begin(),
+                     {rows[0], row, sched::Comparison::Ge, gridBelow, header_.range});
+      blocks.push_back(finish(std::move(small), guard));
     }
     Block block;
     block.reasons.push_back(
