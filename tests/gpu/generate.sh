@@ -48,6 +48,12 @@ for size in 1024 4096 16384; do
   variant fastexp softmax S $size 's/^    compute_with xf;$/    compute_with xf;\n    fast_exp;/'
   variant onepassfast softmax S $size 's/^    compute_with xf;$/    compute_with xf;\n    reduce one_pass;\n    fast_exp;/'
 done
+# Grid reductions (issue 17): greedy_token with each row in 4 pieces on blockIdx.y, and
+# the heuristics' schedule (grid variants below 16 rows, and for V = 128256 below 132).
+for size in 32000 128256; do
+  variant grid greedy_token V $size 's/^    split Vo by 256 -> (Vp, Vx);$/    split Vo by 256 -> (Vq, Vx);\n    split Vq into 4 -> (Vg, Vp);/; s/parallelize T -> BIDx, Vx -> TIDx;/parallelize T -> BIDx, Vg -> BIDy, Vx -> TIDx;/'
+  variant auto greedy_token V $size '/^schedule/,$ { /^schedule/!d; s/.*/schedule greedy_token = auto;/ }'
+done
 rm -f "$out/err.txt"
 # The matrix products: every tiling strategy, epilogue and layout of the lowering, as
 # variants of the examples (tests/gpu/matmul.py checks and times them; variants.txt lists
