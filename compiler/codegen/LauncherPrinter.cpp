@@ -401,8 +401,30 @@ private:
            << other->name << " in memory; only inout parameters are updated in place\");\n";
   }
 
-  /// Empty tensors: nothing to do.
+  /// Empty tensors: nothing to do. Unless an output without the empty dimension still
+  /// has elements (a row's argmax or sum over an empty row): that call is refused, as its
+  /// values would come from reductions over no elements.
   void writeEmpty() {
+    for (ir::DimId dim = 0; dim < fusion_.dims.size(); ++dim) {
+      if (fusion_.dims[dim].staticExtent)
+        continue;
+      for (const ir::Output &output : fusion_.outputs) {
+        if (llvm::is_contained(output.dims, dim))
+          continue;
+        std::vector<std::string> condition{dimName(program_, dim) + " == 0"}, over;
+        for (ir::DimId kept : output.dims) {
+          over.push_back(fusion_.dims[kept].name);
+          if (!fusion_.dims[kept].staticExtent)
+            condition.push_back(dimName(program_, kept) + " != 0");
+        }
+        std::string shape = over.empty() ? "" : "[" + llvm::join(over, ", ") + "]";
+        out_ << "  if (" << llvm::join(condition, " && ") << ")\n"
+             << "    return fsl_fail(FSL_ERROR_SIZE, \"" << fusion_.dims[dim].name << " is 0, but "
+             << output.name << shape
+             << " has elements: its values would reduce over no elements\");\n";
+        break;
+      }
+    }
     std::vector<std::string> empty;
     for (ir::DimId dim = 0; dim < fusion_.dims.size(); ++dim)
       if (!fusion_.dims[dim].staticExtent)

@@ -446,9 +446,29 @@ fsl_status checkCall(const LaunchPlan &plan, const fsl_tensor *const *tensors, i
                              (long long)want, extent ? " (static)" : ""));
       }
   }
-  for (const auto &[dim, value] : dims)
-    if (value == 0)
-      empty = true;
+  // An empty dimension leaves nothing to do, unless an output without it still has
+  // elements: their values would reduce over no elements (the launcher's rule).
+  for (const auto &[dim, value] : dims) {
+    if (value != 0)
+      continue;
+    empty = true;
+    for (const PlanTensor &t : plan.tensors) {
+      if (!t.written || std::find(t.dims.begin(), t.dims.end(), dim) != t.dims.end())
+        continue;
+      bool hasElements = true;
+      std::string shape;
+      for (const std::string &kept : t.dims) {
+        auto size = dims.find(kept);
+        hasElements &= size == dims.end() || size->second != 0;
+        shape += (shape.empty() ? "" : ", ") + kept;
+      }
+      if (hasElements)
+        return fail(FSL_ERROR_SIZE,
+                    dim + " is 0, but " + t.name + (shape.empty() ? "" : "[" + shape + "]") +
+                        " has elements: its values would reduce over no elements");
+      break;
+    }
+  }
   if (empty || !checkData)
     return FSL_OK;
   for (size_t i = 0; i < plan.tensors.size(); ++i) {

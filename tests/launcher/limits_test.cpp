@@ -8,6 +8,7 @@
 // its checks before any CUDA call: the addresses are never dereferenced. On today's main
 // these launched (or tried to), returned FSL_OK, or refused the empty call.
 #include "rms_norm_add.h"
+#include "row_sum.h"
 #include "rows.h"
 
 #include "FakeTensor.h"
@@ -64,6 +65,19 @@ struct Rows {
   void expect(const char *name, fsl_status want, const char *fragment) {
     fsl_status got = fsl_rows(&x, &y, nullptr);
     ::expect(name, got, want, fsl_rows_error(), fragment);
+  }
+};
+
+/// row_sum (tests/launcher/row_sum.fsl): a grid reduction of T rows of H.
+struct RowSum {
+  fsl_tensor x, s;
+  RowSum(int64_t T, int64_t H) : x(tensor(0, FSL_F32, {T, H})), s(tensor(0, FSL_F32, {T})) {
+    x.data = at(64);
+    s.data = at(128);
+  }
+  void expect(const char *name, fsl_status want, const char *fragment) {
+    fsl_status got = fsl_row_sum(&x, &s, nullptr);
+    ::expect(name, got, want, fsl_row_sum_error(), fragment);
   }
 };
 
@@ -148,6 +162,20 @@ int main() {
     c.x.data = c.y.data = nullptr;
     c.x.strides[0] = c.y.strides[0] = 0;
     c.expect("empty rows, null data and any stride", FSL_OK, nullptr);
+  }
+  {
+    // A sum over an empty row has no elements to reduce: the launcher returned FSL_OK and
+    // left s unwritten. No rows at all is still nothing to do.
+    RowSum c(5, 0);
+    c.x.data = nullptr;
+    c.expect("rows without elements to reduce", FSL_ERROR_SIZE,
+             "H is 0, but s[T] has elements: its values would reduce over no elements");
+    RowSum d(0, 0);
+    d.x.data = d.s.data = nullptr;
+    d.expect("no rows and empty rows", FSL_OK, nullptr);
+    RowSum e(0, 9);
+    e.x.data = e.s.data = nullptr;
+    e.expect("no rows", FSL_OK, nullptr);
   }
   {
     // What is not a data pointer is still checked.

@@ -384,6 +384,35 @@ int main(int argc, char **argv) {
   }
   fsl_jit_session_destroy(session);
 
+  {
+    // A row's sum over an empty row: refused as the launcher does (it returned FSL_OK and
+    // left the sums unwritten); no rows is still nothing to do.
+    fsl_program *sums = nullptr;
+    status = fsl_program_load_text(
+        "row_sum.fsl", "fusion row_sum(x: f32[T, H]) -> (s: f32[T]) { s = sum(x, over H); }",
+        nullptr, &sums, error, sizeof error);
+    expect(status == FSL_OK, "a row sum loads", error);
+    fsl_jit_session *rows = nullptr;
+    if (sums)
+      fsl_jit_session_create(sums, &sessionOptions, &rows, error, sizeof error);
+    fsl_tensor x{nullptr, FSL_F32, 2, {5, 0}, {0, 1}}, out{nullptr, FSL_F32, 1, {5}, {1}};
+    const fsl_tensor *both[2] = {&x, &out};
+    status = rows ? fsl_jit_session_prepare(rows, "row_sum", both, 2, nullptr, 0, &info, error,
+                                            sizeof error)
+                  : FSL_ERROR_ARGUMENT;
+    expect(status == FSL_ERROR_SIZE &&
+               contains(error, "H is 0, but s[T] has elements: its values would reduce over no "
+                               "elements"),
+           "H = 0 with 5 rows: refused, nothing launched", error);
+    x.sizes[0] = out.sizes[0] = 0;
+    status = rows ? fsl_jit_session_prepare(rows, "row_sum", both, 2, nullptr, 0, &info, error,
+                                            sizeof error)
+                  : FSL_ERROR_ARGUMENT;
+    expect(status == FSL_OK && info.launch_count == 0, "no rows and H = 0: nothing to do", error);
+    fsl_jit_session_destroy(rows);
+    fsl_program_free(sums);
+  }
+
   // --- A second session: the disk cache, then the other policies ----------------------------
   session = nullptr;
   fsl_jit_session_create(program, &sessionOptions, &session, error, sizeof error);

@@ -59,9 +59,12 @@ done
 "$work/validation"
 # Launch limits, checked byte counts, natural alignment and empty calls (no GPU needed):
 # a runtime grid on BIDx and BIDy, a runtime block.
+# A grid reduction (two kernels, a workspace) whose rows may be empty.
 generate rows "$root/tests/launcher/rows.fsl"
-"$nvcc" "${flags[@]}" "${strict[@]}" -I "$work/rms_norm_add" -I "$work/rows" -o "$work/limits" \
-  "$root/tests/launcher/limits_test.cpp" "$work/rms_norm_add/rms_norm_add.cu" "$work/rows/rows.cu"
+generate row_sum "$root/tests/launcher/row_sum.fsl"
+"$nvcc" "${flags[@]}" "${strict[@]}" -I "$work/rms_norm_add" -I "$work/rows" -I "$work/row_sum" \
+  -o "$work/limits" "$root/tests/launcher/limits_test.cpp" "$work/rms_norm_add/rms_norm_add.cu" \
+  "$work/rows/rows.cu" "$work/row_sum/row_sum.cu"
 "$work/limits"
 # The matmul launcher refuses what TMA cannot copy, before any CUDA call (no GPU needed).
 "$fslc" --emit=cuda -o "$work/matmul" "$root/examples/linear_bias_gelu_simple.fsl"

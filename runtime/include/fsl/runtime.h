@@ -7,7 +7,8 @@
  * 64-bit arithmetic that never wraps, every launch against the target's grid, block and
  * cluster limits (FSL_ERROR_SIZE). A call with nothing to do (a tensor without elements)
  * returns FSL_OK without looking at any data pointer: PyTorch's empty tensors have null
- * data. The status is the call's own: an earlier CUDA error of the program is neither
+ * data; unless an output without the empty dimension has elements (a row's sum over an
+ * empty row), which is FSL_ERROR_SIZE. The status is the call's own: an earlier CUDA error of the program is neither
  * returned nor cleared.
  * C and C++ callers; needs only the CUDA runtime.
  */
