@@ -1316,6 +1316,43 @@ private:
                      {rows[0], row, sched::Comparison::Ge, gridBelow, header_.range});
       blocks.push_back(finish(std::move(small), guard));
     }
+    // Rows of 2048 vectors or more (H = 16384 bf16), from one wave to 2048 rows: the
+    // buffers recomputed (the second phase reads the row again, from L2, where it was
+    // just read) rather than kept in 64 registers a value, so an SM holds more rows.
+    // Measured on the H200 (docs/performance.md, issue 17, run G1 and the run after it):
+    // LayerNorm 16384 x 512 13.09 -> 12.47 us, x 1024 22.81 -> 21.67 (Inductor's static
+    // kernel 12.71 and 25.38); RMSNorm x 512 11.80 -> 11.22, x 1024 even; at T = 128 and
+    // from T = 4096 on, keeping them was as fast or faster.
+    // Only where each buffer is a cast of one input (LayerNorm's and RMSNorm's xf): reading
+    // it again costs the bytes kept and a conversion, not an exp (softmax's e) or a second
+    // tensor (rms_norm_add's h), which were not measured this way.
+    const int64_t recomputeBelow = 2048;
+    bool castsOfInputs = llvm::all_of(kept, [](const sched::TensorSchedule *buffer) {
+      const ir::Value &value = *buffer->value;
+      return value.op == ir::Op::Cast && value.operands.size() == 1 &&
+             value.operands[0]->op == ir::Op::Input;
+    });
+    if (widen && persistent && !onePass_ && !kept.empty() && castsOfInputs && vectors >= 2048 &&
+        wave < recomputeBelow) {
+      std::vector<sched::SizeGuard> guard{
+          {rows[0], row, sched::Comparison::Ge, wave, header_.range},
+          {rows[0], row, sched::Comparison::Lt, recomputeBelow, header_.range}};
+      if (llvm::none_of(knobs_.otherGuards, [&](const std::vector<sched::SizeGuard> &g) {
+            return guardsOverlap(guard, g);
+          })) {
+        Block middle;
+        middle.reasons.push_back(
+            llvm::formatv("auto({0}), {1} to {2} rows of {3} vectors: buffers recomputed from "
+                          "the row (read again, from L2), so more rows fit an SM.",
+                          kind, wave, recomputeBelow - 1, vectors)
+                .str());
+        middle.reasons.push_back(describe(normal, "row split"));
+        rowDirectives(middle, row, d.name, normal, staticBdimx, true, rowRanges());
+        for (const sched::TensorSchedule *buffer : kept)
+          middle.persistent(buffer->name, sched::MemoryKind::Recompute, header_.range);
+        blocks.push_back(finish(std::move(middle), guard));
+      }
+    }
     Block block;
     block.reasons.push_back(
         llvm::formatv("auto({0}){1}{2}.", kind,
