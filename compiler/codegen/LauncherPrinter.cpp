@@ -420,8 +420,8 @@ private:
         std::string shape = over.empty() ? "" : "[" + llvm::join(over, ", ") + "]";
         out_ << "  if (" << llvm::join(condition, " && ") << ")\n"
              << "    return fsl_fail(FSL_ERROR_SIZE, \"" << fusion_.dims[dim].name << " is 0, but "
-             << output.name << shape
-             << " has elements: its values would reduce over no elements\");\n";
+             << output.name << shape << " has elements, which cannot be computed over an empty "
+             << fusion_.dims[dim].name << "\");\n";
         break;
       }
     }

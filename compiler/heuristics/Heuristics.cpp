@@ -597,8 +597,9 @@ private:
   /// `inner` (row outputs: argmax's token, a row's sum), and no output has it: what a grid
   /// reduction can do (lower/Plan.cpp).
   bool rowOutputsOnly(ir::DimId inner) const {
+    // An inout row (written back by every block of a grid loop) is left to one block a row.
     for (const ir::Output &output : fusion_.outputs)
-      if (llvm::is_contained(output.dims, inner))
+      if (llvm::is_contained(output.dims, inner) || output.isInout)
         return false;
     for (const auto &reduction : fusion_.values) {
       if (!ir::isReduction(reduction->op))

@@ -475,10 +475,12 @@ private:
     std::vector<const ir::Value *> ownNest, saves;
     for (const ir::Value *saved : phase.saves)
       (plan_.computedWith.count(saved->id) ? saves : ownNest).push_back(saved);
+    std::set<unsigned> nestNeeds; // what this phase's nests read, for the inout barrier
     if (!ownNest.empty()) {
       std::vector<Stmt> producer;
       std::map<unsigned, Expr> values;
-      computeValues(p, phase.values, closure(ownNest, p, fromBuffer), fromBuffer, values, producer);
+      nestNeeds = closure(ownNest, p, fromBuffer);
+      computeValues(p, phase.values, nestNeeds, fromBuffer, values, producer);
       for (const ir::Value *saved : ownNest)
         producer.push_back(fromFusion(kir::store(persistentBuffers_.at(saved->id),
                                                  bufferIndex(saved->id), values.at(saved->id)),
@@ -506,6 +508,7 @@ private:
     std::map<unsigned, Expr> values;
     std::set<unsigned> elementNeeds = closure(roots, p, fromBuffer);
     computeValues(p, phase.values, elementNeeds, fromBuffer, values, element);
+    nestNeeds.insert(elementNeeds.begin(), elementNeeds.end());
     auto valueOf = [&](const ir::Value *value) -> Expr {
       auto found = values.find(value->id);
       if (found != values.end())
@@ -542,7 +545,7 @@ private:
       bool readByNest = false;
       for (const ir::Output *output : rowStores)
         readByNest |=
-            output->isInout && elementNeeds.count(f_.params[output->paramIndex].value->id) != 0;
+            output->isInout && nestNeeds.count(f_.params[output->paramIndex].value->id) != 0;
       if (readByNest) {
         auto barrier = std::make_shared<kir::StmtNode>(*kir::barrier());
         barrier->comment = "every thread has read the inout row before it is written back";
@@ -576,6 +579,14 @@ private:
     }
     if (!partialStores.empty()) {
       Stmt stores = kir::block(std::move(partialStores));
+      // Rows past the end of a row dimension that is checked rather than clamped (merged
+      // rows) store nothing: their slots are past the workspace's end.
+      Expr inBounds;
+      for (ir::DimId dim : plan_.gridRowDims)
+        if (plan_.inexactRoots.count(dim))
+          inBounds = inBounds && (cx_.rootIndex[dim] < cx_.dimExtent(dim));
+      if (inBounds)
+        stores = kir::ifThen(inBounds, stores, nullptr, "this thread's row is in bounds");
       if (Expr first =
               rowLeader([&](ir::DimId dim) { return llvm::is_contained(plan_.gridRowDims, dim); }))
         stores = kir::ifThen(first, stores, nullptr, "one thread stores the row's partial results");

@@ -456,8 +456,15 @@ private:
     }
     FSL_INTERNAL_ASSERT(first, "a grid loop without a reduction");
     plan_->gridRowDims = first->dims;
-    FSL_INTERNAL_ASSERT(plan_->persistent.empty() && plan_->phases.size() == 2,
-                        "a grid reduction whose results are used per element");
+    // The blocks keep nothing for the rows kernel but their partial accumulators.
+    for (unsigned id : plan_->persistent)
+      return unsupported(why + describe(*fusion_.values[id]) +
+                             " is kept across the reduction (persistent), but the rows "
+                             "kernel has only the blocks' partial results; remove the directive",
+                         grid.origin.range);
+    if (plan_->phases.size() != 2)
+      return unsupported(why + "the fusion has work after its reductions besides row outputs",
+                         grid.origin.range);
     for (const ir::Output *output : plan_->phases[1].stores)
       for (ir::DimId dim : output->dims)
         if (!llvm::is_contained(first->dims, dim))

@@ -447,7 +447,7 @@ fsl_status checkCall(const LaunchPlan &plan, const fsl_tensor *const *tensors, i
       }
   }
   // An empty dimension leaves nothing to do, unless an output without it still has
-  // elements: their values would reduce over no elements (the launcher's rule).
+  // elements, which cannot be computed (a reduction over it has none; the launcher's rule).
   for (const auto &[dim, value] : dims) {
     if (value != 0)
       continue;
@@ -465,7 +465,7 @@ fsl_status checkCall(const LaunchPlan &plan, const fsl_tensor *const *tensors, i
       if (hasElements)
         return fail(FSL_ERROR_SIZE,
                     dim + " is 0, but " + t.name + (shape.empty() ? "" : "[" + shape + "]") +
-                        " has elements: its values would reduce over no elements");
+                        " has elements, which cannot be computed over an empty " + dim);
       break;
     }
   }

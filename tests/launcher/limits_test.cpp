@@ -169,7 +169,7 @@ int main() {
     RowSum c(5, 0);
     c.x.data = nullptr;
     c.expect("rows without elements to reduce", FSL_ERROR_SIZE,
-             "H is 0, but s[T] has elements: its values would reduce over no elements");
+             "H is 0, but s[T] has elements, which cannot be computed over an empty H");
     RowSum d(0, 0);
     d.x.data = d.s.data = nullptr;
     d.expect("no rows and empty rows", FSL_OK, nullptr);

@@ -401,8 +401,8 @@ int main(int argc, char **argv) {
                                             sizeof error)
                   : FSL_ERROR_ARGUMENT;
     expect(status == FSL_ERROR_SIZE &&
-               contains(error, "H is 0, but s[T] has elements: its values would reduce over no "
-                               "elements"),
+               contains(error, "H is 0, but s[T] has elements, which cannot be computed over an "
+                               "empty H"),
            "H = 0 with 5 rows: refused, nothing launched", error);
     x.sizes[0] = out.sizes[0] = 0;
     status = rows ? fsl_jit_session_prepare(rows, "row_sum", both, 2, nullptr, 0, &info, error,
