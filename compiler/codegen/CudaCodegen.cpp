@@ -53,7 +53,9 @@ GeneratedSources generateCuda(const kir::Program &program, const std::string &so
   for (const kir::Kernel &kernel : program.kernels)
     printKernel(kernel, options, s);
   s << "#ifndef __CUDACC_RTC__\n// ---- Host launcher ----\n\n"
-    << "#include \"" << result.name << ".h\"\n\n#include <stdarg.h>\n#include <stdio.h>\n\n";
+    << "#include \"" << result.name << ".h\"\n\n#include <stdarg.h>\n#include <stdint.h>\n"
+    << "#include <stdio.h>\n"
+    << (program.workspaces.empty() ? "" : "\n#include <mutex>\n") << "\n";
   printLauncher(program, options, s);
   s << "#endif // __CUDACC_RTC__\n";
   return result;
