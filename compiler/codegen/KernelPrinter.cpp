@@ -1,6 +1,8 @@
 // KernelPrinter.cpp — Kernel IR statements and expressions as CUDA text.
 #include "codegen/KernelPrinter.h"
 
+#include "codegen/Naming.h"
+
 #include "kir/Mutator.h"
 #include "support/Internal.h"
 
@@ -128,11 +130,25 @@ std::string builtinText(kir::Builtin builtin) {
   FSL_UNREACHABLE("builtin");
 }
 
+/// The name `entity` (a variable, buffer or tensor map named `own`) was declared with in
+/// `names`; without a scope, its own name.
+std::string declaredName(const NameScope *names, const void *entity, const std::string &own) {
+  if (!names)
+    return own;
+  llvm::StringRef name = names->lookup(entity);
+  FSL_INTERNAL_ASSERT(!name.empty(), ("'" + own + "' is used outside its declaration").c_str());
+  return name.str();
+}
+
 /// Expressions, one method per kind. An operation of a narrow float type is printed in
 /// f32 and rounded, unless the caller rounds it itself (`roundNarrow` false: a store to a
 /// buffer of that type, where rounding twice would only cost instructions).
 class ExprPrinter {
 public:
+  /// `names` gives each variable and buffer its name in the kernel; without one (the
+  /// launcher's launch-shape expressions over dimensions), an entity prints its own name.
+  explicit ExprPrinter(const NameScope *names = nullptr) : names_(names) {}
+
   Printed print(const Expr &e, bool roundNarrow = true) {
     FSL_INTERNAL_ASSERT(e, "null expression in a kernel");
     switch (e->kind) {
@@ -197,7 +213,7 @@ private:
   Printed printVar(const kir::ExprNode &e) {
     if (e.var->builtin != kir::Builtin::None)
       return {builtinText(e.var->builtin)};
-    return {e.var->name};
+    return {nameOf(e.var.get(), e.var->name)};
   }
 
   /// The operand of a prefix operator.
@@ -402,7 +418,8 @@ private:
   }
 
   Printed printLoad(const kir::ExprNode &e) {
-    std::string element = e.buffer->name + "[" + print(e.operands.at(0)).text + "]";
+    std::string element =
+        nameOf(e.buffer.get(), e.buffer->name) + "[" + print(e.operands.at(0)).text + "]";
     switch (e.buffer->dtype) {
     case DType::BF16:
       return {"__bfloat162float(" + element + ")"};
@@ -417,11 +434,17 @@ private:
     }
     FSL_UNREACHABLE("dtype");
   }
+
+  std::string nameOf(const void *entity, const std::string &own) const {
+    return declaredName(names_, entity, own);
+  }
+
+  const NameScope *names_;
 };
 
 /// `value` converted for a store into an element of `type`: narrow floats rounded once.
-std::string storedValue(DType type, const Expr &value) {
-  ExprPrinter p;
+std::string storedValue(DType type, const Expr &value, const NameScope &names) {
+  ExprPrinter p(&names);
   DType from = value->dtype;
   switch (type) {
   case DType::BF16:
@@ -450,15 +473,17 @@ std::string storedValue(DType type, const Expr &value) {
 }
 
 /// `name + index` as a pointer, `name` alone at offset 0.
-std::string pointerPlus(const std::string &name, const Expr &index) {
+std::string pointerPlus(const std::string &name, const Expr &index, const NameScope &names) {
   if (!index || kir::asConstant(index) == 0)
     return name;
-  return name + " + " + ExprPrinter().atLeast(index, Multiplicative);
+  return name + " + " + ExprPrinter(&names).atLeast(index, Multiplicative);
 }
 
 /// `&name[index]`: the address of one element (an mbarrier).
-std::string elementAddress(const kir::BufferPtr &buffer, const Expr &index) {
-  return "&" + buffer->name + "[" + (index ? printExpr(index) : std::string("0")) + "]";
+std::string elementAddress(const kir::BufferPtr &buffer, const Expr &index,
+                           const NameScope &names) {
+  std::string element = index ? ExprPrinter(&names).print(index).text : std::string("0");
+  return "&" + declaredName(&names, buffer.get(), buffer->name) + "[" + element + "]";
 }
 
 std::string oneLine(std::string text) {
@@ -518,8 +543,9 @@ std::string hardwareIndex(kir::Axis axis) {
 /// and span-wide blocks along M or N `blockBytes` apart (the leading offset; 0, never
 /// followed, when the operand fits one span).
 std::string wgmmaDescriptor(const kir::BufferPtr &operand, const Expr &offset, bool mnMajor,
-                            int64_t blockBytes) {
-  std::string matrix = pointerPlus(operand->name, offset);
+                            int64_t blockBytes, const NameScope &names) {
+  std::string matrix =
+      pointerPlus(declaredName(&names, operand.get(), operand->name), offset, names);
   if (mnMajor) {
     std::string blocks = std::to_string(blockBytes);
     switch (operand->swizzle) {
@@ -594,7 +620,8 @@ public:
     } else if (launch.maxRegisters) {
       out_ << " __maxnreg__(" << *launch.maxRegisters << ")";
     }
-    std::vector<std::string> params = kernelParameters(kernel_);
+    names_.reserve(symbol);
+    std::vector<std::string> params = kernelParameters(kernel_, &names_);
     out_ << " " << symbol << "(";
     if (!params.empty())
       out_ << "\n    " << llvm::join(params, ",\n    ");
@@ -647,7 +674,9 @@ private:
   void nested(const Stmt &s) {
     size_t accumulators = accumulatorsInScope_.size();
     indent_ += "  ";
+    names_.open();
     sequence(s);
+    names_.close();
     indent_.resize(indent_.size() - 2);
     accumulatorsInScope_.resize(accumulators);
   }
@@ -725,15 +754,22 @@ private:
   // --- Control flow and scalars ------------------------------------------------------
 
   void forLoop(const kir::StmtNode &s) {
-    std::string name = s.var->name;
-    switch (s.loopKind) {
-    case kir::LoopKind::Parallel:
+    if (s.loopKind == kir::LoopKind::Parallel) {
       // No loop: the index is a hardware index, bound for the rest of the kernel.
+      std::string name = names_.declare(s.var.get(), s.var->name);
       line() << "const " << cType(s.var->dtype) << " " << name << " = " << hardwareIndex(s.axis)
              << ";";
       end(noteOf(s));
       sequence(s.body.at(0));
       return;
+    }
+    // The extent is read outside the loop's scope, where its index is not yet declared.
+    std::string extent = ExprPrinter(&names_).atLeast(s.extent, Relational + 1);
+    names_.open();
+    std::string name = names_.declare(s.var.get(), s.var->name);
+    switch (s.loopKind) {
+    case kir::LoopKind::Parallel: // above
+      break;
     case kir::LoopKind::Unrolled:
       if (s.unrollFactor)
         line() << "#pragma unroll " << *s.unrollFactor << "\n";
@@ -746,10 +782,11 @@ private:
     case kir::LoopKind::Serial:
       break;
     }
-    line() << "for (" << cType(s.var->dtype) << " " << name << " = 0; " << name << " < "
-           << ExprPrinter().atLeast(s.extent, Relational + 1) << "; ++" << name << ") {";
+    line() << "for (" << cType(s.var->dtype) << " " << name << " = 0; " << name << " < " << extent
+           << "; ++" << name << ") {";
     end(noteOf(s));
     nested(s.body.at(0));
+    names_.close();
     line() << "}\n";
   }
 
@@ -765,8 +802,10 @@ private:
   }
 
   void let(const kir::StmtNode &s) {
-    line() << (s.mutableVar ? "" : "const ") << cType(s.var->dtype) << " " << s.var->name << " = "
-           << printExpr(s.value) << ";";
+    // The value is read before the name is declared (`x = x + 1` in C would read itself).
+    std::string value = printExpr(s.value);
+    line() << (s.mutableVar ? "" : "const ") << cType(s.var->dtype) << " "
+           << names_.declare(s.var.get(), s.var->name) << " = " << value << ";";
     end(noteOf(s));
   }
 
@@ -779,10 +818,10 @@ private:
                      value->binary == BinaryOp::Mul) &&
                     value->operands[0]->kind == ExprKind::Var && value->operands[0]->var == s.var;
     if (compound)
-      line() << s.var->name << " " << kir::binaryName(value->binary) << "= "
+      line() << nameOf(s.var) << " " << kir::binaryName(value->binary) << "= "
              << printExpr(value->operands[1]) << ";";
     else
-      line() << s.var->name << " = " << printExpr(value) << ";";
+      line() << nameOf(s.var) << " = " << printExpr(value) << ";";
     end(noteOf(s));
   }
 
@@ -790,6 +829,7 @@ private:
 
   void allocate(const kir::StmtNode &s) {
     const kir::Buffer &b = *s.buffer;
+    std::string name = names_.declare(&b, b.name);
     std::string type = memoryType(b.dtype).str();
     std::string note = noteOf(s);
     std::string size = s.count ? printExpr(s.count) : std::to_string(b.elements());
@@ -803,12 +843,12 @@ private:
       auto vector = vectorBytes_.find(&b);
       if (vector != vectorBytes_.end() && vector->second > ir::dtypeBytes(b.dtype))
         out_ << "__align__(" << vector->second << ") ";
-      out_ << type << " " << b.name << "[" << b.elements() << "];";
+      out_ << type << " " << name << "[" << b.elements() << "];";
       end(note);
       return;
     }
     case kir::MemorySpace::Shared:
-      line() << type << " *" << b.name << " = reinterpret_cast<" << type << " *>("
+      line() << type << " *" << name << " = reinterpret_cast<" << type << " *>("
              << pointerPlus("fsl_shared", s.index) << ");";
       end(note + " in shared memory");
       return;
@@ -820,7 +860,7 @@ private:
   }
 
   void store(const kir::StmtNode &s) {
-    line() << s.buffer->name << "[" << printExpr(s.index)
+    line() << nameOf(s.buffer) << "[" << printExpr(s.index)
            << "] = " << storedValue(s.buffer->dtype, s.value) << ";";
     end(noteOf(s));
   }
@@ -831,15 +871,15 @@ private:
                         "a vector copy of other than 2, 4, 8 or 16 bytes");
     bool load = s.source->space == kir::MemorySpace::Global;
     line() << (load ? "fsl_load_vector<" : "fsl_store_vector<") << bytes << ">("
-           << pointerPlus(s.buffer->name, s.index) << ", "
-           << pointerPlus(s.source->name, s.sourceIndex) << ");";
+           << pointerPlus(nameOf(s.buffer), s.index) << ", "
+           << pointerPlus(nameOf(s.source), s.sourceIndex) << ");";
     end(noteOf(s));
   }
 
   // --- Reductions and synchronization ------------------------------------------------
 
   void reduce(const kir::StmtNode &s) {
-    const std::string &acc = s.var->name;
+    const std::string acc = nameOf(s.var);
     if (!s.carried.empty()) {
       tupleReduce(s);
       return;
@@ -853,7 +893,7 @@ private:
       FSL_INTERNAL_ASSERT(s.scratch, "a block reduction without scratch");
       line() << acc << " = fsl_block_reduce_x" << staticThreadsX() << "(" << acc << ", "
              << combinerOf(s.reduceKind) << ", reinterpret_cast<" << cType(s.var->dtype) << "*>("
-             << s.scratch->name << "), " << s.slot << ");";
+             << nameOf(s.scratch) << "), " << s.slot << ");";
       end(noteOf(s).empty() ? "over threadIdx.x" : noteOf(s));
       return;
     case kir::ReduceScope::Grid:
@@ -880,9 +920,9 @@ private:
                        : s.reduceKind == kir::ReduceKind::ArgMin  ? "argmin"
                        : s.reduceKind == kir::ReduceKind::Welford ? "welford"
                                                                   : "max_exp_sum";
-    std::string pair = s.var->name;
+    std::string pair = nameOf(s.var);
     for (const kir::VarPtr &carried : s.carried)
-      pair += ", " + carried->name;
+      pair += ", " + nameOf(carried);
     switch (s.scope) {
     case kir::ReduceScope::Warp:
       line() << "fsl_warp_" << kind << "(" << pair << ");";
@@ -891,7 +931,7 @@ private:
     case kir::ReduceScope::BlockX:
       FSL_INTERNAL_ASSERT(s.scratch, "a block reduction without scratch");
       line() << "fsl_block_" << kind << "_x" << staticThreadsX() << "(" << pair << ", "
-             << s.scratch->name << ", " << s.slot << ");";
+             << nameOf(s.scratch) << ", " << s.slot << ");";
       end(noteOf(s).empty() ? "over threadIdx.x" : noteOf(s));
       return;
     case kir::ReduceScope::Grid:
@@ -1017,7 +1057,7 @@ private:
     std::string rank = tmaRank(s);
     FSL_INTERNAL_ASSERT(s.barrier, "a TMA load without an mbarrier");
     line() << "fsl_tma_load_" << rank << (s.multicastMask ? "_multicast(" : "(")
-           << pointerPlus(s.buffer->name, s.index) << ", &" << s.tensorMap->name << ", "
+           << pointerPlus(nameOf(s.buffer), s.index) << ", &" << nameOf(s.tensorMap) << ", "
            << elementAddress(s.barrier, s.barrierIndex) << ", ";
     if (s.multicastMask)
       out_ << printExpr(s.multicastMask) << ", ";
@@ -1027,8 +1067,8 @@ private:
 
   void tmaStore(const kir::StmtNode &s) {
     std::string rank = tmaRank(s);
-    line() << "fsl_tma_store_" << rank << "(&" << s.tensorMap->name << ", "
-           << pointerPlus(s.buffer->name, s.index) << ", " << tmaCoordinates(s) << ");";
+    line() << "fsl_tma_store_" << rank << "(&" << nameOf(s.tensorMap) << ", "
+           << pointerPlus(nameOf(s.buffer), s.index) << ", " << tmaCoordinates(s) << ");";
     end(tmaNote(s));
     line() << "fsl_bulk_commit_group();\n"; // one bulk group a store: TmaStoreWait counts them
   }
@@ -1046,7 +1086,8 @@ private:
   /// of the fence or wait (see fsl_wgmma_pin_accumulator).
   void pinAccumulators() {
     for (const kir::Buffer *acc : accumulatorsInScope_)
-      line() << "fsl_wgmma_pin_accumulator<" << acc->elements() << ">(" << acc->name << ");\n";
+      line() << "fsl_wgmma_pin_accumulator<" << acc->elements() << ">("
+             << declaredName(&names_, acc, acc->name) << ");\n";
   }
 
   void wgmmaFence(const kir::StmtNode &s) {
@@ -1066,12 +1107,12 @@ private:
                         "a wgmma accumulator that is not f32");
     line() << "fsl_wgmma_m64n" << shape.n << "k16_f32_" << ir::dtypeName(s.inputType) << "<"
            << (s.transposeA ? 1 : 0) << ", " << (s.transposeB ? 1 : 0) << ">("
-           << pointerPlus(s.buffer->name, s.index) << ", "
-           << wgmmaDescriptor(s.operandA, s.offsetA, s.transposeA, s.blockBytesA) << ", "
-           << wgmmaDescriptor(s.operandB, s.offsetB, s.transposeB, s.blockBytesB) << ", "
+           << pointerPlus(nameOf(s.buffer), s.index) << ", "
+           << wgmmaDescriptor(s.operandA, s.offsetA, s.transposeA, s.blockBytesA, names_) << ", "
+           << wgmmaDescriptor(s.operandB, s.offsetB, s.transposeB, s.blockBytesB, names_) << ", "
            << (s.accumulate ? printExpr(s.accumulate) : std::string("1")) << ");";
     std::string note = noteOf(s);
-    end(note.empty() ? s.buffer->name + " += " + s.operandA->name + " * " + s.operandB->name
+    end(note.empty() ? nameOf(s.buffer) + " += " + nameOf(s.operandA) + " * " + nameOf(s.operandB)
                      : note);
   }
 
@@ -1099,8 +1140,31 @@ private:
     line() << "}\n";
   }
 
+  // --- Names: every identifier from the one scope (Naming.h) --------------------------
+
+  std::string printExpr(const Expr &e) const { return ExprPrinter(&names_).print(e).text; }
+  std::string pointerPlus(const std::string &name, const Expr &index) const {
+    return codegen::pointerPlus(name, index, names_);
+  }
+  std::string storedValue(DType type, const Expr &value) const {
+    return codegen::storedValue(type, value, names_);
+  }
+  std::string elementAddress(const kir::BufferPtr &buffer, const Expr &index) const {
+    return codegen::elementAddress(buffer, index, names_);
+  }
+  std::string nameOf(const kir::VarPtr &var) const {
+    return declaredName(&names_, var.get(), var->name);
+  }
+  std::string nameOf(const kir::BufferPtr &buffer) const {
+    return declaredName(&names_, buffer.get(), buffer->name);
+  }
+  std::string nameOf(const kir::TensorMapPtr &map) const {
+    return declaredName(&names_, map.get(), map->name);
+  }
+
   const kir::Kernel &kernel_;
   const CodegenOptions &options_;
+  NameScope names_;
   llvm::raw_ostream &out_;
   std::string indent_;
   /// The location of the statement being printed, until its first line has ended.
@@ -1112,34 +1176,45 @@ private:
 
 } // namespace
 
-std::string printExpr(const Expr &e) { return ExprPrinter().print(e).text; }
+std::string printExpr(const Expr &e, const NameScope *names) {
+  return ExprPrinter(names).print(e).text;
+}
 
-std::string printOperand(const Expr &e) { return ExprPrinter().atLeast(e, Primary); }
+std::string printOperand(const Expr &e, const NameScope *names) {
+  return ExprPrinter(names).atLeast(e, Primary);
+}
 
-std::vector<std::string> kernelParameters(const kir::Kernel &kernel) {
+std::vector<std::string> kernelParameters(const kir::Kernel &kernel, NameScope *names) {
+  // Without a scope, one of the parameters' own: they are still told apart.
+  NameScope own;
+  if (!names)
+    names = &own;
   std::vector<std::string> result;
   for (const kir::KernelParam &param : kernel.params) {
     switch (param.kind) {
     case kir::KernelParam::Kind::Tensor: {
       const kir::Buffer &b = *param.buffer;
+      std::string name = names->declare(&b, b.name);
       // An inout tensor is read and written through one pointer: no __restrict__.
       std::string type = memoryType(b.dtype).str() + "*";
       if (!b.written)
-        result.push_back("const " + type + " __restrict__ " + b.name);
+        result.push_back("const " + type + " __restrict__ " + name);
       else if (b.inout)
-        result.push_back(type + " " + b.name);
+        result.push_back(type + " " + name);
       else
-        result.push_back(type + " __restrict__ " + b.name);
+        result.push_back(type + " __restrict__ " + name);
       break;
     }
     case kir::KernelParam::Kind::Scalar:
-      result.push_back(cType(param.var->dtype).str() + " " + param.var->name);
+      result.push_back(cType(param.var->dtype).str() + " " +
+                       names->declare(param.var.get(), param.var->name));
       break;
     case kir::KernelParam::Kind::Dim:
-      result.push_back("int64_t " + param.var->name);
+      result.push_back("int64_t " + names->declare(param.var.get(), param.var->name));
       break;
     case kir::KernelParam::Kind::TensorMap:
-      result.push_back("const __grid_constant__ CUtensorMap " + param.tensorMap->name);
+      result.push_back("const __grid_constant__ CUtensorMap " +
+                       names->declare(param.tensorMap.get(), param.tensorMap->name));
       break;
     }
   }

@@ -25,21 +25,26 @@ class raw_ostream;
 
 namespace fsl::codegen {
 
+class NameScope;
+
 /// The C type of a register value of `type` (bf16 and f16 values live in f32 registers).
 llvm::StringRef cType(ir::DType type);
 /// The C type of an element of a buffer of `type` (__nv_bfloat16, __half, else cType).
 llvm::StringRef memoryType(ir::DType type);
 
-/// `e` as a C expression, with the parentheses C precedence needs and no others.
-std::string printExpr(const kir::Expr &e);
+/// `e` as a C expression, with the parentheses C precedence needs and no others; each
+/// variable and buffer by its name in `names` (its own name without a scope).
+std::string printExpr(const kir::Expr &e, const NameScope *names = nullptr);
 /// `e` as a C expression that may follow a cast or another prefix operator: parenthesized
 /// unless it is a name, a literal or a call.
-std::string printOperand(const kir::Expr &e);
+std::string printOperand(const kir::Expr &e, const NameScope *names = nullptr);
 
 /// The declarations of `kernel`'s parameters, in KernelParam order ("const
 /// __nv_bfloat16* __restrict__ x", "float eps", "int64_t T", "const __grid_constant__
 /// CUtensorMap a_map").
-std::vector<std::string> kernelParameters(const kir::Kernel &kernel);
+/// Each parameter is declared in `names` (a scope of its own when null), which may rename
+/// it (Naming.h).
+std::vector<std::string> kernelParameters(const kir::Kernel &kernel, NameScope *names = nullptr);
 
 /// What the kernels of `program` need above them: fsl/device.cuh, the CUtensorMap type
 /// when a kernel takes one (<cuda.h>, or a 64-byte opaque struct under NVRTC), and the

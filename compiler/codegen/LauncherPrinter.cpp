@@ -1,6 +1,8 @@
 // LauncherPrinter.cpp — checks, variant choice and launches as host C++.
 #include "codegen/LauncherPrinter.h"
 
+#include "codegen/Naming.h"
+
 #include "codegen/KernelPrinter.h"
 #include "ir/Printer.h"
 #include "kir/Mutator.h"
@@ -75,31 +77,61 @@ const char *tensorMapSwizzle(kir::Swizzle swizzle) {
 /// One tensor of the launcher's signature: a fusion parameter with dimensions, or an
 /// output that is not an inout parameter.
 struct TensorRef {
-  std::string name;
+  const void *entity; // the ir::Param or ir::Output
+  std::string name;   // the launcher's parameter (NameScope)
+  std::string label;  // the user's name, in messages
   ir::DType dtype;
   std::vector<ir::DimId> dims;
   bool written;
 };
 
-std::vector<TensorRef> signatureTensors(const ir::Fusion &fusion) {
+/// The launcher's own locals: no parameter, dimension, workspace or tensor map may take
+/// these names (a tensor named `status` or `grid` is renamed in C, not in messages).
+constexpr const char *kLauncherLocals[] = {
+    "status",          "stream",       "grid",     "block",         "shared_bytes", "opt_in",
+    "attributes",      "max_clusters", "probe",    "cluster_shape", "occupancy",    "resident",
+    "persistent_grid", "config",       "launched", "sizes",         "strides",      "box"};
+
+/// The launcher's names: its locals and symbols reserved, then its parameters declared in
+/// signature order (the header prints the same names).
+NameScope launcherScope(const ir::Fusion &fusion, const CodegenOptions &options) {
+  NameScope names;
+  for (const char *local : kLauncherLocals)
+    names.reserve(local);
+  std::string launcher = launcherSymbol(fusion.name, options);
+  names.reserve(launcher);
+  names.reserve(launcher + "_error");
+  for (const ir::Param &param : fusion.params)
+    names.declare(&param, param.name);
+  for (const ir::Output &output : fusion.outputs)
+    if (!output.isInout)
+      names.declare(&output, output.name);
+  return names;
+}
+
+std::vector<TensorRef> signatureTensors(const ir::Fusion &fusion, const NameScope &names) {
   std::vector<TensorRef> tensors;
   for (const ir::Param &param : fusion.params)
     if (!param.dims.empty())
-      tensors.push_back({param.name, param.dtype, param.dims, param.isInout});
+      tensors.push_back(
+          {&param, names.lookup(&param).str(), param.name, param.dtype, param.dims, param.isInout});
   for (const ir::Output &output : fusion.outputs)
     if (!output.isInout)
-      tensors.push_back({output.name, output.dtype, output.dims, true});
+      tensors.push_back(
+          {&output, names.lookup(&output).str(), output.name, output.dtype, output.dims, true});
   return tensors;
 }
 
 std::string launcherSignature(const ir::Fusion &fusion, const CodegenOptions &options) {
+  NameScope names = launcherScope(fusion, options);
   std::vector<std::string> params;
   for (const ir::Param &param : fusion.params)
-    params.push_back(param.dims.empty() ? cType(param.dtype).str() + " " + param.name
-                                        : "const fsl_tensor *" + param.name);
+    params.push_back(param.dims.empty()
+                         ? cType(param.dtype).str() + " " + names.lookup(&param).str()
+                         : "const fsl_tensor *" + names.lookup(&param).str());
   for (const ir::Output &output : fusion.outputs)
     if (!output.isInout)
-      params.push_back("const fsl_tensor *" + output.name);
+      params.push_back("const fsl_tensor *" + names.lookup(&output).str());
   params.push_back("cudaStream_t stream");
   return "fsl_status " + launcherSymbol(fusion.name, options) + "(" + llvm::join(params, ", ") +
          ")";
@@ -107,28 +139,45 @@ std::string launcherSignature(const ir::Fusion &fusion, const CodegenOptions &op
 
 } // namespace
 
-/// The name of the launcher's tensor a kernel's global buffer stands for.
-std::string tensorOf(const kir::Program &program, const kir::KernelParam &param) {
+namespace {
+
+/// The launcher's tensor a kernel's global buffer stands for: a workspace's buffer, a
+/// fusion output or a fusion parameter (the IR object the launcher's scope names).
+const void *tensorEntity(const kir::Program &program, const kir::KernelParam &param) {
   const ir::Fusion &fusion = *program.fusion;
   for (const kir::Workspace &workspace : program.workspaces)
     if (workspace.buffer == param.buffer)
-      return workspace.buffer->name;
+      return workspace.buffer.get();
   if (param.isOutput) {
     FSL_INTERNAL_ASSERT(param.fusionParam < fusion.outputs.size(), "no such fusion output");
-    return fusion.outputs[param.fusionParam].name;
+    return &fusion.outputs[param.fusionParam];
   }
   FSL_INTERNAL_ASSERT(param.fusionParam < fusion.params.size(), "no such fusion parameter");
-  return fusion.params[param.fusionParam].name;
+  return &fusion.params[param.fusionParam];
 }
 
-/// Per launcher tensor, the widest vector access any kernel makes to it (bytes).
-std::map<std::string, int64_t> vectorAccessBytes(const kir::Program &program) {
-  std::map<std::string, int64_t> widest;
+} // namespace
+
+/// The user's name of the launcher's tensor a kernel's global buffer stands for.
+std::string tensorOf(const kir::Program &program, const kir::KernelParam &param) {
+  const ir::Fusion &fusion = *program.fusion;
+  const void *entity = tensorEntity(program, param);
+  if (entity == param.buffer.get())
+    return param.buffer->name;
+  return param.isOutput ? fusion.outputs[param.fusionParam].name
+                        : fusion.params[param.fusionParam].name;
+}
+
+namespace {
+
+/// Per launcher tensor (tensorEntity), the widest vector access any kernel makes to it.
+std::map<const void *, int64_t> vectorAccessBytesByEntity(const kir::Program &program) {
+  std::map<const void *, int64_t> widest;
   for (const kir::Kernel &kernel : program.kernels) {
-    std::map<const kir::Buffer *, std::string> tensors;
+    std::map<const kir::Buffer *, const void *> tensors;
     for (const kir::KernelParam &param : kernel.params)
       if (param.kind == kir::KernelParam::Kind::Tensor)
-        tensors[param.buffer.get()] = tensorOf(program, param);
+        tensors[param.buffer.get()] = tensorEntity(program, param);
     if (!kernel.body)
       continue;
     kir::forEachStmt(kernel.body, [&](const kir::Stmt &s) {
@@ -148,21 +197,30 @@ std::map<std::string, int64_t> vectorAccessBytes(const kir::Program &program) {
   return widest;
 }
 
-namespace {
+} // namespace
 
-/// The launcher's local variable of a runtime dimension (a kernel parameter of kind Dim
-/// and a name in guards and launch shapes).
-std::string dimName(const kir::Program &program, ir::DimId dim) {
-  if (dim < program.dims.size() && program.dims[dim])
-    return program.dims[dim]->name;
-  return program.fusion->dims[dim].name;
+std::map<std::string, int64_t> vectorAccessBytes(const kir::Program &program) {
+  std::map<std::string, int64_t> widest;
+  std::map<const void *, int64_t> byEntity = vectorAccessBytesByEntity(program);
+  for (const kir::Kernel &kernel : program.kernels)
+    for (const kir::KernelParam &param : kernel.params)
+      if (param.kind == kir::KernelParam::Kind::Tensor) {
+        auto found = byEntity.find(tensorEntity(program, param));
+        if (found != byEntity.end())
+          widest[tensorOf(program, param)] = found->second;
+      }
+  return widest;
 }
+
+namespace {
 
 class LauncherWriter {
 public:
   LauncherWriter(const kir::Program &program, const CodegenOptions &options, llvm::raw_ostream &out)
       : program_(program), fusion_(*program.fusion), options_(options), final_(out), out_(body_),
-        tensors_(signatureTensors(fusion_)) {}
+        names_(launcherScope(fusion_, options_)), tensors_(signatureTensors(fusion_, names_)) {
+    declareLocals();
+  }
 
   /// The launcher's body is written first, so that the helpers above it are only those
   /// it calls (nvcc warns about unused ones, #177, and the code builds with -Werror).
@@ -192,6 +250,48 @@ public:
   }
 
 private:
+  /// Every identifier the launcher declares besides its parameters, in the scope that
+  /// keeps them apart (Naming.h): the kernels' symbols, the runtime dimensions' locals
+  /// (each kernel's dimension variables stand for them) and workspaces. Tensor maps are
+  /// declared in their launch's block (writeTensorMap).
+  void declareLocals() {
+    for (const kir::Kernel &kernel : program_.kernels)
+      names_.reserve(kernelSymbol(kernel, options_));
+    std::map<std::string, const kir::Var *> dimsByName;
+    for (ir::DimId dim = 0; dim < fusion_.dims.size(); ++dim)
+      if (dim < program_.dims.size() && program_.dims[dim]) {
+        names_.declare(program_.dims[dim].get(), program_.dims[dim]->name);
+        dimsByName[program_.dims[dim]->name] = program_.dims[dim].get();
+      }
+    for (const kir::Workspace &workspace : program_.workspaces)
+      names_.declare(workspace.buffer.get(), workspace.buffer->name);
+    for (const kir::Kernel &kernel : program_.kernels)
+      for (const kir::KernelParam &param : kernel.params) {
+        if (param.kind == kir::KernelParam::Kind::Dim && names_.lookup(param.var.get()).empty()) {
+          auto found = dimsByName.find(param.var->name);
+          FSL_INTERNAL_ASSERT(found != dimsByName.end(), "a kernel's dimension the program lacks");
+          names_.alias(param.var.get(), found->second);
+        }
+      }
+  }
+
+  /// The launcher's local of a runtime dimension (a kernel argument, a name in guards
+  /// and launch shapes).
+  std::string dimName(ir::DimId dim) const {
+    if (dim < program_.dims.size() && program_.dims[dim])
+      return names_.lookup(program_.dims[dim].get()).str();
+    return fusion_.dims[dim].name;
+  }
+
+  std::string nameOf(const void *entity) const {
+    llvm::StringRef name = names_.lookup(entity);
+    FSL_INTERNAL_ASSERT(!name.empty(), "a launcher name used outside its declaration");
+    return name.str();
+  }
+
+  std::string printExpr(const kir::Expr &e) const { return codegen::printExpr(e, &names_); }
+  std::string printOperand(const kir::Expr &e) const { return codegen::printOperand(e, &names_); }
+
   bool usesTensorMaps() const {
     for (const kir::Kernel &kernel : program_.kernels)
       for (const kir::KernelParam &param : kernel.params)
@@ -268,7 +368,8 @@ private:
     writeArithmeticHelpers();
     if (!program_.workspaces.empty())
       final_
-          << "\n// The workspaces' memory pool, one a device, created at the first call: it keeps its\n"
+          << "\n// The workspaces' memory pool, one a device, created at the first call: it keeps "
+             "its\n"
           << "// memory between calls (release threshold: all). The device's default pool gives\n"
           << "// its memory back at every synchronize, and mapping it again took 130 us a call\n"
           << "// on the H200 (docs/performance.md, issue 17).\n"
@@ -356,7 +457,7 @@ private:
 
   void writeTensorChecks() {
     for (const TensorRef &t : tensors_)
-      out_ << "  if ((status = fsl_check_tensor(" << t.name << ", \"" << t.name << "\", "
+      out_ << "  if ((status = fsl_check_tensor(" << t.name << ", \"" << t.label << "\", "
            << runtimeDType(t.dtype) << ", " << t.dims.size() << ", " << ir::dtypeBytes(t.dtype)
            << ")) != FSL_OK)\n    return status;\n";
   }
@@ -367,7 +468,7 @@ private:
   /// CUDA context).
   void writeDataChecks() {
     for (const TensorRef &t : tensors_)
-      out_ << "  if ((status = fsl_check_data(" << t.name << ", \"" << t.name << "\", "
+      out_ << "  if ((status = fsl_check_data(" << t.name << ", \"" << t.label << "\", "
            << ir::dtypeBytes(t.dtype) << ")) != FSL_OK)\n    return status;\n";
   }
 
@@ -375,7 +476,7 @@ private:
   void writeSizes() {
     for (ir::DimId dim = 0; dim < fusion_.dims.size(); ++dim) {
       const ir::Dim &d = fusion_.dims[dim];
-      std::string local = dimName(program_, dim);
+      std::string local = dimName(dim);
       bool defined = false;
       for (const TensorRef &t : tensors_)
         for (size_t i = 0; i < t.dims.size(); ++i) {
@@ -389,7 +490,7 @@ private:
           }
           std::string expected = d.staticExtent ? std::to_string(*d.staticExtent) : local;
           out_ << "  if (" << size << " != " << expected
-               << ")\n    return fsl_fail(FSL_ERROR_SIZE, \"" << t.name
+               << ")\n    return fsl_fail(FSL_ERROR_SIZE, \"" << t.label
                << ": size %lld of dimension " << d.name << ", expected %lld"
                << (d.staticExtent ? " (static)" : "") << "\", (long long)" << size
                << ", (long long)" << expected << ");\n";
@@ -398,14 +499,14 @@ private:
   }
 
   void writeAlignment() {
-    std::map<std::string, int64_t> widest = vectorAccessBytes(program_);
+    std::map<const void *, int64_t> widest = vectorAccessBytesByEntity(program_);
     for (const TensorRef &t : tensors_) {
-      auto found = widest.find(t.name);
+      auto found = widest.find(t.entity);
       if (found == widest.end() || found->second <= ir::dtypeBytes(t.dtype))
         continue;
       int64_t bytes = found->second;
       out_ << "  if ((uintptr_t)" << t.name << "->data % " << bytes
-           << " != 0)\n    return fsl_fail(FSL_ERROR_ALIGNMENT, \"" << t.name
+           << " != 0)\n    return fsl_fail(FSL_ERROR_ALIGNMENT, \"" << t.label
            << ": data pointer %p is not aligned to " << bytes << " bytes (the kernel reads "
            << bytes << "-byte vectors)\", " << t.name << "->data);\n";
     }
@@ -426,8 +527,8 @@ private:
     for (auto [output, other] : overlapChecks())
       out_ << "  if (fsl_overlap(" << output->name << ", " << ir::dtypeBytes(output->dtype) << ", "
            << other->name << ", " << ir::dtypeBytes(other->dtype)
-           << "))\n    return fsl_fail(FSL_ERROR_OVERLAP, \"" << output->name << " overlaps "
-           << other->name << " in memory; only inout parameters are updated in place\");\n";
+           << "))\n    return fsl_fail(FSL_ERROR_OVERLAP, \"" << output->label << " overlaps "
+           << other->label << " in memory; only inout parameters are updated in place\");\n";
   }
 
   /// Empty tensors: nothing to do. Unless an output without the empty dimension still
@@ -440,11 +541,11 @@ private:
       for (const ir::Output &output : fusion_.outputs) {
         if (llvm::is_contained(output.dims, dim))
           continue;
-        std::vector<std::string> condition{dimName(program_, dim) + " == 0"}, over;
+        std::vector<std::string> condition{dimName(dim) + " == 0"}, over;
         for (ir::DimId kept : output.dims) {
           over.push_back(fusion_.dims[kept].name);
           if (!fusion_.dims[kept].staticExtent)
-            condition.push_back(dimName(program_, kept) + " != 0");
+            condition.push_back(dimName(kept) + " != 0");
         }
         std::string shape = over.empty() ? "" : "[" + llvm::join(over, ", ") + "]";
         out_ << "  if (" << llvm::join(condition, " && ") << ")\n"
@@ -457,7 +558,7 @@ private:
     std::vector<std::string> empty;
     for (ir::DimId dim = 0; dim < fusion_.dims.size(); ++dim)
       if (!fusion_.dims[dim].staticExtent)
-        empty.push_back(dimName(program_, dim) + " == 0");
+        empty.push_back(dimName(dim) + " == 0");
     if (!empty.empty())
       out_ << "  if (" << llvm::join(empty, " || ") << ")\n    return FSL_OK;\n";
   }
@@ -486,7 +587,9 @@ private:
       std::string indent = several ? "      " : "    ";
       if (several)
         out_ << "    {  // " << kernelSymbol(kernel, options_) << "\n";
+      names_.open(); // the launch's block (the variant's, for one launch)
       writeLaunch(kernel, shapes[i], indent);
+      names_.close();
       if (several)
         out_ << "    }\n";
     }
@@ -506,13 +609,14 @@ private:
   void writeWorkspaces() {
     for (const kir::Workspace &workspace : program_.workspaces) {
       const kir::Buffer &buffer = *workspace.buffer;
-      std::string bytes = "fsl_bytes_" + buffer.name;
+      std::string name = nameOf(&buffer);
+      std::string bytes = "fsl_bytes_" + name;
       kir::Expr count = workspace.elements * kir::index(ir::dtypeBytes(buffer.dtype));
       writeCheckedValue(count, bytes, "the size of workspace " + buffer.name);
-      out_ << "    fsl_workspace " << buffer.name << "(stream);  // "
+      out_ << "    fsl_workspace " << name << "(stream);  // "
            << (workspace.comment.empty() ? "a temporary" : workspace.comment) << "\n"
-           << "    if ((status = " << buffer.name << ".allocate(\"" << buffer.name << "\", "
-           << bytes << ")) != FSL_OK)\n      return status;\n";
+           << "    if ((status = " << name << ".allocate(\"" << buffer.name << "\", " << bytes
+           << ")) != FSL_OK)\n      return status;\n";
     }
   }
 
@@ -765,12 +869,15 @@ private:
         strides.push_back("(cuuint64_t)" + stride);
       stride = stride + " * " + printOperand(extent);
     }
-    std::string tensor = global.name;
+    std::string tensor = global.name, label = global.name;
     for (const kir::Kernel &kernel : program_.kernels)
       for (const kir::KernelParam &param : kernel.params)
-        if (param.kind == kir::KernelParam::Kind::Tensor && param.buffer.get() == &global)
-          tensor = tensorOf(program_, param);
-    out_ << indent << "CUtensorMap " << map.name << ";  // TMA descriptor of " << tensor << "\n"
+        if (param.kind == kir::KernelParam::Kind::Tensor && param.buffer.get() == &global) {
+          tensor = nameOf(tensorEntity(program_, param));
+          label = tensorOf(program_, param);
+        }
+    std::string mapName = names_.declare(&map, map.name);
+    out_ << indent << "CUtensorMap " << mapName << ";  // TMA descriptor of " << label << "\n"
          << indent << "{\n"
          << indent << "  const cuuint64_t sizes[" << rank << "] = {" << llvm::join(sizes, ", ")
          << "};\n";
@@ -779,7 +886,7 @@ private:
            << llvm::join(strides, ", ") << "};\n";
     out_ << indent << "  const cuuint32_t box[" << rank << "] = {" << llvm::join(box, ", ")
          << "};\n"
-         << indent << "  if ((status = fsl_encode_tensor_map(&" << map.name << ", \"" << tensor
+         << indent << "  if ((status = fsl_encode_tensor_map(&" << mapName << ", \"" << label
          << "\", " << tensorMapDType(global.dtype) << ", " << rank << ", " << tensor << "->data, "
          << "sizes, " << (strides.empty() ? "nullptr" : "strides") << ", box, "
          << tensorMapSwizzle(map.swizzle) << ")) != FSL_OK)\n"
@@ -793,18 +900,19 @@ private:
       switch (param.kind) {
       case kir::KernelParam::Kind::Tensor:
         args.push_back("(" + std::string(param.buffer->written ? "" : "const ") +
-                       memoryType(param.buffer->dtype).str() + " *)" + tensorOf(program_, param) +
+                       memoryType(param.buffer->dtype).str() + " *)" +
+                       nameOf(tensorEntity(program_, param)) +
                        (isWorkspace(param.buffer) ? ".data" : "->data"));
         break;
       case kir::KernelParam::Kind::Scalar:
         FSL_INTERNAL_ASSERT(param.fusionParam < fusion_.params.size(), "no such scalar");
-        args.push_back(fusion_.params[param.fusionParam].name);
+        args.push_back(nameOf(&fusion_.params[param.fusionParam]));
         break;
       case kir::KernelParam::Kind::Dim:
-        args.push_back(param.var->name);
+        args.push_back(nameOf(param.var.get()));
         break;
       case kir::KernelParam::Kind::TensorMap:
-        args.push_back(param.tensorMap->name);
+        args.push_back(nameOf(param.tensorMap.get()));
         break;
       }
     }
@@ -883,7 +991,8 @@ private:
            << indent << "  cluster_shape[0].val.clusterDim.z = 1;\n"
            << indent << "  probe.attrs = cluster_shape;\n"
            << indent << "  probe.numAttrs = 1;\n"
-           << indent << "  const cudaError_t occupancy = cudaOccupancyMaxActiveClusters(&max_clusters, "
+           << indent
+           << "  const cudaError_t occupancy = cudaOccupancyMaxActiveClusters(&max_clusters, "
            << symbol << ", &probe);\n"
            << indent << "  if (occupancy != cudaSuccess || max_clusters < 1)\n"
            << indent << "    return fsl_fail(FSL_ERROR_LAUNCH, \"" << symbol
@@ -892,7 +1001,8 @@ private:
            << indent << "}\n"
            << indent << "const unsigned resident = (unsigned)max_clusters * (unsigned)"
            << values.cluster[0] << ";\n"
-           << indent << "const dim3 persistent_grid(grid.x < resident ? grid.x : resident, 1, 1);\n";
+           << indent
+           << "const dim3 persistent_grid(grid.x < resident ? grid.x : resident, 1, 1);\n";
     }
     // cudaLaunchKernelEx also without attributes: its result is this launch's own status,
     // where `<<<>>>` + cudaGetLastError would also return, and clear, an earlier unrelated
@@ -920,6 +1030,7 @@ private:
   std::string bodyText_;
   llvm::raw_string_ostream body_{bodyText_};
   llvm::raw_ostream &out_; // the launcher's body, written before its helpers
+  NameScope names_;
   std::vector<TensorRef> tensors_;
   std::set<std::string> helpersUsed_; // the checked-arithmetic helpers it calls
   bool overflowDeclared_ = false;     // in the variant being written

@@ -1,6 +1,8 @@
 // Sema.cpp — imports and scopes, then one FusionBuilder per fusion.
 #include "sema/Sema.h"
 
+#include "support/Identifiers.h"
+
 #include "ir/Printer.h"
 #include "parse/Parser.h"
 #include "support/Diagnostics.h"
@@ -1215,6 +1217,10 @@ std::unique_ptr<Program> analyze(std::unique_ptr<ast::File> file, llvm::SourceMg
     if (auto [it, inserted] = fusions.emplace(fusion->name.text, fusion); !inserted) {
       diagnostics.report(DiagId::Redefinition, fusion->name.range, fusion->name.text)
           .note(DiagId::NoteDeclaredHere, it->second->name.range, fusion->name.text, "");
+      continue;
+    }
+    if (std::optional<std::string> why = reservedFusionName(fusion->name.text)) {
+      diagnostics.report(DiagId::ReservedFusionName, fusion->name.range, fusion->name.text, *why);
       continue;
     }
     if (auto built = FusionBuilder(*fusion, *scope, diagnostics, options).build())

@@ -135,4 +135,8 @@ for H in 4096 7168; do
   "$fslc" -D "H=$H" --prefix="h${H}_" -o "$spec" "$root/stdlib/std/norms.fsl"
 done
 
+# Programs whose every name is hostile to C++ (tests/tools/hostile_names.py), into hostile/:
+# the printed text must compute what the IR does (tests/gpu/hostile_names_gpu.py).
+python3 "$root/tests/tools/hostile_names.py" --generate "$fslc" "$out/hostile"
+
 echo "generated: $(ls -d "$out"/*_* | wc -l) variants; refused: $(wc -l < "$out/refused.txt")"

@@ -42,6 +42,8 @@ nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DFSL_RUNTIME_VERSION=
   "$root/jit/src/session.cpp" "$root/jit/src/launch_plan.cpp" "${runtime_sources[@]}" -lnvrtc -ldl \
   && "$build/specialize_gpu_test" "$build/specialize" /tmp/fsl-specialize-cache | tee "$out/specialize.txt"
 PYTHONUNBUFFERED=1 python3 "$root/tests/gpu/check.py" "$build" "$out"
+# Hostile names: the printed CUDA of programs named with keywords and generated names.
+PYTHONUNBUFFERED=1 python3 "$root/tests/gpu/hostile_names_gpu.py" "$build" "$out"
 # The matrix products: built with ptxas's report (a wgmma serialization warning, C7510 or
 # C7515, fails the suite), checked against PyTorch and timed against cuBLAS, all variants
 # in one process (tests/gpu/matmul.sh runs this part alone).

@@ -10,6 +10,9 @@ Each shape is an input that once made a phase quadratic or worse (issue 16):
   one-line-cuda  thousands of fusions on one line, through --emit=cuda (each kernel
               statement names its source line)
   auto-many   many fusions with `schedule f = auto;`, through --emit=check
+  when-guards one fusion with thousands of `when` schedules, through --emit=check (the
+              overlap and coverage check walked every schedule at every size: 20,000
+              guards took 46.6 s); 20,000 must also check in under WHEN_LIMIT_S
 
 The time of a run is the CPU time fslc used (user + system, from wait4), the best of a
 few runs, less that of a trivial input (start-up); the ratio between 4n and n must stay
@@ -55,6 +58,13 @@ def fusions_on_one_line(n):
                    for i in range(n)) + "\n"
 
 
+def when_guards(n):
+    schedules = "".join(f"schedule g when T >= {4 * i} && T < {4 * i + 4} {{ parallelize T -> BIDx; }}\n"
+                        for i in range(1, n))
+    return ("fusion g(x: f32[T, H]) -> (y: f32[T, H]) { y = x + 1.0; }\n" + schedules +
+            "schedule g { parallelize T -> BIDx; }\n")
+
+
 def auto_many(n):
     return "".join(f"fusion fu{i}(x: f32[T, H]) -> (y: f32[T, H]) {{ y = x + 1.0; }}\n"
                    f"schedule fu{i} = auto;\n" for i in range(n))
@@ -72,7 +82,10 @@ SHAPES = [
     ("long-line", long_line, 5000, ["--emit=ast"], MAX_RATIO),
     ("one-line-cuda", fusions_on_one_line, 1000, ["--emit=cuda"], MAX_RATIO),
     ("auto-many", auto_many, 3000, ["--emit=check"], 7.0),
+    ("when-guards", when_guards, 5000, ["--emit=check"], MAX_RATIO),
 ]
+# The 4n run of when-guards (20,000 guards) in CPU seconds, at most.
+WHEN_LIMIT_S = 2.0
 
 
 def cpu_seconds(fslc, args, path):
@@ -124,6 +137,8 @@ def main():
                 failures.append(f"{name}: a run took more than {RUN_LIMIT_S} s")
                 print(f"{name}: n={n} {times[0]}, 4n={4 * n} {times[1]}: TIMEOUT")
                 continue
+            if name == "when-guards" and large > WHEN_LIMIT_S:
+                failures.append(f"{name}: {4 * n} guards took {large:.2f} s (at most {WHEN_LIMIT_S})")
             verdict = "ok" if ratio <= bound else "FAIL"
             print(f"{name}: n={n} {small:.3f}s, 4n={4 * n} {large:.3f}s, "
                   f"ratio {ratio:.1f} (at most {bound}) {verdict}")
