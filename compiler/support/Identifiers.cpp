@@ -152,8 +152,15 @@ std::optional<std::string> reservedFusionName(llvm::StringRef fusion) {
   if (fusion.starts_with("_") || fusion.contains("__"))
     return std::string("C++ reserves names with '__' and those that begin with '_' for the "
                        "implementation, and the kernels are named after the fusion");
-  if (isRuntimeName("fsl_" + fusion.str()))
-    return "its launcher 'fsl_" + fusion.str() + "' would be the runtime's own function";
+  // A launcher named like one of the runtime's functions overloads it (their parameters
+  // differ: nvcc compiles every such launcher); one named like a type or a variable
+  // cannot.
+  static const llvm::StringSet<> typesAndVariables = {
+      "fsl_status", "fsl_tensor",    "fsl_dtype",         "fsl_error_message",
+      "fsl_shared", "fsl_workspace", "fsl_workspace_pool"};
+  std::string launcher = "fsl_" + fusion.str();
+  if (typesAndVariables.contains(launcher))
+    return "its launcher '" + launcher + "' would redeclare the runtime's " + launcher;
   return std::nullopt;
 }
 

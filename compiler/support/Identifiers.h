@@ -22,8 +22,8 @@ bool isReservedIdentifier(llvm::StringRef name);
 /// of every launcher (its helpers).
 bool isRuntimeName(llvm::StringRef name);
 
-/// Why a fusion may not be called `fusion` (its generated symbols would be reserved by
-/// C++ or taken by the runtime), if it may not.
+/// Why a fusion may not be called `fusion` (its kernels' symbols would be reserved by
+/// C++, or its launcher would redeclare a type or variable of the runtime), if it may not.
 std::optional<std::string> reservedFusionName(llvm::StringRef fusion);
 
 } // namespace fsl

@@ -14,9 +14,10 @@ For each program (a fixed seed, so a failure reproduces; each failure prints its
   a name that compiles but reads the wrong variable (the simulator executes the IR, not
   the text, so only a run of the text can).
 A fusion is refused with [reserved-fusion-name] exactly when its generated symbols are not
-free: its launcher `fsl_<fusion>` would be a runtime function (every `fsl_` name of the
-runtime's headers and the launcher's helpers is tried), or the name begins with `_` or
-contains `__`; keywords (`class`, `float`) are fine fusion names.
+free: its launcher `fsl_<fusion>` would redeclare one of the runtime's types or variables
+(`status`, `tensor`), or the name begins with `_` or contains `__`. A launcher named like
+a runtime function overloads it: every other `fsl_` name of the runtime's headers and the
+launcher's helpers is a fine fusion name (nvcc compiled all of them), as are keywords.
 
 usage: hostile_names.py FSLC NVCC WORKDIR [COUNT]
        hostile_names.py --generate FSLC DIR   (the GPU suite's sources: DIR/<fusion>/)
@@ -45,7 +46,8 @@ HOSTILE = [
     # The runtime's and the launcher's names.
     "stream", "status", "grid", "block", "config", "launched", "shared_bytes", "sizes",
     "strides", "box", "attributes", "fsl_shared", "fsl_fail", "fsl_tensor", "fsl_status",
-    "fsl_error_message", "fsl_check_tensor", "FSL_OK", "fsl_workspace",
+    "fsl_error_message", "fsl_check_tensor", "FSL_OK", "fsl_workspace", "add", "overlap",
+    "fail", "check_tensor", "bytes", "mul",
 ]
 
 
@@ -64,6 +66,9 @@ def runtime_names():
 
 
 RUNTIME_NAMES = runtime_names()
+# The runtime's types and variables: a launcher fsl_<fusion> of these names cannot be.
+REFUSED_FUSIONS = ["status", "tensor", "dtype", "error_message", "shared", "workspace",
+                   "workspace_pool"]
 
 
 class Program:
@@ -94,7 +99,7 @@ def programs(seed=1, count=24):
     for n in range(count):
         taken = set(language)
         fusion, d0, d1, x, w, s, v, y, outer, inner = _pick(rng, 10, taken)
-        if ("fsl_" + fusion) in RUNTIME_NAMES:  # refused (tested in main)
+        if fusion in REFUSED_FUSIONS:  # tested in main
             fusion = "f_" + fusion
         kind = "pointwise" if n % 2 == 0 else "row_sum"
         names = dict(fusion=fusion, d0=d0, d1=d1, x=x, w=w, s=s, v=v, y=y, outer=outer,
@@ -177,12 +182,12 @@ def main(argv):
                       os.path.join(out, name + ".cu"), "-o", os.path.join(out, name + ".o")])
         if result.returncode != 0:
             fail("nvcc", program, result)
-    # Fusion names whose symbols are taken or reserved are refused at their line (the
-    # runtime's names: the wgmma family by its pattern), and only those.
-    refused = sorted(name[4:] for name in RUNTIME_NAMES if not name.startswith("fsl_wgmma_m64n"))
-    refused += ["wgmma_m64n256k16_f32_bf16", "_x", "_X", "a__b"]
+    # Fusion names whose symbols are taken or reserved are refused at their line, and
+    # only those: the runtime's function names are fine (hostile programs use some).
+    refused = REFUSED_FUSIONS + ["_x", "_X", "a__b"]
+    accepted = sorted(name[4:] for name in RUNTIME_NAMES if name[4:] not in REFUSED_FUSIONS)
     for fusion, expected in [(name, True) for name in refused] + [
-            (name, False) for name in ["class", "float", "threadIdx", "fsl_fail", "int64_t"]]:
+            (name, False) for name in accepted + ["class", "float", "threadIdx", "int64_t"]]:
         path = os.path.join(work, "name.fsl")
         with open(path, "w") as f:
             f.write(f"fusion {fusion}(x: f32[T]) -> (y: f32[T]) {{\n    y = x;\n}}\n")
