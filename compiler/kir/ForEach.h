@@ -8,9 +8,12 @@
 #pragma once
 
 #define FSL_PP_PARENS ()
-#define FSL_PP_EXPAND(...) FSL_PP_EXPAND3(FSL_PP_EXPAND3(FSL_PP_EXPAND3(FSL_PP_EXPAND3(__VA_ARGS__))))
-#define FSL_PP_EXPAND3(...) FSL_PP_EXPAND2(FSL_PP_EXPAND2(FSL_PP_EXPAND2(FSL_PP_EXPAND2(__VA_ARGS__))))
-#define FSL_PP_EXPAND2(...) FSL_PP_EXPAND1(FSL_PP_EXPAND1(FSL_PP_EXPAND1(FSL_PP_EXPAND1(__VA_ARGS__))))
+#define FSL_PP_EXPAND(...)                                                                         \
+  FSL_PP_EXPAND3(FSL_PP_EXPAND3(FSL_PP_EXPAND3(FSL_PP_EXPAND3(__VA_ARGS__))))
+#define FSL_PP_EXPAND3(...)                                                                        \
+  FSL_PP_EXPAND2(FSL_PP_EXPAND2(FSL_PP_EXPAND2(FSL_PP_EXPAND2(__VA_ARGS__))))
+#define FSL_PP_EXPAND2(...)                                                                        \
+  FSL_PP_EXPAND1(FSL_PP_EXPAND1(FSL_PP_EXPAND1(FSL_PP_EXPAND1(__VA_ARGS__))))
 #define FSL_PP_EXPAND1(...) __VA_ARGS__
 
 #define FSL_FOR_EACH(macro, ...) __VA_OPT__(FSL_PP_EXPAND(FSL_PP_EACH_STEP(macro, __VA_ARGS__)))

@@ -396,7 +396,7 @@ namespace {
 // fields before they give them out): newFor(var, extent, ...), ...
 #define FSL_STMT_SET(Field) s->Field = std::move(Field);
 #define STMT_KIND(Kind, PrintedName, Constructor, ...)                                             \
-  std::shared_ptr<StmtNode> new##Kind(FSL_FOR_EACH_LIST(FSL_STMT_PARAMETER, __VA_ARGS__)) {         \
+  std::shared_ptr<StmtNode> new##Kind(FSL_FOR_EACH_LIST(FSL_STMT_PARAMETER, __VA_ARGS__)) {        \
     auto s = std::make_shared<StmtNode>();                                                         \
     s->kind = StmtKind::Kind;                                                                      \
     FSL_FOR_EACH(FSL_STMT_SET, __VA_ARGS__)                                                        \

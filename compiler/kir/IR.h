@@ -13,6 +13,9 @@
 // subtree rebuilds the path to it (see Mutator.h), so two variants can share what they
 // have in common. Every node kind is listed in an enum, and every switch over it is
 // exhaustive (no `default:`), so a new node cannot be silently skipped by a visitor.
+// Statements are defined once, in Stmt.def: each kind with the fields it uses, from which
+// StmtNode, the typed constructors, the walks (Mutator.h) and the verifier's field check
+// are generated.
 //
 // Values: an expression of a floating type is a number of that type; bf16 and f16 values
 // live in f32 registers (CUDA) or doubles rounded to their type (simulator). An operation

@@ -51,7 +51,7 @@ template <typename Node, typename F> void forEachExprSlot(Node &s, F &&f) {
 /// The child statement lists of a statement (Stmts fields), in Stmt.def's order.
 template <typename Node, typename F> void forEachStmtList(Node &s, F &&f) {
 #define STMT_FIELD(Name, Type, Default, Role)                                                      \
-  if constexpr (StmtFieldRole::Role == StmtFieldRole::Stmts)                                      \
+  if constexpr (StmtFieldRole::Role == StmtFieldRole::Stmts)                                       \
     if (stmtKindUses(s.kind, StmtField::Name))                                                     \
       f(s.Name);
 #include "kir/Stmt.def"

@@ -236,8 +236,8 @@ private:
   }
 
   void printAllocate(const StmtNode &s, int indent) {
-    line(indent) << "allocate " << memorySpaceName(s.buffer->space) << " " << s.buffer->name
-                 << ": " << ir::dtypeName(s.buffer->dtype) << "[";
+    line(indent) << "allocate " << memorySpaceName(s.buffer->space) << " " << s.buffer->name << ": "
+                 << ir::dtypeName(s.buffer->dtype) << "[";
     if (s.count)
       expr(s.count);
     else
@@ -294,9 +294,7 @@ private:
     note(s);
   }
 
-  void printComment(const StmtNode &s, int indent) {
-    line(indent) << "// " << s.comment << "\n";
-  }
+  void printComment(const StmtNode &s, int indent) { line(indent) << "// " << s.comment << "\n"; }
 
   /// The mbarrier operations: the barrier's element, a remote CTA, the count (arrivals,
   /// bytes or parity).
@@ -366,12 +364,12 @@ private:
   void printWgmmaWait(const StmtNode &s, int indent) { pending(s, indent); }
 
   void printWgmma(const StmtNode &s, int indent) {
-    line(indent) << "wgmma.mma_async m" << s.shape.m << "n" << s.shape.n << "k" << s.shape.k
-                 << " " << ir::dtypeName(s.inputType) << " " << s.buffer->name
+    line(indent) << "wgmma.mma_async m" << s.shape.m << "n" << s.shape.n << "k" << s.shape.k << " "
+                 << ir::dtypeName(s.inputType) << " " << s.buffer->name
                  << " += " << s.operandA->name << "[";
     expr(s.offsetA);
-    out_ << "]" << (s.transposeA ? "^T" : "") << blocks(s.blockBytesA) << " * "
-         << s.operandB->name << "[";
+    out_ << "]" << (s.transposeA ? "^T" : "") << blocks(s.blockBytesA) << " * " << s.operandB->name
+         << "[";
     expr(s.offsetB);
     out_ << "]" << (s.transposeB ? "^T" : "") << blocks(s.blockBytesB);
     if (s.accumulate) {

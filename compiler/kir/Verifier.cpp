@@ -161,7 +161,8 @@ private:
   void unusedFields(const StmtNode &s) {
     static const StmtNode defaults;
 #define STMT_FIELD(Name, Type, Default, Role)                                                      \
-  if (!stmtKindUses(s.kind, StmtField::Name) && !holdsDefault<StmtFieldRole::Role>(s.Name, defaults.Name))              \
+  if (!stmtKindUses(s.kind, StmtField::Name) &&                                                    \
+      !holdsDefault<StmtFieldRole::Role>(s.Name, defaults.Name))                                   \
     fail(stmtKindName(s.kind).str() + " sets field '" #Name "', which its kind does not use");
 #include "kir/Stmt.def"
   }

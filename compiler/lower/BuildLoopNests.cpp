@@ -313,8 +313,7 @@ private:
       if (plan_.persistentShared.count(id)) {
         buffer->space = kir::MemorySpace::Shared;
         out.push_back(kir::withComment(
-            kir::allocateStmt(buffer, sharedOffset,
-                              threads() * kir::index(plan_.bufferElements)),
+            kir::allocateStmt(buffer, sharedOffset, threads() * kir::index(plan_.bufferElements)),
             "persistent " + who + " in shared memory: " + std::to_string(plan_.bufferElements) +
                 " per thread"));
         sharedOffset = sharedOffset +
