@@ -477,9 +477,8 @@ private:
                                       saved->range));
       Stmt nest =
           labelled(kir::block({serialNest(kir::block(std::move(producer)))}), labels::PhaseNest);
-      auto node = std::make_shared<kir::StmtNode>(*nest);
-      node->comment = "persistent values without compute_with: a loop nest of their own";
-      out.push_back(node);
+      out.push_back(kir::withComment(
+          nest, "persistent values without compute_with: a loop nest of their own"));
       for (const ir::Value *saved : ownNest)
         fromBuffer.insert(saved->id);
     }
@@ -537,9 +536,8 @@ private:
         readByNest |=
             output->isInout && nestNeeds.count(f_.params[output->paramIndex].value->id) != 0;
       if (readByNest) {
-        auto barrier = std::make_shared<kir::StmtNode>(*kir::barrier());
-        barrier->comment = "every thread has read the inout row before it is written back";
-        out.push_back(barrier);
+        out.push_back(kir::withComment(
+            kir::barrier(), "every thread has read the inout row before it is written back"));
       }
       out.push_back(makeRowStores(p, rowStores, fromBuffer));
     }
