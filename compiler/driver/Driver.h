@@ -1,12 +1,11 @@
-// Driver.h — the fslc pipeline, run once per invocation.
+// Driver.h — the fslc command line tool, run once per invocation.
 //
-// Options come from the command line (main.cpp) and fsl.toml; the driver reads each
-// input, runs the phases in order and writes what --emit asks for. The phase sequence is
-// in Driver.cpp, one straight line, in the order of the folders under compiler/.
+// Options come from the command line (main.cpp) and fsl.toml (Settings.h); the driver
+// reads each input, compiles it (pipeline/Compilation.h, the phases in the order of the
+// folders under compiler/) and writes what --emit asks for.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -17,17 +16,6 @@ class raw_ostream;
 }
 
 namespace fsl {
-
-struct Target;
-namespace ir {
-struct Fusion;
-}
-namespace kir {
-struct Program;
-}
-namespace codegen {
-struct GeneratedSources;
-}
 
 enum class EmitKind { Check, Format, AST, FusionIR, Schedule, KernelIR, Cuda, Ptx, Cubin };
 enum class DiagnosticsFormat { Text, Json };
@@ -75,23 +63,6 @@ struct DriverOptions {
   bool printTargets = false;  // --print-targets: list the targets, then exit
   bool crashForTesting = false;
 
-  // --- For programs that embed the compiler (jit/: libfslc's specializer) ----------
-  /// Static dimensions of the main file's fusions left runtime sizes: their `<D = N>`
-  /// declarations are dropped before sema, in memory (the file is not changed).
-  std::vector<std::string> runtimeDims;
-  /// Dimensions made static with these values, in memory: a runtime dimension of a main
-  /// file's fusion becomes `<D = N>` (a static one takes the value, as with -D), so the
-  /// heuristics and the lowering see a constant. Dimensions a fusion lacks are ignored.
-  std::map<std::string, int64_t> specializeDims;
-  /// Non-empty: only these fusions of the main file are lowered and generated.
-  std::vector<std::string> onlyFusions;
-  /// Called for every fusion of the main file after sema (its checked Fusion IR), with
-  /// the target.
-  std::function<void(const ir::Fusion &, const Target &)> analyzedFusion;
-  /// With --emit=cuda: receives each fusion's lowered program and generated sources
-  /// (for the target given) instead of their being written or printed.
-  std::function<void(const kir::Program &, const codegen::GeneratedSources &, const Target &)>
-      generated;
   /// Set by main when the command line itself could not be parsed.
   std::string usageError;
 };
@@ -102,7 +73,5 @@ enum ExitCode { kExitSuccess = 0, kExitDiagnostics = 1, kExitUsage = 2 };
 
 /// Runs the pipeline; results go to `out`, diagnostics to `err`.
 int runDriver(const DriverOptions &options, llvm::raw_ostream &out, llvm::raw_ostream &err);
-
-constexpr const char *kDefaultTarget = "h200";
 
 } // namespace fsl

@@ -2,6 +2,7 @@
 #include "codegen/Nvrtc.h"
 #include "driver/Driver.h"
 #include "support/LargeStack.h"
+#include "support/Target.h"
 
 #include <llvm/Config/llvm-config.h>
 #include <llvm/Support/CommandLine.h>
@@ -26,9 +27,11 @@ cl::list<std::string> includeDirs("I", cl::desc("Add <dir> to the import search 
                                   cl::value_desc("dir"), cl::Prefix, cl::cat(category));
 cl::list<std::string> defines("D", cl::desc("Set static dimension NAME to VALUE"),
                               cl::value_desc("NAME=VALUE"), cl::Prefix, cl::cat(category));
-cl::opt<std::string>
-    target("target", cl::desc("GPU target: a file of stdlib/targets or an alias (default h200)"),
-           cl::value_desc("name"), cl::cat(category));
+const std::string targetHelp =
+    std::string("GPU target: a file of stdlib/targets or an alias (default ") +
+    fsl::kDefaultTarget + ")";
+cl::opt<std::string> target("target", cl::desc(targetHelp), cl::value_desc("name"),
+                            cl::cat(category));
 cl::opt<std::string> stdlibDir("stdlib",
                                cl::desc("Standard library directory (imports, targets); default: "
                                         "$FSLC_STDLIB, the installed one, the source tree's"),

@@ -1,4 +1,6 @@
-// Heuristics.h — schedules chosen by the compiler for `= auto` (or no schedule).
+// Heuristics.h — schedules chosen by the compiler for `= auto` (or no schedule): the
+// entry point, which classifies the fusion and dispatches to its family's heuristic
+// (Pointwise.h, Reduction.h, InnerPersistent.h, Matmul.h).
 //
 // The heuristics return typed schedule blocks (schedule/ScheduleBlock.h), the same
 // directives a user's schedule converts to, with the reasons for each choice; the driver
@@ -23,59 +25,16 @@
 //                     (a `when M < ...` variant). No knobs yet.
 #pragma once
 
+#include "heuristics/Knobs.h"
 #include "ir/FusionIR.h"
 #include "schedule/ScheduleBlock.h"
 #include "support/Diagnostics.h"
 #include "support/Target.h"
 
-#include <map>
-#include <optional>
 #include <string>
-
-namespace fsl::ast {
-class ScheduleDecl;
-}
+#include <vector>
 
 namespace fsl::heuristics {
-
-/// The knobs of `= auto(kind) { ... }`. sched::checkAutoSchedule (schedule/FromAst.h)
-/// checks names and types and refuses the knobs no heuristic can honour (rfactor, any
-/// knob of plain `auto`); the heuristics honour each knob set here
-/// exactly or refuse it (never ignore it). Unset knobs are the heuristic's choice.
-struct Knobs {
-  std::string kind;                       // empty: chosen from the fusion's shape
-  std::optional<bool> staticBdimx;        // default true
-  std::optional<bool> computeWith;        // default true
-  std::optional<int64_t> vectorWidth;     // elements an access
-  std::optional<int64_t> unroll;          // pointwise: vectors a thread
-  std::optional<int64_t> persistentBatch; // vectors of the row a thread keeps
-  std::optional<int64_t> rowsPerBlock;    // rows on TIDy
-  std::optional<bool> onePass;            // reduce one_pass (softmax, LayerNorm pairs)
-  std::optional<bool> fastExp;            // fast_exp (approximate f32 exp)
-  // auto(matmul):
-  std::optional<int64_t> tileN;       // the CTA tile's N (128 or 256)
-  std::optional<int64_t> stages;      // pipeline stages
-  std::optional<int64_t> swizzle;     // persistent / stream-K groups of M tiles
-  std::optional<int64_t> splitK;      // parts of K (1: no split)
-  std::optional<bool> streamK;        // stream-K tiles, or never
-  std::optional<int64_t> clusterM;    // cluster (C, 1) multicast
-  std::optional<bool> pingpong;       // two consumer groups on alternate 64-row tiles
-  std::vector<sched::SizeGuard> when; // the auto block's own guard
-  /// The guards of the fusion's other guarded schedules: a variant the heuristic adds
-  /// (`when T < sm_count`) must apply to none of their sizes.
-  std::vector<std::vector<sched::SizeGuard>> otherGuards;
-  std::map<std::string, llvm::SMRange> ranges; // knob name -> where it is written
-  /// The `= auto` declaration and the fusion's name in it: the chosen blocks' directives
-  /// point at the declaration (or at the knob that decided them), schedule-wide
-  /// diagnostics at the name. Unset: at the fusion, which has no schedule.
-  llvm::SMRange declRange, fusionRange;
-};
-
-/// The knobs of an `= auto` declaration whose header is `header` (from sched::headerOf).
-Knobs knobsOf(const ast::ScheduleDecl &decl, const sched::ScheduleHeader &header);
-
-/// The heuristic for a fusion's shape: pointwise, reduction or inner_persistent.
-std::string classify(const ir::Fusion &fusion);
 
 struct Choice {
   std::vector<sched::ScheduleBlock> blocks; // or none, when `why` says why not

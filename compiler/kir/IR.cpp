@@ -291,60 +291,22 @@ llvm::StringRef binaryName(BinaryOp op) {
 
 llvm::StringRef stmtKindName(StmtKind kind) {
   switch (kind) {
-  case StmtKind::Block:
-    return "block";
-  case StmtKind::For:
-    return "for";
-  case StmtKind::If:
-    return "if";
-  case StmtKind::Let:
-    return "let";
-  case StmtKind::Assign:
-    return "assign";
-  case StmtKind::Allocate:
-    return "allocate";
-  case StmtKind::Store:
-    return "store";
-  case StmtKind::VectorCopy:
-    return "vector_copy";
-  case StmtKind::Reduce:
-    return "reduce";
-  case StmtKind::Barrier:
-    return "barrier";
-  case StmtKind::GridDependency:
-    return "griddepcontrol";
-  case StmtKind::Comment:
-    return "comment";
-  case StmtKind::MBarrierInit:
-    return "mbarrier.init";
-  case StmtKind::MBarrierArrive:
-    return "mbarrier.arrive";
-  case StmtKind::MBarrierArriveExpectTx:
-    return "mbarrier.arrive_expect_tx";
-  case StmtKind::MBarrierWait:
-    return "mbarrier.try_wait.parity";
-  case StmtKind::FenceProxyAsync:
-    return "fence.proxy.async";
-  case StmtKind::TmaLoad:
-    return "tma.load";
-  case StmtKind::TmaStore:
-    return "tma.store";
-  case StmtKind::TmaStoreWait:
-    return "tma.store_wait";
-  case StmtKind::WgmmaFence:
-    return "wgmma.fence";
-  case StmtKind::Wgmma:
-    return "wgmma.mma_async";
-  case StmtKind::WgmmaCommit:
-    return "wgmma.commit_group";
-  case StmtKind::WgmmaWait:
-    return "wgmma.wait_group";
-  case StmtKind::SetMaxNReg:
-    return "setmaxnreg";
-  case StmtKind::WarpRole:
-    return "warp_role";
+#define STMT_KIND(Kind, PrintedName, Constructor, ...)                                             \
+  case StmtKind::Kind:                                                                             \
+    return PrintedName;
+#include "kir/Stmt.def"
   }
   FSL_UNREACHABLE("statement kind");
+}
+
+llvm::StringRef stmtFieldName(StmtField field) {
+  switch (field) {
+#define STMT_FIELD(Name, Type, Default, Role)                                                      \
+  case StmtField::Name:                                                                            \
+    return #Name;
+#include "kir/Stmt.def"
+  }
+  FSL_UNREACHABLE("statement field");
 }
 
 llvm::StringRef memorySpaceName(MemorySpace space) {
@@ -430,19 +392,36 @@ bool isThreadAxis(Axis axis) {
 
 namespace {
 
-std::shared_ptr<StmtNode> stmt(StmtKind kind) {
-  auto s = std::make_shared<StmtNode>();
-  s->kind = kind;
-  return s;
-}
+// The nodes of each kind, not yet shared (the convenience constructors below set more
+// fields before they give them out): newFor(var, extent, ...), ...
+#define FSL_STMT_SET(Field) s->Field = std::move(Field);
+#define STMT_KIND(Kind, PrintedName, Constructor, ...)                                             \
+  std::shared_ptr<StmtNode> new##Kind(FSL_FOR_EACH_LIST(FSL_STMT_PARAMETER, __VA_ARGS__)) {        \
+    auto s = std::make_shared<StmtNode>();                                                         \
+    s->kind = StmtKind::Kind;                                                                      \
+    FSL_FOR_EACH(FSL_STMT_SET, __VA_ARGS__)                                                        \
+    return s;                                                                                      \
+  }
+#include "kir/Stmt.def"
+#undef FSL_STMT_SET
 
 } // namespace
 
-Stmt block(std::vector<Stmt> statements) {
-  auto s = stmt(StmtKind::Block);
-  s->body = flattenBlocks(std::move(statements));
+#define FSL_STMT_MOVE(Field) std::move(Field)
+#define STMT_KIND(Kind, PrintedName, Constructor, ...)                                             \
+  Stmt Constructor(FSL_FOR_EACH_LIST(FSL_STMT_PARAMETER, __VA_ARGS__)) {                           \
+    return new##Kind(FSL_FOR_EACH_LIST(FSL_STMT_MOVE, __VA_ARGS__));                               \
+  }
+#include "kir/Stmt.def"
+#undef FSL_STMT_MOVE
+
+Stmt withComment(const Stmt &node, std::string comment) {
+  auto s = std::make_shared<StmtNode>(*node);
+  s->comment = std::move(comment);
   return s;
 }
+
+Stmt block(std::vector<Stmt> statements) { return newBlock(flattenBlocks(std::move(statements))); }
 
 std::vector<Stmt> flattenBlocks(std::vector<Stmt> statements) {
   std::vector<Stmt> result;
@@ -458,107 +437,57 @@ std::vector<Stmt> flattenBlocks(std::vector<Stmt> statements) {
   return result;
 }
 
-Stmt forLoop(VarPtr index, Expr extent, LoopKind kind, Stmt body, Origin origin) {
-  auto s = stmt(StmtKind::For);
-  s->var = std::move(index);
-  s->extent = std::move(extent);
-  s->loopKind = kind;
-  s->body = {std::move(body)};
+Stmt forLoop(VarPtr index, Expr extent, LoopKind kind, Stmt body, Origin origin,
+             std::optional<int64_t> unrollFactor) {
+  auto s = newFor(std::move(index), std::move(extent), kind, Axis::BIDx, unrollFactor,
+                  {std::move(body)});
   s->origin = std::move(origin);
   return s;
 }
 
 Stmt parallelLoop(VarPtr index, Expr extent, Axis axis, Stmt body, Origin origin) {
-  auto s = stmt(StmtKind::For);
-  s->var = std::move(index);
-  s->extent = std::move(extent);
-  s->loopKind = LoopKind::Parallel;
-  s->axis = axis;
-  s->body = {std::move(body)};
+  auto s = newFor(std::move(index), std::move(extent), LoopKind::Parallel, axis, std::nullopt,
+                  {std::move(body)});
   s->origin = std::move(origin);
   return s;
 }
 
 Stmt ifThen(Expr condition, Stmt then, Stmt otherwise, std::string comment) {
-  auto s = stmt(StmtKind::If);
-  s->condition = std::move(condition);
-  s->body = {std::move(then)};
+  std::vector<Stmt> branches = {std::move(then)};
   if (otherwise)
-    s->body.push_back(std::move(otherwise));
+    branches.push_back(std::move(otherwise));
+  auto s = newIf(std::move(condition), std::move(branches));
   s->comment = std::move(comment);
   return s;
 }
 
 Stmt let(VarPtr variable, Expr value, std::string comment) {
-  auto s = stmt(StmtKind::Let);
-  s->var = std::move(variable);
-  s->value = std::move(value);
+  auto s = newLet(std::move(variable), std::move(value), false);
   s->comment = std::move(comment);
   return s;
 }
 
 Stmt declare(VarPtr variable, Expr initial, std::string comment) {
-  auto s = stmt(StmtKind::Let);
-  s->var = std::move(variable);
-  s->value = std::move(initial);
-  s->mutableVar = true;
+  auto s = newLet(std::move(variable), std::move(initial), true);
   s->comment = std::move(comment);
-  return s;
-}
-
-Stmt assign(VarPtr variable, Expr value) {
-  auto s = stmt(StmtKind::Assign);
-  s->var = std::move(variable);
-  s->value = std::move(value);
   return s;
 }
 
 Stmt allocate(BufferPtr buffer, std::string comment) {
-  auto s = stmt(StmtKind::Allocate);
-  s->buffer = std::move(buffer);
+  auto s = newAllocate(std::move(buffer), nullptr, nullptr);
   s->comment = std::move(comment);
-  return s;
-}
-
-Stmt store(BufferPtr buffer, Expr at, Expr value) {
-  auto s = stmt(StmtKind::Store);
-  s->buffer = std::move(buffer);
-  s->index = std::move(at);
-  s->value = std::move(value);
-  return s;
-}
-
-Stmt vectorCopy(BufferPtr to, Expr toIndex, BufferPtr from, Expr fromIndex, int64_t lanes) {
-  auto s = stmt(StmtKind::VectorCopy);
-  s->buffer = std::move(to);
-  s->index = std::move(toIndex);
-  s->source = std::move(from);
-  s->sourceIndex = std::move(fromIndex);
-  s->lanes = lanes;
   return s;
 }
 
 Stmt reduce(VarPtr accumulator, ReduceKind kind, ReduceScope scope, BufferPtr scratch,
             int64_t slot) {
-  auto s = stmt(StmtKind::Reduce);
-  s->var = std::move(accumulator);
-  s->reduceKind = kind;
-  s->scope = scope;
-  s->scratch = std::move(scratch);
-  s->slot = slot;
-  return s;
+  return newReduce(std::move(accumulator), {}, kind, scope, std::move(scratch), slot);
 }
 
 Stmt reduceTuple(std::vector<VarPtr> accumulators, ReduceKind kind, ReduceScope scope,
                  BufferPtr scratch, int64_t slot) {
-  auto s = stmt(StmtKind::Reduce);
-  s->var = accumulators.front();
-  s->carried.assign(accumulators.begin() + 1, accumulators.end());
-  s->reduceKind = kind;
-  s->scope = scope;
-  s->scratch = std::move(scratch);
-  s->slot = slot;
-  return s;
+  return newReduce(accumulators.front(), {accumulators.begin() + 1, accumulators.end()}, kind,
+                   scope, std::move(scratch), slot);
 }
 
 size_t reduceArity(ReduceKind kind) {
@@ -577,25 +506,9 @@ size_t reduceArity(ReduceKind kind) {
   FSL_UNREACHABLE("reduce kind");
 }
 
-Stmt barrier() { return stmt(StmtKind::Barrier); }
+Stmt barrier() { return newBarrier(BarrierKind::Block, 0, nullptr); }
 
-Stmt clusterBarrier() {
-  auto s = stmt(StmtKind::Barrier);
-  s->barrierKind = BarrierKind::Cluster;
-  return s;
-}
-
-Stmt gridDependency(GridDependencyOp op) {
-  auto s = stmt(StmtKind::GridDependency);
-  s->gridOp = op;
-  return s;
-}
-
-Stmt comment(std::string text) {
-  auto s = stmt(StmtKind::Comment);
-  s->comment = std::move(text);
-  return s;
-}
+Stmt clusterBarrier() { return newBarrier(BarrierKind::Cluster, 0, nullptr); }
 
 Stmt withBody(const Stmt &node, std::vector<Stmt> body) {
   auto s = std::make_shared<StmtNode>(*node);

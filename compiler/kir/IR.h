@@ -13,6 +13,9 @@
 // subtree rebuilds the path to it (see Mutator.h), so two variants can share what they
 // have in common. Every node kind is listed in an enum, and every switch over it is
 // exhaustive (no `default:`), so a new node cannot be silently skipped by a visitor.
+// Statements are defined once, in Stmt.def: each kind with the fields it uses, from which
+// StmtNode, the typed constructors, the walks (Mutator.h) and the verifier's field check
+// are generated.
 //
 // Values: an expression of a floating type is a number of that type; bf16 and f16 values
 // live in f32 registers (CUDA) or doubles rounded to their type (simulator). An operation
@@ -23,6 +26,7 @@
 #pragma once
 
 #include "ir/FusionIR.h"
+#include "kir/ForEach.h"
 
 #include <llvm/Support/SMLoc.h>
 
@@ -177,34 +181,10 @@ llvm::StringRef binaryName(BinaryOp op);
 
 // --- Statements ------------------------------------------------------------------
 
+/// Every statement kind, in Stmt.def's order.
 enum class StmtKind {
-  Block,
-  For,
-  If,
-  Let,
-  Assign,
-  Allocate,
-  Store,
-  VectorCopy,
-  Reduce,
-  Barrier,
-  GridDependency,
-  Comment,
-  // Hopper
-  MBarrierInit,
-  MBarrierArrive,
-  MBarrierArriveExpectTx,
-  MBarrierWait,
-  FenceProxyAsync,
-  TmaLoad,
-  TmaStore,
-  TmaStoreWait,
-  WgmmaFence,
-  Wgmma,
-  WgmmaCommit,
-  WgmmaWait,
-  SetMaxNReg,
-  WarpRole,
+#define STMT_KIND(Kind, PrintedName, Constructor, ...) Kind,
+#include "kir/Stmt.def"
 };
 llvm::StringRef stmtKindName(StmtKind kind);
 
@@ -254,6 +234,7 @@ enum class GridDependencyOp { WaitAndLaunchDependents, Wait, LaunchDependents };
 /// One wgmma operand or accumulator layout (m64nNk16, bf16/f16 inputs, f32 accumulate).
 struct WgmmaShape {
   int m = 64, n = 0, k = 16;
+  bool operator==(const WgmmaShape &) const = default;
 };
 
 /// A TMA tensor map: what `cp.async.bulk.tensor` reads or writes, and how.
@@ -266,101 +247,75 @@ struct TensorMap {
 };
 using TensorMapPtr = std::shared_ptr<const TensorMap>;
 
-struct StmtNode {
-  StmtKind kind = StmtKind::Block;
-  Origin origin;
-  std::string comment; // printed next to the statement
-  /// A tag lowering passes use to find the statements they rewrite ("phase-nest",
-  /// "bounds-check"); printers ignore it.
-  std::string label;
-
-  std::vector<Stmt> body; // Block: the statements; For/WarpRole: body[0]; If: then, [else]
-  // For
-  VarPtr var; // For: the index; Let/Assign: the variable; Reduce: the accumulator
-  Expr extent;
-  LoopKind loopKind = LoopKind::Serial;
-  Axis axis = Axis::BIDx;
-  std::optional<int64_t> unrollFactor;
-  // If / WarpRole: condition; Let/Assign: value; Store: value
-  Expr condition;
-  Expr value;
-  bool mutableVar = false; // Let: an accumulator that Assign and Reduce update
-  // Allocate / Store / VectorCopy (dst) / MBarrier* (the barrier array) / Tma (smem side)
-  BufferPtr buffer;
-  // Allocate of a shared buffer: its byte offset in the dynamic shared memory (`index`)
-  // and, when its size is not static, its element count (`count`).
-  Expr index; // Store, VectorCopy dst, MBarrier*: element; Tma: element offset in smem
-  // VectorCopy: `lanes` elements from `source[sourceIndex]` to `buffer[index]` as one access
-  BufferPtr source;
-  Expr sourceIndex;
-  int64_t lanes = 1;
-  // Reduce
-  ReduceKind reduceKind = ReduceKind::Sum;
-  std::vector<VarPtr> carried; // Reduce: the accumulators combined with `var` (ArgMax: index)
-  ReduceScope scope = ReduceScope::BlockX;
-  BufferPtr scratch; // Reduce (block): shared scratch; slot selects half of it
-  int64_t slot = 0;
-  // Barrier
-  BarrierKind barrierKind = BarrierKind::Block;
-  int64_t barrierId = 0;
-  Expr threads; // Named barrier: participating threads
-  // GridDependency
-  GridDependencyOp gridOp = GridDependencyOp::WaitAndLaunchDependents;
-  // MBarrierInit: arrivals; MBarrierArriveExpectTx: bytes; MBarrierWait: parity;
-  // Allocate (shared, runtime size): elements
-  Expr count;
-  // Tma: the tensor map, the tile's coordinates (innermost last), the barrier
-  TensorMapPtr tensorMap;
-  std::vector<Expr> coordinates;
-  BufferPtr barrier;
-  Expr barrierIndex;
-  /// TmaLoad into a cluster: a bit mask of cluster ranks; the box lands at the same shared
-  /// offset in each CTA whose bit is set, and completes its bytes on the mbarrier at the
-  /// same offset in each of them. Null: this CTA only.
-  Expr multicastMask;
-  /// MBarrierArrive: the rank within the cluster (0-based, x fastest) of the CTA whose
-  /// mbarrier at the same shared offset receives the arrival (release at cluster scope);
-  /// it may be this CTA's own rank. Null: this CTA's barrier.
-  Expr ctaRank;
-  // Wgmma: accumulator (local f32 [m*n/128 per thread]), operands in shared memory
-  WgmmaShape shape;
-  BufferPtr operandA, operandB;
-  Expr offsetA, offsetB;
-  DType inputType = DType::BF16;
-  /// K-major (false) or M/N-major (true, "transposed": M or N contiguous, rows of K).
-  bool transposeA = false, transposeB = false;
-  /// An M/N-major operand wider than one swizzle span (M or N elements of more than
-  /// 128/64/32 bytes) is stored as span-wide blocks, each its K rows one span apart
-  /// (as one TMA box writes them); this is the byte distance from one block to the next
-  /// along M (A) or N (B), the descriptor's leading byte offset (PTX ISA, "Leading
-  /// Dimension Byte Offset", MN-major swizzled). 0: one block (the operand fits a span,
-  /// or is K-major).
-  int64_t blockBytesA = 0, blockBytesB = 0;
-  /// Wgmma: whether the product adds to the accumulator (scale-d 1) or replaces it (0);
-  /// null: always adds. The first product of a tile replaces, so the accumulators need no
-  /// zeroing, which ptxas would otherwise see inside the wgmma pipeline and serialize.
-  Expr accumulate;
-  // WgmmaWait / TmaStoreWait: groups left pending; SetMaxNReg: registers
-  int64_t pending = 0;
-  int64_t registers = 0;
-  bool increase = false;
-  // WarpRole
-  std::string role;
+/// The fields of StmtNode, one enumerator each, named as the member (Stmt.def).
+enum class StmtField {
+#define STMT_FIELD(Name, Type, Default, Role) Name,
+#include "kir/Stmt.def"
 };
+/// What the walks do with a field (Stmt.def's header says what each role means).
+enum class StmtFieldRole { Common, Stmts, Expr, Exprs, Buffer, Var, Vars, TensorMap, Attr };
+
+constexpr StmtFieldRole stmtFieldRole(StmtField field) {
+  switch (field) {
+#define STMT_FIELD(Name, Type, Default, Role)                                                      \
+  case StmtField::Name:                                                                            \
+    return StmtFieldRole::Role;
+#include "kir/Stmt.def"
+  }
+  return StmtFieldRole::Attr; // not reached: the switch covers every field
+}
+
+/// Whether statements of `kind` use `field` (Stmt.def lists it for the kind, or it is a
+/// Common one); a field a kind does not use holds its default (the verifier checks it).
+constexpr bool stmtKindUses(StmtKind kind, StmtField field) {
+  if (stmtFieldRole(field) == StmtFieldRole::Common)
+    return true;
+#define FSL_STMT_IS_FIELD(Field) || field == StmtField::Field
+  switch (kind) {
+#define STMT_KIND(Kind, PrintedName, Constructor, ...)                                             \
+  case StmtKind::Kind:                                                                             \
+    return false FSL_FOR_EACH(FSL_STMT_IS_FIELD, __VA_ARGS__);
+#include "kir/Stmt.def"
+  }
+#undef FSL_STMT_IS_FIELD
+  return false; // not reached: the switch covers every kind
+}
+llvm::StringRef stmtFieldName(StmtField field);
+
+/// A statement: one struct for every kind, whose fields are the union of the kinds' (each
+/// kind's are listed in Stmt.def, with what each field means there).
+struct StmtNode {
+#define STMT_FIELD(Name, Type, Default, Role) Type Name = Default;
+#include "kir/Stmt.def"
+};
+
+/// One constructor a kind, named in Stmt.def and taking exactly the fields the kind uses,
+/// in the order listed there: `wgmma(shape, inputType, buffer, index, operandA, offsetA,
+/// transposeA, blockBytesA, operandB, offsetB, transposeB, blockBytesB, accumulate)`,
+/// `tmaLoad(tensorMap, coordinates, buffer, index, barrier, barrierIndex, multicastMask)`,
+/// `mbarrierWait(buffer, index, count)`, `store(buffer, index, value)`, ...
+#define FSL_STMT_PARAMETER(Field) decltype(StmtNode::Field) Field
+#define STMT_KIND(Kind, PrintedName, Constructor, ...)                                             \
+  Stmt Constructor(FSL_FOR_EACH_LIST(FSL_STMT_PARAMETER, __VA_ARGS__));
+#include "kir/Stmt.def"
+
+/// A copy of `node` with `comment`, printed next to it (a Common field: any kind has one).
+Stmt withComment(const Stmt &node, std::string comment);
+
+// Constructors for common cases, built on the ones above.
 
 /// A sequence of statements, which is also a scope (C's braces). Unlabelled blocks among
 /// `statements` are spliced in: grouping alone makes no scope.
 Stmt block(std::vector<Stmt> statements);
 std::vector<Stmt> flattenBlocks(std::vector<Stmt> statements);
-Stmt forLoop(VarPtr index, Expr extent, LoopKind kind, Stmt body, Origin origin = {});
+/// `unrollFactor`: `#pragma unroll N` for an Unrolled loop (none: fully).
+Stmt forLoop(VarPtr index, Expr extent, LoopKind kind, Stmt body, Origin origin = {},
+             std::optional<int64_t> unrollFactor = std::nullopt);
 Stmt parallelLoop(VarPtr index, Expr extent, Axis axis, Stmt body, Origin origin = {});
 Stmt ifThen(Expr condition, Stmt then, Stmt otherwise = nullptr, std::string comment = {});
 Stmt let(VarPtr variable, Expr value, std::string comment = {});
 Stmt declare(VarPtr variable, Expr initial, std::string comment = {}); // mutable
-Stmt assign(VarPtr variable, Expr value);
 Stmt allocate(BufferPtr buffer, std::string comment = {});
-Stmt store(BufferPtr buffer, Expr index, Expr value);
-Stmt vectorCopy(BufferPtr to, Expr toIndex, BufferPtr from, Expr fromIndex, int64_t lanes);
 Stmt reduce(VarPtr accumulator, ReduceKind kind, ReduceScope scope, BufferPtr scratch,
             int64_t slot);
 /// A reduction of several accumulators combined together (`reduceArity(kind)` of them,
@@ -369,8 +324,6 @@ Stmt reduceTuple(std::vector<VarPtr> accumulators, ReduceKind kind, ReduceScope 
                  BufferPtr scratch, int64_t slot);
 Stmt barrier();
 Stmt clusterBarrier(); // BarrierKind::Cluster
-Stmt gridDependency(GridDependencyOp op);
-Stmt comment(std::string text);
 /// A copy of `node` with other children (the same kind and fields otherwise).
 Stmt withBody(const Stmt &node, std::vector<Stmt> body);
 

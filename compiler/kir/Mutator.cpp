@@ -1,25 +1,60 @@
-// Mutator.cpp — the default walks: every child expression and statement of every node.
+// Mutator.cpp — the default walks: every child expression and statement of every node, as
+// Stmt.def lists the fields of each kind.
 #include "kir/Mutator.h"
 
 namespace fsl::kir {
 namespace {
 
-/// The expression slots of a statement, in a fixed order (shared by visit and mutate).
+/// The extents of a tensor map, seen.
+template <typename F> void tensorMapExtents(const TensorMapPtr &map, F &f) {
+  if (map)
+    for (const Expr &extent : map->extents)
+      f(extent);
+}
+
+/// The extents of a tensor map, rewritten: a map whose extents change is rebuilt (one that
+/// keeps them stays the same object, shared with the kernel's parameter).
+template <typename F> void tensorMapExtents(TensorMapPtr &map, F &f) {
+  if (!map)
+    return;
+  std::vector<Expr> extents = map->extents;
+  for (Expr &extent : extents)
+    f(extent);
+  if (extents == map->extents)
+    return;
+  auto copy = std::make_shared<TensorMap>(*map);
+  copy->extents = std::move(extents);
+  map = std::move(copy);
+}
+
+/// The expression slots of one field in `role`: an Expr field, each element of an
+/// expression list, each extent of a tensor map; nothing for the other roles.
+template <StmtFieldRole role, typename Slot, typename F> void exprSlotsOf(Slot &slot, F &f) {
+  if constexpr (role == StmtFieldRole::Expr)
+    f(slot);
+  else if constexpr (role == StmtFieldRole::Exprs)
+    for (auto &e : slot)
+      f(e);
+  else if constexpr (role == StmtFieldRole::TensorMap)
+    tensorMapExtents(slot, f);
+}
+
+/// The expression slots of a statement, in Stmt.def's order of the fields its kind uses
+/// (shared by visit and mutate).
 template <typename Node, typename F> void forEachExprSlot(Node &s, F &&f) {
-  f(s.extent);
-  f(s.condition);
-  f(s.value);
-  f(s.index);
-  f(s.sourceIndex);
-  f(s.threads);
-  f(s.count);
-  for (auto &coordinate : s.coordinates)
-    f(coordinate);
-  f(s.barrierIndex);
-  f(s.multicastMask);
-  f(s.ctaRank);
-  f(s.offsetA);
-  f(s.offsetB);
+#define STMT_FIELD(Name, Type, Default, Role)                                                      \
+  if (stmtKindUses(s.kind, StmtField::Name))                                                       \
+    exprSlotsOf<StmtFieldRole::Role>(s.Name, f);
+#include "kir/Stmt.def"
+}
+
+/// The child statement lists of a statement (Stmts fields), in Stmt.def's order.
+template <typename Node, typename F> void forEachStmtList(Node &s, F &&f) {
+#define STMT_FIELD(Name, Type, Default, Role)                                                      \
+  if constexpr (StmtFieldRole::Role == StmtFieldRole::Stmts)                                       \
+    if (stmtKindUses(s.kind, StmtField::Name))                                                     \
+      f(s.Name);
+#include "kir/Stmt.def"
 }
 
 } // namespace
@@ -34,9 +69,11 @@ void Visitor::visitChildren(const Stmt &s) {
     if (e)
       visit(e);
   });
-  for (const Stmt &child : s->body)
-    if (child)
-      visit(child);
+  forEachStmtList(*s, [&](const std::vector<Stmt> &children) {
+    for (const Stmt &child : children)
+      if (child)
+        visit(child);
+  });
 }
 
 Expr Mutator::mutateChildren(const Expr &e) {
@@ -63,20 +100,21 @@ Stmt Mutator::mutateChildren(const Stmt &s) {
     changed |= mutated != e;
     e = std::move(mutated);
   });
-  std::vector<Stmt> body;
-  for (const Stmt &child : s->body) {
-    Stmt mutated = child ? mutate(child) : child;
-    changed |= mutated != child;
-    // A child rewritten to nothing is dropped from a block; elsewhere it is an empty block.
-    if (!mutated && s->kind != StmtKind::Block)
-      mutated = block({});
-    if (mutated)
-      body.push_back(std::move(mutated));
-  }
-  if (!changed)
-    return s;
-  copy->body = s->kind == StmtKind::Block ? flattenBlocks(std::move(body)) : std::move(body);
-  return copy;
+  forEachStmtList(*copy, [&](std::vector<Stmt> &children) {
+    std::vector<Stmt> rebuilt;
+    for (const Stmt &child : children) {
+      Stmt mutated = child ? mutate(child) : child;
+      changed |= mutated != child;
+      // A child rewritten to nothing is dropped from a block; elsewhere it is an empty block.
+      if (!mutated && s->kind != StmtKind::Block)
+        mutated = block({});
+      if (mutated)
+        rebuilt.push_back(std::move(mutated));
+    }
+    // Kept only if something changed (the copy is dropped otherwise).
+    children = s->kind == StmtKind::Block ? flattenBlocks(std::move(rebuilt)) : std::move(rebuilt);
+  });
+  return changed ? copy : s;
 }
 
 namespace {

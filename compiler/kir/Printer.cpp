@@ -1,4 +1,5 @@
-// Printer.cpp — Kernel IR text: one method per node kind.
+// Printer.cpp — Kernel IR text: one method per node kind (statements: dispatched from
+// Stmt.def, so a new kind without its method does not compile).
 #include "kir/Printer.h"
 
 #include "support/Internal.h"
@@ -168,197 +169,228 @@ public:
     FSL_UNREACHABLE("expression kind");
   }
 
+  /// One method a kind, printKind, dispatched from Stmt.def.
   void stmt(const Stmt &s, int indent) {
-    std::string pad(indent * 2, ' ');
-    auto line = [&]() -> llvm::raw_ostream & { return out_ << pad; };
-    auto note = [&] {
-      std::string text = s->comment;
-      if (!s->origin.text.empty())
-        text = text.empty() ? s->origin.text : text + "; " + s->origin.text;
-      if (!text.empty())
-        out_ << "  // " << text;
-      out_ << "\n";
-    };
     switch (s->kind) {
-    case StmtKind::Block:
-      for (const Stmt &child : s->body)
-        stmt(child, indent);
-      return;
-    case StmtKind::For:
-      line() << "for " << s->var->name << " in [0, ";
-      expr(s->extent);
-      out_ << ") " << loopKindName(s->loopKind);
-      if (s->loopKind == LoopKind::Parallel)
-        out_ << " " << axisName(s->axis);
-      if (s->unrollFactor)
-        out_ << " by " << *s->unrollFactor;
-      note();
-      stmt(s->body[0], indent + 1);
-      return;
-    case StmtKind::If:
-      line() << "if ";
-      expr(s->condition);
-      note();
-      stmt(s->body[0], indent + 1);
-      if (s->body.size() > 1) {
-        line() << "else\n";
-        stmt(s->body[1], indent + 1);
-      }
-      return;
-    case StmtKind::Let:
-      line() << (s->mutableVar ? "var " : "let ") << s->var->name << ": "
-             << ir::dtypeName(s->var->dtype) << " = ";
-      expr(s->value);
-      note();
-      return;
-    case StmtKind::Assign:
-      line() << s->var->name << " = ";
-      expr(s->value);
-      note();
-      return;
-    case StmtKind::Allocate:
-      line() << "allocate " << memorySpaceName(s->buffer->space) << " " << s->buffer->name << ": "
-             << ir::dtypeName(s->buffer->dtype) << "[";
-      if (s->count)
-        expr(s->count);
-      else
-        out_ << llvm::join(
-            llvm::map_range(s->buffer->shape, [](int64_t n) { return std::to_string(n); }), " x ");
-      out_ << "]" << swizzleName(s->buffer->swizzle);
-      if (s->index) {
-        out_ << " at byte ";
-        expr(s->index);
-      }
-      note();
-      return;
-    case StmtKind::Store:
-      line() << "store " << s->buffer->name << "[";
-      expr(s->index);
-      out_ << "] = ";
-      expr(s->value);
-      note();
-      return;
-    case StmtKind::VectorCopy:
-      line() << "vector_copy x" << s->lanes << " " << s->buffer->name << "[";
-      expr(s->index);
-      out_ << "] <- " << s->source->name << "[";
-      expr(s->sourceIndex);
-      out_ << "]";
-      note();
-      return;
-    case StmtKind::Reduce:
-      line() << "reduce " << reduceKindName(s->reduceKind) << " " << s->var->name;
-      for (const VarPtr &carried : s->carried)
-        out_ << ", " << carried->name;
-      out_ << " " << scopeName(s->scope);
-      if (s->scratch)
-        out_ << " scratch " << s->scratch->name << " slot " << s->slot;
-      note();
-      return;
-    case StmtKind::Barrier:
-      line() << "barrier " << barrierKindName(s->barrierKind);
-      if (s->barrierKind == BarrierKind::Named)
-        out_ << " " << s->barrierId;
-      if (s->threads) {
-        out_ << " threads ";
-        expr(s->threads);
-      }
-      note();
-      return;
-    case StmtKind::GridDependency:
-      line() << "griddepcontrol " << gridOpName(s->gridOp);
-      note();
-      return;
-    case StmtKind::Comment:
-      line() << "// " << s->comment << "\n";
-      return;
-    case StmtKind::MBarrierInit:
-    case StmtKind::MBarrierArrive:
-    case StmtKind::MBarrierArriveExpectTx:
-    case StmtKind::MBarrierWait:
-      line() << stmtKindName(s->kind) << " " << s->buffer->name << "[";
-      expr(s->index);
-      out_ << "]";
-      if (s->ctaRank) {
-        out_ << " cta ";
-        expr(s->ctaRank);
-      }
-      if (s->count) {
-        out_ << (s->kind == StmtKind::MBarrierInit             ? " arrivals "
-                 : s->kind == StmtKind::MBarrierArriveExpectTx ? " bytes "
-                                                               : " parity ");
-        expr(s->count);
-      }
-      note();
-      return;
-    case StmtKind::FenceProxyAsync:
-    case StmtKind::WgmmaFence:
-    case StmtKind::WgmmaCommit:
-      line() << stmtKindName(s->kind);
-      note();
-      return;
-    case StmtKind::TmaLoad:
-    case StmtKind::TmaStore: {
-      line() << stmtKindName(s->kind) << " " << s->tensorMap->name << " (";
-      for (size_t i = 0; i < s->coordinates.size(); ++i) {
-        if (i)
-          out_ << ", ";
-        expr(s->coordinates[i]);
-      }
-      out_ << ") box "
-           << llvm::join(
-                  llvm::map_range(s->tensorMap->box, [](int64_t n) { return std::to_string(n); }),
-                  " x ")
-           << (s->kind == StmtKind::TmaLoad ? " -> " : " <- ") << s->buffer->name << "[";
-      expr(s->index);
-      out_ << "]";
-      if (s->barrier) {
-        out_ << " barrier " << s->barrier->name << "[";
-        expr(s->barrierIndex);
-        out_ << "]";
-      }
-      if (s->multicastMask) {
-        out_ << " multicast mask ";
-        expr(s->multicastMask);
-      }
-      note();
-      return;
-    }
-    case StmtKind::TmaStoreWait:
-    case StmtKind::WgmmaWait:
-      line() << stmtKindName(s->kind) << " pending " << s->pending;
-      note();
-      return;
-    case StmtKind::Wgmma:
-      line() << "wgmma.mma_async m" << s->shape.m << "n" << s->shape.n << "k" << s->shape.k << " "
-             << ir::dtypeName(s->inputType) << " " << s->buffer->name << " += " << s->operandA->name
-             << "[";
-      expr(s->offsetA);
-      out_ << "]" << (s->transposeA ? "^T" : "") << blocks(s->blockBytesA) << " * "
-           << s->operandB->name << "[";
-      expr(s->offsetB);
-      out_ << "]" << (s->transposeB ? "^T" : "") << blocks(s->blockBytesB);
-      if (s->accumulate) {
-        out_ << " accumulate if ";
-        expr(s->accumulate);
-      }
-      note();
-      return;
-    case StmtKind::SetMaxNReg:
-      line() << "setmaxnreg." << (s->increase ? "inc " : "dec ") << s->registers;
-      note();
-      return;
-    case StmtKind::WarpRole:
-      line() << "warp_role " << s->role << " if ";
-      expr(s->condition);
-      note();
-      stmt(s->body[0], indent + 1);
-      return;
+#define STMT_KIND(Kind, PrintedName, Constructor, ...)                                             \
+  case StmtKind::Kind:                                                                             \
+    return print##Kind(*s, indent);
+#include "kir/Stmt.def"
     }
     FSL_UNREACHABLE("statement kind");
   }
 
 private:
+  /// The start of a statement's line.
+  llvm::raw_ostream &line(int indent) { return out_ << std::string(indent * 2, ' '); }
+
+  /// The end of a statement's line: its comment and origin.
+  void note(const StmtNode &s) {
+    std::string text = s.comment;
+    if (!s.origin.text.empty())
+      text = text.empty() ? s.origin.text : text + "; " + s.origin.text;
+    if (!text.empty())
+      out_ << "  // " << text;
+    out_ << "\n";
+  }
+
+  void printBlock(const StmtNode &s, int indent) {
+    for (const Stmt &child : s.body)
+      stmt(child, indent);
+  }
+
+  void printFor(const StmtNode &s, int indent) {
+    line(indent) << "for " << s.var->name << " in [0, ";
+    expr(s.extent);
+    out_ << ") " << loopKindName(s.loopKind);
+    if (s.loopKind == LoopKind::Parallel)
+      out_ << " " << axisName(s.axis);
+    if (s.unrollFactor)
+      out_ << " by " << *s.unrollFactor;
+    note(s);
+    stmt(s.body[0], indent + 1);
+  }
+
+  void printIf(const StmtNode &s, int indent) {
+    line(indent) << "if ";
+    expr(s.condition);
+    note(s);
+    stmt(s.body[0], indent + 1);
+    if (s.body.size() > 1) {
+      line(indent) << "else\n";
+      stmt(s.body[1], indent + 1);
+    }
+  }
+
+  void printLet(const StmtNode &s, int indent) {
+    line(indent) << (s.mutableVar ? "var " : "let ") << s.var->name << ": "
+                 << ir::dtypeName(s.var->dtype) << " = ";
+    expr(s.value);
+    note(s);
+  }
+
+  void printAssign(const StmtNode &s, int indent) {
+    line(indent) << s.var->name << " = ";
+    expr(s.value);
+    note(s);
+  }
+
+  void printAllocate(const StmtNode &s, int indent) {
+    line(indent) << "allocate " << memorySpaceName(s.buffer->space) << " " << s.buffer->name << ": "
+                 << ir::dtypeName(s.buffer->dtype) << "[";
+    if (s.count)
+      expr(s.count);
+    else
+      out_ << llvm::join(
+          llvm::map_range(s.buffer->shape, [](int64_t n) { return std::to_string(n); }), " x ");
+    out_ << "]" << swizzleName(s.buffer->swizzle);
+    if (s.index) {
+      out_ << " at byte ";
+      expr(s.index);
+    }
+    note(s);
+  }
+
+  void printStore(const StmtNode &s, int indent) {
+    line(indent) << "store " << s.buffer->name << "[";
+    expr(s.index);
+    out_ << "] = ";
+    expr(s.value);
+    note(s);
+  }
+
+  void printVectorCopy(const StmtNode &s, int indent) {
+    line(indent) << "vector_copy x" << s.lanes << " " << s.buffer->name << "[";
+    expr(s.index);
+    out_ << "] <- " << s.source->name << "[";
+    expr(s.sourceIndex);
+    out_ << "]";
+    note(s);
+  }
+
+  void printReduce(const StmtNode &s, int indent) {
+    line(indent) << "reduce " << reduceKindName(s.reduceKind) << " " << s.var->name;
+    for (const VarPtr &carried : s.carried)
+      out_ << ", " << carried->name;
+    out_ << " " << scopeName(s.scope);
+    if (s.scratch)
+      out_ << " scratch " << s.scratch->name << " slot " << s.slot;
+    note(s);
+  }
+
+  void printBarrier(const StmtNode &s, int indent) {
+    line(indent) << "barrier " << barrierKindName(s.barrierKind);
+    if (s.barrierKind == BarrierKind::Named)
+      out_ << " " << s.barrierId;
+    if (s.threads) {
+      out_ << " threads ";
+      expr(s.threads);
+    }
+    note(s);
+  }
+
+  void printGridDependency(const StmtNode &s, int indent) {
+    line(indent) << "griddepcontrol " << gridOpName(s.gridOp);
+    note(s);
+  }
+
+  void printComment(const StmtNode &s, int indent) { line(indent) << "// " << s.comment << "\n"; }
+
+  /// The mbarrier operations: the barrier's element, a remote CTA, the count (arrivals,
+  /// bytes or parity).
+  void mbarrier(const StmtNode &s, int indent, const char *countName) {
+    line(indent) << stmtKindName(s.kind) << " " << s.buffer->name << "[";
+    expr(s.index);
+    out_ << "]";
+    if (s.ctaRank) {
+      out_ << " cta ";
+      expr(s.ctaRank);
+    }
+    if (s.count) {
+      out_ << countName;
+      expr(s.count);
+    }
+    note(s);
+  }
+  void printMBarrierInit(const StmtNode &s, int indent) { mbarrier(s, indent, " arrivals "); }
+  void printMBarrierArrive(const StmtNode &s, int indent) { mbarrier(s, indent, " parity "); }
+  void printMBarrierArriveExpectTx(const StmtNode &s, int indent) {
+    mbarrier(s, indent, " bytes ");
+  }
+  void printMBarrierWait(const StmtNode &s, int indent) { mbarrier(s, indent, " parity "); }
+
+  /// A statement that is its name alone.
+  void named(const StmtNode &s, int indent) {
+    line(indent) << stmtKindName(s.kind);
+    note(s);
+  }
+  void printFenceProxyAsync(const StmtNode &s, int indent) { named(s, indent); }
+  void printWgmmaFence(const StmtNode &s, int indent) { named(s, indent); }
+  void printWgmmaCommit(const StmtNode &s, int indent) { named(s, indent); }
+
+  void tma(const StmtNode &s, int indent, const char *direction) {
+    line(indent) << stmtKindName(s.kind) << " " << s.tensorMap->name << " (";
+    for (size_t i = 0; i < s.coordinates.size(); ++i) {
+      if (i)
+        out_ << ", ";
+      expr(s.coordinates[i]);
+    }
+    out_ << ") box "
+         << llvm::join(
+                llvm::map_range(s.tensorMap->box, [](int64_t n) { return std::to_string(n); }),
+                " x ")
+         << direction << s.buffer->name << "[";
+    expr(s.index);
+    out_ << "]";
+    if (s.barrier) {
+      out_ << " barrier " << s.barrier->name << "[";
+      expr(s.barrierIndex);
+      out_ << "]";
+    }
+    if (s.multicastMask) {
+      out_ << " multicast mask ";
+      expr(s.multicastMask);
+    }
+    note(s);
+  }
+  void printTmaLoad(const StmtNode &s, int indent) { tma(s, indent, " -> "); }
+  void printTmaStore(const StmtNode &s, int indent) { tma(s, indent, " <- "); }
+
+  void pending(const StmtNode &s, int indent) {
+    line(indent) << stmtKindName(s.kind) << " pending " << s.pending;
+    note(s);
+  }
+  void printTmaStoreWait(const StmtNode &s, int indent) { pending(s, indent); }
+  void printWgmmaWait(const StmtNode &s, int indent) { pending(s, indent); }
+
+  void printWgmma(const StmtNode &s, int indent) {
+    line(indent) << "wgmma.mma_async m" << s.shape.m << "n" << s.shape.n << "k" << s.shape.k << " "
+                 << ir::dtypeName(s.inputType) << " " << s.buffer->name
+                 << " += " << s.operandA->name << "[";
+    expr(s.offsetA);
+    out_ << "]" << (s.transposeA ? "^T" : "") << blocks(s.blockBytesA) << " * " << s.operandB->name
+         << "[";
+    expr(s.offsetB);
+    out_ << "]" << (s.transposeB ? "^T" : "") << blocks(s.blockBytesB);
+    if (s.accumulate) {
+      out_ << " accumulate if ";
+      expr(s.accumulate);
+    }
+    note(s);
+  }
+
+  void printSetMaxNReg(const StmtNode &s, int indent) {
+    line(indent) << "setmaxnreg." << (s.increase ? "inc " : "dec ") << s.registers;
+    note(s);
+  }
+
+  void printWarpRole(const StmtNode &s, int indent) {
+    line(indent) << "warp_role " << s.role << " if ";
+    expr(s.condition);
+    note(s);
+    stmt(s.body[0], indent + 1);
+  }
+
   llvm::raw_ostream &out_;
 };
 

@@ -13,6 +13,15 @@ struct Failure {
   std::string message;
 };
 
+/// Whether a field in `role` holds its default. Every kind uses the Common fields (an
+/// Origin has no ==), so they are never compared.
+template <StmtFieldRole role, typename T> bool holdsDefault(const T &value, const T &initial) {
+  if constexpr (role == StmtFieldRole::Common)
+    return true;
+  else
+    return value == initial;
+}
+
 class Checker {
 public:
   explicit Checker(const Kernel &kernel) : kernel_(kernel) {
@@ -147,10 +156,22 @@ private:
     }
   }
 
+  /// A field the statement's kind does not use (Stmt.def) holds its default, so that no
+  /// walk, printer or simulator misses what it says.
+  void unusedFields(const StmtNode &s) {
+    static const StmtNode defaults;
+#define STMT_FIELD(Name, Type, Default, Role)                                                      \
+  if (!stmtKindUses(s.kind, StmtField::Name) &&                                                    \
+      !holdsDefault<StmtFieldRole::Role>(s.Name, defaults.Name))                                   \
+    fail(stmtKindName(s.kind).str() + " sets field '" #Name "', which its kind does not use");
+#include "kir/Stmt.def"
+  }
+
   void stmt(const Stmt &s) {
     if (!s)
       fail("null statement");
     clusterFields(*s);
+    unusedFields(*s);
     switch (s->kind) {
     case StmtKind::Block: {
       // A block is a scope (C's braces).

@@ -7,7 +7,8 @@
 // the launch shape; a wgmma operand that is M/N-major and wider than one swizzle span
 // says how far apart its span-wide blocks are (and a K-major one has no such distance); a
 // remote mbarrier arrival (ctaRank), a multicast TMA load and a cluster barrier appear only
-// on their statements and in kernels launched as clusters. A failure is a compiler bug,
+// on their statements and in kernels launched as clusters; a field the statement's kind does
+// not use (Stmt.def) holds its default. A failure is a compiler bug,
 // reported as an internal error naming the pass that broke it.
 #pragma once
 

@@ -275,14 +275,11 @@ private:
       scratch->name = pairs ? "fsl_scratch_pairs" : "fsl_scratch_tuples";
       scratch->dtype = ir::DType::I64;
       scratch->space = kir::MemorySpace::Shared;
-      Stmt allocation = kir::allocate(
-          scratch, pairs ? "block reduction scratch: a (value, index) pair a thread"
-                         : "block reduction scratch: " + std::to_string(scratchBytes) +
-                               " bytes a thread (one-pass tuples)");
-      auto node = std::make_shared<kir::StmtNode>(*allocation);
-      node->index = kir::index(0);
-      node->count = threads() * kir::index(scratchBytes / 8);
-      out.push_back(node);
+      out.push_back(kir::withComment(
+          kir::allocateStmt(scratch, kir::index(0), threads() * kir::index(scratchBytes / 8)),
+          pairs ? "block reduction scratch: a (value, index) pair a thread"
+                : "block reduction scratch: " + std::to_string(scratchBytes) +
+                      " bytes a thread (one-pass tuples)"));
       pairScratch_ = scratch;
       // The other block reductions use the same bytes (one buffer: shared buffers do not
       // overlap); the printer casts it to their type.
@@ -299,12 +296,10 @@ private:
       scratch->name = oneType ? "fsl_scratch_" + ir::dtypeName(type).str() : "fsl_scratch";
       scratch->dtype = type;
       scratch->space = kir::MemorySpace::Shared;
-      Stmt allocation = kir::allocate(
-          scratch, "block reduction scratch: " + std::to_string(scratchBytes) + " bytes a thread");
-      auto node = std::make_shared<kir::StmtNode>(*allocation);
-      node->index = kir::index(0);
-      node->count = threads() * kir::index(scratchBytes / ir::dtypeBytes(type));
-      out.push_back(node);
+      out.push_back(kir::withComment(
+          kir::allocateStmt(scratch, kir::index(0),
+                            threads() * kir::index(scratchBytes / ir::dtypeBytes(type))),
+          "block reduction scratch: " + std::to_string(scratchBytes) + " bytes a thread"));
       for (ir::DType reduced : scratchTypes)
         scratch_[reduced] = scratch;
     }
@@ -317,12 +312,10 @@ private:
       std::string who = value.name.empty() ? valueName(value) : value.name;
       if (plan_.persistentShared.count(id)) {
         buffer->space = kir::MemorySpace::Shared;
-        auto node = std::make_shared<kir::StmtNode>(
-            *kir::allocate(buffer, "persistent " + who + " in shared memory: " +
-                                       std::to_string(plan_.bufferElements) + " per thread"));
-        node->index = sharedOffset;
-        node->count = threads() * kir::index(plan_.bufferElements);
-        out.push_back(node);
+        out.push_back(kir::withComment(
+            kir::allocateStmt(buffer, sharedOffset, threads() * kir::index(plan_.bufferElements)),
+            "persistent " + who + " in shared memory: " + std::to_string(plan_.bufferElements) +
+                " per thread"));
         sharedOffset = sharedOffset +
                        threads() * kir::index(plan_.bufferElements * ir::dtypeBytes(buffer->dtype));
       } else {
@@ -358,11 +351,8 @@ private:
       kir::LoopKind kind = loop.vectorized ? kir::LoopKind::Vectorized
                            : loop.unrolled ? kir::LoopKind::Unrolled
                                            : kir::LoopKind::Serial;
-      auto node = std::make_shared<kir::StmtNode>(
-          *kir::forLoop(cx_.loopVars[*it], cx_.extentOf(loop.extent), kind, body, loop.origin));
-      if (loop.unrolled && !loop.vectorized)
-        node->unrollFactor = loop.unrollFactor;
-      body = node;
+      body = kir::forLoop(cx_.loopVars[*it], cx_.extentOf(loop.extent), kind, body, loop.origin,
+                          loop.unrolled && !loop.vectorized ? loop.unrollFactor : std::nullopt);
     }
     return body;
   }
@@ -487,9 +477,8 @@ private:
                                       saved->range));
       Stmt nest =
           labelled(kir::block({serialNest(kir::block(std::move(producer)))}), labels::PhaseNest);
-      auto node = std::make_shared<kir::StmtNode>(*nest);
-      node->comment = "persistent values without compute_with: a loop nest of their own";
-      out.push_back(node);
+      out.push_back(kir::withComment(
+          nest, "persistent values without compute_with: a loop nest of their own"));
       for (const ir::Value *saved : ownNest)
         fromBuffer.insert(saved->id);
     }
@@ -547,9 +536,8 @@ private:
         readByNest |=
             output->isInout && nestNeeds.count(f_.params[output->paramIndex].value->id) != 0;
       if (readByNest) {
-        auto barrier = std::make_shared<kir::StmtNode>(*kir::barrier());
-        barrier->comment = "every thread has read the inout row before it is written back";
-        out.push_back(barrier);
+        out.push_back(kir::withComment(
+            kir::barrier(), "every thread has read the inout row before it is written back"));
       }
       out.push_back(makeRowStores(p, rowStores, fromBuffer));
     }

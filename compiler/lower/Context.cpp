@@ -5,6 +5,19 @@
 
 namespace fsl::lower {
 
+namespace {
+/// The matmul path plans no loop nests: its context's `plan` is this empty one.
+const Plan &noLoopNests() {
+  static const Plan none;
+  return none;
+}
+} // namespace
+
+LowerContext::LowerContext(const MatmulPlan &matmul, const LowerOptions &options,
+                           DiagnosticEngine &diagnostics)
+    : plan(noLoopNests()), matmul(&matmul), fusion(*matmul.fusion), options(options),
+      diagnostics(diagnostics) {}
+
 void LowerContext::addParameters(
     const std::function<kir::TensorMapPtr(unsigned, const kir::BufferPtr &)> &tensorMapOf) {
   auto globalBuffer = [](const std::string &name, ir::DType dtype, bool written, bool inout) {

@@ -7,9 +7,11 @@
 
 #include "kir/IR.h"
 #include "lower/Plan.h"
+#include "lower/matmul/MatmulPlan.h"
 
 #include <functional>
 #include <map>
+#include <memory>
 
 namespace fsl {
 class DiagnosticEngine;
@@ -23,6 +25,11 @@ inline constexpr const char *PhaseNest = "phase-nest";       // a phase's serial
 inline constexpr const char *RowGuard = "row-guard";         // bounds check once a thread
 inline constexpr const char *BoundsCheck = "bounds-check";   // bounds check each iteration
 inline constexpr const char *ClampedStore = "clamped-store"; // a store past a clamped row
+// The matmul path's markers (matmul/Markers.h): where a later pass puts its part.
+inline constexpr const char *MatmulProducerLoads = "matmul-producer-loads"; // a tile's loads
+inline constexpr const char *MatmulMainLoop = "matmul-main-loop";           // a tile's K loop
+inline constexpr const char *MatmulEpilogue = "matmul-epilogue";            // a tile's epilogue
+inline constexpr const char *MatmulEpilogueEnd = "matmul-epilogue-end";     // after the last tile
 } // namespace labels
 
 struct LowerOptions {
@@ -32,8 +39,13 @@ struct LowerOptions {
   int64_t smCount = 132;
 };
 
+struct MatmulKernelState;
+
 struct LowerContext {
+  /// The loop-nest plan (Plan.h); empty on the matmul path, which has `matmul` instead.
   const Plan &plan;
+  /// The matmul path's plan (MatmulPlan.h), or null.
+  const MatmulPlan *matmul = nullptr;
   const ir::Fusion &fusion;
   const LowerOptions &options;
   DiagnosticEngine &diagnostics;
@@ -54,8 +66,14 @@ struct LowerContext {
   /// per dimension, so a pass can recognise it inside an address).
   std::vector<kir::Expr> rootIndex;
 
+  /// The matmul path: what its passes hand each other (matmul/MatmulKernel.h).
+  std::shared_ptr<MatmulKernelState> matmulKernel;
+
   LowerContext(const Plan &plan, const LowerOptions &options, DiagnosticEngine &diagnostics)
       : plan(plan), fusion(*plan.fusion), options(options), diagnostics(diagnostics) {}
+  /// A kernel of the matmul path.
+  LowerContext(const MatmulPlan &matmul, const LowerOptions &options,
+               DiagnosticEngine &diagnostics);
 
   /// The kernel's parameters, in the order every kernel of a fusion has them: the
   /// fusion's parameters (tensors as global buffers, scalars as variables; a tensor that

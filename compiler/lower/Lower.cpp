@@ -4,9 +4,9 @@
 #include "kir/Printer.h"
 #include "kir/Simplify.h"
 #include "kir/Verifier.h"
-#include "lower/Matmul.h"
 #include "lower/Passes.h"
 #include "lower/Pointwise.h"
+#include "lower/matmul/Matmul.h"
 #include "support/Diagnostics.h"
 #include "support/Internal.h"
 
@@ -47,29 +47,28 @@ const std::vector<PassInfo> &gridRowsPassList() {
   return passes;
 }
 
-const std::vector<MatmulPassInfo> &matmulPassList() {
-  static const std::vector<MatmulPassInfo> passes = {
-      {"build-matmul", buildMatmul},
-      {"simplify",
-       [](LowerContext &context, const MatmulPlan &) { return simplifyIndices(context); }},
+const std::vector<PassInfo> &matmulPassList() {
+  static const std::vector<PassInfo> passes = {
+      {"matmul-tile-scheduler", buildMatmulTileScheduler},
+      {"matmul-main-loop", buildMatmulMainLoop},
+      {"matmul-epilogue", buildMatmulEpilogue},
+      {"simplify", simplifyIndices},
   };
   return passes;
 }
 
-const std::vector<MatmulPassInfo> &splitKSumPassList() {
-  static const std::vector<MatmulPassInfo> passes = {
+const std::vector<PassInfo> &splitKSumPassList() {
+  static const std::vector<PassInfo> passes = {
       {"build-split-k-sum", buildSplitKSum},
-      {"simplify",
-       [](LowerContext &context, const MatmulPlan &) { return simplifyIndices(context); }},
+      {"simplify", simplifyIndices},
   };
   return passes;
 }
 
-const std::vector<MatmulPassInfo> &streamKFixupPassList() {
-  static const std::vector<MatmulPassInfo> passes = {
+const std::vector<PassInfo> &streamKFixupPassList() {
+  static const std::vector<PassInfo> passes = {
       {"build-stream-k-fixup", buildStreamKFixup},
-      {"simplify",
-       [](LowerContext &context, const MatmulPlan &) { return simplifyIndices(context); }},
+      {"simplify", simplifyIndices},
   };
   return passes;
 }
@@ -78,13 +77,9 @@ const std::vector<MatmulPassInfo> &streamKFixupPassList() {
 
 std::vector<std::string> loweringPassNames() {
   std::vector<std::string> names;
-  for (const auto *list : {&lower::passList(), &lower::gridRowsPassList()})
+  for (const auto *list : {&lower::passList(), &lower::gridRowsPassList(), &lower::matmulPassList(),
+                           &lower::splitKSumPassList(), &lower::streamKFixupPassList()})
     for (const lower::PassInfo &pass : *list)
-      if (!llvm::is_contained(names, pass.name))
-        names.push_back(pass.name);
-  for (const auto *list :
-       {&lower::matmulPassList(), &lower::splitKSumPassList(), &lower::streamKFixupPassList()})
-    for (const lower::MatmulPassInfo &pass : *list)
       if (!llvm::is_contained(names, pass.name))
         names.push_back(pass.name);
   return names;
@@ -134,11 +129,11 @@ void nameKernel(lower::LowerContext &context, const sched::Schedule &schedule,
 }
 
 /// Runs `passes` on `context`, the verifier (and --print-after) after each.
-bool runMatmulPasses(const std::vector<lower::MatmulPassInfo> &passes, lower::LowerContext &context,
-                     const lower::MatmulPlan &plan, const PrintAfter &print) {
-  for (const lower::MatmulPassInfo &pass : passes) {
+bool runPasses(const std::vector<lower::PassInfo> &passes, lower::LowerContext &context,
+               const PrintAfter &print) {
+  for (const lower::PassInfo &pass : passes) {
     llvm::TimeTraceScope passScope(pass.name); // --time-trace: one event per pass
-    if (!pass.run(context, plan))
+    if (!pass.run(context))
       return false;
     afterPass(pass.name, context.kernel, print);
   }
@@ -193,16 +188,12 @@ std::optional<std::vector<kir::Kernel>> lowerKernels(const sched::Schedule &sche
                                                      const PrintAfter &print) {
   const std::vector<kir::VarPtr> &dims = program.dims;
   if (lower::hasMatmul(*schedule.fusion)) {
-    // A matrix product has a path of its own (lower/Matmul.h): its loops are the mma
+    // A matrix product has a path of its own (lower/matmul/Matmul.h): its loops are the mma
     // tiles, planned from the declarative schedule rather than from loop nests.
     std::unique_ptr<lower::MatmulPlan> matmul =
         lower::planMatmul(schedule, options.smCount, diagnostics);
     if (!matmul)
       return std::nullopt;
-    // The context's plan only names the schedule and the fusion on this path.
-    lower::Plan plan;
-    plan.schedule = &schedule;
-    plan.fusion = schedule.fusion;
     auto extent = [&](ir::DimId dim) {
       return dims[dim] ? kir::var(dims[dim]) : kir::index(*schedule.fusion->dims[dim].staticExtent);
     };
@@ -226,24 +217,24 @@ std::optional<std::vector<kir::Kernel>> lowerKernels(const sched::Schedule &sche
                  name});
     }
     std::vector<kir::Kernel> kernels;
-    lower::LowerContext products(plan, options, diagnostics);
+    lower::LowerContext products(*matmul, options, diagnostics);
     products.dimVars = dims;
     nameKernel(products, schedule, name,
                matmul->splitK > 1 ? "partial products (split_k) of the schedule of "
                : streamK          ? "whole tiles and pieces of tiles (stream_k) of the schedule of "
                                   : "schedule of ");
-    if (!runMatmulPasses(lower::matmulPassList(), products, *matmul, print))
+    if (!runPasses(lower::matmulPassList(), products, print))
       return std::nullopt;
     kernels.push_back(std::move(products.kernel));
     if (matmul->twoKernels()) {
-      lower::LowerContext second(plan, options, diagnostics);
+      lower::LowerContext second(*matmul, options, diagnostics);
       second.dimVars = dims;
       nameKernel(second, schedule, name + (streamK ? "_fixup" : "_sum"),
                  streamK ? "the pieces of the tiles split between CTAs added, then the "
                            "epilogue, of the schedule of "
                          : "the partial products added, then the epilogue, of the schedule of ");
-      if (!runMatmulPasses(streamK ? lower::streamKFixupPassList() : lower::splitKSumPassList(),
-                           second, *matmul, print))
+      if (!runPasses(streamK ? lower::streamKFixupPassList() : lower::splitKSumPassList(), second,
+                     print))
         return std::nullopt;
       kernels.push_back(std::move(second.kernel));
     }
@@ -252,15 +243,6 @@ std::optional<std::vector<kir::Kernel>> lowerKernels(const sched::Schedule &sche
   std::unique_ptr<lower::Plan> plan = lower::planKernel(schedule, diagnostics);
   if (!plan)
     return std::nullopt;
-  auto runPasses = [&](const std::vector<lower::PassInfo> &passes, lower::LowerContext &context) {
-    for (const lower::PassInfo &pass : passes) {
-      llvm::TimeTraceScope passScope(pass.name); // --time-trace: one event per pass
-      if (!pass.run(context))
-        return false;
-      afterPass(pass.name, context.kernel, print);
-    }
-    return true;
-  };
   lower::LowerContext context(*plan, options, diagnostics);
   context.dimVars = dims;
   bool grid = plan->gridLoop >= 0;
@@ -269,7 +251,7 @@ std::optional<std::vector<kir::Kernel>> lowerKernels(const sched::Schedule &sche
   nameKernel(context, schedule, name,
              grid ? "the blocks' partial results (a grid reduction) of the schedule of "
                   : "schedule of ");
-  if (!runPasses(lower::passList(), context))
+  if (!runPasses(lower::passList(), context, print))
     return std::nullopt;
   std::vector<kir::Kernel> kernels;
   kernels.push_back(std::move(context.kernel));
@@ -279,7 +261,7 @@ std::optional<std::vector<kir::Kernel>> lowerKernels(const sched::Schedule &sche
     nameKernel(rows, schedule, name + "_rows",
                "the blocks' partial results combined a row, then the row outputs, of the "
                "schedule of ");
-    if (!runPasses(lower::gridRowsPassList(), rows))
+    if (!runPasses(lower::gridRowsPassList(), rows, print))
       return std::nullopt;
     kernels.push_back(std::move(rows.kernel));
   }

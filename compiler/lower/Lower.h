@@ -2,9 +2,9 @@
 //
 // Each schedule block of a fusion becomes one kernel: planned (Plan.h), then built and
 // rewritten by the passes of Passes.h in order, with the verifier after each; a fusion
-// with a matrix product is planned by MatmulPlan.h and built by the passes of Matmul.h
-// instead. The kernels of one fusion form a program whose variants are the schedules'
-// `when` guards, tried in order (guarded ones first), each launching its kernel.
+// with a matrix product is planned by matmul/MatmulPlan.h and built by the passes of
+// matmul/Matmul.h instead. The kernels of one fusion form a program whose variants are the
+// schedules' `when` guards, tried in order (guarded ones first), each launching its kernel.
 #pragma once
 
 #include "kir/IR.h"

@@ -17,6 +17,24 @@
 //   unswitch            a copy of the nest without predicates for threads in bounds
 //   launch-shape        grid, block, shared memory and launch bounds
 //   simplify            index arithmetic folded with the loops' ranges
+//
+// A grid reduction's second kernel: build-grid-rows, simplify.
+//
+// The matmul path (matmul/Matmul.h draws the kernel), planned by MatmulPlan.h:
+//
+//   matmul-tile-scheduler  parameters, shared storage and barriers, the grid, the warp
+//                          roles and their walks over work tiles (TileScheduler.h); it
+//                          leaves markers (matmul/Markers.h: a Block labelled
+//                          labels::Matmul*, holding a comment, valid Kernel IR) where each
+//                          tile's loads, K loop and epilogue go, and after the last tile
+//   matmul-main-loop       fills the loads and K loop markers: the producer's TMA loads,
+//                          the consumers' wgmma loop (MainLoop.h)
+//   matmul-epilogue        fills the epilogue markers: the fused epilogue and the stores
+//                          (Epilogue.h)
+//   simplify
+//
+// A split-K product's second kernel: build-split-k-sum, simplify; a stream-K product's:
+// build-stream-k-fixup, simplify.
 #pragma once
 
 #include "lower/Context.h"
@@ -44,5 +62,7 @@ struct PassInfo {
 
 /// Every pass, in order.
 const std::vector<PassInfo> &passList();
+/// The passes of a grid reduction's second kernel.
+const std::vector<PassInfo> &gridRowsPassList();
 
 } // namespace fsl::lower

@@ -2,6 +2,7 @@
 #include "schedule/FromAst.h"
 
 #include "ast/AST.h"
+#include "heuristics/Family.h"
 #include "schedule/ScheduleBuilder.h"
 #include "support/Diagnostics.h"
 #include "support/Internal.h"
@@ -280,64 +281,61 @@ std::unique_ptr<Schedule> buildSchedule(const ast::ScheduleDecl &decl, const ir:
   return buildSchedule(blockOf(decl, headerOf(decl, fusion)), fusion, diagnostics);
 }
 
+namespace {
+
+/// A knob as Knobs.def lists it: what sched::checkAutoSchedule checks.
+struct KnobSpec {
+  const char *name;
+  const char *type; // "bool" or "int"
+  bool powerOfTwo;  // an int that must be a power of two
+  heuristics::FamilySet families;
+  const char *refused; // why no heuristic honours it, or null
+};
+
+template <typename T> constexpr const char *knobTypeName();
+template <> constexpr const char *knobTypeName<bool>() { return "bool"; }
+template <> constexpr const char *knobTypeName<int64_t>() { return "int"; }
+
+const std::vector<KnobSpec> &knobSpecs() {
+  using namespace heuristics::family_sets;
+  enum { Any, Positive, PowerOfTwo };
+  static const std::vector<KnobSpec> specs = {
+#define FSL_KNOB(Field, Name, Type, Range, Families, Doc)                                          \
+  {Name, knobTypeName<Type>(), Range == PowerOfTwo, Families, nullptr},
+#define FSL_KNOB_REFUSED(Name, Type, Range, Families, Why, Doc)                                    \
+  {Name, knobTypeName<Type>(), Range == PowerOfTwo, Families, Why},
+#include "heuristics/Knobs.def"
+  };
+  return specs;
+}
+
+} // namespace
+
 /// Why a known knob cannot be honoured whatever the fusion, or nothing. The heuristics
 /// refuse the knobs that depend on the fusion (a vector width that does not divide it...).
-static std::optional<std::string> refusedKnob(const std::string &knob, const std::string &kind) {
+static std::optional<std::string> refusedKnob(const KnobSpec &knob, const std::string &kind) {
   // Which heuristic plain `auto` runs depends on the fusion's shape, and each reads only
   // its own knobs: a knob there could silently go unused.
-  if (kind.empty()) {
-    static const std::map<std::string, const char *> owners = {
-        {"vector_width", "auto(pointwise), auto(reduction) or auto(inner_persistent)"},
-        {"unroll", "auto(pointwise)"},
-        {"rfactor", "auto(reduction)"},
-        {"static_bdimx", "auto(inner_persistent)"},
-        {"compute_with", "auto(inner_persistent)"},
-        {"persistent_batch", "auto(inner_persistent)"},
-        {"rows_per_block", "auto(inner_persistent)"},
-        {"one_pass", "auto(reduction) or auto(inner_persistent)"},
-        {"fast_exp", "auto(pointwise), auto(reduction) or auto(inner_persistent)"},
-        {"tile_n", "auto(matmul)"},
-        {"stages", "auto(matmul)"},
-        {"swizzle", "auto(matmul)"},
-        {"split_k", "auto(matmul)"},
-        {"stream_k", "auto(matmul)"},
-        {"cluster_m", "auto(matmul)"},
-        {"pingpong", "auto(matmul)"}};
-    auto owner = owners.find(knob);
+  if (kind.empty())
     return llvm::formatv("plain 'auto' picks its heuristic from the fusion's shape and each "
                          "heuristic reads only its own knobs; name the heuristic: {0}",
-                         owner != owners.end() ? owner->second : "auto(kind)")
+                         heuristics::familiesText(knob.families))
         .str();
-  }
-  if (knob == "rfactor")
-    return std::string("rfactor is not lowered yet; without the knob auto(reduction) reduces "
-                       "each thread's part serially, then across the threads; remove it");
+  if (knob.refused)
+    return std::string(knob.refused);
   return std::nullopt;
 }
 
 bool checkAutoSchedule(const ast::ScheduleDecl &decl, DiagnosticEngine &diagnostics) {
-  // Knobs of each heuristic and the kind of value each takes.
-  static const std::map<std::string, std::map<std::string, const char *>> kinds = {
-      {"pointwise", {{"vector_width", "int"}, {"unroll", "int"}, {"fast_exp", "bool"}}},
-      {"reduction",
-       {{"vector_width", "int"}, {"rfactor", "bool"}, {"one_pass", "bool"}, {"fast_exp", "bool"}}},
-      {"inner_persistent",
-       {{"static_bdimx", "bool"},
-        {"compute_with", "bool"},
-        {"vector_width", "int"},
-        {"persistent_batch", "int"},
-        {"rows_per_block", "int"},
-        {"one_pass", "bool"},
-        {"fast_exp", "bool"}}},
-      {"matmul",
-       {{"tile_n", "int"},
-        {"stages", "int"},
-        {"swizzle", "int"},
-        {"split_k", "int"},
-        {"stream_k", "bool"},
-        {"cluster_m", "int"},
-        {"pingpong", "bool"}}},
-  };
+  // Knobs of each heuristic and their specs, by name.
+  static const std::map<std::string, std::map<std::string, const KnobSpec *>> kinds = [] {
+    std::map<std::string, std::map<std::string, const KnobSpec *>> kinds;
+    for (heuristics::Family family : heuristics::kFamilies)
+      for (const KnobSpec &spec : knobSpecs())
+        if (heuristics::contains(spec.families, family))
+          kinds[heuristics::familyName(family)][spec.name] = &spec;
+    return kinds;
+  }();
   unsigned errorsBefore = diagnostics.errorCount();
   std::string kind = decl.autoKind ? decl.autoKind->text : "";
   auto found = kinds.find(kind);
@@ -353,18 +351,18 @@ bool checkAutoSchedule(const ast::ScheduleDecl &decl, DiagnosticEngine &diagnost
           .note(DiagId::NoteDirective, first->second, "set here");
   for (const ast::Knob &knob : decl.knobs) {
     // Without a kind, a knob must belong to some heuristic.
-    const char *type = nullptr;
+    const KnobSpec *spec = nullptr;
     std::vector<std::string> names;
     for (const auto &[name, knobs] : kinds) {
       if (found != kinds.end() && name != kind)
         continue;
-      for (const auto &[knobName, knobType] : knobs) {
+      for (const auto &[knobName, knobSpec] : knobs) {
         names.push_back(knobName);
         if (knobName == knob.name.text)
-          type = knobType;
+          spec = knobSpec;
       }
     }
-    if (!type) {
+    if (!spec) {
       diagnostics.report(DiagId::UnknownKnob, knob.name.range, knob.name.text,
                          kind.empty() ? "any" : kind, llvm::join(names, ", "));
       continue;
@@ -372,13 +370,13 @@ bool checkAutoSchedule(const ast::ScheduleDecl &decl, DiagnosticEngine &diagnost
     const auto &literal = llvm::cast<ast::LiteralExpr>(*knob.value);
     bool isBool = literal.literalKind == ast::LiteralExpr::LiteralKind::Bool;
     bool isInt = literal.literalKind == ast::LiteralExpr::LiteralKind::Int;
-    if (std::string(type) == "bool" && !isBool)
+    if (std::string(spec->type) == "bool" && !isBool)
       diagnostics.report(DiagId::KnobType, knob.value->range, knob.name.text, "true or false");
-    else if (std::string(type) == "int" && (!isInt || literal.intValue < 1))
+    else if (std::string(spec->type) == "int" && (!isInt || literal.intValue < 1))
       diagnostics.report(DiagId::KnobType, knob.value->range, knob.name.text, "a positive integer");
-    else if (knob.name.text == "vector_width" && !llvm::isPowerOf2_64(literal.intValue))
+    else if (spec->powerOfTwo && !llvm::isPowerOf2_64(literal.intValue))
       diagnostics.report(DiagId::KnobType, knob.value->range, knob.name.text, "a power of two");
-    else if (auto reason = refusedKnob(knob.name.text, kind))
+    else if (auto reason = refusedKnob(*spec, kind))
       diagnostics.report(DiagId::AutoKnobUnsupported, knob.range, knob.name.text, *reason);
   }
   return diagnostics.errorCount() == errorsBefore;

@@ -21,11 +21,15 @@ namespace fsl {
 
 class DiagnosticEngine;
 
+/// The target when none is named (--target, fsl.toml, the JIT's program options): the
+/// one spelling of the default, read by the driver, the JIT and the launch limits.
+constexpr const char *kDefaultTarget = "h200";
+
 /// What a launch may ask of a target: generated launchers check runtime extents against
 /// these before launching, the simulator faults on any launch beyond them. The defaults
 /// are the H200's.
 struct LaunchLimits {
-  std::string target = "h200";
+  std::string target = kDefaultTarget;
   std::array<int64_t, 3> maxGridDim = {2147483647, 65535, 65535};
   std::array<int64_t, 3> maxBlockDim = {1024, 1024, 64};
   int64_t maxThreadsPerBlock = 1024;

@@ -1,23 +1,30 @@
-// compiler_api.cpp — libfslc's C API (fsl/compiler.h): the driver's pipeline in memory,
-// with dimensions made static per specialization, and the launch metadata of the
-// lowered program.
+// compiler_api.cpp — libfslc's C API (fsl/compiler.h): the compilation library
+// (pipeline/Compilation.h) on a text in memory, with dimensions made static per
+// specialization, and the launch metadata of the lowered program.
 #include "fsl/compiler.h"
 
 #include "codegen/CudaCodegen.h"
 #include "codegen/LauncherPrinter.h"
-#include "driver/Driver.h"
+#include "driver/Settings.h"
 #include "ir/FusionIR.h"
 #include "kir/IR.h"
+#include "pipeline/Compilation.h"
+#include "pipeline/Sources.h"
+#include "sema/Sema.h"
+#include "support/Diagnostics.h"
 #include "support/LargeStack.h"
 #include "support/SourceFile.h"
 #include "support/Target.h"
 
-#include <llvm/Support/Path.h>
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -267,26 +274,86 @@ bool writeLaunch(const fsl::kir::Program &program, const fsl::LaunchLimits &limi
   return true;
 }
 
-// --- The driver, in memory ---------------------------------------------------------------
+// --- The compilation, in memory ----------------------------------------------------------
 
-fsl::DriverOptions driverOptions(const fsl_program &program) {
-  fsl::DriverOptions options;
-  options.inputs = {program.name};
-  options.inputTexts[program.name] = program.text;
-  options.target = program.target;
-  options.stdlibDir = program.stdlibDir;
-  options.runtimeDims = program.runtimeDims;
-  options.color = fsl::ColorMode::Never;
-  return options;
-}
+/// One compilation of a program's text, as fslc compiles an input (the nearest fsl.toml
+/// read too), with its diagnostics as text.
+struct Compiled {
+  llvm::SourceMgr sources;
+  std::string diagnostics;
+  fsl::Settings settings;
+  std::optional<fsl::pipeline::Compilation> compilation;
+};
 
-/// Runs the driver on a thread with a large stack, as fslc does; its diagnostics.
-int runDriver(const fsl::DriverOptions &options, std::string &diagnostics) {
-  std::string out;
-  llvm::raw_string_ostream outStream(out), errStream(diagnostics);
-  int code = fsl::runWithLargeStack([&] { return fsl::runDriver(options, outStream, errStream); });
-  errStream.flush();
-  return code;
+/// What one compilation of a program is asked for.
+struct Request {
+  std::map<std::string, int64_t> specializeDims;
+  std::string onlyFusion; // empty: stop after the schedules; else its kernels too
+  /// After sema without errors, with the Fusion IR: false stops the compilation there
+  /// (FSL_OK: the caller says why).
+  std::function<bool(const fsl::pipeline::Compilation &)> analyzed;
+  /// With the kernels: each wanted fusion's lowered program and sources.
+  std::function<void(const fsl::kir::Program &, const fsl::codegen::GeneratedSources &)> generated;
+};
+
+/// Compiles `program` on a thread with a large stack, as fslc does. FSL_OK, or
+/// FSL_ERROR_ARGUMENT when fsl.toml or the target do not read, or FSL_ERROR_COMPILE
+/// after diagnostics.
+fsl_status compile(const fsl_program &program, const Request &request, Compiled &compiled) {
+  return static_cast<fsl_status>(fsl::runWithLargeStack([&] {
+    llvm::raw_string_ostream errors(compiled.diagnostics);
+    fsl::TextDiagnosticPrinter printer(compiled.sources, errors, /*colors=*/false);
+    fsl::DiagnosticEngine diagnostics(printer);
+    diagnostics.setErrorLimit(50);
+    fsl_status status = [&] {
+      fsl::SettingsRequest settings;
+      settings.firstInput = program.name;
+      settings.target = program.target;
+      settings.stdlibDir = program.stdlibDir;
+      if (!fsl::configure(settings, compiled.sources, diagnostics, compiled.settings))
+        return FSL_ERROR_ARGUMENT;
+      fsl::pipeline::Options options;
+      options.target = compiled.settings.target;
+      options.stdlibDir = compiled.settings.stdlibDir;
+      options.includeDirs = compiled.settings.includeDirs;
+      options.defines = compiled.settings.defines;
+      options.runtimeDims = program.runtimeDims;
+      options.specializeDims = request.specializeDims;
+      bool kernels = !request.onlyFusion.empty();
+      options.scheduleEveryFusion = kernels;
+      if (kernels)
+        options.onlyFusions = {request.onlyFusion};
+      fsl::pipeline::Compilation &compilation =
+          compiled.compilation.emplace(options, compiled.sources, program.name);
+      unsigned buffer = fsl::pipeline::addSourceText(compiled.sources, program.name, program.text);
+      unsigned errorsBefore = diagnostics.errorCount();
+      if (compilation.parse(buffer, diagnostics) && compilation.analyze(diagnostics)) {
+        if (request.analyzed && diagnostics.errorCount() == errorsBefore &&
+            !request.analyzed(compilation))
+          return FSL_OK;
+        compilation.schedule(diagnostics);
+      }
+      bool failed = (!compilation.file() && !compilation.program()) ||
+                    diagnostics.errorCount() != errorsBefore;
+      // Every define (fsl.toml's) names a static dimension of the program, as fslc checks.
+      if (!fsl::pipeline::checkDefines(compilation.staticDimNames(), compiled.settings.defines,
+                                       diagnostics))
+        failed = true;
+      if (failed)
+        return FSL_ERROR_COMPILE;
+      if (!kernels)
+        return FSL_OK;
+      if (!compilation.lower(diagnostics))
+        return FSL_ERROR_COMPILE;
+      for (const auto &fusion : compilation.program()->fusions)
+        if (compilation.wanted(*fusion))
+          request.generated(*compilation.programOf(*fusion), compilation.generate(*fusion));
+      return FSL_OK;
+    }();
+    diagnostics.finish();
+    errors.flush();
+    return static_cast<int>(status);
+  }));
 }
 
 std::vector<std::string> splitNames(const char *list) {
@@ -314,7 +381,7 @@ fsl_status load(std::string name, std::string text, const fsl_program_options *o
   auto program = std::make_unique<fsl_program>();
   program->name = std::move(name);
   program->text = std::move(text);
-  program->target = options && options->target ? options->target : "h200";
+  program->target = options && options->target ? options->target : fsl::kDefaultTarget;
   if (options && options->stdlib_dir && *options->stdlib_dir)
     program->stdlibDir = options->stdlib_dir;
   else if (const char *env = std::getenv("FSLC_STDLIB"); env && *env)
@@ -323,45 +390,50 @@ fsl_status load(std::string name, std::string text, const fsl_program_options *o
     program->stdlibDir = FSL_STDLIB_DIR;
   program->runtimeDims = splitNames(options ? options->runtime_dims : nullptr);
 
-  fsl::DriverOptions driver = driverOptions(*program);
-  driver.emit = fsl::EmitKind::Check;
-  // Which static dimensions the file declares, to refuse a runtime_dims name it lacks.
-  std::set<std::string> allDims, staticDims;
-  fsl_program *p = program.get();
-  driver.analyzedFusion = [&](const fsl::ir::Fusion &fusion, const fsl::Target &target) {
-    p->arch = target.arch;
+  // A name of runtime_dims must be a static dimension the file declares: checked once
+  // sema has seen the file (the declarations it drops are kept by their fusion).
+  std::string refused;
+  Request request;
+  request.analyzed = [&](const fsl::pipeline::Compilation &compilation) {
+    std::set<std::string> allDims, staticDims;
+    const fsl::pipeline::DroppedDims &dropped = compilation.droppedStaticDims();
+    for (const auto &fusion : compilation.program()->fusions) {
+      auto droppedHere = dropped.find(fusion->name);
+      for (const fsl::ir::Dim &dim : fusion->dims) {
+        allDims.insert(dim.name);
+        if (dim.staticExtent ||
+            (droppedHere != dropped.end() && droppedHere->second.count(dim.name)))
+          staticDims.insert(dim.name);
+      }
+    }
+    for (const std::string &dim : program->runtimeDims)
+      if (!staticDims.count(dim)) {
+        refused = "runtime_dims: " + dim + " is not a static dimension of " + program->name +
+                  (allDims.count(dim) ? " (it is a runtime size already)" : "");
+        return false;
+      }
+    return true;
+  };
+  Compiled compiled;
+  fsl_status status = compile(*program, request, compiled);
+  if (!refused.empty())
+    return fail(FSL_ERROR_ARGUMENT, error, error_size, refused);
+  if (status != FSL_OK)
+    return fail(status, error, error_size,
+                compiled.diagnostics.empty() ? "fslc failed" : compiled.diagnostics);
+  // The fusions of the file, with their runtime dimensions as the specializations see
+  // them.
+  for (const auto &fusion : compiled.compilation->program()->fusions) {
+    program->arch = compiled.settings.target.arch;
     std::ostringstream out;
     out << "fsl-launch 1\n";
-    writeSignature(fusion, {}, out);
+    writeSignature(*fusion, {}, out);
     out << "end\n";
-    p->fusions.push_back(fusion.name);
-    p->signatures[fusion.name] = out.str();
-    for (const fsl::ir::Dim &dim : fusion.dims)
-      p->dimsOf[fusion.name].insert(dim.name);
-  };
-  // A runtime dimension named in runtime_dims is checked against the declarations:
-  // the driver drops the ones it finds, so look at the text's fusions first.
-  std::string diagnostics;
-  fsl::DriverOptions plain = driver;
-  plain.runtimeDims.clear();
-  plain.analyzedFusion = [&](const fsl::ir::Fusion &fusion, const fsl::Target &) {
-    for (const fsl::ir::Dim &dim : fusion.dims) {
-      allDims.insert(dim.name);
-      if (dim.staticExtent)
-        staticDims.insert(dim.name);
-    }
-  };
-  if (!program->runtimeDims.empty() && runDriver(plain, diagnostics) == fsl::kExitSuccess)
-    for (const std::string &dim : program->runtimeDims)
-      if (!staticDims.count(dim))
-        return fail(FSL_ERROR_ARGUMENT, error, error_size,
-                    "runtime_dims: " + dim + " is not a static dimension of " + program->name +
-                        (allDims.count(dim) ? " (it is a runtime size already)" : ""));
-  diagnostics.clear();
-  int code = runDriver(driver, diagnostics);
-  if (code != fsl::kExitSuccess)
-    return fail(code == fsl::kExitUsage ? FSL_ERROR_ARGUMENT : FSL_ERROR_COMPILE, error, error_size,
-                diagnostics.empty() ? "fslc failed" : diagnostics);
+    program->fusions.push_back(fusion->name);
+    program->signatures[fusion->name] = out.str();
+    for (const fsl::ir::Dim &dim : fusion->dims)
+      program->dimsOf[fusion->name].insert(dim.name);
+  }
   *result = program.release();
   succeed(error, error_size);
   return FSL_OK;
@@ -437,9 +509,8 @@ extern "C" fsl_status fsl_program_specialize(const fsl_program *program, const c
                 std::string("no fusion '") + fusion + "' in " + program->name +
                     " (fusions: " + (known.empty() ? "none" : known) + ")");
   }
-  fsl::DriverOptions driver = driverOptions(*program);
-  driver.emit = fsl::EmitKind::Cuda;
-  driver.onlyFusions = {fusion};
+  Request request;
+  request.onlyFusion = fusion;
   std::string name = fusion;
   for (int i = 0; i < dim_count; ++i) {
     if (!dim_names[i] || !dims->second.count(dim_names[i]))
@@ -450,26 +521,29 @@ extern "C" fsl_status fsl_program_specialize(const fsl_program *program, const c
       return fail(FSL_ERROR_ARGUMENT, error, error_size,
                   std::string(dim_names[i]) + " = " + std::to_string(dim_values[i]) +
                       ": a static extent is positive");
-    driver.specializeDims[dim_names[i]] = dim_values[i];
+    request.specializeDims[dim_names[i]] = dim_values[i];
   }
-  for (const auto &[dim, value] : driver.specializeDims)
+  for (const auto &[dim, value] : request.specializeDims)
     name += "." + dim + std::to_string(value);
   auto result = std::make_unique<fsl_specialization>();
   result->name = name;
   std::string why;
   bool generated = false;
-  driver.generated = [&](const fsl::kir::Program &lowered,
-                         const fsl::codegen::GeneratedSources &sources, const fsl::Target &target) {
+  Compiled compiled;
+  request.generated = [&](const fsl::kir::Program &lowered,
+                          const fsl::codegen::GeneratedSources &sources) {
     generated = true;
     result->source = sources.source;
+    const fsl::Target &target = compiled.settings.target;
     if (!writeLaunch(lowered, target.launchLimits(), target.arch, result->launch, why))
       why = "the JIT cannot launch " + std::string(fusion) + " yet: its kernels need " + why;
   };
-  std::string diagnostics;
-  int code = runDriver(driver, diagnostics);
-  if (code != fsl::kExitSuccess || !generated)
-    return fail(FSL_ERROR_COMPILE, error, error_size,
-                name + ": " + (diagnostics.empty() ? "nothing was generated" : diagnostics));
+  fsl_status status = compile(*program, request, compiled);
+  if (status != FSL_OK || !generated)
+    return fail(
+        FSL_ERROR_COMPILE, error, error_size,
+        name + ": " +
+            (compiled.diagnostics.empty() ? "nothing was generated" : compiled.diagnostics));
   if (!why.empty())
     return fail(FSL_ERROR_COMPILE, error, error_size, why);
   *specialization = result.release();

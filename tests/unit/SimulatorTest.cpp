@@ -7,6 +7,7 @@
 
 #include "eval/Evaluator.h"
 #include "kir/IR.h"
+#include "kir/Layout.h"
 #include "sema/Sema.h"
 #include "sim/Simulator.h"
 
@@ -821,6 +822,33 @@ TEST_CASE("simulator: swizzle addresses and the wgmma accumulator layout") {
   CHECK(sim::wgmmaAccumulatorPosition(5, 3) == Pos{9, 3});
   CHECK(sim::wgmmaAccumulatorPosition(37, 4) == Pos{17, 10});
   CHECK(sim::wgmmaAccumulatorPosition(127, 31) == Pos{63, 63});
+}
+
+TEST_CASE("kir layout: swizzle repeats and wgmma operand offsets") {
+  CHECK(kir::swizzleBits(Swizzle::None) == 0);
+  CHECK(kir::swizzleBits(Swizzle::Bytes128) == 3);
+  CHECK(kir::swizzleRepeatBytes(Swizzle::Bytes128) == 1024);
+  CHECK(kir::swizzleRepeatBytes(Swizzle::Bytes64) == 512);
+  CHECK(kir::swizzleRepeatBytes(Swizzle::Bytes32) == 256);
+  // The pattern repeats: an address one repeat further moves by the same amount.
+  for (Swizzle swizzle : {Swizzle::Bytes32, Swizzle::Bytes64, Swizzle::Bytes128})
+    for (int64_t address = 0; address < 1024; address += 16)
+      CHECK(kir::swizzleAddress(address + kir::swizzleRepeatBytes(swizzle), swizzle) ==
+            kir::swizzleAddress(address, swizzle) + kir::swizzleRepeatBytes(swizzle));
+  // bf16 with the 128B swizzle: K-major rows of 128 bytes, K contiguous.
+  CHECK(kir::wgmmaOperandByteOffset(Swizzle::Bytes128, 2, false, 0, 0, 0) == 0);
+  CHECK(kir::wgmmaOperandByteOffset(Swizzle::Bytes128, 2, false, 0, 3, 5) == 3 * 128 + 5 * 2);
+  // M/N-major: rows of K one span apart, 64 elements of M per span, blocks 8192 bytes apart.
+  CHECK(kir::wgmmaOperandByteOffset(Swizzle::Bytes128, 2, true, 8192, 5, 3) == 3 * 128 + 5 * 2);
+  CHECK(kir::wgmmaOperandByteOffset(Swizzle::Bytes128, 2, true, 8192, 64 + 5, 3) ==
+        8192 + 3 * 128 + 5 * 2);
+  // The simulator's public layout functions are these.
+  for (int64_t t = 0; t < 128; t += 7)
+    for (int64_t i = 0; i < 128; i += 3)
+      CHECK(sim::wgmmaAccumulatorPosition(t, i) == kir::wgmmaAccumulatorPosition(t, i));
+  for (int64_t address = 0; address < 2048; address += 48)
+    CHECK(sim::swizzleAddress(address, Swizzle::Bytes64) ==
+          kir::swizzleAddress(address, Swizzle::Bytes64));
 }
 
 namespace {

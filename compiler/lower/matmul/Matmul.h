@@ -1,25 +1,27 @@
 // Matmul.h — the lowering passes of a matrix-product kernel, in the order Lower.cpp runs
-// them (the matmul path; Passes.h lists the normalizations' passes).
+// them (Passes.h lists them with the normalizations' passes).
 //
 // A fusion with a matrix product is planned by MatmulPlan.h instead of Plan.h, then built
-// by these passes; as for the others, the verifier runs after each and
-// `--print-after=NAME` prints the kernel then.
+// by these passes from its components (CUTLASS 3's split): a tile scheduler
+// (TileScheduler.h, one a `tiles` kind), the main loop (MainLoop.h) and the epilogue
+// (Epilogue.h), composed by KernelBuilder.cpp. As for the others, the verifier runs after
+// each pass and `--print-after=NAME` prints the kernel then.
 //
-//   build-matmul   parameters (TMA tensor maps for the operands, and for the output of a
-//                  TMA-store epilogue), the walk over output tiles, the warp roles, the
-//                  shared operand ring with its mbarriers, the K loop and the epilogue;
-//                  the launch shape (MatmulBuilder.h lists its files)
-//   simplify       index arithmetic folded with the loops' ranges
+//   matmul-tile-scheduler  parameters, shared storage and barriers, the grid, the warp
+//                          roles and their walks over work tiles, with markers where the
+//                          main loop and the epilogue go (Markers.h); the launch shape
+//   matmul-main-loop       the producer's TMA loads and the consumers' wgmma K loop
+//   matmul-epilogue        the fused epilogue and the stores of each tile
+//   simplify               index arithmetic folded with the loops' ranges
 //
-// A split_k product has a second kernel, built by `build-split-k-sum`; a stream_k one by
-// `build-stream-k-fixup` (MatmulStreamK.cpp).
+// A split_k product has a second kernel, built by `build-split-k-sum` (SplitK.cpp); a
+// stream_k one by `build-stream-k-fixup` (StreamK.cpp).
 //
 // The kernel, W = (BM / WM) x (BN / WN) consumer warpgroups, S stages:
-//
 //   one_per_cta: for m_tile parallel BIDx [ceil(M / BM)], n_tile parallel BIDy [ceil(N / BN)]
 //   persistent:  for cta parallel BIDx [min(tiles, SMs)]
 //   stream_k:    for cta parallel BIDx [min(tiles x k_tiles, SMs)], work items: whole
-//                tiles, then pieces of K (MatmulStreamK.cpp)
+//                tiles, then pieces of K (StreamK.cpp)
 //     for tid parallel TIDx, warpgroup parallel Warpgroup [W, or W + 1 with a producer]
 //       shared: S stages of the a tile (BM x 64) and the b tile (BN x 64), 128-byte
 //               swizzle; [the output tile, BN / 64 swizzled column blocks of BM x 64];
@@ -45,31 +47,27 @@
 // inside the output (TMA stores clip at the tensor's edges).
 #pragma once
 
-#include "lower/Context.h"
-#include "lower/MatmulPlan.h"
+#include "lower/Passes.h"
 
 #include <vector>
 
 namespace fsl::lower {
 
-bool buildMatmul(LowerContext &context, const MatmulPlan &plan);
+bool buildMatmulTileScheduler(LowerContext &context);
+bool buildMatmulMainLoop(LowerContext &context);
+bool buildMatmulEpilogue(LowerContext &context);
 /// The second kernel of a split-K product: each output element's partial products added
 /// in split order (deterministic), then the epilogue.
-bool buildSplitKSum(LowerContext &context, const MatmulPlan &plan);
+bool buildSplitKSum(LowerContext &context);
 /// The second kernel of a stream-K product: the pieces of each tile split between CTAs
 /// added in K order (deterministic), then the epilogue, one tile a CTA.
-bool buildStreamKFixup(LowerContext &context, const MatmulPlan &plan);
-
-struct MatmulPassInfo {
-  const char *name;
-  bool (*run)(LowerContext &, const MatmulPlan &);
-};
+bool buildStreamKFixup(LowerContext &context);
 
 /// Every pass of the matmul path, in order.
-const std::vector<MatmulPassInfo> &matmulPassList();
+const std::vector<PassInfo> &matmulPassList();
 /// The passes of a split-K product's second kernel.
-const std::vector<MatmulPassInfo> &splitKSumPassList();
+const std::vector<PassInfo> &splitKSumPassList();
 /// The passes of a stream-K product's fix-up kernel.
-const std::vector<MatmulPassInfo> &streamKFixupPassList();
+const std::vector<PassInfo> &streamKFixupPassList();
 
 } // namespace fsl::lower

@@ -1,6 +1,6 @@
 // MatmulPlan.cpp — the matrix product, its operands and epilogue, the tile sizes, and the
 // refusals of what the matmul lowering does not do yet.
-#include "lower/MatmulPlan.h"
+#include "lower/matmul/MatmulPlan.h"
 
 #include "lower/Plan.h"
 

@@ -1,0 +1,91 @@
+// FusionShape.h — what the heuristics read of a fusion: its layout, extents, element
+// sizes, reductions, persistent-buffer candidates and matrix products, as plain data.
+//
+// Every family's choice is a function of a FusionShape, the Target and the Knobs alone
+// (Pointwise.h, Reduction.h, InnerPersistent.h, Matmul.h), so the unit tests build shapes
+// directly and check what each family chooses for them.
+#pragma once
+
+#include "heuristics/Family.h"
+#include "ir/FusionIR.h"
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace fsl::heuristics {
+
+/// One dimension: its id (for guards), name and static extent (none: a runtime size).
+struct DimShape {
+  ir::DimId id = 0;
+  std::string name;
+  std::optional<int64_t> extent;
+};
+
+/// A one-pass pair of reductions (ir/OnePass.h), as its reason names it.
+struct OnePassPairShape {
+  bool maxExpSum = true; // online softmax; else Welford
+  std::string first;     // the first reduction's name, or "max"
+  std::string second;    // the second's name, or its op's
+};
+
+/// A value a reduction consumes and a later use needs: a persistent-buffer candidate.
+struct BufferShape {
+  std::string name;
+  std::string dtypeName;
+  /// Kept when the reductions run in two passes: it waits for no reduction, or
+  /// recomputing it costs a transcendental function (softmax's exp(x - max)); others are
+  /// cheap to recompute from a buffer.
+  bool keptInTwoPasses = true;
+  /// It follows a one-pass pair's first reduction and feeds only pairs' second ones: in
+  /// one pass nothing reduces it before its later use, so it is no buffer.
+  bool onlyInTwoPasses = false;
+  /// A cast of one input (LayerNorm's and RMSNorm's xf): reading it again costs a read
+  /// and a conversion.
+  bool castOfInput = false;
+};
+
+/// A fusion with a matrix product: its M, N and K and what its epilogue stores.
+struct MatmulShape {
+  DimShape m, n, k;
+  std::string lhsInput, rhsInput; // the inputs a and b are read from
+  bool twoProducts = false;       // two products of one a (SwiGLU's gate and up)
+  /// The one output over [M, N], and its element size; 0 when there is none.
+  int64_t outputBytes = 0;
+};
+
+struct FusionShape {
+  std::string name;
+  Family family = Family::Pointwise; // classify(): the family its shape calls for
+  std::optional<MatmulShape> matmul; // a fusion with a matrix product
+  bool hasOutput = true;
+  /// The reference layout: the contiguous dimension and the others (at most one), or why
+  /// the heuristics cannot take it.
+  std::optional<std::string> layoutError;
+  DimShape inner;
+  std::vector<DimShape> rows;
+  /// The widest element among the inputs and outputs whose innermost dimension is `inner`.
+  unsigned innerBytes = 1;
+  /// "'yt' is [H, T], with T outer": an input or output that has `inner` but not as its
+  /// innermost dimension; none when every one ends with it.
+  std::optional<std::string> innerOuterIn;
+  /// Reductions: the first one's reduced dimensions' names, and every reduced dimension.
+  std::vector<std::string> firstReducedNames;
+  std::vector<DimShape> reduced;
+  /// An f32 exp, and whether every output it reaches is a 16-bit float.
+  bool hasF32Exp = false, expOutputsNarrow = false;
+  std::vector<OnePassPairShape> onePassPairs;
+  std::vector<BufferShape> buffers;
+  /// Block-reduction scratch a thread, in two passes and in one (ir/OnePass.h).
+  int64_t scratchBytesTwoPass = 0, scratchBytesOnePass = 0;
+  /// Every reduction reaches only values without `inner`, and no output has it (nor is an
+  /// inout): what a grid reduction can do (lower/Plan.cpp).
+  bool rowOutputsOnly = false;
+};
+
+/// The shape of `fusion`.
+FusionShape shapeOf(const ir::Fusion &fusion);
+
+} // namespace fsl::heuristics

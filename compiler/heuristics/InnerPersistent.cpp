@@ -1,0 +1,64 @@
+// InnerPersistent.cpp — auto(inner_persistent): which buffers are kept, the batch the
+// register budget allows, and where each buffer lives; the row split is InnerRows.cpp's.
+#include "heuristics/InnerPersistent.h"
+
+#include "heuristics/SizeMath.h"
+#include "heuristics/TunedConstants.h"
+
+#include <llvm/Support/FormatVariadic.h>
+
+#include <algorithm>
+
+namespace fsl::heuristics {
+
+InnerPersistentParams chooseInnerPersistent(const FusionShape &shape, const Target &target,
+                                            const Knobs &knobs) {
+  return chooseRows(shape, target, knobs, /*persistent=*/true);
+}
+
+std::vector<const BufferShape *> keptBuffers(const FusionShape &shape, bool onePass) {
+  std::vector<const BufferShape *> kept;
+  for (const BufferShape &buffer : shape.buffers)
+    if (buffer.keptInTwoPasses && !(onePass && buffer.onlyInTwoPasses))
+      kept.push_back(&buffer);
+  return kept;
+}
+
+int64_t persistentBatchLimit(int64_t vectors, int64_t vector, int64_t numBuffers) {
+  if (vectors >= tuned::kLongRowVectors && numBuffers <= 2)
+    return tuned::kLongRowBatch;
+  return std::clamp<int64_t>(tuned::kRegisterBudget / (vector * numBuffers), 1,
+                             tuned::kBatchTarget);
+}
+
+BufferPlacement placeBuffer(const BufferShape &buffer, const RowSplit &split, int64_t numBuffers,
+                            int64_t scratchBytes, const Target &target, const Knobs &knobs) {
+  int64_t values = split.batch * split.vector;
+  int64_t sharedBytes =
+      saturatingMul(saturatingMul(values, 4), saturatingMul(split.threads, split.rowsPerBlock));
+  sched::MemoryKind memory = sched::MemoryKind::Registers;
+  std::string reason =
+      llvm::formatv("{0} values of {1} a thread fit registers", values, buffer.dtypeName).str();
+  if (saturatingMul(values, numBuffers) > 2 * tuned::kRegisterBudget) {
+    // Shared memory also holds the reduction scratch, 8 or 16 bytes a thread.
+    std::optional<int64_t> blockBytes = llvm::checkedAdd(
+        saturatingMul(sharedBytes, numBuffers),
+        saturatingMul(scratchBytes, saturatingMul(split.threads, split.rowsPerBlock)));
+    if (blockBytes && *blockBytes <= target.sharedMemoryPerBlock) {
+      memory = sched::MemoryKind::Shared;
+      reason = llvm::formatv("{0} values a thread are too many for registers; {1} bytes a "
+                             "block fit shared memory",
+                             values, sharedBytes)
+                   .str();
+    } else {
+      memory = sched::MemoryKind::Recompute;
+      reason = "too large for registers and shared memory: the inputs are read again";
+    }
+  }
+  return {buffer.name, memory,
+          "persistent " + buffer.name + " in " + sched::memoryKindName(memory).str() + ": " +
+              reason + ".",
+          memory != sched::MemoryKind::Recompute && knobs.computeWith.value_or(true)};
+}
+
+} // namespace fsl::heuristics

@@ -1,0 +1,558 @@
+// InnerRows.cpp — the row split of auto(reduction) and auto(inner_persistent), its
+// variants, then their directives.
+#include "heuristics/InnerRows.h"
+
+#include "heuristics/Guards.h"
+#include "heuristics/InnerPersistent.h"
+#include "heuristics/Reduction.h"
+#include "heuristics/SizeMath.h"
+#include "heuristics/TunedConstants.h"
+#include "heuristics/Vectors.h"
+
+#include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/Support/FormatVariadic.h>
+
+#include <algorithm>
+
+namespace fsl::heuristics {
+namespace {
+
+/// A guard on `dim`; its range is the declaration's (rowBlocks sets it).
+sched::SizeGuard guard(const DimShape &dim, sched::Comparison comparison, int64_t bound,
+                       int64_t modulus = 0) {
+  return {dim.id, dim.name, comparison, bound, llvm::SMRange(), modulus};
+}
+
+/// `one_pass`: the knob's choice, refused without a pair; else kOnePassByDefault.
+bool chooseOnePass(const FusionShape &shape, const Knobs &knobs, KnobVerdicts &verdicts) {
+  bool onePass = !shape.onePassPairs.empty() && knobs.onePass.value_or(tuned::kOnePassByDefault);
+  if (!knobs.onePass)
+    return onePass;
+  if (shape.onePassPairs.empty())
+    verdicts.refuse("one_pass", "'" + shape.name +
+                                    "' has no pair of reductions that one pass could compute "
+                                    "together (softmax's max(a) and sum(exp(a - max)), or "
+                                    "LayerNorm's mean(a) and mean((a - mean)^2), over the same "
+                                    "dimensions); remove the knob");
+  else
+    verdicts.honour("one_pass");
+  return onePass;
+}
+
+/// Variants for a runtime row length (the reduced, contiguous dimension) that whole
+/// 16-byte vectors divide: `when H % 8 == 0` and a range of lengths, each with a fixed
+/// batch of vectors a thread (so the persistent buffers have a static size and stay in
+/// registers) on as many threads as the row needs (a runtime blockDim.x, bounded by
+/// `launch_bounds` from the range). This is the static schedule's shape
+/// (docs/schedules.md) without its whole warps: what a kernel compiled before the size is
+/// known can do. None, with `why`, when the variants cannot apply.
+std::vector<RowVariant> runtimeRowVariants(const FusionShape &shape, const Knobs &knobs,
+                                           const std::vector<const BufferShape *> &kept,
+                                           bool persistent, KnobVerdicts &verdicts,
+                                           std::string &why) {
+  const DimShape &d = shape.inner;
+  if (!knobs.when.empty()) {
+    why = " (the schedule's own guard applies to every size: no variants)";
+    return {};
+  }
+  if (knobs.staticBdimx.value_or(false)) {
+    why = " (static_bdimx = true: no variants, whose block follows the row)";
+    return {};
+  }
+  if (knobs.vectorWidth || shape.innerOuterIn) {
+    why = " (scalar accesses: no vector variants)";
+    return {};
+  }
+  int64_t vector = 16 / shape.innerBytes;
+  if (vector < 2) {
+    why = " (8-byte elements: no vector variants)";
+    return {};
+  }
+  int64_t numBuffers = std::max<int64_t>(1, static_cast<int64_t>(kept.size()));
+  // Row lengths in vectors: (lo, hi], a batch, and the most threads that makes.
+  struct Range {
+    int64_t lo, hi, batch, maxThreads;
+  };
+  // Batches of 1, 2 and 4 vectors like the static schedule's, then 2 on up to 1024
+  // threads: a runtime row's 64-bit index math costs registers, and 4 vectors on 384
+  // threads took 88 registers at H = 12288 (one 384-thread block an SM, 1.7x slower than
+  // the static kernel on the H200); 2 vectors take 48-63, without spills. Past 2048
+  // vectors, 8 on at most 512 threads (at 1024 threads ptxas has 64 registers a thread
+  // and spills the buffer).
+  std::vector<Range> ranges = {{0, 128, 1, 128},
+                               {128, 256, 2, 128},
+                               {256, 1024, 4, 256},
+                               {1024, 2048, 2, 1024},
+                               {2048, 4096, 8, 512}};
+  std::vector<RowVariant> variants;
+  for (const Range &range : ranges) {
+    // The static schedule's register budget: 64 f32 values a thread, twice for one
+    // row's worth in the largest range (docs/schedules.md).
+    if (persistent && range.batch * vector * numBuffers > 2 * tuned::kRegisterBudget)
+      break;
+    std::vector<sched::SizeGuard> when = {guard(d, sched::Comparison::Eq, 0, vector)};
+    if (range.lo > 0)
+      when.push_back(guard(d, sched::Comparison::Gt, range.lo * vector));
+    when.push_back(guard(d, sched::Comparison::Le, range.hi * vector));
+    if (overlapsAny(when, knobs.otherGuards)) {
+      why = llvm::formatv(" (another guarded schedule of '{0}' applies to some sizes of the "
+                          "variants: none added)",
+                          shape.name)
+                .str();
+      return {};
+    }
+    RowVariant variant;
+    variant.kind = RowVariant::Kind::RuntimeMultiple;
+    variant.when = std::move(when);
+    variant.reasons.push_back(
+        llvm::formatv("auto({0}), {1} a runtime multiple of {2} up to {3}: {2}-element "
+                      "vectors, {4} a thread, on ceil({1} / {5}) threads (at most {6}).",
+                      persistent ? "inner_persistent" : "reduction", d.name, vector,
+                      range.hi * vector, range.batch, range.batch * vector, range.maxThreads)
+            .str());
+    variant.split.vector = vector;
+    variant.split.batch = range.batch;
+    variant.split.threads = range.maxThreads;
+    for (const BufferShape *buffer : kept)
+      variant.buffers.push_back(
+          {buffer->name, sched::MemoryKind::Registers,
+           llvm::formatv("persistent {0} in registers: {1} values of {2} a "
+                         "thread.",
+                         buffer->name, range.batch * vector, buffer->dtypeName)
+               .str(),
+           knobs.computeWith.value_or(true)});
+    variants.push_back(std::move(variant));
+  }
+  if (!variants.empty() && knobs.computeWith && !kept.empty())
+    verdicts.honour("compute_with");
+  return variants;
+}
+
+/// A runtime row length: the variants above, then 256 threads looping over any row.
+void chooseRuntimeRow(const FusionShape &shape, const Knobs &knobs,
+                      const std::vector<const BufferShape *> &kept, bool persistent,
+                      RowParams &params) {
+  const DimShape &d = shape.inner;
+  std::string noVariants;
+  params.variants = runtimeRowVariants(shape, knobs, kept, persistent, params.verdicts, noVariants);
+  bool none = params.variants.empty();
+  RowVariant loop;
+  loop.kind = RowVariant::Kind::RuntimeLoop;
+  loop.userGuard = true;
+  loop.split.threads = tuned::kRuntimeRowThreads;
+  loop.reasons.push_back(
+      llvm::formatv("auto({0}): {1} is a runtime size{2}: 256 threads loop over the row; "
+                    "values are recomputed (no static buffer size).",
+                    persistent ? "inner_persistent" : "reduction", d.name,
+                    none ? noVariants : ", and no variant above applies")
+          .str());
+  for (const BufferShape *buffer : kept)
+    loop.buffers.push_back({buffer->name, sched::MemoryKind::Recompute, "", false});
+  // 256 threads is a static blockDim.x, the variants' is not; the rest needs a
+  // static row to size it.
+  if (params.staticBdimx || !none)
+    params.verdicts.honour("static_bdimx");
+  params.verdicts.unused =
+      d.name +
+      (none ? " is a runtime size: 256 threads loop over the row, one row a block, "
+              "and buffers are recomputed; the knob needs a static "
+            : " is a runtime size: the variants split rows that whole vectors divide "
+              "by a fixed batch, and other rows loop over 256 threads with buffers "
+              "recomputed; the knob needs a static ") +
+      d.name;
+  params.variants.push_back(std::move(loop));
+}
+
+} // namespace
+
+RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs &knobs,
+                     bool persistent) {
+  RowParams params;
+  KnobVerdicts &verdicts = params.verdicts;
+  if (shape.layoutError) {
+    params.declined = *shape.layoutError;
+    return params;
+  }
+  if (shape.reduced.size() != 1) {
+    params.declined = "the reduction heuristics handle fusions that reduce one dimension";
+    return params;
+  }
+  const DimShape &r = shape.reduced[0];
+  params.onePass = chooseOnePass(shape, knobs, verdicts);
+  if (r.id != shape.inner.id) {
+    chooseOuterReduction(shape, r, knobs, params);
+    return params;
+  }
+  if (shape.rows.size() != 1) {
+    params.declined = "an inner reduction needs one row dimension";
+    return params;
+  }
+  const DimShape &d = shape.inner;
+  const DimShape &rowDim = shape.rows[0];
+  VectorChoice vectorChoice = chooseVectorWidth(shape, knobs, verdicts);
+  const int64_t vector = params.vector = vectorChoice.width;
+  const std::string &vectorWhy = params.vectorWhy = vectorChoice.why;
+  const bool staticBdimx = params.staticBdimx = knobs.staticBdimx.value_or(true);
+  std::vector<const BufferShape *> kept =
+      persistent ? keptBuffers(shape, params.onePass) : std::vector<const BufferShape *>{};
+  int64_t numBuffers = std::max<int64_t>(1, static_cast<int64_t>(kept.size()));
+
+  if (!d.extent) {
+    chooseRuntimeRow(shape, knobs, kept, persistent, params);
+    return params;
+  }
+
+  int64_t vectors = ceilDiv(*d.extent, vector);
+  int64_t batchLimit = knobs.persistentBatch.value_or(
+      !persistent ? tuned::kReductionBatchLimit
+                  : persistentBatchLimit(vectors, vector, numBuffers));
+  auto choose = [&](int64_t minThreads) {
+    RowSplit split;
+    split.vector = vector;
+    if (knobs.persistentBatch) {
+      // The knob is the batch: the fewest threads that cover the row with it (whole
+      // warps when blockDim.x is static), checked below.
+      split.batch = *knobs.persistentBatch;
+      split.threads = ceilDiv(vectors, split.batch);
+      if (staticBdimx)
+        split.threads = roundUp(split.threads, 32);
+    } else {
+      split.threads = std::clamp(roundUp(ceilDiv(vectors, batchLimit), 32),
+                                 std::min<int64_t>(minThreads, roundUp(vectors, 32)),
+                                 target.maxThreadsPerBlock);
+      split.batch = ceilDiv(vectors, split.threads);
+      if (!staticBdimx) // the baseline: batch first, threads = what is left
+        split.threads = ceilDiv(vectors, split.batch);
+    }
+    split.rowsPerBlock =
+        knobs.rowsPerBlock.value_or(split.threads < 128 ? 128 / roundUp(split.threads, 32) : 1);
+    return split;
+  };
+  // Short rows: a warp a row when its batch fits, four rows a block, so each reduction
+  // is shuffles alone and a block has four rows' loads in flight. Measured on the H200
+  // (docs/performance.md, changes 3 and 5): at H = 1024 and T >= 1024, 5-17 % faster
+  // than 128 threads a row for every fusion once block reductions are cheap.
+  bool warpPerRow = ceilDiv(vectors, 32) <= batchLimit && vectors > 32;
+  RowSplit normal = choose(warpPerRow ? 32 : 128);
+  // Rows read once (no persistent buffers: argmax over a vocabulary) of more than 4
+  // vectors a thread at 256 threads: 256 threads and a serial loop unrolled by 4
+  // (TunedConstants.h).
+  if (!persistent && staticBdimx && !knobs.persistentBatch &&
+      vectors > tuned::kStreamedRowThreads * tuned::kStreamedRowUnroll) {
+    normal.threads = tuned::kStreamedRowThreads;
+    normal.batch = ceilDiv(vectors, normal.threads);
+    normal.unrollBy = tuned::kStreamedRowUnroll;
+  }
+  // Fewer rows than SMs: a batch of 2, up to 512 threads a row (at least 128)
+  // (TunedConstants.h).
+  RowSplit wide = choose(std::clamp<int64_t>(roundUp(ceilDiv(vectors, tuned::kWideBatch), 32),
+                                             tuned::kWideMinThreads, tuned::kWideMaxThreads));
+  wide.rowsPerBlock = 1;
+  params.normal = normal;
+  params.wide = wide;
+  if (knobs.staticBdimx)
+    verdicts.honour("static_bdimx"); // either way: it decides how the row is split
+  if (knobs.persistentBatch) {
+    int64_t batch = *knobs.persistentBatch;
+    if (batch > vectors)
+      verdicts.refuse("persistent_batch",
+                      llvm::formatv("the row has {0} vectors ({1}); use persistent_batch = {0} or "
+                                    "less",
+                                    vectors, vectorWhy)
+                          .str());
+    else if (normal.threads > target.maxThreadsPerBlock)
+      verdicts.refuse(
+          "persistent_batch",
+          llvm::formatv("{0} vectors at {1} a thread need {2} threads, over the {3} of a "
+                        "block on {4}; use persistent_batch = {5} or more",
+                        vectors, batch, normal.threads, target.maxThreadsPerBlock, target.name,
+                        ceilDiv(vectors, target.maxThreadsPerBlock))
+              .str());
+    else if (staticBdimx && ceilDiv(vectors, normal.threads) != batch)
+      verdicts.refuse("persistent_batch",
+                      llvm::formatv("a static blockDim.x is whole warps, and {0} threads cover "
+                                    "the {1} vectors with {2} a thread; use persistent_batch = "
+                                    "{2}, or static_bdimx = false",
+                                    normal.threads, vectors, ceilDiv(vectors, normal.threads))
+                          .str());
+    else
+      verdicts.honour("persistent_batch");
+  }
+  if (knobs.rowsPerBlock) {
+    int64_t rowsPerBlock = *knobs.rowsPerBlock;
+    int64_t threads = saturatingMul(normal.threads, rowsPerBlock);
+    if (threads > target.maxThreadsPerBlock)
+      verdicts.refuse(
+          "rows_per_block",
+          llvm::formatv("{0} rows of {1} threads are {2} threads, over the {3} of a block "
+                        "on {4}; use rows_per_block = {5} or less",
+                        rowsPerBlock, normal.threads,
+                        threads == std::numeric_limits<int64_t>::max()
+                            ? std::string("more than 2^63 - 1")
+                            : std::to_string(threads),
+                        target.maxThreadsPerBlock, target.name,
+                        std::max<int64_t>(1, target.maxThreadsPerBlock / normal.threads))
+              .str());
+    else
+      verdicts.honour("rows_per_block");
+  }
+
+  bool computedWith = false; // some buffer is computed with its first consumer
+  int64_t scratchBytes = params.onePass ? shape.scratchBytesOnePass : shape.scratchBytesTwoPass;
+  auto place = [&](const RowSplit &split) {
+    std::vector<BufferPlacement> placements;
+    for (const BufferShape *buffer : kept) {
+      placements.push_back(placeBuffer(*buffer, split, numBuffers, scratchBytes, target, knobs));
+      computedWith |= placements.back().memory != sched::MemoryKind::Recompute;
+    }
+    return placements;
+  };
+  auto describe = [&](const RowSplit &split, const char *purpose) {
+    return llvm::formatv("{0}: {1} = {2}: {3} vectors ({4}) = {5} threads x {6} serial{9}{7}{8}.",
+                         purpose, d.name, *d.extent, vectors, vectorWhy, split.threads, split.batch,
+                         staticBdimx
+                             ? " (blockDim.x static: the row split inner by the thread count)"
+                             : " (static_bdimx = false: the batch split outer)",
+                         split.rowsPerBlock > 1
+                             ? llvm::formatv(", {0} rows a block", split.rowsPerBlock).str()
+                             : "",
+                         split.unrollBy > 0 && split.unrollBy < split.batch
+                             ? llvm::formatv(" unrolled by {0}", split.unrollBy).str()
+                             : "")
+        .str();
+  };
+  const char *kind = persistent ? "inner_persistent" : "reduction";
+  // Few rows of a fusion whose reductions feed row outputs alone (argmax over a
+  // vocabulary, a row's sum): each row in pieces on blockIdx.y, a grid reduction whose
+  // second kernel combines the pieces a row (Reduction.cpp).
+  bool gridRows = !persistent && !params.onePass && staticBdimx && knobs.when.empty() &&
+                  !knobs.rowsPerBlock && !knobs.persistentBatch && shape.rowOutputsOnly;
+  int64_t gridBelow = 0; // the grid variants serve rows counts below this
+  if (gridRows)
+    for (const GridVariant &grid : gridVariants(vectors, target)) {
+      std::vector<sched::SizeGuard> when{guard(rowDim, sched::Comparison::Lt, grid.rowsBelow)};
+      if (gridBelow > 0)
+        when.insert(when.begin(), guard(rowDim, sched::Comparison::Ge, gridBelow));
+      if (overlapsAny(when, knobs.otherGuards))
+        continue;
+      RowVariant variant;
+      variant.kind = RowVariant::Kind::Grid;
+      variant.when = std::move(when);
+      variant.pieces = grid.pieces;
+      variant.split.vector = vector;
+      variant.split.threads = tuned::kGridThreads;
+      variant.split.batch = ceilDiv(ceilDiv(vectors, variant.split.threads), grid.pieces);
+      variant.reasons.push_back(grid.why);
+      variant.reasons.push_back(
+          llvm::formatv("grid reduction: {0} = {1}: {2} vectors ({3}) = {4} pieces on blockIdx.y "
+                        "x {5} threads x {6} serial; a second kernel combines the pieces a row.",
+                        d.name, *d.extent, vectors, vectorWhy, grid.pieces, variant.split.threads,
+                        variant.split.batch)
+              .str());
+      params.variants.push_back(std::move(variant));
+      gridBelow = grid.rowsBelow;
+    }
+  // A guard, a row count or a batch the user gave applies to every size: no variant.
+  bool widen = wide.threads > normal.threads && knobs.when.empty() && !knobs.rowsPerBlock &&
+               !knobs.persistentBatch;
+  // Nor when another guarded schedule of the fusion applies to some of those sizes.
+  // Where the normal split keeps more than 32 values a thread in registers and the wider
+  // blocks have at most 256 threads, they serve every row count that is one wave of them
+  // (TunedConstants.h).
+  int64_t wave = target.smCount;
+  int64_t keptValues = normal.batch * normal.vector * numBuffers;
+  if (persistent && normal.threads >= 128 && wide.threads <= tuned::kWideWaveMaxThreads &&
+      keptValues > tuned::kWideWaveKeptValues && target.maxThreadsPerSm > 0)
+    wave = target.smCount *
+           std::max<int64_t>(1, target.maxThreadsPerSm / (wide.threads * wide.rowsPerBlock));
+  sched::SizeGuard fewRows = guard(rowDim, sched::Comparison::Lt, wave);
+  bool overlaps = overlapsAny({fewRows}, knobs.otherGuards);
+  // The grid variants serve these rows already, or the fewest of them.
+  if (gridBelow >= wave)
+    widen = false;
+  std::string notWidened =
+      widen && overlaps
+          ? llvm::formatv("; no variant for fewer {0}: another guarded schedule of '{1}' "
+                          "applies to some of those sizes",
+                          wave == target.smCount
+                              ? llvm::formatv("rows than the {0} SMs", wave).str()
+                              : llvm::formatv("than {0} rows", wave).str(),
+                          shape.name)
+                .str()
+          : "";
+  widen &= !overlaps;
+  if (widen) {
+    RowVariant small;
+    small.kind = RowVariant::Kind::Wide;
+    small.split = wide;
+    small.reasons.push_back(
+        wave == target.smCount
+            ? llvm::formatv("auto({0}), fewer rows than the {1} SMs of {2}: wider blocks, "
+                            "more warps a row.",
+                            kind, target.smCount, target.name)
+                  .str()
+            : llvm::formatv("auto({0}), fewer than {1} rows, one wave of the wider blocks "
+                            "({2} SMs of {3} x {4} blocks): more warps a row.",
+                            kind, wave, target.smCount, target.name, wave / target.smCount)
+                  .str());
+    small.reasons.push_back(describe(wide, "row split"));
+    small.buffers = place(wide);
+    small.when = {fewRows};
+    if (gridBelow > 0)
+      small.when.insert(small.when.begin(), guard(rowDim, sched::Comparison::Ge, gridBelow));
+    params.variants.push_back(std::move(small));
+  }
+  // Rows of 2048 vectors or more (H = 16384 bf16), from one wave to 2048 rows: the
+  // buffers recomputed (the second phase reads the row again, from L2, where it was
+  // just read) rather than kept, so an SM holds more rows (TunedConstants.h). Only where
+  // each buffer is a cast of one input (LayerNorm's and RMSNorm's xf): reading it again
+  // costs the bytes kept and a conversion, not an exp (softmax's e) or a second tensor
+  // (rms_norm_add's h), which were not measured this way.
+  const int64_t recomputeBelow = tuned::kRecomputeBelowRows;
+  bool castsOfInputs =
+      llvm::all_of(kept, [](const BufferShape *buffer) { return buffer->castOfInput; });
+  if (widen && persistent && !params.onePass && !kept.empty() && castsOfInputs &&
+      vectors >= tuned::kRecomputeMinVectors && wave < recomputeBelow) {
+    std::vector<sched::SizeGuard> when{guard(rowDim, sched::Comparison::Ge, wave),
+                                       guard(rowDim, sched::Comparison::Lt, recomputeBelow)};
+    if (!overlapsAny(when, knobs.otherGuards)) {
+      RowVariant middle;
+      middle.kind = RowVariant::Kind::Recompute;
+      middle.when = std::move(when);
+      middle.split = normal;
+      middle.reasons.push_back(
+          llvm::formatv("auto({0}), {1} to {2} rows of {3} vectors: buffers recomputed from "
+                        "the row (read again, from L2), so more rows fit an SM.",
+                        kind, wave, recomputeBelow - 1, vectors)
+              .str());
+      middle.reasons.push_back(describe(normal, "row split"));
+      for (const BufferShape *buffer : kept)
+        middle.buffers.push_back({buffer->name, sched::MemoryKind::Recompute, "", false});
+      params.variants.push_back(std::move(middle));
+    }
+  }
+  RowVariant block;
+  block.kind = RowVariant::Kind::Normal;
+  block.userGuard = true;
+  block.split = normal;
+  block.reasons.push_back(
+      llvm::formatv("auto({0}){1}{2}.", kind,
+                    widen ? llvm::formatv(", {0} rows or more", wave).str() : "", notWidened)
+          .str());
+  block.reasons.push_back(describe(normal, "row split"));
+  block.buffers = place(normal);
+  params.variants.push_back(std::move(block));
+  if (knobs.computeWith) {
+    if (computedWith)
+      verdicts.honour("compute_with");
+    else
+      verdicts.refuse("compute_with",
+                      kept.empty()
+                          ? "'" + shape.name +
+                                "' keeps no persistent buffer to compute with its first consumer"
+                          : "its persistent buffers are recomputed (too large for registers "
+                            "and shared memory), not kept");
+  }
+  return params;
+}
+
+namespace {
+
+/// `reduce one_pass;` and its reason, when chosen.
+void onePassDirective(const FusionShape &shape, const RowParams &params, Block &block,
+                      const BlockContext &context) {
+  if (!params.onePass)
+    return;
+  std::vector<std::string> names;
+  for (const OnePassPairShape &pair : shape.onePassPairs)
+    names.push_back((pair.maxExpSum ? "online softmax (" : "Welford (") + pair.first + ", " +
+                    pair.second + ")");
+  block.reasons.push_back("reduce one_pass" +
+                          std::string(context.knobs->onePass ? " (one_pass = true)" : "") + ": " +
+                          llvm::join(names, ", ") +
+                          " in one pass over the row, one block "
+                          "reduction a pair.");
+  block.add(sched::ReduceForm{true}, context.at("one_pass"));
+}
+
+/// Each row in `variant.pieces` on blockIdx.y, a grid reduction.
+void gridDirectives(Block &block, const DimShape &d, const DimShape &rowDim,
+                    const RowVariant &variant, const BlockContext &context) {
+  const std::string outer = d.name + "o", vec = d.name + "v", rest = d.name + "q",
+                    lanes = d.name + "x", piece = d.name + "g", serial = d.name + "p";
+  const RowSplit &split = variant.split;
+  llvm::SMRange at = context.decl();
+  if (split.vector > 1)
+    block.split(d.name, split.vector, outer, vec, context.at("vector_width"));
+  block.split(split.vector > 1 ? outer : d.name, split.threads, rest, lanes, at);
+  block.split(rest, variant.pieces, piece, serial, at, /*factorIsOuter=*/true);
+  block.parallelize({{rowDim.name, sched::Parallel::BIDx},
+                     {piece, sched::Parallel::BIDy},
+                     {lanes, sched::Parallel::TIDx}},
+                    at);
+  if (split.vector > 1)
+    block.vectorize(vec, context.at("vector_width"));
+  if (split.batch > tuned::kGridUnroll)
+    block.add(sched::Unroll{block.loop(serial, at), sched::Count{tuned::kGridUnroll, at}}, at);
+  else if (split.batch > 1)
+    block.unroll(serial, at);
+}
+
+} // namespace
+
+std::vector<sched::ScheduleBlock> rowBlocks(const FusionShape &shape, const RowParams &params,
+                                            const BlockContext &context) {
+  const DimShape &d = shape.inner;
+  llvm::SMRange decl = context.decl();
+  std::vector<sched::ScheduleBlock> blocks;
+  for (const RowVariant &variant : params.variants) {
+    Block block;
+    block.reasons = variant.reasons;
+    switch (variant.kind) {
+    case RowVariant::Kind::Outer:
+      block.split(d.name, 128, d.name + "b", d.name + "x", decl);
+      block.parallelize(
+          {{d.name + "b", sched::Parallel::BIDx}, {d.name + "x", sched::Parallel::TIDx}}, decl);
+      break;
+    case RowVariant::Kind::Grid:
+      gridDirectives(block, d, shape.rows[0], variant, context);
+      break;
+    case RowVariant::Kind::Wide:
+    case RowVariant::Kind::Recompute:
+    case RowVariant::Kind::Normal:
+      rowDirectives(block, shape.rows[0].name, d.name, variant.split, params.staticBdimx, true,
+                    rowRanges(context));
+      break;
+    case RowVariant::Kind::RuntimeMultiple:
+      rowDirectives(block, shape.rows[0].name, d.name, variant.split, /*staticBdimx=*/false,
+                    /*unroll=*/true, rowRanges(context));
+      block.launchBounds(variant.split.threads, decl);
+      break;
+    case RowVariant::Kind::RuntimeLoop:
+      block.split(d.name, variant.split.threads, d.name + "p", d.name + "x",
+                  context.at("static_bdimx"));
+      block.parallelize(
+          {{shape.rows[0].name, sched::Parallel::BIDx}, {d.name + "x", sched::Parallel::TIDx}},
+          decl);
+      break;
+    }
+    for (const BufferPlacement &buffer : variant.buffers) {
+      if (!buffer.reason.empty())
+        block.reasons.push_back(buffer.reason);
+      block.persistent(buffer.name, buffer.memory, decl);
+      if (buffer.computeWith)
+        block.computeWith(buffer.name, context.at("compute_with"));
+    }
+    if (variant.kind != RowVariant::Kind::Grid && variant.kind != RowVariant::Kind::Recompute)
+      onePassDirective(shape, params, block, context);
+    std::vector<sched::SizeGuard> when = variant.when;
+    for (sched::SizeGuard &guard : when)
+      guard.range = decl;
+    blocks.push_back(context.finish(std::move(block),
+                                    variant.userGuard ? context.knobs->when : std::move(when)));
+  }
+  return blocks;
+}
+
+} // namespace fsl::heuristics

@@ -1,0 +1,357 @@
+// Matmul.cpp — auto(matmul): the tile, order and epilogue for each range of M, then their
+// directives.
+#include "heuristics/Matmul.h"
+
+#include "heuristics/TunedConstants.h"
+
+#include <llvm/Support/FormatVariadic.h>
+
+#include <algorithm>
+
+namespace fsl::heuristics {
+namespace {
+
+/// The matmul knobs' values: refused at the knob when out of range or in conflict.
+void checkMatmulKnobs(const Knobs &knobs, bool twoProducts, KnobVerdicts &verdicts) {
+  auto refuse = [&](const std::string &knob, const std::string &why) {
+    verdicts.refuse(knob, why);
+  };
+  if (knobs.tileN && *knobs.tileN != 128 && *knobs.tileN != 256)
+    refuse("tile_n", "the CTA tile is 128 x tile_n with two consumer warpgroups of 64 x "
+                     "tile_n: 128 or 256");
+  if (twoProducts) {
+    const char *why = "two products of one a keep two accumulator sets: 128 x 128 tiles, "
+                      "persistent, one consumer group";
+    if (knobs.tileN && *knobs.tileN != 128)
+      refuse("tile_n", why);
+    if (knobs.splitK && *knobs.splitK > 1)
+      refuse("split_k", why);
+    if (knobs.streamK.value_or(false))
+      refuse("stream_k", why);
+    if (knobs.pingpong.value_or(false))
+      refuse("pingpong", why);
+    if (knobs.clusterM && *knobs.clusterM > 1)
+      refuse("cluster_m", why);
+  }
+  if (knobs.splitK && *knobs.splitK > 64)
+    refuse("split_k", "split_k takes 1 to 64 parts of K");
+  if (knobs.splitK && *knobs.splitK > 1 && knobs.streamK.value_or(false))
+    refuse("split_k", "split_k and stream_k = true are two tile orders: keep one");
+  if (knobs.splitK && *knobs.splitK > 1 && knobs.swizzle)
+    refuse("swizzle", "swizzle orders persistent and stream-K tiles; split_k runs one tile a CTA");
+  if (knobs.clusterM && *knobs.clusterM != 1 && *knobs.clusterM != 2 && *knobs.clusterM != 4)
+    refuse("cluster_m", "clusters of 1, 2 or 4 M tiles are lowered");
+  if (knobs.pingpong.value_or(false) && knobs.splitK && *knobs.splitK > 1)
+    refuse("pingpong", "two consumer groups take alternate tiles of a persistent or stream-K "
+                       "CTA; split_k runs one tile a CTA");
+  if (knobs.pingpong.value_or(false) && knobs.clusterM && *knobs.clusterM > 1)
+    refuse("pingpong", "two consumer groups with clusters are not lowered");
+  if (knobs.pingpong.value_or(false) && knobs.tileN && *knobs.tileN != 256)
+    refuse("pingpong", "two consumer groups take 64 x 256 tiles: leave tile_n at 256");
+  if (knobs.clusterM && *knobs.clusterM > 1 &&
+      ((knobs.splitK && *knobs.splitK > 1) || knobs.streamK.value_or(false)))
+    refuse("cluster_m", "clusters run with persistent tiles, not with split_k or stream_k");
+}
+
+/// The directives of `c`, each pointing at the knob that decided it (else the `= auto`).
+void matmulDirectives(Block &block, const std::string &k, const MatmulTile &c,
+                      const BlockContext &context) {
+  const Knobs &knobs = *context.knobs;
+  llvm::SMRange header = context.decl();
+  auto at = [&](const std::string &knob) { return context.at(knob); };
+  auto count = [&](int64_t v, llvm::SMRange at) { return sched::Count{v, at}; };
+  llvm::SMRange tileAt = at("tile_n");
+  llvm::SMRange groupsAt = knobs.pingpong ? at("pingpong") : header;
+  block.add(sched::Mma{{k, header},
+                       {count(c.tileM, groupsAt), count(c.tileN, tileAt), count(64, header)},
+                       {count(64, header), count(c.tileN, tileAt)},
+                       {"wgmma", header},
+                       {count(64, header), count(c.tileN, tileAt), count(16, header)}},
+            knobs.tileN ? tileAt : header);
+  block.add(sched::Pipeline{count(c.stages, at("stages")), true},
+            knobs.stages ? at("stages") : header);
+  block.add(sched::WarpSpecialize{count(40, header), count(2, groupsAt), count(232, header)},
+            knobs.pingpong ? groupsAt : header);
+  llvm::SMRange orderAt = c.order == sched::TileOrder::SplitK && knobs.splitK     ? at("split_k")
+                          : c.order == sched::TileOrder::StreamK && knobs.streamK ? at("stream_k")
+                          : knobs.swizzle && c.order != sched::TileOrder::SplitK  ? at("swizzle")
+                                                                                  : header;
+  block.add(sched::Tiles{c.order, count(c.orderParameter, orderAt)}, orderAt);
+  if (c.clusterM > 1)
+    block.add(sched::Cluster{{count(c.clusterM, at("cluster_m")), count(1, at("cluster_m"))}, true},
+              at("cluster_m"));
+  block.add(sched::Epilogue{c.epilogue}, header);
+}
+
+} // namespace
+
+/// As the hand schedule of examples/linear_bias_gelu.fsl, the fastest measured on the
+/// H200 (docs/performance.md): 128 x 256 tiles, persistent in groups of 8 M tiles, a
+/// producer warpgroup; the epilogue through shared memory and TMA stores when there is
+/// one output over [M, N] whose rows TMA can store (a static N), through shared memory
+/// and the threads for a runtime N, in registers otherwise. By the number of rows M:
+///   M < 64          split_k: one row of tiles leaves most SMs idle, and the product
+///                   is bound by reading w; K is split so that every SM streams a part
+///                   (ceil(SMs / tiles along N) parts, at most 8, each of 4 k tiles or
+///                   more); measured 42 against 32 TFLOP/s at M = 16, N = 14336.
+///   M < two waves   128 x 128 tiles (twice as many CTAs busy: 364 against 205 TFLOP/s
+///                   at M = 128, N = 14336, K = 5120).
+///   otherwise       128 x 256 tiles; stream_k instead of persistent when M and N are
+///                   static and the last wave would keep at most a third of the SMs
+///                   busy (the last two waves' k tiles are then spread evenly).
+/// Knobs override single choices: tile_n (128 or 256), stages, swizzle, split_k,
+/// stream_k (true or false), cluster_m (1, 2 or 4: cluster (C, 1) multicast), pingpong.
+MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const Knobs &knobs) {
+  MatmulParams params;
+  KnobVerdicts &verdicts = params.verdicts;
+  if (target.arch != "sm_90a") {
+    params.declined = "auto(matmul) schedules wgmma and TMA: it needs an sm_90a target (" +
+                      target.name + " is " + target.arch + ")";
+    return params;
+  }
+  using namespace family_sets;
+  for (const auto &[name, set] : knobsSet(knobs, Pointwise | Reduction | InnerPersistent))
+    if (set)
+      verdicts.refuse(name,
+                      "auto(matmul) has no such knob (it takes " + knobNames(Family::Matmul) + ")");
+  const MatmulShape &mm = *shape.matmul;
+  const DimShape &mDim = mm.m, &nDim = mm.n, &kDim = mm.k;
+  // Two products of one a (SwiGLU's gate and up) share a kernel: two accumulator sets, so
+  // 128 x 128 tiles (64 + 64 accumulators a thread), one tile order (persistent).
+  const bool twoProducts = mm.twoProducts;
+  sched::EpilogueKind epilogue = sched::EpilogueKind::Registers;
+  std::string epilogueWhy =
+      "in registers (several outputs, or one not over [" + mDim.name + ", " + nDim.name + "])";
+  int64_t outputBytes = mm.outputBytes;
+  if (outputBytes > 0) {
+    if (nDim.extent && *nDim.extent * outputBytes % 16 == 0) {
+      epilogue = sched::EpilogueKind::SharedTmaStore;
+      epilogueWhy = "through shared memory and TMA stores";
+    } else if (!nDim.extent) {
+      epilogue = sched::EpilogueKind::Shared;
+      epilogueWhy = "through shared memory, copied out by the threads (a runtime " + nDim.name +
+                    " may leave rows TMA cannot store)";
+    } else {
+      epilogueWhy = "in registers (rows of " + std::to_string(*nDim.extent) +
+                    " elements are not 16-byte multiples)";
+    }
+  }
+  // A refused knob drops the choice (Heuristics.cpp); an invalid tile_n is not used to
+  // pick the rest.
+  checkMatmulKnobs(knobs, twoProducts, verdicts);
+  std::optional<int64_t> tileNKnob = knobs.tileN;
+  if (tileNKnob && *tileNKnob != 128 && *tileNKnob != 256)
+    tileNKnob.reset();
+  int64_t operandBytes = 2;
+  // Stages: what the shared memory holds after the epilogue's tile, at most `most`.
+  auto stagesFit = [&](const MatmulTile &c) {
+    int64_t stage = (c.tileM + c.tileN * (twoProducts ? 2 : 1)) * 64 * operandBytes + 16;
+    int64_t tile = c.epilogue == sched::EpilogueKind::Registers
+                       ? 0
+                       : c.groups * c.tileM * c.tileN * outputBytes;
+    return (target.sharedMemoryPerBlock - tile - 16 * (c.groups - 1)) / stage;
+  };
+  auto tilesOf = [&](const DimShape &dim, int64_t tile) -> std::optional<int64_t> {
+    if (!dim.extent)
+      return std::nullopt;
+    return (*dim.extent + tile - 1) / tile;
+  };
+  int64_t tilesAlongN = nDim.extent ? (*nDim.extent + 255) / 256 : 0;
+  int64_t twoWaves =
+      tilesAlongN > 0 ? 128 * ((2 * target.smCount + tilesAlongN - 1) / tilesAlongN) : 512;
+  // One choice for rows in [low, high) (nullopt: unbounded).
+  auto choose = [&](std::optional<int64_t> low, std::optional<int64_t> high) {
+    MatmulVariant variant;
+    variant.low = low;
+    variant.high = high;
+    MatmulTile &c = variant.tile;
+    c.epilogue = epilogue;
+    std::string epilogueHow = epilogueWhy, groupsWhy;
+    bool fewRows = high && *high <= tuned::kSplitKBelowRows && !twoProducts;
+    c.tileN = tileNKnob ? *tileNKnob : (twoProducts || (high && !fewRows) ? 128 : 256);
+    std::string orderWhy = "persistent CTAs in groups of " +
+                           std::to_string(knobs.swizzle ? *knobs.swizzle : tuned::kSwizzle) +
+                           " M tiles";
+    // split_k for few rows, unless a knob asks for another order.
+    int64_t parts = 1;
+    if (knobs.splitK) {
+      parts = *knobs.splitK;
+      verdicts.honour("split_k");
+    } else if (fewRows && !knobs.streamK.value_or(false) && !knobs.swizzle && !knobs.clusterM) {
+      std::optional<int64_t> alongN = tilesOf(nDim, c.tileN);
+      parts = alongN ? std::clamp<int64_t>((target.smCount + *alongN - 1) / *alongN, 1,
+                                           tuned::kSplitKMaxParts)
+                     : 3;
+      if (std::optional<int64_t> kTiles = tilesOf(kDim, 64))
+        parts = std::max<int64_t>(1, std::min(parts, *kTiles / tuned::kSplitKMinKTiles));
+    }
+    if (parts > 1) {
+      c.order = sched::TileOrder::SplitK;
+      c.orderParameter = parts;
+      c.epilogue = sched::EpilogueKind::Registers;
+      orderWhy = knobs.splitK
+                     ? "K split in " + std::to_string(parts) + " parts (split_k)"
+                     : llvm::formatv("K split in {0} parts: {1} rows leave most SMs idle and "
+                                     "the product is bound by reading {2}; each SM streams a "
+                                     "part",
+                                     parts, "fewer than 64", mm.rhsInput)
+                           .str();
+      epilogueHow = "in registers, in the kernel that adds the parts";
+    } else {
+      c.orderParameter = knobs.swizzle ? *knobs.swizzle : tuned::kSwizzle;
+      // Ping-pong: two consumer groups on alternate 64 x tile_n tiles, one group's
+      // epilogue under the other's products. It pays where the epilogue is a large share,
+      // a short K (TunedConstants.h), among the 128 x 256 choices.
+      std::optional<int64_t> kTiles = tilesOf(kDim, 64);
+      bool pingpong =
+          knobs.pingpong.value_or(!twoProducts && !high && c.tileN == 256 && kTiles &&
+                                  *kTiles <= tuned::kPingpongMaxKTiles && !knobs.clusterM);
+      if (knobs.pingpong)
+        verdicts.honour("pingpong");
+      if (pingpong) {
+        c.tileM = 64;
+        c.groups = 2;
+        groupsWhy = knobs.pingpong
+                        ? "two consumer groups on alternate 64-row tiles (pingpong)"
+                        : llvm::formatv("two consumer groups on alternate 64-row tiles, one's "
+                                        "epilogue under the other's products ({0} k tiles: the "
+                                        "epilogue is a large share)",
+                                        *kTiles)
+                              .str();
+      }
+      bool streamK = knobs.streamK.value_or(false);
+      std::optional<int64_t> rows = tilesOf(mDim, c.tileM), columns = tilesOf(nDim, c.tileN);
+      if (!knobs.streamK && !knobs.clusterM && !twoProducts && rows && columns && !high) {
+        int64_t tiles = *rows * *columns, tail = tiles % target.smCount;
+        if (tiles >= 2 * target.smCount && tail > 0 && 3 * tail <= target.smCount) {
+          streamK = true;
+          orderWhy = llvm::formatv("stream-K: {0} tiles leave a last wave of {1} on {2} SMs; "
+                                   "the last two waves' k tiles are spread evenly",
+                                   tiles, tail, target.smCount)
+                         .str();
+        }
+      }
+      if (knobs.streamK)
+        verdicts.honour("stream_k");
+      if (streamK) {
+        c.order = sched::TileOrder::StreamK;
+        if (knobs.streamK)
+          orderWhy = "stream-K (stream_k)";
+      }
+      if (knobs.swizzle)
+        verdicts.honour("swizzle");
+      if (knobs.clusterM) {
+        c.clusterM = *knobs.clusterM;
+        verdicts.honour("cluster_m");
+      }
+    }
+    int64_t fit = stagesFit(c);
+    c.stages = std::max<int64_t>(1, std::min<int64_t>(c.tileN == 128 || c.groups > 1 ? 5 : 4, fit));
+    if (knobs.stages) {
+      verdicts.honour("stages");
+      if (*knobs.stages > fit)
+        verdicts.refuse(
+            "stages",
+            llvm::formatv("{0} stages of 128 x 64 and {1} x 64 operand tiles do not fit "
+                          "in the {2} bytes of shared memory a block has on {3} beside "
+                          "the epilogue's tile: at most {4}",
+                          *knobs.stages, c.tileN, target.sharedMemoryPerBlock, target.name, fit)
+                .str());
+      c.stages = *knobs.stages;
+    }
+    if (tileNKnob)
+      verdicts.honour("tile_n");
+    std::string rowsWhy = "auto(matmul)";
+    if (twoProducts)
+      rowsWhy += ", two products of " + mm.lhsInput +
+                 " in one kernel (a second b tile a stage, a second accumulator set)";
+    if (low && high)
+      rowsWhy += llvm::formatv(", {0} to {1} rows", *low, *high - 1).str();
+    else if (high)
+      rowsWhy += llvm::formatv(", fewer than {0} rows", *high).str();
+    else if (low)
+      rowsWhy += llvm::formatv(", {0} rows or more", *low).str();
+    if (fewRows)
+      rowsWhy += ": the product reads " + mm.rhsInput + " once, by few CTAs";
+    else if (high && *high == twoWaves)
+      rowsWhy += llvm::formatv(" (fewer than two waves of 128 x 256 tiles on {0} SMs): "
+                               "smaller tiles",
+                               target.smCount)
+                     .str();
+    rowsWhy += ".";
+    variant.reasons.push_back(rowsWhy);
+    variant.reasons.push_back(
+        llvm::formatv("{5} x {0} tiles, two consumer warpgroups of 64 x {0} and a producer "
+                      "(40 / 232 registers){6}, {1} stages (the shared memory left by the "
+                      "epilogue), {2}{3}; the epilogue {4}.",
+                      c.tileN, c.stages, orderWhy,
+                      c.clusterM > 1 ? ", clusters of " + std::to_string(c.clusterM) +
+                                           " M tiles sharing the b tile (multicast)"
+                                     : "",
+                      epilogueHow, c.tileM, groupsWhy.empty() ? "" : ": " + groupsWhy)
+            .str());
+    return variant;
+  };
+  // The ranges of M with their own choice: few rows (split_k), fewer than two waves of
+  // 128 x 256 tiles (128 x 128 tiles), the rest. Knobs that fix what a range changes
+  // merge it with its neighbour.
+  std::vector<int64_t> bounds;
+  if (!knobs.splitK && !knobs.streamK.value_or(false) && !knobs.swizzle && !knobs.clusterM &&
+      !twoProducts)
+    bounds.push_back(tuned::kSplitKBelowRows);
+  if (!tileNKnob && !twoProducts)
+    bounds.push_back(twoWaves);
+  std::vector<std::pair<std::optional<int64_t>, std::optional<int64_t>>> ranges;
+  std::optional<int64_t> low;
+  for (int64_t bound : bounds) {
+    ranges.push_back({low, bound});
+    low = bound;
+  }
+  ranges.push_back({low, std::nullopt});
+  if (!knobs.when.empty()) {
+    // The user's guard: one choice, as for a runtime M below two waves (128 x 128 tiles
+    // unless tile_n says otherwise).
+    MatmulVariant variant =
+        choose(std::nullopt, tileNKnob ? std::nullopt : std::optional<int64_t>(twoWaves));
+    variant.userGuard = true;
+    params.variants.push_back(std::move(variant));
+    return params;
+  }
+  for (const auto &[from, to] : ranges) {
+    if (mDim.extent) {
+      // A static M: the choice of its range alone.
+      if ((from && *mDim.extent < *from) || (to && *mDim.extent >= *to))
+        continue;
+      MatmulVariant variant = choose(from, to);
+      variant.reasons.front() = "auto(matmul), " + std::to_string(*mDim.extent) + " rows.";
+      params.variants.push_back(std::move(variant));
+      break;
+    }
+    params.variants.push_back(choose(from, to));
+  }
+  return params;
+}
+
+std::vector<sched::ScheduleBlock> matmulBlocks(const FusionShape &shape, const MatmulParams &params,
+                                               const BlockContext &context) {
+  const MatmulShape &mm = *shape.matmul;
+  std::vector<sched::ScheduleBlock> blocks;
+  for (const MatmulVariant &variant : params.variants) {
+    Block block;
+    block.reasons = variant.reasons;
+    matmulDirectives(block, mm.k.name, variant.tile, context);
+    std::vector<sched::SizeGuard> when;
+    if (variant.userGuard)
+      when = context.knobs->when;
+    else if (!mm.m.extent) {
+      if (variant.low)
+        when.push_back({mm.m.id, mm.m.name, sched::Comparison::Ge, *variant.low, context.decl()});
+      if (variant.high)
+        when.push_back({mm.m.id, mm.m.name, sched::Comparison::Lt, *variant.high, context.decl()});
+    }
+    blocks.push_back(context.finish(std::move(block), when));
+  }
+  return blocks;
+}
+
+} // namespace fsl::heuristics

@@ -1,0 +1,52 @@
+// Matmul.h — auto(matmul): the hand schedule of examples/linear_bias_gelu.fsl, the fastest
+// measured: a producer warpgroup and two consumers, persistent tiles in groups of 8, the
+// epilogue through shared memory (and TMA stores when N is static); 128 x 256 tiles,
+// 128 x 128 below two waves of those (a `when M < ...` variant), split_k below 64 rows.
+#pragma once
+
+#include "heuristics/Directives.h"
+#include "heuristics/FusionShape.h"
+#include "heuristics/KnobVerdicts.h"
+#include "heuristics/Knobs.h"
+#include "support/Target.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fsl::heuristics {
+
+/// One matmul schedule: a CTA tile of (tileM, tileN), consumer warpgroups of (64, tileN)
+/// and a producer warpgroup, and the tile order.
+struct MatmulTile {
+  int64_t tileM = 128, tileN = 256, stages = 3;
+  /// Consumer groups: 2 takes alternate tiles of 64 x tileN (ping-pong).
+  int64_t groups = 1;
+  sched::TileOrder order = sched::TileOrder::Persistent;
+  int64_t orderParameter = 8; // the swizzle's group of M tiles, or split_k's parts
+  int64_t clusterM = 1;
+  sched::EpilogueKind epilogue = sched::EpilogueKind::Registers;
+};
+
+/// The choice for one range of M, [low, high) (none: unbounded).
+struct MatmulVariant {
+  std::optional<int64_t> low, high;
+  bool userGuard = false; // under the `= auto` block's own guard
+  MatmulTile tile;
+  std::vector<std::string> reasons;
+};
+
+struct MatmulParams {
+  std::string declined; // why the fusion is not scheduled; then nothing else is set
+  std::vector<MatmulVariant> variants;
+  KnobVerdicts verdicts;
+};
+
+/// What auto(matmul) chooses for `shape` (with a matmul) on `target`.
+MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const Knobs &knobs);
+
+/// The schedule blocks of `params`, each with its guard on M.
+std::vector<sched::ScheduleBlock> matmulBlocks(const FusionShape &shape, const MatmulParams &params,
+                                               const BlockContext &context);
+
+} // namespace fsl::heuristics

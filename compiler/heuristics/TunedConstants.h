@@ -1,0 +1,107 @@
+// TunedConstants.h — the heuristics' measured constants, each with the measurement that
+// set it. Constants that shape one choice only stay beside it, with theirs.
+#pragma once
+
+#include <cstdint>
+
+namespace fsl::heuristics::tuned {
+
+// --- auto(pointwise) ------------------------------------------------------------------
+
+/// Threads a pointwise block: vectors of up to 16 bytes, rows on blocks.
+inline constexpr int64_t kPointwiseThreads = 128;
+/// The most accesses a thread `unroll = N` may ask for: what the prefetch pass loads
+/// ahead (lower/EarlyLoads.cpp).
+inline constexpr int64_t kMaxUnroll = 32;
+
+// --- auto(reduction), auto(inner_persistent) ------------------------------------------
+
+/// Whether auto(reduction) and auto(inner_persistent) compute softmax's and LayerNorm's
+/// reduction pairs in one pass (`reduce one_pass`) without the `one_pass` knob. Off until
+/// measured on the H200 (tests/bench: the `onepass_<H>` variants): one pass saves a
+/// block reduction (a barrier and the shuffles) and a read of the row, or of its buffer,
+/// per pair, but its serial update costs more (an exp and selects an element for softmax,
+/// a division for Welford).
+inline constexpr bool kOnePassByDefault = false;
+
+/// Register budget for buffers: 64 f32 values a thread keeps occupancy near 50%.
+inline constexpr int64_t kRegisterBudget = 64;
+/// The batch is at most 4 vectors a thread: measured on the H200 (docs/performance.md,
+/// change 5), 256 threads x 4 beat 128 x 8 at H = 8192 and 512 x 4 beat 256 x 8 at
+/// H = 16384 (the larger batch's registers halve the warps an SM holds).
+inline constexpr int64_t kBatchTarget = 4;
+/// Rows of 2048 vectors or more (H = 16384 bf16) take 8 a thread, 256 threads: once the
+/// block reductions were given their static width (issue 17), 256 x 8 beat 512 x 4 at
+/// H = 16384 for softmax by 4-9 % and RMSNorm by 0-2 %, LayerNorm within 2 % either way
+/// (softmax's second buffer reuses the first's registers: 80 registers, not 128). With
+/// three buffers or more, the register budget decides as for shorter rows.
+inline constexpr int64_t kLongRowVectors = 2048;
+inline constexpr int64_t kLongRowBatch = 8;
+/// The batch limit of a reduction without persistent buffers.
+inline constexpr int64_t kReductionBatchLimit = 16;
+
+/// Rows read once (a reduction without persistent buffers: argmax over a vocabulary) of
+/// more than 4 vectors a thread at 256 threads: 256 threads and a serial loop unrolled by
+/// 4, not up to 1024 threads each loading its whole batch ahead. Measured on the H200
+/// (docs/performance.md, issue 17), argmax at T = 4096: V = 32000 74 us against 118,
+/// V = 50304 108 against 235, V = 128256 256 against 822 (96 % of the copy ceiling): more
+/// blocks an SM stream the row, each with 4 vectors in flight a thread.
+inline constexpr int64_t kStreamedRowThreads = 256;
+inline constexpr int64_t kStreamedRowUnroll = 4;
+
+/// Fewer rows than SMs: a batch of 2, up to 512 threads a row (at least 128). Measured
+/// (change 5): 512 x 2 beat 1024 x 1 at H = 8192 by 5-16 %, 256 x 2 beat 512 x 1 at
+/// H = 4096 by 1-6 %: half the threads wait at each barrier for the same loads.
+inline constexpr int64_t kWideBatch = 2;
+inline constexpr int64_t kWideMinThreads = 128;
+inline constexpr int64_t kWideMaxThreads = 512;
+
+/// Where the normal split keeps more than 32 values a thread in registers (softmax's xf
+/// and e at H = 4096: 64) and the wider blocks have at most 256 threads, they serve every
+/// row count that is one wave of them. Measured on the H200 (docs/performance.md, issue
+/// 17): softmax at H = 4096, T = 1024, 256 x 2 against 128 x 4, 6.24 against 6.81 us; for
+/// RMSNorm and LayerNorm (32 values) and for 512-thread wider blocks (H = 8192, 16384)
+/// one wave of them was as fast or up to 19 % slower, so those keep the SM count.
+inline constexpr int64_t kWideWaveKeptValues = 32;
+inline constexpr int64_t kWideWaveMaxThreads = 256;
+
+/// Rows of 2048 vectors or more, from one wave to 2048 rows: the buffers (casts of one
+/// input) recomputed rather than kept. Measured on the H200 (docs/performance.md, issue
+/// 17, run G1 and the run after it): LayerNorm 16384 x 512 13.09 -> 12.47 us, x 1024
+/// 22.81 -> 21.67 (Inductor's static kernel 12.71 and 25.38); RMSNorm x 512 11.80 ->
+/// 11.22, x 1024 even; at T = 128 and from T = 4096 on, keeping them was as fast or faster.
+inline constexpr int64_t kRecomputeMinVectors = 2048;
+inline constexpr int64_t kRecomputeBelowRows = 2048;
+
+/// Grid reductions of few rows (argmax over a vocabulary). Measured on the H200
+/// (docs/performance.md, issue 17, argmax): at T = 1 about 1024 vectors a piece (256
+/// threads x 4) was the fastest, V = 32000 3.55 -> 2.70 us, 50304 4.49 -> 2.96, 128256
+/// 13.10 -> 3.67; at T = 128 only the longest rows gain (V = 128256, 8 pieces: 30.07 ->
+/// 14.80 us; V = 32000 and 50304 were 4-15 % slower with any number of pieces), and from
+/// T = 1024 on every split was slower (the blocks' fixed costs, then the second kernel).
+inline constexpr int64_t kGridThreads = 256;
+inline constexpr int64_t kGridFewRows = 16;          // rows below: pieces of ...
+inline constexpr int64_t kGridPieceVectors = 1024;   // ... about this many vectors,
+inline constexpr int64_t kGridMinVectors = 2048;     // for rows of at least this many
+inline constexpr int64_t kGridLongRowVectors = 8192; // below the SM count: rows this long
+inline constexpr int64_t kGridLongRowPieces = 8;     // in this many pieces
+inline constexpr int64_t kGridUnroll = 4;            // the serial loop unrolled by
+
+/// A runtime row length: 256 threads loop over the row.
+inline constexpr int64_t kRuntimeRowThreads = 256;
+
+// --- auto(matmul) ---------------------------------------------------------------------
+
+/// Fewer than 64 rows: split_k. Measured 42 against 32 TFLOP/s at M = 16, N = 14336 (at
+/// most 8 parts, each of 4 k tiles or more).
+inline constexpr int64_t kSplitKBelowRows = 64;
+inline constexpr int64_t kSplitKMaxParts = 8;
+inline constexpr int64_t kSplitKMinKTiles = 4;
+/// Ping-pong pays at a short K: measured at 64 k tiles, +13 % at 4096^3, +11 % at 3000 x
+/// 7000 x 2000; at 224 k tiles, 4096 x 5120 x 14336, -10 %.
+inline constexpr int64_t kPingpongMaxKTiles = 64;
+/// Persistent tiles in groups of 8 M tiles: the hand schedule of
+/// examples/linear_bias_gelu.fsl, the fastest measured (docs/performance.md).
+inline constexpr int64_t kSwizzle = 8;
+
+} // namespace fsl::heuristics::tuned

@@ -1,0 +1,302 @@
+// Epilogue.cpp — the output tile's storage and tensor map, the fused epilogue on the
+// accumulator fragments, and the output tile's stores (Epilogue.h).
+#include "lower/matmul/Epilogue.h"
+
+#include "lower/Pointwise.h"
+
+#include <llvm/ADT/STLExtras.h>
+
+namespace fsl::lower {
+
+using kir::Expr;
+using kir::Stmt;
+using kir::StmtKind;
+
+namespace {
+
+/// A cast to bf16 or f16 that only outputs of that type store: the store rounds the
+/// f32 value once (as the store-rounding pass does for the other kernels).
+bool roundedByStore(const MatmulPlan &plan, const ir::Value &value) {
+  if (value.op != ir::Op::Cast ||
+      (value.dtype != ir::DType::BF16 && value.dtype != ir::DType::F16) ||
+      value.operands[0]->dtype != ir::DType::F32)
+    return false;
+  for (const ir::Value *user : plan.epilogue)
+    if (llvm::is_contained(user->operands, &value))
+      return false;
+  for (const ir::Output &output : plan.fusion->outputs)
+    if (output.value == &value && output.dtype != value.dtype)
+      return false;
+  return true;
+}
+
+} // namespace
+
+void addOutputTensorMap(LowerContext &cx, const MatmulPlan &plan, const KernelNames &names,
+                        EpilogueStorage &storage) {
+  const ir::Output &output = cx.fusion.outputs.at(0);
+  auto map = std::make_shared<kir::TensorMap>();
+  map->name = names.fresh(output.name + "_map");
+  map->global = cx.outputBuffers.at(0);
+  for (ir::DimId dim : output.dims)
+    map->extents.push_back(cx.dimExtent(dim));
+  map->box = {plan.tileM, 128 / static_cast<int64_t>(ir::dtypeBytes(output.dtype))};
+  map->swizzle = kir::Swizzle::Bytes128;
+  storage.mapOut = map;
+  kir::KernelParam kp;
+  kp.kind = kir::KernelParam::Kind::TensorMap;
+  kp.tensorMap = map;
+  kp.fusionParam = 0;
+  kp.isOutput = true;
+  cx.kernel.params.push_back(kp);
+}
+
+void allocateOutputTile(const MatmulPlan &plan, const KernelNames &names, EpilogueStorage &storage,
+                        SharedLayout &layout) {
+  const ir::Output &output = plan.fusion->outputs.at(0);
+  int64_t span = 128 / ir::dtypeBytes(output.dtype);
+  int64_t groups = plan.tileGroups;
+  storage.outTile =
+      makeBuffer(names.fresh(output.name + "_tile"), output.dtype, kir::MemorySpace::Shared,
+                 {groups * plan.tileM * plan.tileN}, kir::Swizzle::Bytes128, 1024);
+  layout.allocations.push_back(sharedAllocation(
+      storage.outTile, layout.bytes,
+      std::string(groups > 1 ? "an output tile a consumer group: " : "the output tile: ") +
+          std::to_string(plan.tileN / span) + " column blocks of " + std::to_string(plan.tileM) +
+          " x " + std::to_string(span) + " (128-byte swizzle)",
+      plan.epilogueOrigin));
+  layout.bytes += groups * plan.tileM * plan.tileN * ir::dtypeBytes(output.dtype);
+}
+
+std::vector<Stmt> fusedEpilogue(LowerContext &cx, const MatmulPlan &plan, Expr product,
+                                Expr product2, bool storeOutputs,
+                                std::map<unsigned, Expr> *valuesOut) {
+  const ir::Fusion &f = cx.fusion;
+  std::vector<Stmt> body;
+  std::map<unsigned, Expr> values;
+  values[plan.product->id] = std::move(product);
+  if (plan.product2)
+    values[plan.product2->id] = product2;
+  for (const ir::Value *value : plan.epilogue) {
+    if (roundedByStore(plan, *value)) {
+      values[value->id] = values.at(value->operands[0]->id);
+      continue;
+    }
+    Expr expr;
+    if (value->op == ir::Op::Input) {
+      expr = kir::load(cx.paramBuffers[value->paramIndex],
+                       cx.offsetOf(f.params[value->paramIndex].dims));
+    } else if (value->op == ir::Op::Scalar) {
+      expr = kir::var(cx.scalarVars[value->paramIndex]);
+    } else if (value->op == ir::Op::Constant) {
+      expr = kir::constant(value->constant, value->dtype);
+    } else {
+      std::vector<Expr> operands;
+      for (const ir::Value *operand : value->operands)
+        operands.push_back(values.at(operand->id));
+      expr = pointwiseOperation(*value, operands, plan.schedule->fastExp.has_value());
+    }
+    kir::VarPtr v = kir::makeVar(valueName(*value), value->dtype);
+    body.push_back(fromFusion(kir::let(v, expr, value->name), value->range));
+    values[value->id] = kir::var(v);
+  }
+  for (unsigned o = 0; storeOutputs && o < f.outputs.size(); ++o) {
+    const ir::Output &output = f.outputs[o];
+    body.push_back(fromFusion(
+        kir::store(cx.outputBuffers[o], cx.offsetOf(output.dims), values.at(output.value->id)),
+        output.range));
+  }
+  if (valuesOut)
+    *valuesOut = std::move(values);
+  return body;
+}
+
+Stmt Epilogue::tile(const WorkTile &tile) const {
+  std::vector<Stmt> out;
+  if (plan_.sharedEpilogue()) {
+    if (plan_.epilogueVia == sched::EpilogueKind::SharedTmaStore)
+      out.push_back(waitOutputTileRead("the previous tile's TMA stores have read the output tile"));
+    out.push_back(threads_.consumerBarrier(plan_, "the output tile is free to write"));
+  }
+  out.push_back(kir::comment(plan_.sharedEpilogue()
+                                 ? "Epilogue: each accumulator element's row and column, the "
+                                   "fusion's epilogue, into the output tile"
+                                 : "Epilogue: each accumulator element's row and column, the "
+                                   "fusion's epilogue, stores inside the output"));
+  Stmt nest = forEachFragmentElement(
+      plan_, names_, threads_, out, [&](const FragmentElement &e) { return elementBody(tile, e); });
+  auto fragments = std::make_shared<kir::StmtNode>(*nest);
+  fragments->comment = "the fragments of wgmma m64n" + std::to_string(plan_.instructionN) + "k16";
+  fragments->origin = plan_.epilogueOrigin;
+  out.push_back(fragments);
+  if (plan_.sharedEpilogue())
+    out.push_back(storeOutputTile(tile));
+  return kir::block(std::move(out));
+}
+
+Stmt Epilogue::end() const {
+  if (plan_.epilogueVia != sched::EpilogueKind::SharedTmaStore)
+    return nullptr;
+  return waitOutputTileRead("the last TMA store has read the output tile before the "
+                            "CTA's shared memory goes");
+}
+
+/// One accumulator element: its position, the bounds check, the epilogue and stores (to
+/// the outputs, or to the shared output tile).
+Stmt Epilogue::elementBody(const WorkTile &tile, const FragmentElement &e) const {
+  const ir::Fusion &f = cx_.fusion;
+  // (r, c) in the CTA tile, (row, col) in the output.
+  kir::VarPtr r = names_.var("r"), cc = names_.var("c"), row = names_.var("row"),
+              col = names_.var("col");
+  std::vector<Stmt> element;
+  auto [tileRow, tileColumn] = tilePosition(plan_, e);
+  element.push_back(kir::let(r, tileRow));
+  element.push_back(kir::let(cc, tileColumn));
+  element.push_back(kir::let(row, kir::var(tile.mTile) * kir::index(plan_.tileM) + kir::var(r)));
+  element.push_back(kir::let(col, kir::var(tile.nTile) * kir::index(plan_.tileN) + kir::var(cc)));
+  // Dimension indices for addresses: M and N are this element's row and column.
+  cx_.rootIndex.assign(f.dims.size(), kir::index(0));
+  cx_.rootIndex[plan_.m] = kir::var(row);
+  cx_.rootIndex[plan_.n] = kir::var(col);
+  std::vector<Stmt> body;
+  const ir::Value &product = *plan_.product;
+  kir::VarPtr accumulated = kir::makeVar(valueName(product), ir::DType::F32);
+  body.push_back(
+      fromFusion(kir::let(accumulated, kir::load(accumulators_.acc, e.accIndex), product.name),
+                 product.range));
+  Expr product2;
+  if (const ir::Value *second = plan_.product2) {
+    kir::VarPtr accumulated2 = kir::makeVar(valueName(*second), ir::DType::F32);
+    body.push_back(
+        fromFusion(kir::let(accumulated2, kir::load(accumulators_.acc2, e.accIndex), second->name),
+                   second->range));
+    product2 = kir::var(accumulated2);
+  }
+  if (Stmt partial = scheduler_.storePartial(kir::var(row), kir::var(col), kir::var(accumulated))) {
+    body.push_back(partial);
+  } else if (plan_.sharedEpilogue()) {
+    // The values, stored to the shared tile instead of the output.
+    std::map<unsigned, Expr> values;
+    std::vector<Stmt> computed = fusedEpilogue(cx_, plan_, kir::var(accumulated), product2,
+                                               /*storeOutputs=*/false, &values);
+    body.insert(body.end(), computed.begin(), computed.end());
+    body.push_back(fromFusion(kir::store(storage_.outTile,
+                                         outTileBase() + outputTileIndex(kir::var(r), kir::var(cc)),
+                                         values.at(f.outputs[0].value->id)),
+                              f.outputs[0].range));
+  } else {
+    std::vector<Stmt> computed = fusedEpilogue(cx_, plan_, kir::var(accumulated), product2);
+    body.insert(body.end(), computed.begin(), computed.end());
+  }
+  // Elements past the output's edges are not computed (their bias or residual would be
+  // read out of bounds): the tile's parts there stay unwritten, and no store reaches them.
+  Expr inside = kir::var(row) < cx_.dimExtent(plan_.m) && kir::var(col) < cx_.dimExtent(plan_.n);
+  element.push_back(kir::ifThen(inside, kir::block(std::move(body)), nullptr,
+                                "tails: only elements inside the output"));
+  return kir::block(std::move(element));
+}
+
+/// Element (row, column) of the shared output tile: column block `column / span` (one
+/// 128-byte row of `span` elements each), BM rows of it, and in each row the 16-byte
+/// chunks permuted by the 128-byte swizzle (chunk ^ row % 8), as TMA reads them.
+Expr Epilogue::outputTileIndex(Expr row, Expr column) const {
+  int64_t bytes = ir::dtypeBytes(storage_.outTile->dtype);
+  int64_t span = 128 / bytes, chunk = 16 / bytes;
+  Expr inBlock = column % kir::index(span);
+  Expr swizzledChunk =
+      kir::binary(kir::BinaryOp::Xor, inBlock / kir::index(chunk), row % kir::index(8));
+  return column / kir::index(span) * kir::index(plan_.tileM * span) + row * kir::index(span) +
+         swizzledChunk * kir::index(chunk) + inBlock % kir::index(chunk);
+}
+
+/// The group's output tile in the shared output tiles.
+Expr Epilogue::outTileBase() const {
+  if (threads_.group)
+    return kir::var(threads_.group) * kir::index(plan_.tileM * plan_.tileN);
+  return kir::index(0);
+}
+
+Stmt Epilogue::waitOutputTileRead(const std::string &comment) const {
+  auto wait = hopperNode(StmtKind::TmaStoreWait, comment);
+  wait->pending = 0;
+  return kir::ifThen(threads_.firstConsumerThread(plan_), Stmt(wait));
+}
+
+/// The written output tile to global memory: TMA stores by one thread, or 16-byte copies
+/// by all consumer threads.
+Stmt Epilogue::storeOutputTile(const WorkTile &tile) const {
+  const ir::Output &output = cx_.fusion.outputs.at(0);
+  int64_t bytes = ir::dtypeBytes(output.dtype);
+  int64_t span = 128 / bytes, chunk = 16 / bytes;
+  int64_t blocks = plan_.tileN / span;
+  std::vector<Stmt> out;
+  if (plan_.epilogueVia == sched::EpilogueKind::SharedTmaStore) {
+    // Generic-proxy writes become visible to the TMA unit (the async proxy) through the
+    // fence, each thread its own, before the barrier that lets the storing thread go.
+    out.push_back(hopperNode(StmtKind::FenceProxyAsync, "the tile's writes, for the TMA unit"));
+    out.push_back(threads_.consumerBarrier(plan_, "the whole tile is written"));
+    kir::VarPtr block = names_.var("block");
+    Stmt store = [&] {
+      auto s = hopperNode(StmtKind::TmaStore);
+      s->tensorMap = storage_.mapOut;
+      Expr b = blocks == 1 ? kir::index(0) : kir::var(block);
+      s->coordinates = {kir::var(tile.mTile) * kir::index(plan_.tileM),
+                        kir::var(tile.nTile) * kir::index(plan_.tileN) + b * kir::index(span)};
+      s->buffer = storage_.outTile;
+      s->index = outTileBase() + b * kir::index(plan_.tileM * span);
+      s->origin = plan_.epilogueOrigin;
+      return Stmt(s);
+    }();
+    Stmt stores = blocks == 1
+                      ? store
+                      : kir::forLoop(block, kir::index(blocks), kir::LoopKind::Unrolled, store);
+    out.push_back(kir::ifThen(threads_.firstConsumerThread(plan_), stores, nullptr,
+                              "one thread stores the tile's column blocks"));
+    return kir::block(std::move(out));
+  }
+  out.push_back(threads_.consumerBarrier(plan_, "the whole tile is written"));
+  // Chunk `p` of the tile: column block p / (BM * span / chunk), row, chunk in the row.
+  int64_t threads = 128 * plan_.warpgroupsPerTile();
+  int64_t chunks = plan_.tileM * plan_.tileN / chunk;
+  kir::VarPtr step = names_.var("step"), p = names_.var("piece"), row = names_.var("row"),
+              col = names_.var("col"), i = names_.var("i");
+  kir::VarPtr thread = names_.var("consumer_thread");
+  out.push_back(
+      kir::let(thread, kir::var(threads_.tid) - threads_.firstThreadOfGroup(plan_),
+               threads_.group ? "thread of the consumer group" : "thread of the consumers"));
+  std::vector<Stmt> piece;
+  Expr perBlock = kir::index(plan_.tileM * span / chunk);
+  piece.push_back(kir::let(row, kir::var(p) % perBlock / kir::index(span / chunk)));
+  piece.push_back(kir::let(col, kir::var(p) / perBlock * kir::index(span) +
+                                    kir::var(p) % kir::index(span / chunk) * kir::index(chunk)));
+  Expr globalRow = kir::var(tile.mTile) * kir::index(plan_.tileM) + kir::var(row);
+  Expr globalCol = kir::var(tile.nTile) * kir::index(plan_.tileN) + kir::var(col);
+  cx_.rootIndex.assign(cx_.fusion.dims.size(), kir::index(0));
+  cx_.rootIndex[plan_.m] = globalRow;
+  cx_.rootIndex[plan_.n] = globalCol;
+  Expr to = cx_.offsetOf(output.dims);
+  Expr from = outTileBase() + outputTileIndex(kir::var(row), kir::var(col));
+  Expr m = cx_.dimExtent(plan_.m), n = cx_.dimExtent(plan_.n);
+  // Whole pieces inside the output go as one 16-byte access when the rows keep 16-byte
+  // alignment; the others element by element, up to the edge.
+  Expr whole = globalRow < m && globalCol + kir::index(chunk - 1) < n &&
+               kir::binary(kir::BinaryOp::Eq, n % kir::index(chunk), kir::index(0));
+  cx_.rootIndex[plan_.n] = globalCol + kir::var(i);
+  Stmt partial =
+      kir::forLoop(i, kir::index(chunk), kir::LoopKind::Unrolled,
+                   kir::ifThen(globalRow < m && globalCol + kir::var(i) < n,
+                               kir::store(cx_.outputBuffers[0], cx_.offsetOf(output.dims),
+                                          kir::load(storage_.outTile, from + kir::var(i)))));
+  piece.push_back(
+      kir::ifThen(whole, kir::vectorCopy(cx_.outputBuffers[0], to, storage_.outTile, from, chunk),
+                  partial, "16 bytes, or the part inside the output"));
+  Stmt perStep = kir::block({
+      kir::let(p, kir::var(step) * kir::index(threads) + kir::var(thread)),
+      kir::ifThen(kir::var(p) < kir::index(chunks), kir::block(std::move(piece))),
+  });
+  out.push_back(kir::forLoop(step, kir::index((chunks + threads - 1) / threads),
+                             kir::LoopKind::Serial, perStep, plan_.epilogueOrigin));
+  return kir::block(std::move(out));
+}
+
+} // namespace fsl::lower

@@ -1,0 +1,79 @@
+// Epilogue.h — the matmul kernel's epilogue (CUTLASS's collective epilogue): each
+// accumulator element's row and column, the fusion's pointwise values after the product
+// (bias, activation, residual, casts), and the stores.
+//
+//   epilogue via registers          each thread stores its elements inside the output
+//   epilogue via shared             the consumers write the output tile to shared memory
+//                                   (128-byte swizzled column blocks, so a warp's writes
+//                                   spread over the banks), then copy it out in 16-byte
+//                                   pieces, coalesced
+//   epilogue via shared tma_store   the same tile, then one thread stores it with TMA
+//                                   (one box a column block; TMA clips at the tensor's
+//                                   edges) after the async-proxy fence; before the next
+//                                   tile overwrites it, that thread waits until the
+//                                   stores have read it
+//
+// When another kernel finishes the tile (split-K), the tile scheduler's storePartial
+// takes each element's product instead of the fusion's epilogue.
+#pragma once
+
+#include "lower/matmul/MainLoop.h"
+
+#include <map>
+
+namespace fsl::lower {
+
+/// What the epilogue writes through besides the outputs: the output's tensor map (TMA
+/// stores) and the shared output tile (an epilogue via shared memory).
+struct EpilogueStorage {
+  kir::TensorMapPtr mapOut;
+  kir::BufferPtr outTile;
+};
+
+/// The output's tensor map for TMA stores, a kernel parameter after the others: boxes of
+/// BM rows x one 128-byte span of N, swizzled as the shared output tile is written. The
+/// pointer parameter stays (the launcher checks the tensor through it).
+void addOutputTensorMap(LowerContext &cx, const MatmulPlan &plan, const KernelNames &names,
+                        EpilogueStorage &storage);
+/// The shared output tile (a tile a consumer group), for an epilogue via shared memory.
+void allocateOutputTile(const MatmulPlan &plan, const KernelNames &names, EpilogueStorage &storage,
+                        SharedLayout &layout);
+
+/// The fusion's epilogue on `product` (the f32 value of the output element at
+/// cx.rootIndex; `product2` the second product's), and with `storeOutputs` the stores to
+/// the outputs; `values` receives every value by fusion value id.
+std::vector<kir::Stmt> fusedEpilogue(LowerContext &cx, const MatmulPlan &plan, kir::Expr product,
+                                     kir::Expr product2 = nullptr, bool storeOutputs = true,
+                                     std::map<unsigned, kir::Expr> *values = nullptr);
+
+class Epilogue {
+public:
+  Epilogue(LowerContext &cx, const MatmulPlan &plan, const KernelNames &names,
+           const CtaThreads &threads, const EpilogueStorage &storage,
+           const Accumulators &accumulators, const TileScheduler &scheduler)
+      : cx_(cx), plan_(plan), names_(names), threads_(threads), storage_(storage),
+        accumulators_(accumulators), scheduler_(scheduler) {}
+
+  /// The epilogue of a work tile whose accumulators hold the product.
+  kir::Stmt tile(const WorkTile &tile) const;
+  /// After the CTA's last tile: the last TMA stores have read the output tile (null when
+  /// there is nothing to wait for).
+  kir::Stmt end() const;
+
+private:
+  kir::Stmt elementBody(const WorkTile &tile, const FragmentElement &e) const;
+  kir::Expr outputTileIndex(kir::Expr row, kir::Expr column) const;
+  kir::Expr outTileBase() const;
+  kir::Stmt storeOutputTile(const WorkTile &tile) const;
+  kir::Stmt waitOutputTileRead(const std::string &comment) const;
+
+  LowerContext &cx_;
+  const MatmulPlan &plan_;
+  const KernelNames &names_;
+  const CtaThreads &threads_;
+  const EpilogueStorage &storage_;
+  const Accumulators &accumulators_;
+  const TileScheduler &scheduler_;
+};
+
+} // namespace fsl::lower

@@ -1,0 +1,42 @@
+// Fragments.cpp — the walk over the thread's accumulator fragment elements.
+#include "lower/matmul/Fragments.h"
+
+namespace fsl::lower {
+
+using kir::Expr;
+using kir::Stmt;
+
+Stmt forEachFragmentElement(const MatmulPlan &plan, const KernelNames &names,
+                            const CtaThreads &threads, std::vector<Stmt> &out,
+                            const std::function<Stmt(const FragmentElement &)> &body) {
+  kir::VarPtr lane = names.var("lane"), row0 = names.var("row0"), col0 = names.var("col0");
+  out.push_back(kir::let(lane, kir::var(threads.tid) % kir::index(128), "thread of the warpgroup"));
+  Expr l = kir::var(lane);
+  out.push_back(kir::let(row0, threads.warpgroupRow(plan) + kir::index(16) * (l / kir::index(32)) +
+                                   l % kir::index(32) / kir::index(4)));
+  out.push_back(
+      kir::let(col0, threads.warpgroupColumn(plan) + kir::index(2) * (l % kir::index(4))));
+  int64_t in = plan.instructionN;
+  return names.unrolled("mi", plan.instructionsM(), [&](Expr mi) {
+    return names.unrolled("ni", plan.instructionsN(), [&](Expr ni) {
+      return names.unrolled("ns", in / 8, [&](Expr ns) {
+        return names.unrolled("h", 2, [&](Expr h) {
+          return names.unrolled("half", 2, [&](Expr c) {
+            Expr fragment = (mi * kir::index(plan.instructionsN()) + ni) * kir::index(in / 2);
+            FragmentElement e{mi,   ni,  ns,
+                              h,    c,   fragment + ns * kir::index(4) + h * kir::index(2) + c,
+                              row0, col0};
+            return body(e);
+          });
+        });
+      });
+    });
+  });
+}
+
+std::pair<Expr, Expr> tilePosition(const MatmulPlan &plan, const FragmentElement &e) {
+  return {kir::var(e.row0) + e.mi * kir::index(64) + e.h * kir::index(8),
+          kir::var(e.col0) + e.ni * kir::index(plan.instructionN) + e.ns * kir::index(8) + e.c};
+}
+
+} // namespace fsl::lower

@@ -1,0 +1,36 @@
+// Fragments.h — the consumers' f32 accumulators and the layout of their wgmma fragments,
+// which the main loop writes and the epilogue (or stream-K's pieces) read.
+//
+// The accumulator fragment of instruction (mi, ni) is `(mi * NI + ni) * IN / 2` floats into
+// the thread's array; its element `ns * 4 + h * 2 + c` holds row `16 (lane / 32) +
+// (lane % 32) / 4 + 8 h`, column `8 ns + 2 (lane % 4) + c` of the m64nIN tile (PTX ISA,
+// wgmma m64nNk16 accumulator fragments).
+#pragma once
+
+#include "lower/matmul/Build.h"
+#include "lower/matmul/CtaThreads.h"
+
+namespace fsl::lower {
+
+/// The thread's accumulators: of the product, and of the second one (null with one).
+struct Accumulators {
+  kir::BufferPtr acc, acc2;
+};
+
+/// An element of the thread's accumulator fragments.
+struct FragmentElement {
+  kir::Expr mi, ni, ns, h, c, accIndex;
+  kir::VarPtr row0, col0;
+};
+
+/// The unrolled nest over the thread's accumulator elements: `body` for each, with its
+/// fragment coordinates; the lets of the thread's first element (row0, col0 in the CTA
+/// tile) go to `out`.
+kir::Stmt forEachFragmentElement(const MatmulPlan &plan, const KernelNames &names,
+                                 const CtaThreads &threads, std::vector<kir::Stmt> &out,
+                                 const std::function<kir::Stmt(const FragmentElement &)> &body);
+
+/// The element's row and column in the CTA tile.
+std::pair<kir::Expr, kir::Expr> tilePosition(const MatmulPlan &plan, const FragmentElement &e);
+
+} // namespace fsl::lower

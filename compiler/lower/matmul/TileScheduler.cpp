@@ -1,0 +1,101 @@
+// TileScheduler.cpp — what the tile schedulers share: tile counts, the grid of one tile a
+// CTA, the consumer groups' rounds and the grouped ("swizzled") tile order.
+#include "lower/matmul/TileScheduler.h"
+
+namespace fsl::lower {
+
+using kir::Expr;
+using kir::Stmt;
+
+TileScheduler::TileScheduler(LowerContext &cx, const MatmulPlan &plan, const KernelNames &names,
+                             const CtaThreads &threads)
+    : cx_(cx), plan_(plan), names_(names), threads_(threads) {
+  cta_ = names.var(plan.persistentCtas() ? "cta" : "m_tile");
+  ctaY_ = names.var("n_tile");
+  kTiles_ = names.var("k_tiles");
+}
+
+void TileScheduler::prologue(std::vector<Stmt> &out) {
+  out.push_back(
+      kir::let(kTiles_, allKTiles(), "k tiles; the last one's columns past K are zero-filled"));
+}
+
+Expr TileScheduler::tiles(ir::DimId dim, int64_t tile) const {
+  return (cx_.dimExtent(dim) + kir::index(tile - 1)) / kir::index(tile);
+}
+
+Expr TileScheduler::tileCount() const {
+  return tiles(plan_.m, plan_.tileM * plan_.clusterM) * tiles(plan_.n, plan_.tileN);
+}
+
+Expr TileScheduler::allKTiles() const {
+  return (cx_.dimExtent(plan_.k) + kir::index(plan_.tileK - 1)) / kir::index(plan_.tileK);
+}
+
+Stmt TileScheduler::oneTileGridLoops(Stmt body) const {
+  body = kir::parallelLoop(
+      ctaY_, tiles(plan_.n, plan_.tileN), kir::Axis::BIDy, body,
+      {"tiles one_per_cta: " + std::to_string(plan_.tileN) + " columns", plan_.tilesOrigin.range});
+  return kir::parallelLoop(
+      cta_, tiles(plan_.m, plan_.tileM * plan_.clusterM) * kir::index(plan_.clusterM),
+      kir::Axis::BIDx, body,
+      {"tiles one_per_cta: " + std::to_string(plan_.tileM) + " rows", plan_.tilesOrigin.range});
+}
+
+bool TileScheduler::grouped(Role role) const {
+  return role == Role::Consumers && threads_.group != nullptr;
+}
+
+Expr TileScheduler::groupRounds(Expr count) const {
+  Expr g = kir::index(plan_.tileGroups);
+  return kir::max(count - kir::var(threads_.group) + g - kir::index(1), kir::index(0)) / g;
+}
+
+/// Group tile / (G * TN) covers M tiles [G g, G g + G) (fewer in the last group) across
+/// all TN tiles of N, walking down the group's M tiles first.
+std::pair<kir::VarPtr, kir::VarPtr> TileScheduler::tileCoordinates(std::vector<Stmt> &walk,
+                                                                   Expr tile) const {
+  int64_t c = plan_.clusterM;
+  kir::VarPtr mTile = names_.var("m_tile"), nTile = names_.var("n_tile");
+  kir::VarPtr group = names_.var("group"), firstRow = names_.var("first_m"),
+              groupRows = names_.var("group_rows"), inGroup = names_.var("in_group"),
+              row = c > 1 ? names_.var("m_unit") : mTile;
+  Expr rowsM = tiles(plan_.m, plan_.tileM * c), tilesN = tiles(plan_.n, plan_.tileN);
+  int64_t groupUnits = std::max<int64_t>(1, plan_.tileGroup / c);
+  Expr g = kir::index(groupUnits);
+  if (groupUnits == 1) {
+    walk.push_back(kir::let(row, tile / tilesN, "row by row"));
+    walk.push_back(kir::let(nTile, tile % tilesN));
+  } else {
+    walk.push_back(kir::let(group, tile / (g * tilesN),
+                            "groups of " + std::to_string(plan_.tileGroup) + " M tiles"));
+    walk.push_back(kir::let(firstRow, kir::var(group) * g));
+    walk.push_back(
+        kir::let(groupRows, kir::foldedBinary(kir::BinaryOp::Min, rowsM - kir::var(firstRow), g)));
+    walk.push_back(kir::let(inGroup, tile % (g * tilesN)));
+    walk.push_back(kir::let(row, kir::var(firstRow) + kir::var(inGroup) % kir::var(groupRows),
+                            "down the group first"));
+    walk.push_back(kir::let(nTile, kir::var(inGroup) / kir::var(groupRows)));
+  }
+  if (c > 1)
+    walk.push_back(kir::let(mTile, kir::var(row) * kir::index(c) + kir::var(threads_.clusterRank),
+                            "the cluster's M tiles, one a CTA"));
+  return {mTile, nTile};
+}
+
+std::unique_ptr<TileScheduler> makeTileScheduler(LowerContext &cx, const MatmulPlan &plan,
+                                                 const KernelNames &names,
+                                                 const CtaThreads &threads) {
+  switch (plan.tileWalk) {
+  case TileWalk::Persistent:
+    return makePersistentTiles(cx, plan, names, threads);
+  case TileWalk::StreamK:
+    return makeStreamK(cx, plan, names, threads);
+  case TileWalk::OnePerCta:
+    break;
+  }
+  return plan.splitK > 1 ? makeSplitK(cx, plan, names, threads)
+                         : makeOneTilePerCta(cx, plan, names, threads);
+}
+
+} // namespace fsl::lower
