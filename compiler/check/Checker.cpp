@@ -40,8 +40,8 @@ using sched::TensorSchedule;
 /// beyond 2^16 is no unrolling any loop needs, only code size.
 constexpr int64_t kMaxUnrollFactor = 65536;
 /// `swizzle G`: the tile walk computes `tile / (G * tiles along N)` in 64-bit indices.
-/// With G at most 2^16 and tiles at least 64 wide, that product fits for any N below
-/// 2^53 elements; 2^62 overflowed it.
+/// With G at most 2^16 and tiles at least 64 wide (fewer than 2^46 + 1 of them along an
+/// N below 2^52), that product fits; 2^62 overflowed it.
 constexpr int64_t kMaxSwizzle = 65536;
 /// `split_k N`: the parts of K the lowering takes (as auto(matmul)'s split_k knob).
 constexpr int64_t kMaxSplitK = 64;
