@@ -780,6 +780,43 @@ private:
     std::optional<MmaTiles> tiles = mm.mma ? checkMmaShape(*product) : std::nullopt;
     checkMatmulConflicts(tiles);
     checkClusterShape(tiles, *product);
+    checkSharedEpilogue(*product);
+  }
+
+  /// `epilogue via shared [tma_store]`: the output tile of one output over [M, N] with N
+  /// contiguous goes through shared memory, in 16-byte pieces of its rows.
+  void checkSharedEpilogue(const ir::Value &product) {
+    const auto &epilogue = schedule_.matmul.epilogue;
+    if (!epilogue || epilogue->via == sched::EpilogueKind::Registers)
+      return;
+    const ir::Fusion &fusion = *schedule_.fusion;
+    std::string what = epilogue->via == sched::EpilogueKind::SharedTmaStore
+                           ? "epilogue via shared tma_store"
+                           : "epilogue via shared";
+    if (fusion.outputs.size() != 1) {
+      diagnostics_.report(DiagId::SharedEpilogueOutput, epilogue->origin.range,
+                          what + ": the output tile of one output goes through shared memory; " +
+                              std::to_string(fusion.outputs.size()) +
+                              " outputs take the epilogue via registers");
+      return;
+    }
+    const ir::Output &output = fusion.outputs[0];
+    ir::DimId m = product.lhsLayout->rowDim, n = product.rhsLayout->rowDim;
+    const std::string &mName = fusion.dims[m].name, &nName = fusion.dims[n].name;
+    if (output.dims.size() != 2 || output.dims[0] != m || output.dims[1] != n)
+      diagnostics_.report(DiagId::SharedEpilogueOutput, epilogue->origin.range,
+                          what + ": output " + output.name + " is not [" + mName + ", " + nName +
+                              "] (" + nName +
+                              " contiguous); write it so, or take the epilogue via registers");
+    std::optional<int64_t> extent = fusion.dims[n].staticExtent;
+    std::optional<int64_t> rowBytes = extent ? mul(*extent, ir::dtypeBytes(output.dtype)) : 16;
+    if (!rowBytes || *rowBytes % 16 != 0)
+      diagnostics_.report(
+          DiagId::SharedEpilogueOutput, epilogue->origin.range,
+          llvm::formatv("{0}: rows of {1} are {2} x {3} = {4} bytes apart; the shared output "
+                        "tile is written in 16-byte pieces (take the epilogue via registers)",
+                        what, output.name, nName, ir::dtypeName(output.dtype), sizeText(rowBytes))
+              .str());
   }
 
   /// A matrix product's loops are its mma tiles: the loop, placement and kernel
