@@ -7,6 +7,7 @@
 #include "check/Checker.h"
 
 #include "ir/OnePass.h"
+#include "schedule/ScheduleBuilder.h"
 #include "support/Diagnostics.h"
 
 #include <llvm/ADT/StringExtras.h>
@@ -36,6 +37,16 @@ std::string sizeText(std::optional<int64_t> value) {
 using sched::Parallel;
 using sched::TensorSchedule;
 
+/// `unroll D by N` becomes `#pragma unroll N`, which takes a positive int: a factor
+/// beyond 2^16 is no unrolling any loop needs, only code size.
+constexpr int64_t kMaxUnrollFactor = 65536;
+/// `swizzle G`: the tile walk computes `tile / (G * tiles along N)` in 64-bit indices.
+/// With G at most 2^16 and tiles at least 64 wide (fewer than 2^46 + 1 of them along an
+/// N below 2^52), that product fits; 2^62 overflowed it.
+constexpr int64_t kMaxSwizzle = 65536;
+/// `split_k N`: the parts of K the lowering takes (as auto(matmul)'s split_k knob).
+constexpr int64_t kMaxSplitK = 64;
+
 class Checker {
 public:
   Checker(const sched::Schedule &schedule, const Target &target, DiagnosticEngine &diagnostics)
@@ -51,6 +62,7 @@ public:
     checkPlacement();
     checkPersistentBuffers();
     checkMatmul();
+    checkMatmulSchedule();
     checkReduceForm();
     checkFastExp();
     return diagnostics_.errorCount() == errorsBefore;
@@ -321,6 +333,11 @@ private:
             once(loop.unrolledBy, 0))
           diagnostics_.report(DiagId::UnrollNotStatic, at(loop.unrolledBy), loop.name,
                               loop.extent.text);
+        if (loop.unrolled && loop.unrollFactor &&
+            (*loop.unrollFactor < 1 || *loop.unrollFactor > kMaxUnrollFactor) &&
+            once(loop.unrolledBy, 8))
+          diagnostics_.report(DiagId::UnrollFactor, at(loop.unrolledBy), loop.name,
+                              *loop.unrollFactor);
         if (!loop.vectorized)
           continue;
         const std::optional<sched::Origin> &where = loop.vectorizedBy;
@@ -512,12 +529,14 @@ private:
     std::string shape = llvm::join(extents, ", ");
     for (const sched::Count &extent : cluster.shape)
       if (extent.value < 1) {
+        clusterRefused_ = true;
         diagnostics_.report(
             DiagId::InvalidCluster, extent.range, shape,
             llvm::formatv("extent {0}; each extent is at least 1", extent.value).str());
         return;
       }
-    if (!blocks || *blocks > target_.maxClusterSize)
+    clusterRefused_ = !blocks || *blocks > target_.maxClusterSize;
+    if (clusterRefused_)
       diagnostics_.report(DiagId::InvalidCluster, cluster.origin.range, shape,
                           target_.maxClusterSize == 1
                               ? llvm::formatv("{0} blocks; {1} ({2}) has no thread-block clusters",
@@ -576,7 +595,9 @@ private:
       needSm90(mm.mma->origin, "wgmma");
     if (mm.cluster && mm.cluster->multicast)
       needSm90(mm.cluster->origin, "cluster multicast");
-    if (mm.cluster && !(mm.cluster->multicast && !sm90))
+    // Multicast off sm_90a is needs-sm90 alone: the cluster is not looked at again.
+    clusterRefused_ = mm.cluster && mm.cluster->multicast && !sm90;
+    if (mm.cluster && !clusterRefused_)
       checkCluster(*mm.cluster);
 
     for (size_t i = 1; i < mm.tiles.size(); ++i) {
@@ -697,10 +718,433 @@ private:
     }
   }
 
+  // --- What the matmul lowering takes (lower/MatmulPlan.cpp refuses the same) -----------
+
+  /// The mma tile in the shapes the lowering takes.
+  struct MmaTiles {
+    int64_t tileM, tileN, warpM, warpN, instructionN;
+    int64_t warpgroups() const { return (tileM / warpM) * (tileN / warpN); }
+    /// f32 accumulators a thread holds: its warpgroup's tile over 128 threads.
+    int64_t accumulators() const { return warpM * warpN / 128; }
+  };
+
+  /// The element type of the tensor parameter behind a product operand `f32(x)`; none for
+  /// other operands (the lowering refuses those: a rule of the fusion, not the schedule).
+  static std::optional<ir::DType> operandType(const ir::Value *operand) {
+    if (operand->op != ir::Op::Cast || operand->dtype != ir::DType::F32)
+      return std::nullopt;
+    const ir::Value *input = operand->operands[0];
+    if (input->op != ir::Op::Input ||
+        (input->dtype != ir::DType::BF16 && input->dtype != ir::DType::F16))
+      return std::nullopt;
+    return input->dtype;
+  }
+
+  static std::optional<unsigned> operandParam(const ir::Value *operand) {
+    if (operand->op != ir::Op::Cast || operand->operands[0]->op != ir::Op::Input)
+      return std::nullopt;
+    return operand->operands[0]->paramIndex;
+  }
+
+  size_t productCount() const {
+    return llvm::count_if(schedule_.fusion->values,
+                          [](const auto &v) { return v->op == ir::Op::MatMul; });
+  }
+
+  /// The rules of a matrix product's schedule that hold on any target (needs-sm90 and
+  /// the target's limits are checkMatmul's): the directives it needs, the tile shapes,
+  /// the ranges of counts, and the directives that do not combine.
+  void checkMatmulSchedule() {
+    const ir::Value *product = matmulValue();
+    if (!product)
+      return; // matrix-product directives without a product are mma-without-matmul
+    checkMatmulLoopDirectives();
+    const sched::MatmulSchedule &mm = schedule_.matmul;
+    if (!mm.mma)
+      diagnostics_.report(DiagId::MatmulScheduleIncomplete, schedule_.header.fusionRange,
+                          "a matrix product is lowered from its mma tile: write, say, 'mma over " +
+                              schedule_.fusion->dims[product->reduced[0]].name +
+                              ": tile (128, 128, 64), warp (64, 128), instruction wgmma(64, 128, "
+                              "16);' and 'pipeline 3 stages via tma;'");
+    else if (!mm.pipeline)
+      diagnostics_.report(DiagId::MatmulScheduleIncomplete, mm.mma->origin.range,
+                          "a matrix product needs its operand pipeline: write 'pipeline 3 stages "
+                          "via tma;'");
+    if (mm.pipeline && !mm.pipeline->viaTma)
+      diagnostics_.report(DiagId::MatmulScheduleIncomplete, mm.pipeline->origin.range,
+                          "pipeline without 'via tma': the operand tiles are loaded by TMA only "
+                          "(pipeline N stages via tma)");
+    if (mm.pipeline && mm.pipeline->stages.value < 1)
+      diagnostics_.report(DiagId::PipelineStages, mm.pipeline->stages.range,
+                          mm.pipeline->stages.value);
+    checkTileOrders();
+    std::optional<MmaTiles> tiles = mm.mma ? checkMmaShape(*product) : std::nullopt;
+    checkMatmulConflicts(tiles);
+    checkClusterShape(tiles, *product);
+    checkSharedEpilogue(*product);
+  }
+
+  /// `epilogue via shared [tma_store]`: the output tile of one output over [M, N] with N
+  /// contiguous goes through shared memory, in 16-byte pieces of its rows.
+  void checkSharedEpilogue(const ir::Value &product) {
+    const auto &epilogue = schedule_.matmul.epilogue;
+    if (!epilogue || epilogue->via == sched::EpilogueKind::Registers)
+      return;
+    const ir::Fusion &fusion = *schedule_.fusion;
+    std::string what = epilogue->via == sched::EpilogueKind::SharedTmaStore
+                           ? "epilogue via shared tma_store"
+                           : "epilogue via shared";
+    if (fusion.outputs.size() != 1) {
+      diagnostics_.report(DiagId::SharedEpilogueOutput, epilogue->origin.range,
+                          what + ": the output tile of one output goes through shared memory; " +
+                              std::to_string(fusion.outputs.size()) +
+                              " outputs take the epilogue via registers");
+      return;
+    }
+    const ir::Output &output = fusion.outputs[0];
+    ir::DimId m = product.lhsLayout->rowDim, n = product.rhsLayout->rowDim;
+    const std::string &mName = fusion.dims[m].name, &nName = fusion.dims[n].name;
+    if (output.dims.size() != 2 || output.dims[0] != m || output.dims[1] != n)
+      diagnostics_.report(DiagId::SharedEpilogueOutput, epilogue->origin.range,
+                          what + ": output " + output.name + " is not [" + mName + ", " + nName +
+                              "] (" + nName +
+                              " contiguous); write it so, or take the epilogue via registers");
+    std::optional<int64_t> extent = fusion.dims[n].staticExtent;
+    std::optional<int64_t> rowBytes = extent ? mul(*extent, ir::dtypeBytes(output.dtype)) : 16;
+    if (!rowBytes || *rowBytes % 16 != 0)
+      diagnostics_.report(
+          DiagId::SharedEpilogueOutput, epilogue->origin.range,
+          llvm::formatv("{0}: rows of {1} are {2} x {3} = {4} bytes apart; the shared output "
+                        "tile is written in 16-byte pieces (take the epilogue via registers)",
+                        what, output.name, nName, ir::dtypeName(output.dtype), sizeText(rowBytes))
+              .str());
+  }
+
+  /// A matrix product's loops are its mma tiles: the loop, placement and kernel
+  /// directives of the normalization schedules do not apply. Each is reported once.
+  void checkMatmulLoopDirectives() {
+    std::set<std::pair<const char *, std::string>> reported;
+    auto refuse = [&](llvm::SMRange at, const std::string &what, const char *why) {
+      if (reported.insert({at.Start.getPointer(), what}).second)
+        diagnostics_.report(DiagId::MatmulLoopDirective, at, what + why);
+    };
+    const char *loops = ": a matrix product's loops are its mma tiles; the loop directives of "
+                        "the other schedules do not apply (remove it)";
+    std::vector<TensorSchedule> roots;
+    for (const TensorSchedule &tensor : schedule_.tensors) {
+      for (const sched::LoopTransform &t : tensor.transforms)
+        refuse(t.range, t.kind == sched::LoopTransform::Kind::Split ? "split" : "merge", loops);
+      for (const Loop &loop : tensor.loops) {
+        if (loop.parallelizedBy)
+          refuse(loop.parallelizedBy->range, "parallelize", loops);
+        if (loop.vectorizedBy)
+          refuse(loop.vectorizedBy->range, "vectorize", loops);
+        if (loop.unrolledBy)
+          refuse(loop.unrolledBy->range, "unroll", loops);
+        if (loop.unswitched) // no directive range is kept: the schedule's
+          refuse(schedule_.header.fusionRange, "unswitch", loops);
+      }
+      // A reorder keeps no range either: a tensor whose loops are not its root loops.
+      if (tensor.transforms.empty()) {
+        if (roots.empty())
+          roots = sched::rootTensors(*schedule_.fusion);
+        for (const TensorSchedule &root : roots)
+          if (root.value == tensor.value &&
+              !llvm::equal(root.loops, tensor.loops,
+                           [](const Loop &a, const Loop &b) { return a.name == b.name; }))
+            refuse(schedule_.header.fusionRange, "reorder", loops);
+      }
+      auto placement = [&](const std::optional<sched::Origin> &origin, const char *what) {
+        if (origin)
+          refuse(origin->range, std::string(what) + " '" + tensor.name + "'", loops);
+      };
+      placement(tensor.rfactorBy, "rfactor of");
+      placement(tensor.computeAtBy, "compute_at");
+      placement(tensor.computeWithBy, "compute_with");
+      placement(tensor.persistentBy, "persistent");
+      placement(tensor.cacheBy, "cache");
+      placement(tensor.inlinedBy, "inline");
+    }
+    if (schedule_.inlineAll)
+      refuse(schedule_.inlineAll->range, "inline all", loops);
+    if (schedule_.reduceForm)
+      refuse(schedule_.reduceForm->origin.range, "reduce one_pass|two_pass",
+             ": a matrix product's epilogue has no reduction pair to combine");
+    if (schedule_.launchBounds)
+      refuse(schedule_.launchBounds->origin.range, "launch_bounds",
+             ": the block of a matmul kernel is its warpgroups (128 threads each), which the "
+             "mma warp tile sets");
+    if (schedule_.maxRRegCount)
+      refuse(schedule_.maxRRegCount->origin.range, "maxrregcount",
+             ": a register cap would spill the wgmma accumulators; the register split of "
+             "matmul kernels is warp_specialize's");
+  }
+
+  /// The count of each `tiles` directive: a swizzle group, or the parts of K.
+  void checkTileOrders() {
+    for (const sched::Applied<sched::Tiles> &tiles : schedule_.matmul.tiles) {
+      if (!tiles.parameter)
+        continue;
+      int64_t value = tiles.parameter->value;
+      if (tiles.order == sched::TileOrder::SplitK && (value < 1 || value > kMaxSplitK))
+        diagnostics_.report(DiagId::SplitKRange, tiles.parameter->range, value);
+      else if (tiles.order != sched::TileOrder::SplitK && (value < 1 || value > kMaxSwizzle))
+        diagnostics_.report(DiagId::SwizzleRange, tiles.parameter->range, value);
+    }
+  }
+
+  /// The mma tile: a K tile of one 128-byte row, wgmma m64nNk16 with N = 64, 128 or 256,
+  /// warpgroup tiles of whole instructions dividing the CTA tile, TMA boxes of at most
+  /// 256 rows, at most 128 accumulators a thread (for both products) and 4 warpgroups.
+  /// Each rule needs the ones before it: the first broken one is reported.
+  std::optional<MmaTiles> checkMmaShape(const ir::Value &product) {
+    const sched::Applied<sched::Mma> &mma = *schedule_.matmul.mma;
+    auto refuse = [&](llvm::SMRange at, const std::string &why) -> std::optional<MmaTiles> {
+      diagnostics_.report(DiagId::MmaShape, at, why);
+      return std::nullopt;
+    };
+    if (mma.instruction.text != "wgmma")
+      return refuse(mma.instruction.range,
+                    "instruction " + mma.instruction.text + ": only wgmma is lowered");
+    if (mma.ctaTile.size() != 3 || mma.warpTile.size() != 2 || mma.instructionShape.size() != 3)
+      return refuse(mma.origin.range, "the mma directive needs a tile (M, N, K), a warp tile "
+                                      "(M, N) and an instruction shape (M, N, K)");
+    const sched::Count &bm = mma.ctaTile[0], &bn = mma.ctaTile[1], &bk = mma.ctaTile[2];
+    const sched::Count &wm = mma.warpTile[0], &wn = mma.warpTile[1];
+    const sched::Count &im = mma.instructionShape[0], &in = mma.instructionShape[1],
+                       &ik = mma.instructionShape[2];
+    if (std::optional<ir::DType> a = operandType(product.operands[0])) {
+      int64_t rowElements = 128 / ir::dtypeBytes(*a);
+      if (bk.value != rowElements)
+        return refuse(bk.range, llvm::formatv("a K tile of {0}: the operand tiles are rows of "
+                                              "one 128-byte swizzle span, {1} {2} elements",
+                                              bk.value, rowElements, ir::dtypeName(*a))
+                                    .str());
+    }
+    if (im.value != 64 || ik.value != 16 || (in.value != 64 && in.value != 128 && in.value != 256))
+      return refuse(im.value != 64   ? im.range
+                    : ik.value != 16 ? ik.range
+                                     : in.range,
+                    llvm::formatv("instruction wgmma({0}, {1}, {2}): m64nNk16 with N = 64, 128 "
+                                  "or 256 is lowered",
+                                  im.value, in.value, ik.value)
+                        .str());
+    if (wm.value < 64 || wm.value % 64 != 0 || wn.value < in.value || wn.value % in.value != 0)
+      return refuse(wm.range, llvm::formatv("warp tile ({0}, {1}): a warpgroup's tile is whole "
+                                            "wgmma instructions (a multiple of 64 by a multiple "
+                                            "of {2})",
+                                            wm.value, wn.value, in.value)
+                                  .str());
+    if (bm.value < wm.value || bn.value < wn.value || bm.value % wm.value != 0 ||
+        bn.value % wn.value != 0)
+      return refuse(wm.range, llvm::formatv("warp tile ({0}, {1}) does not divide the tile "
+                                            "({2}, {3})",
+                                            wm.value, wn.value, bm.value, bn.value)
+                                  .str());
+    if (bm.value > 256 || bn.value > 256)
+      return refuse(bm.range, llvm::formatv("a tile of ({0}, {1}): a TMA box has at most 256 rows",
+                                            bm.value, bn.value)
+                                  .str());
+    std::optional<unsigned> a = operandParam(product.operands[0]),
+                            b = operandParam(product.operands[1]);
+    if (a && a == b && bm.value != bn.value)
+      return refuse(bm.range, llvm::formatv("both operands are {0}: one tensor map loads both "
+                                            "tiles, so the tile's M and N must be equal ({1} "
+                                            "and {2})",
+                                            schedule_.fusion->params[*a].name, bm.value, bn.value)
+                                  .str());
+    MmaTiles tiles{bm.value, bn.value, wm.value, wn.value, in.value};
+    if (tiles.accumulators() > 128)
+      return refuse(wm.range, llvm::formatv("warp tile ({0}, {1}): {2} f32 accumulators a "
+                                            "thread; at most 128 fit its registers (64 x 256 a "
+                                            "warpgroup)",
+                                            wm.value, wn.value, tiles.accumulators())
+                                  .str());
+    if (tiles.warpgroups() > 4)
+      return refuse(
+          wm.range,
+          llvm::formatv("{0} warpgroups a CTA; at most 4 are lowered", tiles.warpgroups()).str());
+    if (productCount() == 2 && 2 * tiles.accumulators() > 128)
+      return refuse(mma.origin.range,
+                    llvm::formatv("two products: warp tile ({0}, {1}) gives {2} f32 accumulators "
+                                  "a thread for each; at most 128 fit (64 x 128 a warpgroup for "
+                                  "two products)",
+                                  wm.value, wn.value, 2 * tiles.accumulators())
+                        .str());
+    return tiles;
+  }
+
+  /// The first tile order, which the lowering follows (a second is duplicate-directive).
+  const sched::Applied<sched::Tiles> *tileOrder() const {
+    return schedule_.matmul.tiles.empty() ? nullptr : &schedule_.matmul.tiles.front();
+  }
+  int64_t splitParts() const {
+    const sched::Applied<sched::Tiles> *order = tileOrder();
+    return order && order->order == sched::TileOrder::SplitK && order->parameter
+               ? order->parameter->value
+               : 1;
+  }
+  bool streamK() const { return tileOrder() && tileOrder()->order == sched::TileOrder::StreamK; }
+  /// The tiles directive's text, or the default, for messages.
+  std::string tileOrderText() const {
+    const sched::Applied<sched::Tiles> *order = tileOrder();
+    if (!order)
+      return "tiles one_per_cta";
+    std::string text = "tiles " + sched::tileOrderName(order->order).str();
+    if (order->parameter)
+      text += (order->order == sched::TileOrder::SplitK ? " " : " swizzle ") +
+              std::to_string(order->parameter->value);
+    return text;
+  }
+  /// A cluster of C > 1 M tiles in the shape the lowering takes, or 1.
+  int64_t clusterTiles() const {
+    const auto &cluster = schedule_.matmul.cluster;
+    return cluster && cluster->shape.size() == 2 && cluster->shape[1].value == 1
+               ? cluster->shape[0].value
+               : 1;
+  }
+
+  /// Matrix-product directives that each hold but do not combine. Reported at the later
+  /// directive of each pair in the lowering's order, with a note at the other.
+  void checkMatmulConflicts(const std::optional<MmaTiles> &tiles) {
+    const sched::MatmulSchedule &mm = schedule_.matmul;
+    auto conflict = [&](llvm::SMRange at, const std::string &why,
+                        std::optional<llvm::SMRange> other, const std::string &otherText) {
+      auto report = diagnostics_.report(DiagId::MatmulDirectiveConflict, at, why);
+      if (other)
+        report.note(DiagId::NoteDirective, *other, otherText);
+    };
+    std::optional<llvm::SMRange> tilesAt;
+    if (tileOrder())
+      tilesAt = tileOrder()->origin.range;
+    std::string tilesHere = "the tile order is here";
+    int64_t parts = splitParts();
+    if (mm.epilogue && mm.epilogue->via != sched::EpilogueKind::Registers && parts > 1)
+      conflict(mm.epilogue->origin.range,
+               "split_k: the epilogue runs in the kernel that adds the partial tiles, element by "
+               "element; write 'epilogue via registers'",
+               tilesAt, tilesHere);
+    bool twoGroups = false;
+    if (mm.warpSpecialize && tiles) {
+      const sched::Count &consumers = mm.warpSpecialize->consumerCount;
+      int64_t perTile = tiles->warpgroups();
+      if (consumers.value != perTile && consumers.value != 2 * perTile)
+        conflict(consumers.range,
+                 llvm::formatv("consumers({0}): the warp tile ({1}, {2}) of the tile ({3}, {4}) "
+                               "gives {5} consumer warpgroups a tile; write {5}, or {6} for two "
+                               "groups taking alternate tiles",
+                               consumers.value, tiles->warpM, tiles->warpN, tiles->tileM,
+                               tiles->tileN, perTile, 2 * perTile)
+                     .str(),
+                 mm.mma->origin.range, "the mma tile is here");
+      else if (consumers.value == 2 * perTile) {
+        twoGroups = true;
+        bool persistentWalk =
+            tileOrder() && (tileOrder()->order == sched::TileOrder::Persistent || streamK());
+        if (!persistentWalk)
+          conflict(consumers.range,
+                   llvm::formatv("consumers({0}): two groups of {1} take alternate tiles of a CTA; "
+                                 "with one tile a CTA ({2}) the second would idle: write tiles "
+                                 "persistent or stream_k",
+                                 consumers.value, perTile, tileOrderText())
+                       .str(),
+                   tilesAt, tilesHere);
+        else if (2 * perTile > 4)
+          conflict(consumers.range,
+                   llvm::formatv("consumers({0}): at most 4 consumer warpgroups are lowered",
+                                 consumers.value)
+                       .str(),
+                   mm.mma->origin.range, "the mma tile is here");
+      }
+    }
+    bool twoProducts = productCount() == 2;
+    if (twoProducts && (parts > 1 || streamK()))
+      conflict(tileOrder()->origin.range,
+               tileOrderText() + " with two products: the partial tiles would carry two "
+                                 "accumulators (not lowered); write tiles persistent",
+               std::nullopt, "");
+    int64_t c = clusterTiles();
+    if (!mm.cluster || c <= 1)
+      return;
+    llvm::SMRange clusterAt = mm.cluster->origin.range;
+    if (parts > 1)
+      conflict(clusterAt, "cluster with split_k: the parts of K run as a grid z of their own",
+               tilesAt, tilesHere);
+    if (streamK())
+      conflict(clusterAt,
+               "cluster with stream_k: the CTAs of a cluster would take different runs of K, so "
+               "they share no b tile",
+               tilesAt, tilesHere);
+    if (twoGroups)
+      conflict(clusterAt,
+               "cluster with two consumer groups: the groups of a cluster's CTAs would release a "
+               "shared b stage at different times (not lowered)",
+               mm.warpSpecialize->origin.range, "the consumer groups are here");
+    if (twoProducts)
+      conflict(clusterAt, "cluster with two products (not lowered)", std::nullopt, "");
+    if (mm.cluster->multicast && !mm.warpSpecialize)
+      conflict(clusterAt,
+               "cluster multicast without warp_specialize: a stage another CTA writes into is "
+               "freed by the consumers' empty barriers, which only the producer warpgroup waits "
+               "on",
+               std::nullopt, "");
+  }
+
+  /// `cluster (C, 1) [multicast]`: C = 1, 2 or 4 consecutive M tiles of one N tile; with
+  /// multicast, each CTA loads an equal part of the b tile. The target's limits
+  /// (invalid-cluster) are checked first, and a cluster over them is not looked at again.
+  void checkClusterShape(const std::optional<MmaTiles> &tiles, const ir::Value &product) {
+    const auto &cluster = schedule_.matmul.cluster;
+    if (!cluster || clusterRefused_)
+      return;
+    std::vector<std::string> extents;
+    for (const sched::Count &extent : cluster->shape)
+      extents.push_back(std::to_string(extent.value));
+    std::string shape = llvm::join(extents, ", ");
+    if (cluster->shape.size() != 2) {
+      diagnostics_.report(DiagId::ClusterShape, cluster->origin.range, shape,
+                          "a cluster is (C, 1): C consecutive M tiles of one N tile");
+      return;
+    }
+    if (cluster->shape[1].value != 1) {
+      diagnostics_.report(DiagId::ClusterShape, cluster->shape[1].range, shape,
+                          "a cluster along N: clusters of consecutive M tiles, (2, 1) or (4, 1), "
+                          "are lowered");
+      return;
+    }
+    int64_t c = cluster->shape[0].value;
+    if (c != 1 && c != 2 && c != 4) {
+      diagnostics_.report(
+          DiagId::ClusterShape, cluster->shape[0].range, shape,
+          llvm::formatv("a cluster of {0} M tiles: 1, 2 or 4 are lowered", c).str());
+      return;
+    }
+    if (!cluster->multicast || c == 1 || !tiles)
+      return;
+    // Each CTA loads 1/C of the b tile: whole 64-column blocks when N is contiguous.
+    std::optional<ir::DType> b = operandType(product.operands[1]);
+    if (!b)
+      return;
+    int64_t span = 128 / ir::dtypeBytes(*b);
+    bool kContiguous = product.rhsLayout->contractedIsInner;
+    if (tiles->tileN % c != 0 || (!kContiguous && (tiles->tileN / span) % c != 0) ||
+        tiles->tileN / c < 8)
+      diagnostics_
+          .report(DiagId::ClusterShape, cluster->origin.range, shape,
+                  llvm::formatv("multicast: the b tile of {0} rows does not split into {1} equal "
+                                "boxes",
+                                tiles->tileN, c)
+                      .str())
+          .note(DiagId::NoteDirective, schedule_.matmul.mma->origin.range, "the mma tile is here");
+  }
+
   const sched::Schedule &schedule_;
   /// Tensors with a parallel type bound to two of their loops (parallel-type-reused):
   /// rules that read that type's loop say nothing more about them.
   std::set<std::pair<const TensorSchedule *, Parallel>> reusedIn_;
+  /// The cluster broke a target limit (invalid-cluster) or needs sm_90a: its shape is
+  /// not checked against what the lowering takes.
+  bool clusterRefused_ = false;
   const Target &target_;
   DiagnosticEngine &diagnostics_;
 };
