@@ -93,6 +93,7 @@ def programs(seed=1, count=24):
     that splits, parallelizes and names loops."""
     rng = random.Random(seed)
     result = []
+    used_fusions = set()
     # The fusion language's own keywords and builtin functions are not names there.
     language = {"auto", "bool", "inline", "true", "false", "in", "over", "let", "fusion",
                 "schedule", "exp", "max", "min", "abs", "sum", "mean"}
@@ -101,6 +102,12 @@ def programs(seed=1, count=24):
         fusion, d0, d1, x, w, s, v, y, outer, inner = _pick(rng, 10, taken)
         if fusion in REFUSED_FUSIONS:  # tested in main
             fusion = "f_" + fusion
+        # One folder and one library a program: fusion names are unique in the list.
+        base, k = fusion, 0
+        while fusion in used_fusions:
+            k += 1
+            fusion = f"{base}_{k}"
+        used_fusions.add(fusion)
         kind = "pointwise" if n % 2 == 0 else "row_sum"
         names = dict(fusion=fusion, d0=d0, d1=d1, x=x, w=w, s=s, v=v, y=y, outer=outer,
                      inner=inner)
