@@ -35,7 +35,7 @@ for mode in "${modes[@]}"; do
   # -timeout: an input slower than this is a finding (the issue's "inputs that take
   # minutes"); -max_len keeps inputs the size of the examples.
   if FSL_FUZZ_MODE="$mode" "$fuzzer" "$corpus" "$seeds" -max_total_time="$seconds" \
-      -timeout=10 -rss_limit_mb=4096 -max_len=8192 -print_final_stats=1 \
+      -dict="$root/tests/fuzz/fsl.dict" -timeout=10 -rss_limit_mb=4096 -max_len=8192 -print_final_stats=1 \
       -artifact_prefix="$artifacts/" > "$work/log-$mode.txt" 2>&1; then
     result="ok"
   else

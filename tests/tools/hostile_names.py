@@ -21,6 +21,7 @@ launcher's helpers is a fine fusion name (nvcc compiled all of them), as are key
 
 usage: hostile_names.py FSLC NVCC WORKDIR [COUNT]
        hostile_names.py --generate FSLC DIR   (the GPU suite's sources: DIR/<fusion>/)
+       hostile_names.py --dictionary FILE     (tests/fuzz/fsl.dict, the fuzzer's dictionary)
        (tests/gpu/hostile_names_gpu.py imports programs() from here)
 """
 import os
@@ -146,7 +147,28 @@ def generate(fslc, folder):
     return 0
 
 
+def dictionary(path):
+    """libFuzzer's dictionary: the language's words, then the hostile names."""
+    with open(os.path.join(ROOT, "grammar", "FSL.g4")) as f:
+        words = sorted(set(re.findall(r"'([a-zA-Z_][a-zA-Z_0-9]*)'", f.read())))
+    lines = ["# libFuzzer dictionary: the language's keywords and directive words (grammar/FSL.g4),",
+             "# then the hostile names of tests/tools/hostile_names.py (C++ and CUDA keywords and",
+             "# builtins, the runtime's and the launcher's names, the lowering's generated patterns),",
+             "# so mutations put them where the naming scope must keep them apart.",
+             "# Regenerate: python3 tests/tools/hostile_names.py --dictionary tests/fuzz/fsl.dict"]
+    lines += [f'kw_{w}="{w}"' for w in words]
+    lines += [f'name_{n}="{n}"' for n in sorted(set(HOSTILE) - set(words))]
+    pieces = [" -> BIDx", " -> TIDx", "split ", " by 32 -> (", "schedule ", "fusion ", " = auto;",
+              "when ", "persistent ", "parallelize "]
+    lines += [f'piece_{i}="{p}"' for i, p in enumerate(pieces)]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return 0
+
+
 def main(argv):
+    if len(argv) == 3 and argv[1] == "--dictionary":
+        return dictionary(argv[2])
     if len(argv) == 4 and argv[1] == "--generate":
         return generate(argv[2], argv[3])
     if len(argv) < 4:
