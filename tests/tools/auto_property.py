@@ -153,7 +153,7 @@ def make_fusion(rng):
             arg = index_rng.choice(['argmax', 'argmin'])
             # Its index as i32 (docs/language.md's idiom), at times the first output, so
             # the layout is read from the cast.
-            if post_rng.random() < 0.5:
+            if post_rng.random() < 0.75:
                 o.insert(post_rng.choice([0, len(o)]), "at: i32[T]")
                 b.append(f"at = i32({arg}(x, over H));")
             else:
