@@ -61,13 +61,40 @@ std::optional<std::string> outerIn(const ir::Fusion &fusion, ir::DimId dim) {
   return std::nullopt;
 }
 
+/// The dimensions `output` is reduced over: a reduction's own, or, for pointwise
+/// operations on reductions' results (`bf16(sum(x, over V))`, `i32(argmax(x, over V))`),
+/// those of the reductions it is computed from that it does not keep. A row reduction
+/// followed by a cast is still a row reduction, read along its row.
+std::vector<ir::DimId> reducedBehind(const ir::Output &output) {
+  if (ir::isReduction(output.value->op))
+    return output.value->reduced;
+  std::vector<ir::DimId> reduced;
+  std::vector<const ir::Value *> stack = {output.value};
+  std::set<const ir::Value *> seen;
+  while (!stack.empty()) {
+    const ir::Value *value = stack.back();
+    stack.pop_back();
+    if (!seen.insert(value).second)
+      continue;
+    if (!ir::isReduction(value->op)) {
+      stack.insert(stack.end(), value->operands.begin(), value->operands.end());
+      continue;
+    }
+    for (ir::DimId dim : value->reduced)
+      if (!llvm::is_contained(output.dims, dim) && !llvm::is_contained(reduced, dim))
+        reduced.push_back(dim);
+  }
+  return reduced;
+}
+
 /// The contiguous dimension and the others of the reference layout.
 void layoutOf(const ir::Fusion &fusion, const ir::Output &reference, FusionShape &shape) {
   std::vector<ir::DimId> dims = reference.dims;
-  dims.insert(dims.end(), reference.value->reduced.begin(), reference.value->reduced.end());
-  // The largest input's layout decides when the output is a reduction; otherwise the
+  std::vector<ir::DimId> reduced = reducedBehind(reference);
+  dims.insert(dims.end(), reduced.begin(), reduced.end());
+  // The largest input's layout decides when the output is reduced; otherwise the
   // output's own (a transposed input is read across its rows).
-  if (!reference.value->reduced.empty())
+  if (!reduced.empty())
     for (const ir::Param &param : fusion.params)
       if (param.dims.size() >= dims.size())
         dims = param.dims;

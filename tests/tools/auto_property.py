@@ -3,11 +3,12 @@
 
 Generates random fusions in the shapes of the project's other generators (sim_suite.py):
 pointwise (with broadcasts, a second input, a transposed input or output), inner and outer
-reductions, RMSNorm (+ residual add, in place; over [B, T, H] too), LayerNorm and Softmax,
-some with their reduction also an output, in f32/bf16/f16 mixes, over static and runtime
-dimensions; each
-gets `schedule f = auto;` or `= auto(kind) { knobs }` with random knobs (some out of
-range), sometimes behind a user's `when` guard next to a guarded schedule of the user's.
+reductions (some followed by pointwise operations on the row's result: a cast, `* 2.0`,
+`+ 1`, `i32(argmax(...))`), RMSNorm (+ residual add, in place; over [B, T, H] too),
+LayerNorm and Softmax, some with their reduction also an output, in f32/bf16/f16 mixes,
+over static and runtime dimensions; each gets `schedule f = auto;` or
+`= auto(kind) { knobs }` with random knobs (some out of range), sometimes behind a user's
+`when` guard next to a guarded schedule of the user's.
 For each case one of these must hold:
 
   refused   `--emit=check` exits 1 with only the diagnostics that refuse an auto block
@@ -143,9 +144,21 @@ def make_fusion(rng):
         # An index next to it: a (value, index) pair reduction. Its own generator, seeded
         # from this fusion's, leaves the other fusions of the seed as they were.
         index_rng = random.Random(zlib.crc32("\n".join(p + o + b).encode()))
+        # Pointwise operations on the row's result (a row reduction all the same), from
+        # a generator of their own, so the other draws stay as they were.
+        post_rng = random.Random(zlib.crc32(("post\n" + "\n".join(p + o + b)).encode()))
+        post = post_rng.choice(["r", "r", "r * 2.0", "r + 1", "r * 2.0 + 1"])
+        b[-1] = f"s = {cast(s, post)};"
         if index_rng.random() < 0.4:
-            o.append("at: i64[T]")
-            b.append(f"at = {index_rng.choice(['argmax', 'argmin'])}(x, over H);")
+            arg = index_rng.choice(['argmax', 'argmin'])
+            # Its index as i32 (docs/language.md's idiom), at times the first output, so
+            # the layout is read from the cast.
+            if post_rng.random() < 0.75:
+                o.insert(post_rng.choice([0, len(o)]), "at: i32[T]")
+                b.append(f"at = i32({arg}(x, over H));")
+            else:
+                o.append("at: i64[T]")
+                b.append(f"at = {arg}(x, over H);")
         if rng.random() < 0.3:
             yt = fusion.dtype()
             o.append(f"yt: {yt}[H, T]")

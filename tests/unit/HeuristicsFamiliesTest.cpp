@@ -1,10 +1,15 @@
 // HeuristicsFamiliesTest.cpp — each family's choice as a function of the fusion's shape:
 // tables of shapes and the parameters chosen for them (today's choices, as
-// `fslc --emit=schedule` prints them), calling the families' pure functions directly.
+// `fslc --emit=schedule` prints them), calling the families' pure functions directly;
+// and for a few parsed fusions, the shape shapeOf reads of them (family and layout).
+#include "TestSupport.h"
+
+#include "heuristics/FusionShape.h"
 #include "heuristics/InnerPersistent.h"
 #include "heuristics/Matmul.h"
 #include "heuristics/Pointwise.h"
 #include "heuristics/Reduction.h"
+#include "sema/Sema.h"
 
 #include <doctest/doctest.h>
 
@@ -260,6 +265,66 @@ TEST_CASE("auto(reduction): streamed long rows, grid reductions of few rows, out
   outer.reduced = {outer.rows[0]};
   ReductionParams params = chooseReduction(outer, h200(), Knobs());
   CHECK(variantsText(params) == "Outer: 1 x 128 threads x 1");
+}
+
+TEST_CASE("auto(reduction): pointwise operations after a row reduction keep its schedule") {
+  // The shape of a fusion as fslc reads it (shapeOf), and auto(reduction)'s choice for it:
+  // a cast, `* 2.0` or `+ 1` on a row's sum, or i32 on argmax's index, is still a row
+  // reduction along the contiguous V, with the grid variants for few long rows, as the
+  // reduction alone (not an outer reduction, a thread a row).
+  struct Row {
+    const char *fusion;
+    const char *variants;
+  };
+  const char *grid =
+      "Grid T < 16: 8 x 256 threads x 4, 16 pieces; Grid T >= 16 T < 132: 8 x 256 threads x "
+      "8, 8 pieces; Normal: 8 x 256 threads x 63, unroll 4";
+  const Row table[] = {
+      // The reduction alone, the reference.
+      {"fusion f<V = 128256>(x: bf16[T, V]) -> (y: f32[T]) {\n"
+       "    y = sum(f32(x), over V);\n}\n",
+       grid},
+      {"fusion f<V = 128256>(x: bf16[T, V]) -> (y: bf16[T]) {\n"
+       "    y = bf16(sum(f32(x), over V));\n}\n",
+       grid},
+      {"fusion f<V = 128256>(x: bf16[T, V]) -> (y: f32[T]) {\n"
+       "    y = sum(f32(x), over V) * 2.0;\n}\n",
+       grid},
+      {"fusion f<V = 128256>(x: bf16[T, V]) -> (y: f32[T]) {\n"
+       "    y = sum(f32(x), over V) + 1;\n}\n",
+       grid},
+      {"fusion f<V = 128256>(x: bf16[T, V]) -> (token: i32[T]) {\n"
+       "    token = i32(argmax(x, over V));\n}\n",
+       grid},
+      // One row (T = 1): the grid variant serves it, in 16 pieces.
+      {"fusion f<V = 128256, T = 1>(x: bf16[T, V]) -> (y: bf16[T]) {\n"
+       "    y = bf16(sum(f32(x), over V));\n}\n",
+       grid},
+      {"fusion f<V = 128256, T = 1>(x: bf16[T, V]) -> (token: i32[T]) {\n"
+       "    token = i32(argmax(x, over V));\n}\n",
+       grid},
+      // Short f32 rows: the wider blocks below the SM count, as for the sum alone.
+      {"fusion f<V = 4096>(x: f32[T, V]) -> (y: f32[T]) {\n"
+       "    y = sum(x, over V) * 2.0;\n}\n",
+       "Wide T < 132: 4 x 512 threads x 2; Normal: 4 x 128 threads x 8"},
+  };
+  for (const Row &row : table) {
+    CAPTURE(row.fusion);
+    test::Parsed parsed(row.fusion);
+    REQUIRE_MESSAGE(parsed.file, parsed.firstMessage());
+    auto program =
+        analyze(std::move(parsed.file), parsed.sources, parsed.diagnostics, SemaOptions{});
+    REQUIRE_MESSAGE(program, parsed.firstMessage());
+    FusionShape shape = shapeOf(*program->fusions[0]);
+    CHECK(shape.family == Family::Reduction);
+    CHECK(shape.inner.name == "V");
+    REQUIRE(shape.rows.size() == 1);
+    CHECK(shape.rows[0].name == "T");
+    CHECK(shape.rowOutputsOnly);
+    ReductionParams params = chooseReduction(shape, h200(), Knobs());
+    CHECK(params.declined == "");
+    CHECK(variantsText(params) == row.variants);
+  }
 }
 
 TEST_CASE("auto(matmul): tiles, stages, order and epilogue by M, N and K") {
