@@ -1,11 +1,8 @@
-// LauncherPrinter.cpp — checks, variant choice and launches as host C++.
+// LauncherPrinter.cpp — a launch contract's checks, variant choice and launches as host C++.
 #include "codegen/LauncherPrinter.h"
 
-#include "codegen/Naming.h"
-
 #include "codegen/KernelPrinter.h"
-#include "ir/Printer.h"
-#include "kir/Mutator.h"
+#include "codegen/Naming.h"
 #include "support/Internal.h"
 
 #include <llvm/ADT/StringExtras.h>
@@ -14,7 +11,6 @@
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/raw_ostream.h>
 
-#include <map>
 #include <set>
 
 namespace fsl::codegen {

@@ -1,6 +1,7 @@
 // compiler_api.cpp — libfslc's C API (fsl/compiler.h): the compilation library
 // (pipeline/Compilation.h) on a text in memory, with dimensions made static per
-// specialization, and the launch metadata of the lowered program.
+// specialization, and the launch metadata of the lowered program (its LaunchContract,
+// codegen/LaunchContract.h, serialized as launch_plan.h describes).
 #include "fsl/compiler.h"
 
 #include "codegen/CudaCodegen.h"
