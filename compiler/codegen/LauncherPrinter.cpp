@@ -1,11 +1,8 @@
-// LauncherPrinter.cpp — checks, variant choice and launches as host C++.
+// LauncherPrinter.cpp — a launch contract's checks, variant choice and launches as host C++.
 #include "codegen/LauncherPrinter.h"
 
-#include "codegen/Naming.h"
-
 #include "codegen/KernelPrinter.h"
-#include "ir/Printer.h"
-#include "kir/Mutator.h"
+#include "codegen/Naming.h"
 #include "support/Internal.h"
 
 #include <llvm/ADT/StringExtras.h>
@@ -14,7 +11,6 @@
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/raw_ostream.h>
 
-#include <map>
 #include <set>
 
 namespace fsl::codegen {
@@ -74,161 +70,35 @@ const char *tensorMapSwizzle(kir::Swizzle swizzle) {
   FSL_UNREACHABLE("swizzle");
 }
 
-/// One tensor of the launcher's signature: a fusion parameter with dimensions, or an
-/// output that is not an inout parameter.
-struct TensorRef {
-  const void *entity; // the ir::Param or ir::Output
-  std::string name;   // the launcher's parameter (NameScope)
-  std::string label;  // the user's name, in messages
-  ir::DType dtype;
-  std::vector<ir::DimId> dims;
-  bool written;
-};
-
-/// The launcher's own locals: no parameter, dimension, workspace or tensor map may take
-/// these names (a tensor named `status` or `grid` is renamed in C, not in messages).
-constexpr const char *kLauncherLocals[] = {
-    "status",          "stream",       "grid",     "block",         "shared_bytes", "opt_in",
-    "attributes",      "max_clusters", "probe",    "cluster_shape", "occupancy",    "resident",
-    "persistent_grid", "config",       "launched", "sizes",         "strides",      "box"};
-
-/// The launcher's names: its locals and symbols reserved, then its parameters declared in
-/// signature order (the header prints the same names).
-NameScope launcherScope(const ir::Fusion &fusion, const CodegenOptions &options) {
-  NameScope names;
-  for (const char *local : kLauncherLocals)
-    names.reserve(local);
-  std::string launcher = launcherSymbol(fusion.name, options);
-  names.reserve(launcher);
-  names.reserve(launcher + "_error");
-  for (const ir::Param &param : fusion.params)
-    names.declare(&param, param.name);
-  for (const ir::Output &output : fusion.outputs)
-    if (!output.isInout)
-      names.declare(&output, output.name);
-  return names;
-}
-
-std::vector<TensorRef> signatureTensors(const ir::Fusion &fusion, const NameScope &names) {
-  std::vector<TensorRef> tensors;
-  for (const ir::Param &param : fusion.params)
-    if (!param.dims.empty())
-      tensors.push_back(
-          {&param, names.lookup(&param).str(), param.name, param.dtype, param.dims, param.isInout});
-  for (const ir::Output &output : fusion.outputs)
-    if (!output.isInout)
-      tensors.push_back(
-          {&output, names.lookup(&output).str(), output.name, output.dtype, output.dims, true});
-  return tensors;
-}
-
-std::string launcherSignature(const ir::Fusion &fusion, const CodegenOptions &options) {
-  NameScope names = launcherScope(fusion, options);
+std::string launcherSignature(const LaunchContract &contract) {
   std::vector<std::string> params;
-  for (const ir::Param &param : fusion.params)
-    params.push_back(param.dims.empty()
-                         ? cType(param.dtype).str() + " " + names.lookup(&param).str()
-                         : "const fsl_tensor *" + names.lookup(&param).str());
-  for (const ir::Output &output : fusion.outputs)
-    if (!output.isInout)
-      params.push_back("const fsl_tensor *" + names.lookup(&output).str());
+  for (const ContractParam &param : contract.signature) {
+    if (param.kind == ContractParam::Kind::Scalar) {
+      const ContractScalar &scalar = contract.scalars[param.index];
+      params.push_back(cType(scalar.dtype).str() + " " + scalar.cName);
+    } else {
+      params.push_back("const fsl_tensor *" + contract.tensors[param.index].cName);
+    }
+  }
   params.push_back("cudaStream_t stream");
-  return "fsl_status " + launcherSymbol(fusion.name, options) + "(" + llvm::join(params, ", ") +
-         ")";
+  return "fsl_status " + contract.launcher + "(" + llvm::join(params, ", ") + ")";
 }
 
-} // namespace
-
-namespace {
-
-/// The launcher's tensor a kernel's global buffer stands for: a workspace's buffer, a
-/// fusion output or a fusion parameter (the IR object the launcher's scope names).
-const void *tensorEntity(const kir::Program &program, const kir::KernelParam &param) {
-  const ir::Fusion &fusion = *program.fusion;
-  for (const kir::Workspace &workspace : program.workspaces)
-    if (workspace.buffer == param.buffer)
-      return workspace.buffer.get();
-  if (param.isOutput) {
-    FSL_INTERNAL_ASSERT(param.fusionParam < fusion.outputs.size(), "no such fusion output");
-    return &fusion.outputs[param.fusionParam];
-  }
-  FSL_INTERNAL_ASSERT(param.fusionParam < fusion.params.size(), "no such fusion parameter");
-  return &fusion.params[param.fusionParam];
-}
-
-} // namespace
-
-/// The user's name of the launcher's tensor a kernel's global buffer stands for.
-std::string tensorOf(const kir::Program &program, const kir::KernelParam &param) {
-  const ir::Fusion &fusion = *program.fusion;
-  const void *entity = tensorEntity(program, param);
-  if (entity == param.buffer.get())
-    return param.buffer->name;
-  return param.isOutput ? fusion.outputs[param.fusionParam].name
-                        : fusion.params[param.fusionParam].name;
-}
-
-namespace {
-
-/// Per launcher tensor (tensorEntity), the widest vector access any kernel makes to it.
-std::map<const void *, int64_t> vectorAccessBytesByEntity(const kir::Program &program) {
-  std::map<const void *, int64_t> widest;
-  for (const kir::Kernel &kernel : program.kernels) {
-    std::map<const kir::Buffer *, const void *> tensors;
-    for (const kir::KernelParam &param : kernel.params)
-      if (param.kind == kir::KernelParam::Kind::Tensor)
-        tensors[param.buffer.get()] = tensorEntity(program, param);
-    if (!kernel.body)
-      continue;
-    kir::forEachStmt(kernel.body, [&](const kir::Stmt &s) {
-      if (s->kind != kir::StmtKind::VectorCopy)
-        return;
-      int64_t bytes = s->lanes * ir::dtypeBytes(s->buffer->dtype);
-      for (const kir::Buffer *side : {s->buffer.get(), s->source.get()}) {
-        if (side->space != kir::MemorySpace::Global)
-          continue;
-        auto tensor = tensors.find(side);
-        FSL_INTERNAL_ASSERT(tensor != tensors.end(),
-                            "a vector access to a global buffer that is no kernel parameter");
-        widest[tensor->second] = std::max(widest[tensor->second], bytes);
-      }
-    });
-  }
-  return widest;
-}
-
-} // namespace
-
-std::map<std::string, int64_t> vectorAccessBytes(const kir::Program &program) {
-  std::map<std::string, int64_t> widest;
-  std::map<const void *, int64_t> byEntity = vectorAccessBytesByEntity(program);
-  for (const kir::Kernel &kernel : program.kernels)
-    for (const kir::KernelParam &param : kernel.params)
-      if (param.kind == kir::KernelParam::Kind::Tensor) {
-        auto found = byEntity.find(tensorEntity(program, param));
-        if (found != byEntity.end())
-          widest[tensorOf(program, param)] = found->second;
-      }
-  return widest;
-}
-
-namespace {
-
+/// Prints a launch contract (LaunchContract.h) as the launcher's C++: every fact comes
+/// from the contract; what is decided here is only how to print it (a constant extent
+/// within its limit needs no check, a helper only if called).
 class LauncherWriter {
 public:
-  LauncherWriter(const kir::Program &program, const CodegenOptions &options, llvm::raw_ostream &out)
-      : program_(program), fusion_(*program.fusion), options_(options), final_(out), out_(body_),
-        names_(launcherScope(fusion_, options_)), tensors_(signatureTensors(fusion_, names_)) {
-    declareLocals();
-  }
+  LauncherWriter(const LaunchContract &contract, const CodegenOptions &options,
+                 llvm::raw_ostream &out)
+      : contract_(contract), options_(options), final_(out), out_(body_), names_(contract.names) {}
 
   /// The launcher's body is written first, so that the helpers above it are only those
   /// it calls (nvcc warns about unused ones, #177, and the code builds with -Werror).
   void write() {
-    std::string launcher = launcherSymbol(fusion_.name, options_);
-    out_ << "extern \"C\" const char *" << launcher
+    out_ << "extern \"C\" const char *" << contract_.launcher
          << "_error(void) { return fsl_error_message; }\n\n";
-    out_ << "extern \"C\" " << launcherSignature(fusion_, options_) << " {\n"
+    out_ << "extern \"C\" " << launcherSignature(contract_) << " {\n"
          << "  fsl_error_message[0] = '\\0';  // a call that succeeds leaves no message\n"
          << "  fsl_status status;\n";
     writeTensorChecks();
@@ -238,50 +108,21 @@ public:
     writeDataChecks();
     writeAlignment();
     writeOverlaps();
-    for (const kir::Variant &variant : program_.variants) {
+    for (const ContractVariant &variant : contract_.variants) {
       writeVariant(variant);
       if (!variant.guard)
         break; // the variants after an unguarded one never run
     }
-    out_ << "  return fsl_fail(FSL_ERROR_SIZE, \"no schedule of " << fusion_.name
+    out_ << "  return fsl_fail(FSL_ERROR_SIZE, \"no schedule of " << contract_.fusion
          << " applies to these sizes\");\n}\n";
     writeHelpers();
     final_ << body_.str();
   }
 
 private:
-  /// Every identifier the launcher declares besides its parameters, in the scope that
-  /// keeps them apart (Naming.h): the kernels' symbols, the runtime dimensions' locals
-  /// (each kernel's dimension variables stand for them) and workspaces. Tensor maps are
-  /// declared in their launch's block (writeTensorMap).
-  void declareLocals() {
-    for (const kir::Kernel &kernel : program_.kernels)
-      names_.reserve(kernelSymbol(kernel, options_));
-    std::map<std::string, const kir::Var *> dimsByName;
-    for (ir::DimId dim = 0; dim < fusion_.dims.size(); ++dim)
-      if (dim < program_.dims.size() && program_.dims[dim]) {
-        names_.declare(program_.dims[dim].get(), program_.dims[dim]->name);
-        dimsByName[program_.dims[dim]->name] = program_.dims[dim].get();
-      }
-    for (const kir::Workspace &workspace : program_.workspaces)
-      names_.declare(workspace.buffer.get(), workspace.buffer->name);
-    for (const kir::Kernel &kernel : program_.kernels)
-      for (const kir::KernelParam &param : kernel.params) {
-        if (param.kind == kir::KernelParam::Kind::Dim && names_.lookup(param.var.get()).empty()) {
-          auto found = dimsByName.find(param.var->name);
-          FSL_INTERNAL_ASSERT(found != dimsByName.end(), "a kernel's dimension the program lacks");
-          names_.alias(param.var.get(), found->second);
-        }
-      }
-  }
-
   /// The launcher's local of a runtime dimension (a kernel argument, a name in guards
   /// and launch shapes).
-  std::string dimName(ir::DimId dim) const {
-    if (dim < program_.dims.size() && program_.dims[dim])
-      return names_.lookup(program_.dims[dim].get()).str();
-    return fusion_.dims[dim].name;
-  }
+  const std::string &dimName(ir::DimId dim) const { return contract_.dims[dim].cName; }
 
   std::string nameOf(const void *entity) const {
     llvm::StringRef name = names_.lookup(entity);
@@ -293,10 +134,9 @@ private:
   std::string printOperand(const kir::Expr &e) const { return codegen::printOperand(e, &names_); }
 
   bool usesTensorMaps() const {
-    for (const kir::Kernel &kernel : program_.kernels)
-      for (const kir::KernelParam &param : kernel.params)
-        if (param.kind == kir::KernelParam::Kind::TensorMap)
-          return true;
+    for (const ContractKernel &kernel : contract_.kernels)
+      if (!kernel.tensorMaps.empty())
+        return true;
     return false;
   }
 
@@ -357,7 +197,7 @@ private:
         << "  return FSL_OK;\n}\n";
     // Only the helpers the launcher calls: nvcc warns about unused ones (#177), and the
     // generated code builds with -Werror.
-    if (!overlapChecks().empty())
+    if (!contract_.overlaps.empty())
       final_ << "\n// Whether two tensors with elements share a byte: the distance from the lower "
                 "start\n"
              << "// to the higher is within the lower's bytes (no address is formed past either).\n"
@@ -366,7 +206,7 @@ private:
              << "  return a0 <= b0 ? b0 - a0 < (uint64_t)fsl_bytes(a, ab) : a0 - b0 < "
                 "(uint64_t)fsl_bytes(b, bb);\n}\n";
     writeArithmeticHelpers();
-    if (!program_.workspaces.empty())
+    if (!contract_.workspaces.empty())
       final_
           << "\n// The workspaces' memory pool, one a device, created at the first call: it keeps "
              "its\n"
@@ -456,9 +296,9 @@ private:
   }
 
   void writeTensorChecks() {
-    for (const TensorRef &t : tensors_)
-      out_ << "  if ((status = fsl_check_tensor(" << t.name << ", \"" << t.label << "\", "
-           << runtimeDType(t.dtype) << ", " << t.dims.size() << ", " << ir::dtypeBytes(t.dtype)
+    for (const ContractTensor &t : contract_.tensors)
+      out_ << "  if ((status = fsl_check_tensor(" << t.cName << ", \"" << t.name << "\", "
+           << runtimeDType(t.dtype) << ", " << t.dims.size() << ", " << t.elementBytes
            << ")) != FSL_OK)\n    return status;\n";
   }
 
@@ -467,108 +307,87 @@ private:
   /// the kernel uses vectors (a misaligned access is a sticky error that poisons the
   /// CUDA context).
   void writeDataChecks() {
-    for (const TensorRef &t : tensors_)
-      out_ << "  if ((status = fsl_check_data(" << t.name << ", \"" << t.label << "\", "
-           << ir::dtypeBytes(t.dtype) << ")) != FSL_OK)\n    return status;\n";
+    for (const ContractTensor &t : contract_.tensors)
+      out_ << "  if ((status = fsl_check_data(" << t.cName << ", \"" << t.name << "\", "
+           << t.elementBytes << ")) != FSL_OK)\n    return status;\n";
   }
 
   /// The first tensor with a runtime dimension defines it; static ones must match.
   void writeSizes() {
-    for (ir::DimId dim = 0; dim < fusion_.dims.size(); ++dim) {
-      const ir::Dim &d = fusion_.dims[dim];
-      std::string local = dimName(dim);
+    for (const ContractDim &d : contract_.dims) {
       bool defined = false;
-      for (const TensorRef &t : tensors_)
-        for (size_t i = 0; i < t.dims.size(); ++i) {
-          if (t.dims[i] != dim)
-            continue;
-          std::string size = t.name + "->sizes[" + std::to_string(i) + "]";
-          if (!defined && !d.staticExtent) {
-            out_ << "  const int64_t " << local << " = " << size << ";\n";
-            defined = true;
-            continue;
-          }
-          std::string expected = d.staticExtent ? std::to_string(*d.staticExtent) : local;
-          out_ << "  if (" << size << " != " << expected
-               << ")\n    return fsl_fail(FSL_ERROR_SIZE, \"" << t.label
-               << ": size %lld of dimension " << d.name << ", expected %lld"
-               << (d.staticExtent ? " (static)" : "") << "\", (long long)" << size
-               << ", (long long)" << expected << ");\n";
+      for (const TensorAxis &axis : d.axes) {
+        const ContractTensor &t = contract_.tensors[axis.tensor];
+        std::string size = t.cName + "->sizes[" + std::to_string(axis.axis) + "]";
+        if (!defined && d.isRuntime()) {
+          out_ << "  const int64_t " << d.cName << " = " << size << ";\n";
+          defined = true;
+          continue;
         }
+        std::string expected = d.staticExtent ? std::to_string(*d.staticExtent) : d.cName;
+        out_ << "  if (" << size << " != " << expected
+             << ")\n    return fsl_fail(FSL_ERROR_SIZE, \"" << t.name << ": size %lld of dimension "
+             << d.name << ", expected %lld" << (d.staticExtent ? " (static)" : "")
+             << "\", (long long)" << size << ", (long long)" << expected << ");\n";
+      }
     }
   }
 
   void writeAlignment() {
-    std::map<const void *, int64_t> widest = vectorAccessBytesByEntity(program_);
-    for (const TensorRef &t : tensors_) {
-      auto found = widest.find(t.entity);
-      if (found == widest.end() || found->second <= ir::dtypeBytes(t.dtype))
+    for (const ContractTensor &t : contract_.tensors) {
+      if (t.vectorBytes <= t.elementBytes)
         continue;
-      int64_t bytes = found->second;
-      out_ << "  if ((uintptr_t)" << t.name << "->data % " << bytes
-           << " != 0)\n    return fsl_fail(FSL_ERROR_ALIGNMENT, \"" << t.label
+      int64_t bytes = t.vectorBytes;
+      out_ << "  if ((uintptr_t)" << t.cName << "->data % " << bytes
+           << " != 0)\n    return fsl_fail(FSL_ERROR_ALIGNMENT, \"" << t.name
            << ": data pointer %p is not aligned to " << bytes << " bytes (the kernel reads "
-           << bytes << "-byte vectors)\", " << t.name << "->data);\n";
+           << bytes << "-byte vectors)\", " << t.cName << "->data);\n";
     }
   }
 
-  /// The pairs of tensors that may not overlap: an output and any other tensor (an inout
-  /// parameter is its own output), each pair once.
-  std::vector<std::pair<const TensorRef *, const TensorRef *>> overlapChecks() const {
-    std::vector<std::pair<const TensorRef *, const TensorRef *>> pairs;
-    for (size_t i = 0; i < tensors_.size(); ++i)
-      for (size_t j = 0; j < tensors_.size(); ++j)
-        if (i != j && tensors_[i].written && !(tensors_[j].written && j < i))
-          pairs.emplace_back(&tensors_[i], &tensors_[j]);
-    return pairs;
-  }
-
   void writeOverlaps() {
-    for (auto [output, other] : overlapChecks())
-      out_ << "  if (fsl_overlap(" << output->name << ", " << ir::dtypeBytes(output->dtype) << ", "
-           << other->name << ", " << ir::dtypeBytes(other->dtype)
-           << "))\n    return fsl_fail(FSL_ERROR_OVERLAP, \"" << output->label << " overlaps "
-           << other->label << " in memory; only inout parameters are updated in place\");\n";
+    for (const OverlapPair &pair : contract_.overlaps) {
+      const ContractTensor &output = contract_.tensors[pair.output];
+      const ContractTensor &other = contract_.tensors[pair.other];
+      out_ << "  if (fsl_overlap(" << output.cName << ", " << output.elementBytes << ", "
+           << other.cName << ", " << other.elementBytes
+           << "))\n    return fsl_fail(FSL_ERROR_OVERLAP, \"" << output.name << " overlaps "
+           << other.name << " in memory; only inout parameters are updated in place\");\n";
+    }
   }
 
   /// Empty tensors: nothing to do. Unless an output without the empty dimension still
   /// has elements (a row's argmax or sum over an empty row): that call is refused, as its
-  /// values would come from reductions over no elements.
+  /// values would come from reductions over no elements (ContractDim::emptyRefusal).
   void writeEmpty() {
-    for (ir::DimId dim = 0; dim < fusion_.dims.size(); ++dim) {
-      if (fusion_.dims[dim].staticExtent)
+    for (const ContractDim &d : contract_.dims) {
+      if (!d.isRuntime() || !d.emptyRefusal)
         continue;
-      for (const ir::Output &output : fusion_.outputs) {
-        if (llvm::is_contained(output.dims, dim))
-          continue;
-        std::vector<std::string> condition{dimName(dim) + " == 0"}, over;
-        for (ir::DimId kept : output.dims) {
-          over.push_back(fusion_.dims[kept].name);
-          if (!fusion_.dims[kept].staticExtent)
-            condition.push_back(dimName(kept) + " != 0");
-        }
-        std::string shape = over.empty() ? "" : "[" + llvm::join(over, ", ") + "]";
-        out_ << "  if (" << llvm::join(condition, " && ") << ")\n"
-             << "    return fsl_fail(FSL_ERROR_SIZE, \"" << fusion_.dims[dim].name << " is 0, but "
-             << output.name << shape << " has elements, which cannot be computed over an empty "
-             << fusion_.dims[dim].name << "\");\n";
-        break;
+      const EmptyRefusal &refusal = *d.emptyRefusal;
+      std::vector<std::string> condition{d.cName + " == 0"}, over;
+      for (ir::DimId kept : refusal.outputDims) {
+        over.push_back(contract_.dims[kept].name);
+        if (contract_.dims[kept].isRuntime())
+          condition.push_back(dimName(kept) + " != 0");
       }
+      std::string shape = over.empty() ? "" : "[" + llvm::join(over, ", ") + "]";
+      out_ << "  if (" << llvm::join(condition, " && ") << ")\n"
+           << "    return fsl_fail(FSL_ERROR_SIZE, \"" << d.name << " is 0, but " << refusal.output
+           << shape << " has elements, which cannot be computed over an empty " << d.name
+           << "\");\n";
     }
     std::vector<std::string> empty;
-    for (ir::DimId dim = 0; dim < fusion_.dims.size(); ++dim)
-      if (!fusion_.dims[dim].staticExtent)
-        empty.push_back(dimName(dim) + " == 0");
+    for (const ContractDim &d : contract_.dims)
+      if (d.isRuntime())
+        empty.push_back(d.cName + " == 0");
     if (!empty.empty())
       out_ << "  if (" << llvm::join(empty, " || ") << ")\n    return FSL_OK;\n";
   }
 
-  void writeVariant(const kir::Variant &variant) {
+  void writeVariant(const ContractVariant &variant) {
     std::vector<std::string> names;
-    for (unsigned k : variant.launches) {
-      FSL_INTERNAL_ASSERT(k < program_.kernels.size(), "a variant launches no such kernel");
-      names.push_back(kernelSymbol(program_.kernels[k], options_));
-    }
+    for (unsigned k : variant.launches)
+      names.push_back(contract_.kernels[k].symbol);
     out_ << "  " << (variant.guard ? "if (" + printExpr(variant.guard) + ") {" : "{") << "  // "
          << llvm::join(names, ", ") << "\n";
     // One launch prints in the variant's block; several get a block each, so that each
@@ -580,13 +399,13 @@ private:
     overflowDeclared_ = false;
     for (unsigned k : variant.launches)
       shapes.push_back(
-          writeLaunchShape(program_.kernels[k], several ? "_" + std::to_string(k) : ""));
+          writeLaunchShape(contract_.kernels[k], several ? "_" + std::to_string(k) : ""));
     writeWorkspaces();
     for (size_t i = 0; i < variant.launches.size(); ++i) {
-      const kir::Kernel &kernel = program_.kernels[variant.launches[i]];
+      const ContractKernel &kernel = contract_.kernels[variant.launches[i]];
       std::string indent = several ? "      " : "    ";
       if (several)
-        out_ << "    {  // " << kernelSymbol(kernel, options_) << "\n";
+        out_ << "    {  // " << kernel.symbol << "\n";
       names_.open(); // the launch's block (the variant's, for one launch)
       writeLaunch(kernel, shapes[i], indent);
       names_.close();
@@ -596,26 +415,17 @@ private:
     out_ << "    return FSL_OK;\n  }\n";
   }
 
-  bool isWorkspace(const kir::BufferPtr &buffer) const {
-    for (const kir::Workspace &workspace : program_.workspaces)
-      if (workspace.buffer == buffer)
-        return true;
-    return false;
-  }
-
   /// The program's workspaces, allocated on the call's stream after every check and
   /// before the first launch; each is freed on the stream when the variant's block ends,
   /// whether its launches went or one failed (fsl_workspace's destructor).
   void writeWorkspaces() {
-    for (const kir::Workspace &workspace : program_.workspaces) {
-      const kir::Buffer &buffer = *workspace.buffer;
-      std::string name = nameOf(&buffer);
+    for (const ContractWorkspace &workspace : contract_.workspaces) {
+      const std::string &name = workspace.cName;
       std::string bytes = "fsl_bytes_" + name;
-      kir::Expr count = workspace.elements * kir::index(ir::dtypeBytes(buffer.dtype));
-      writeCheckedValue(count, bytes, "the size of workspace " + buffer.name);
+      writeCheckedValue(workspace.bytes, bytes, "the size of workspace " + workspace.name);
       out_ << "    fsl_workspace " << name << "(stream);  // "
            << (workspace.comment.empty() ? "a temporary" : workspace.comment) << "\n"
-           << "    if ((status = " << name << ".allocate(\"" << buffer.name << "\", " << bytes
+           << "    if ((status = " << name << ".allocate(\"" << workspace.name << "\", " << bytes
            << ")) != FSL_OK)\n      return status;\n";
     }
   }
@@ -699,7 +509,7 @@ private:
     out_ << "    if (" << name << " < 1 || " << name << " > " << limit
          << ")\n      return fsl_fail(FSL_ERROR_SIZE, \"" << symbol << ": " << what
          << " %lld along " << axis << " (" << source << ") is outside 1.." << limit << " on "
-         << options_.limits.target << "\", (long long)" << name << ");\n";
+         << contract_.limits.target << "\", (long long)" << name << ");\n";
     return name;
   }
 
@@ -733,10 +543,9 @@ private:
 
   /// Computes and checks one kernel's launch shape (grid, block, cluster, dynamic shared
   /// memory) against the target's limits, before any launch of its variant.
-  LaunchValues writeLaunchShape(const kir::Kernel &kernel, const std::string &suffix) {
-    const kir::LaunchShape &launch = kernel.launch;
-    const LaunchLimits &limits = options_.limits;
-    std::string symbol = kernelSymbol(kernel, options_);
+  LaunchValues writeLaunchShape(const ContractKernel &launch, const std::string &suffix) {
+    const LaunchLimits &limits = contract_.limits;
+    const std::string &symbol = launch.symbol;
     static const char *axes[] = {"x", "y", "z"};
     LaunchValues values;
     auto isRuntime = [](const kir::Expr &e) { return e && !kir::evaluateStatic(e); };
@@ -764,7 +573,7 @@ private:
            << ")\n      return fsl_fail(FSL_ERROR_SIZE, \"" << symbol
            << ": %lld threads a block exceed " << bound << "\", (long long)(" << threads << "));\n";
     }
-    if (isClustered(launch)) {
+    if (launch.clustered) {
       for (int a = 0; a < 3; ++a) {
         values.cluster[a] = launch.cluster[a] ? printOperand(launch.cluster[a]) : "1";
         if (isRuntime(launch.cluster[a]))
@@ -843,24 +652,14 @@ private:
                << helper.body << "}\n";
   }
 
-  static bool isClustered(const kir::LaunchShape &launch) {
-    if (!launch.cluster[0])
-      return false;
-    for (const kir::Expr &e : launch.cluster)
-      if (e && kir::asConstant(e) != 1)
-        return true;
-    return false;
-  }
-
-  void writeTensorMap(const kir::TensorMap &map, const std::string &indent) {
-    const kir::Buffer &global = *map.global;
+  void writeTensorMap(const ContractTensorMap &map, const std::string &indent) {
     size_t rank = map.extents.size();
     FSL_INTERNAL_ASSERT(rank >= 1 && rank <= 5 && map.box.size() == rank,
                         "a tensor map of other than 1 to 5 dimensions, or without a box of each");
     // The IR lists extents and box innermost last; the driver wants them innermost first,
     // with the byte strides of every dimension but the innermost.
     std::vector<std::string> sizes, strides, box;
-    std::string stride = std::to_string(ir::dtypeBytes(global.dtype));
+    std::string stride = std::to_string(ir::dtypeBytes(map.dtype));
     for (size_t i = 0; i < rank; ++i) {
       const kir::Expr &extent = map.extents[rank - 1 - i];
       sizes.push_back("(cuuint64_t)" + printOperand(extent));
@@ -869,14 +668,8 @@ private:
         strides.push_back("(cuuint64_t)" + stride);
       stride = stride + " * " + printOperand(extent);
     }
-    std::string tensor = global.name, label = global.name;
-    for (const kir::Kernel &kernel : program_.kernels)
-      for (const kir::KernelParam &param : kernel.params)
-        if (param.kind == kir::KernelParam::Kind::Tensor && param.buffer.get() == &global) {
-          tensor = nameOf(tensorEntity(program_, param));
-          label = tensorOf(program_, param);
-        }
-    std::string mapName = names_.declare(&map, map.name);
+    const std::string &tensor = map.cTensor, &label = map.tensor;
+    std::string mapName = names_.declare(map.map, map.map->name);
     out_ << indent << "CUtensorMap " << mapName << ";  // TMA descriptor of " << label << "\n"
          << indent << "{\n"
          << indent << "  const cuuint64_t sizes[" << rank << "] = {" << llvm::join(sizes, ", ")
@@ -887,45 +680,39 @@ private:
     out_ << indent << "  const cuuint32_t box[" << rank << "] = {" << llvm::join(box, ", ")
          << "};\n"
          << indent << "  if ((status = fsl_encode_tensor_map(&" << mapName << ", \"" << label
-         << "\", " << tensorMapDType(global.dtype) << ", " << rank << ", " << tensor << "->data, "
+         << "\", " << tensorMapDType(map.dtype) << ", " << rank << ", " << tensor << "->data, "
          << "sizes, " << (strides.empty() ? "nullptr" : "strides") << ", box, "
          << tensorMapSwizzle(map.swizzle) << ")) != FSL_OK)\n"
          << indent << "    return status;\n"
          << indent << "}\n";
   }
 
-  std::vector<std::string> arguments(const kir::Kernel &kernel) {
+  std::vector<std::string> arguments(const ContractKernel &kernel) {
     std::vector<std::string> args;
-    for (const kir::KernelParam &param : kernel.params) {
-      switch (param.kind) {
-      case kir::KernelParam::Kind::Tensor:
-        args.push_back("(" + std::string(param.buffer->written ? "" : "const ") +
-                       memoryType(param.buffer->dtype).str() + " *)" +
-                       nameOf(tensorEntity(program_, param)) +
-                       (isWorkspace(param.buffer) ? ".data" : "->data"));
+    for (const ContractArg &arg : kernel.args) {
+      switch (arg.kind) {
+      case ContractArg::Kind::Tensor:
+        args.push_back("(" + std::string(arg.written ? "" : "const ") +
+                       memoryType(arg.dtype).str() + " *)" + arg.cName +
+                       (arg.workspace ? ".data" : "->data"));
         break;
-      case kir::KernelParam::Kind::Scalar:
-        FSL_INTERNAL_ASSERT(param.fusionParam < fusion_.params.size(), "no such scalar");
-        args.push_back(nameOf(&fusion_.params[param.fusionParam]));
+      case ContractArg::Kind::Scalar:
+      case ContractArg::Kind::Dim:
+        args.push_back(arg.cName);
         break;
-      case kir::KernelParam::Kind::Dim:
-        args.push_back(nameOf(param.var.get()));
-        break;
-      case kir::KernelParam::Kind::TensorMap:
-        args.push_back(nameOf(param.tensorMap.get()));
+      case ContractArg::Kind::TensorMap:
+        args.push_back(nameOf(kernel.tensorMaps[arg.tensorMap].map));
         break;
       }
     }
     return args;
   }
 
-  void writeLaunch(const kir::Kernel &kernel, const LaunchValues &values,
+  void writeLaunch(const ContractKernel &launch, const LaunchValues &values,
                    const std::string &indent) {
-    const kir::LaunchShape &launch = kernel.launch;
-    std::string symbol = kernelSymbol(kernel, options_);
-    for (const kir::KernelParam &param : kernel.params)
-      if (param.kind == kir::KernelParam::Kind::TensorMap)
-        writeTensorMap(*param.tensorMap, indent);
+    const std::string &symbol = launch.symbol;
+    for (const ContractTensorMap &map : launch.tensorMaps)
+      writeTensorMap(map, indent);
     // Checked above: each extent is in 1..its limit, so the casts keep its value.
     auto dims = [](const std::array<std::string, 3> &v) {
       return "(unsigned)" + v[0] + ", (unsigned)" + v[1] + ", (unsigned)" + v[2];
@@ -944,8 +731,8 @@ private:
            << indent << "    return fsl_fail(FSL_ERROR_LAUNCH, \"" << symbol
            << ": %zu bytes of shared memory: %s\", shared_bytes, cudaGetErrorString(opt_in));\n"
            << indent << "}\n";
-    bool pdl = options_.programmaticDependentLaunch, cluster = isClustered(launch);
-    std::string args = llvm::join(arguments(kernel), ", ");
+    bool pdl = options_.programmaticDependentLaunch, cluster = launch.clustered;
+    std::string args = llvm::join(arguments(launch), ", ");
     int count = (pdl ? 1 : 0) + (cluster ? 1 : 0), next = 0;
     if (pdl)
       out_ << indent
@@ -1023,55 +810,59 @@ private:
          << ": %s\", cudaGetErrorString(launched));\n";
   }
 
-  const kir::Program &program_;
-  const ir::Fusion &fusion_;
+  const LaunchContract &contract_;
   const CodegenOptions &options_;
   llvm::raw_ostream &final_;
   std::string bodyText_;
   llvm::raw_string_ostream body_{bodyText_};
-  llvm::raw_ostream &out_; // the launcher's body, written before its helpers
-  NameScope names_;
-  std::vector<TensorRef> tensors_;
+  llvm::raw_ostream &out_;            // the launcher's body, written before its helpers
+  NameScope names_;                   // the contract's, with the launch blocks' tensor maps
   std::set<std::string> helpersUsed_; // the checked-arithmetic helpers it calls
   bool overflowDeclared_ = false;     // in the variant being written
 };
 
 } // namespace
 
-std::string printLauncherHeader(const kir::Program &program, const std::string &sourcePath,
+std::string printLauncherHeader(const LaunchContract &contract, const std::string &sourcePath,
                                 const CodegenOptions &options) {
-  FSL_INTERNAL_ASSERT(program.fusion, "a program without its fusion");
-  const ir::Fusion &fusion = *program.fusion;
-  std::string prefix = launcherSymbol(fusion.name, options);
+  // `bf16[T, H]`, as the fusion declares it.
+  auto typeString = [&](ir::DType dtype, const std::vector<ir::DimId> &dims) {
+    std::vector<std::string> names;
+    for (ir::DimId dim : dims)
+      names.push_back(contract.dims[dim].name);
+    return ir::dtypeName(dtype).str() + (dims.empty() ? "" : "[" + llvm::join(names, ", ") + "]");
+  };
+  const std::string &prefix = contract.launcher;
   std::vector<std::string> docs;
-  for (const ir::Param &param : fusion.params) {
-    std::string type = ir::typeString(fusion, param.dtype, param.dims);
-    if (param.dims.empty())
+  for (const ContractParam &param : contract.signature) {
+    if (param.kind == ContractParam::Kind::Scalar) {
+      const ContractScalar &scalar = contract.scalars[param.index];
       docs.push_back(
-          " *   " + param.name + ": " + type + " scalar" +
-          (param.defaultValue
-               ? llvm::formatv(" (default {0})", llvm::format("%g", *param.defaultValue)).str()
+          " *   " + scalar.name + ": " + typeString(scalar.dtype, {}) + " scalar" +
+          (scalar.defaultValue
+               ? llvm::formatv(" (default {0})", llvm::format("%g", *scalar.defaultValue)).str()
                : ""));
-    else
-      docs.push_back(" *   " + param.name + ": " + (param.isInout ? "inout " : "") + type +
-                     ", contiguous (row-major)");
+      continue;
+    }
+    const ContractTensor &tensor = contract.tensors[param.index];
+    docs.push_back(" *   " + tensor.name + ": " +
+                   (tensor.role == TensorRole::InOut ? "inout "
+                    : tensor.role == TensorRole::Out ? "output "
+                                                     : "") +
+                   typeString(tensor.dtype, tensor.dims) + ", contiguous (row-major)");
   }
-  for (const ir::Output &output : fusion.outputs)
-    if (!output.isInout)
-      docs.push_back(" *   " + output.name + ": output " +
-                     ir::typeString(fusion, output.dtype, output.dims) +
-                     ", contiguous (row-major)");
-  std::string signature = launcherSignature(fusion, options);
+  std::string signature = launcherSignature(contract);
   std::string header;
   llvm::raw_string_ostream h(header);
   // After the header's name, so that two specializations' headers include together.
-  std::string guard = "FSL_" + llvm::StringRef(generatedName(fusion.name, options)).upper() + "_H";
-  h << "/* Generated by fslc from " << sourcePath << ": fusion " << fusion.name << ".\n *\n"
+  std::string guard =
+      "FSL_" + llvm::StringRef(generatedName(contract.fusion, options)).upper() + "_H";
+  h << "/* Generated by fslc from " << sourcePath << ": fusion " << contract.fusion << ".\n *\n"
     << " * " << signature << "\n *\n * Parameters:\n"
     << llvm::join(docs, "\n") << "\n"
     << " *\n * Static dimensions: ";
   std::vector<std::string> statics, runtime;
-  for (const ir::Dim &dim : fusion.dims)
+  for (const ContractDim &dim : contract.dims)
     (dim.staticExtent ? statics : runtime)
         .push_back(dim.staticExtent ? dim.name + " = " + std::to_string(*dim.staticExtent)
                                     : dim.name);
@@ -1089,10 +880,9 @@ std::string printLauncherHeader(const kir::Program &program, const std::string &
   return header;
 }
 
-void printLauncher(const kir::Program &program, const CodegenOptions &options,
+void printLauncher(const LaunchContract &contract, const CodegenOptions &options,
                    llvm::raw_ostream &out) {
-  FSL_INTERNAL_ASSERT(program.fusion, "a program without its fusion");
-  LauncherWriter(program, options, out).write();
+  LauncherWriter(contract, options, out).write();
 }
 
 } // namespace fsl::codegen

@@ -1,6 +1,7 @@
 // LauncherPrinter.h — the host side of a Kernel IR program: a C-ABI launcher and its header.
 //
-// The launcher checks every tensor (type, rank, contiguity, sizes against the static
+// It prints a LaunchContract (LaunchContract.h), which says what is checked and launched:
+// the launcher checks every tensor (type, rank, contiguity, sizes against the static
 // dimensions and each other, element and byte counts in checked 64-bit arithmetic) before
 // any CUDA call and takes the runtime dimensions from the tensors' sizes. A call with
 // nothing to do returns FSL_OK there, whatever its data pointers (PyTorch's empty tensors
@@ -15,9 +16,8 @@
 #pragma once
 
 #include "codegen/CudaCodegen.h"
-#include "kir/IR.h"
+#include "codegen/LaunchContract.h"
 
-#include <map>
 #include <string>
 
 namespace llvm {
@@ -28,20 +28,13 @@ namespace fsl::codegen {
 
 /// `<name>.h` (see generatedName): the launcher's signature, each parameter's type and
 /// dimensions.
-std::string printLauncherHeader(const kir::Program &program, const std::string &sourcePath,
+std::string printLauncherHeader(const LaunchContract &contract, const std::string &sourcePath,
                                 const CodegenOptions &options);
 
-/// The launcher's tensor (a fusion parameter, output or workspace) that a kernel's
-/// global buffer parameter stands for.
-std::string tensorOf(const kir::Program &program, const kir::KernelParam &param);
-
-/// Per launcher tensor, the widest vector access any kernel makes to it (bytes): the
-/// alignment the launcher checks, and the JIT's launch metadata (jit/) with it.
-std::map<std::string, int64_t> vectorAccessBytes(const kir::Program &program);
-
-/// The launcher of `program` and its error function. Host code: the caller keeps it out
-/// of NVRTC's sight (`#ifndef __CUDACC_RTC__`).
-void printLauncher(const kir::Program &program, const CodegenOptions &options,
+/// The launcher of a program, from its contract (describeLaunch under the same
+/// `options`), and its error function. Host code: the caller keeps it out of NVRTC's
+/// sight (`#ifndef __CUDACC_RTC__`).
+void printLauncher(const LaunchContract &contract, const CodegenOptions &options,
                    llvm::raw_ostream &out);
 
 } // namespace fsl::codegen

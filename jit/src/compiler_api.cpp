@@ -1,10 +1,11 @@
 // compiler_api.cpp — libfslc's C API (fsl/compiler.h): the compilation library
 // (pipeline/Compilation.h) on a text in memory, with dimensions made static per
-// specialization, and the launch metadata of the lowered program.
+// specialization, and the launch metadata of the lowered program (its LaunchContract,
+// codegen/LaunchContract.h, serialized as launch_plan.h describes).
 #include "fsl/compiler.h"
 
 #include "codegen/CudaCodegen.h"
-#include "codegen/LauncherPrinter.h"
+#include "codegen/LaunchContract.h"
 #include "driver/Settings.h"
 #include "ir/FusionIR.h"
 #include "kir/IR.h"
@@ -70,41 +71,35 @@ std::string number(double value) {
 
 // --- Launch metadata -------------------------------------------------------------------
 
-/// The signature lines of a fusion (launch_plan.h's format), after `fsl-launch 1`.
-void writeSignature(const fsl::ir::Fusion &fusion, const std::map<std::string, int64_t> &alignment,
-                    std::ostream &out) {
-  out << "fusion " << fusion.name << "\n";
-  for (const fsl::ir::Dim &dim : fusion.dims)
+// The metadata is the serialization of a fusion's LaunchContract (codegen/LaunchContract.h),
+// the facts the generated launcher prints as C++; jit/src/launch_plan.h parses it.
+
+/// The signature lines of a contract (launch_plan.h's format), after `fsl-launch 1`.
+void writeSignature(const fsl::codegen::LaunchContract &contract, std::ostream &out) {
+  using namespace fsl::codegen;
+  out << "fusion " << contract.fusion << "\n";
+  for (const ContractDim &dim : contract.dims)
     out << "dim " << dim.name
         << (dim.staticExtent ? " static " + std::to_string(*dim.staticExtent) : " runtime") << "\n";
-  std::set<fsl::ir::DimId> reduced;
-  for (const auto &value : fusion.values)
-    if (fsl::ir::isReduction(value->op) || value->op == fsl::ir::Op::MatMul)
-      reduced.insert(value->reduced.begin(), value->reduced.end());
-  for (fsl::ir::DimId dim : reduced)
-    out << "reduced " << fusion.dims[dim].name << "\n";
-  auto tensor = [&](const std::string &name, fsl::ir::DType dtype, const char *role,
-                    const std::vector<fsl::ir::DimId> &dims) {
-    auto found = alignment.find(name);
-    out << "tensor " << name << " " << fsl::ir::dtypeName(dtype).str() << " " << role << " "
-        << (found == alignment.end() ? 0 : found->second);
-    for (fsl::ir::DimId dim : dims)
-      out << " " << fusion.dims[dim].name;
-    out << "\n";
-  };
-  for (const fsl::ir::Param &param : fusion.params) {
-    if (param.dims.empty()) {
-      out << "scalar " << param.name << " " << fsl::ir::dtypeName(param.dtype).str();
-      if (param.defaultValue)
-        out << " " << number(*param.defaultValue);
+  for (const ContractDim &dim : contract.dims)
+    if (dim.reduced)
+      out << "reduced " << dim.name << "\n";
+  for (const ContractParam &param : contract.signature) {
+    if (param.kind == ContractParam::Kind::Scalar) {
+      const ContractScalar &scalar = contract.scalars[param.index];
+      out << "scalar " << scalar.name << " " << fsl::ir::dtypeName(scalar.dtype).str();
+      if (scalar.defaultValue)
+        out << " " << number(*scalar.defaultValue);
       out << "\n";
-    } else {
-      tensor(param.name, param.dtype, param.isInout ? "inout" : "in", param.dims);
+      continue;
     }
+    const ContractTensor &tensor = contract.tensors[param.index];
+    out << "tensor " << tensor.name << " " << fsl::ir::dtypeName(tensor.dtype).str() << " "
+        << roleName(tensor.role).str() << " " << tensor.vectorBytes;
+    for (fsl::ir::DimId dim : tensor.dims)
+      out << " " << contract.dims[dim].name;
+    out << "\n";
   }
-  for (const fsl::ir::Output &output : fusion.outputs)
-    if (!output.isInout)
-      tensor(output.name, output.dtype, "out", output.dims);
 }
 
 /// An integer expression over the runtime dimensions in prefix form; false (with the
@@ -179,28 +174,33 @@ bool writeExpr(const fsl::kir::Expr &e, const std::map<const fsl::kir::Var *, st
   return false;
 }
 
-/// The whole metadata of a lowered program; false with the reason for a program the
-/// JIT cannot launch yet.
-bool writeLaunch(const fsl::kir::Program &program, const fsl::LaunchLimits &limits,
-                 const std::string &arch, std::string &text, std::string &why) {
-  using namespace fsl::kir;
-  const fsl::ir::Fusion &fusion = *program.fusion;
-  for (const fsl::ir::Param &param : fusion.params)
-    if (param.isStrided) {
-      why = "strided parameter " + param.name + " (the JIT checks contiguous tensors only)";
+/// The whole metadata of a lowered program's contract; false with the reason for a
+/// program the JIT cannot launch yet.
+bool writeLaunch(const fsl::codegen::LaunchContract &contract, const std::string &arch,
+                 std::string &text, std::string &why) {
+  using namespace fsl::codegen;
+  using fsl::kir::Expr;
+  for (const ContractParam &param : contract.signature) {
+    bool tensor = param.kind == ContractParam::Kind::Tensor;
+    if (tensor ? contract.tensors[param.index].strided : contract.scalars[param.index].strided) {
+      why = "strided parameter " +
+            (tensor ? contract.tensors[param.index].name : contract.scalars[param.index].name) +
+            " (the JIT checks contiguous tensors only)";
       return false;
     }
-  if (!program.workspaces.empty()) {
-    why = "a workspace (" + program.workspaces.front().buffer->name + ")";
+  }
+  if (!contract.workspaces.empty()) {
+    why = "a workspace (" + contract.workspaces.front().name + ")";
     return false;
   }
-  std::map<const Var *, std::string> dims;
-  for (size_t d = 0; d < program.dims.size() && d < fusion.dims.size(); ++d)
-    if (program.dims[d])
-      dims[program.dims[d].get()] = fusion.dims[d].name;
+  std::map<const fsl::kir::Var *, std::string> dims;
+  for (const ContractDim &dim : contract.dims)
+    if (dim.var)
+      dims[dim.var] = dim.name;
+  const fsl::LaunchLimits &limits = contract.limits;
   std::ostringstream out;
   out << "fsl-launch 1\n";
-  writeSignature(fusion, fsl::codegen::vectorAccessBytes(program), out);
+  writeSignature(contract, out);
   out << "target " << limits.target << " " << arch << "\n";
   out << "limits";
   for (int64_t v : limits.maxGridDim)
@@ -209,30 +209,28 @@ bool writeLaunch(const fsl::kir::Program &program, const fsl::LaunchLimits &limi
     out << " " << v;
   out << " " << limits.maxThreadsPerBlock << " " << limits.maxClusterSize << " "
       << limits.maxSharedBytesPerBlock << "\n";
-  for (const Kernel &kernel : program.kernels) {
-    if (kernel.launch.gridFromOccupancy) {
+  for (const ContractKernel &kernel : contract.kernels) {
+    if (kernel.gridFromOccupancy) {
       why = "a persistent kernel (" + kernel.name + ": its grid comes from the occupancy)";
       return false;
     }
-    out << "kernel " << kernel.name << " " << kernel.launch.maxThreads.value_or(0) << "\n";
-    for (const KernelParam &param : kernel.params) {
-      switch (param.kind) {
-      case KernelParam::Kind::Tensor:
-        out << "arg tensor " << fsl::codegen::tensorOf(program, param) << "\n";
+    out << "kernel " << kernel.name << " " << kernel.maxThreads.value_or(0) << "\n";
+    for (const ContractArg &arg : kernel.args) {
+      switch (arg.kind) {
+      case ContractArg::Kind::Tensor:
+        out << "arg tensor " << arg.name << "\n";
         break;
-      case KernelParam::Kind::Scalar:
-        out << "arg scalar " << fusion.params[param.fusionParam].name << "\n";
+      case ContractArg::Kind::Scalar:
+        out << "arg scalar " << arg.name << "\n";
         break;
-      case KernelParam::Kind::Dim: {
-        auto found = dims.find(param.var.get());
-        if (found == dims.end()) {
-          why = kernel.name + " takes '" + param.var->name + "', no runtime dimension";
+      case ContractArg::Kind::Dim:
+        if (!arg.dim) {
+          why = kernel.name + " takes '" + arg.varName + "', no runtime dimension";
           return false;
         }
-        out << "arg dim " << found->second << "\n";
+        out << "arg dim " << arg.name << "\n";
         break;
-      }
-      case KernelParam::Kind::TensorMap:
+      case ContractArg::Kind::TensorMap:
         why = "a TMA tensor map (" + kernel.name + ")";
         return false;
       }
@@ -247,19 +245,19 @@ bool writeLaunch(const fsl::kir::Program &program, const fsl::LaunchLimits &limi
       out << line << "\n";
       return true;
     };
-    if (!three("grid", kernel.launch.grid) || !three("block", kernel.launch.block) ||
-        !three("cluster", kernel.launch.cluster))
+    if (!three("grid", kernel.grid) || !three("block", kernel.block) ||
+        !three("cluster", kernel.cluster))
       return false;
     std::string shared = "shared ";
-    if (kernel.launch.sharedBytes) {
-      if (!writeExpr(kernel.launch.sharedBytes, dims, shared, why))
+    if (kernel.sharedBytes) {
+      if (!writeExpr(kernel.sharedBytes, dims, shared, why))
         return false;
     } else {
       shared += "0";
     }
     out << shared << "\n";
   }
-  for (const Variant &variant : program.variants) {
+  for (const ContractVariant &variant : contract.variants) {
     std::string line = "variant ";
     if (!variant.guard)
       line += "always";
@@ -427,7 +425,7 @@ fsl_status load(std::string name, std::string text, const fsl_program_options *o
     program->arch = compiled.settings.target.arch;
     std::ostringstream out;
     out << "fsl-launch 1\n";
-    writeSignature(*fusion, {}, out);
+    writeSignature(fsl::codegen::describeSignature(*fusion, {}), out);
     out << "end\n";
     program->fusions.push_back(fusion->name);
     program->signatures[fusion->name] = out.str();
@@ -535,7 +533,10 @@ extern "C" fsl_status fsl_program_specialize(const fsl_program *program, const c
     generated = true;
     result->source = sources.source;
     const fsl::Target &target = compiled.settings.target;
-    if (!writeLaunch(lowered, target.launchLimits(), target.arch, result->launch, why))
+    fsl::codegen::CodegenOptions options;
+    options.limits = target.launchLimits();
+    if (!writeLaunch(fsl::codegen::describeLaunch(lowered, options), target.arch, result->launch,
+                     why))
       why = "the JIT cannot launch " + std::string(fusion) + " yet: its kernels need " + why;
   };
   fsl_status status = compile(*program, request, compiled);

@@ -1,7 +1,10 @@
 // launch_plan.h — a fusion's launch metadata, parsed and evaluated (no compiler, no CUDA).
 //
-// libfslc writes the metadata of a lowered program as text (jit/src/compiler_api.cpp,
-// the format is below); the specializing JIT parses it and, for each call, checks the
+// The metadata is the text serialization of a fusion's LaunchContract
+// (compiler/codegen/LaunchContract.h: the facts the generated launcher prints as C++),
+// which libfslc writes for a lowered program (jit/src/compiler_api.cpp; the format is
+// below). This parser stays apart from the compiler and LLVM (a program without either
+// launches from the text). The specializing JIT parses it and, for each call, checks the
 // tensors and computes the launches the generated launcher would make: the same checks
 // in the same order (codegen/LauncherPrinter.cpp), the first variant whose `when` guard
 // holds, every kernel's grid, block, cluster and dynamic shared memory in checked 64-bit

@@ -41,9 +41,12 @@ class Param:
 
 
 class Signature:
-    """A fusion's signature, parsed from fsl_program_signature (jit/src/launch_plan.h):
-    its dimensions (a static one with its extent, None for a runtime one), the ones its
-    reductions reduce, its tensors in the launcher's order and its scalars."""
+    """A fusion's signature, parsed from fsl_program_signature: the signature part of
+    the fusion's launch contract (compiler/codegen/LaunchContract.h), serialized as the
+    launch metadata text (jit/src/launch_plan.h): its dimensions (a static one with its
+    extent, None for a runtime one), the ones its reductions reduce, its tensors in the
+    launcher's order and its scalars. Nothing here is derived again from the .fsl file:
+    what Python checks itself (fsl/_torch.py) is read from these tables."""
 
     def __init__(self, text):
         self.text = text
@@ -77,6 +80,15 @@ class Signature:
         self.inputs = [p for p in self.params if p.kind == "scalar" or p.role != "out"]
         self.outputs = [p for p in self.tensors if p.role == "out"]
         self.inout = [p for p in self.tensors if p.role == "inout"]
+        # Per dimension, in order: its static extent (None: runtime) and the input tensors'
+        # axes of it, in the launcher's order. The first axis of a runtime dimension
+        # defines its size and every other must match it, as the launcher checks; outputs
+        # are left out (this package allocates them from these sizes).
+        self.input_axes = [
+            (dim, extent, [(p, axis) for p in self.tensors if p.role != "out"
+                           for axis, name in enumerate(p.dims) if name == dim])
+            for dim, extent in self.dims.items()
+        ]
 
     def specialized_dims(self, policy):
         """The runtime dimensions a session specializes on under `policy`."""

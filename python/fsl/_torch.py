@@ -130,7 +130,14 @@ def _bind(signature, args, kwargs):
 def _check(signature, values):
     """The checks the C API makes on descriptors, made on the torch tensors (fake ones
     too): a CUDA tensor, one device, dtype, rank, sizes. Returns the device and the
-    dimensions' sizes (from the inputs, as the generated launcher takes them)."""
+    dimensions' sizes (from the inputs, as the generated launcher takes them).
+
+    Python keeps these checks of its own because a fake tensor (torch.compile's meta
+    implementation) never reaches the C API; they are driven by the tables of the
+    signature the C API returns (fsl_program_signature: dtypes, ranks, and which input
+    axes define and must match each dimension), not derived again here. A real call is
+    checked once more by the C API, which also checks what only it knows (layouts, data
+    pointers, alignment, overlaps, launch limits)."""
     device, first = None, None
     inputs = [p for p in signature.tensors if p.role != "out"]
     for p in inputs:
@@ -149,19 +156,16 @@ def _check(signature, values):
         if t.dim() != len(p.dims):
             raise FslRankError("%s: rank %d, expected %d" % (p.name, t.dim(), len(p.dims)), 3)
     dims = {}
-    for dim, extent in signature.dims.items():
-        for p in inputs:
-            for d, name in enumerate(p.dims):
-                if name != dim:
-                    continue
-                size = values[p.name].shape[d]
-                if dim not in dims and extent is None:
-                    dims[dim] = size
-                    continue
-                want = extent if extent is not None else dims[dim]
-                if size != want:
-                    raise FslSizeError("%s: size %s of dimension %s, expected %s%s" % (
-                        p.name, size, dim, want, " (static)" if extent is not None else ""), 4)
+    for dim, extent, axes in signature.input_axes:
+        for p, d in axes:
+            size = values[p.name].shape[d]
+            if dim not in dims and extent is None:
+                dims[dim] = size
+                continue
+            want = extent if extent is not None else dims[dim]
+            if size != want:
+                raise FslSizeError("%s: size %s of dimension %s, expected %s%s" % (
+                    p.name, size, dim, want, " (static)" if extent is not None else ""), 4)
         if dim not in dims and extent is not None:
             dims[dim] = extent
     for p in signature.outputs:
