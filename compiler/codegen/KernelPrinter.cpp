@@ -3,6 +3,7 @@
 
 #include "codegen/Naming.h"
 
+#include "kir/Layout.h"
 #include "kir/Mutator.h"
 #include "support/Internal.h"
 
@@ -546,15 +547,20 @@ std::string wgmmaDescriptor(const kir::BufferPtr &operand, const Expr &offset, b
                             int64_t blockBytes, const NameScope &names) {
   std::string matrix =
       pointerPlus(declaredName(&names, operand.get(), operand->name), offset, names);
+  // A swizzled operand's 8-row groups lie one repeat of its swizzle apart (the stride byte
+  // offset; the 128-byte helpers have it built in).
+  std::string stride = std::to_string(kir::swizzleRepeatBytes(operand->swizzle));
   if (mnMajor) {
     std::string blocks = std::to_string(blockBytes);
     switch (operand->swizzle) {
     case kir::Swizzle::Bytes128:
       return "fsl_wgmma_descriptor_mn_sw128(" + matrix + ", " + blocks + ")";
     case kir::Swizzle::Bytes64:
-      return "fsl_wgmma_descriptor(" + matrix + ", " + blocks + ", 512, FSL_WGMMA_SWIZZLE_64B)";
+      return "fsl_wgmma_descriptor(" + matrix + ", " + blocks + ", " + stride +
+             ", FSL_WGMMA_SWIZZLE_64B)";
     case kir::Swizzle::Bytes32:
-      return "fsl_wgmma_descriptor(" + matrix + ", " + blocks + ", 256, FSL_WGMMA_SWIZZLE_32B)";
+      return "fsl_wgmma_descriptor(" + matrix + ", " + blocks + ", " + stride +
+             ", FSL_WGMMA_SWIZZLE_32B)";
     case kir::Swizzle::None:
       // The verifier refuses it: the IR does not describe the interleaved M/N-major layout.
       FSL_UNREACHABLE("an M/N-major wgmma operand without a swizzle");
@@ -565,9 +571,9 @@ std::string wgmmaDescriptor(const kir::BufferPtr &operand, const Expr &offset, b
   case kir::Swizzle::Bytes128:
     return "fsl_wgmma_descriptor_sw128(" + matrix + ")";
   case kir::Swizzle::Bytes64:
-    return "fsl_wgmma_descriptor(" + matrix + ", 16, 512, FSL_WGMMA_SWIZZLE_64B)";
+    return "fsl_wgmma_descriptor(" + matrix + ", 16, " + stride + ", FSL_WGMMA_SWIZZLE_64B)";
   case kir::Swizzle::Bytes32:
-    return "fsl_wgmma_descriptor(" + matrix + ", 16, 256, FSL_WGMMA_SWIZZLE_32B)";
+    return "fsl_wgmma_descriptor(" + matrix + ", 16, " + stride + ", FSL_WGMMA_SWIZZLE_32B)";
   case kir::Swizzle::None:
     // Interleaved 8x16-byte core matrices: the two of a k16 step 128 bytes apart, 8-row
     // groups 256 bytes apart.

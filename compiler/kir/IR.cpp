@@ -415,10 +415,27 @@ namespace {
 #include "kir/Stmt.def"
 #undef FSL_STMT_MOVE
 
-Stmt withComment(const Stmt &node, std::string comment) {
+namespace {
+
+/// A copy of `node` with `field` replaced by `value`.
+template <typename T> Stmt copyWith(const Stmt &node, T StmtNode::*field, T value) {
   auto s = std::make_shared<StmtNode>(*node);
-  s->comment = std::move(comment);
+  (*s).*field = std::move(value);
   return s;
+}
+
+} // namespace
+
+Stmt withComment(const Stmt &node, std::string comment) {
+  return copyWith(node, &StmtNode::comment, std::move(comment));
+}
+
+Stmt withOrigin(const Stmt &node, Origin origin) {
+  return copyWith(node, &StmtNode::origin, std::move(origin));
+}
+
+Stmt withLabel(const Stmt &node, std::string label) {
+  return copyWith(node, &StmtNode::label, std::move(label));
 }
 
 Stmt block(std::vector<Stmt> statements) { return newBlock(flattenBlocks(std::move(statements))); }
@@ -511,9 +528,7 @@ Stmt barrier() { return newBarrier(BarrierKind::Block, 0, nullptr); }
 Stmt clusterBarrier() { return newBarrier(BarrierKind::Cluster, 0, nullptr); }
 
 Stmt withBody(const Stmt &node, std::vector<Stmt> body) {
-  auto s = std::make_shared<StmtNode>(*node);
-  s->body = std::move(body);
-  return s;
+  return copyWith(node, &StmtNode::body, std::move(body));
 }
 
 std::optional<int64_t> evaluateStatic(const Expr &e) {

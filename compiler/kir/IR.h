@@ -299,8 +299,12 @@ struct StmtNode {
   Stmt Constructor(FSL_FOR_EACH_LIST(FSL_STMT_PARAMETER, __VA_ARGS__));
 #include "kir/Stmt.def"
 
-/// A copy of `node` with `comment`, printed next to it (a Common field: any kind has one).
+/// Copies of `node` with one of the Common fields (any kind has them) replaced, the kind
+/// and its fields as they are: the comment printed next to it, where it comes from, the
+/// label passes find it by.
 Stmt withComment(const Stmt &node, std::string comment);
+Stmt withOrigin(const Stmt &node, Origin origin);
+Stmt withLabel(const Stmt &node, std::string label);
 
 // Constructors for common cases, built on the ones above.
 

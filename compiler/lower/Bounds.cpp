@@ -66,8 +66,8 @@ public:
         inBounds = inBounds && (cx_.rootIndex[root] < cx_.dimExtent(root));
     if (!inBounds)
       return result;
-    return labelled(kir::ifThen(inBounds, result, nullptr, "a clamped row past the end"),
-                    labels::ClampedStore);
+    return kir::withLabel(kir::ifThen(inBounds, result, nullptr, "a clamped row past the end"),
+                          labels::ClampedStore);
   }
 
 private:
@@ -108,19 +108,21 @@ public:
     if (labelOf(s) == labels::PhaseNest) {
       Stmt nest = mutateChildren(s);
       if (iterationCheck_ && !checkedLoop_) // only the vector loop: check around the nest
-        nest = withBody(nest, {labelled(kir::ifThen(iterationCheck_, kir::block(nest->body),
+        nest = withBody(nest,
+                        {kir::withLabel(kir::ifThen(iterationCheck_, kir::block(nest->body),
                                                     nullptr, "remainder of a non-divisible split"),
                                         labels::BoundsCheck)});
       if (rowCheck_)
-        nest = withBody(nest, {labelled(kir::ifThen(rowCheck_, kir::block(nest->body), nullptr,
-                                                    "this thread's row is in bounds"),
-                                        labels::RowGuard)});
+        nest =
+            withBody(nest, {kir::withLabel(kir::ifThen(rowCheck_, kir::block(nest->body), nullptr,
+                                                       "this thread's row is in bounds"),
+                                           labels::RowGuard)});
       return nest;
     }
     if (s->kind == kir::StmtKind::For && iterationCheck_ && s->var == checkedLoop_)
-      return withBody(s, {labelled(kir::ifThen(iterationCheck_, mutate(s->body[0]), nullptr,
-                                               "remainder of a non-divisible split"),
-                                   labels::BoundsCheck)});
+      return withBody(s, {kir::withLabel(kir::ifThen(iterationCheck_, mutate(s->body[0]), nullptr,
+                                                     "remainder of a non-divisible split"),
+                                         labels::BoundsCheck)});
     return mutateChildren(s);
   }
 

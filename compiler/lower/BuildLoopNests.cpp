@@ -475,8 +475,8 @@ private:
         producer.push_back(fromFusion(kir::store(persistentBuffers_.at(saved->id),
                                                  bufferIndex(saved->id), values.at(saved->id)),
                                       saved->range));
-      Stmt nest =
-          labelled(kir::block({serialNest(kir::block(std::move(producer)))}), labels::PhaseNest);
+      Stmt nest = kir::withLabel(kir::block({serialNest(kir::block(std::move(producer)))}),
+                                 labels::PhaseNest);
       out.push_back(kir::withComment(
           nest, "persistent values without compute_with: a loop nest of their own"));
       for (const ir::Value *saved : ownNest)
@@ -526,8 +526,8 @@ private:
     for (const ir::Output *output : elementStores)
       element.push_back(storeOutput(*output, valueOf(output->value)));
     if (!element.empty()) // a phase of row stores alone has no element work
-      out.push_back(
-          labelled(kir::block({serialNest(kir::block(std::move(element)))}), labels::PhaseNest));
+      out.push_back(kir::withLabel(kir::block({serialNest(kir::block(std::move(element)))}),
+                                   labels::PhaseNest));
     if (!rowStores.empty()) {
       // An inout row written back where the nest also reads it (`y = x * (s + total);
       // s = s + total;`): every thread reads the old row before one thread replaces it.
@@ -554,10 +554,7 @@ private:
                                      kir::ReduceScope::BlockX, pairScratch_, blockReductions_++ % 2)
                   : kir::reduce(acc, reduceKind(reduction->op), kir::ReduceScope::BlockX,
                                 scratch_.at(acc->dtype), blockReductions_++ % 2);
-        auto node = std::make_shared<kir::StmtNode>(*r);
-        node->comment = "over threadIdx.x";
-        node->origin.range = reduction->range;
-        out.push_back(node);
+        out.push_back(fromFusion(kir::withComment(r, "over threadIdx.x"), reduction->range));
       }
       if (plan_.gridLoop >= 0) {
         storePartials(*reduction, acc, isArg ? indices.at(reduction->id) : nullptr, partialStores);
@@ -678,7 +675,7 @@ private:
     Stmt stores_ = kir::block(std::move(body));
     if (first)
       stores_ = kir::ifThen(first, stores_, nullptr, "one thread stores the row's values");
-    return labelled(kir::block({stores_}), labels::PhaseNest);
+    return kir::withLabel(kir::block({stores_}), labels::PhaseNest);
   }
 
   /// `reduce one_pass`: the accumulators of a pair. Online softmax: the running maximum
@@ -780,13 +777,12 @@ private:
     auto c = [&](double v) { return kir::constant(v, type); };
     bool softmax = pair.kind == ir::OnePassKind::MaxExpSum;
     if (plan_.blockReduced.count(pair.first->id)) {
-      auto node = std::make_shared<kir::StmtNode>(
-          *kir::reduceTuple(acc, softmax ? kir::ReduceKind::MaxExpSum : kir::ReduceKind::Welford,
-                            kir::ReduceScope::BlockX, pairScratch_, blockReductions_++ % 2));
-      node->comment = softmax ? "over threadIdx.x: (max, sum) rescaled to the block's maximum"
-                              : "over threadIdx.x: (count, mean, M2) by Chan's combine";
-      node->origin.range = pair.second->range;
-      out.push_back(node);
+      Stmt r =
+          kir::reduceTuple(acc, softmax ? kir::ReduceKind::MaxExpSum : kir::ReduceKind::Welford,
+                           kir::ReduceScope::BlockX, pairScratch_, blockReductions_++ % 2);
+      const char *what = softmax ? "over threadIdx.x: (max, sum) rescaled to the block's maximum"
+                                 : "over threadIdx.x: (count, mean, M2) by Chan's combine";
+      out.push_back(fromFusion(kir::withComment(r, what), pair.second->range));
     }
     Expr count = kir::index(1);
     bool staticCount = true;

@@ -117,10 +117,4 @@ kir::VarPtr LowerContext::vectorVar() const {
 
 std::string labelOf(const kir::Stmt &s) { return s ? s->label : ""; }
 
-kir::Stmt labelled(const kir::Stmt &s, const char *label) {
-  auto copy = std::make_shared<kir::StmtNode>(*s);
-  copy->label = label;
-  return copy;
-}
-
 } // namespace fsl::lower

@@ -92,7 +92,5 @@ struct LowerContext {
 };
 
 std::string labelOf(const kir::Stmt &s);
-/// A copy of `s` carrying `label`.
-kir::Stmt labelled(const kir::Stmt &s, const char *label);
 
 } // namespace fsl::lower

@@ -97,9 +97,9 @@ std::string valueName(const ir::Value &value) {
 }
 
 kir::Stmt fromFusion(const kir::Stmt &s, llvm::SMRange range) {
-  auto node = std::make_shared<kir::StmtNode>(*s);
-  node->origin.range = range;
-  return node;
+  kir::Origin origin = s->origin;
+  origin.range = range;
+  return kir::withOrigin(s, std::move(origin));
 }
 
 } // namespace fsl::lower

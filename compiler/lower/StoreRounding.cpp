@@ -36,10 +36,8 @@ public:
       auto found = casts.find(s->value->var.get());
       if (found != casts.end() && found->second && roundsF32Let(s->value->var, s->buffer->dtype)) {
         bypassed.insert(s->value->var.get());
-        auto rounded =
-            std::make_shared<kir::StmtNode>(*kir::store(s->buffer, s->index, found->second));
-        rounded->origin = s->origin; // the same store, rounding once
-        return rounded;
+        // The same store, rounding once.
+        return kir::withOrigin(kir::store(s->buffer, s->index, found->second), s->origin);
       }
     }
     return mutateChildren(s);

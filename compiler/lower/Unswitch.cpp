@@ -33,11 +33,8 @@ public:
     if (labelOf(s) != labels::PhaseNest)
       return mutateChildren(s);
     Stmt fast = StripChecks().mutate(s);
-    auto checked = std::make_shared<kir::StmtNode>(*s);
-    checked->label.clear();
-    checked->comment = "the predicated remainder";
-    auto unchecked = std::make_shared<kir::StmtNode>(*fast);
-    unchecked->label.clear();
+    Stmt checked = kir::withComment(kir::withLabel(s, ""), "the predicated remainder");
+    Stmt unchecked = kir::withLabel(fast, "");
     return withBody(s, {kir::ifThen(fastPath_, unchecked, checked,
                                     "unswitch: no iteration of this thread is out of bounds")});
   }

@@ -17,13 +17,6 @@ namespace {
 using kir::Expr;
 using kir::Stmt;
 
-/// `s` from where `origin` says: a vector access stands for the element access it replaces.
-Stmt withOrigin(const Stmt &s, const kir::Origin &origin) {
-  auto node = std::make_shared<kir::StmtNode>(*s);
-  node->origin = origin;
-  return node;
-}
-
 class Vectorizer : public kir::Mutator {
 public:
   explicit Vectorizer(const LowerContext &cx) : cx_(cx) {
@@ -46,12 +39,12 @@ public:
         before.push_back(kir::allocate(local, "vectorize: " + std::to_string(width_) + " x " +
                                                   ir::dtypeName(local->dtype).str() + " = " +
                                                   std::to_string(bytes(local)) + " bytes"));
-        before.push_back(withOrigin(kir::vectorCopy(local, kir::index(0), load->buffer,
-                                                    laneZero(load->operands[0]), width_),
-                                    statement->origin));
-        inside.push_back(
-            withOrigin(kir::let(statement->var, kir::load(local, kir::var(v_)), statement->comment),
-                       statement->origin));
+        before.push_back(kir::withOrigin(kir::vectorCopy(local, kir::index(0), load->buffer,
+                                                         laneZero(load->operands[0]), width_),
+                                         statement->origin));
+        inside.push_back(kir::withOrigin(
+            kir::let(statement->var, kir::load(local, kir::var(v_)), statement->comment),
+            statement->origin));
         continue;
       }
       const Stmt *store = &statement;
@@ -62,12 +55,12 @@ public:
         const Stmt &st = *store;
         auto local = localBuffer(st->buffer->name + "_vec", st->buffer->dtype);
         before.push_back(kir::allocate(local));
-        inside.push_back(withOrigin(kir::store(local, kir::var(v_), st->value), st->origin));
-        Stmt copy = withOrigin(
+        inside.push_back(kir::withOrigin(kir::store(local, kir::var(v_), st->value), st->origin));
+        Stmt copy = kir::withOrigin(
             kir::vectorCopy(st->buffer, laneZero(st->index), local, kir::index(0), width_),
             st->origin);
         if (clamped)
-          copy = labelled(
+          copy = kir::withLabel(
               kir::ifThen(laneZero(statement->condition), copy, nullptr, statement->comment),
               labels::ClampedStore);
         after.push_back(copy);

@@ -59,9 +59,7 @@ kir::BufferPtr sharedBuffer(std::string name, DType dtype, std::vector<int64_t> 
 }
 
 Stmt allocateShared(kir::BufferPtr buffer, int64_t byteOffset) {
-  auto s = std::make_shared<kir::StmtNode>(*kir::allocate(std::move(buffer)));
-  s->index = kir::index(byteOffset);
-  return s;
+  return kir::allocateStmt(std::move(buffer), kir::index(byteOffset), nullptr);
 }
 
 kir::KernelParam tensorParam(kir::BufferPtr buffer, unsigned fusionParam, bool isOutput = false) {
@@ -486,19 +484,16 @@ TEST_CASE("kernel printer: shared memory and reductions") {
   kir::VarPtr Ti = kir::makeVar("T_i", DType::I64), Hxi = kir::makeVar("Hx_i", DType::I64);
   kir::VarPtr Hpi = kir::makeVar("Hp_i", DType::I64);
   kir::BufferPtr scratch = sharedBuffer("fsl_scratch_f32", DType::F32, {}, 16);
-  auto scratchAllocation = std::make_shared<kir::StmtNode>(
-      *kir::allocate(scratch, "block reduction scratch: 2 slots of a partial a warp"));
-  scratchAllocation->index = kir::index(0);
-  scratchAllocation->count = builtin("blockDim.x", kir::Builtin::BlockDimX) * kir::index(2);
+  Stmt scratchAllocation = kir::withComment(
+      kir::allocateStmt(scratch, kir::index(0),
+                        builtin("blockDim.x", kir::Builtin::BlockDimX) * kir::index(2)),
+      "block reduction scratch: 2 slots of a partial a warp");
   kir::BufferPtr staged = sharedBuffer("h_shared", DType::F32, {8 * 256}, 16);
   kir::VarPtr sum = kir::makeVar("ms_acc", DType::F32), largest = kir::makeVar("mx", DType::F32);
   kir::VarPtr value = kir::makeVar("v", DType::F32);
   Expr element = kir::var(Ti) * kir::index(4096) + kir::var(Hpi) * kir::index(256) + kir::var(Hxi);
   Expr slot = kir::var(Hpi) * kir::index(256) + kir::var(Hxi);
-  auto namedBarrier = std::make_shared<kir::StmtNode>(*kir::barrier());
-  namedBarrier->barrierKind = kir::BarrierKind::Named;
-  namedBarrier->barrierId = 1;
-  namedBarrier->threads = kir::index(256);
+  Stmt namedBarrier = kir::barrierStmt(kir::BarrierKind::Named, 1, kir::index(256));
   Stmt accumulate = kir::forLoop(
       Hpi, kir::index(16), kir::LoopKind::Serial,
       kir::block({
@@ -510,11 +505,11 @@ TEST_CASE("kernel printer: shared memory and reductions") {
           kir::assign(largest, kir::binary(kir::BinaryOp::Max, kir::var(largest), kir::var(value))),
       }),
       {"serial Hp", {}});
-  auto unrollByFour = std::make_shared<kir::StmtNode>(*kir::forLoop(
+  Stmt unrollByFour = kir::forLoop(
       Hpi, kir::index(16), kir::LoopKind::Unrolled,
       kir::store(y, element,
-                 kir::binary(kir::BinaryOp::Mul, kir::load(staged, slot), kir::var(sum)))));
-  unrollByFour->unrollFactor = 4;
+                 kir::binary(kir::BinaryOp::Mul, kir::load(staged, slot), kir::var(sum))),
+      {}, /*unrollFactor=*/4);
   Stmt body = kir::block({
       scratchAllocation,
       allocateShared(staged, 4096),
@@ -620,97 +615,54 @@ TEST_CASE("kernel printer: the Hopper operations") {
   kir::VarPtr Mo = kir::makeVar("Mo_i", DType::I64), k = kir::makeVar("k_i", DType::I64);
   Expr tid = builtin("threadIdx.x", kir::Builtin::ThreadIdxX);
 
-  auto node = [](kir::StmtKind kind) {
-    auto s = std::make_shared<kir::StmtNode>();
-    s->kind = kind;
-    return s;
-  };
-  auto mbarrier = [&](kir::StmtKind kind, int64_t which, Expr count) {
-    auto s = node(kind);
-    s->buffer = barriers;
-    s->index = kir::index(which);
-    s->count = std::move(count);
-    return s;
-  };
-  auto tma = [&](kir::StmtKind kind, kir::TensorMapPtr map, kir::BufferPtr tile,
-                 std::vector<Expr> coordinates) {
-    auto s = node(kind);
-    s->tensorMap = std::move(map);
-    s->buffer = std::move(tile);
-    s->index = kir::index(0);
-    s->coordinates = std::move(coordinates);
-    if (kind == kir::StmtKind::TmaLoad) {
-      s->barrier = barriers;
-      s->barrierIndex = kir::index(0);
-    }
-    return s;
-  };
-  auto loadA = tma(kir::StmtKind::TmaLoad, aMap, tileA,
-                   {kir::var(Mo) * kir::index(64), kir::var(k) * kir::index(64)});
-  auto loadB =
-      tma(kir::StmtKind::TmaLoad, bMap, tileB, {kir::index(0), kir::var(k) * kir::index(64)});
-  loadB->multicastMask = kir::index(3);
-  auto mma = node(kir::StmtKind::Wgmma);
-  mma->shape = {64, 128, 16};
-  mma->buffer = acc;
-  mma->operandA = tileA;
-  mma->operandB = tileB;
-  mma->offsetA = kir::index(0);
-  mma->offsetB = kir::var(k) % kir::index(4) * kir::index(16);
-  mma->transposeB = false;
-  auto wait = node(kir::StmtKind::WgmmaWait);
-  wait->pending = 0;
-  auto storeWait = node(kir::StmtKind::TmaStoreWait);
-  storeWait->pending = 0;
-  auto setMax = [&](bool increase, int64_t registers) {
-    auto s = node(kir::StmtKind::SetMaxNReg);
-    s->increase = increase;
-    s->registers = registers;
-    return s;
-  };
-  auto role = [&](std::string name, Expr condition, Stmt body) {
-    auto s = node(kir::StmtKind::WarpRole);
-    s->role = std::move(name);
-    s->condition = std::move(condition);
-    s->body = {std::move(body)};
-    return s;
-  };
-  auto cluster = std::make_shared<kir::StmtNode>(*kir::comment("cluster of 2 along M"));
+  Stmt loadA = kir::tmaLoad(aMap, {kir::var(Mo) * kir::index(64), kir::var(k) * kir::index(64)},
+                            tileA, kir::index(0), barriers, kir::index(0), nullptr);
+  Stmt loadB =
+      kir::tmaLoad(bMap, {kir::index(0), kir::var(k) * kir::index(64)}, tileB, kir::index(0),
+                   barriers, kir::index(0), /*multicastMask=*/kir::index(3));
+  Stmt mma = kir::wgmma({64, 128, 16}, DType::BF16, acc, /*index=*/nullptr, tileA, kir::index(0),
+                        /*transposeA=*/false, /*blockBytesA=*/0, tileB,
+                        kir::var(k) % kir::index(4) * kir::index(16), /*transposeB=*/false,
+                        /*blockBytesB=*/0, /*accumulate=*/nullptr);
+  Stmt wait = kir::wgmmaWait(0);
+  Stmt storeWait = kir::tmaStoreWait(0);
+  Stmt cluster = kir::comment("cluster of 2 along M");
 
-  Stmt producer = role(
+  Stmt producer = kir::warpRole(
       "producer", tid < kir::index(128),
-      kir::block({
-          setMax(false, 40),
-          kir::ifThen(kir::binary(kir::BinaryOp::Eq, tid, kir::index(0)),
-                      kir::forLoop(
-                          k, kir::index(64), kir::LoopKind::Serial,
-                          kir::block({
-                              mbarrier(kir::StmtKind::MBarrierWait, 1, kir::var(k) % kir::index(2)),
-                              mbarrier(kir::StmtKind::MBarrierArriveExpectTx, 0,
-                                       kir::index(64 * 64 * 2 + 128 * 64 * 2)),
-                              loadA,
-                              loadB,
-                          }))),
-      }));
-  Stmt consumer = role(
+      {kir::block({
+          kir::setMaxNReg(40, /*increase=*/false),
+          kir::ifThen(
+              kir::binary(kir::BinaryOp::Eq, tid, kir::index(0)),
+              kir::forLoop(
+                  k, kir::index(64), kir::LoopKind::Serial,
+                  kir::block({
+                      kir::mbarrierWait(barriers, kir::index(1), kir::var(k) % kir::index(2)),
+                      kir::mbarrierArriveExpectTx(barriers, kir::index(0),
+                                                  kir::index(64 * 64 * 2 + 128 * 64 * 2)),
+                      loadA,
+                      loadB,
+                  }))),
+      })});
+  Stmt consumer = kir::warpRole(
       "consumer", kir::binary(kir::BinaryOp::Ge, tid, kir::index(128)),
-      kir::block({
-          setMax(true, 232),
+      {kir::block({
+          kir::setMaxNReg(232, /*increase=*/true),
           kir::allocate(acc),
           kir::forLoop(k, kir::index(64), kir::LoopKind::Serial,
                        kir::block({
-                           mbarrier(kir::StmtKind::MBarrierWait, 0, kir::var(k) % kir::index(2)),
-                           node(kir::StmtKind::WgmmaFence),
+                           kir::mbarrierWait(barriers, kir::index(0), kir::var(k) % kir::index(2)),
+                           kir::wgmmaFence(),
                            mma,
-                           node(kir::StmtKind::WgmmaCommit),
+                           kir::wgmmaCommit(),
                            wait,
-                           mbarrier(kir::StmtKind::MBarrierArrive, 1, nullptr),
+                           kir::mbarrierArrive(barriers, kir::index(1), nullptr),
                        })),
           kir::store(tileC, tid - kir::index(128), kir::load(acc, kir::index(0))),
-          node(kir::StmtKind::FenceProxyAsync),
-          tma(kir::StmtKind::TmaStore, cMap, tileC, {kir::var(Mo) * kir::index(64), kir::index(0)}),
+          kir::fenceProxyAsync(),
+          kir::tmaStore(cMap, {kir::var(Mo) * kir::index(64), kir::index(0)}, tileC, kir::index(0)),
           storeWait,
-      }));
+      })});
   Stmt body = kir::block({
       allocateShared(barriers, 0),
       allocateShared(tileA, 1024),
@@ -718,9 +670,9 @@ TEST_CASE("kernel printer: the Hopper operations") {
       allocateShared(tileC, 1024 + 8192 + 16384),
       cluster,
       kir::ifThen(kir::binary(kir::BinaryOp::Eq, tid, kir::index(0)),
-                  kir::block({mbarrier(kir::StmtKind::MBarrierInit, 0, kir::index(1)),
-                              mbarrier(kir::StmtKind::MBarrierInit, 1, kir::index(128)),
-                              node(kir::StmtKind::FenceProxyAsync)})),
+                  kir::block({kir::mbarrierInit(barriers, kir::index(0), kir::index(1)),
+                              kir::mbarrierInit(barriers, kir::index(1), kir::index(128)),
+                              kir::fenceProxyAsync()})),
       kir::barrier(),
       producer,
       consumer,
@@ -822,25 +774,14 @@ TEST_CASE("kernel printer: M/N-major wgmma operands and the distance of their bl
       sharedBuffer("b_tile", DType::BF16, {4 * 64 * 64}, 1024, kir::Swizzle::Bytes128);
   kir::BufferPtr acc = makeBuffer("acc", DType::F32, kir::MemorySpace::Local, {128});
   kir::BufferPtr out = globalBuffer("out", DType::F32, true);
-  auto node = [](kir::StmtKind kind) {
-    auto s = std::make_shared<kir::StmtNode>();
-    s->kind = kind;
-    return s;
+  auto product = [&](int n, int64_t blockBytesA, bool transposeB, int64_t blockBytesB) {
+    return kir::wgmma({64, n, 16}, DType::BF16, acc, kir::index(0), tileA, kir::index(16 * 32),
+                      /*transposeA=*/true, blockBytesA, tileB, kir::index(16 * 64), transposeB,
+                      blockBytesB, /*accumulate=*/nullptr);
   };
-  auto mma = node(kir::StmtKind::Wgmma);
-  mma->shape = {64, 256, 16};
-  mma->buffer = acc;
-  mma->index = kir::index(0);
-  mma->operandA = tileA;
-  mma->offsetA = kir::index(16 * 32);
-  mma->transposeA = true;
-  mma->blockBytesA = 4096;
-  mma->operandB = tileB;
-  mma->offsetB = kir::index(16 * 64);
-  mma->transposeB = true;
-  mma->blockBytesB = 8192;
+  Stmt mma = product(256, 4096, true, 8192);
   Expr tid = builtin("threadIdx.x", kir::Builtin::ThreadIdxX);
-  auto wait = node(kir::StmtKind::WgmmaWait);
+  Stmt wait = kir::wgmmaWait(0);
   kir::VarPtr i = kir::makeVar("i", DType::I64);
   kir::Kernel kernel;
   kernel.name = "mn_major";
@@ -854,9 +795,9 @@ TEST_CASE("kernel printer: M/N-major wgmma operands and the distance of their bl
       kir::allocate(acc),
       kir::forLoop(i, kir::index(128), kir::LoopKind::Unrolled,
                    kir::store(acc, kir::var(i), f32(0))),
-      node(kir::StmtKind::WgmmaFence),
+      kir::wgmmaFence(),
       mma,
-      node(kir::StmtKind::WgmmaCommit),
+      kir::wgmmaCommit(),
       wait,
       kir::forLoop(
           i, kir::index(128), kir::LoopKind::Unrolled,
@@ -884,9 +825,7 @@ TEST_CASE("kernel printer: M/N-major wgmma operands and the distance of their bl
 
   // The verifier's side: an M/N-major operand wider than a span needs the distance, a
   // K-major one has none, and the descriptor's field holds multiples of 16 below 2^18.
-  auto broken = [&](const std::function<void(kir::StmtNode &)> &edit) {
-    auto copy = std::make_shared<kir::StmtNode>(*mma);
-    edit(*copy);
+  auto broken = [&](const Stmt &copy) {
     kir::Kernel k = kernel;
     std::vector<Stmt> body = k.body->body;
     for (Stmt &s : body)
@@ -895,18 +834,15 @@ TEST_CASE("kernel printer: M/N-major wgmma operands and the distance of their bl
     k.body = kir::block(body);
     return kir::verifyKernel(k);
   };
-  CHECK(contains(broken([](kir::StmtNode &s) { s.blockBytesB = 0; }),
+  CHECK(contains(broken(product(256, 4096, true, 0)),
                  "wgmma operand B (b_tile) is M/N-major and 256 elements wide, more than one "
                  "swizzle span, without the distance of its blocks"));
-  CHECK(contains(broken([](kir::StmtNode &s) { s.blockBytesA = 4100; }),
+  CHECK(contains(broken(product(256, 4100, true, 8192)),
                  "wgmma operand A (a_tile) has blocks 4100 bytes apart: a multiple of 16 below "
                  "2^18"));
-  CHECK(contains(broken([](kir::StmtNode &s) { s.transposeB = false; }),
+  CHECK(contains(broken(product(256, 4096, false, 8192)),
                  "wgmma operand B (b_tile) is K-major but has a block distance"));
-  CHECK(broken([](kir::StmtNode &s) {
-          s.shape.n = 64;
-          s.blockBytesB = 0;
-        }) == ""); // 64 columns: one span, one block
+  CHECK(broken(product(64, 4096, true, 0)) == ""); // 64 columns: one span, one block
 }
 
 TEST_CASE("kernel printer: device.cuh reaches NVRTC from inside fslc") {
@@ -971,46 +907,27 @@ TEST_CASE("kernel printer: clusters, multicast TMA loads and remote mbarrier arr
   kir::BufferPtr tile = sharedBuffer("tile", DType::F32, {128}, 128);
   kir::VarPtr b = kir::makeVar("b", DType::I64), t = kir::makeVar("t", DType::I64),
               rank = kir::makeVar("rank", DType::I64);
-  auto node = [](kir::StmtKind kind) {
-    auto s = std::make_shared<kir::StmtNode>();
-    s->kind = kind;
-    return s;
-  };
-  auto mbarrier = [&](kir::StmtKind kind, int64_t which, Expr count, Expr ctaRank = nullptr) {
-    auto s = node(kind);
-    s->buffer = bar;
-    s->index = kir::index(which);
-    s->count = std::move(count);
-    s->ctaRank = std::move(ctaRank);
-    return s;
-  };
-  auto multicast = node(kir::StmtKind::TmaLoad);
-  multicast->buffer = tile;
-  multicast->index = kir::var(rank) * kir::index(64);
-  multicast->tensorMap = map;
-  multicast->coordinates = {
-      kir::var(b) / kir::index(2) * kir::index(8) + kir::var(rank) * kir::index(4), kir::index(0)};
-  multicast->barrier = bar;
-  multicast->barrierIndex = kir::index(0);
-  multicast->multicastMask = kir::index(3);
+  Stmt multicast = kir::tmaLoad(
+      map,
+      {kir::var(b) / kir::index(2) * kir::index(8) + kir::var(rank) * kir::index(4), kir::index(0)},
+      tile, kir::var(rank) * kir::index(64), bar, kir::index(0), /*multicastMask=*/kir::index(3));
   Expr first = kir::binary(kir::BinaryOp::Eq, kir::var(t), kir::index(0));
   Expr peer = (kir::var(rank) + kir::index(1)) % kir::index(2);
   Stmt body = kir::block({
       allocateShared(bar, 0),
       allocateShared(tile, 128),
       kir::let(rank, kir::var(b) % kir::index(2), "rank in the cluster"),
-      kir::ifThen(first, kir::block({mbarrier(kir::StmtKind::MBarrierInit, 0, kir::index(1)),
-                                     mbarrier(kir::StmtKind::MBarrierInit, 1, kir::index(2)),
-                                     node(kir::StmtKind::FenceProxyAsync)})),
+      kir::ifThen(first, kir::block({kir::mbarrierInit(bar, kir::index(0), kir::index(1)),
+                                     kir::mbarrierInit(bar, kir::index(1), kir::index(2)),
+                                     kir::fenceProxyAsync()})),
       kir::clusterBarrier(),
       kir::ifThen(first,
-                  kir::block({mbarrier(kir::StmtKind::MBarrierArriveExpectTx, 0, kir::index(512)),
+                  kir::block({kir::mbarrierArriveExpectTx(bar, kir::index(0), kir::index(512)),
                               multicast})),
-      mbarrier(kir::StmtKind::MBarrierWait, 0, kir::index(0)),
+      kir::mbarrierWait(bar, kir::index(0), kir::index(0)),
       kir::store(out, kir::var(b) * kir::index(128) + kir::var(t), kir::load(tile, kir::var(t))),
-      kir::ifThen(first,
-                  kir::block({mbarrier(kir::StmtKind::MBarrierArrive, 1, nullptr, kir::var(rank)),
-                              mbarrier(kir::StmtKind::MBarrierArrive, 1, nullptr, peer)})),
+      kir::ifThen(first, kir::block({kir::mbarrierArrive(bar, kir::index(1), kir::var(rank)),
+                                     kir::mbarrierArrive(bar, kir::index(1), peer)})),
       kir::clusterBarrier(),
   });
   kir::Kernel kernel;
@@ -1068,15 +985,15 @@ TEST_CASE("kernel printer: clusters, multicast TMA loads and remote mbarrier arr
   CHECK(kir::verifyKernel(unclustered) ==
         "cluster_copy_v0: cluster barrier in a kernel launched without a cluster");
   kir::Kernel misplaced = kernel;
-  misplaced.body = kir::block({allocateShared(bar, 0), mbarrier(kir::StmtKind::MBarrierWait, 0,
-                                                                kir::index(0), kir::index(1))});
+  // Nodes no constructor builds: a field set that the kind does not use.
+  auto waitWithRank =
+      std::make_shared<kir::StmtNode>(*kir::mbarrierWait(bar, kir::index(0), kir::index(0)));
+  waitWithRank->ctaRank = kir::index(1);
+  misplaced.body = kir::block({allocateShared(bar, 0), waitWithRank});
   CHECK(kir::verifyKernel(misplaced) ==
         "cluster_copy_v0: mbarrier.try_wait.parity with a CTA rank; only mbarrier.arrive has one");
-  auto store = node(kir::StmtKind::TmaStore);
-  store->buffer = tile;
-  store->index = kir::index(0);
-  store->tensorMap = map;
-  store->coordinates = {kir::index(0), kir::index(0)};
+  auto store = std::make_shared<kir::StmtNode>(
+      *kir::tmaStore(map, {kir::index(0), kir::index(0)}, tile, kir::index(0)));
   store->multicastMask = kir::index(3);
   misplaced.body = kir::block({allocateShared(tile, 128), store});
   CHECK(kir::verifyKernel(misplaced) ==

@@ -133,9 +133,9 @@ public:
     if (s->kind != kir::StmtKind::VectorCopy || s->source->space != kir::MemorySpace::Global)
       return mutateChildren(s);
     ++shifted;
-    auto copy = std::make_shared<kir::StmtNode>(*s);
-    copy->sourceIndex = s->sourceIndex + kir::index(1);
-    return copy;
+    Stmt copy =
+        kir::vectorCopy(s->buffer, s->index, s->source, s->sourceIndex + kir::index(1), s->lanes);
+    return kir::withOrigin(kir::withComment(copy, s->comment), s->origin);
   }
   int shifted = 0;
 };
@@ -223,9 +223,9 @@ public:
         !hasLabelledCheck(s->body[1]))
       return mutateChildren(s);
     ++forced;
-    auto copy = std::make_shared<kir::StmtNode>(*s);
-    copy->condition = kir::constant(1, ir::DType::Bool);
-    return copy;
+    return kir::withOrigin(
+        kir::ifThen(kir::constant(1, ir::DType::Bool), s->body[0], s->body[1], s->comment),
+        s->origin);
   }
   int forced = 0;
 };

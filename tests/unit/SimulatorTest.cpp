@@ -37,48 +37,25 @@ BufferPtr makeBuffer(std::string name, DType dtype, MemorySpace space,
   return b;
 }
 
-std::shared_ptr<StmtNode> node(StmtKind kind) {
-  auto s = std::make_shared<StmtNode>();
-  s->kind = kind;
-  return s;
-}
-
 /// A shared buffer at byte `offset` of the dynamic shared memory.
 Stmt allocateAt(const BufferPtr &buffer, int64_t offset) {
-  auto s = std::make_shared<StmtNode>(*allocate(buffer));
-  s->index = index(offset);
-  return s;
+  return allocateStmt(buffer, index(offset), nullptr);
 }
 
-Stmt mbarrierInit(const BufferPtr &barrier, int64_t arrivals) {
-  auto s = node(StmtKind::MBarrierInit);
-  s->buffer = barrier;
-  s->index = index(0);
-  s->count = index(arrivals);
-  return s;
+// The mbarrier operations on element 0 of `barrier`.
+
+Stmt barrierInit(const BufferPtr &barrier, int64_t arrivals) {
+  return mbarrierInit(barrier, index(0), index(arrivals));
 }
 
 Stmt arriveExpectTx(const BufferPtr &barrier, int64_t bytes) {
-  auto s = node(StmtKind::MBarrierArriveExpectTx);
-  s->buffer = barrier;
-  s->index = index(0);
-  s->count = index(bytes);
-  return s;
+  return mbarrierArriveExpectTx(barrier, index(0), index(bytes));
 }
 
-Stmt arrive(const BufferPtr &barrier) {
-  auto s = node(StmtKind::MBarrierArrive);
-  s->buffer = barrier;
-  s->index = index(0);
-  return s;
-}
+Stmt arrive(const BufferPtr &barrier) { return mbarrierArrive(barrier, index(0), nullptr); }
 
 Stmt waitParity(const BufferPtr &barrier, int64_t parity) {
-  auto s = node(StmtKind::MBarrierWait);
-  s->buffer = barrier;
-  s->index = index(0);
-  s->count = index(parity);
-  return s;
+  return mbarrierWait(barrier, index(0), index(parity));
 }
 
 TensorMapPtr tensorMap(std::string name, const BufferPtr &global, std::vector<int64_t> extents,
@@ -93,31 +70,23 @@ TensorMapPtr tensorMap(std::string name, const BufferPtr &global, std::vector<in
   return m;
 }
 
-Stmt tmaLoad(const BufferPtr &tile, const TensorMapPtr &map, std::vector<int64_t> coordinates,
-             const BufferPtr &barrier) {
-  auto s = node(StmtKind::TmaLoad);
-  s->buffer = tile;
-  s->index = index(0);
-  s->tensorMap = map;
+/// A TMA load of the box at `coordinates` of `map` into `tile` from element `at`, its bytes
+/// counted on element 0 of `barrier`.
+Stmt loadBox(const BufferPtr &tile, const TensorMapPtr &map, std::vector<int64_t> coordinates,
+             const BufferPtr &barrier, int64_t at = 0) {
+  std::vector<Expr> box;
   for (int64_t c : coordinates)
-    s->coordinates.push_back(index(c));
-  s->barrier = barrier;
-  s->barrierIndex = index(0);
-  return s;
+    box.push_back(index(c));
+  return tmaLoad(map, std::move(box), tile, index(at), barrier, index(0), nullptr);
 }
 
-Stmt wgmma(const BufferPtr &accumulator, const BufferPtr &a, Expr offsetA, const BufferPtr &b,
-           Expr offsetB, int n, bool transposeB) {
-  auto s = node(StmtKind::Wgmma);
-  s->buffer = accumulator;
-  s->shape = WgmmaShape{64, n, 16};
-  s->operandA = a;
-  s->offsetA = std::move(offsetA);
-  s->operandB = b;
-  s->offsetB = std::move(offsetB);
-  s->inputType = DType::BF16;
-  s->transposeB = transposeB;
-  return s;
+/// wgmma m64nNk16 of bf16 operands (A K-major) into `accumulator` from element `at` (null:
+/// unset), B's blocks `blockBytesB` apart.
+Stmt bf16Product(const BufferPtr &accumulator, const BufferPtr &a, Expr offsetA, const BufferPtr &b,
+                 Expr offsetB, int n, bool transposeB, Expr at = nullptr, int64_t blockBytesB = 0) {
+  return wgmma(WgmmaShape{64, n, 16}, DType::BF16, accumulator, std::move(at), a,
+               std::move(offsetA), /*transposeA=*/false, /*blockBytesA=*/0, b, std::move(offsetB),
+               transposeB, blockBytesB, /*accumulate=*/nullptr);
 }
 
 Expr eq(Expr a, Expr b) { return binary(BinaryOp::Eq, std::move(a), std::move(b)); }
@@ -232,10 +201,10 @@ struct TmaBox {
     std::vector<Stmt> body = {
         allocateAt(bar, 0),
         allocateAt(tile, 128),
-        ifThen(eq(var(t), index(0)), mbarrierInit(bar, 1)),
+        ifThen(eq(var(t), index(0)), barrierInit(bar, 1)),
         barrier(),
         ifThen(eq(var(t), index(0)),
-               block({arriveExpectTx(bar, expectedBytes), tmaLoad(tile, map, {3, 8}, bar)})),
+               block({arriveExpectTx(bar, expectedBytes), loadBox(tile, map, {3, 8}, bar)})),
         waitParity(bar, 0),
     };
     if (secondParity)
@@ -692,7 +661,7 @@ TEST_CASE("simulator: mbarrier phases and parity") {
   fresh.name = "fresh";
   fresh.body =
       parallelLoop(t, index(32), Axis::TIDx,
-                   block({allocateAt(bar, 0), ifThen(eq(var(t), index(0)), mbarrierInit(bar, 32)),
+                   block({allocateAt(bar, 0), ifThen(eq(var(t), index(0)), barrierInit(bar, 32)),
                           barrier(), waitParity(bar, 1), arrive(bar), waitParity(bar, 0)}));
   launch(fresh, 1, {32, 1}, 16);
   sim::Memory none;
@@ -701,7 +670,7 @@ TEST_CASE("simulator: mbarrier phases and parity") {
   // An init by every thread initialises a live barrier again.
   Kernel twice = fresh;
   twice.body =
-      parallelLoop(t, index(32), Axis::TIDx, block({allocateAt(bar, 0), mbarrierInit(bar, 32)}));
+      parallelLoop(t, index(32), Axis::TIDx, block({allocateAt(bar, 0), barrierInit(bar, 32)}));
   CHECK(faultOf(sim::runKernel(twice, none))
             .find("second mbarrier.init of the live barrier "
                   "bar[0]") != std::string::npos);
@@ -712,11 +681,7 @@ TEST_CASE("simulator: a TMA store writes only the part of the box inside the ten
   BufferPtr tile = makeBuffer("tile", DType::F32, MemorySpace::Shared, {32}, Swizzle::None, 128);
   TensorMapPtr map = tensorMap("g_map", g, {5, 12}, {4, 8}, Swizzle::None);
   VarPtr t = makeVar("t", DType::I64);
-  auto tmaStore = node(StmtKind::TmaStore);
-  tmaStore->buffer = tile;
-  tmaStore->index = index(0);
-  tmaStore->tensorMap = map;
-  tmaStore->coordinates = {index(3), index(8)};
+  Stmt storeBox = tmaStore(map, {index(3), index(8)}, tile, index(0));
   Kernel kernel;
   kernel.name = "tma_store";
   KernelParam mapParam;
@@ -725,9 +690,8 @@ TEST_CASE("simulator: a TMA store writes only the part of the box inside the ten
   kernel.params = {mapParam};
   kernel.body = parallelLoop(
       t, index(32), Axis::TIDx,
-      block({allocateAt(tile, 0), store(tile, var(t), cast(DType::F32, var(t))),
-             node(StmtKind::FenceProxyAsync), barrier(),
-             ifThen(eq(var(t), index(0)), block({tmaStore, node(StmtKind::TmaStoreWait)}))}));
+      block({allocateAt(tile, 0), store(tile, var(t), cast(DType::F32, var(t))), fenceProxyAsync(),
+             barrier(), ifThen(eq(var(t), index(0)), block({storeBox, tmaStoreWait(0)}))}));
   launch(kernel, 1, {32, 1}, 128);
   sim::Memory memory;
   memory.global[g.get()].assign(60, -1);
@@ -750,10 +714,7 @@ TEST_CASE("simulator: barriers reached by part of the block fault") {
   CHECK(faultOf(sim::runKernel(kernel, memory)).find("__syncthreads reached by 32 of 64 threads") !=
         std::string::npos);
 
-  auto named = node(StmtKind::Barrier);
-  named->barrierKind = BarrierKind::Named;
-  named->barrierId = 1;
-  named->threads = index(64);
+  Stmt named = barrierStmt(BarrierKind::Named, 1, index(64));
   kernel.body = parallelLoop(t, index(64), Axis::TIDx, ifThen(var(t) < index(32), named));
   CHECK(faultOf(sim::runKernel(kernel, memory))
             .find("named barrier 1 expects 64 threads but 32 arrive together") !=
@@ -781,8 +742,8 @@ TEST_CASE("simulator: the 128-byte swizzle of a TMA load") {
   kernel.body = parallelLoop(
       t, index(32), Axis::TIDx,
       block({allocateAt(bar, 0), allocateAt(tile, 1024),
-             ifThen(eq(var(t), index(0)), block({mbarrierInit(bar, 1), arriveExpectTx(bar, 1024),
-                                                 tmaLoad(tile, map, {0, 0}, bar)})),
+             ifThen(eq(var(t), index(0)), block({barrierInit(bar, 1), arriveExpectTx(bar, 1024),
+                                                 loadBox(tile, map, {0, 0}, bar)})),
              waitParity(bar, 0),
              forLoop(j, index(8), LoopKind::Serial, store(out, at, load(tile, at)))}));
   launch(kernel, 1, {32, 1}, 2048);
@@ -875,25 +836,25 @@ struct WgmmaTile {
            ks = makeVar("ks", DType::I64), row = makeVar("row", DType::I64),
            col = makeVar("col", DType::I64);
     // K-major: step k moves 16 elements along the row; N-major: 16 rows of 64.
-    Stmt mma = wgmma(acc, sa, var(ks) * index(16), sb, var(ks) * index(nMajorB ? 16 * 64 : 16), 64,
-                     nMajorB);
+    Stmt mma = bf16Product(acc, sa, var(ks) * index(16), sb,
+                           var(ks) * index(nMajorB ? 16 * 64 : 16), 64, nMajorB);
     Stmt body = block({
         allocateAt(bar, 0),
         allocateAt(sa, 1024),
         allocateAt(sb, 1024 + 8192),
         allocate(acc),
         forLoop(i, index(32), LoopKind::Unrolled, store(acc, var(i), f32(0))),
-        ifThen(eq(var(t), index(0)), mbarrierInit(bar, 1)),
+        ifThen(eq(var(t), index(0)), barrierInit(bar, 1)),
         barrier(),
         ifThen(eq(var(t), index(0)),
-               block({arriveExpectTx(bar, 2 * 64 * 64 * 2), tmaLoad(sa, mapA, {0, 0}, bar),
-                      tmaLoad(sb, mapB, {0, 0}, bar)})),
+               block({arriveExpectTx(bar, 2 * 64 * 64 * 2), loadBox(sa, mapA, {0, 0}, bar),
+                      loadBox(sb, mapB, {0, 0}, bar)})),
         waitParity(bar, 0),
-        node(StmtKind::WgmmaFence),
+        wgmmaFence(),
         forLoop(ks, index(4), LoopKind::Unrolled,
                 divergent ? ifThen(var(t) < index(64), mma) : mma),
-        node(StmtKind::WgmmaCommit),
-        node(StmtKind::WgmmaWait),
+        wgmmaCommit(),
+        wgmmaWait(0),
         forLoop(i, index(32), LoopKind::Unrolled,
                 block({let(row, index(16) * (var(t) / index(32)) + (var(t) % index(32)) / index(4) +
                                     index(8) * ((var(i) / index(2)) % index(2))),
@@ -987,33 +948,28 @@ struct WideNMajor {
            ks = makeVar("ks", DType::I64), ni = makeVar("ni", DType::I64),
            row = makeVar("row", DType::I64), col = makeVar("col", DType::I64);
     std::vector<Stmt> loads = {arriveExpectTx(bar, 64 * 64 * 2 + 64 * n * 2),
-                               tmaLoad(sa, mapA, {0, 0}, bar)};
-    for (int64_t j = 0; j < blocks; ++j) {
-      auto load = std::make_shared<StmtNode>(*tmaLoad(sb, mapB, {0, 64 * j}, bar));
-      load->index = index(j * blockElements); // block j
-      loads.push_back(load);
-    }
-    auto mma = std::make_shared<StmtNode>(*wgmma(acc, sa, var(ks) * index(16), sb,
-                                                 var(ni) * index(instrN / 64 * blockElements) +
-                                                     var(ks) * index(16 * 64) + index(shift),
-                                                 instrN, /*transposeB=*/true));
-    mma->index = var(ni) * index(instrN / 2);
-    mma->blockBytesB = blockBytes;
+                               loadBox(sa, mapA, {0, 0}, bar)};
+    for (int64_t j = 0; j < blocks; ++j)
+      loads.push_back(loadBox(sb, mapB, {0, 64 * j}, bar, /*at=*/j * blockElements)); // block j
+    Stmt mma = bf16Product(
+        acc, sa, var(ks) * index(16), sb,
+        var(ni) * index(instrN / 64 * blockElements) + var(ks) * index(16 * 64) + index(shift),
+        instrN, /*transposeB=*/true, /*at=*/var(ni) * index(instrN / 2), blockBytes);
     Stmt body = block({
         allocateAt(bar, 0),
         allocateAt(sa, 1024),
         allocateAt(sb, 1024 + 8192),
         allocate(acc),
         forLoop(i, index(n / 2), LoopKind::Unrolled, store(acc, var(i), f32(0))),
-        ifThen(eq(var(t), index(0)), mbarrierInit(bar, 1)),
+        ifThen(eq(var(t), index(0)), barrierInit(bar, 1)),
         barrier(),
         ifThen(eq(var(t), index(0)), block(loads)),
         waitParity(bar, 0),
-        node(StmtKind::WgmmaFence),
+        wgmmaFence(),
         forLoop(ks, index(4), LoopKind::Unrolled,
                 forLoop(ni, index(n / instrN), LoopKind::Unrolled, mma)),
-        node(StmtKind::WgmmaCommit),
-        node(StmtKind::WgmmaWait),
+        wgmmaCommit(),
+        wgmmaWait(0),
         // Fragment i of instruction ni: column ni * instrN + the m64nNk16 column.
         forLoop(ni, index(n / instrN), LoopKind::Unrolled,
                 forLoop(i, index(instrN / 2), LoopKind::Unrolled,
@@ -1190,41 +1146,6 @@ TEST_CASE("simulator: a program's variants, parameters and outputs") {
 
 namespace {
 
-Stmt mbarrierOp(StmtKind kind, const BufferPtr &barrier, Expr at, Expr count = nullptr) {
-  auto s = node(kind);
-  s->buffer = barrier;
-  s->index = std::move(at);
-  s->count = std::move(count);
-  return s;
-}
-
-Stmt tmaLoadInto(const BufferPtr &tile, Expr at, const TensorMapPtr &map,
-                 std::vector<Expr> coordinates, const BufferPtr &barrier, Expr barrierIndex) {
-  auto s = node(StmtKind::TmaLoad);
-  s->buffer = tile;
-  s->index = std::move(at);
-  s->tensorMap = map;
-  s->coordinates = std::move(coordinates);
-  s->barrier = barrier;
-  s->barrierIndex = std::move(barrierIndex);
-  return s;
-}
-
-Stmt warpRole(std::string role, Expr condition, Stmt body) {
-  auto s = node(StmtKind::WarpRole);
-  s->role = std::move(role);
-  s->condition = std::move(condition);
-  s->body = {std::move(body)};
-  return s;
-}
-
-Stmt setMaxNReg(int64_t registers, bool increase) {
-  auto s = node(StmtKind::SetMaxNReg);
-  s->registers = registers;
-  s->increase = increase;
-  return s;
-}
-
 /// D[128][64] = A[128][128] B[128][64] by a warp-specialized pipeline of 384 threads.
 /// Warpgroup 0 produces: one thread loads, for each 16-wide K slice k, A[:, k] (128 x 16)
 /// and B[:, k] (K-major, 64 x 16) by TMA into stage k % 2 of a two-stage ring, after
@@ -1271,14 +1192,12 @@ struct Pipeline {
                        block({
                            let(ps, var(pk) % index(Stages)),
                            let(pphase, (var(pk) / index(Stages)) % index(2)),
-                           mbarrierOp(StmtKind::MBarrierWait, empty, var(ps),
-                                      (var(pphase) + index(1)) % index(2)),
-                           mbarrierOp(StmtKind::MBarrierArriveExpectTx, full, var(ps),
-                                      index(StageBytes)),
-                           tmaLoadInto(sa, var(ps) * index(M * 16), mapA,
-                                       {index(0), var(pk) * index(16)}, full, var(ps)),
-                           tmaLoadInto(sb, var(ps) * index(N * 16), mapB,
-                                       {index(0), var(pk) * index(16)}, full, var(ps)),
+                           mbarrierWait(empty, var(ps), (var(pphase) + index(1)) % index(2)),
+                           mbarrierArriveExpectTx(full, var(ps), index(StageBytes)),
+                           tmaLoad(mapA, {index(0), var(pk) * index(16)}, sa,
+                                   var(ps) * index(M * 16), full, var(ps), nullptr),
+                           tmaLoad(mapB, {index(0), var(pk) * index(16)}, sb,
+                                   var(ps) * index(N * 16), full, var(ps), nullptr),
                        }))),
     });
     Expr fullParity =
@@ -1286,16 +1205,16 @@ struct Pipeline {
     std::vector<Stmt> step = {
         let(cs, var(ck) % index(Stages)),
         let(cphase, (var(ck) / index(Stages)) % index(2)),
-        mbarrierOp(StmtKind::MBarrierWait, full, var(cs), fullParity),
-        node(StmtKind::WgmmaFence),
-        wgmma(acc, sa, var(cs) * index(M * 16) + var(c) * index(64 * 16), sb,
-              var(cs) * index(N * 16), N, /*transposeB=*/false),
-        node(StmtKind::WgmmaCommit),
-        node(StmtKind::WgmmaWait),
+        mbarrierWait(full, var(cs), fullParity),
+        wgmmaFence(),
+        bf16Product(acc, sa, var(cs) * index(M * 16) + var(c) * index(64 * 16), sb,
+                    var(cs) * index(N * 16), N, /*transposeB=*/false),
+        wgmmaCommit(),
+        wgmmaWait(0),
     };
     if (bug != Bug::NoEmptyArrive)
-      step.push_back(ifThen(eq(var(t) % index(128), index(0)),
-                            mbarrierOp(StmtKind::MBarrierArrive, empty, var(cs))));
+      step.push_back(
+          ifThen(eq(var(t) % index(128), index(0)), mbarrierArrive(empty, var(cs), nullptr)));
     Stmt consumer = block({
         setMaxNReg(consumerRegisters, /*increase=*/true),
         let(c, warpgroup - index(1)),
@@ -1313,8 +1232,8 @@ struct Pipeline {
     });
     std::vector<Stmt> init;
     for (int64_t s = 0; s < Stages; ++s) {
-      init.push_back(mbarrierOp(StmtKind::MBarrierInit, full, index(s), index(1)));
-      init.push_back(mbarrierOp(StmtKind::MBarrierInit, empty, index(s), index(2)));
+      init.push_back(mbarrierInit(full, index(s), index(1)));
+      init.push_back(mbarrierInit(empty, index(s), index(2)));
     }
     Stmt body = block({
         allocateAt(full, 0),
@@ -1323,8 +1242,8 @@ struct Pipeline {
         allocateAt(sb, 1024 + Stages * M * 16 * 2),
         ifThen(eq(var(t), index(0)), block(std::move(init))),
         barrier(),
-        warpRole("producer", eq(warpgroup, index(0)), producer),
-        warpRole("consumer", binary(BinaryOp::Ne, warpgroup, index(0)), consumer),
+        warpRole("producer", eq(warpgroup, index(0)), {producer}),
+        warpRole("consumer", binary(BinaryOp::Ne, warpgroup, index(0)), {consumer}),
     });
     kernel.name = "pipeline";
     kernel.params = {tensorParam(d)};
@@ -1435,8 +1354,8 @@ TEST_CASE("simulator: TMA data read before its mbarrier wait") {
   auto kernelWith = [&](std::vector<Stmt> sync) {
     std::vector<Stmt> body = {
         allocateAt(bar, 0), allocateAt(tile, 128),
-        ifThen(eq(var(t), index(0)), block({mbarrierInit(bar, 1), arriveExpectTx(bar, 256),
-                                            tmaLoad(tile, map, {0, 0}, bar)}))};
+        ifThen(eq(var(t), index(0)), block({barrierInit(bar, 1), arriveExpectTx(bar, 256),
+                                            loadBox(tile, map, {0, 0}, bar)}))};
     body.insert(body.end(), sync.begin(), sync.end());
     body.push_back(store(out, var(t), load(tile, var(t))));
     Kernel kernel;
@@ -1487,11 +1406,8 @@ TEST_CASE("simulator: warps wait for each other at barriers and named barriers")
   BufferPtr s = makeBuffer("s", DType::F32, MemorySpace::Shared, {64});
   BufferPtr out = makeBuffer("out", DType::F32, MemorySpace::Global);
   VarPtr t = makeVar("t", DType::I64);
-  auto named = node(StmtKind::Barrier);
-  named->barrierKind = BarrierKind::Named;
-  named->barrierId = 2;
-  named->threads = index(64);
-  for (Stmt sync : {barrier(), Stmt(named)}) {
+  Stmt named = barrierStmt(BarrierKind::Named, 2, index(64));
+  for (Stmt sync : {barrier(), named}) {
     Kernel kernel;
     kernel.name = "exchange";
     kernel.params = {tensorParam(out)};
@@ -1516,7 +1432,7 @@ TEST_CASE("simulator: warps wait for each other at barriers and named barriers")
   handoff.body = parallelLoop(
       t, index(64), Axis::TIDx,
       block({allocateAt(bar, 0), allocateAt(s, 16),
-             ifThen(eq(var(t), index(0)), mbarrierInit(bar, 32)), barrier(),
+             ifThen(eq(var(t), index(0)), barrierInit(bar, 32)), barrier(),
              ifThen(eq(warp, index(0)), waitParity(bar, 0),
                     block({store(s, var(t) - index(32), cast(DType::F32, var(t))), arrive(bar)})),
              ifThen(eq(warp, index(0)), store(out, var(t), load(s, var(t))))}));
@@ -1534,11 +1450,7 @@ namespace {
 
 /// An arrival on the mbarrier at the same offset in CTA `rank` of the cluster.
 Stmt remoteArrive(const BufferPtr &barrier, Expr rank) {
-  auto s = node(StmtKind::MBarrierArrive);
-  s->buffer = barrier;
-  s->index = index(0);
-  s->ctaRank = std::move(rank);
-  return s;
+  return mbarrierArrive(barrier, index(0), std::move(rank));
 }
 
 /// Two clusters of two CTAs (grid 4, cluster (2, 1, 1)) of 64 threads. The CTA of rank
@@ -1560,19 +1472,14 @@ struct ClusterTile {
               int64_t mask = 3) {
     VarPtr b = makeVar("b", DType::I64), t = makeVar("t", DType::I64),
            rank = makeVar("rank", DType::I64);
-    auto multicast = node(StmtKind::TmaLoad);
-    multicast->buffer = tile;
-    multicast->index = var(rank) * index(64);
-    multicast->tensorMap = map;
-    multicast->coordinates = {var(b) / index(2) * index(8) + var(rank) * index(4), index(0)};
-    multicast->barrier = bar;
-    multicast->barrierIndex = index(0);
-    multicast->multicastMask = index(mask);
+    Stmt multicast =
+        tmaLoad(map, {var(b) / index(2) * index(8) + var(rank) * index(4), index(0)}, tile,
+                var(rank) * index(64), bar, index(0), /*multicastMask=*/index(mask));
     std::vector<Stmt> body = {
         allocateAt(bar, 0),
         allocateAt(tile, 128),
         let(rank, var(b) % index(2)),
-        ifThen(eq(var(t), index(0)), mbarrierInit(bar, 1)),
+        ifThen(eq(var(t), index(0)), barrierInit(bar, 1)),
     };
     if (initBarrier)
       body.push_back(clusterBarrier());
@@ -1617,7 +1524,7 @@ Kernel remoteArrival(const BufferPtr &out, bool initBarrier, bool endBarrier, bo
   Stmt second = ifThen(eq(var(t), index(0)),
                        block({store(out, index(1), f32(2)), remoteArrive(bar, target(var(rank)))}));
   std::vector<Stmt> body = {allocateAt(bar, 0), let(rank, var(b) % index(2)),
-                            ifThen(eq(var(t), index(0)), mbarrierInit(bar, 1))};
+                            ifThen(eq(var(t), index(0)), barrierInit(bar, 1))};
   if (initBarrier)
     body.push_back(clusterBarrier());
   body.push_back(ifThen(eq(var(rank), index(0)), first, second));
@@ -1691,16 +1598,13 @@ TEST_CASE("simulator: a wrong expected byte count in a cluster deadlocks both CT
   // Bytes may complete before the arrival that expects them, but a block must not end with
   // bytes no arrival expected (here: a load into a barrier of two arrivals, none made).
   TmaBox unexpected(/*expectedBytes=*/128);
-  auto init = node(StmtKind::MBarrierInit);
-  init->buffer = unexpected.bar;
-  init->index = index(0);
-  init->count = index(2);
+  Stmt init = barrierInit(unexpected.bar, 2);
   VarPtr t = makeVar("t", DType::I64);
   unexpected.kernel.body =
       parallelLoop(t, index(32), Axis::TIDx,
                    block({allocateAt(unexpected.bar, 0), allocateAt(unexpected.tile, 128),
                           ifThen(eq(var(t), index(0)), init), barrier(),
-                          ifThen(eq(var(t), index(0)), tmaLoad(unexpected.tile, unexpected.map,
+                          ifThen(eq(var(t), index(0)), loadBox(unexpected.tile, unexpected.map,
                                                                {0, 0}, unexpected.bar))}));
   memory = unexpected.memory();
   CHECK(faultOf(sim::runKernel(unexpected.kernel, memory)) ==

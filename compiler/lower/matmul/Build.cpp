@@ -19,10 +19,10 @@ kir::BufferPtr makeBuffer(std::string name, ir::DType dtype, kir::MemorySpace sp
 
 kir::Stmt sharedAllocation(const kir::BufferPtr &buffer, int64_t byteOffset, std::string comment,
                            kir::Origin origin) {
-  auto s = std::make_shared<kir::StmtNode>(*kir::allocate(buffer, std::move(comment)));
-  s->index = kir::index(byteOffset);
-  s->origin = std::move(origin);
-  return s;
+  return kir::withOrigin(
+      kir::withComment(kir::allocateStmt(buffer, kir::index(byteOffset), nullptr),
+                       std::move(comment)),
+      std::move(origin));
 }
 
 KernelNames::KernelNames(const ir::Fusion &fusion) {

@@ -1,6 +1,6 @@
-// Build.h — the small builders every matmul component uses: Hopper statements (IR.h has
-// no constructors for them), buffers and shared allocations, unrolled loops, and the
-// kernel's own names, kept clear of the fusion's.
+// Build.h — the small builders every matmul component uses: statements annotated with
+// their directive, buffers and shared allocations, unrolled loops, and the kernel's own
+// names, kept clear of the fusion's.
 #pragma once
 
 #include "ir/FusionIR.h"
@@ -12,22 +12,11 @@
 
 namespace fsl::lower {
 
-/// A statement of `kind` with nothing set but its comment (the builders fill the fields).
-inline std::shared_ptr<kir::StmtNode> hopperNode(kir::StmtKind kind, std::string comment = {}) {
-  auto s = std::make_shared<kir::StmtNode>();
-  s->kind = kind;
-  s->comment = std::move(comment);
-  return s;
-}
-
 /// A copy of `s` that comes from the directive of `origin`, with `comment` if given.
-inline kir::Stmt withOrigin(const kir::Stmt &s, const kir::Origin &origin,
-                            std::string comment = {}) {
-  auto copy = std::make_shared<kir::StmtNode>(*s);
-  copy->origin = origin;
-  if (!comment.empty())
-    copy->comment = std::move(comment);
-  return copy;
+inline kir::Stmt fromDirective(const kir::Stmt &s, const kir::Origin &origin,
+                               std::string comment = {}) {
+  kir::Stmt copy = kir::withOrigin(s, origin);
+  return comment.empty() ? copy : kir::withComment(copy, std::move(comment));
 }
 
 kir::BufferPtr makeBuffer(std::string name, ir::DType dtype, kir::MemorySpace space,

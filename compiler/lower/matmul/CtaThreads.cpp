@@ -35,14 +35,11 @@ kir::Expr CtaThreads::warpgroupColumn(const MatmulPlan &plan) const {
 
 kir::Stmt CtaThreads::consumerBarrier(const MatmulPlan &plan, const std::string &comment) const {
   if (!producerWarpgroup)
-    return withOrigin(kir::barrier(), {}, comment);
+    return kir::withComment(kir::barrier(), comment);
   auto named = [&](int id) {
-    auto s = std::make_shared<kir::StmtNode>(*kir::barrier());
-    s->barrierKind = kir::BarrierKind::Named;
-    s->barrierId = id;
-    s->threads = kir::index(128 * plan.warpgroupsPerTile());
-    s->comment = comment;
-    return kir::Stmt(s);
+    return kir::withComment(
+        kir::barrierStmt(kir::BarrierKind::Named, id, kir::index(128 * plan.warpgroupsPerTile())),
+        comment);
   };
   if (!group)
     return named(1);

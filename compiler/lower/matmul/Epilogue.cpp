@@ -2,6 +2,7 @@
 // accumulator fragments, and the output tile's stores (Epilogue.h).
 #include "lower/matmul/Epilogue.h"
 
+#include "kir/Layout.h"
 #include "lower/Pointwise.h"
 
 #include <llvm/ADT/STLExtras.h>
@@ -10,7 +11,6 @@ namespace fsl::lower {
 
 using kir::Expr;
 using kir::Stmt;
-using kir::StmtKind;
 
 namespace {
 
@@ -40,7 +40,8 @@ void addOutputTensorMap(LowerContext &cx, const MatmulPlan &plan, const KernelNa
   map->global = cx.outputBuffers.at(0);
   for (ir::DimId dim : output.dims)
     map->extents.push_back(cx.dimExtent(dim));
-  map->box = {plan.tileM, 128 / static_cast<int64_t>(ir::dtypeBytes(output.dtype))};
+  map->box = {plan.tileM, kir::swizzleSpanBytes(kir::Swizzle::Bytes128) /
+                              static_cast<int64_t>(ir::dtypeBytes(output.dtype))};
   map->swizzle = kir::Swizzle::Bytes128;
   storage.mapOut = map;
   kir::KernelParam kp;
@@ -54,11 +55,12 @@ void addOutputTensorMap(LowerContext &cx, const MatmulPlan &plan, const KernelNa
 void allocateOutputTile(const MatmulPlan &plan, const KernelNames &names, EpilogueStorage &storage,
                         SharedLayout &layout) {
   const ir::Output &output = plan.fusion->outputs.at(0);
-  int64_t span = 128 / ir::dtypeBytes(output.dtype);
+  int64_t span = kir::swizzleSpanBytes(kir::Swizzle::Bytes128) / ir::dtypeBytes(output.dtype);
   int64_t groups = plan.tileGroups;
   storage.outTile =
       makeBuffer(names.fresh(output.name + "_tile"), output.dtype, kir::MemorySpace::Shared,
-                 {groups * plan.tileM * plan.tileN}, kir::Swizzle::Bytes128, 1024);
+                 {groups * plan.tileM * plan.tileN}, kir::Swizzle::Bytes128,
+                 kir::swizzleRepeatBytes(kir::Swizzle::Bytes128));
   layout.allocations.push_back(sharedAllocation(
       storage.outTile, layout.bytes,
       std::string(groups > 1 ? "an output tile a consumer group: " : "the output tile: ") +
@@ -125,10 +127,9 @@ Stmt Epilogue::tile(const WorkTile &tile) const {
                                    "fusion's epilogue, stores inside the output"));
   Stmt nest = forEachFragmentElement(
       plan_, names_, threads_, out, [&](const FragmentElement &e) { return elementBody(tile, e); });
-  auto fragments = std::make_shared<kir::StmtNode>(*nest);
-  fragments->comment = "the fragments of wgmma m64n" + std::to_string(plan_.instructionN) + "k16";
-  fragments->origin = plan_.epilogueOrigin;
-  out.push_back(fragments);
+  out.push_back(
+      fromDirective(nest, plan_.epilogueOrigin,
+                    "the fragments of wgmma m64n" + std::to_string(plan_.instructionN) + "k16"));
   if (plan_.sharedEpilogue())
     out.push_back(storeOutputTile(tile));
   return kir::block(std::move(out));
@@ -200,11 +201,14 @@ Stmt Epilogue::elementBody(const WorkTile &tile, const FragmentElement &e) const
 /// 128-byte row of `span` elements each), BM rows of it, and in each row the 16-byte
 /// chunks permuted by the 128-byte swizzle (chunk ^ row % 8), as TMA reads them.
 Expr Epilogue::outputTileIndex(Expr row, Expr column) const {
+  const kir::Swizzle swizzle = kir::Swizzle::Bytes128;
   int64_t bytes = ir::dtypeBytes(storage_.outTile->dtype);
-  int64_t span = 128 / bytes, chunk = 16 / bytes;
+  int64_t span = kir::swizzleSpanBytes(swizzle) / bytes, chunk = 16 / bytes;
+  // The 128-byte rows after which the pattern repeats (Layout.h's swizzleAddress).
+  int64_t rows = kir::swizzleRepeatBytes(swizzle) / kir::swizzleSpanBytes(swizzle);
   Expr inBlock = column % kir::index(span);
   Expr swizzledChunk =
-      kir::binary(kir::BinaryOp::Xor, inBlock / kir::index(chunk), row % kir::index(8));
+      kir::binary(kir::BinaryOp::Xor, inBlock / kir::index(chunk), row % kir::index(rows));
   return column / kir::index(span) * kir::index(plan_.tileM * span) + row * kir::index(span) +
          swizzledChunk * kir::index(chunk) + inBlock % kir::index(chunk);
 }
@@ -217,9 +221,8 @@ Expr Epilogue::outTileBase() const {
 }
 
 Stmt Epilogue::waitOutputTileRead(const std::string &comment) const {
-  auto wait = hopperNode(StmtKind::TmaStoreWait, comment);
-  wait->pending = 0;
-  return kir::ifThen(threads_.firstConsumerThread(plan_), Stmt(wait));
+  return kir::ifThen(threads_.firstConsumerThread(plan_),
+                     kir::withComment(kir::tmaStoreWait(/*pending=*/0), comment));
 }
 
 /// The written output tile to global memory: TMA stores by one thread, or 16-byte copies
@@ -227,26 +230,22 @@ Stmt Epilogue::waitOutputTileRead(const std::string &comment) const {
 Stmt Epilogue::storeOutputTile(const WorkTile &tile) const {
   const ir::Output &output = cx_.fusion.outputs.at(0);
   int64_t bytes = ir::dtypeBytes(output.dtype);
-  int64_t span = 128 / bytes, chunk = 16 / bytes;
+  int64_t span = kir::swizzleSpanBytes(kir::Swizzle::Bytes128) / bytes, chunk = 16 / bytes;
   int64_t blocks = plan_.tileN / span;
   std::vector<Stmt> out;
   if (plan_.epilogueVia == sched::EpilogueKind::SharedTmaStore) {
     // Generic-proxy writes become visible to the TMA unit (the async proxy) through the
     // fence, each thread its own, before the barrier that lets the storing thread go.
-    out.push_back(hopperNode(StmtKind::FenceProxyAsync, "the tile's writes, for the TMA unit"));
+    out.push_back(kir::withComment(kir::fenceProxyAsync(), "the tile's writes, for the TMA unit"));
     out.push_back(threads_.consumerBarrier(plan_, "the whole tile is written"));
     kir::VarPtr block = names_.var("block");
-    Stmt store = [&] {
-      auto s = hopperNode(StmtKind::TmaStore);
-      s->tensorMap = storage_.mapOut;
-      Expr b = blocks == 1 ? kir::index(0) : kir::var(block);
-      s->coordinates = {kir::var(tile.mTile) * kir::index(plan_.tileM),
-                        kir::var(tile.nTile) * kir::index(plan_.tileN) + b * kir::index(span)};
-      s->buffer = storage_.outTile;
-      s->index = outTileBase() + b * kir::index(plan_.tileM * span);
-      s->origin = plan_.epilogueOrigin;
-      return Stmt(s);
-    }();
+    Expr b = blocks == 1 ? kir::index(0) : kir::var(block);
+    Stmt store = kir::withOrigin(
+        kir::tmaStore(storage_.mapOut,
+                      {kir::var(tile.mTile) * kir::index(plan_.tileM),
+                       kir::var(tile.nTile) * kir::index(plan_.tileN) + b * kir::index(span)},
+                      storage_.outTile, outTileBase() + b * kir::index(plan_.tileM * span)),
+        plan_.epilogueOrigin);
     Stmt stores = blocks == 1
                       ? store
                       : kir::forLoop(block, kir::index(blocks), kir::LoopKind::Unrolled, store);

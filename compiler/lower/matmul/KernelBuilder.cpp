@@ -19,7 +19,6 @@ namespace fsl::lower {
 
 using kir::Expr;
 using kir::Stmt;
-using kir::StmtKind;
 
 Stmt MatmulKernelState::markTile(const char *label, std::string what, const WorkTile &tile) {
   Stmt s = marker(label, std::move(what));
@@ -38,11 +37,9 @@ namespace {
 /// Warpgroup 0 with warp specialization: gives registers back, and one thread issues the
 /// TMA loads of every stage of every tile, as soon as the consumers free the stage.
 Stmt producerRole(const MatmulPlan &plan, MatmulKernelState &state) {
-  auto lower = hopperNode(StmtKind::SetMaxNReg);
-  lower->registers = plan.producerRegisters;
-  lower->increase = false;
-  lower->origin = plan.warpSpecializeOrigin;
-  lower->comment = "the producer needs few registers: the consumers take them";
+  Stmt lower = fromDirective(kir::setMaxNReg(plan.producerRegisters, /*increase=*/false),
+                             plan.warpSpecializeOrigin,
+                             "the producer needs few registers: the consumers take them");
   Stmt loads = kir::ifThen(state.threads.isThread(0),
                            state.scheduler->forEachWorkTile(
                                Role::Producer,
@@ -51,12 +48,9 @@ Stmt producerRole(const MatmulPlan &plan, MatmulKernelState &state) {
                                                        "the loads of the tile's k tiles", tile);
                                }),
                            nullptr, "one thread issues the loads");
-  auto role = hopperNode(StmtKind::WarpRole);
-  role->role = "producer";
-  role->condition =
-      kir::binary(kir::BinaryOp::Eq, kir::var(state.threads.warpgroup), kir::index(0));
-  role->body = {kir::block({Stmt(lower), loads})};
-  return role;
+  return kir::warpRole(
+      "producer", kir::binary(kir::BinaryOp::Eq, kir::var(state.threads.warpgroup), kir::index(0)),
+      {kir::block({lower, loads})});
 }
 
 /// The consumer warpgroups (all of the CTA's without warp specialization): the
@@ -66,12 +60,8 @@ Stmt consumerRole(const MatmulPlan &plan, MatmulKernelState &state) {
   const KernelNames &names = state.names;
   std::vector<Stmt> body;
   if (plan.warpSpecialized) {
-    auto raise = hopperNode(StmtKind::SetMaxNReg);
-    raise->registers = plan.consumerRegisters;
-    raise->increase = true;
-    raise->origin = plan.warpSpecializeOrigin;
-    raise->comment = "the accumulators and the epilogue";
-    body.push_back(raise);
+    body.push_back(fromDirective(kir::setMaxNReg(plan.consumerRegisters, /*increase=*/true),
+                                 plan.warpSpecializeOrigin, "the accumulators and the epilogue"));
     body.push_back(kir::let(threads.consumer, kir::var(threads.warpgroup) - kir::index(1)));
     if (plan.tileGroups > 1) {
       threads.group = names.var("consumer_group");
@@ -92,11 +82,9 @@ Stmt consumerRole(const MatmulPlan &plan, MatmulKernelState &state) {
   body.push_back(marker(labels::MatmulEpilogueEnd, "after the CTA's last tile"));
   if (!plan.warpSpecialized)
     return kir::block(std::move(body));
-  auto role = hopperNode(StmtKind::WarpRole);
-  role->role = "consumers";
-  role->condition = kir::binary(kir::BinaryOp::Ne, kir::var(threads.warpgroup), kir::index(0));
-  role->body = {kir::block(std::move(body))};
-  return role;
+  return kir::warpRole("consumers",
+                       kir::binary(kir::BinaryOp::Ne, kir::var(threads.warpgroup), kir::index(0)),
+                       {kir::block(std::move(body))});
 }
 
 MatmulKernelState &kernelState(LowerContext &cx) {
@@ -156,8 +144,8 @@ bool buildMatmulTileScheduler(LowerContext &cx) {
   allocateStageBarriers(plan, names, operands, shared);
   body.insert(body.end(), shared.allocations.begin(), shared.allocations.end());
   body.push_back(initStageBarriers(plan, names, threads, operands));
-  body.push_back(withOrigin(
-      plan.clusterM > 1 ? kir::clusterBarrier() : kir::barrier(), {},
+  body.push_back(kir::withComment(
+      plan.clusterM > 1 ? kir::clusterBarrier() : kir::barrier(),
       plan.clusterM > 1 ? "the cluster's barriers are initialized before any thread uses them"
                         : "the barriers are initialized before any thread uses them"));
   scheduler.prologue(body);
@@ -167,8 +155,8 @@ bool buildMatmulTileScheduler(LowerContext &cx) {
   // No CTA of a cluster exits while a peer may still write its shared memory or arrive
   // on its barriers.
   if (plan.clusterM > 1)
-    body.push_back(withOrigin(kir::clusterBarrier(), plan.clusterOrigin,
-                              "the cluster's CTAs are done with each other"));
+    body.push_back(fromDirective(kir::clusterBarrier(), plan.clusterOrigin,
+                                 "the cluster's CTAs are done with each other"));
 
   int64_t warpgroups = plan.warpgroups + (plan.warpSpecialized ? 1 : 0);
   Stmt nest = kir::block(std::move(body));
@@ -179,9 +167,9 @@ bool buildMatmulTileScheduler(LowerContext &cx) {
                 std::to_string(plan.warpgroupsN()) + " of " + std::to_string(plan.warpM) + " x " +
                 std::to_string(plan.warpN);
   nest = plan.warpSpecialized
-             ? withOrigin(kir::parallelLoop(threads.warpgroup, kir::index(warpgroups),
-                                            kir::Axis::Warpgroup, nest),
-                          plan.warpSpecializeOrigin, roles)
+             ? fromDirective(kir::parallelLoop(threads.warpgroup, kir::index(warpgroups),
+                                               kir::Axis::Warpgroup, nest),
+                             plan.warpSpecializeOrigin, roles)
              : kir::parallelLoop(threads.warpgroup, kir::index(warpgroups), kir::Axis::Warpgroup,
                                  nest, {roles, plan.mmaOrigin.range});
   nest = kir::parallelLoop(threads.tid, kir::index(128 * warpgroups), kir::Axis::TIDx, nest);

@@ -2,43 +2,13 @@
 // producer's loads and the consumers' wgmma K loop (MainLoop.h).
 #include "lower/matmul/MainLoop.h"
 
+#include "kir/Layout.h"
+
 namespace fsl::lower {
 
 using kir::Expr;
 using kir::Stmt;
-using kir::StmtKind;
-
-namespace {
-
-Stmt mbarrierOp(StmtKind kind, const kir::BufferPtr &barrier, Expr index, Expr count,
-                std::string comment = {}) {
-  auto s = hopperNode(kind, std::move(comment));
-  s->buffer = barrier;
-  s->index = std::move(index);
-  s->count = std::move(count);
-  return s;
-}
-
-Stmt tmaLoad(const kir::TensorMapPtr &map, std::vector<Expr> coordinates,
-             const kir::BufferPtr &tile, Expr offset, const kir::BufferPtr &barrier,
-             Expr barrierIndex) {
-  auto s = hopperNode(StmtKind::TmaLoad);
-  s->tensorMap = map;
-  s->coordinates = std::move(coordinates);
-  s->buffer = tile;
-  s->index = std::move(offset);
-  s->barrier = barrier;
-  s->barrierIndex = std::move(barrierIndex);
-  return s;
-}
-
-Stmt wgmmaWait(int64_t pending, std::string comment) {
-  auto s = hopperNode(StmtKind::WgmmaWait, std::move(comment));
-  s->pending = pending;
-  return s;
-}
-
-} // namespace
+using kir::withComment;
 
 // --- Tensor maps and storage ---------------------------------------------------------------
 
@@ -61,7 +31,8 @@ kir::TensorMapPtr operandTensorMap(const LowerContext &cx, const MatmulPlan &pla
                                                               : plan.b2;
   if (!operand.kContiguous)
     // [K, N]: 64 K rows of one 128-byte span of N; a stage takes BN / span boxes.
-    map->box = {plan.tileK, 128 / static_cast<int64_t>(ir::dtypeBytes(operand.dtype))};
+    map->box = {plan.tileK, kir::swizzleSpanBytes(kir::Swizzle::Bytes128) /
+                                static_cast<int64_t>(ir::dtypeBytes(operand.dtype))};
   else if (&operand == &plan.b && plan.multicast)
     // Each CTA of a cluster loads 1/C of the shared b tile.
     map->box = {plan.tileN / plan.clusterM, plan.tileK};
@@ -79,9 +50,11 @@ void allocateOperandRings(const MatmulPlan &plan, const KernelNames &names,
   int64_t aBytes = s * plan.tileM * plan.tileK * bytes;
   int64_t bBytes = s * plan.tileN * plan.tileK * bytes;
   storage.aTiles = makeBuffer(names.fresh("a_tiles"), plan.a.dtype, kir::MemorySpace::Shared,
-                              {s * plan.tileM * plan.tileK}, kir::Swizzle::Bytes128, 1024);
+                              {s * plan.tileM * plan.tileK}, kir::Swizzle::Bytes128,
+                              kir::swizzleRepeatBytes(kir::Swizzle::Bytes128));
   storage.bTiles = makeBuffer(names.fresh("b_tiles"), plan.b.dtype, kir::MemorySpace::Shared,
-                              {s * plan.tileN * plan.tileK}, kir::Swizzle::Bytes128, 1024);
+                              {s * plan.tileN * plan.tileK}, kir::Swizzle::Bytes128,
+                              kir::swizzleRepeatBytes(kir::Swizzle::Bytes128));
   auto stagesOf = [&](const ir::Param &param, int64_t rows) {
     return std::to_string(s) + " stages of the " + std::to_string(rows) + " x " +
            std::to_string(plan.tileK) + " tile of " + param.name + " (128-byte swizzle)";
@@ -95,7 +68,8 @@ void allocateOperandRings(const MatmulPlan &plan, const KernelNames &names,
   layout.bytes += bBytes;
   if (plan.product2) {
     storage.b2Tiles = makeBuffer(names.fresh("b2_tiles"), plan.b2.dtype, kir::MemorySpace::Shared,
-                                 {s * plan.tileN * plan.tileK}, kir::Swizzle::Bytes128, 1024);
+                                 {s * plan.tileN * plan.tileK}, kir::Swizzle::Bytes128,
+                                 kir::swizzleRepeatBytes(kir::Swizzle::Bytes128));
     layout.allocations.push_back(sharedAllocation(storage.b2Tiles, layout.bytes,
                                                   stagesOf(f.params[plan.b2.param], plan.tileN) +
                                                       ", for the second product"));
@@ -133,11 +107,9 @@ Stmt initStageBarriers(const MatmulPlan &plan, const KernelNames &names, const C
                        const MainLoopStorage &storage) {
   auto init = [&](const kir::BufferPtr &barrier, kir::VarPtr stage, int64_t arrivals,
                   const std::string &comment) {
-    auto s = hopperNode(StmtKind::MBarrierInit, comment);
-    s->buffer = barrier;
-    s->index = kir::var(stage);
-    s->count = kir::index(arrivals);
-    return kir::forLoop(stage, kir::index(plan.stages), kir::LoopKind::Unrolled, Stmt(s));
+    return kir::forLoop(
+        stage, kir::index(plan.stages), kir::LoopKind::Unrolled,
+        withComment(kir::mbarrierInit(barrier, kir::var(stage), kir::index(arrivals)), comment));
   };
   std::vector<Stmt> inits;
   inits.push_back(
@@ -151,16 +123,15 @@ Stmt initStageBarriers(const MatmulPlan &plan, const KernelNames &names, const C
                              : "one arrival a consumer warpgroup a phase"));
   if (plan.tileGroups > 1) {
     kir::VarPtr g = names.var("group");
-    auto s = hopperNode(StmtKind::MBarrierInit, "one arrival a warpgroup of the other group");
-    s->buffer = storage.turn;
-    s->index = kir::var(g);
-    s->count = kir::index(plan.warpgroupsPerTile());
-    inits.push_back(kir::forLoop(g, kir::index(2), kir::LoopKind::Unrolled, Stmt(s)));
+    Stmt init = withComment(
+        kir::mbarrierInit(storage.turn, kir::var(g), kir::index(plan.warpgroupsPerTile())),
+        "one arrival a warpgroup of the other group");
+    inits.push_back(kir::forLoop(g, kir::index(2), kir::LoopKind::Unrolled, init));
   }
   // The fence makes the initialized barriers visible to the asynchronous proxy, which
   // completes TMA transactions on them (CUDA programming guide, "Using TMA to transfer
   // multi-dimensional arrays").
-  inits.push_back(hopperNode(StmtKind::FenceProxyAsync, "the barriers, for the TMA unit"));
+  inits.push_back(withComment(kir::fenceProxyAsync(), "the barriers, for the TMA unit"));
   return kir::ifThen(threads.isThread(0), kir::block(std::move(inits)), nullptr,
                      "one thread initializes the barriers");
 }
@@ -204,10 +175,11 @@ Stmt MainLoop::loadStage(const WorkTile &tile, Expr kTile, Expr stage) const {
   Expr k = (tile.kBegin ? tile.kBegin + kTile : kTile) * kir::index(plan_.tileK);
   int64_t bytes = plan_.stageBytes();
   std::vector<Stmt> loads = {
-      mbarrierOp(StmtKind::MBarrierArriveExpectTx, storage_.full, stage, kir::index(bytes),
-                 "the whole boxes count, zero-filled parts too"),
-      tmaLoad(storage_.mapA, {kir::var(tile.mTile) * kir::index(plan_.tileM), k}, storage_.aTiles,
-              stage * kir::index(tileElements(plan_.tileM)), storage_.full, stage),
+      withComment(kir::mbarrierArriveExpectTx(storage_.full, stage, kir::index(bytes)),
+                  "the whole boxes count, zero-filled parts too"),
+      kir::tmaLoad(storage_.mapA, {kir::var(tile.mTile) * kir::index(plan_.tileM), k},
+                   storage_.aTiles, stage * kir::index(tileElements(plan_.tileM)), storage_.full,
+                   stage, /*multicastMask=*/nullptr),
       loadB(tile, k, stage, storage_.mapB, storage_.bTiles),
   };
   if (plan_.product2)
@@ -225,27 +197,27 @@ Stmt MainLoop::loadB(const WorkTile &tile, const Expr &k, const Expr &stage,
   // cluster (the same offset, each CTA's full barrier counting the bytes).
   int64_t c = plan_.multicast ? plan_.clusterM : 1;
   Expr mask = plan_.multicast ? kir::index((int64_t(1) << c) - 1) : nullptr;
-  auto multicast = [&](Stmt load) {
+  auto load = [&](std::vector<Expr> coordinates, Expr offset) {
+    Stmt s = kir::tmaLoad(map, std::move(coordinates), tiles, std::move(offset), storage_.full,
+                          stage, mask);
     if (!mask)
-      return load;
-    auto s = std::make_shared<kir::StmtNode>(*load);
-    s->multicastMask = mask;
-    s->comment = "1/" + std::to_string(c) + " of the b tile, into every CTA of the cluster";
-    s->origin = plan_.clusterOrigin;
-    return Stmt(s);
+      return s;
+    return fromDirective(s, plan_.clusterOrigin,
+                         "1/" + std::to_string(c) +
+                             " of the b tile, into every CTA of the cluster");
   };
   if (plan_.b.kContiguous) {
     int64_t rows = plan_.tileN / c;
     Expr part = mask ? kir::var(threads_.clusterRank) * kir::index(rows) : kir::index(0);
-    return multicast(tmaLoad(map, {kir::var(tile.nTile) * kir::index(plan_.tileN) + part, k}, tiles,
-                             base + part * kir::index(plan_.tileK), storage_.full, stage));
+    return load({kir::var(tile.nTile) * kir::index(plan_.tileN) + part, k},
+                base + part * kir::index(plan_.tileK));
   }
-  int64_t span = 128 / operandBytes(), blocks = plan_.tileN / span;
+  int64_t span = kir::swizzleSpanBytes(kir::Swizzle::Bytes128) / operandBytes(),
+          blocks = plan_.tileN / span;
   return names_.unrolled("block", blocks / c, [&](Expr jj) {
     Expr j = mask ? kir::var(threads_.clusterRank) * kir::index(blocks / c) + jj : jj;
-    return multicast(
-        tmaLoad(map, {k, kir::var(tile.nTile) * kir::index(plan_.tileN) + j * kir::index(span)},
-                tiles, base + j * kir::index(plan_.tileK * span), storage_.full, stage));
+    return load({k, kir::var(tile.nTile) * kir::index(plan_.tileN) + j * kir::index(span)},
+                base + j * kir::index(plan_.tileK * span));
   });
 }
 
@@ -255,9 +227,10 @@ Stmt MainLoop::producerLoads(const WorkTile &tile) const {
   std::vector<Stmt> body;
   Expr use = useNumber(tile, body, it, kTile);
   body.push_back(kir::let(stage, use % kir::index(s)));
-  body.push_back(mbarrierOp(StmtKind::MBarrierWait, storage_.empty, kir::var(stage),
-                            (use / kir::index(s) + kir::index(1)) % kir::index(2),
-                            "the consumers released the stage's previous use"));
+  body.push_back(
+      withComment(kir::mbarrierWait(storage_.empty, kir::var(stage),
+                                    (use / kir::index(s) + kir::index(1)) % kir::index(2)),
+                  "the consumers released the stage's previous use"));
   body.push_back(loadStage(tile, kir::var(kTile), kir::var(stage)));
   return kir::forLoop(kTile, tile.kCount, kir::LoopKind::Serial, kir::block(std::move(body)),
                       plan_.pipelineOrigin);
@@ -270,48 +243,47 @@ Stmt MainLoop::mmaOnStage(const Expr &stage, const Expr &kTile) const {
   Stmt mma = names_.unrolled("k_step", plan_.tileK / 16, [&](Expr ks) {
     return names_.unrolled("mi", plan_.instructionsM(), [&](Expr mi) {
       return names_.unrolled("ni", plan_.instructionsN(), [&](Expr ni) {
-        auto w = hopperNode(StmtKind::Wgmma);
-        w->shape = kir::WgmmaShape{64, static_cast<int>(in), 16};
-        w->inputType = plan_.a.dtype;
-        w->buffer = accumulators_.acc;
-        w->accumulate = kir::binary(kir::BinaryOp::Or, kir::index(0) < kTile, kir::index(0) < ks);
-        w->index = (mi * kir::index(plan_.instructionsN()) + ni) * kir::index(in / 2);
-        w->operandA = storage_.aTiles;
-        w->offsetA =
+        Expr accumulate = kir::binary(kir::BinaryOp::Or, kir::index(0) < kTile, kir::index(0) < ks);
+        Expr at = (mi * kir::index(plan_.instructionsN()) + ni) * kir::index(in / 2);
+        Expr offsetA =
             stage * kir::index(tileElements(plan_.tileM)) +
             (threads_.warpgroupRow(plan_) + mi * kir::index(64)) * kir::index(plan_.tileK) +
             ks * kir::index(16);
-        w->operandB = storage_.bTiles;
+        Expr offsetB;
+        bool transposeB = false;
+        int64_t blockBytesB = 0;
         if (plan_.b.kContiguous) {
-          w->offsetB =
+          offsetB =
               stage * kir::index(tileElements(plan_.tileN)) +
               (threads_.warpgroupColumn(plan_) + ni * kir::index(in)) * kir::index(plan_.tileK) +
               ks * kir::index(16);
         } else {
           // N-major: the instruction's columns start in block (column / span); a k step is
           // 16 rows of the block down.
-          int64_t span = 128 / operandBytes();
-          w->transposeB = true;
-          w->blockBytesB = plan_.tileK * 128;
-          w->offsetB = stage * kir::index(tileElements(plan_.tileN)) +
-                       (threads_.warpgroupColumn(plan_) + ni * kir::index(in)) / kir::index(span) *
-                           kir::index(plan_.tileK * span) +
-                       ks * kir::index(16 * span);
+          int64_t spanBytes = kir::swizzleSpanBytes(kir::Swizzle::Bytes128);
+          int64_t span = spanBytes / operandBytes();
+          transposeB = true;
+          blockBytesB = plan_.tileK * spanBytes;
+          offsetB = stage * kir::index(tileElements(plan_.tileN)) +
+                    (threads_.warpgroupColumn(plan_) + ni * kir::index(in)) / kir::index(span) *
+                        kir::index(plan_.tileK * span) +
+                    ks * kir::index(16 * span);
         }
+        auto product = [&](const kir::BufferPtr &accumulator, const kir::BufferPtr &b) {
+          return kir::wgmma(kir::WgmmaShape{64, static_cast<int>(in), 16}, plan_.a.dtype,
+                            accumulator, at, storage_.aTiles, offsetA, /*transposeA=*/false,
+                            /*blockBytesA=*/0, b, offsetB, transposeB, blockBytesB, accumulate);
+        };
         if (!plan_.product2)
-          return Stmt(w);
+          return product(accumulators_.acc, storage_.bTiles);
         // The second product: the same a operand, b2's tile, its own accumulators.
-        auto w2 = std::make_shared<kir::StmtNode>(*w);
-        w2->buffer = accumulators_.acc2;
-        w2->operandB = storage_.b2Tiles;
-        return kir::block({Stmt(w), Stmt(w2)});
+        return kir::block({product(accumulators_.acc, storage_.bTiles),
+                           product(accumulators_.acc2, storage_.b2Tiles)});
       });
     });
   });
-  auto mmaNode = std::make_shared<kir::StmtNode>(*mma);
-  mmaNode->origin = plan_.mmaOrigin;
-  return kir::block({hopperNode(StmtKind::WgmmaFence, "the accumulators' earlier accesses first"),
-                     mmaNode, hopperNode(StmtKind::WgmmaCommit)});
+  return kir::block({withComment(kir::wgmmaFence(), "the accumulators' earlier accesses first"),
+                     kir::withOrigin(mma, plan_.mmaOrigin), kir::wgmmaCommit()});
 }
 
 Stmt MainLoop::consumerLoop(const WorkTile &tile) const {
@@ -332,37 +304,35 @@ Stmt MainLoop::warpSpecializedLoop(const WorkTile &tile) const {
     Expr at = use % kir::index(s);
     if (!plan_.multicast)
       return kir::ifThen(leader,
-                         mbarrierOp(StmtKind::MBarrierArrive, storage_.empty, at, nullptr, comment),
+                         withComment(kir::mbarrierArrive(storage_.empty, at, nullptr), comment),
                          nullptr, "one thread a warpgroup");
     Stmt arrivals = names_.unrolled("peer", plan_.clusterM, [&](Expr peer) {
-      auto arrive = hopperNode(StmtKind::MBarrierArrive, comment + ", in each CTA of the cluster");
-      arrive->buffer = storage_.empty;
-      arrive->index = at;
-      arrive->ctaRank = peer;
-      return Stmt(arrive);
+      return withComment(kir::mbarrierArrive(storage_.empty, at, peer),
+                         comment + ", in each CTA of the cluster");
     });
     return kir::ifThen(leader, arrivals, nullptr, "one thread a warpgroup");
   };
   std::vector<Stmt> body;
   Expr use = useNumber(tile, body, it, kTile);
   body.push_back(kir::let(stage, use % kir::index(s)));
-  body.push_back(mbarrierOp(StmtKind::MBarrierWait, storage_.full, kir::var(stage),
-                            use / kir::index(s) % kir::index(2),
-                            "the stage's tiles have landed (its use number's parity)"));
+  body.push_back(withComment(
+      kir::mbarrierWait(storage_.full, kir::var(stage), use / kir::index(s) % kir::index(2)),
+      "the stage's tiles have landed (its use number's parity)"));
   body.push_back(mmaOnStage(kir::var(stage), kir::var(kTile)));
   if (inFlight) {
-    body.push_back(wgmmaWait(1, "the previous stage's products are done; this one's run on"));
+    body.push_back(withComment(kir::wgmmaWait(1),
+                               "the previous stage's products are done; this one's run on"));
     body.push_back(kir::ifThen(kir::index(0) < kir::var(kTile),
                                release(use + kir::index(s - 1), "the previous stage is free")));
   } else {
-    body.push_back(wgmmaWait(0, "this stage's products are done"));
+    body.push_back(withComment(kir::wgmmaWait(0), "this stage's products are done"));
     body.push_back(release(use, "the stage is free"));
   }
   std::vector<Stmt> loop;
   loop.push_back(kir::forLoop(kTile, tile.kCount, kir::LoopKind::Serial,
                               kir::block(std::move(body)), plan_.mmaOrigin));
   if (inFlight)
-    loop.push_back(wgmmaWait(0, "the tile's last products are done"));
+    loop.push_back(withComment(kir::wgmmaWait(0), "the tile's last products are done"));
   loop.push_back(zeroIfNoProduct(tile));
   if (inFlight) {
     loop.push_back(kir::ifThen(
@@ -382,12 +352,13 @@ Stmt MainLoop::inTurn(const WorkTile &tile, Stmt loop) const {
   Expr g = kir::var(threads_.group), r = kir::var(tile.round);
   Expr first = kir::binary(kir::BinaryOp::Eq, r + g, kir::index(0));
   Stmt wait =
-      mbarrierOp(StmtKind::MBarrierWait, storage_.turn, g, (r + g + kir::index(1)) % kir::index(2),
-                 "the other group has issued the products of the item before");
-  Stmt pass = kir::ifThen(threads_.warpgroupLeader(),
-                          mbarrierOp(StmtKind::MBarrierArrive, storage_.turn, kir::index(1) - g,
-                                     nullptr, "the other group's turn"),
-                          nullptr, "one thread a warpgroup");
+      withComment(kir::mbarrierWait(storage_.turn, g, (r + g + kir::index(1)) % kir::index(2)),
+                  "the other group has issued the products of the item before");
+  Stmt pass =
+      kir::ifThen(threads_.warpgroupLeader(),
+                  withComment(kir::mbarrierArrive(storage_.turn, kir::index(1) - g, nullptr),
+                              "the other group's turn"),
+                  nullptr, "one thread a warpgroup");
   return kir::block({kir::ifThen(kir::unary(kir::UnaryOp::Not, first), wait, nullptr,
                                  "group 0's first item goes first"),
                      loop, pass});
@@ -404,12 +375,10 @@ Stmt MainLoop::singleRoleLoop(const WorkTile &tile) const {
     Stmt load = kir::ifThen(
         kir::var(first) < tile.kCount,
         loadStage(tile, kir::var(first), iteration(tile, kir::var(first)) % kir::index(s)));
-    auto prologue = std::make_shared<kir::StmtNode>(
-        *kir::ifThen(threads_.isThread(0),
-                     kir::forLoop(first, kir::index(s - 1), kir::LoopKind::Unrolled, load)));
-    prologue->comment = "the first " + std::to_string(s - 1) + " stages";
-    prologue->origin = plan_.pipelineOrigin;
-    out.push_back(prologue);
+    out.push_back(fromDirective(
+        kir::ifThen(threads_.isThread(0),
+                    kir::forLoop(first, kir::index(s - 1), kir::LoopKind::Unrolled, load)),
+        plan_.pipelineOrigin, "the first " + std::to_string(s - 1) + " stages"));
   }
   kir::VarPtr kTile = names_.var("k_tile");
   std::vector<Stmt> iterationBody;
@@ -430,14 +399,13 @@ Stmt MainLoop::singleRoleLoop(const WorkTile &tile) const {
   kir::VarPtr it = names_.var("it"), stage = names_.var("stage");
   Expr use = useNumber(tile, iterationBody, it, kTile);
   iterationBody.push_back(kir::let(stage, use % kir::index(s)));
-  iterationBody.push_back(mbarrierOp(StmtKind::MBarrierWait, storage_.full, kir::var(stage),
-                                     use / kir::index(s) % kir::index(2),
-                                     "the stage's tiles have landed (its use number's parity)"));
+  iterationBody.push_back(withComment(
+      kir::mbarrierWait(storage_.full, kir::var(stage), use / kir::index(s) % kir::index(2)),
+      "the stage's tiles have landed (its use number's parity)"));
   iterationBody.push_back(mmaOnStage(kir::var(stage), kir::var(kTile)));
-  iterationBody.push_back(wgmmaWait(0, "this stage's products are done"));
-  auto sync = std::make_shared<kir::StmtNode>(*kir::barrier());
-  sync->comment = "every warpgroup is done with the stage before it is refilled";
-  iterationBody.push_back(sync);
+  iterationBody.push_back(withComment(kir::wgmmaWait(0), "this stage's products are done"));
+  iterationBody.push_back(
+      withComment(kir::barrier(), "every warpgroup is done with the stage before it is refilled"));
   out.push_back(kir::forLoop(kTile, tile.kCount, kir::LoopKind::Serial,
                              kir::block(std::move(iterationBody)), plan_.mmaOrigin));
   out.push_back(zeroIfNoProduct(tile));

@@ -6,11 +6,7 @@
 namespace fsl::lower {
 
 kir::Stmt marker(const char *label, std::string what) {
-  auto s = std::make_shared<kir::StmtNode>();
-  s->kind = kir::StmtKind::Block;
-  s->label = label;
-  s->body = {kir::comment(std::string(label) + ": " + what)};
-  return s;
+  return kir::withLabel(kir::blockStmt({kir::comment(std::string(label) + ": " + what)}), label);
 }
 
 namespace {

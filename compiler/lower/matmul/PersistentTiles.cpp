@@ -57,17 +57,18 @@ public:
     Expr count = (kir::var(tileCount_) - walker + walkers - kir::index(1)) / walkers;
     std::string comment = role == Role::Producer ? "its tiles" : "this CTA's tiles";
     if (tile.round)
-      return withOrigin(kir::forLoop(tile.round, groupRounds(count), kir::LoopKind::Serial,
-                                     kir::block(std::move(walk))),
-                        plan_.tilesOrigin, comment);
-    return withOrigin(
+      return fromDirective(kir::forLoop(tile.round, groupRounds(count), kir::LoopKind::Serial,
+                                        kir::block(std::move(walk))),
+                           plan_.tilesOrigin, comment);
+    return fromDirective(
         kir::forLoop(tileIter, count, kir::LoopKind::Serial, kir::block(std::move(walk))),
         plan_.tilesOrigin, comment);
   }
 
   Stmt gridLoops(Stmt body) const override {
-    return withOrigin(kir::parallelLoop(cta_, ctaCount(), kir::Axis::BIDx, body), plan_.tilesOrigin,
-                      "persistent CTAs: one an SM, at most " + std::to_string(plan_.smCount));
+    return fromDirective(kir::parallelLoop(cta_, ctaCount(), kir::Axis::BIDx, body),
+                         plan_.tilesOrigin,
+                         "persistent CTAs: one an SM, at most " + std::to_string(plan_.smCount));
   }
 
   void launchGrid(kir::LaunchShape &launch) const override {

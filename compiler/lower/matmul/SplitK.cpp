@@ -63,8 +63,8 @@ public:
   }
 
   Stmt gridLoops(Stmt body) const override {
-    body = withOrigin(kir::parallelLoop(split_, kir::index(plan_.splitK), kir::Axis::BIDz, body),
-                      plan_.tilesOrigin, "parts of K");
+    body = fromDirective(kir::parallelLoop(split_, kir::index(plan_.splitK), kir::Axis::BIDz, body),
+                         plan_.tilesOrigin, "parts of K");
     return oneTileGridLoops(std::move(body));
   }
 
@@ -125,7 +125,8 @@ bool buildSplitKSum(LowerContext &cx) {
   });
   nest = kir::parallelLoop(thread, kir::index(kSumThreads), kir::Axis::TIDx, nest);
   Expr blocks = (elements + kir::index(kSumThreads - 1)) / kir::index(kSumThreads);
-  nest = withOrigin(kir::parallelLoop(block, blocks, kir::Axis::BIDx, nest), plan.tilesOrigin,
+  nest =
+      fromDirective(kir::parallelLoop(block, blocks, kir::Axis::BIDx, nest), plan.tilesOrigin,
                     std::to_string(plan.splitK) + " partial products an element, added in order");
   cx.kernel.body =
       kir::block({kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents), nest});

@@ -128,11 +128,11 @@ public:
                                          kir::var(tile.round) * kir::index(plan_.tileGroups) +
                                              kir::var(threads_.group),
                                          "the group's items: every other one of the CTA's"));
-      loop = withOrigin(kir::forLoop(tile.round, groupRounds(items), kir::LoopKind::Serial,
-                                     kir::block(std::move(walk))),
-                        plan_.tilesOrigin, comment);
+      loop = fromDirective(kir::forLoop(tile.round, groupRounds(items), kir::LoopKind::Serial,
+                                        kir::block(std::move(walk))),
+                           plan_.tilesOrigin, comment);
     } else {
-      loop = withOrigin(
+      loop = fromDirective(
           kir::forLoop(itemVar, items, kir::LoopKind::Serial, kir::block(std::move(walk))),
           plan_.tilesOrigin, comment);
     }
@@ -148,9 +148,9 @@ public:
   }
 
   Stmt gridLoops(Stmt body) const override {
-    return withOrigin(kir::parallelLoop(cta_, ctas(), kir::Axis::BIDx, body), plan_.tilesOrigin,
-                      "stream-K CTAs: one an SM, at most " + std::to_string(plan_.smCount) +
-                          ", and no more than the k tiles");
+    return fromDirective(kir::parallelLoop(cta_, ctas(), kir::Axis::BIDx, body), plan_.tilesOrigin,
+                         "stream-K CTAs: one an SM, at most " + std::to_string(plan_.smCount) +
+                             ", and no more than the k tiles");
   }
 
   void launchGrid(kir::LaunchShape &launch) const override {
@@ -199,11 +199,9 @@ private:
                          kir::store(plan_.partials, pieceIndex(kir::var(pieceSlot_), r, c),
                                     kir::load(accumulators.acc, e.accIndex)));
     });
-    auto stores = std::make_shared<kir::StmtNode>(*nest);
-    stores->comment = "a piece of the tile: the accumulators inside the output to the CTA's slot, "
-                      "for the fix-up kernel";
-    stores->origin = plan_.tilesOrigin;
-    out.push_back(stores);
+    out.push_back(fromDirective(nest, plan_.tilesOrigin,
+                                "a piece of the tile: the accumulators inside the output to the "
+                                "CTA's slot, for the fix-up kernel"));
     return kir::block(std::move(out));
   }
 
@@ -283,10 +281,10 @@ bool buildStreamKFixup(LowerContext &cx) {
         sum, kir::binary(kir::BinaryOp::Add, kir::var(sum),
                          kir::load(plan.partials,
                                    streamK.pieceIndex(kir::var(slot), kir::var(r), kir::var(c))))));
-    inside.push_back(withOrigin(kir::forLoop(p, kir::var(g1) - kir::var(g0) + kir::index(1),
-                                             kir::LoopKind::Serial, kir::block(std::move(add))),
-                                plan.tilesOrigin,
-                                "the pieces in K order: the same sum at every run"));
+    inside.push_back(fromDirective(kir::forLoop(p, kir::var(g1) - kir::var(g0) + kir::index(1),
+                                                kir::LoopKind::Serial, kir::block(std::move(add))),
+                                   plan.tilesOrigin,
+                                   "the pieces in K order: the same sum at every run"));
   }
   cx.rootIndex.assign(cx.fusion.dims.size(), kir::index(0));
   cx.rootIndex[plan.m] = kir::var(row);
@@ -301,9 +299,9 @@ bool buildStreamKFixup(LowerContext &cx) {
   perRow.push_back(kir::ifThen(kir::var(r) < kir::var(rows) && kir::var(c) < kir::var(columns),
                                kir::block(std::move(inside)), nullptr,
                                "the rows and columns inside the output"));
-  tile.push_back(withOrigin(kir::forLoop(i, kir::index(kFixupRows), kir::LoopKind::Unrolled,
-                                         kir::block(std::move(perRow))),
-                            plan.epilogueOrigin, "the band's rows, a column a thread"));
+  tile.push_back(fromDirective(kir::forLoop(i, kir::index(kFixupRows), kir::LoopKind::Unrolled,
+                                            kir::block(std::move(perRow))),
+                               plan.epilogueOrigin, "the band's rows, a column a thread"));
 
   std::vector<Stmt> split;
   split.push_back(kir::let(x0, kir::var(skTile) * kt, "the tile's first k tile in the runs"));
@@ -323,8 +321,8 @@ bool buildStreamKFixup(LowerContext &cx) {
   nest = kir::parallelLoop(
       band, kir::index(plan.tileM / kFixupRows), kir::Axis::BIDy, nest,
       {"bands of " + std::to_string(kFixupRows) + " rows of the tile", plan.tilesOrigin.range});
-  nest = withOrigin(kir::parallelLoop(skTile, blocks, kir::Axis::BIDx, nest), plan.tilesOrigin,
-                    "the tiles left after the whole ones");
+  nest = fromDirective(kir::parallelLoop(skTile, blocks, kir::Axis::BIDx, nest), plan.tilesOrigin,
+                       "the tiles left after the whole ones");
   cx.kernel.body =
       kir::block({kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents), nest});
   kir::LaunchShape &launch = cx.kernel.launch;
