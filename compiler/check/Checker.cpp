@@ -95,10 +95,12 @@ private:
         if (!user)
           continue;
         diagnostics_
-            .report(DiagId::ReductionOnBlockIndex, at(loop.parallelizedBy), loop.name, tensor.name,
-                    sched::parallelName(loop.parallel), valueLabel(*user), rootNames(loop))
+            .report(DiagId::ReductionOnBlockIndex, at(loop.parallelizedBy), loop.name,
+                    sched::userName(tensor, *schedule_.fusion), sched::parallelName(loop.parallel),
+                    valueLabel(*user), rootNames(loop))
             .note(DiagId::NoteFusionLine, user->range,
-                  "'" + tensor.name + "' is used per element of " + rootNames(loop) + " here");
+                  "'" + sched::userName(tensor, *schedule_.fusion) + "' is used per element of " +
+                      rootNames(loop) + " here");
       }
   }
 
@@ -162,7 +164,8 @@ private:
     for (const auto &[parallel, reuse] : reused)
       diagnostics_.report(DiagId::ParallelTypeReused, at(reuse.second->parallelizedBy),
                           sched::parallelName(parallel), reuse.first->name, reuse.second->name,
-                          reuse.tensor->name, alsoIn(reuse.others, "of"));
+                          sched::userName(*reuse.tensor, *schedule_.fusion),
+                          alsoIn(reuse.others, "of"));
     // One extent per parallel type across the kernel: one error per parallel type.
     struct Mismatch {
       const Loop *loop;
@@ -185,8 +188,9 @@ private:
     for (const auto &[parallel, mismatch] : mismatched) {
       const auto &[loop, tensor] = first[parallel];
       diagnostics_.report(DiagId::ParallelExtentMismatch, at(mismatch.loop->parallelizedBy),
-                          sched::parallelName(parallel), loop->extent.text, tensor->name,
-                          mismatch.loop->extent.text, mismatch.tensor->name,
+                          sched::parallelName(parallel), loop->extent.text,
+                          sched::userName(*tensor, *schedule_.fusion), mismatch.loop->extent.text,
+                          sched::userName(*mismatch.tensor, *schedule_.fusion),
                           alsoIn(mismatch.others));
     }
   }
@@ -216,16 +220,20 @@ private:
           std::optional<sched::Origin> where =
               theirs.parallelizedBy ? theirs.parallelizedBy : loop.parallelizedBy;
           if (sched::isBlockIndex(loop.parallel) || sched::isBlockIndex(theirs.parallel))
-            diagnostics_.report(DiagId::ParallelNeedsGlobal, at(where), loop.name,
-                                sched::parallelName(loop.parallel), producer.name,
-                                sched::parallelName(theirs.parallel), consumer.name);
+            diagnostics_.report(
+                DiagId::ParallelNeedsGlobal, at(where), loop.name,
+                sched::parallelName(loop.parallel), sched::userName(producer, *schedule_.fusion),
+                sched::parallelName(theirs.parallel), sched::userName(consumer, *schedule_.fusion));
           else if (!shared)
             diagnostics_
                 .report(DiagId::ParallelNeedsShared, at(where), loop.name,
-                        sched::parallelName(loop.parallel), producer.name,
-                        sched::parallelName(theirs.parallel), consumer.name)
+                        sched::parallelName(loop.parallel),
+                        sched::userName(producer, *schedule_.fusion),
+                        sched::parallelName(theirs.parallel),
+                        sched::userName(consumer, *schedule_.fusion))
                 .note(DiagId::NoteFusionLine, consumer.value->range,
-                      "'" + consumer.name + "' reads '" + producer.name + "' here");
+                      "'" + sched::userName(consumer, *schedule_.fusion) + "' reads '" +
+                          sched::userName(producer, *schedule_.fusion) + "' here");
         }
       }
     }
@@ -296,8 +304,9 @@ private:
         if (sched::isThreadIndex(loop.parallel) && loop.extent.isStatic())
           factors.push_back(loop.name + " " + loop.extent.text);
       diagnostics_.report(DiagId::TooManyThreads, at(last->parallelizedBy), sizeText(threads),
-                          firstOver->name, llvm::join(factors, " x "), target_.name,
-                          target_.maxThreadsPerBlock, alsoIn(othersOver));
+                          sched::userName(*firstOver, *schedule_.fusion),
+                          llvm::join(factors, " x "), target_.name, target_.maxThreadsPerBlock,
+                          alsoIn(othersOver));
     }
     // A bound the target cannot launch (the lowering multiplies it with the register cap).
     if (schedule_.launchBounds &&
@@ -310,7 +319,8 @@ private:
     else if (schedule_.launchBounds && widest && most &&
              schedule_.launchBounds->threads.value < *most)
       diagnostics_.report(DiagId::LaunchBoundsTooSmall, schedule_.launchBounds->origin.range,
-                          schedule_.launchBounds->threads.value, *most, widest->name);
+                          schedule_.launchBounds->threads.value, *most,
+                          sched::userName(*widest, *schedule_.fusion));
     // ptxas allocates at least 24 registers a thread; the target sets the most.
     if (schedule_.maxRRegCount &&
         (schedule_.maxRRegCount->registers.value < 24 ||

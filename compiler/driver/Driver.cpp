@@ -105,8 +105,9 @@ private:
         if (diagnostics_.limitReached())
           break;
       }
+      // A -D no input declares is a mistake in the command line, not in the sources.
       if (!checkDefines(units))
-        code = std::max<int>(code, kExitDiagnostics);
+        code = std::max<int>(code, kExitUsage);
       else if (!options_.verify)
         for (Unit &unit : units)
           if (!unit.failed)
@@ -169,7 +170,7 @@ private:
         return kExitUsage;
       }
       *term = value;
-      if (options_.simulateSizes.empty()) {
+      if (!simulating()) {
         diagnostics_.report(DiagId::UsageError, llvm::SMRange(),
                             std::string("--") + name + " applies to --simulate only");
         return kExitUsage;
@@ -235,17 +236,19 @@ private:
 
   // --- One input: the phases, in order ---------------------------------------------
 
+  bool evaluating() const { return options_.evaluate || !options_.evaluateSizes.empty(); }
+  bool simulating() const { return options_.simulate || !options_.simulateSizes.empty(); }
+
   bool needsSemantics() const {
     return options_.verify || options_.emit == EmitKind::Check ||
            options_.emit == EmitKind::FusionIR || options_.emit == EmitKind::Schedule ||
-           needsKernels() || !options_.evaluateSizes.empty();
+           needsKernels() || evaluating();
   }
 
   bool needsKernels() const {
     return options_.emit == EmitKind::KernelIR || options_.emit == EmitKind::Cuda ||
-           options_.emit == EmitKind::Ptx || options_.emit == EmitKind::Cubin ||
-           !options_.simulateSizes.empty() || !options_.printAfter.empty() ||
-           options_.printAfterAll || options_.resourceUsage;
+           options_.emit == EmitKind::Ptx || options_.emit == EmitKind::Cubin || simulating() ||
+           !options_.printAfter.empty() || options_.printAfterAll || options_.resourceUsage;
   }
 
   Unit frontEnd(const std::string &path, int &code) {
@@ -387,7 +390,7 @@ private:
           others.push_back(other.get());
       return others;
     };
-    if (!options_.simulateSizes.empty()) {
+    if (simulating()) {
       for (const auto &fusion : program->fusions) {
         if (!result.empty())
           stream << '\n';
@@ -405,7 +408,7 @@ private:
         }
       }
     }
-    if (!options_.evaluateSizes.empty() && program) {
+    if (evaluating() && program) {
       for (const auto &fusion : program->fusions) {
         if (!result.empty())
           stream << '\n';

@@ -37,7 +37,11 @@ struct DriverOptions {
   std::string executablePath;        // fslc itself: the installed stdlib is next to it
   std::string evaluateSizes;         // --evaluate: NAME=VALUE,... (sizes and scalars)
   std::string simulateSizes;         // --simulate: NAME=VALUE,... (sizes and scalars)
-  int64_t simulateMisalign = 0;      // --simulate-misalign: elements past an aligned address
+  /// --evaluate or --simulate given even with no sizes (`--simulate ""`): it runs all the
+  /// same, so that the sizes it needs are asked for instead of nothing being done. Sizes
+  /// given alone (a program embedding the driver) ask for the run too.
+  bool evaluate = false, simulate = false;
+  int64_t simulateMisalign = 0; // --simulate-misalign: elements past an aligned address
   /// --simulate-rtol / --simulate-atol, as given (checked by the driver); none: derived.
   std::optional<std::string> simulateRtol, simulateAtol;
   uint64_t seed = 0;          // random inputs of --evaluate and --simulate

@@ -53,6 +53,31 @@ std::string number(double value) {
   return text;
 }
 
+/// "T", "T and H", "T, H and W".
+std::string spokenList(const std::vector<std::string> &names) {
+  if (names.size() < 2)
+    return llvm::join(names, "");
+  return llvm::join(llvm::ArrayRef(names).drop_back(), ", ") + " and " + names.back();
+}
+
+/// What to give: "give the sizes of runtime dimensions T and H, and a value for scalar
+/// eps, as in T=4,H=4,eps=1".
+std::string askFor(const std::vector<std::string> &dims, const std::vector<std::string> &scalars) {
+  std::vector<std::string> what, example;
+  if (!dims.empty())
+    what.push_back(
+        (dims.size() == 1 ? "the size of runtime dimension " : "the sizes of runtime dimensions ") +
+        spokenList(dims));
+  if (!scalars.empty())
+    what.push_back((scalars.size() == 1 ? "a value for scalar " : "values for scalars ") +
+                   spokenList(scalars));
+  for (const std::string &dim : dims)
+    example.push_back(dim + "=4");
+  for (const std::string &scalar : scalars)
+    example.push_back(scalar + "=1");
+  return "give " + llvm::join(what, ", and ") + ", as in " + llvm::join(example, ",");
+}
+
 } // namespace
 
 bool makeEvaluationRequest(const ir::Fusion &fusion, const std::string &assignments, uint64_t seed,
@@ -105,6 +130,7 @@ bool makeEvaluationRequest(const ir::Fusion &fusion, const std::string &assignme
 
   // Extents first, to size the random inputs; evaluate() checks them again.
   std::vector<int64_t> extents;
+  std::vector<std::string> missingDims; // every size not given, named in one message
   for (const ir::Dim &dim : fusion.dims) {
     if (dim.staticExtent) {
       extents.push_back(*dim.staticExtent);
@@ -114,9 +140,16 @@ bool makeEvaluationRequest(const ir::Fusion &fusion, const std::string &assignme
     } else if (it != request.sizes.end()) {
       return fail("size of " + dim.name + " must be positive");
     } else {
-      return fail("give the size of runtime dimension " + dim.name + ", as in " + dim.name + "=4");
+      missingDims.push_back(dim.name);
     }
   }
+  // Scalars without a default need a value too: asked for with the sizes, all at once.
+  std::vector<std::string> missingScalars;
+  for (const ir::Param &param : fusion.params)
+    if (param.dims.empty() && !param.defaultValue && !scalars.count(param.name))
+      missingScalars.push_back(param.name);
+  if (!missingDims.empty() || !missingScalars.empty())
+    return fail(askFor(missingDims, missingScalars));
   // Refused before any input is made: a size past the budget would otherwise end in
   // an allocation failure.
   std::optional<uint64_t> bytes = eval::evaluationBytes(fusion, extents);
@@ -146,10 +179,8 @@ bool makeEvaluationRequest(const ir::Fusion &fusion, const std::string &assignme
     if (param.dims.empty()) {
       if (auto it = scalars.find(param.name); it != scalars.end())
         request.params.push_back({it->second});
-      else if (param.defaultValue)
-        request.params.push_back({*param.defaultValue});
       else
-        return fail("give a value for scalar " + param.name + ", as in " + param.name + "=1");
+        request.params.push_back({*param.defaultValue}); // else asked for above
       out << "  input " << param.name << ": " << type << " = " << number(request.params.back()[0])
           << "\n";
       continue;

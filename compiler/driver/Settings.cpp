@@ -16,6 +16,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <cctype>
+#include <map>
 
 namespace fsl {
 namespace {
@@ -86,6 +87,9 @@ bool configure(const SettingsRequest &request, llvm::SourceMgr &sources,
       diagnostics.report(DiagId::MissingIncludeDir, llvm::SMRange(), dir);
   for (const auto &[name, value] : config.defines)
     settings.defines[name] = value;
+  // A -D given twice with two values is a mistake in the command line (a build script
+  // that appends its own): neither the first nor the last is what was meant.
+  std::map<std::string, std::pair<int64_t, std::string>> given; // name: value, as written
   for (const std::string &define : request.defines) {
     auto [name, valueText] = llvm::StringRef(define).split('=');
     int64_t value;
@@ -96,6 +100,12 @@ bool configure(const SettingsRequest &request, llvm::SourceMgr &sources,
                      });
     if (!validName || valueText.getAsInteger(10, value) || value <= 0) {
       diagnostics.report(DiagId::InvalidDefine, llvm::SMRange(), define);
+      continue;
+    }
+    auto [earlier, first] = given.try_emplace(name.str(), value, valueText.str());
+    if (!first && earlier->second.first != value) {
+      diagnostics.report(DiagId::ConflictingDefine, llvm::SMRange(), name, earlier->second.second,
+                         valueText);
       continue;
     }
     settings.defines[name.str()] = value;

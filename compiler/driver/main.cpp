@@ -196,6 +196,8 @@ int main(int argc, char **argv) {
   options.stdlibDir = stdlibDir;
   options.evaluateSizes = evaluateSizes;
   options.simulateSizes = simulateSizes;
+  options.evaluate = evaluateSizes.getNumOccurrences() != 0;
+  options.simulate = simulateSizes.getNumOccurrences() != 0;
   options.simulateMisalign = simulateMisalign;
   if (simulateRtol.getNumOccurrences())
     options.simulateRtol = simulateRtol;

@@ -1,6 +1,7 @@
 // Plan.cpp — reference nest, support checks, phases and the persistent buffer.
 #include "lower/Plan.h"
 
+#include "ir/Describe.h"
 #include "support/Diagnostics.h"
 #include "support/Internal.h"
 
@@ -39,11 +40,6 @@ std::optional<int64_t> Plan::staticThreads() const {
 }
 
 namespace {
-
-std::string valueName(const ir::Value &value) {
-  return value.name.empty() ? "v" + std::to_string(value.id)
-                            : value.name + "_" + std::to_string(value.id);
-}
 
 class Planner {
 public:
@@ -266,7 +262,7 @@ private:
         const PlannedLoop &reference = plan_->loops[index];
         if (loop.extent.text != reference.extent.text || loop.parallel != reference.parallel ||
             loop.vectorized != reference.vectorized)
-          return unsupported("loop '" + loop.name + "' of '" + tensor.name +
+          return unsupported("loop '" + loop.name + "' of '" + sched::userName(tensor, fusion_) +
                                  "' is scheduled differently from the output's",
                              loop.parallelizedBy ? loop.parallelizedBy->range
                              : loop.vectorizedBy ? loop.vectorizedBy->range
@@ -283,8 +279,9 @@ private:
         for (const PlannedLoop &loop : plan_->loops)
           if (llvm::is_contained(loop.roots, kept) && loop.parallel == Parallel::Serial &&
               !(loop.extent.isStatic() && *loop.extent.value == 1))
-            return unsupported("reduction '" + valueName(*value) + "' keeps dimension " +
-                                   fusion_.dims[kept].name + " on serial loop '" + loop.name +
+            return unsupported("reduction '" + ir::userName(fusion_, *value) +
+                                   "' keeps dimension " + fusion_.dims[kept].name +
+                                   " on serial loop '" + loop.name +
                                    "'; bind the kept dimensions to blocks or threads",
                                loop.origin.range);
       bool threadReduced = false;
@@ -294,7 +291,7 @@ private:
             continue;
           if (loop.roots.size() > 1)
             return unsupported("loop '" + loop.name + "' merges a reduced dimension of '" +
-                               valueName(*value) + "' with another one");
+                               ir::userName(fusion_, *value) + "' with another one");
           if (loop.parallel == Parallel::Serial)
             continue;
           if (sched::isBlockIndex(loop.parallel)) {
@@ -487,8 +484,8 @@ private:
       if (llvm::is_contained(pair.second->operands, value) ||
           (!pair.second->operands.empty() &&
            llvm::is_contained(pair.second->operands[0]->operands, value)))
-        return pair.operand->name.empty() ? valueName(*pair.operand) : pair.operand->name;
-    return pairs_.empty() ? "?" : pairs_.front().operand->name;
+        return ir::userName(fusion_, *pair.operand);
+    return pairs_.empty() ? "?" : ir::userName(fusion_, *pairs_.front().operand);
   }
 
   void buildPhases(std::map<unsigned, int> &phase, int last, const std::set<unsigned> &kept,

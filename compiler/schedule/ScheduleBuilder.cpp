@@ -253,7 +253,8 @@ private:
   bool nameFree(const Name &name, unsigned tensorIndex) {
     if (tensors()[tensorIndex].findLoop(name.text) < 0)
       return true;
-    diagnostics_.report(DiagId::LoopNameTaken, name.range, name.text, tensors()[tensorIndex].name);
+    diagnostics_.report(DiagId::LoopNameTaken, name.range, name.text,
+                        userName(tensors()[tensorIndex], fusion_));
     return false;
   }
 
@@ -299,7 +300,8 @@ private:
     if (product)
       return true;
     diagnostics_.report(DiagId::SizeOverflow, range,
-                        "the static iteration count of '" + tensor.name + "' " + when.str(),
+                        "the static iteration count of '" + userName(tensor, fusion_) + "' " +
+                            when.str(),
                         llvm::join(factors, " x "), "use smaller sizes or split factors");
     return false;
   }
@@ -329,7 +331,8 @@ private:
           (d.inner.text != d.outer.text && !nameFree(d.inner, index)))
         return;
       if (d.inner.text == d.outer.text) {
-        diagnostics_.report(DiagId::LoopNameTaken, d.inner.range, d.inner.text, tensor.name);
+        diagnostics_.report(DiagId::LoopNameTaken, d.inner.range, d.inner.text,
+                            userName(tensor, fusion_));
         return;
       }
       Loop original = tensor.loops[position];
@@ -354,7 +357,8 @@ private:
       if (!stride) {
         if (overflowReported_ != current_.index)
           diagnostics_.report(DiagId::SizeOverflow, current_.range,
-                              "the stride of '" + outer.name + "' in '" + tensor.name + "'",
+                              "the stride of '" + outer.name + "' in '" +
+                                  userName(tensor, fusion_) + "'",
                               original.stride.text + " x " + inner.extent.text + " elements",
                               "use smaller split factors");
         overflowReported_ = current_.index;
@@ -394,7 +398,8 @@ private:
       TensorSchedule &tensor = tensors()[index];
       int a = tensor.findLoop(d.first.loop.text), b = tensor.findLoop(d.second.loop.text);
       if (a == b) {
-        diagnostics_.report(DiagId::LoopNameTaken, d.second.range, d.second.loop.text, tensor.name);
+        diagnostics_.report(DiagId::LoopNameTaken, d.second.range, d.second.loop.text,
+                            userName(tensor, fusion_));
         return;
       }
       if (!transformable("merge", index, a) || !transformable("merge", index, b))
@@ -405,23 +410,24 @@ private:
         const Loop &iteration = first.isReduction ? second : first;
         diagnostics_
             .report(DiagId::MergeReductionIteration, current_.range, reduction.name, iteration.name,
-                    tensor.name)
+                    userName(tensor, fusion_))
             .note(DiagId::NoteFusionLine, tensor.value->range,
-                  "'" + tensor.name + "' reduces over " + fusion_.dims[reduction.roots[0]].name +
-                      " here");
+                  "'" + userName(tensor, fusion_) + "' reduces over " +
+                      fusion_.dims[reduction.roots[0]].name + " here");
         return;
       }
       if (tensor.findLoop(d.result.text) >= 0) {
-        diagnostics_.report(DiagId::LoopNameTaken, d.result.range, d.result.text, tensor.name);
+        diagnostics_.report(DiagId::LoopNameTaken, d.result.range, d.result.text,
+                            userName(tensor, fusion_));
         return;
       }
       std::optional<Extent> extent = Extent::mul(first.extent, second.extent);
       if (!extent) {
         if (overflowReported_ != current_.index)
-          diagnostics_.report(DiagId::SizeOverflow, current_.range,
-                              "the extent of '" + d.result.text + "' in '" + tensor.name + "'",
-                              first.extent.text + " x " + second.extent.text,
-                              "merge smaller loops");
+          diagnostics_.report(
+              DiagId::SizeOverflow, current_.range,
+              "the extent of '" + d.result.text + "' in '" + userName(tensor, fusion_) + "'",
+              first.extent.text + " x " + second.extent.text, "merge smaller loops");
         overflowReported_ = current_.index;
         return;
       }

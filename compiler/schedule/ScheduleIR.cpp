@@ -1,6 +1,8 @@
 // ScheduleIR.cpp — names and lookups.
 #include "schedule/ScheduleIR.h"
 
+#include "ir/Describe.h"
+
 #include <llvm/Support/CheckedArithmetic.h>
 #include <llvm/Support/MathExtras.h>
 
@@ -93,6 +95,12 @@ std::string loopNames(const TensorSchedule &tensor) {
   for (size_t i = 0; i < tensor.loops.size(); ++i)
     text += (i ? ", " : "") + tensor.loops[i].name;
   return text.empty() ? "none" : text;
+}
+
+std::string userName(const TensorSchedule &tensor, const ir::Fusion &fusion) {
+  if (tensor.name.find('%') == std::string::npos || !tensor.value)
+    return tensor.name;
+  return ir::userName(fusion, *tensor.value);
 }
 
 } // namespace fsl::sched

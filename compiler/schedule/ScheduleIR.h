@@ -165,5 +165,8 @@ struct Schedule {
 
 /// Loop names of a tensor, for messages: "T, Hp, Hx, Hv".
 std::string loopNames(const TensorSchedule &tensor);
+/// A tensor for messages: its name, or for a value no let or output names (the schedule
+/// calls it `max%3`, a name the user never wrote) the expression that computes it.
+std::string userName(const TensorSchedule &tensor, const ir::Fusion &fusion);
 
 } // namespace fsl::sched

@@ -43,3 +43,44 @@ TEST_CASE("the driver reads an input held in memory, by its name") {
   // Diagnostics name the input as given.
   CHECK(checked.err.find("/nonexistent/in-memory.fsl:1:") != std::string::npos);
 }
+
+TEST_CASE("--simulate with no sizes asks for the ones the fusion needs") {
+  // `--simulate ""`: the option is given, its sizes empty. It used to do nothing, exit 0.
+  DriverOptions options;
+  options.inputs = {"rows.fsl"};
+  options.inputTexts["rows.fsl"] =
+      "fusion rows(x: f32[T, H], alpha: f32) -> (y: f32[T, H]) { y = x * alpha; }";
+  options.simulate = true;
+  options.color = ColorMode::Never;
+  options.stdlibDir = FSL_TEST_STDLIB_DIR;
+  Run run;
+  llvm::raw_string_ostream out(run.out), err(run.err);
+  run.code = runDriver(options, out, err);
+  CHECK(run.code == kExitUsage);
+  CHECK(run.out.empty());
+  CHECK(run.err.find("--simulate: give the sizes of runtime dimensions T and H, and a value for "
+                     "scalar alpha, as in T=4,H=4,alpha=1 [invalid-simulate-argument]") !=
+        std::string::npos);
+}
+
+TEST_CASE("a -D given twice must give one value") {
+  auto run = [](std::vector<std::string> defines) {
+    DriverOptions options;
+    options.inputs = {"scale.fsl"};
+    options.inputTexts["scale.fsl"] =
+        "fusion scale<H = 64>(x: f32[T, H]) -> (y: f32[T, H]) { y = x * 2.0; }";
+    options.defines = std::move(defines);
+    options.color = ColorMode::Never;
+    options.stdlibDir = FSL_TEST_STDLIB_DIR;
+    Run result;
+    llvm::raw_string_ostream out(result.out), err(result.err);
+    result.code = runDriver(options, out, err);
+    return result;
+  };
+  Run conflicting = run({"H=8", "H=16"});
+  CHECK(conflicting.code == kExitUsage);
+  CHECK(conflicting.err.find("-D H=8 and -D H=16 give 'H' two values") != std::string::npos);
+  CHECK(run({"H=8", "H=8"}).code == kExitSuccess);
+  // A -D no input declares is a usage error too.
+  CHECK(run({"W=8"}).code == kExitUsage);
+}
