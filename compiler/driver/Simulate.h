@@ -20,13 +20,18 @@ namespace fsl {
 
 class DiagnosticEngine;
 
-/// Tolerance of a comparison with the reference: |sim - ref| <= abs + rel * |ref|.
+/// Tolerance of a comparison with the reference: |sim - ref| <= abs + rel * |ref|, or,
+/// where larger, kPropagatedErrorFactor times the element's propagated rounding error
+/// (ErrorBound.h) when compareOutputs is given those.
 struct Tolerance {
   double abs = 0;
   double rel = 0;
   /// How it was derived ("bf16 arithmetic, f32 sum of 4096"), or "given" for options.
   std::string basis;
 };
+
+/// The multiple of the propagated rounding error an element may be off by (Simulate.cpp).
+constexpr double kPropagatedErrorFactor = 4;
 
 /// --simulate-atol / --simulate-rtol: each replaces the derived term it names.
 struct ToleranceOptions {
@@ -76,18 +81,25 @@ struct OutputComparison {
   Tolerance tolerance;
   int64_t elements = 0;
   int64_t mismatches = 0;
-  double maxAbsError = 0;               // over finite reference elements (infinite when one is NaN)
-  double maxRelError = 0;               // |error| / |reference|, over nonzero finite references
+  double maxAbsError = 0; // over finite reference elements (infinite when one is NaN)
+  double maxRelError = 0; // |error| / |reference|, over nonzero finite references
+  /// Elements within their propagated rounding error (times kPropagatedErrorFactor) but
+  /// not within abs + rel |reference|, and the widest such tolerance relative to its
+  /// reference: the basis names them.
+  int64_t widened = 0;
+  double maxWidenedRel = 0;
   std::vector<MismatchedElement> worst; // the mismatches furthest out, at most 3, worst first
 };
 
 /// Compares simulated outputs with the reference, output by output. NaN matches only
-/// NaN, an infinity only itself.
-std::vector<OutputComparison> compareOutputs(const ir::Fusion &fusion,
-                                             const eval::EvalResult &simulated,
-                                             const eval::EvalResult &reference,
-                                             const ToleranceOptions &options = {},
-                                             bool approximateExp = false);
+/// NaN, an infinity only itself. `errorBounds` (roundingErrorBounds, one per output; none
+/// when empty) widen an element's tolerance to kPropagatedErrorFactor times its bound
+/// where that is larger, unless the options give both terms.
+std::vector<OutputComparison>
+compareOutputs(const ir::Fusion &fusion, const eval::EvalResult &simulated,
+               const eval::EvalResult &reference, const ToleranceOptions &options = {},
+               bool approximateExp = false,
+               const std::vector<std::vector<double>> &errorBounds = {});
 
 /// Output `output`'s failed comparison in words (below); empty when it matches.
 std::string describeMismatch(const ir::Fusion &fusion, size_t output,

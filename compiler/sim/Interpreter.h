@@ -73,6 +73,8 @@ private:
     /// What the warps that arrived in the current phase knew, and what those of the last
     /// completed phase knew: a wait that sees that phase complete learns it.
     std::vector<int64_t> gathered, released;
+    /// The same for the warps' `epochs`: what happened before the arrivals.
+    std::vector<int64_t> gatheredEpochs, releasedEpochs;
   };
 
   /// The lanes of one warp: bit l is thread 32 w + l (linear ids).
@@ -128,6 +130,11 @@ private:
     /// waits or from the warps it met at a barrier or through an mbarrier. Data a TMA load
     /// brought in is readable only once the warp knows the load's phase complete.
     std::vector<int64_t> clock;
+    /// A vector clock over the warps of the cluster (by clusterWarp): how far into each
+    /// warp's run this one knows everything to have happened, through the barriers it met
+    /// and the mbarrier phases it saw complete; its own entry counts its synchronisations.
+    /// Two shared-memory accesses by different warps that it does not order race (Races.cpp).
+    std::vector<int64_t> epochs;
   };
 
   static void merge(std::vector<int64_t> &into, const std::vector<int64_t> &from) {
@@ -150,13 +157,26 @@ private:
     int barrier = -1; // none: written by a thread, or never
     int64_t phase = 0;
   };
+  /// A shared-memory access by a warp, in its `epochs` entry at the time.
+  struct Access {
+    int warp = -1; // clusterWarp; none
+    int64_t epoch = 0;
+    const StmtNode *stmt = nullptr;
+  };
+  /// The accesses of a shared element that a later access must be ordered after: the last
+  /// write by a thread, and each warp's last read since.
+  struct AccessHistory {
+    Access write;
+    std::vector<Access> reads;
+  };
   struct SharedStorage {
     int64_t offset = 0; // bytes into the block's dynamic (or static) shared memory
     int64_t elements = 0;
     int64_t bytes = 0;
     bool dynamic = true;
     std::vector<double> data;
-    std::vector<Tag> tags; // per element, once a TMA load wrote the buffer
+    std::vector<Tag> tags;              // per element, once a TMA load wrote the buffer
+    std::vector<AccessHistory> history; // per element
   };
 
   /// One CTA (block) of the cluster being run: its threads' variables, its local and
@@ -299,6 +319,17 @@ private:
                           Swizzle swizzle);
   void checkSwizzleBase(const Buffer &buffer, const SharedStorage &shared, Swizzle swizzle, int t);
 
+  // --- Races.cpp: shared-memory accesses of different warps that nothing orders --------
+
+  int clusterWarp(const Warp &warp) const;
+  void startEpochs(Warp &warp);
+  void joinEpochs(const std::vector<Warp *> &met);
+  void trackShared(const Buffer &buffer, SharedStorage &shared, int64_t at, int t, bool store);
+  void trackAsyncWrite(const Buffer &buffer, SharedStorage &shared, int64_t at, int t, bool peer);
+  std::string statementName(const StmtNode *s) const;
+  [[noreturn]] void race(const Buffer &buffer, int64_t at, int t, bool store, const Access &other,
+                         bool otherStore);
+
   // --- Reductions.cpp: warp and block reductions in the GPU's order ----------------------
 
   Accumulators total(const StmtNode &s, const std::vector<int> &group, bool warp);
@@ -369,6 +400,7 @@ private:
   std::unordered_set<const Var *> mutable_;
   int slots_ = 0;
   int64_t steps_ = 0;
+  const StmtNode *current_ = nullptr; // the statement being run, for reports
 
   // The cluster being run (one CTA without a cluster): its CTAs in rank order, the one
   // whose warp runs, the mbarriers of all of them by id, and the cluster barriers completed.

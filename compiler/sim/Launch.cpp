@@ -190,6 +190,7 @@ void Interpreter::startCta(int rank, std::array<int64_t, 3> blockIdx) {
     warp.registers = initialRegisters_;
     warp.registersKnown = kernel_.launch.maxRegisters.has_value();
     warp.clock.clear();
+    startEpochs(warp);
   }
   cta.registerPool = 0;
   cta.finished = false;

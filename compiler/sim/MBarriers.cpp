@@ -61,6 +61,8 @@ void Interpreter::settle(MBarrier &barrier) {
     barrier.pending = barrier.expected;
     barrier.released = std::move(barrier.gathered);
     barrier.gathered.clear();
+    barrier.releasedEpochs = std::move(barrier.gatheredEpochs);
+    barrier.gatheredEpochs.clear();
   }
 }
 
@@ -69,7 +71,12 @@ void Interpreter::arrive(MBarrier &barrier, int t) {
     fault(t, llvm::formatv("mbarrier {0}: an arrival beyond the {1} its phase expects",
                            barrierName(barrier), barrier.expected));
   // What the arriving warp knows is known to whoever sees this phase complete.
-  merge(barrier.gathered, cta_->warps[t / 32].clock);
+  Warp &warp = cta_->warps[t / 32];
+  merge(barrier.gathered, warp.clock);
+  // What it did before the arrival is ordered before what the waiters do after; what it
+  // does next is not.
+  merge(barrier.gatheredEpochs, warp.epochs);
+  ++warp.epochs[clusterWarp(warp)];
   --barrier.pending;
   // Bytes may complete before the arrival that expects them (a peer's multicast), but
   // once every arrival is in the count cannot be negative.
@@ -178,6 +185,7 @@ bool Interpreter::passConditions(Warp &warp) {
         return u.barrier == &barrier && u.phase < barrier.phase;
       });
       merge(warp.clock, barrier.released);
+      merge(warp.epochs, barrier.releasedEpochs);
       if (warp.clock.size() <= static_cast<size_t>(barrier.id))
         warp.clock.resize(barrier.id + 1, 0);
       warp.clock[barrier.id] = std::max(warp.clock[barrier.id], barrier.phase);

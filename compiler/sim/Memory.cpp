@@ -94,6 +94,8 @@ double &Interpreter::element(const Buffer &buffer, int64_t index, int t, bool st
     else
       checkVisible(buffer, *sharedStorage, index, t / 32, t);
   }
+  if (sharedStorage)
+    trackShared(buffer, *sharedStorage, index, t, store);
   return (*data)[offset + index];
 }
 
@@ -212,10 +214,14 @@ void Interpreter::allocateShared(const StmtNode &s, const Mask &mask) {
                  ? it->second.offset
                  : (cta_->staticSharedEnd + alignment - 1) / alignment * alignment;
   }
-  if (offset % alignment != 0)
+  // The printer makes the buffer a typed pointer into the shared memory: scalar accesses
+  // need their element's alignment, and only that. Vector copies, TMA and wgmma check what
+  // they need where they access it (checkVectorAlignment, placeTmaBox, checkSwizzleBase):
+  // `alignment` is what the lowering provides for those, not a requirement of its own.
+  if (offset % bytesOf(buffer.dtype) != 0)
     fault(mask.front(), llvm::formatv("shared buffer {0} at byte offset {1} is not aligned to "
-                                      "the {2} bytes it needs",
-                                      buffer.name, offset, alignment));
+                                      "its {2}-byte elements",
+                                      buffer.name, offset, bytesOf(buffer.dtype)));
   if (auto it = cta_->shared.find(&buffer); it != cta_->shared.end()) {
     // Reached again (a loop): the same memory, its contents kept.
     if (it->second.offset != offset || it->second.elements != elements)
@@ -245,6 +251,7 @@ void Interpreter::allocateShared(const StmtNode &s, const Mask &mask) {
   shared.bytes = bytes;
   shared.dynamic = s.index != nullptr;
   shared.data.assign(static_cast<size_t>(elements), NAN);
+  shared.history.assign(static_cast<size_t>(elements), AccessHistory{});
 }
 
 /// The element of shared buffer `shared` that byte `relative` of a swizzled tile starting

@@ -68,7 +68,11 @@
 //
 // Memory never read before written: local and shared buffers start as NaN, outputs start
 // as NaN, so a value nobody computed shows up in the result. Two threads of a warp that
-// store different values to one element in one statement are a race.
+// store different values to one element in one statement are a race. So are two accesses
+// of a shared element by different warps, one of them a write, that nothing orders
+// (Races.cpp): each warp carries a vector clock that barriers, block reductions and
+// mbarrier phases (from the arrivals to the waits that see the phase complete) pass on,
+// so a missing barrier is found whichever order this schedule happened to run them in.
 //
 // The Hopper operations run synchronously when issued but are checked as the hardware
 // defines them: mbarrier arrival counts, transaction bytes and phase parity; TMA boxes
@@ -79,7 +83,9 @@
 // How the simulator reads the nodes where IR.h leaves room:
 //   - Shared buffers live at their Allocate `index` (bytes into the dynamic shared
 //     memory, assumed 1024-byte aligned); without one, in a static area after the previous
-//     static ones. Two live buffers may not overlap.
+//     static ones. Two live buffers may not overlap. The printer makes each a typed
+//     pointer: its offset needs its element's alignment; vector copies, TMA and wgmma
+//     check the alignment they need where they access it.
 //   - Load/Store/VectorCopy index a shared buffer by physical element: a swizzle the code
 //     needs is in its index expressions. TMA and wgmma apply the buffer's swizzle to the
 //     byte address themselves (swizzleAddress), so they agree with each other.
@@ -98,9 +104,8 @@
 // Not modelled (each reported as an error, never computed differently): threads of one
 // warp that make progress independently (a warp runs in lockstep, so a lane waiting for
 // another lane of its warp deadlocks), shared memory reused by two live buffers, and grid
-// reductions. Not checked: races between warps (a store by one
-// warp and an access by another with no barrier between them happen in schedule order;
-// a value read before it was written is NaN, as everywhere).
+// reductions. Not checked: races in global memory, and between a multicast TMA load into
+// a peer CTA and that CTA's own accesses (its mbarriers are checked instead).
 #pragma once
 
 #include "eval/Evaluator.h"

@@ -17,6 +17,7 @@ namespace fsl::sim {
 bool Interpreter::enter(Warp &warp, const StmtNode &s, LaneMask mask) {
   if (!mask)
     return true;
+  current_ = &s;
   steps_ += std::popcount(mask);
   if (steps_ > limits_.maxThreadSteps)
     fault(-1, llvm::formatv("the launch ran {0} thread statements, over the limit of {1} "

@@ -205,12 +205,14 @@ void Interpreter::copyTmaBox(TmaTransfer &x) {
     if (x.load) {
       double value = inside ? memory[offset] : 0.0; // out of the tensor: zero fill
       for (const TmaTransfer::Destination &d : x.destinations) {
+        trackAsyncWrite(tile, *d.shared, at, t, /*peer=*/d.shared != &shared);
         d.shared->data[at] = value;
         d.shared->tags[at] = {d.barrier->id, d.barrier->phase + 1};
       }
     } else {
       if (!shared.tags.empty())
         checkVisible(tile, shared, at, t / 32, t);
+      trackShared(tile, shared, at, t, /*store=*/false); // read at its issue
       if (inside)
         memory[offset] = eval::roundTo(shared.data[at], x.global.dtype);
     }

@@ -171,6 +171,7 @@ void Interpreter::release(const std::vector<Warp *> &met) {
     if (!known.empty())
       w->clock = known;
   }
+  joinEpochs(met);
 }
 
 /// The first thread of `warp` at the statement it waits at.

@@ -17,7 +17,7 @@ namespace fsl::sim {
 /// span-wide blocks `blockBytes` apart). The swizzle applies to the address reached.
 double Interpreter::operand(const Buffer &buffer, int64_t start, bool mnMajor, int64_t blockBytes,
                             int64_t mn, int64_t k, int t, const char *which) {
-  const SharedStorage &shared = sharedOf(buffer, t);
+  SharedStorage &shared = sharedOf(buffer, t);
   int64_t bytes = bytesOf(buffer.dtype);
   int64_t relative = start * bytes +
                      kir::wgmmaOperandByteOffset(buffer.swizzle, bytes, mnMajor, blockBytes, mn, k);
@@ -28,6 +28,9 @@ double Interpreter::operand(const Buffer &buffer, int64_t start, bool mnMajor, i
   if (!shared.tags.empty())
     for (int w = t / 32; w < t / 32 + 4; ++w) // the warpgroup of `t`, its first thread
       checkVisible(buffer, shared, at, w, w * 32);
+  // A read by the warpgroup, ordered for the others by what its first warp does after it
+  // (the thread that releases a stage is one a warpgroup).
+  trackShared(buffer, shared, at, t, /*store=*/false);
   return shared.data[at];
 }
 

@@ -1,10 +1,21 @@
 // SimulateTest.cpp — the --simulate comparison: the tolerance derived from an output's
-// arithmetic and sums, the options that replace it, and the mismatch report.
+// arithmetic and sums, the options that replace it, the mismatch report, and the rounding
+// errors propagated through ill-conditioned computations (which correct kernels stay
+// within and kernels broken on purpose do not); a race the simulator finds in a kernel
+// whose barrier is removed.
+#include "LowerSupport.h"
 #include "TestSupport.h"
 
+#include "driver/ErrorBound.h"
+#include "driver/Evaluate.h"
 #include "driver/Simulate.h"
 #include "eval/Evaluator.h"
+#include "kir/Mutator.h"
 #include "sema/Sema.h"
+#include "sim/Simulator.h"
+
+#include <llvm/ADT/StringRef.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include <doctest/doctest.h>
 
@@ -114,4 +125,214 @@ TEST_CASE("simulate tolerance: a mismatch counts its elements and names the wors
   CHECK(c[0].maxAbsError == 0.25);
   CHECK(c[0].maxRelError == 0.0625);
   CHECK(describeMismatches(f, c) == "");
+}
+
+namespace {
+
+/// A lowered snippet, simulated on the seeded inputs and compared as --simulate does.
+struct Simulated : test::LoweredSnippet {
+  using LoweredSnippet::LoweredSnippet;
+
+  /// "" when every output is within its tolerance, else "mismatch: ..." or "fault: ...".
+  /// `propagated`: with the rounding errors propagated through the fusion (--simulate's),
+  /// or with toleranceFor's terms alone.
+  std::string compare(const std::string &sizes, const kir::Program *program = nullptr,
+                      bool propagated = true) {
+    std::string ignored;
+    llvm::raw_string_ostream sink(ignored);
+    eval::EvalRequest request;
+    REQUIRE_MESSAGE(
+        makeEvaluationRequest(fusion(), sizes, 0, {}, parsed.diagnostics, sink, request),
+        parsed.firstMessage());
+    llvm::Expected<eval::EvalResult> reference = eval::evaluate(fusion(), request);
+    REQUIRE_MESSAGE(static_cast<bool>(reference), llvm::toString(reference.takeError()));
+    llvm::Expected<eval::EvalResult> simulated =
+        sim::simulate(program ? *program : *lowered, request);
+    if (!simulated)
+      return "fault: " + llvm::toString(simulated.takeError());
+    std::vector<std::vector<double>> bounds;
+    if (propagated)
+      bounds = roundingErrorBounds(fusion(), request, reference->extents);
+    std::string mismatch = describeMismatches(
+        fusion(), compareOutputs(fusion(), *simulated, *reference, {}, false, bounds));
+    return mismatch.empty() ? "" : "mismatch: " + mismatch;
+  }
+
+  /// The lowered program with its kernel rewritten by `mutator`.
+  kir::Program mutated(kir::Mutator &mutator) const {
+    kir::Program copy = *lowered;
+    copy.kernels[0].body = mutator.mutate(copy.kernels[0].body);
+    return copy;
+  }
+};
+
+/// Loads of `name` read the neighbouring element (index xor 1: the other of a pair).
+class NeighbourLoads : public kir::Mutator {
+public:
+  explicit NeighbourLoads(std::string name) : name_(std::move(name)) {}
+  using Mutator::mutate;
+  kir::Expr mutate(const kir::Expr &e) override {
+    if (e->kind != kir::ExprKind::Load || e->buffer->name != name_)
+      return mutateChildren(e);
+    ++changed;
+    return kir::load(e->buffer, kir::binary(kir::BinaryOp::Xor, e->operands[0], kir::index(1)));
+  }
+  int changed = 0;
+
+private:
+  std::string name_;
+};
+
+/// Serial loops run one iteration fewer: a sum misses its last term.
+class OneTermShort : public kir::Mutator {
+public:
+  using Mutator::mutate;
+  kir::Stmt mutate(const kir::Stmt &s) override {
+    kir::Stmt result = mutateChildren(s);
+    if (result->kind != kir::StmtKind::For || result->loopKind != kir::LoopKind::Serial)
+      return result;
+    ++changed;
+    auto copy = std::make_shared<kir::StmtNode>(*result);
+    copy->extent = copy->extent - kir::index(1);
+    return copy;
+  }
+  int changed = 0;
+};
+
+/// The barriers whose comment starts with `comment` removed.
+class DropBarrier : public kir::Mutator {
+public:
+  explicit DropBarrier(std::string comment) : comment_(std::move(comment)) {}
+  using Mutator::mutate;
+  kir::Stmt mutate(const kir::Stmt &s) override {
+    if (s->kind != kir::StmtKind::Barrier || !llvm::StringRef(s->comment).starts_with(comment_))
+      return mutateChildren(s);
+    ++changed;
+    return kir::block({});
+  }
+  int changed = 0;
+
+private:
+  std::string comment_;
+};
+
+bool contains(const std::string &text, llvm::StringRef part) {
+  return llvm::StringRef(text).contains(part);
+}
+
+} // namespace
+
+TEST_CASE("simulate tolerance: correct ill-conditioned kernels stay within the propagated "
+          "rounding error, wrong ones do not") {
+  // exp(20 x): the rounding of 20 x, relative u, is |20 x| u in the exponent and so
+  // relative |20 x| u in the result, up to 20 units where the fixed tolerance allows 4.
+  Simulated exp20("fusion f(x: f32[T, H]) -> (y: f32[T, H]) {\n"
+                  "    y = exp(x * 20.0);\n"
+                  "}\n"
+                  "schedule f {\n"
+                  "    parallelize T -> BIDx, H -> TIDx;\n"
+                  "}\n");
+  CHECK(contains(exp20.compare("T=8,H=128", nullptr, /*propagated=*/false), "mismatch"));
+  CHECK(exp20.compare("T=8,H=128") == "");
+  NeighbourLoads neighbour("x");
+  kir::Program wrongElement = exp20.mutated(neighbour);
+  REQUIRE(neighbour.changed > 0);
+  CHECK(contains(exp20.compare("T=8,H=128", &wrongElement), "mismatch: output y:"));
+
+  // x^16 by four squarings: each doubles the relative error before it, 15 units in all.
+  Simulated power("fusion f(x: f32[T, H]) -> (y: f32[T, H]) {\n"
+                  "    let x2 = x * x;\n"
+                  "    let x4 = x2 * x2;\n"
+                  "    let x8 = x4 * x4;\n"
+                  "    y = x8 * x8;\n"
+                  "}\n"
+                  "schedule f {\n"
+                  "    parallelize T -> BIDx, H -> TIDx;\n"
+                  "}\n");
+  CHECK(contains(power.compare("T=16,H=128", nullptr, false), "mismatch"));
+  CHECK(power.compare("T=16,H=128") == "");
+  NeighbourLoads powerNeighbour("x");
+  kir::Program wrongPower = power.mutated(powerNeighbour);
+  CHECK(contains(power.compare("T=16,H=128", &wrongPower), "mismatch: output y:"));
+
+  // A 32-term sum of terms near 100 whose total 3200 is then taken away: the roundings of
+  // partial sums up to 3200 remain in a result of a few units.
+  Simulated cancelling("fusion f<H = 32>(x: f32[T, H]) -> (y: f32[T]) {\n"
+                       "    y = sum(x + 100.0, over H) - 3200.0;\n"
+                       "}\n"
+                       "schedule f {\n"
+                       "    parallelize T -> BIDx;\n"
+                       "}\n");
+  CHECK(contains(cancelling.compare("T=64", nullptr, false), "mismatch"));
+  CHECK(cancelling.compare("T=64") == "");
+  OneTermShort short_;
+  kir::Program missingTerm = cancelling.mutated(short_);
+  REQUIRE(short_.changed > 0);
+  CHECK(contains(cancelling.compare("T=64", &missingTerm), "mismatch: output y:"));
+
+  // Softmax of logits up to 80: the rounding of 80 x (and of the maximum) is amplified by
+  // exp to 80 units and more in the probabilities.
+  Simulated softmax("fusion f<S = 32>(x: f32[T, S]) -> (y: f32[T, S]) {\n"
+                    "    let z = x * 80.0;\n"
+                    "    let e = exp(z - max(z, over S));\n"
+                    "    y = e / sum(e, over S);\n"
+                    "}\n"
+                    "schedule f {\n"
+                    "    parallelize T -> BIDx, S -> TIDx;\n"
+                    "}\n");
+  CHECK(contains(softmax.compare("T=64", nullptr, false), "mismatch"));
+  CHECK(softmax.compare("T=64") == "");
+  NeighbourLoads softmaxNeighbour("x");
+  kir::Program wrongLogit = softmax.mutated(softmaxNeighbour);
+  CHECK(contains(softmax.compare("T=64", &wrongLogit), "mismatch: output y:"));
+}
+
+TEST_CASE("simulate tolerance: the propagated rounding error, operation by operation") {
+  Analysed a("fusion f(x: f32[T]) -> (e: f32[T], s: f32[T], m: f32[T], c: f64[T]) {\n"
+             "    e = exp(x * 20.0);\n"
+             "    s = sqrt(x * x);\n"
+             "    m = max(x * 3.0, x);\n"
+             "    c = f64(x);\n"
+             "}\n");
+  const ir::Fusion &f = a.fusion();
+  eval::EvalRequest request;
+  request.sizes["T"] = 2;
+  request.params = {{0.5, -1}};
+  std::vector<std::vector<double>> bounds = roundingErrorBounds(f, request, {2});
+  REQUIRE(bounds.size() == 4);
+  double u = std::ldexp(1.0, -24);
+  // exp(10): the product's rounding u 10 through exp, exp's own u, and the output's 2 u.
+  CHECK(bounds[0][0] == doctest::Approx(std::exp(10.0) * u * (10 + 1 + 2)));
+  // sqrt(x x) = |x|: x x rounded (u x^2), through sqrt (1 / 2|x|), sqrt's u, output's 2 u.
+  CHECK(bounds[1][1] == doctest::Approx(u * 0.5 + u + 2 * u));
+  // max passes on its operands' errors unrounded: 3 x's rounding, or none (x).
+  CHECK(bounds[2][0] == doctest::Approx(u * 1.5 + 2 * u * 1.5));
+  CHECK(bounds[2][1] == doctest::Approx(u * 3 + 2 * u));
+  // An input read as it is and widened: exact on both sides, as the output rounds nothing.
+  CHECK(bounds[3][0] == doctest::Approx(2 * std::ldexp(1.0, -53) * 0.5));
+}
+
+TEST_CASE("simulate: a matrix product without the barrier before a stage's refill races") {
+  // Two consumer warpgroups read each stage by wgmma; thread 0 refills it by TMA once
+  // every warpgroup is done, which only the __syncthreads at the end of the K step says.
+  Simulated product("fusion mm(a: bf16[M, K], w: bf16[N, K]) -> (y: f32[M, N]) {\n"
+                    "    y = sum(f32(a) * f32(w), over K);\n"
+                    "}\n"
+                    "schedule mm {\n"
+                    "    mma over K: tile (128, 128, 64), warp (64, 128), instruction "
+                    "wgmma(64, 128, 16);\n"
+                    "    pipeline 2 stages via tma;\n"
+                    "}\n");
+  CHECK(product.compare("M=128,N=128,K=256") == "");
+  DropBarrier drop("every warpgroup is done with the stage");
+  kir::Program racing = product.mutated(drop);
+  REQUIRE(drop.changed == 1);
+  std::string result = product.compare("M=128,N=128,K=256", &racing);
+  // Thread 0 refills a stage that warpgroup 1 (warps 4-7) has read, unordered.
+  CHECK_MESSAGE(contains(result, "kernel mm_v0: block (0, 0, 0), thread (0, 0, 0): race on "
+                                 "shared a_tiles["),
+                result);
+  CHECK_MESSAGE(contains(result, "]: warp 0 writes it in `tma.load a_tiles` and warp 4 read it "
+                                 "in `wgmma.mma_async"),
+                result);
 }

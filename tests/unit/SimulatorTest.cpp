@@ -1693,3 +1693,114 @@ TEST_CASE("simulator: a cluster barrier every thread of the cluster must reach")
   CHECK(faultOf(sim::runKernel(kernel, memory)) ==
         "kernel half_cluster: clusters of 16 blocks; the target allows 8");
 }
+
+TEST_CASE("simulator: a shared buffer needs its elements' alignment, vector accesses theirs") {
+  // Three threads' 8-byte scratch before it: an f32 buffer at byte 24 is as the CUDA has
+  // it, a typed pointer whose scalar accesses need 4 bytes (the buffer's 16 is what the
+  // lowering provides vector accesses, which check their own).
+  BufferPtr s = makeBuffer("s", DType::F32, MemorySpace::Shared, {8});
+  BufferPtr out = makeBuffer("out", DType::F32, MemorySpace::Global);
+  VarPtr t = makeVar("t", DType::I64);
+  auto kernelAt = [&](int64_t offset, Stmt access) {
+    Kernel kernel;
+    kernel.name = "placed";
+    kernel.params = {tensorParam(out)};
+    kernel.body = parallelLoop(t, index(3), Axis::TIDx,
+                               block({allocateAt(s, offset), store(s, var(t), f32(2)), access}));
+    launch(kernel, 1, {3, 1}, 64);
+    return kernel;
+  };
+  sim::Memory memory;
+  memory.global[out.get()].assign(8, NAN);
+  Stmt scalar = store(out, var(t), load(s, var(t)));
+  CHECK(faultOf(sim::runKernel(kernelAt(24, scalar), memory)) == "");
+  CHECK(memory.global[out.get()][2] == 2);
+  CHECK(faultOf(sim::runKernel(kernelAt(22, scalar), memory))
+            .find("shared buffer s at byte offset 22 is not aligned to its 4-byte elements") !=
+        std::string::npos);
+  // A 16-byte vector read of the buffer at byte 24 is misaligned, at byte 32 it is not.
+  auto copy = node(StmtKind::VectorCopy);
+  copy->buffer = out;
+  copy->index = index(0);
+  copy->source = s;
+  copy->sourceIndex = index(0);
+  copy->lanes = 4;
+  Stmt vector = ifThen(eq(var(t), index(0)), copy);
+  CHECK(faultOf(sim::runKernel(kernelAt(24, vector), memory))
+            .find("misaligned vector access of s: 4 lanes (16 bytes) at element 0, 8 bytes past") !=
+        std::string::npos);
+  CHECK(faultOf(sim::runKernel(kernelAt(32, vector), memory)) == "");
+}
+
+TEST_CASE("simulator: shared memory exchanged between warps without a barrier is a race") {
+  // The exchange of "warps wait for each other at barriers": warp 0 reads what warp 1
+  // writes. Without the barrier warp 0 runs first and reads NaN here, or the values on a
+  // GPU that happens to run warp 1 first: a race, named by both statements.
+  BufferPtr s = makeBuffer("s", DType::F32, MemorySpace::Shared, {64});
+  BufferPtr out = makeBuffer("out", DType::F32, MemorySpace::Global);
+  VarPtr t = makeVar("t", DType::I64);
+  Stmt write = withComment(store(s, index(63) - var(t), cast(DType::F32, var(t))), "exchange");
+  auto kernelWith = [&](std::vector<Stmt> between) {
+    std::vector<Stmt> body = {allocateAt(s, 0), write};
+    body.insert(body.end(), between.begin(), between.end());
+    body.push_back(store(out, var(t), load(s, var(t))));
+    Kernel kernel;
+    kernel.name = "exchange";
+    kernel.params = {tensorParam(out)};
+    kernel.body = parallelLoop(t, index(64), Axis::TIDx, block(std::move(body)));
+    launch(kernel, 1, {64, 1}, 256);
+    return kernel;
+  };
+  sim::Memory memory;
+  memory.global[out.get()].assign(64, NAN);
+  CHECK(faultOf(sim::runKernel(kernelWith({barrier()}), memory)) == "");
+  std::string message = faultOf(sim::runKernel(kernelWith({}), memory));
+  CHECK(message == "kernel exchange: block (0, 0, 0), thread (32, 0, 0): race on shared s[31]: "
+                   "warp 1 writes it in `store s (exchange)` and warp 0 read it in `store out`, "
+                   "with no barrier or mbarrier wait between them (a missing barrier?)");
+
+  // Each thread reads back its own element: one warp, no race.
+  Kernel own = kernelWith({});
+  own.body = parallelLoop(
+      t, index(64), Axis::TIDx,
+      block({allocateAt(s, 0), store(s, var(t), f32(1)), store(out, var(t), load(s, var(t)))}));
+  CHECK(faultOf(sim::runKernel(own, memory)) == "");
+
+  // An mbarrier orders the write before the read only for a warp that waits on it.
+  BufferPtr bar = makeBuffer("bar", DType::I64, MemorySpace::Shared, {1}, Swizzle::None, 8);
+  Expr warp = var(t) / index(32);
+  auto handoff = [&](bool wait) {
+    Kernel kernel;
+    kernel.name = "handoff";
+    kernel.params = {tensorParam(out)};
+    kernel.body = parallelLoop(
+        t, index(64), Axis::TIDx,
+        block({allocateAt(bar, 0), allocateAt(s, 16),
+               ifThen(eq(var(t), index(0)), mbarrierInit(bar, 32)), barrier(),
+               ifThen(eq(warp, index(1)),
+                      block({store(s, var(t) - index(32), cast(DType::F32, var(t))), arrive(bar)})),
+               ifThen(eq(warp, index(0)), block({wait ? waitParity(bar, 0) : block({}),
+                                                 store(out, var(t), load(s, var(t)))}))}));
+    launch(kernel, 1, {64, 1}, 512);
+    return kernel;
+  };
+  CHECK(faultOf(sim::runKernel(handoff(true), memory)) == "");
+  // Without the wait, warp 0 reads what warp 1 wrote after the barrier (here; on a GPU
+  // perhaps before).
+  CHECK(faultOf(sim::runKernel(handoff(false), memory))
+            .find("race on shared s[0]: warp 0 reads it in `store out` and "
+                  "warp 1 wrote it in `store s`") != std::string::npos);
+  // A write after the arrival is not ordered by it.
+  Kernel late = handoff(true);
+  late.body = parallelLoop(
+      t, index(64), Axis::TIDx,
+      block(
+          {allocateAt(bar, 0), allocateAt(s, 16),
+           ifThen(eq(var(t), index(0)), mbarrierInit(bar, 32)), barrier(),
+           ifThen(eq(warp, index(0)),
+                  block({waitParity(bar, 0), store(out, var(t), load(s, var(t)))}),
+                  block({arrive(bar), store(s, var(t) - index(32), cast(DType::F32, var(t)))}))}));
+  CHECK(faultOf(sim::runKernel(late, memory))
+            .find("race on shared s[0]: warp 0 reads it in `store out` and "
+                  "warp 1 wrote it in `store s`") != std::string::npos);
+}
