@@ -1719,13 +1719,7 @@ TEST_CASE("simulator: a shared buffer needs its elements' alignment, vector acce
             .find("shared buffer s at byte offset 22 is not aligned to its 4-byte elements") !=
         std::string::npos);
   // A 16-byte vector read of the buffer at byte 24 is misaligned, at byte 32 it is not.
-  auto copy = node(StmtKind::VectorCopy);
-  copy->buffer = out;
-  copy->index = index(0);
-  copy->source = s;
-  copy->sourceIndex = index(0);
-  copy->lanes = 4;
-  Stmt vector = ifThen(eq(var(t), index(0)), copy);
+  Stmt vector = ifThen(eq(var(t), index(0)), vectorCopy(out, index(0), s, index(0), 4));
   CHECK(faultOf(sim::runKernel(kernelAt(24, vector), memory))
             .find("misaligned vector access of s: 4 lanes (16 bytes) at element 0, 8 bytes past") !=
         std::string::npos);
@@ -1776,7 +1770,7 @@ TEST_CASE("simulator: shared memory exchanged between warps without a barrier is
     kernel.body = parallelLoop(
         t, index(64), Axis::TIDx,
         block({allocateAt(bar, 0), allocateAt(s, 16),
-               ifThen(eq(var(t), index(0)), mbarrierInit(bar, 32)), barrier(),
+               ifThen(eq(var(t), index(0)), barrierInit(bar, 32)), barrier(),
                ifThen(eq(warp, index(1)),
                       block({store(s, var(t) - index(32), cast(DType::F32, var(t))), arrive(bar)})),
                ifThen(eq(warp, index(0)), block({wait ? waitParity(bar, 0) : block({}),
@@ -1796,7 +1790,7 @@ TEST_CASE("simulator: shared memory exchanged between warps without a barrier is
       t, index(64), Axis::TIDx,
       block(
           {allocateAt(bar, 0), allocateAt(s, 16),
-           ifThen(eq(var(t), index(0)), mbarrierInit(bar, 32)), barrier(),
+           ifThen(eq(var(t), index(0)), barrierInit(bar, 32)), barrier(),
            ifThen(eq(warp, index(0)),
                   block({waitParity(bar, 0), store(out, var(t), load(s, var(t)))}),
                   block({arrive(bar), store(s, var(t) - index(32), cast(DType::F32, var(t)))}))}));
