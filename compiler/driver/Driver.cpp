@@ -8,7 +8,7 @@
 #include "driver/Evaluate.h"
 #include "driver/OutputFiles.h"
 #include "driver/ResourceUsage.h"
-#include "driver/Settings.h"
+#include "pipeline/Settings.h"
 #include "driver/Simulate.h"
 #include "driver/Verify.h"
 #include "ir/Printer.h"

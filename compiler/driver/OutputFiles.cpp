@@ -2,7 +2,7 @@
 #include "driver/OutputFiles.h"
 
 #include "driver/Driver.h"
-#include "driver/Settings.h"
+#include "pipeline/Settings.h"
 #include "support/Diagnostics.h"
 
 #include <llvm/ADT/STLExtras.h>

@@ -6,7 +6,7 @@
 
 #include "codegen/CudaCodegen.h"
 #include "codegen/LaunchContract.h"
-#include "driver/Settings.h"
+#include "pipeline/Settings.h"
 #include "ir/FusionIR.h"
 #include "kir/IR.h"
 #include "pipeline/Compilation.h"

@@ -1,7 +1,7 @@
 // Settings.cpp — the command line merged over fsl.toml.
-#include "driver/Settings.h"
+#include "pipeline/Settings.h"
 
-#include "driver/Config.h"
+#include "pipeline/Config.h"
 #include "pipeline/Sources.h"
 #include "pipeline/Targets.h"
 #include "support/Diagnostics.h"

@@ -1,5 +1,5 @@
 // Config.cpp — fsl.toml through toml++, with errors located in the TOML text.
-#include "driver/Config.h"
+#include "pipeline/Config.h"
 
 #include "support/Diagnostics.h"
 
