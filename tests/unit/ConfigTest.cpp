@@ -1,7 +1,7 @@
 // ConfigTest.cpp — fsl.toml reading and its located errors.
 #include "TestSupport.h"
 
-#include "driver/Config.h"
+#include "pipeline/Config.h"
 
 #include <map>
 
