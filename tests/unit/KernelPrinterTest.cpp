@@ -881,7 +881,7 @@ TEST_CASE("kernel printer: every helper of device.cuh compiles under NVRTC") {
                                   "barrier.cluster.wait.acquire.aligned",
                                   "%cluster_ctarank",
                                   "mapa.shared::cluster.u32",
-                                  "mbarrier.arrive.release.cluster.shared::cluster.b64"})
+                                  "mbarrier.arrive.shared::cluster.b64"})
     CHECK_MESSAGE(contains(ptx, instruction), instruction);
 }
 
@@ -974,7 +974,7 @@ TEST_CASE("kernel printer: clusters, multicast TMA loads and remote mbarrier arr
   std::string ptx = ptxOf(cu);
   for (const char *instruction :
        {"barrier.cluster.arrive.release.aligned", "barrier.cluster.wait.acquire.aligned",
-        "mapa.shared::cluster.u32", "mbarrier.arrive.release.cluster.shared::cluster.b64",
+        "mapa.shared::cluster.u32", "mbarrier.arrive.shared::cluster.b64",
         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
         ".multicast::cluster"})
     CHECK_MESSAGE(contains(ptx, instruction), instruction);

@@ -125,8 +125,14 @@ Stmt Epilogue::tile(const WorkTile &tile) const {
                                    "fusion's epilogue, into the output tile"
                                  : "Epilogue: each accumulator element's row and column, the "
                                    "fusion's epilogue, stores inside the output"));
-  Stmt nest = forEachFragmentElement(
-      plan_, names_, threads_, out, [&](const FragmentElement &e) { return elementBody(tile, e); });
+  // Into a shared output tile, two neighbouring elements go as one access (the tile's
+  // stores are a large part of a short epilogue's instructions).
+  Stmt nest =
+      plan_.sharedEpilogue() && !scheduler_.storesPartials()
+          ? forEachFragmentPair(plan_, names_, threads_, out,
+                                [&](const FragmentElement &e) { return pairBody(tile, e); })
+          : forEachFragmentElement(plan_, names_, threads_, out,
+                                   [&](const FragmentElement &e) { return elementBody(tile, e); });
   out.push_back(
       fromDirective(nest, plan_.epilogueOrigin,
                     "the fragments of wgmma m64n" + std::to_string(plan_.instructionN) + "k16"));
@@ -195,6 +201,63 @@ Stmt Epilogue::elementBody(const WorkTile &tile, const FragmentElement &e) const
   element.push_back(kir::ifThen(inside, kir::block(std::move(body)), nullptr,
                                 "tails: only elements inside the output"));
   return kir::block(std::move(element));
+}
+
+/// Two neighbouring elements of a fragment row (`first` and the one to its right) into the
+/// shared output tile, as one 4-byte (8 with f32 outputs) store from a pair in registers.
+/// No element is skipped at the output's edges: the tile's rows and columns past them are
+/// computed from inputs read at the last row and column (so no read leaves them) and never
+/// leave the tile, since both copies out of it (TMA stores, which clip at the tensor's
+/// edges, and the checked 16-byte copies) stop at the edges. A per-element check would
+/// cost a compare and a branch an element in every tile for the few tiles at the edges.
+Stmt Epilogue::pairBody(const WorkTile &tile, const FragmentElement &first) const {
+  const ir::Fusion &f = cx_.fusion;
+  const ir::Output &output = f.outputs.at(0);
+  kir::VarPtr r = names_.var("r"), cc = names_.var("c"), row = names_.var("row"),
+              col = names_.var("col"), half = names_.var("half");
+  std::vector<Stmt> out;
+  auto [tileRow, tileColumn] = tilePosition(plan_, first);
+  out.push_back(kir::let(r, tileRow));
+  out.push_back(kir::let(cc, tileColumn, "the pair's first column (even)"));
+  out.push_back(kir::let(row, kir::var(tile.mTile) * kir::index(plan_.tileM) + kir::var(r)));
+  out.push_back(kir::let(col, kir::var(tile.nTile) * kir::index(plan_.tileN) + kir::var(cc)));
+  kir::BufferPtr pair =
+      makeBuffer(names_.fresh(output.name + "_pair"), output.dtype, kir::MemorySpace::Local, {2});
+  out.push_back(kir::allocate(pair, "the pair, stored together"));
+  // Dimension indices for the epilogue's inputs: M and N clamped inside the output.
+  cx_.rootIndex.assign(f.dims.size(), kir::index(0));
+  cx_.rootIndex[plan_.m] = kir::min(kir::var(row), cx_.dimExtent(plan_.m) - kir::index(1));
+  cx_.rootIndex[plan_.n] =
+      kir::min(kir::var(col) + kir::var(half), cx_.dimExtent(plan_.n) - kir::index(1));
+  const FragmentElement e = first.inPair(kir::var(half));
+  std::vector<Stmt> body;
+  const ir::Value &product = *plan_.product;
+  kir::VarPtr accumulated = kir::makeVar(valueName(product), ir::DType::F32);
+  body.push_back(
+      fromFusion(kir::let(accumulated, kir::load(accumulators_.acc, e.accIndex), product.name),
+                 product.range));
+  Expr product2;
+  if (const ir::Value *second = plan_.product2) {
+    kir::VarPtr accumulated2 = kir::makeVar(valueName(*second), ir::DType::F32);
+    body.push_back(
+        fromFusion(kir::let(accumulated2, kir::load(accumulators_.acc2, e.accIndex), second->name),
+                   second->range));
+    product2 = kir::var(accumulated2);
+  }
+  std::map<unsigned, Expr> values;
+  std::vector<Stmt> computed = fusedEpilogue(cx_, plan_, kir::var(accumulated), product2,
+                                             /*storeOutputs=*/false, &values);
+  body.insert(body.end(), computed.begin(), computed.end());
+  body.push_back(
+      fromFusion(kir::store(pair, kir::var(half), values.at(output.value->id)), output.range));
+  out.push_back(kir::withComment(
+      kir::forLoop(half, kir::index(2), kir::LoopKind::Unrolled, kir::block(std::move(body))),
+      "past the output's edges, inputs are read at its last row and column"));
+  out.push_back(fromFusion(
+      kir::vectorCopy(storage_.outTile, outTileBase() + outputTileIndex(kir::var(r), kir::var(cc)),
+                      pair, kir::index(0), 2),
+      output.range));
+  return kir::block(std::move(out));
 }
 
 /// Element (row, column) of the shared output tile: column block `column / span` (one

@@ -62,6 +62,7 @@ public:
 
 private:
   kir::Stmt elementBody(const WorkTile &tile, const FragmentElement &e) const;
+  kir::Stmt pairBody(const WorkTile &tile, const FragmentElement &first) const;
   kir::Expr outputTileIndex(kir::Expr row, kir::Expr column) const;
   kir::Expr outTileBase() const;
   kir::Stmt storeOutputTile(const WorkTile &tile) const;

@@ -6,9 +6,13 @@ namespace fsl::lower {
 using kir::Expr;
 using kir::Stmt;
 
-Stmt forEachFragmentElement(const MatmulPlan &plan, const KernelNames &names,
-                            const CtaThreads &threads, std::vector<Stmt> &out,
-                            const std::function<Stmt(const FragmentElement &)> &body) {
+namespace {
+
+/// The nest over mi, ni, ns and h, and with `pairs` false the two columns c of each
+/// fragment row too; `body` gets the element (with pairs, the pair's first, c = 0).
+Stmt forEachFragment(const MatmulPlan &plan, const KernelNames &names, const CtaThreads &threads,
+                     std::vector<Stmt> &out, bool pairs,
+                     const std::function<Stmt(const FragmentElement &)> &body) {
   kir::VarPtr lane = names.var("lane"), row0 = names.var("row0"), col0 = names.var("col0");
   out.push_back(kir::let(lane, kir::var(threads.tid) % kir::index(128), "thread of the warpgroup"));
   Expr l = kir::var(lane);
@@ -21,17 +25,39 @@ Stmt forEachFragmentElement(const MatmulPlan &plan, const KernelNames &names,
     return names.unrolled("ni", plan.instructionsN(), [&](Expr ni) {
       return names.unrolled("ns", in / 8, [&](Expr ns) {
         return names.unrolled("h", 2, [&](Expr h) {
-          return names.unrolled("half", 2, [&](Expr c) {
+          auto element = [&](Expr c) {
             Expr fragment = (mi * kir::index(plan.instructionsN()) + ni) * kir::index(in / 2);
             FragmentElement e{mi,   ni,  ns,
                               h,    c,   fragment + ns * kir::index(4) + h * kir::index(2) + c,
                               row0, col0};
             return body(e);
-          });
+          };
+          return pairs ? element(kir::index(0)) : names.unrolled("half", 2, element);
         });
       });
     });
   });
+}
+
+} // namespace
+
+Stmt forEachFragmentElement(const MatmulPlan &plan, const KernelNames &names,
+                            const CtaThreads &threads, std::vector<Stmt> &out,
+                            const std::function<Stmt(const FragmentElement &)> &body) {
+  return forEachFragment(plan, names, threads, out, /*pairs=*/false, body);
+}
+
+Stmt forEachFragmentPair(const MatmulPlan &plan, const KernelNames &names,
+                         const CtaThreads &threads, std::vector<Stmt> &out,
+                         const std::function<Stmt(const FragmentElement &)> &body) {
+  return forEachFragment(plan, names, threads, out, /*pairs=*/true, body);
+}
+
+FragmentElement FragmentElement::inPair(Expr column) const {
+  FragmentElement e = *this;
+  e.c = column;
+  e.accIndex = accIndex + column;
+  return e;
 }
 
 std::pair<Expr, Expr> tilePosition(const MatmulPlan &plan, const FragmentElement &e) {

@@ -21,6 +21,10 @@ struct Accumulators {
 struct FragmentElement {
   kir::Expr mi, ni, ns, h, c, accIndex;
   kir::VarPtr row0, col0;
+
+  /// Of a pair's first element (c = 0, forEachFragmentPair): the pair's element `column`
+  /// (0 or 1), the same fragment row.
+  FragmentElement inPair(kir::Expr column) const;
 };
 
 /// The unrolled nest over the thread's accumulator elements: `body` for each, with its
@@ -29,6 +33,13 @@ struct FragmentElement {
 kir::Stmt forEachFragmentElement(const MatmulPlan &plan, const KernelNames &names,
                                  const CtaThreads &threads, std::vector<kir::Stmt> &out,
                                  const std::function<kir::Stmt(const FragmentElement &)> &body);
+
+/// The same nest over pairs of adjacent elements (c = 0 and c = 1 of a fragment row, two
+/// neighbouring columns of one row): `body` gets the pair's first element and handles
+/// both, so that it can store them as one 4- or 8-byte access.
+kir::Stmt forEachFragmentPair(const MatmulPlan &plan, const KernelNames &names,
+                              const CtaThreads &threads, std::vector<kir::Stmt> &out,
+                              const std::function<kir::Stmt(const FragmentElement &)> &body);
 
 /// The element's row and column in the CTA tile.
 std::pair<kir::Expr, kir::Expr> tilePosition(const MatmulPlan &plan, const FragmentElement &e);

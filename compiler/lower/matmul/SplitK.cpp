@@ -62,6 +62,8 @@ public:
     return kir::store(plan_.partials, (kir::var(split_) * m + row) * n + col, std::move(value));
   }
 
+  bool storesPartials() const override { return true; }
+
   Stmt gridLoops(Stmt body) const override {
     body = fromDirective(kir::parallelLoop(split_, kir::index(plan_.splitK), kir::Axis::BIDz, body),
                          plan_.tilesOrigin, "parts of K");

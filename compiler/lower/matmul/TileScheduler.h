@@ -58,6 +58,8 @@ public:
   virtual kir::Stmt storePartial(kir::Expr row, kir::Expr col, kir::Expr value) const {
     return nullptr;
   }
+  /// Whether storePartial takes every element (the fusion's epilogue runs elsewhere).
+  virtual bool storesPartials() const { return false; }
   /// The grid loops around the CTA's `body`, and the launch grid they make.
   virtual kir::Stmt gridLoops(kir::Stmt body) const = 0;
   virtual void launchGrid(kir::LaunchShape &launch) const = 0;

@@ -797,11 +797,16 @@ template <int Registers> __device__ __forceinline__ void fsl_setmaxnreg_dec() {
  * the peer has initialized it) and before the kernel ends (so that no CTA exits while a
  * peer may still write its shared memory or arrive on its barriers).
  *
- * fsl_mbarrier_arrive_cluster(barrier, cta): one arrival, with release semantics at
- * cluster scope, on the mbarrier at the same shared offset as `barrier` in CTA `cta` of the
- * cluster (mapa.shared::cluster + mbarrier.arrive.release.cluster.shared::cluster); `cta`
- * may be this CTA's own rank. A consumer frees a stage in every CTA that multicasts into
- * it this way. */
+ * fsl_mbarrier_arrive_cluster(barrier, cta): one arrival on the mbarrier at the same shared
+ * offset as `barrier` in CTA `cta` of the cluster (mapa.shared::cluster +
+ * mbarrier.arrive.shared::cluster); `cta` may be this CTA's own rank. A consumer frees a
+ * stage in every CTA that multicasts into it this way. The arrival has the default
+ * semantics (release at CTA scope), not release at cluster scope: what it publishes is
+ * that this CTA's wgmma reads of the stage are complete (wgmma.wait_group returned), and
+ * the peer answers only with a TMA write into this CTA's own shared memory. A
+ * cluster-scope release makes the arriving warp wait for a cluster-wide memory fence once
+ * a stage: measured on the H200, that stall alone made a cluster of two 1.5x slower than
+ * no cluster (docs/performance.md). */
 __device__ __forceinline__ void fsl_cluster_sync() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("barrier.cluster.arrive.release.aligned;\n"
@@ -826,7 +831,7 @@ __device__ __forceinline__ void fsl_mbarrier_arrive_cluster(void *barrier, unsig
   asm volatile("{\n"
                ".reg .b32 remote;\n"
                "mapa.shared::cluster.u32 remote, %0, %1;\n"
-               "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+               "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
                "}" ::"r"(fsl_shared_address(barrier)),
                "r"(cta)
                : "memory");

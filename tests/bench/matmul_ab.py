@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""A/B of matrix-product kernels: several builds of one fusion, alternated in one process.
+
+usage: matmul_ab.py OUT NAME=LIB[:KIND] ... [--shapes M,N,K;M,N,K...] [--rounds R]
+
+Each LIB is a libfusion.so built from fslc's CUDA (or a hand-edited copy, to measure an
+idea before building it into the compiler). KIND is "gelu" (examples/linear_bias_gelu.fsl:
+y = gelu_tanh(a w^T + bias)), "plain" (examples/matmul.fsl: y = a w^T) or "swiglu"; the
+default is gelu. Every variant is first checked against PyTorch at shapes with tails in
+M, N and K (outputs poisoned with NaN); then, at each timed shape, the variants and the
+peers (cuBLAS a@w^T, F.linear + GELU, torch.compile of it) are timed in turn, ROUNDS
+times (ABCABC...), each a CUDA-graph replay of 10 calls; the table gives the median
+TFLOP/s (2MNK) of each and each variant's median ratio to the first one, round by round,
+so that drift between rounds cancels. Written to OUT/matmul_ab.md and printed.
+"""
+import ctypes
+import os
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
+import matmul  # noqa: E402  (FslTensor, desc, time_us, reference, linear_gelu)
+
+
+class Lib:
+    def __init__(self, name, path, kind):
+        self.name, self.kind = name, kind
+        lib = ctypes.CDLL(path)
+        fusion = {"gelu": "linear_bias_gelu", "plain": "matmul", "swiglu": "swiglu"}[kind]
+        self.fn = getattr(lib, f"fsl_{fusion}")
+        self.fn.restype = ctypes.c_int
+        self.fn.argtypes = [ctypes.POINTER(matmul.FslTensor)] * (3 if kind == "plain" else 4) + \
+            [ctypes.c_void_p]
+        self.err = getattr(lib, f"fsl_{fusion}_error")
+        self.err.restype = ctypes.c_char_p
+
+    def call(self, a, w, second, y):
+        d = [matmul.desc(t) for t in ([a, w, y] if self.kind == "plain" else [a, w, second, y])]
+        return lambda: self.fn(*d, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+
+
+def reference(kind, a, w, second):
+    af, wf = a.float(), w.float()
+    if kind == "plain":
+        return (af @ wf.t()).to(torch.bfloat16).float()
+    if kind == "gelu":
+        return matmul.reference(a, w, second).float()
+    return (F.silu(af @ wf.t()) * (af @ second.float().t())).to(torch.bfloat16).float()
+
+
+def main():
+    args = sys.argv[1:]
+    out = args.pop(0)
+    shapes = [(4096, 14336, 5120), (4096, 4096, 4096), (8192, 8192, 8192)]
+    rounds = 7
+    libs = []
+    while args:
+        arg = args.pop(0)
+        if arg == "--shapes":
+            shapes = [tuple(int(x) for x in s.split(",")) for s in args.pop(0).split(";")]
+        elif arg == "--rounds":
+            rounds = int(args.pop(0))
+        else:
+            name, spec = arg.split("=", 1)
+            path, _, kind = spec.partition(":")
+            libs.append(Lib(name, path, kind or "gelu"))
+    lines = []
+
+    def say(text):
+        print(text, flush=True)
+        lines.append(text)
+
+    torch.manual_seed(0)
+    failures = 0
+    for M, N, K in [(1, 136, 200), (300, 264, 72), (4095, 1000, 1000), (4096, 14336, 5120)]:
+        a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+        w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
+        bias = torch.randn(N, device="cuda").to(torch.bfloat16)
+        w_up = torch.randn(N, K, device="cuda").to(torch.bfloat16)
+        for lib in libs:
+            second = w_up if lib.kind == "swiglu" else bias
+            ref = reference(lib.kind, a, w, second)
+            y = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+            status = lib.call(a, w, second, y)()
+            torch.cuda.synchronize()
+            slack = 1e-6 * K * ref.abs() if lib.kind == "swiglu" else 0
+            bad = (~torch.isfinite(y.float())) | ((y.float() - ref).abs() > 2e-2 + 2e-2 * ref.abs() + slack)
+            if status != 0 or bool(bad.any()):
+                failures += 1
+                detail = lib.err().decode() if status else f"{int(bad.sum())} elements out of tolerance"
+                say(f"FAIL {lib.name} at {M}x{N}x{K}: {detail}")
+    say(f"correctness: {failures} failures over {len(libs)} variants\n")
+    kinds = {lib.kind for lib in libs}
+    compiled = torch.compile(matmul.linear_gelu)
+    peers = {"cuBLAS a@w^T": lambda a, w, b, y: (lambda: torch.matmul(a, w.t()))}
+    if "gelu" in kinds:
+        peers["F.linear+gelu"] = lambda a, w, b, y: (lambda: matmul.linear_gelu(a, w, b))
+        peers["torch.compile"] = lambda a, w, b, y: (lambda: compiled(a, w, b))
+    names = [lib.name for lib in libs] + list(peers)
+    say("| M | N | K | " + " | ".join(names) + " | " +
+        " | ".join(f"{lib.name} / {libs[0].name}" for lib in libs[1:]) + " |")
+    say("|---" * (3 + len(names) + len(libs) - 1) + "|")
+    for M, N, K in shapes:
+        a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+        w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
+        bias = torch.randn(N, device="cuda").to(torch.bfloat16)
+        y = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+        calls = {lib.name: lib.call(a, w, bias, y) for lib in libs}
+        calls.update({name: make(a, w, bias, y) for name, make in peers.items()})
+        times = {name: [] for name in names}
+        for _ in range(rounds):
+            for name in names:
+                times[name].append(matmul.time_us(calls[name], replays=5))
+        tf = lambda us: 2 * M * N * K / (us * 1e-6) / 1e12
+        cells = [f"{tf(statistics.median(times[n])):.0f}" for n in names]
+        ratios = [statistics.median(t0 / t for t0, t in zip(times[libs[0].name], times[lib.name]))
+                  for lib in libs[1:]]
+        say(f"| {M} | {N} | {K} | " + " | ".join(cells) + " | " +
+            " | ".join(f"{r:.3f}" for r in ratios) + " |")
+    with open(os.path.join(out, "matmul_ab.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
