@@ -223,6 +223,7 @@ public:
     Pdl,
     Reduce,
     FastExp,
+    FastTanh,
     Mma,
     Pipeline,
     WarpSpecialize,
@@ -346,6 +347,11 @@ struct ReduceDirective : DirectiveOf<Directive::Kind::Reduce> {
 /// `fast_exp;`: f32 exp through the hardware's approximate base-2 exponential.
 struct FastExpDirective : DirectiveOf<Directive::Kind::FastExp> {
   explicit FastExpDirective(llvm::SMRange r) : DirectiveOf(r) {}
+};
+
+/// `fast_tanh;`: f32 tanh through the hardware's approximate tanh.
+struct FastTanhDirective : DirectiveOf<Directive::Kind::FastTanh> {
+  explicit FastTanhDirective(llvm::SMRange r) : DirectiveOf(r) {}
 };
 
 struct IntTuple {

@@ -458,6 +458,9 @@ void printDirective(const Directive &directive, llvm::raw_ostream &out) {
   case K::FastExp:
     out << "fast_exp";
     break;
+  case K::FastTanh:
+    out << "fast_tanh";
+    break;
   case K::Reduce:
     out << (llvm::cast<ReduceDirective>(directive).onePass ? "reduce one_pass" : "reduce two_pass");
     break;

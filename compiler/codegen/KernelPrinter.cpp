@@ -271,6 +271,9 @@ private:
     case UnaryOp::Tanh:
       computed = call("tanh");
       break;
+    case UnaryOp::FastTanh: // f32 only (the lowering's choice): tanh.approx.f32
+      computed = {"fsl_tanh_approx(" + print(a).text + ")"};
+      break;
     case UnaryOp::Erf:
       computed = call("erf");
       break;

@@ -76,7 +76,7 @@ double moved(double slope, double e) { return e == 0 ? 0 : std::fabs(slope) * e;
 /// The bound of a pointwise operation's result `v` of type `type` on operands `x` with
 /// error bounds `e`: the operands' errors through its derivatives, plus its own rounding.
 double pointwiseError(ir::Op op, ir::DType type, double v, const double *x, const double *e,
-                      bool approximateExp) {
+                      ApproximateFunctions approximate) {
   using ir::Op;
   double u = unitRoundoff(type), round = u * std::fabs(v);
   switch (op) {
@@ -85,7 +85,7 @@ double pointwiseError(ir::Op op, ir::DType type, double v, const double *x, cons
     return e[0]; // exact
   case Op::Exp: {
     double own = round;
-    if (approximateExp && type == ir::DType::F32) // x log2(e) rounded; ex2.approx's 2 ulp
+    if (approximate.exp && type == ir::DType::F32) // x log2(e) rounded; ex2.approx's 2 ulp
       own += u * std::fabs(v) * (std::fabs(x[0]) + 2);
     return moved(v, e[0]) + own;
   }
@@ -96,6 +96,8 @@ double pointwiseError(ir::Op op, ir::DType type, double v, const double *x, cons
   case Op::Rsqrt:
     return moved(0.5 * v / x[0], e[0]) + round;
   case Op::Tanh:
+    if (approximate.tanh && type == ir::DType::F32) // tanh.approx.f32 instead of a rounding
+      return moved(1 - v * v, e[0]) + kFastTanhRelativeError * std::fabs(v);
     return moved(1 - v * v, e[0]) + round;
   case Op::Sigmoid: // 1 / (1 + exp(-x)): three roundings
     return moved(v * (1 - v), e[0]) + 3 * round;
@@ -136,7 +138,7 @@ double pointwiseError(ir::Op op, ir::DType type, double v, const double *x, cons
 std::vector<std::vector<double>> roundingErrorBounds(const ir::Fusion &fusion,
                                                      const eval::EvalRequest &request,
                                                      const std::vector<int64_t> &extents,
-                                                     bool approximateExp) {
+                                                     ApproximateFunctions approximate) {
   std::vector<Bounded> values(fusion.values.size());
   for (const auto &valuePtr : fusion.values) {
     const ir::Value &value = *valuePtr;
@@ -253,8 +255,7 @@ std::vector<std::vector<double>> roundingErrorBounds(const ir::Fusion &fusion,
         }
         out.value[i] = eval::applyOp(value.op, x);
         out.error[i] =
-            floating ? pointwiseError(value.op, value.dtype, out.value[i], x, e, approximateExp)
-                     : 0;
+            floating ? pointwiseError(value.op, value.dtype, out.value[i], x, e, approximate) : 0;
       }
       break;
     }

@@ -21,16 +21,27 @@
 
 namespace fsl {
 
+/// The functions a kernel computes approximately: f32 exps by `fast_exp` (the argument's
+/// product with log2(e) rounded, then ex2.approx's 2 ulp), f32 tanhs by `fast_tanh`
+/// (tanh.approx.f32: relative error at most 2^-10.987).
+struct ApproximateFunctions {
+  bool exp = false;
+  bool tanh = false;
+};
+
+/// tanh.approx.f32's bound on its relative error (PTX ISA), rounded up to 2^-10.9.
+inline constexpr double kFastTanhRelativeError = 5.2e-4;
+
 /// Per output of `fusion` (row-major in its declared dimension order, as
 /// eval::EvalResult::outputs), per element: a first-order bound on |kernel - reference|
 /// for the inputs of `request` at `extents`. A sum's own roundings count as independent
 /// (their root sum of squares over its sequential partial sums, as toleranceFor's sums); the
 /// errors its terms bring count in full. Integer and boolean values (and indices chosen by
-/// argmax) are taken as exact, as toleranceFor does. `approximateExp`: f32 exps are
-/// `fast_exp` (the argument's product with log2(e) rounded, then 2 ulp).
+/// argmax) are taken as exact, as toleranceFor does. `approximate`: the functions the
+/// kernel computes approximately, each with its own error added.
 std::vector<std::vector<double>> roundingErrorBounds(const ir::Fusion &fusion,
                                                      const eval::EvalRequest &request,
                                                      const std::vector<int64_t> &extents,
-                                                     bool approximateExp = false);
+                                                     ApproximateFunctions approximate = {});
 
 } // namespace fsl

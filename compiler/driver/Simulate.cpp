@@ -50,7 +50,8 @@ ir::DType lowerPrecision(ir::DType a, ir::DType b) {
 } // namespace
 
 OutputArithmetic arithmeticOf(const ir::Fusion &fusion, const ir::Output &output,
-                              const std::vector<int64_t> &extents, bool approximateExp) {
+                              const std::vector<int64_t> &extents,
+                              ApproximateFunctions approximate) {
   OutputArithmetic arithmetic;
   auto note = [&](ir::DType type) {
     if (isFloating(type))
@@ -70,8 +71,10 @@ OutputArithmetic arithmeticOf(const ir::Fusion &fusion, const ir::Output &output
     if (value->op == ir::Op::Input || value->op == ir::Op::Scalar || ir::isArgReduction(value->op))
       continue;
     note(value->dtype);
-    if (value->op == ir::Op::Exp && value->dtype == ir::DType::F32 && approximateExp)
+    if (value->op == ir::Op::Exp && value->dtype == ir::DType::F32 && approximate.exp)
       arithmetic.approximateExp = true;
+    if (value->op == ir::Op::Tanh && value->dtype == ir::DType::F32 && approximate.tanh)
+      arithmetic.approximateTanh = true;
     switch (value->op) {
     case ir::Op::ReduceSum:
     case ir::Op::ReduceMean:
@@ -122,6 +125,10 @@ OutputArithmetic arithmeticOf(const ir::Fusion &fusion, const ir::Output &output
 //  - `fast_exp`: an f32 exp as 2^(x log2(e)) with the product rounded to f32 and the
 //    hardware's approximate exp2 (2 ulp) is off by about |x| u_f32 relative, at most
 //    88 u_f32 (beyond, e^x is 0 or infinite in f32): 2^-17 more on rel (before K).
+//  - `fast_tanh`: tanh.approx.f32 is off by at most 2^-10.987 relative (PTX ISA): that
+//    much more on rel. Where the tanh's result is the small difference of a larger sum
+//    (1 + tanh(x) near x = -3, as GELU computes it), its absolute error counts against
+//    that sum's size: the propagated bound below carries it.
 //
 // Integer-only arithmetic is exact: both terms 0.
 //
@@ -150,6 +157,10 @@ Tolerance toleranceFor(const OutputArithmetic &arithmetic, const std::vector<dou
       rel += std::ldexp(1.0, -17);
       basis.push_back("an approximate f32 exp (fast_exp)");
     }
+    if (arithmetic.approximateTanh) {
+      rel += kFastTanhRelativeError;
+      basis.push_back("an approximate f32 tanh (fast_tanh)");
+    }
     tolerance.rel = K * rel;
     double squares = 0;
     int64_t finite = 0;
@@ -176,7 +187,8 @@ Tolerance toleranceFor(const OutputArithmetic &arithmetic, const std::vector<dou
 std::vector<OutputComparison> compareOutputs(const ir::Fusion &fusion,
                                              const eval::EvalResult &simulated,
                                              const eval::EvalResult &reference,
-                                             const ToleranceOptions &options, bool approximateExp,
+                                             const ToleranceOptions &options,
+                                             ApproximateFunctions approximate,
                                              const std::vector<std::vector<double>> &errorBounds) {
   std::vector<OutputComparison> comparisons;
   bool propagate = !errorBounds.empty() && !(options.abs && options.rel);
@@ -184,8 +196,8 @@ std::vector<OutputComparison> compareOutputs(const ir::Fusion &fusion,
     const ir::Output &output = fusion.outputs[o];
     const std::vector<double> &want = reference.outputs[o], &have = simulated.outputs[o];
     OutputComparison c;
-    c.tolerance = toleranceFor(arithmeticOf(fusion, output, reference.extents, approximateExp),
-                               want, options);
+    c.tolerance =
+        toleranceFor(arithmeticOf(fusion, output, reference.extents, approximate), want, options);
     c.elements = static_cast<int64_t>(want.size());
     std::vector<MismatchedElement> mismatched;
     for (size_t i = 0; i < want.size(); ++i) {
@@ -355,20 +367,22 @@ RunResult simulateAndCompare(const ir::Fusion &fusion, const kir::Program &progr
                        chosen->name + ": " + llvm::toString(simulated.takeError()));
     return RunResult::Failed;
   }
-  // Whether the chosen variant's kernels compute f32 exps approximately (`fast_exp`).
-  bool approximateExp = false;
+  // Whether the chosen variant's kernels compute f32 exps or tanhs approximately
+  // (`fast_exp`, `fast_tanh`).
+  ApproximateFunctions approximate;
   for (unsigned k : variant->launches)
     kir::forEachExpr(program.kernels[k].body, [&](const kir::Expr &e) {
-      approximateExp |= e->kind == kir::ExprKind::Unary && e->unary == kir::UnaryOp::FastExp;
+      approximate.exp |= e->kind == kir::ExprKind::Unary && e->unary == kir::UnaryOp::FastExp;
+      approximate.tanh |= e->kind == kir::ExprKind::Unary && e->unary == kir::UnaryOp::FastTanh;
     });
   // The rounding errors propagated through the fusion on the same inputs. They hold the
   // reference's values again with a bound each: only while that fits the budget twice.
   std::vector<std::vector<double>> bounds;
   std::optional<uint64_t> bytes = eval::evaluationBytes(fusion, reference->extents);
   if (bytes && *bytes <= eval::kMemoryBudgetBytes / 2)
-    bounds = roundingErrorBounds(fusion, request, reference->extents, approximateExp);
+    bounds = roundingErrorBounds(fusion, request, reference->extents, approximate);
   std::vector<OutputComparison> comparisons =
-      compareOutputs(fusion, *simulated, *reference, toleranceOptions, approximateExp, bounds);
+      compareOutputs(fusion, *simulated, *reference, toleranceOptions, approximate, bounds);
   std::vector<std::string> sizes;
   for (size_t i = 0; i < fusion.dims.size(); ++i)
     sizes.push_back(fusion.dims[i].name + "=" + std::to_string(reference->extents[i]));

@@ -2,6 +2,7 @@
 // compares every output with the float64 reference on the same random inputs.
 #pragma once
 
+#include "driver/ErrorBound.h"
 #include "driver/Evaluate.h"
 #include "eval/Evaluator.h"
 #include "kir/IR.h"
@@ -58,10 +59,13 @@ struct OutputArithmetic {
   std::vector<Sum> sums;
   /// An f32 exp on the way that the kernel computes approximately (`fast_exp`).
   bool approximateExp = false;
+  /// An f32 tanh on the way that the kernel computes approximately (`fast_tanh`).
+  bool approximateTanh = false;
 };
-/// `approximateExp`: the kernel computes f32 exps with `fast_exp`.
+/// `approximate`: the functions the kernel computes approximately (`fast_exp`, `fast_tanh`).
 OutputArithmetic arithmeticOf(const ir::Fusion &fusion, const ir::Output &output,
-                              const std::vector<int64_t> &extents, bool approximateExp = false);
+                              const std::vector<int64_t> &extents,
+                              ApproximateFunctions approximate = {});
 
 /// The tolerance of one output: derived from its arithmetic and the reference values'
 /// root mean square (Simulate.cpp says why), unless the options give a term.
@@ -98,7 +102,7 @@ struct OutputComparison {
 std::vector<OutputComparison>
 compareOutputs(const ir::Fusion &fusion, const eval::EvalResult &simulated,
                const eval::EvalResult &reference, const ToleranceOptions &options = {},
-               bool approximateExp = false,
+               ApproximateFunctions approximate = {},
                const std::vector<std::vector<double>> &errorBounds = {});
 
 /// Output `output`'s failed comparison in words (below); empty when it matches.

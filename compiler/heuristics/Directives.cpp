@@ -9,6 +9,12 @@ sched::ScheduleBlock BlockContext::finish(Block block, std::vector<sched::SizeGu
                                                   : fastExpReason);
     block.add(sched::FastExp{}, at("fast_exp"));
   }
+  if (fastTanh) {
+    block.reasons.push_back(fastTanhReason.empty()
+                                ? "fast_tanh (fast_tanh = true): f32 tanh as tanh.approx.f32."
+                                : fastTanhReason);
+    block.add(sched::FastTanh{}, at("fast_tanh"));
+  }
   sched::ScheduleBlock chosen;
   chosen.header = header;
   chosen.header.when = std::move(when);

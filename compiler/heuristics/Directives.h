@@ -53,12 +53,14 @@ struct Block {
 };
 
 /// What every block of one choice shares: its header, where each knob is written, and the
-/// fusion-wide fast_exp choice (FastExp.h) each block ends with.
+/// fusion-wide fast_exp and fast_tanh choices (FastMath.h) each block ends with.
 struct BlockContext {
   sched::ScheduleHeader header;
   const Knobs *knobs = nullptr;
   bool fastExp = false;
   std::string fastExpReason; // empty: the knob's
+  bool fastTanh = false;
+  std::string fastTanhReason; // empty: the knob's
 
   /// Where a directive the knob decided points: the knob when it is written, else the
   /// `= auto` declaration (or the fusion).

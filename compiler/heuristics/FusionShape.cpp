@@ -131,24 +131,24 @@ bool rowOutputsOnly(const ir::Fusion &fusion, ir::DimId inner) {
   return true;
 }
 
-/// An f32 exp, and whether every output it reaches is stored in a 16-bit float type.
-void fastExpFacts(const ir::Fusion &fusion, FusionShape &shape) {
-  std::vector<bool> reaches(fusion.values.size(), false); // depends on an f32 exp
+/// Whether the fusion computes `op` in f32, and whether every output it reaches is stored
+/// in a 16-bit float type.
+ApproximableFunction approximableFacts(const ir::Fusion &fusion, ir::Op op) {
+  std::vector<bool> reaches(fusion.values.size(), false); // depends on an f32 `op`
   bool any = false;
   for (const auto &value : fusion.values) { // operands come first
-    bool exp = value->op == ir::Op::Exp && value->dtype == ir::DType::F32;
-    any |= exp;
+    bool computed = value->op == op && value->dtype == ir::DType::F32;
+    any |= computed;
     for (const ir::Value *operand : value->operands)
-      exp |= reaches[operand->id];
-    reaches[value->id] = exp;
+      computed |= reaches[operand->id];
+    reaches[value->id] = computed;
   }
   bool narrow = any;
   for (const ir::Output &output : fusion.outputs)
     if (reaches[output.value->id] && output.dtype != ir::DType::BF16 &&
         output.dtype != ir::DType::F16)
       narrow = false;
-  shape.hasF32Exp = any;
-  shape.expOutputsNarrow = narrow;
+  return {any, narrow};
 }
 
 /// Computing `value` from the nearest tensors involves exp, log, tanh, erf, sigmoid or pow.
@@ -286,6 +286,8 @@ std::optional<MatmulShape> matmulOf(const ir::Fusion &fusion) {
 FusionShape shapeOf(const ir::Fusion &fusion) {
   FusionShape shape;
   shape.name = fusion.name;
+  shape.f32Exp = approximableFacts(fusion, ir::Op::Exp);
+  shape.f32Tanh = approximableFacts(fusion, ir::Op::Tanh);
   shape.matmul = matmulOf(fusion);
   if (shape.matmul)
     return shape;
@@ -294,7 +296,6 @@ FusionShape shapeOf(const ir::Fusion &fusion) {
   if (!reference)
     return shape;
   shape.family = classify(fusion);
-  fastExpFacts(fusion, shape);
   std::set<ir::DimId> reduced;
   for (const auto &value : fusion.values)
     if (ir::isReduction(value->op)) {

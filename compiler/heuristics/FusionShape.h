@@ -56,6 +56,13 @@ struct MatmulShape {
   int64_t outputBytes = 0;
 };
 
+/// A function the hardware can approximate (exp, tanh): whether the fusion computes it
+/// in f32, and whether only 16-bit float outputs see its results.
+struct ApproximableFunction {
+  bool present = false;
+  bool outputsNarrow = false;
+};
+
 struct FusionShape {
   std::string name;
   Family family = Family::Pointwise; // classify(): the family its shape calls for
@@ -74,8 +81,9 @@ struct FusionShape {
   /// Reductions: the first one's reduced dimensions' names, and every reduced dimension.
   std::vector<std::string> firstReducedNames;
   std::vector<DimShape> reduced;
-  /// An f32 exp, and whether every output it reaches is a 16-bit float.
-  bool hasF32Exp = false, expOutputsNarrow = false;
+  /// Whether the fusion computes an f32 exp, an f32 tanh, and whether every output each
+  /// reaches is a 16-bit float (fast_exp, fast_tanh).
+  ApproximableFunction f32Exp, f32Tanh;
   std::vector<OnePassPairShape> onePassPairs;
   std::vector<BufferShape> buffers;
   /// Block-reduction scratch a thread, in two passes and in one (ir/OnePass.h).

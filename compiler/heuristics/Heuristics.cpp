@@ -2,7 +2,7 @@
 // that family's choice and directives, and the refusal of every knob no family read.
 #include "heuristics/Heuristics.h"
 
-#include "heuristics/FastExp.h"
+#include "heuristics/FastMath.h"
 #include "heuristics/FusionShape.h"
 #include "heuristics/InnerPersistent.h"
 #include "heuristics/Matmul.h"
@@ -36,6 +36,9 @@ Choice chooseSchedules(const ir::Fusion &fusion, const Target &target, const Kno
   KnobVerdicts verdicts;
   std::string kind;
   auto dispatch = [&]() -> Choice {
+    FastMathChoice fastTanh = chooseFastTanh(shape, knobs, verdicts);
+    context.fastTanh = fastTanh.on;
+    context.fastTanhReason = fastTanh.reason;
     if (shape.matmul) {
       kind = familyName(Family::Matmul);
       if (!knobs.kind.empty() && knobs.kind != kind)
@@ -50,7 +53,7 @@ Choice chooseSchedules(const ir::Fusion &fusion, const Target &target, const Kno
     if (!shape.hasOutput)
       return {{}, "the fusion has no output"};
     kind = knobs.kind.empty() ? familyName(shape.family) : knobs.kind;
-    FastExpChoice fastExp = chooseFastExp(shape, knobs, verdicts);
+    FastMathChoice fastExp = chooseFastExp(shape, knobs, verdicts);
     context.fastExp = fastExp.on;
     context.fastExpReason = fastExp.reason;
     auto rows = [&](const RowParams &params) { return rowBlocks(shape, params, context); };

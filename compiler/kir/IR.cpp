@@ -231,6 +231,8 @@ llvm::StringRef unaryName(UnaryOp op) {
     return "exp";
   case UnaryOp::FastExp:
     return "fast_exp";
+  case UnaryOp::FastTanh:
+    return "fast_tanh";
   case UnaryOp::Log:
     return "log";
   case UnaryOp::Sqrt:

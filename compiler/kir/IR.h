@@ -109,7 +109,8 @@ enum class ExprKind { Const, Var, Unary, Binary, Select, Cast, Load };
 
 /// FastExp: e^x of an f32 as exp2 of the f32 product x * log2(e) through the hardware's
 /// approximate base-2 exponential (CUDA's __expf; `fast_exp` in a schedule).
-enum class UnaryOp { Neg, Not, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Erf, Abs, FastExp };
+/// FastTanh: tanh of an f32 by the hardware's tanh.approx.f32 (`fast_tanh`).
+enum class UnaryOp { Neg, Not, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Erf, Abs, FastExp, FastTanh };
 
 /// Div and Mod on integers round toward zero (C); on floats Div is IEEE division.
 /// Min and Max on floats propagate NaN (the reference's semantics).

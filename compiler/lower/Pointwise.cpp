@@ -10,7 +10,7 @@ ir::DType registerType(ir::DType type) {
 }
 
 kir::Expr pointwiseOperation(const ir::Value &value, const std::vector<kir::Expr> &a,
-                             bool fastExp) {
+                             Approximations approximate) {
   using kir::Expr;
   // The IR's constructors type an operation by its first operand; the value's own type
   // decides its rounding (a bf16 sum is computed in f32 and rounded), so retype it.
@@ -27,7 +27,8 @@ kir::Expr pointwiseOperation(const ir::Value &value, const std::vector<kir::Expr
   case ir::Op::Not:
     return un(kir::UnaryOp::Not);
   case ir::Op::Exp:
-    return un(fastExp && value.dtype == ir::DType::F32 ? kir::UnaryOp::FastExp : kir::UnaryOp::Exp);
+    return un(approximate.exp && value.dtype == ir::DType::F32 ? kir::UnaryOp::FastExp
+                                                               : kir::UnaryOp::Exp);
   case ir::Op::Log:
     return un(kir::UnaryOp::Log);
   case ir::Op::Sqrt:
@@ -35,7 +36,8 @@ kir::Expr pointwiseOperation(const ir::Value &value, const std::vector<kir::Expr
   case ir::Op::Rsqrt:
     return un(kir::UnaryOp::Rsqrt);
   case ir::Op::Tanh:
-    return un(kir::UnaryOp::Tanh);
+    return un(approximate.tanh && value.dtype == ir::DType::F32 ? kir::UnaryOp::FastTanh
+                                                                : kir::UnaryOp::Tanh);
   case ir::Op::Sigmoid:
     return un(kir::UnaryOp::Sigmoid);
   case ir::Op::Erf:

@@ -18,9 +18,14 @@ ir::DType registerType(ir::DType type);
 /// `value`'s operation on `operands` (its operands' expressions, in order), typed as the
 /// value. Only pointwise operations (casts, unary, binary, where); anything else is an
 /// internal error.
-/// `fastExp` (the schedule's `fast_exp`): an f32 exp is kir::UnaryOp::FastExp.
+/// The schedule's approximate functions: `fast_exp` makes an f32 exp kir::UnaryOp::FastExp,
+/// `fast_tanh` an f32 tanh kir::UnaryOp::FastTanh.
+struct Approximations {
+  bool exp = false;
+  bool tanh = false;
+};
 kir::Expr pointwiseOperation(const ir::Value &value, const std::vector<kir::Expr> &operands,
-                             bool fastExp = false);
+                             Approximations approximate = {});
 
 /// The kernel variable of a fusion value: its name and id ("acc_5"), or "v<id>".
 std::string valueName(const ir::Value &value);

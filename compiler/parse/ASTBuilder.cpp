@@ -568,6 +568,8 @@ private:
       return make<PdlDirective>(c);
     if (auto *c = dynamic_cast<FSLParser::FastExpDirectiveContext *>(context))
       return make<FastExpDirective>(c);
+    if (auto *c = dynamic_cast<FSLParser::FastTanhDirectiveContext *>(context))
+      return make<FastTanhDirective>(c);
     if (auto *c = dynamic_cast<FSLParser::ReduceDirectiveContext *>(context)) {
       auto d = make<ReduceDirective>(c);
       d->onePass = c->K_ONE_PASS() != nullptr;

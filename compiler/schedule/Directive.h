@@ -129,6 +129,10 @@ struct Pdl {};
 /// `fast_exp`: every f32 exp of the kernel as CUDA's __expf, ex2.approx of x log2(e).
 struct FastExp {};
 
+/// `fast_tanh`: every f32 tanh of the kernel as the hardware's tanh.approx.f32 (one
+/// instruction of the special-function unit, relative error at most 2^-10.987).
+struct FastTanh {};
+
 /// `reduce one_pass|two_pass`: softmax's (max, sum of exp) and LayerNorm's (mean,
 /// variance) reduction pairs in one pass over the row, or a pass a reduction.
 struct ReduceForm {
@@ -177,10 +181,10 @@ struct Epilogue {
 };
 
 /// What a directive does, with its operands.
-using DirectiveOp =
-    std::variant<Split, Merge, Reorder, Parallelize, Vectorize, Unroll, Unswitch, Rfactor, Inline,
-                 ComputeAt, ComputeWith, Persistent, Cache, LaunchBounds, MaxRRegCount, Pdl,
-                 FastExp, ReduceForm, Mma, Pipeline, WarpSpecialize, Tiles, Cluster, Epilogue>;
+using DirectiveOp = std::variant<Split, Merge, Reorder, Parallelize, Vectorize, Unroll, Unswitch,
+                                 Rfactor, Inline, ComputeAt, ComputeWith, Persistent, Cache,
+                                 LaunchBounds, MaxRRegCount, Pdl, FastExp, FastTanh, ReduceForm,
+                                 Mma, Pipeline, WarpSpecialize, Tiles, Cluster, Epilogue>;
 
 struct Directive {
   DirectiveOp op;

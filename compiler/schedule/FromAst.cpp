@@ -185,6 +185,8 @@ DirectiveOp opOf(const ast::Directive &directive) {
     return Pdl{};
   case K::FastExp:
     return FastExp{};
+  case K::FastTanh:
+    return FastTanh{};
   case K::Reduce:
     return ReduceForm{llvm::cast<ast::ReduceDirective>(directive).onePass};
   case K::Mma: {

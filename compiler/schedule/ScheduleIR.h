@@ -150,6 +150,8 @@ struct Schedule {
   std::optional<Origin> pdl;
   /// `fast_exp`: the kernel's f32 exps are approximate (CUDA's __expf).
   std::optional<Origin> fastExp;
+  /// `fast_tanh`: the kernel's f32 tanhs are approximate (tanh.approx.f32).
+  std::optional<Origin> fastTanh;
   /// `reduce one_pass|two_pass`; without it, each reduction has its own pass.
   std::optional<Applied<ReduceForm>> reduceForm;
   bool onePass() const { return reduceForm && reduceForm->onePass; }

@@ -50,6 +50,7 @@ ir::Op pointwiseOp(kir::UnaryOp op) {
   case kir::UnaryOp::Rsqrt:
     return ir::Op::Rsqrt;
   case kir::UnaryOp::Tanh:
+  case kir::UnaryOp::FastTanh:
     return ir::Op::Tanh;
   case kir::UnaryOp::Sigmoid:
     return ir::Op::Sigmoid;

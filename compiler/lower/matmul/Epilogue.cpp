@@ -96,7 +96,9 @@ std::vector<Stmt> fusedEpilogue(LowerContext &cx, const MatmulPlan &plan, Expr p
       std::vector<Expr> operands;
       for (const ir::Value *operand : value->operands)
         operands.push_back(values.at(operand->id));
-      expr = pointwiseOperation(*value, operands, plan.schedule->fastExp.has_value());
+      expr = pointwiseOperation(
+          *value, operands,
+          {plan.schedule->fastExp.has_value(), plan.schedule->fastTanh.has_value()});
     }
     kir::VarPtr v = kir::makeVar(valueName(*value), value->dtype);
     body.push_back(fromFusion(kir::let(v, expr, value->name), value->range));
