@@ -807,7 +807,7 @@ private:
     }
   }
 
-  // --- What the matmul lowering takes (lower/MatmulPlan.cpp refuses the same) -----------
+  // --- What the matmul lowering takes (lower/MatmulPlan.cpp asserts these) --------------
 
   /// The mma tile in the shapes the lowering takes.
   struct MmaTiles {
