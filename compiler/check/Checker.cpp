@@ -60,6 +60,8 @@ public:
     checkLaunchLimits();
     checkVectorizeAndUnroll();
     checkPlacement();
+    checkNotLowered();
+    checkStridedParameters();
     checkPersistentBuffers();
     checkMatmul();
     checkMatmulSchedule();
@@ -415,6 +417,83 @@ private:
     }
   }
 
+  /// Directives of the normalization schedules that the lowering cannot honour
+  /// (lower/Plan.cpp asserts that none reaches it). A matrix product's schedule refuses
+  /// every such directive as matmul-loop-directive, so these rules leave it alone.
+  void checkNotLowered() {
+    if (matmulValue())
+      return;
+    // A directive may name a loop of several tensors: one error a directive.
+    std::set<std::pair<const char *, DiagId>> reported;
+    auto once = [&](llvm::SMRange at, DiagId id) {
+      return reported.insert({at.Start.getPointer(), id}).second;
+    };
+    for (const TensorSchedule &tensor : schedule_.tensors) {
+      if (tensor.rfactorBy && once(tensor.rfactorBy->range, DiagId::RfactorNotLowered))
+        diagnostics_.report(DiagId::RfactorNotLowered, tensor.rfactorBy->range, tensor.name);
+      if (tensor.computeAtBy)
+        diagnostics_.report(DiagId::ComputeAtNotLowered, tensor.computeAtBy->range, tensor.name);
+      // A cached output is output-not-global (checkPlacement): one error a mistake.
+      if (tensor.cache && !(tensor.isOutput && tensor.cacheBy))
+        diagnostics_.report(DiagId::CacheNotLowered, at(tensor.cacheBy), tensor.name);
+      bool kept = tensor.persistent == sched::MemoryKind::Registers ||
+                  tensor.persistent == sched::MemoryKind::Shared;
+      bool reduction = ir::isReduction(tensor.value->op);
+      if (tensor.inlinedBy && kept) {
+        auto report =
+            diagnostics_.report(DiagId::InlinePersistent, tensor.inlinedBy->range, tensor.name);
+        if (tensor.persistentBy)
+          report.note(DiagId::NoteDirective, tensor.persistentBy->range, "persistent is here");
+      } else if (tensor.inlinedBy && reduction) {
+        diagnostics_.report(DiagId::InlineReduction, tensor.inlinedBy->range, tensor.name);
+      }
+      // A reduction that is no buffer at all is persistent-not-buffer, and an output
+      // output-not-global (checkPersistentBuffers, checkPlacement): one error a mistake.
+      bool reportedElsewhere =
+          tensor.persistentBy && (tensor.isOutput || !tensor.isPersistentBuffer);
+      if (kept && reduction && !reportedElsewhere)
+        diagnostics_.report(DiagId::PersistentReduction, at(tensor.persistentBy), tensor.name);
+      for (const Loop &loop : tensor.loops)
+        if (loop.overrunningSplit && once(*loop.overrunningSplit, DiagId::SplitOverrunsPiece))
+          diagnostics_.report(DiagId::SplitOverrunsPiece, *loop.overrunningSplit);
+    }
+  }
+
+  /// A strided parameter is a property of the fusion, but only the kernels need
+  /// contiguous tensors (the evaluator takes any): it is refused for every schedule, at
+  /// the parameter. The normalizations' kernel reads every tensor parameter; a matrix
+  /// product's reads the ones its products and outputs reach.
+  void checkStridedParameters() {
+    const ir::Fusion &fusion = *schedule_.fusion;
+    std::set<unsigned> read;
+    if (matmulValue()) {
+      std::vector<const ir::Value *> work;
+      for (const ir::Output &output : fusion.outputs)
+        work.push_back(output.value);
+      for (const auto &value : fusion.values)
+        if (value->op == ir::Op::MatMul)
+          work.push_back(value.get());
+      std::set<unsigned> seen;
+      while (!work.empty()) {
+        const ir::Value *value = work.back();
+        work.pop_back();
+        if (!seen.insert(value->id).second)
+          continue;
+        if (value->op == ir::Op::Input)
+          read.insert(value->paramIndex);
+        work.insert(work.end(), value->operands.begin(), value->operands.end());
+      }
+    } else {
+      for (const TensorSchedule &tensor : schedule_.tensors)
+        if (tensor.isInput)
+          read.insert(tensor.value->paramIndex);
+    }
+    for (unsigned index : read)
+      if (fusion.params[index].isStrided)
+        diagnostics_.report(DiagId::StridedParameter, fusion.params[index].range,
+                            fusion.params[index].name);
+  }
+
   /// The block's threads when every thread extent is static (the widest tensor's count).
   std::optional<int64_t> staticBlockThreads() const {
     std::optional<int64_t> most = 1;
@@ -728,7 +807,7 @@ private:
     }
   }
 
-  // --- What the matmul lowering takes (lower/MatmulPlan.cpp refuses the same) -----------
+  // --- What the matmul lowering takes (lower/MatmulPlan.cpp asserts these) --------------
 
   /// The mma tile in the shapes the lowering takes.
   struct MmaTiles {

@@ -50,8 +50,9 @@ public:
     plan_ = std::make_unique<Plan>();
     plan_->schedule = &schedule_;
     plan_->fusion = &fusion_;
-    if (!checkDirectives() || !chooseReference() || !checkTensors() || !checkReductions() ||
-        !assignPhases() || !checkGridReduction())
+    assertChecked();
+    if (!chooseReference() || !checkTensors() || !checkReductions() || !assignPhases() ||
+        !checkGridReduction())
       return nullptr;
     chooseClampedRoots();
     return std::move(plan_);
@@ -62,59 +63,31 @@ private:
     return reportUnsupported(diagnostics_, schedule_, why, at);
   }
 
-  /// Directives the lowering cannot honour are refused at their own line; the ones that
-  /// state what the phase lowering does are checked against it.
-  bool checkDirectives() {
+  /// Directives the lowering cannot honour are the checker's rules (rfactor-not-lowered,
+  /// compute-at-not-lowered, cache-not-lowered, inline-persistent, inline-reduction,
+  /// split-overruns-piece, strided-parameter, mma-without-matmul), and every path to the
+  /// lowering (pipeline/SchedulePlanning.cpp) lowers only schedules the checker passed.
+  void assertChecked() const {
     for (const sched::TensorSchedule &tensor : schedule_.tensors) {
-      if (tensor.rfactorBy)
-        return unsupported("rfactor: reductions are combined by one block, so a partial "
-                           "reduction over a loop has nowhere to go yet (remove the rfactor)",
-                           tensor.rfactorBy->range);
-      if (tensor.computeAtBy)
-        return unsupported("compute_at '" + tensor.name +
-                               "': every value is computed in the kernel's one loop nest, "
-                               "element by element; a separate producer nest is not lowered yet",
-                           tensor.computeAtBy->range);
-      if (tensor.inlinedBy && (tensor.persistent == sched::MemoryKind::Registers ||
-                               tensor.persistent == sched::MemoryKind::Shared))
-        return unsupported("inline '" + tensor.name + "' contradicts 'persistent " + tensor.name +
-                               "': a persistent value is kept, not recomputed",
-                           tensor.inlinedBy->range);
-      if (tensor.inlinedBy && ir::isReduction(tensor.value->op))
-        return unsupported("inline '" + tensor.name +
-                               "': a reduction is computed once a row by its own loop, not "
-                               "substituted into its uses",
-                           tensor.inlinedBy->range);
-      if (tensor.cache)
-        return unsupported("cache " + tensor.name + " (caching is not lowered yet)",
-                           tensor.cacheBy ? tensor.cacheBy->range : llvm::SMRange());
-      if (tensor.isInput && fusion_.params[tensor.value->paramIndex].isStrided)
-        return unsupported("strided parameter " + tensor.name);
+      FSL_INTERNAL_ASSERT(!tensor.rfactorBy, "an unchecked rfactor reached the lowering");
+      FSL_INTERNAL_ASSERT(!tensor.computeAtBy, "an unchecked compute_at reached the lowering");
+      FSL_INTERNAL_ASSERT(!tensor.cache, "an unchecked cache reached the lowering");
+      FSL_INTERNAL_ASSERT(!tensor.inlinedBy || (tensor.persistent != sched::MemoryKind::Registers &&
+                                                tensor.persistent != sched::MemoryKind::Shared &&
+                                                !ir::isReduction(tensor.value->op)),
+                          "an unchecked inline reached the lowering");
+      FSL_INTERNAL_ASSERT(!tensor.isInput || !fusion_.params[tensor.value->paramIndex].isStrided,
+                          "an unchecked strided parameter reached the lowering");
       for (const sched::Loop &loop : tensor.loops)
-        if (loop.overrunningSplit)
-          return unsupported("this split does not divide the inner piece of an earlier split, "
-                             "so its last iteration would reach the next piece's elements "
-                             "(bounds are checked on whole dimensions); split by a factor "
-                             "that divides it, or split the outer piece instead",
-                             *loop.overrunningSplit);
+        FSL_INTERNAL_ASSERT(!loop.overrunningSplit,
+                            "an unchecked overrunning split reached the lowering");
     }
-    // Matrix products take the matmul path (lower/MatmulPlan.h); matrix-product
-    // directives without a product are the checker's mma-without-matmul.
+    // Matrix products take the matmul path (lower/MatmulPlan.h).
     for (const auto &value : fusion_.values)
       FSL_INTERNAL_ASSERT(value->op != ir::Op::MatMul,
                           "a matrix product reached the plan of the normalizations");
-    if (schedule_.matmul.any()) {
-      const sched::MatmulSchedule &m = schedule_.matmul;
-      llvm::SMRange at = m.mma              ? m.mma->origin.range
-                         : m.pipeline       ? m.pipeline->origin.range
-                         : m.warpSpecialize ? m.warpSpecialize->origin.range
-                         : !m.tiles.empty() ? m.tiles.front().origin.range
-                         : m.cluster        ? m.cluster->origin.range
-                                            : m.epilogue->origin.range;
-      return unsupported("matrix-product directives (mma, pipeline, ...) need a matrix product",
-                         at);
-    }
-    return true;
+    FSL_INTERNAL_ASSERT(!schedule_.matmul.any(),
+                        "matrix-product directives without a product reached the lowering");
   }
 
   /// The output tensor with the most iteration loops sets the kernel's loop nest.
@@ -344,11 +317,8 @@ private:
         persistentAt = tensor.persistentBy->range;
       bool keptHere = tensor.persistent == sched::MemoryKind::Registers ||
                       tensor.persistent == sched::MemoryKind::Shared;
-      if (keptHere && ir::isReduction(tensor.value->op))
-        return unsupported("persistent " + tensor.name +
-                               ": a reduction's result is one value a row, held in a register; "
-                               "it needs no buffer",
-                           tensor.persistentBy ? tensor.persistentBy->range : llvm::SMRange());
+      FSL_INTERNAL_ASSERT(!keptHere || !ir::isReduction(tensor.value->op),
+                          "an unchecked persistent reduction reached the lowering");
       if (keptHere) {
         kept.insert(tensor.value->id);
         if (tensor.persistent == sched::MemoryKind::Shared)

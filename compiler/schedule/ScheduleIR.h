@@ -84,7 +84,7 @@ struct Loop {
   bool innerPiece = false;
   /// A split on its way that does not divide an inner piece (`split V into 3` then the
   /// inner piece of 334 by 64): its last iteration would reach the next piece's elements,
-  /// and bounds are checked on dimensions only. The lowering refuses it here.
+  /// and bounds are checked on dimensions only. The checker refuses it (split-overruns-piece).
   std::optional<llvm::SMRange> overrunningSplit;
   // Where its annotations came from, for diagnostics.
   std::optional<Origin> parallelizedBy, vectorizedBy, unrolledBy;
