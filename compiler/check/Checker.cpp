@@ -66,7 +66,7 @@ public:
     checkMatmul();
     checkMatmulSchedule();
     checkReduceForm();
-    checkFastExp();
+    checkFastMath();
     return diagnostics_.errorCount() == errorsBefore;
   }
 
@@ -518,15 +518,21 @@ private:
                           schedule_.fusion->name);
   }
 
-  /// `fast_exp` makes the fusion's f32 exps approximate: one without any has nothing for
-  /// it to change.
-  void checkFastExp() {
-    if (!schedule_.fastExp)
+  /// `fast_exp` and `fast_tanh` make the fusion's f32 exps and tanhs approximate: one
+  /// without any has nothing for the directive to change.
+  void checkFastMath() {
+    checkApproximated(schedule_.fastExp, ir::Op::Exp, DiagId::FastExpNoExp);
+    checkApproximated(schedule_.fastTanh, ir::Op::Tanh, DiagId::FastTanhNoTanh);
+  }
+
+  /// A directive that makes the fusion's f32 `op` approximate needs one to act on.
+  void checkApproximated(const std::optional<sched::Origin> &directive, ir::Op op, DiagId id) {
+    if (!directive)
       return;
     for (const auto &value : schedule_.fusion->values)
-      if (value->op == ir::Op::Exp && value->dtype == ir::DType::F32)
+      if (value->op == op && value->dtype == ir::DType::F32)
         return;
-    diagnostics_.report(DiagId::FastExpNoExp, schedule_.fastExp->range, schedule_.fusion->name);
+    diagnostics_.report(id, directive->range, schedule_.fusion->name);
   }
 
   void checkPersistentBuffers() {
