@@ -169,6 +169,26 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     std::string epilogueHow = epilogueWhy, groupsWhy;
     bool fewRows = high && *high <= tuned::kSplitKBelowRows && !twoProducts;
     c.tileN = tileNKnob ? *tileNKnob : (twoProducts || (high && !fewRows) ? 128 : 256);
+    // Static sizes: 128 x 128 tiles where their fuller last wave makes up for their lower
+    // rate (TunedConstants.h), e.g. 3000 x 7000 x 2000: 672 tiles of 128 x 256 fill 85 % of
+    // six waves, 1320 of 128 x 128 all of ten.
+    std::string tileWhy;
+    if (!tileNKnob && !twoProducts && c.tileN == 256 && !fewRows && mDim.extent && nDim.extent) {
+      auto wavesFilled = [&](int64_t tileN) {
+        int64_t tiles = ((*mDim.extent + 127) / 128) * ((*nDim.extent + tileN - 1) / tileN);
+        int64_t waves = (tiles + target.smCount - 1) / target.smCount;
+        return static_cast<double>(tiles) / static_cast<double>(waves * target.smCount);
+      };
+      double wide = wavesFilled(256), narrow = wavesFilled(128);
+      if (tuned::kTile128Rate * narrow > wide) {
+        c.tileN = 128;
+        tileWhy = llvm::formatv("128 x 128 tiles fill {0}% of their waves, 128 x 256 ones {1}%; "
+                                "at {2}% of the wider tiles' rate the narrow ones finish first.",
+                                static_cast<int>(100 * narrow), static_cast<int>(100 * wide),
+                                static_cast<int>(100 * tuned::kTile128Rate))
+                      .str();
+      }
+    }
     std::string orderWhy = "persistent CTAs in groups of " +
                            std::to_string(knobs.swizzle ? *knobs.swizzle : tuned::kSwizzle) +
                            " M tiles";
@@ -199,38 +219,25 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       epilogueHow = "in registers, in the kernel that adds the parts";
     } else {
       c.orderParameter = knobs.swizzle ? *knobs.swizzle : tuned::kSwizzle;
-      // Ping-pong: two consumer groups on alternate 64 x tile_n tiles, one group's
-      // epilogue under the other's products. It pays where the epilogue is a large share,
-      // a short K (TunedConstants.h), among the 128 x 256 choices.
-      std::optional<int64_t> kTiles = tilesOf(kDim, 64);
-      bool pingpong =
-          knobs.pingpong.value_or(!twoProducts && !high && c.tileN == 256 && kTiles &&
-                                  *kTiles <= tuned::kPingpongMaxKTiles && !knobs.clusterM);
+      // Ping-pong (two consumer groups on alternate 64 x tile_n tiles, one group's
+      // epilogue under the other's products) only when the knob asks: since the epilogue
+      // stores pairs and GELU's tanh is one instruction, the epilogue is too short to pay
+      // for 64-row tiles' operand traffic. Measured on the H200 (docs/performance.md, run
+      // M2): the 128 x 256 tiles of both groups on one tile ran 1.0-1.5x ping-pong at every
+      // shape, 4096^3 (short K, where ping-pong used to win by 13 %) included.
+      bool pingpong = knobs.pingpong.value_or(false);
       if (knobs.pingpong)
         verdicts.honour("pingpong");
       if (pingpong) {
         c.tileM = 64;
         c.groups = 2;
-        groupsWhy = knobs.pingpong
-                        ? "two consumer groups on alternate 64-row tiles (pingpong)"
-                        : llvm::formatv("two consumer groups on alternate 64-row tiles, one's "
-                                        "epilogue under the other's products ({0} k tiles: the "
-                                        "epilogue is a large share)",
-                                        *kTiles)
-                              .str();
+        groupsWhy = "two consumer groups on alternate 64-row tiles (pingpong)";
       }
+      // Stream-K only when the knob asks: its fix-up kernel and workspace cost what the
+      // tail wave saves. Measured on the H200 (docs/performance.md, run M2) against the
+      // persistent order at the shapes with a short last wave: 0.84x at 3000 x 7000 x 2000,
+      // 1.00x at 4096 x 7424 x 5120 and 4000 x 14000 x 5000.
       bool streamK = knobs.streamK.value_or(false);
-      std::optional<int64_t> rows = tilesOf(mDim, c.tileM), columns = tilesOf(nDim, c.tileN);
-      if (!knobs.streamK && !knobs.clusterM && !twoProducts && rows && columns && !high) {
-        int64_t tiles = *rows * *columns, tail = tiles % target.smCount;
-        if (tiles >= 2 * target.smCount && tail > 0 && 3 * tail <= target.smCount) {
-          streamK = true;
-          orderWhy = llvm::formatv("stream-K: {0} tiles leave a last wave of {1} on {2} SMs; "
-                                   "the last two waves' k tiles are spread evenly",
-                                   tiles, tail, target.smCount)
-                         .str();
-        }
-      }
       if (knobs.streamK)
         verdicts.honour("stream_k");
       if (streamK) {
@@ -280,6 +287,8 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                      .str();
     rowsWhy += ".";
     variant.reasons.push_back(rowsWhy);
+    if (!tileWhy.empty())
+      variant.reasons.push_back(tileWhy);
     variant.reasons.push_back(
         llvm::formatv("{5} x {0} tiles, two consumer warpgroups of 64 x {0} and a producer "
                       "(40 / 232 registers){6}, {1} stages (the shared memory left by the "

@@ -97,9 +97,11 @@ inline constexpr int64_t kRuntimeRowThreads = 256;
 inline constexpr int64_t kSplitKBelowRows = 64;
 inline constexpr int64_t kSplitKMaxParts = 8;
 inline constexpr int64_t kSplitKMinKTiles = 4;
-/// Ping-pong pays at a short K: measured at 64 k tiles, +13 % at 4096^3, +11 % at 3000 x
-/// 7000 x 2000; at 224 k tiles, 4096 x 5120 x 14336, -10 %.
-inline constexpr int64_t kPingpongMaxKTiles = 64;
+/// 128 x 128 tiles run at this fraction of 128 x 256 ones' rate when both fill their waves:
+/// measured on the H200 (docs/performance.md, run M2), the same schedule with the two tile
+/// widths at 4096 x 14336 x 5120, 4096 x 5120 x 14336, 8192^3 and 8192 x 28672 x 8192:
+/// 0.88, 0.89, 0.91, 0.90.
+inline constexpr double kTile128Rate = 0.89;
 /// Persistent tiles in groups of 8 M tiles: the hand schedule of
 /// examples/linear_bias_gelu.fsl, the fastest measured (docs/performance.md).
 inline constexpr int64_t kSwizzle = 8;

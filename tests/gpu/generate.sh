@@ -72,6 +72,8 @@ t128='s/tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16)/tile
 mm_variant simple_t256 nk linear_bias_gelu_simple ''
 mm_variant simple_t128 nk linear_bias_gelu_simple "$t128; s/pipeline 4 stages/pipeline 3 stages/"
 mm_variant full nk linear_bias_gelu ''
+# The exact tanhf, without the example's fast_tanh (tanh.approx.f32).
+mm_variant exact_tanh nk linear_bias_gelu '/fast_tanh;/d'
 cluster='s/    epilogue via shared tma_store;/    cluster (2, 1) multicast;\n    epilogue via shared tma_store;/'
 mm_variant cluster2 nk linear_bias_gelu "$cluster"
 mm_variant cluster2_one_per_cta nk linear_bias_gelu "$cluster; s/tiles persistent swizzle 8/tiles one_per_cta/"
