@@ -124,6 +124,7 @@ directive
     | K_REDUCE form=(K_ONE_PASS | K_TWO_PASS) SEMI                                    # reduceDirective
     | K_FAST_EXP SEMI                                                                 # fastExpDirective
     | K_FAST_TANH SEMI                                                                # fastTanhDirective
+    | K_FAST_DIV SEMI                                                                 # fastDivDirective
     | K_MMA OVER name COLON K_TILE intTuple COMMA K_WARP intTuple
           COMMA K_INSTRUCTION name intTuple SEMI                                      # mmaDirective
     | K_PIPELINE INT K_STAGES (K_VIA K_TMA)? SEMI                                     # pipelineDirective
@@ -155,7 +156,7 @@ name
     | K_INSTRUCTION | K_PIPELINE | K_STAGES | K_VIA | K_TMA | K_WARP_SPECIALIZE
     | K_PRODUCER | K_CONSUMERS | K_REGS | K_TILES | K_ONE_PER_CTA | K_SWIZZLE
     | K_STREAM_K | K_SPLIT_K | K_CLUSTER | K_MULTICAST | K_EPILOGUE | K_TMA_STORE
-    | K_REDUCE | K_ONE_PASS | K_TWO_PASS | K_FAST_EXP | K_FAST_TANH
+    | K_REDUCE | K_ONE_PASS | K_TWO_PASS | K_FAST_EXP | K_FAST_TANH | K_FAST_DIV
     ;
 
 // ---------------------------------------------------------------------------
@@ -206,6 +207,7 @@ K_ONE_PASS : 'one_pass' ;
 K_TWO_PASS : 'two_pass' ;
 K_FAST_EXP : 'fast_exp' ;
 K_FAST_TANH : 'fast_tanh' ;
+K_FAST_DIV : 'fast_div' ;
 K_MMA : 'mma' ;
 K_TILE : 'tile' ;
 K_WARP : 'warp' ;

@@ -224,6 +224,7 @@ public:
     Reduce,
     FastExp,
     FastTanh,
+    FastDiv,
     Mma,
     Pipeline,
     WarpSpecialize,
@@ -352,6 +353,11 @@ struct FastExpDirective : DirectiveOf<Directive::Kind::FastExp> {
 /// `fast_tanh;`: f32 tanh through the hardware's approximate tanh.
 struct FastTanhDirective : DirectiveOf<Directive::Kind::FastTanh> {
   explicit FastTanhDirective(llvm::SMRange r) : DirectiveOf(r) {}
+};
+
+/// `fast_div;`: f32 division as the hardware's full-range approximate division.
+struct FastDivDirective : DirectiveOf<Directive::Kind::FastDiv> {
+  explicit FastDivDirective(llvm::SMRange r) : DirectiveOf(r) {}
 };
 
 struct IntTuple {

@@ -461,6 +461,9 @@ void printDirective(const Directive &directive, llvm::raw_ostream &out) {
   case K::FastTanh:
     out << "fast_tanh";
     break;
+  case K::FastDiv:
+    out << "fast_div";
+    break;
   case K::Reduce:
     out << (llvm::cast<ReduceDirective>(directive).onePass ? "reduce one_pass" : "reduce two_pass");
     break;

@@ -518,11 +518,12 @@ private:
                           schedule_.fusion->name);
   }
 
-  /// `fast_exp` and `fast_tanh` make the fusion's f32 exps and tanhs approximate: one
-  /// without any has nothing for the directive to change.
+  /// `fast_exp`, `fast_tanh` and `fast_div` make the fusion's f32 exps, tanhs and
+  /// divisions approximate: one without any has nothing for the directive to change.
   void checkFastMath() {
     checkApproximated(schedule_.fastExp, ir::Op::Exp, DiagId::FastExpNoExp);
     checkApproximated(schedule_.fastTanh, ir::Op::Tanh, DiagId::FastTanhNoTanh);
+    checkApproximated(schedule_.fastDiv, ir::Op::Div, DiagId::FastDivNoDiv);
   }
 
   /// A directive that makes the fusion's f32 `op` approximate needs one to act on.

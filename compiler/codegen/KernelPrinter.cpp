@@ -321,6 +321,9 @@ private:
     case BinaryOp::Div:
       computed = infix(e, "/", Multiplicative);
       break;
+    case BinaryOp::FastDiv: // f32 only (the lowering's choice): div.full.f32
+      computed = call2("fsl_div_approx", e);
+      break;
     case BinaryOp::Mod:
       computed = integer || type == DType::Bool ? infix(e, "%", Multiplicative)
                                                 : call2(mathFunction("fmod", type), e);

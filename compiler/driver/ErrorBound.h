@@ -27,6 +27,7 @@ namespace fsl {
 struct ApproximateFunctions {
   bool exp = false;
   bool tanh = false;
+  bool div = false; // `fast_div`: div.full.f32, within 2 ulp
 };
 
 /// tanh.approx.f32's bound on its relative error (PTX ISA), rounded up to 2^-10.9.

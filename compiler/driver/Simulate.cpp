@@ -75,6 +75,8 @@ OutputArithmetic arithmeticOf(const ir::Fusion &fusion, const ir::Output &output
       arithmetic.approximateExp = true;
     if (value->op == ir::Op::Tanh && value->dtype == ir::DType::F32 && approximate.tanh)
       arithmetic.approximateTanh = true;
+    if (value->op == ir::Op::Div && value->dtype == ir::DType::F32 && approximate.div)
+      arithmetic.approximateDiv = true;
     switch (value->op) {
     case ir::Op::ReduceSum:
     case ir::Op::ReduceMean:
@@ -129,6 +131,7 @@ OutputArithmetic arithmeticOf(const ir::Fusion &fusion, const ir::Output &output
 //    much more on rel. Where the tanh's result is the small difference of a larger sum
 //    (1 + tanh(x) near x = -3, as GELU computes it), its absolute error counts against
 //    that sum's size: the propagated bound below carries it.
+//  - `fast_div`: div.full.f32 is within 2 ulp (2^-22 relative) instead of a rounding.
 //
 // Integer-only arithmetic is exact: both terms 0.
 //
@@ -160,6 +163,10 @@ Tolerance toleranceFor(const OutputArithmetic &arithmetic, const std::vector<dou
     if (arithmetic.approximateTanh) {
       rel += kFastTanhRelativeError;
       basis.push_back("an approximate f32 tanh (fast_tanh)");
+    }
+    if (arithmetic.approximateDiv) {
+      rel += std::ldexp(1.0, -22);
+      basis.push_back("an approximate f32 division (fast_div)");
     }
     tolerance.rel = K * rel;
     double squares = 0;
@@ -374,6 +381,7 @@ RunResult simulateAndCompare(const ir::Fusion &fusion, const kir::Program &progr
     kir::forEachExpr(program.kernels[k].body, [&](const kir::Expr &e) {
       approximate.exp |= e->kind == kir::ExprKind::Unary && e->unary == kir::UnaryOp::FastExp;
       approximate.tanh |= e->kind == kir::ExprKind::Unary && e->unary == kir::UnaryOp::FastTanh;
+      approximate.div |= e->kind == kir::ExprKind::Binary && e->binary == kir::BinaryOp::FastDiv;
     });
   // The rounding errors propagated through the fusion on the same inputs. They hold the
   // reference's values again with a bound each: only while that fits the budget twice.

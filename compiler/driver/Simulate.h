@@ -61,6 +61,8 @@ struct OutputArithmetic {
   bool approximateExp = false;
   /// An f32 tanh on the way that the kernel computes approximately (`fast_tanh`).
   bool approximateTanh = false;
+  /// An f32 division on the way that the kernel computes approximately (`fast_div`).
+  bool approximateDiv = false;
 };
 /// `approximate`: the functions the kernel computes approximately (`fast_exp`, `fast_tanh`).
 OutputArithmetic arithmeticOf(const ir::Fusion &fusion, const ir::Output &output,

@@ -15,6 +15,12 @@ sched::ScheduleBlock BlockContext::finish(Block block, std::vector<sched::SizeGu
                                 : fastTanhReason);
     block.add(sched::FastTanh{}, at("fast_tanh"));
   }
+  if (fastDiv) {
+    block.reasons.push_back(fastDivReason.empty()
+                                ? "fast_div (fast_div = true): f32 division as div.full.f32."
+                                : fastDivReason);
+    block.add(sched::FastDiv{}, at("fast_div"));
+  }
   sched::ScheduleBlock chosen;
   chosen.header = header;
   chosen.header.when = std::move(when);

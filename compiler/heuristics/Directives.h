@@ -53,7 +53,7 @@ struct Block {
 };
 
 /// What every block of one choice shares: its header, where each knob is written, and the
-/// fusion-wide fast_exp and fast_tanh choices (FastMath.h) each block ends with.
+/// fusion-wide fast_exp, fast_tanh and fast_div choices (FastMath.h) each block ends with.
 struct BlockContext {
   sched::ScheduleHeader header;
   const Knobs *knobs = nullptr;
@@ -61,6 +61,8 @@ struct BlockContext {
   std::string fastExpReason; // empty: the knob's
   bool fastTanh = false;
   std::string fastTanhReason; // empty: the knob's
+  bool fastDiv = false;
+  std::string fastDivReason; // empty: the knob's
 
   /// Where a directive the knob decided points: the knob when it is written, else the
   /// `= auto` declaration (or the fusion).

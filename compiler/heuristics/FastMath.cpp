@@ -7,18 +7,18 @@ namespace {
 
 /// One approximate function: `knob` is its knob, `facts` whether the fusion computes the
 /// f32 function and whether only 16-bit outputs see it.
-FastMathChoice choose(const std::string &name, const FusionShape &shape,
-                      const std::optional<bool> &knob, const ApproximableFunction &facts,
-                      const std::string &why, KnobVerdicts &verdicts) {
+FastMathChoice choose(const std::string &name, const std::string &function,
+                      const FusionShape &shape, const std::optional<bool> &knob,
+                      const ApproximableFunction &facts, bool byDefault, const std::string &why,
+                      KnobVerdicts &verdicts) {
   FastMathChoice choice;
-  choice.on = facts.present && knob.value_or(facts.outputsNarrow);
+  choice.on = facts.present && knob.value_or(byDefault && facts.outputsNarrow);
   if (choice.on && !knob)
     choice.reason = why;
   if (!knob)
     return choice;
   if (!facts.present)
-    verdicts.refuse(name,
-                    "'" + shape.name + "' computes no f32 " + name.substr(5) + "; remove the knob");
+    verdicts.refuse(name, "'" + shape.name + "' computes no f32 " + function + "; remove the knob");
   else
     verdicts.honour(name);
   return choice;
@@ -31,7 +31,7 @@ FastMathChoice choose(const std::string &name, const FusionShape &shape,
 FastMathChoice chooseFastExp(const FusionShape &shape, const Knobs &knobs, KnobVerdicts &verdicts) {
   // __expf: about |x| 2^-24 relative, at most 2^-17. Measured on the H200
   // (docs/performance.md): softmax 3-11 % faster at T = 1024.
-  return choose("fast_exp", shape, knobs.fastExp, shape.f32Exp,
+  return choose("fast_exp", "exp", shape, knobs.fastExp, shape.f32Exp, /*byDefault=*/true,
                 "fast_exp: every output the f32 exp reaches is 16-bit, whose rounding dwarfs "
                 "__expf's error (fast_exp = false keeps expf).",
                 verdicts);
@@ -42,9 +42,19 @@ FastMathChoice chooseFastTanh(const FusionShape &shape, const Knobs &knobs,
   // tanh.approx.f32: at most 2^-10.987 relative, a quarter of bf16's rounding. Measured on
   // the H200 (docs/performance.md): a GELU epilogue's tanhf is a tenth of a matrix
   // product's time, which the tensor cores spend waiting.
-  return choose("fast_tanh", shape, knobs.fastTanh, shape.f32Tanh,
+  return choose("fast_tanh", "tanh", shape, knobs.fastTanh, shape.f32Tanh, /*byDefault=*/true,
                 "fast_tanh: every output the f32 tanh reaches is 16-bit, whose rounding "
                 "is four times tanh.approx's error (fast_tanh = false keeps tanhf).",
+                verdicts);
+}
+
+FastMathChoice chooseFastDiv(const FusionShape &shape, const Knobs &knobs, KnobVerdicts &verdicts) {
+  // div.full.f32: within 2 ulp. Measured on the H200 (docs/performance.md): SiLU's
+  // 1 / (1 + exp(-x)) in SwiGLU's epilogue as `/` costs 10-25 % of the kernel.
+  return choose("fast_div", "division", shape, knobs.fastDiv, shape.f32Div,
+                /*byDefault=*/shape.matmul.has_value(),
+                "fast_div: every output the f32 division reaches is 16-bit, whose rounding "
+                "dwarfs div.full's 2 ulp (fast_div = false keeps the IEEE division).",
                 verdicts);
 }
 

@@ -1,7 +1,6 @@
-// FastMath.h — whether a fusion's f32 exps and tanhs are computed by the hardware's
-// approximations (`fast_exp`: __expf; `fast_tanh`: tanh.approx.f32), for every family
-// that computes them (fast_exp: auto(pointwise), auto(reduction), auto(inner_persistent);
-// fast_tanh: those and auto(matmul)).
+// FastMath.h — whether a fusion's f32 exps, tanhs and divisions are computed by the
+// hardware's approximations (`fast_exp`: __expf; `fast_tanh`: tanh.approx.f32;
+// `fast_div`: div.full.f32), for every family that computes them.
 #pragma once
 
 #include "heuristics/FusionShape.h"
@@ -23,5 +22,9 @@ FastMathChoice chooseFastExp(const FusionShape &shape, const Knobs &knobs, KnobV
 
 /// The same for f32 tanh and `fast_tanh`.
 FastMathChoice chooseFastTanh(const FusionShape &shape, const Knobs &knobs, KnobVerdicts &verdicts);
+
+/// The same for f32 division and `fast_div`, by default in matrix products' epilogues
+/// only (the normalizations keep the IEEE division until measured).
+FastMathChoice chooseFastDiv(const FusionShape &shape, const Knobs &knobs, KnobVerdicts &verdicts);
 
 } // namespace fsl::heuristics

@@ -288,6 +288,7 @@ FusionShape shapeOf(const ir::Fusion &fusion) {
   shape.name = fusion.name;
   shape.f32Exp = approximableFacts(fusion, ir::Op::Exp);
   shape.f32Tanh = approximableFacts(fusion, ir::Op::Tanh);
+  shape.f32Div = approximableFacts(fusion, ir::Op::Div);
   shape.matmul = matmulOf(fusion);
   if (shape.matmul)
     return shape;

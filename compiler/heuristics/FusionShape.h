@@ -81,9 +81,9 @@ struct FusionShape {
   /// Reductions: the first one's reduced dimensions' names, and every reduced dimension.
   std::vector<std::string> firstReducedNames;
   std::vector<DimShape> reduced;
-  /// Whether the fusion computes an f32 exp, an f32 tanh, and whether every output each
-  /// reaches is a 16-bit float (fast_exp, fast_tanh).
-  ApproximableFunction f32Exp, f32Tanh;
+  /// Whether the fusion computes an f32 exp, tanh or division, and whether every output
+  /// each reaches is a 16-bit float (fast_exp, fast_tanh, fast_div).
+  ApproximableFunction f32Exp, f32Tanh, f32Div;
   std::vector<OnePassPairShape> onePassPairs;
   std::vector<BufferShape> buffers;
   /// Block-reduction scratch a thread, in two passes and in one (ir/OnePass.h).

@@ -36,9 +36,16 @@ Choice chooseSchedules(const ir::Fusion &fusion, const Target &target, const Kno
   KnobVerdicts verdicts;
   std::string kind;
   auto dispatch = [&]() -> Choice {
+    // The approximate functions, for every family (FastMath.h).
+    FastMathChoice fastExp = chooseFastExp(shape, knobs, verdicts);
+    context.fastExp = fastExp.on;
+    context.fastExpReason = fastExp.reason;
     FastMathChoice fastTanh = chooseFastTanh(shape, knobs, verdicts);
     context.fastTanh = fastTanh.on;
     context.fastTanhReason = fastTanh.reason;
+    FastMathChoice fastDiv = chooseFastDiv(shape, knobs, verdicts);
+    context.fastDiv = fastDiv.on;
+    context.fastDivReason = fastDiv.reason;
     if (shape.matmul) {
       kind = familyName(Family::Matmul);
       if (!knobs.kind.empty() && knobs.kind != kind)
@@ -53,9 +60,6 @@ Choice chooseSchedules(const ir::Fusion &fusion, const Target &target, const Kno
     if (!shape.hasOutput)
       return {{}, "the fusion has no output"};
     kind = knobs.kind.empty() ? familyName(shape.family) : knobs.kind;
-    FastMathChoice fastExp = chooseFastExp(shape, knobs, verdicts);
-    context.fastExp = fastExp.on;
-    context.fastExpReason = fastExp.reason;
     auto rows = [&](const RowParams &params) { return rowBlocks(shape, params, context); };
     switch (familyNamed(kind).value_or(Family::Matmul)) {
     case Family::Pointwise:

@@ -74,6 +74,7 @@ bool isComparison(BinaryOp op) {
   case BinaryOp::Sub:
   case BinaryOp::Mul:
   case BinaryOp::Div:
+  case BinaryOp::FastDiv:
   case BinaryOp::Mod:
   case BinaryOp::Min:
   case BinaryOp::Max:
@@ -163,6 +164,7 @@ std::optional<int64_t> foldIntegers(BinaryOp op, int64_t a, int64_t b) {
   case BinaryOp::Or:
     return a || b;
   case BinaryOp::Pow: // no integer power in index arithmetic
+  case BinaryOp::FastDiv: // f32 only
     return std::nullopt;
   }
   FSL_UNREACHABLE("binary op");
@@ -261,6 +263,8 @@ llvm::StringRef binaryName(BinaryOp op) {
     return "*";
   case BinaryOp::Div:
     return "/";
+  case BinaryOp::FastDiv:
+    return "fast_div";
   case BinaryOp::Mod:
     return "%";
   case BinaryOp::Min:

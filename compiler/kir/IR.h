@@ -115,11 +115,14 @@ enum class UnaryOp { Neg, Not, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Erf, Abs, F
 /// Div and Mod on integers round toward zero (C); on floats Div is IEEE division.
 /// Min and Max on floats propagate NaN (the reference's semantics).
 /// Xor: bitwise exclusive or of non-negative integers (swizzled shared-memory addresses).
+/// FastDiv: f32 division by the hardware's full-range approximation (div.full.f32, within
+/// 2 ulp; `fast_div` in a schedule).
 enum class BinaryOp {
   Add,
   Sub,
   Mul,
   Div,
+  FastDiv,
   Mod,
   Min,
   Max,

@@ -393,9 +393,10 @@ private:
         std::vector<Expr> operands;
         for (const ir::Value *operand : value->operands)
           operands.push_back(valueOf(operand));
-        expr = pointwiseOperation(
-            *value, operands,
-            {plan_.schedule->fastExp.has_value(), plan_.schedule->fastTanh.has_value()});
+        expr = pointwiseOperation(*value, operands,
+                                  {plan_.schedule->fastExp.has_value(),
+                                   plan_.schedule->fastTanh.has_value(),
+                                   plan_.schedule->fastDiv.has_value()});
       }
       if (plan_.inlined.count(value->id) && !fromBuffer.count(value->id)) {
         values[value->id] = expr; // `inline`: the expression itself at every use

@@ -51,7 +51,8 @@ kir::Expr pointwiseOperation(const ir::Value &value, const std::vector<kir::Expr
   case ir::Op::Mul:
     return bin(kir::BinaryOp::Mul);
   case ir::Op::Div:
-    return bin(kir::BinaryOp::Div);
+    return bin(approximate.div && value.dtype == ir::DType::F32 ? kir::BinaryOp::FastDiv
+                                                                : kir::BinaryOp::Div);
   case ir::Op::Max:
     return bin(kir::BinaryOp::Max);
   case ir::Op::Min:

@@ -19,10 +19,12 @@ ir::DType registerType(ir::DType type);
 /// value. Only pointwise operations (casts, unary, binary, where); anything else is an
 /// internal error.
 /// The schedule's approximate functions: `fast_exp` makes an f32 exp kir::UnaryOp::FastExp,
-/// `fast_tanh` an f32 tanh kir::UnaryOp::FastTanh.
+/// `fast_tanh` an f32 tanh kir::UnaryOp::FastTanh, `fast_div` an f32 division
+/// kir::BinaryOp::FastDiv.
 struct Approximations {
   bool exp = false;
   bool tanh = false;
+  bool div = false;
 };
 kir::Expr pointwiseOperation(const ir::Value &value, const std::vector<kir::Expr> &operands,
                              Approximations approximate = {});

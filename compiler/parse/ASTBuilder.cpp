@@ -570,6 +570,8 @@ private:
       return make<FastExpDirective>(c);
     if (auto *c = dynamic_cast<FSLParser::FastTanhDirectiveContext *>(context))
       return make<FastTanhDirective>(c);
+    if (auto *c = dynamic_cast<FSLParser::FastDivDirectiveContext *>(context))
+      return make<FastDivDirective>(c);
     if (auto *c = dynamic_cast<FSLParser::ReduceDirectiveContext *>(context)) {
       auto d = make<ReduceDirective>(c);
       d->onePass = c->K_ONE_PASS() != nullptr;

@@ -133,6 +133,10 @@ struct FastExp {};
 /// instruction of the special-function unit, relative error at most 2^-10.987).
 struct FastTanh {};
 
+/// `fast_div`: every f32 division of the kernel as the hardware's full-range approximate
+/// division (div.full.f32: within 2 ulp, no slow path for the IEEE rounding).
+struct FastDiv {};
+
 /// `reduce one_pass|two_pass`: softmax's (max, sum of exp) and LayerNorm's (mean,
 /// variance) reduction pairs in one pass over the row, or a pass a reduction.
 struct ReduceForm {
@@ -181,10 +185,11 @@ struct Epilogue {
 };
 
 /// What a directive does, with its operands.
-using DirectiveOp = std::variant<Split, Merge, Reorder, Parallelize, Vectorize, Unroll, Unswitch,
-                                 Rfactor, Inline, ComputeAt, ComputeWith, Persistent, Cache,
-                                 LaunchBounds, MaxRRegCount, Pdl, FastExp, FastTanh, ReduceForm,
-                                 Mma, Pipeline, WarpSpecialize, Tiles, Cluster, Epilogue>;
+using DirectiveOp =
+    std::variant<Split, Merge, Reorder, Parallelize, Vectorize, Unroll, Unswitch, Rfactor, Inline,
+                 ComputeAt, ComputeWith, Persistent, Cache, LaunchBounds, MaxRRegCount, Pdl,
+                 FastExp, FastTanh, FastDiv, ReduceForm, Mma, Pipeline, WarpSpecialize, Tiles,
+                 Cluster, Epilogue>;
 
 struct Directive {
   DirectiveOp op;

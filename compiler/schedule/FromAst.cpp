@@ -187,6 +187,8 @@ DirectiveOp opOf(const ast::Directive &directive) {
     return FastExp{};
   case K::FastTanh:
     return FastTanh{};
+  case K::FastDiv:
+    return FastDiv{};
   case K::Reduce:
     return ReduceForm{llvm::cast<ast::ReduceDirective>(directive).onePass};
   case K::Mma: {

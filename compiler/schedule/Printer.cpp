@@ -96,6 +96,7 @@ struct DirectiveWriter {
   void operator()(const Pdl &) { out << "pdl"; }
   void operator()(const FastExp &) { out << "fast_exp"; }
   void operator()(const FastTanh &) { out << "fast_tanh"; }
+  void operator()(const FastDiv &) { out << "fast_div"; }
   void operator()(const ReduceForm &d) {
     out << (d.onePass ? "reduce one_pass" : "reduce two_pass");
   }

@@ -632,6 +632,7 @@ private:
   void apply(const Pdl &) { setOnce(schedule_->pdl, current_, "pdl"); }
   void apply(const FastExp &) { setOnce(schedule_->fastExp, current_, "fast_exp"); }
   void apply(const FastTanh &) { setOnce(schedule_->fastTanh, current_, "fast_tanh"); }
+  void apply(const FastDiv &) { setOnce(schedule_->fastDiv, current_, "fast_div"); }
   void apply(const ReduceForm &d) {
     setOnce(schedule_->reduceForm, applied(d), "the reduction form (reduce one_pass|two_pass)");
   }

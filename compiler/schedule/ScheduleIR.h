@@ -152,6 +152,8 @@ struct Schedule {
   std::optional<Origin> fastExp;
   /// `fast_tanh`: the kernel's f32 tanhs are approximate (tanh.approx.f32).
   std::optional<Origin> fastTanh;
+  /// `fast_div`: the kernel's f32 divisions are approximate (div.full.f32).
+  std::optional<Origin> fastDiv;
   /// `reduce one_pass|two_pass`; without it, each reduction has its own pass.
   std::optional<Applied<ReduceForm>> reduceForm;
   bool onePass() const { return reduceForm && reduceForm->onePass; }

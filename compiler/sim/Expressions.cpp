@@ -72,6 +72,7 @@ std::optional<ir::Op> pointwiseOp(kir::BinaryOp op) {
   case kir::BinaryOp::Mul:
     return ir::Op::Mul;
   case kir::BinaryOp::Div:
+  case kir::BinaryOp::FastDiv:
     return ir::Op::Div;
   case kir::BinaryOp::Mod:
   case kir::BinaryOp::Xor:
@@ -162,6 +163,9 @@ double integerBinary(kir::BinaryOp op, DType type, double x, double y) {
     break;
   case kir::BinaryOp::Pow:
     return eval::roundTo(std::pow(x, y), type);
+  case kir::BinaryOp::FastDiv:
+    fail("an approximate division of integers (fast_div applies to f32 only)");
+    break;
   case kir::BinaryOp::Lt:
     return a < b;
   case kir::BinaryOp::Le:

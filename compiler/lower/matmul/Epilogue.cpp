@@ -96,9 +96,10 @@ std::vector<Stmt> fusedEpilogue(LowerContext &cx, const MatmulPlan &plan, Expr p
       std::vector<Expr> operands;
       for (const ir::Value *operand : value->operands)
         operands.push_back(values.at(operand->id));
-      expr = pointwiseOperation(
-          *value, operands,
-          {plan.schedule->fastExp.has_value(), plan.schedule->fastTanh.has_value()});
+      expr = pointwiseOperation(*value, operands,
+                                {plan.schedule->fastExp.has_value(),
+                                 plan.schedule->fastTanh.has_value(),
+                                 plan.schedule->fastDiv.has_value()});
     }
     kir::VarPtr v = kir::makeVar(valueName(*value), value->dtype);
     body.push_back(fromFusion(kir::let(v, expr, value->name), value->range));
@@ -221,16 +222,23 @@ Stmt Epilogue::pairBody(const WorkTile &tile, const FragmentElement &first) cons
   auto [tileRow, tileColumn] = tilePosition(plan_, first);
   out.push_back(kir::let(r, tileRow));
   out.push_back(kir::let(cc, tileColumn, "the pair's first column (even)"));
-  out.push_back(kir::let(row, kir::var(tile.mTile) * kir::index(plan_.tileM) + kir::var(r)));
-  out.push_back(kir::let(col, kir::var(tile.nTile) * kir::index(plan_.tileN) + kir::var(cc)));
+  // The element's place in the output, for the epilogue's inputs (bias, residual) only.
+  bool readsInputs = llvm::any_of(
+      plan_.epilogue, [](const ir::Value *value) { return value->op == ir::Op::Input; });
+  if (readsInputs) {
+    out.push_back(kir::let(row, kir::var(tile.mTile) * kir::index(plan_.tileM) + kir::var(r)));
+    out.push_back(kir::let(col, kir::var(tile.nTile) * kir::index(plan_.tileN) + kir::var(cc)));
+  }
   kir::BufferPtr pair =
       makeBuffer(names_.fresh(output.name + "_pair"), output.dtype, kir::MemorySpace::Local, {2});
   out.push_back(kir::allocate(pair, "the pair, stored together"));
   // Dimension indices for the epilogue's inputs: M and N clamped inside the output.
   cx_.rootIndex.assign(f.dims.size(), kir::index(0));
-  cx_.rootIndex[plan_.m] = kir::min(kir::var(row), cx_.dimExtent(plan_.m) - kir::index(1));
-  cx_.rootIndex[plan_.n] =
-      kir::min(kir::var(col) + kir::var(half), cx_.dimExtent(plan_.n) - kir::index(1));
+  if (readsInputs) {
+    cx_.rootIndex[plan_.m] = kir::min(kir::var(row), cx_.dimExtent(plan_.m) - kir::index(1));
+    cx_.rootIndex[plan_.n] =
+        kir::min(kir::var(col) + kir::var(half), cx_.dimExtent(plan_.n) - kir::index(1));
+  }
   const FragmentElement e = first.inPair(kir::var(half));
   std::vector<Stmt> body;
   const ir::Value &product = *plan_.product;
@@ -254,7 +262,8 @@ Stmt Epilogue::pairBody(const WorkTile &tile, const FragmentElement &first) cons
       fromFusion(kir::store(pair, kir::var(half), values.at(output.value->id)), output.range));
   out.push_back(kir::withComment(
       kir::forLoop(half, kir::index(2), kir::LoopKind::Unrolled, kir::block(std::move(body))),
-      "past the output's edges, inputs are read at its last row and column"));
+      readsInputs ? "past the output's edges, inputs are read at its last row and column"
+                  : "the pair's two columns"));
   out.push_back(fromFusion(
       kir::vectorCopy(storage_.outTile, outTileBase() + outputTileIndex(kir::var(r), kir::var(cc)),
                       pair, kir::index(0), 2),
