@@ -351,9 +351,9 @@ TEST_CASE("auto(matmul): tiles, stages, order and epilogue by M, N and K") {
       {128, 14336, 5120, 2, false,
        "[64, 640): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
        "tma_store"},
-      // 64 k tiles: ping-pong, two groups on 64-row tiles.
+      // 64 k tiles: both groups on one 128 x 256 tile (ping-pong only when asked).
       {4096, 4096, 4096, 2, false,
-       "[2176, ): 64 x 256, 4 stages, 2 groups, persistent 8, cluster 1, epilogue shared "
+       "[2176, ): 128 x 256, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
        "tma_store"},
       {4096, 5120, 14336, 2, false,
        "[1792, ): 128 x 256, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
@@ -361,9 +361,15 @@ TEST_CASE("auto(matmul): tiles, stages, order and epilogue by M, N and K") {
       {8192, 8192, 8192, 2, false,
        "[1152, ): 128 x 256, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
        "tma_store"},
-      // 1088 tiles leave a last wave of 32 on 132 SMs: stream-K.
+      // 1088 tiles leave a last wave of 32 on 132 SMs: still persistent (stream-K only when
+      // asked), and 128 x 128 tiles would fill 97 % of their waves, not enough at 89 % of
+      // the rate.
       {8192, 4352, 8192, 2, false,
-       "[2048, ): 128 x 256, 3 stages, 1 groups, stream_k 8, cluster 1, epilogue shared "
+       "[2048, ): 128 x 256, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
+       "tma_store"},
+      // 672 tiles of 128 x 256 fill 85 % of six waves, 1320 of 128 x 128 all of ten.
+      {3000, 7000, 2000, 2, false,
+       "[1280, ): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
        "tma_store"},
       // A runtime N: the epilogue through shared memory, copied out by the threads.
       {{},
@@ -373,7 +379,7 @@ TEST_CASE("auto(matmul): tiles, stages, order and epilogue by M, N and K") {
        false,
        "[, 64): 128 x 256, 4 stages, 1 groups, split_k 3, cluster 1, epilogue registers; "
        "[64, 512): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, epilogue shared; "
-       "[512, ): 64 x 256, 4 stages, 2 groups, persistent 8, cluster 1, epilogue shared"},
+       "[512, ): 128 x 256, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared"},
       // Two products of one a (SwiGLU): 128 x 128 tiles, persistent, every M.
       {{},
        14336,
