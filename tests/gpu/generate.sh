@@ -110,7 +110,8 @@ mm_variant swiglu nk swiglu ''
 mm_variant swiglu_auto nk swiglu '/^schedule swiglu {/,$c schedule swiglu = auto(matmul);'
 # ... and for static sizes, at each shape of the benchmark (docs/performance.md).
 for shape in 4096,14336,5120 4096,5120,14336 8192,8192,8192 4096,4096,4096 2048,2048,2048 \
-    8192,28672,8192 128,14336,5120 16,14336,5120 1,14336,5120 4000,14000,5000 1000,5000,3000 \
+    8192,28672,8192 1024,14336,5120 256,14336,5120 128,14336,5120 64,14336,5120 16,14336,5120 \
+    1,14336,5120 4000,14000,5000 1000,5000,3000 \
     3000,7000,2000 4096,7424,5120; do
   IFS=, read -r m n k <<< "$shape"
   sizes="<M = $m, N = $n, K = $k>"
