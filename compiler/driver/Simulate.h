@@ -64,7 +64,8 @@ struct OutputArithmetic {
   /// An f32 division on the way that the kernel computes approximately (`fast_div`).
   bool approximateDiv = false;
 };
-/// `approximate`: the functions the kernel computes approximately (`fast_exp`, `fast_tanh`).
+/// `approximate`: the functions the kernel computes approximately (`fast_exp`, `fast_tanh`,
+/// `fast_div`).
 OutputArithmetic arithmeticOf(const ir::Fusion &fusion, const ir::Output &output,
                               const std::vector<int64_t> &extents,
                               ApproximateFunctions approximate = {});

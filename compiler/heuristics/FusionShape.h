@@ -56,7 +56,7 @@ struct MatmulShape {
   int64_t outputBytes = 0;
 };
 
-/// A function the hardware can approximate (exp, tanh): whether the fusion computes it
+/// A function the hardware can approximate (exp, tanh, division): whether the fusion computes it
 /// in f32, and whether only 16-bit float outputs see its results.
 struct ApproximableFunction {
   bool present = false;

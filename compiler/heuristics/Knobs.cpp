@@ -43,6 +43,16 @@ std::vector<std::pair<std::string, bool>> knobsSet(const Knobs &knobs, FamilySet
   return set;
 }
 
+std::vector<std::pair<std::string, bool>> knobsOutside(const Knobs &knobs, FamilySet families) {
+  using namespace family_sets;
+  std::vector<std::pair<std::string, bool>> set;
+#define FSL_KNOB(Field, Name, Type, Range, Families, Doc)                                          \
+  if ((families & (Families)) == 0)                                                                \
+    set.emplace_back(Name, knobs.Field.has_value());
+#include "heuristics/Knobs.def"
+  return set;
+}
+
 std::string knobNames(Family family) {
   using namespace family_sets;
   std::vector<std::string> names;

@@ -43,6 +43,8 @@ Knobs knobsOf(const ast::ScheduleDecl &decl, const sched::ScheduleHeader &header
 /// Each knob that applies to some family of `families`, in Knobs.def's order, and whether
 /// `knobs` sets it.
 std::vector<std::pair<std::string, bool>> knobsSet(const Knobs &knobs, FamilySet families);
+/// The same for the knobs no family of `families` reads (what such a heuristic refuses).
+std::vector<std::pair<std::string, bool>> knobsOutside(const Knobs &knobs, FamilySet families);
 
 /// "tile_n, stages and pingpong": the knobs `family` reads, in Knobs.def's order.
 std::string knobNames(Family family);

@@ -88,19 +88,21 @@ void matmulDirectives(Block &block, const std::string &k, const MatmulTile &c,
 /// As the hand schedule of examples/linear_bias_gelu.fsl, the fastest measured on the
 /// H200 (docs/performance.md): 128 x 256 tiles, persistent in groups of 8 M tiles, a
 /// producer warpgroup; the epilogue through shared memory and TMA stores when there is
-/// one output over [M, N] whose rows TMA can store (a static N), through shared memory
-/// and the threads for a runtime N, in registers otherwise. By the number of rows M:
+/// one output over [M, N] whose rows TMA can store (a static N, or a runtime one under
+/// `when N % 8 == 0` for bf16), through shared memory and the threads for the other
+/// runtime N, in registers otherwise. By the number of rows M:
 ///   M < 64          split_k: one row of tiles leaves most SMs idle, and the product
 ///                   is bound by reading w; K is split so that every SM streams a part
 ///                   (ceil(SMs / tiles along N) parts, at most 8, each of 4 k tiles or
 ///                   more); measured 42 against 32 TFLOP/s at M = 16, N = 14336.
 ///   M < two waves   128 x 128 tiles (twice as many CTAs busy: 364 against 205 TFLOP/s
 ///                   at M = 128, N = 14336, K = 5120).
-///   otherwise       128 x 256 tiles; stream_k instead of persistent when M and N are
-///                   static and the last wave would keep at most a third of the SMs
-///                   busy (the last two waves' k tiles are then spread evenly).
+///   otherwise       128 x 256 tiles, both consumer warpgroups on one tile, persistent;
+///                   128 x 128 tiles when M and N are static and their fuller waves make
+///                   up for their lower rate (TunedConstants.h).
 /// Knobs override single choices: tile_n (128 or 256), stages, swizzle, split_k,
-/// stream_k (true or false), cluster_m (1, 2 or 4: cluster (C, 1) multicast), pingpong.
+/// stream_k (true or false), cluster_m (1, 2 or 4: cluster (C, 1) multicast), pingpong
+/// (two consumer groups on alternate 64-row tiles), fast_exp, fast_tanh, fast_div.
 MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const Knobs &knobs) {
   MatmulParams params;
   KnobVerdicts &verdicts = params.verdicts;
@@ -110,7 +112,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     return params;
   }
   using namespace family_sets;
-  for (const auto &[name, set] : knobsSet(knobs, Pointwise | Reduction | InnerPersistent))
+  for (const auto &[name, set] : knobsOutside(knobs, Matmul))
     if (set)
       verdicts.refuse(name,
                       "auto(matmul) has no such knob (it takes " + knobNames(Family::Matmul) + ")");
@@ -338,6 +340,40 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     }
     params.variants.push_back(choose(from, to));
   }
+  // A runtime N: where the output's rows are 16-byte multiples (the usual case), the tile
+  // leaves by TMA stores, which overlap the next tile's products; the threads' copy out of
+  // the tile is for the other sizes. Measured on the H200 (docs/performance.md, run M3):
+  // at 1024 x 14336 x 5120 the copy by the threads ran at 0.82x the TMA stores.
+  if (!nDim.extent && outputBytes > 0 && 16 % outputBytes == 0) {
+    std::vector<MatmulVariant> split;
+    for (MatmulVariant &variant : params.variants) {
+      if (variant.tile.epilogue != sched::EpilogueKind::Shared) {
+        split.push_back(std::move(variant));
+        continue;
+      }
+      MatmulVariant aligned = variant;
+      aligned.rowsAligned = true;
+      aligned.rowAlignment = 16 / outputBytes;
+      aligned.tile.epilogue = sched::EpilogueKind::SharedTmaStore;
+      std::string byTma = llvm::formatv("through shared memory and TMA stores ({0} a multiple "
+                                        "of {1}: rows of 16-byte multiples)",
+                                        nDim.name, aligned.rowAlignment);
+      std::string byThreads = llvm::formatv("through shared memory, copied out by the threads "
+                                            "({0} not a multiple of {1}: rows TMA cannot store)",
+                                            nDim.name, aligned.rowAlignment);
+      for (std::string &reason : aligned.reasons)
+        if (size_t at = reason.find(epilogueWhy); at != std::string::npos)
+          reason.replace(at, epilogueWhy.size(), byTma);
+      for (std::string &reason : variant.reasons)
+        if (size_t at = reason.find(epilogueWhy); at != std::string::npos)
+          reason.replace(at, epilogueWhy.size(), byThreads);
+      variant.rowsAligned = false;
+      variant.rowAlignment = 16 / outputBytes;
+      split.push_back(std::move(aligned));
+      split.push_back(std::move(variant));
+    }
+    params.variants = std::move(split);
+  }
   return params;
 }
 
@@ -358,6 +394,10 @@ std::vector<sched::ScheduleBlock> matmulBlocks(const FusionShape &shape, const M
       if (variant.high)
         when.push_back({mm.m.id, mm.m.name, sched::Comparison::Lt, *variant.high, context.decl()});
     }
+    if (variant.rowsAligned)
+      when.push_back({mm.n.id, mm.n.name,
+                      *variant.rowsAligned ? sched::Comparison::Eq : sched::Comparison::Ne, 0,
+                      context.decl(), variant.rowAlignment});
     blocks.push_back(context.finish(std::move(block), when));
   }
   return blocks;

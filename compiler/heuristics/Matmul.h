@@ -31,7 +31,12 @@ struct MatmulTile {
 /// The choice for one range of M, [low, high) (none: unbounded).
 struct MatmulVariant {
   std::optional<int64_t> low, high;
-  bool userGuard = false; // under the `= auto` block's own guard
+  /// A runtime N: whether this variant is for rows of the output that are 16-byte
+  /// multiples (`when N % 8 == 0` for bf16: the output tile leaves by TMA stores) or for
+  /// the others (copied out by the threads); none: no guard on N.
+  std::optional<bool> rowsAligned;
+  int64_t rowAlignment = 0; // elements: 16 bytes of the output type
+  bool userGuard = false;   // under the `= auto` block's own guard
   MatmulTile tile;
   std::vector<std::string> reasons;
 };

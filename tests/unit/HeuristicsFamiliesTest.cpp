@@ -371,15 +371,19 @@ TEST_CASE("auto(matmul): tiles, stages, order and epilogue by M, N and K") {
       {3000, 7000, 2000, 2, false,
        "[1280, ): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
        "tma_store"},
-      // A runtime N: the epilogue through shared memory, copied out by the threads.
+      // A runtime N: each range twice, the output tile by TMA stores where N % 8 == 0,
+      // copied out by the threads otherwise.
       {{},
        {},
        4096,
        2,
        false,
        "[, 64): 128 x 256, 4 stages, 1 groups, split_k 3, cluster 1, epilogue registers; "
-       "[64, 512): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, epilogue shared; "
-       "[512, ): 128 x 256, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared"},
+       "[64, 512): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
+       "tma_store; [64, 512): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, "
+       "epilogue shared; [512, ): 128 x 256, 3 stages, 1 groups, persistent 8, cluster 1, "
+       "epilogue shared tma_store; [512, ): 128 x 256, 3 stages, 1 groups, persistent 8, "
+       "cluster 1, epilogue shared"},
       // Two products of one a (SwiGLU): 128 x 128 tiles, persistent, every M.
       {{},
        14336,

@@ -129,9 +129,15 @@ Stmt Epilogue::tile(const WorkTile &tile) const {
                                  : "Epilogue: each accumulator element's row and column, the "
                                    "fusion's epilogue, stores inside the output"));
   // Into a shared output tile, two neighbouring elements go as one access (the tile's
-  // stores are a large part of a short epilogue's instructions).
+  // stores are a large part of a short epilogue's instructions). Pairs compute the
+  // elements past the output's edges too, from accumulators that are 0 there: not where
+  // the epilogue divides integers (a division by zero is undefined behaviour in C++ and a
+  // fault in the simulator), which keeps the check an element.
+  bool dividesIntegers = llvm::any_of(plan_.epilogue, [](const ir::Value *value) {
+    return value->op == ir::Op::Div && ir::isInteger(value->dtype);
+  });
   Stmt nest =
-      plan_.sharedEpilogue() && !scheduler_.storesPartials()
+      plan_.sharedEpilogue() && !scheduler_.storesPartials() && !dividesIntegers
           ? forEachFragmentPair(plan_, names_, threads_, out,
                                 [&](const FragmentElement &e) { return pairBody(tile, e); })
           : forEachFragmentElement(plan_, names_, threads_, out,
