@@ -228,23 +228,31 @@ Stmt Epilogue::pairBody(const WorkTile &tile, const FragmentElement &first) cons
   auto [tileRow, tileColumn] = tilePosition(plan_, first);
   out.push_back(kir::let(r, tileRow));
   out.push_back(kir::let(cc, tileColumn, "the pair's first column (even)"));
-  // The element's place in the output, for the epilogue's inputs (bias, residual) only.
+  // The element's row and column in the output, for the epilogue's inputs over M
+  // (a residual) and over N (a bias) only.
+  auto readsOver = [&](ir::DimId dim) {
+    return llvm::any_of(plan_.epilogue, [&](const ir::Value *value) {
+      return value->op == ir::Op::Input &&
+             llvm::is_contained(f.params[value->paramIndex].dims, dim);
+    });
+  };
+  bool readsRows = readsOver(plan_.m), readsColumns = readsOver(plan_.n);
   bool readsInputs = llvm::any_of(
       plan_.epilogue, [](const ir::Value *value) { return value->op == ir::Op::Input; });
-  if (readsInputs) {
+  if (readsRows)
     out.push_back(kir::let(row, kir::var(tile.mTile) * kir::index(plan_.tileM) + kir::var(r)));
+  if (readsColumns)
     out.push_back(kir::let(col, kir::var(tile.nTile) * kir::index(plan_.tileN) + kir::var(cc)));
-  }
   kir::BufferPtr pair =
       makeBuffer(names_.fresh(output.name + "_pair"), output.dtype, kir::MemorySpace::Local, {2});
   out.push_back(kir::allocate(pair, "the pair, stored together"));
   // Dimension indices for the epilogue's inputs: M and N clamped inside the output.
   cx_.rootIndex.assign(f.dims.size(), kir::index(0));
-  if (readsInputs) {
+  if (readsRows)
     cx_.rootIndex[plan_.m] = kir::min(kir::var(row), cx_.dimExtent(plan_.m) - kir::index(1));
+  if (readsColumns)
     cx_.rootIndex[plan_.n] =
         kir::min(kir::var(col) + kir::var(half), cx_.dimExtent(plan_.n) - kir::index(1));
-  }
   const FragmentElement e = first.inPair(kir::var(half));
   std::vector<Stmt> body;
   const ir::Value &product = *plan_.product;
