@@ -142,8 +142,14 @@ def main():
             status = v.call(a, v.weight(w_nk), w_up if v.kind == "swiglu" else bias, y)()
             torch.cuda.synchronize()
             if status != 0:
+                message = v.err().decode()
+                # A hand schedule with TMA stores cannot take rows that are not 16-byte
+                # multiples: its launcher refuses them, which is right; `auto` must not.
+                if "16 bytes" in message and N % 8 != 0 and "auto" not in v.name:
+                    print(f"| {v.name} | {M} | {N} | {K} | refused (right) | {message} |")
+                    continue
                 failures += 1
-                print(f"| {v.name} | {M} | {N} | {K} | FAIL | status {status}: {v.err().decode()} |")
+                print(f"| {v.name} | {M} | {N} | {K} | FAIL | status {status}: {message} |")
                 continue
             got = y.float()
             allowed = 2e-2 + 2e-2 * ref.abs() + slack.get(v.kind, 0)
