@@ -3,8 +3,9 @@
 // A float division whose divisor is the same for every element a thread visits (built
 // from reductions, scalars and constants: softmax's `e / sum(e)`) while its dividend is
 // not becomes `a * (1 / b)`: one IEEE division a thread (hoisted by the compiler out of
-// the loops) instead of one an element. The simulator executes the rewritten expression,
-// so it rounds exactly as the GPU does.
+// the loops) instead of one an element. A `fast_div` division (kir::BinaryOp::FastDiv)
+// becomes `a * fast_div(1, b)` the same way. The simulator executes the rewritten
+// expression, so it rounds exactly as the GPU does.
 #include "lower/Passes.h"
 
 #include "kir/Mutator.h"
@@ -47,12 +48,14 @@ public:
 
   Expr mutate(const Expr &e) override {
     Expr result = mutateChildren(e);
-    if (result->kind == kir::ExprKind::Binary && result->binary == kir::BinaryOp::Div &&
-        ir::isFloat(result->dtype) && invariant(result->operands[1]) &&
+    bool division =
+        result->kind == kir::ExprKind::Binary &&
+        (result->binary == kir::BinaryOp::Div || result->binary == kir::BinaryOp::FastDiv);
+    if (division && ir::isFloat(result->dtype) && invariant(result->operands[1]) &&
         !invariant(result->operands[0])) {
       ir::DType registers = result->dtype == ir::DType::F64 ? ir::DType::F64 : ir::DType::F32;
       Expr reciprocal =
-          kir::binary(kir::BinaryOp::Div, kir::constant(1, registers), result->operands[1]);
+          kir::binary(result->binary, kir::constant(1, registers), result->operands[1]);
       auto product = std::make_shared<kir::ExprNode>(
           *kir::binary(kir::BinaryOp::Mul, result->operands[0], reciprocal));
       product->dtype = result->dtype;
