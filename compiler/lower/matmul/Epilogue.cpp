@@ -157,6 +157,26 @@ Stmt Epilogue::end() const {
                             "CTA's shared memory goes");
 }
 
+/// The element's products from the accumulators, as lets in `body`: the product's
+/// variable, and the second product's value (null with one product).
+std::pair<kir::VarPtr, Expr> Epilogue::loadProducts(const FragmentElement &e,
+                                                    std::vector<Stmt> &body) const {
+  const ir::Value &product = *plan_.product;
+  kir::VarPtr accumulated = kir::makeVar(valueName(product), ir::DType::F32);
+  body.push_back(
+      fromFusion(kir::let(accumulated, kir::load(accumulators_.acc, e.accIndex), product.name),
+                 product.range));
+  Expr product2;
+  if (const ir::Value *second = plan_.product2) {
+    kir::VarPtr accumulated2 = kir::makeVar(valueName(*second), ir::DType::F32);
+    body.push_back(
+        fromFusion(kir::let(accumulated2, kir::load(accumulators_.acc2, e.accIndex), second->name),
+                   second->range));
+    product2 = kir::var(accumulated2);
+  }
+  return {accumulated, product2};
+}
+
 /// One accumulator element: its position, the bounds check, the epilogue and stores (to
 /// the outputs, or to the shared output tile).
 Stmt Epilogue::elementBody(const WorkTile &tile, const FragmentElement &e) const {
@@ -175,19 +195,7 @@ Stmt Epilogue::elementBody(const WorkTile &tile, const FragmentElement &e) const
   cx_.rootIndex[plan_.m] = kir::var(row);
   cx_.rootIndex[plan_.n] = kir::var(col);
   std::vector<Stmt> body;
-  const ir::Value &product = *plan_.product;
-  kir::VarPtr accumulated = kir::makeVar(valueName(product), ir::DType::F32);
-  body.push_back(
-      fromFusion(kir::let(accumulated, kir::load(accumulators_.acc, e.accIndex), product.name),
-                 product.range));
-  Expr product2;
-  if (const ir::Value *second = plan_.product2) {
-    kir::VarPtr accumulated2 = kir::makeVar(valueName(*second), ir::DType::F32);
-    body.push_back(
-        fromFusion(kir::let(accumulated2, kir::load(accumulators_.acc2, e.accIndex), second->name),
-                   second->range));
-    product2 = kir::var(accumulated2);
-  }
+  auto [accumulated, product2] = loadProducts(e, body);
   if (Stmt partial = scheduler_.storePartial(kir::var(row), kir::var(col), kir::var(accumulated))) {
     body.push_back(partial);
   } else if (plan_.sharedEpilogue()) {
@@ -255,19 +263,7 @@ Stmt Epilogue::pairBody(const WorkTile &tile, const FragmentElement &first) cons
         kir::min(kir::var(col) + kir::var(half), cx_.dimExtent(plan_.n) - kir::index(1));
   const FragmentElement e = first.inPair(kir::var(half));
   std::vector<Stmt> body;
-  const ir::Value &product = *plan_.product;
-  kir::VarPtr accumulated = kir::makeVar(valueName(product), ir::DType::F32);
-  body.push_back(
-      fromFusion(kir::let(accumulated, kir::load(accumulators_.acc, e.accIndex), product.name),
-                 product.range));
-  Expr product2;
-  if (const ir::Value *second = plan_.product2) {
-    kir::VarPtr accumulated2 = kir::makeVar(valueName(*second), ir::DType::F32);
-    body.push_back(
-        fromFusion(kir::let(accumulated2, kir::load(accumulators_.acc2, e.accIndex), second->name),
-                   second->range));
-    product2 = kir::var(accumulated2);
-  }
+  auto [accumulated, product2] = loadProducts(e, body);
   std::map<unsigned, Expr> values;
   std::vector<Stmt> computed = fusedEpilogue(cx_, plan_, kir::var(accumulated), product2,
                                              /*storeOutputs=*/false, &values);

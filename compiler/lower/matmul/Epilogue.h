@@ -63,6 +63,8 @@ public:
 private:
   kir::Stmt elementBody(const WorkTile &tile, const FragmentElement &e) const;
   kir::Stmt pairBody(const WorkTile &tile, const FragmentElement &first) const;
+  std::pair<kir::VarPtr, kir::Expr> loadProducts(const FragmentElement &e,
+                                                 std::vector<kir::Stmt> &body) const;
   kir::Expr outputTileIndex(kir::Expr row, kir::Expr column) const;
   kir::Expr outTileBase() const;
   kir::Stmt storeOutputTile(const WorkTile &tile) const;
