@@ -175,7 +175,10 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     // rate (TunedConstants.h), e.g. 3000 x 7000 x 2000: 672 tiles of 128 x 256 fill 85 % of
     // six waves, 1320 of 128 x 128 all of ten.
     std::string tileWhy;
-    if (!tileNKnob && !twoProducts && c.tileN == 256 && !fewRows && mDim.extent && nDim.extent) {
+    // (The estimate is for 128-row tiles without clusters: not under the pingpong or
+    // cluster_m knobs, whose tiles pingpong's documentation and the cluster's walk fix.)
+    if (!tileNKnob && !twoProducts && c.tileN == 256 && !fewRows && mDim.extent && nDim.extent &&
+        !knobs.pingpong.value_or(false) && !knobs.clusterM) {
       auto wavesFilled = [&](int64_t tileN) {
         int64_t tiles = ((*mDim.extent + 127) / 128) * ((*nDim.extent + tileN - 1) / tileN);
         int64_t waves = (tiles + target.smCount - 1) / target.smCount;
