@@ -877,12 +877,12 @@ private:
     std::optional<MmaTiles> tiles = mm.mma ? checkMmaShape(*product) : std::nullopt;
     checkMatmulConflicts(tiles);
     checkClusterShape(tiles, *product);
-    checkSharedEpilogue(*product);
+    checkSharedEpilogue(*product, tiles);
   }
 
   /// `epilogue via shared [tma_store]`: the output tile of one output over [M, N] with N
   /// contiguous goes through shared memory, in 16-byte pieces of its rows.
-  void checkSharedEpilogue(const ir::Value &product) {
+  void checkSharedEpilogue(const ir::Value &product, const std::optional<MmaTiles> &tiles) {
     const auto &epilogue = schedule_.matmul.epilogue;
     if (!epilogue || epilogue->via == sched::EpilogueKind::Registers)
       return;
@@ -905,6 +905,17 @@ private:
                           what + ": output " + output.name + " is not [" + mName + ", " + nName +
                               "] (" + nName +
                               " contiguous); write it so, or take the epilogue via registers");
+    // TMA stores the tile in boxes of one 128-byte swizzle span of columns; the threads'
+    // copy takes any width.
+    int64_t span = 128 / ir::dtypeBytes(output.dtype);
+    if (epilogue->via == sched::EpilogueKind::SharedTmaStore && tiles && tiles->tileN % span != 0)
+      diagnostics_.report(
+          DiagId::SharedEpilogueOutput, epilogue->origin.range,
+          llvm::formatv("{0}: a tile {1} columns wide; TMA stores {2} output in boxes of {3} "
+                        "columns (128 bytes), so the tile's N must be a multiple of {3} (or "
+                        "write 'epilogue via shared', which the threads copy)",
+                        what, tiles->tileN, ir::dtypeName(output.dtype), span)
+              .str());
     std::optional<int64_t> extent = fusion.dims[n].staticExtent;
     std::optional<int64_t> rowBytes = extent ? mul(*extent, ir::dtypeBytes(output.dtype)) : 16;
     if (!rowBytes || *rowBytes % 16 != 0)
@@ -989,10 +1000,10 @@ private:
     }
   }
 
-  /// The mma tile: a K tile of one 128-byte row, wgmma m64nNk16 with N = 64, 128 or 256,
-  /// warpgroup tiles of whole instructions dividing the CTA tile, TMA boxes of at most
-  /// 256 rows, at most 128 accumulators a thread (for both products) and 4 warpgroups.
-  /// Each rule needs the ones before it: the first broken one is reported.
+  /// The mma tile: a K tile of one 128-byte row, wgmma m64nNk16 with N a multiple of 8 up
+  /// to 256 (of 64 when b is [K, N]), warpgroup tiles of whole instructions dividing the CTA
+  /// tile, TMA boxes of at most 256 rows, at most 128 accumulators a thread (for both products) and
+  /// 4 warpgroups. Each rule needs the ones before it: the first broken one is reported.
   std::optional<MmaTiles> checkMmaShape(const ir::Value &product) {
     const sched::Applied<sched::Mma> &mma = *schedule_.matmul.mma;
     auto refuse = [&](llvm::SMRange at, const std::string &why) -> std::optional<MmaTiles> {
@@ -1017,14 +1028,25 @@ private:
                                               bk.value, rowElements, ir::dtypeName(*a))
                                     .str());
     }
-    if (im.value != 64 || ik.value != 16 || (in.value != 64 && in.value != 128 && in.value != 256))
+    if (im.value != 64 || ik.value != 16 || in.value < 8 || in.value > 256 || in.value % 8 != 0)
       return refuse(im.value != 64   ? im.range
                     : ik.value != 16 ? ik.range
                                      : in.range,
-                    llvm::formatv("instruction wgmma({0}, {1}, {2}): m64nNk16 with N = 64, 128 "
-                                  "or 256 is lowered",
+                    llvm::formatv("instruction wgmma({0}, {1}, {2}): m64nNk16 with N a multiple "
+                                  "of 8 from 8 to 256 is lowered",
                                   im.value, in.value, ik.value)
                         .str());
+    // An N-major b ([K, N]) is read by wgmma in blocks of one 128-byte swizzle span of N.
+    if (std::optional<ir::DType> b = operandType(product.operands[1]);
+        b && product.rhsLayout && !product.rhsLayout->contractedIsInner) {
+      int64_t span = 128 / ir::dtypeBytes(*b);
+      if (in.value % span != 0)
+        return refuse(in.range, llvm::formatv("instruction wgmma(64, {0}, 16): b is [K, N] (N "
+                                              "contiguous), which wgmma reads in blocks of {1} "
+                                              "columns; N must be a multiple of {1}",
+                                              in.value, span)
+                                    .str());
+    }
     if (wm.value < 64 || wm.value % 64 != 0 || wn.value < in.value || wn.value % in.value != 0)
       return refuse(wm.range, llvm::formatv("warp tile ({0}, {1}): a warpgroup's tile is whole "
                                             "wgmma instructions (a multiple of 64 by a multiple "

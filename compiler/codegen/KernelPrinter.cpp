@@ -1110,9 +1110,10 @@ private:
 
   void wgmma(const kir::StmtNode &s) {
     const kir::WgmmaShape &shape = s.shape;
-    FSL_INTERNAL_ASSERT(shape.m == 64 && shape.k == 16 &&
-                            (shape.n == 64 || shape.n == 128 || shape.n == 256),
-                        "a wgmma shape fsl/device.cuh does not wrap (m64 k16, n 64/128/256)");
+    FSL_INTERNAL_ASSERT(shape.m == 64 && shape.k == 16 && shape.n >= 8 && shape.n <= 256 &&
+                            shape.n % 8 == 0,
+                        "a wgmma shape fsl/device.cuh does not wrap (m64 k16, n a multiple of 8 "
+                        "up to 256)");
     FSL_INTERNAL_ASSERT(s.inputType == DType::BF16 || s.inputType == DType::F16,
                         "a wgmma input type other than bf16 or f16");
     FSL_INTERNAL_ASSERT(s.buffer && s.buffer->dtype == DType::F32,

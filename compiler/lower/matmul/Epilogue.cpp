@@ -52,22 +52,33 @@ void addOutputTensorMap(LowerContext &cx, const MatmulPlan &plan, const KernelNa
   cx.kernel.params.push_back(kp);
 }
 
+/// Elements of one shared output tile: whole 128-byte column blocks, the last one partly
+/// used when the tile's N is not a multiple of a block.
+static int64_t outputTileElements(const MatmulPlan &plan) {
+  const ir::Output &output = plan.fusion->outputs.at(0);
+  int64_t span = kir::swizzleSpanBytes(kir::Swizzle::Bytes128) / ir::dtypeBytes(output.dtype);
+  return plan.tileM * ((plan.tileN + span - 1) / span * span);
+}
+
 void allocateOutputTile(const MatmulPlan &plan, const KernelNames &names, EpilogueStorage &storage,
                         SharedLayout &layout) {
   const ir::Output &output = plan.fusion->outputs.at(0);
   int64_t span = kir::swizzleSpanBytes(kir::Swizzle::Bytes128) / ir::dtypeBytes(output.dtype);
   int64_t groups = plan.tileGroups;
+  int64_t blocks = (plan.tileN + span - 1) / span;
   storage.outTile =
       makeBuffer(names.fresh(output.name + "_tile"), output.dtype, kir::MemorySpace::Shared,
-                 {groups * plan.tileM * plan.tileN}, kir::Swizzle::Bytes128,
+                 {groups * outputTileElements(plan)}, kir::Swizzle::Bytes128,
                  kir::swizzleRepeatBytes(kir::Swizzle::Bytes128));
+  std::string lastBlock =
+      plan.tileN % span == 0 ? "" : ", the last one " + std::to_string(plan.tileN % span) + " wide";
   layout.allocations.push_back(sharedAllocation(
       storage.outTile, layout.bytes,
       std::string(groups > 1 ? "an output tile a consumer group: " : "the output tile: ") +
-          std::to_string(plan.tileN / span) + " column blocks of " + std::to_string(plan.tileM) +
-          " x " + std::to_string(span) + " (128-byte swizzle)",
+          std::to_string(blocks) + " column blocks of " + std::to_string(plan.tileM) + " x " +
+          std::to_string(span) + lastBlock + " (128-byte swizzle)",
       plan.epilogueOrigin));
-  layout.bytes += groups * plan.tileM * plan.tileN * ir::dtypeBytes(output.dtype);
+  layout.bytes += groups * outputTileElements(plan) * ir::dtypeBytes(output.dtype);
 }
 
 std::vector<Stmt> fusedEpilogue(LowerContext &cx, const MatmulPlan &plan, Expr product,
@@ -300,7 +311,7 @@ Expr Epilogue::outputTileIndex(Expr row, Expr column) const {
 /// The group's output tile in the shared output tiles.
 Expr Epilogue::outTileBase() const {
   if (threads_.group)
-    return kir::var(threads_.group) * kir::index(plan_.tileM * plan_.tileN);
+    return kir::var(threads_.group) * kir::index(outputTileElements(plan_));
   return kir::index(0);
 }
 
@@ -315,7 +326,7 @@ Stmt Epilogue::storeOutputTile(const WorkTile &tile) const {
   const ir::Output &output = cx_.fusion.outputs.at(0);
   int64_t bytes = ir::dtypeBytes(output.dtype);
   int64_t span = kir::swizzleSpanBytes(kir::Swizzle::Bytes128) / bytes, chunk = 16 / bytes;
-  int64_t blocks = plan_.tileN / span;
+  int64_t blocks = (plan_.tileN + span - 1) / span;
   std::vector<Stmt> out;
   if (plan_.epilogueVia == sched::EpilogueKind::SharedTmaStore) {
     // Generic-proxy writes become visible to the TMA unit (the async proxy) through the
@@ -340,7 +351,7 @@ Stmt Epilogue::storeOutputTile(const WorkTile &tile) const {
   out.push_back(threads_.consumerBarrier(plan_, "the whole tile is written"));
   // Chunk `p` of the tile: column block p / (BM * span / chunk), row, chunk in the row.
   int64_t threads = 128 * plan_.warpgroupsPerTile();
-  int64_t chunks = plan_.tileM * plan_.tileN / chunk;
+  int64_t chunks = outputTileElements(plan_) / chunk;
   kir::VarPtr step = names_.var("step"), p = names_.var("piece"), row = names_.var("row"),
               col = names_.var("col"), i = names_.var("i");
   kir::VarPtr thread = names_.var("consumer_thread");
@@ -364,15 +375,19 @@ Stmt Epilogue::storeOutputTile(const WorkTile &tile) const {
   // alignment; the others element by element, up to the edge.
   Expr whole = globalRow < m && globalCol + kir::index(chunk - 1) < n &&
                kir::binary(kir::BinaryOp::Eq, n % kir::index(chunk), kir::index(0));
+  // A tile whose last column block is partial: its pieces past the tile's columns are the
+  // next tile's, which another CTA writes.
+  Expr inTile = plan_.tileN % span == 0 ? Expr() : kir::var(col) < kir::index(plan_.tileN);
   cx_.rootIndex[plan_.n] = globalCol + kir::var(i);
   Stmt partial =
       kir::forLoop(i, kir::index(chunk), kir::LoopKind::Unrolled,
                    kir::ifThen(globalRow < m && globalCol + kir::var(i) < n,
                                kir::store(cx_.outputBuffers[0], cx_.offsetOf(output.dims),
                                           kir::load(storage_.outTile, from + kir::var(i)))));
-  piece.push_back(
+  Stmt copy =
       kir::ifThen(whole, kir::vectorCopy(cx_.outputBuffers[0], to, storage_.outTile, from, chunk),
-                  partial, "16 bytes, or the part inside the output"));
+                  partial, "16 bytes, or the part inside the output");
+  piece.push_back(inTile ? kir::ifThen(inTile, copy, nullptr, "the tile's own columns") : copy);
   Stmt perStep = kir::block({
       kir::let(p, kir::var(step) * kir::index(threads) + kir::var(thread)),
       kir::ifThen(kir::var(p) < kir::index(chunks), kir::block(std::move(piece))),

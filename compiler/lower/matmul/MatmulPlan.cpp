@@ -29,8 +29,8 @@ bool hasMatmul(const ir::Fusion &fusion) {
 
 namespace {
 
-/// wgmma N values whose instructions fsl/device.cuh wraps.
-bool wrappedInstructionN(int64_t n) { return n == 64 || n == 128 || n == 256; }
+/// wgmma N values whose instructions fsl/device.cuh wraps: every N of m64nNk16.
+bool wrappedInstructionN(int64_t n) { return n >= 8 && n <= 256 && n % 8 == 0; }
 
 class MatmulPlanner {
 public:
@@ -273,6 +273,12 @@ private:
     plan_->epilogueVia = mm.epilogue ? mm.epilogue->via : sched::EpilogueKind::Registers;
     FSL_INTERNAL_ASSERT(plan_->splitK == 1 || plan_->epilogueVia == sched::EpilogueKind::Registers,
                         "split_k with an epilogue via shared reached the lowering");
+    FSL_INTERNAL_ASSERT(plan_->epilogueVia != sched::EpilogueKind::SharedTmaStore ||
+                            plan_->tileN % (128 / ir::dtypeBytes(fusion_.outputs.at(0).dtype)) == 0,
+                        "a TMA-stored output tile of partial column blocks reached the lowering");
+    FSL_INTERNAL_ASSERT(plan_->b.kContiguous ||
+                            plan_->instructionN % (128 / ir::dtypeBytes(plan_->b.dtype)) == 0,
+                        "an N-major b read in partial blocks reached the lowering");
     plan_->epilogueOrigin = {
         plan_->epilogueVia == sched::EpilogueKind::Registers ? "epilogue via registers"
         : plan_->epilogueVia == sched::EpilogueKind::Shared  ? "epilogue via shared"

@@ -697,86 +697,163 @@ __device__ __forceinline__ uint64_t fsl_wgmma_descriptor_mn_sw128(const void *ma
  * memory: d (N/2 f32 registers of each thread of the warpgroup, the PTX fragment order)
  * += A (64x16, descriptor a) * B (16xN, descriptor b). TransposeA/B are 0 for K-major
  * operands and 1 for M/N-major ones; scale_d 0 ignores d's old value (d = A * B).
- * Defined for N = 64, 128 and 256: fsl_wgmma_m64n128k16_f32_bf16<0, 0>(d, a, b, 1). The
- * register lists below spell out the asm operands for each N. */
-#define FSL_WGMMA_REGISTERS_N64                                                                    \
-  "{"                                                                                              \
-  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17,"                \
-  "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"                           \
-  "}"
-#define FSL_WGMMA_ACCUMULATORS_N64                                                                 \
-  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
-      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),     \
-      "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),   \
-      "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),   \
-      "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-#define FSL_WGMMA_OPERANDS_N64 " %32, %33, p, 1, 1, %35, %36;\n"
-#define FSL_WGMMA_SCALE_N64 "setp.ne.b32 p, %34, 0;\n"
+ * Defined for every N of the instruction, the multiples of 8 from 8 to 256:
+ * fsl_wgmma_m64n224k16_f32_bf16<0, 0>(d, a, b, 1). An asm statement names each of its
+ * N/2 accumulator registers: FSL_WGMMA_REGISTERS_R and FSL_WGMMA_ACCUMULATORS_R spell the
+ * first R (R = N/2, a multiple of 4), each list extending the one before it; the operands
+ * after them are numbered from R. */
+#define FSL_WGMMA_REGISTERS_4 "%0, %1, %2, %3"
+#define FSL_WGMMA_ACCUMULATORS_4 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+#define FSL_WGMMA_REGISTERS_8 FSL_WGMMA_REGISTERS_4 ", %4, %5, %6, %7"
+#define FSL_WGMMA_ACCUMULATORS_8                                                                   \
+  FSL_WGMMA_ACCUMULATORS_4, "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+#define FSL_WGMMA_REGISTERS_12 FSL_WGMMA_REGISTERS_8 ", %8, %9, %10, %11"
+#define FSL_WGMMA_ACCUMULATORS_12                                                                  \
+  FSL_WGMMA_ACCUMULATORS_8, "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
+#define FSL_WGMMA_REGISTERS_16 FSL_WGMMA_REGISTERS_12 ", %12, %13, %14, %15"
+#define FSL_WGMMA_ACCUMULATORS_16                                                                  \
+  FSL_WGMMA_ACCUMULATORS_12, "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+#define FSL_WGMMA_REGISTERS_20 FSL_WGMMA_REGISTERS_16 ", %16, %17, %18, %19"
+#define FSL_WGMMA_ACCUMULATORS_20                                                                  \
+  FSL_WGMMA_ACCUMULATORS_16, "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
+#define FSL_WGMMA_REGISTERS_24 FSL_WGMMA_REGISTERS_20 ", %20, %21, %22, %23"
+#define FSL_WGMMA_ACCUMULATORS_24                                                                  \
+  FSL_WGMMA_ACCUMULATORS_20, "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+#define FSL_WGMMA_REGISTERS_28 FSL_WGMMA_REGISTERS_24 ", %24, %25, %26, %27"
+#define FSL_WGMMA_ACCUMULATORS_28                                                                  \
+  FSL_WGMMA_ACCUMULATORS_24, "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27])
+#define FSL_WGMMA_REGISTERS_32 FSL_WGMMA_REGISTERS_28 ", %28, %29, %30, %31"
+#define FSL_WGMMA_ACCUMULATORS_32                                                                  \
+  FSL_WGMMA_ACCUMULATORS_28, "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define FSL_WGMMA_REGISTERS_36 FSL_WGMMA_REGISTERS_32 ", %32, %33, %34, %35"
+#define FSL_WGMMA_ACCUMULATORS_36                                                                  \
+  FSL_WGMMA_ACCUMULATORS_32, "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
+#define FSL_WGMMA_REGISTERS_40 FSL_WGMMA_REGISTERS_36 ", %36, %37, %38, %39"
+#define FSL_WGMMA_ACCUMULATORS_40                                                                  \
+  FSL_WGMMA_ACCUMULATORS_36, "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
+#define FSL_WGMMA_REGISTERS_44 FSL_WGMMA_REGISTERS_40 ", %40, %41, %42, %43"
+#define FSL_WGMMA_ACCUMULATORS_44                                                                  \
+  FSL_WGMMA_ACCUMULATORS_40, "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
+#define FSL_WGMMA_REGISTERS_48 FSL_WGMMA_REGISTERS_44 ", %44, %45, %46, %47"
+#define FSL_WGMMA_ACCUMULATORS_48                                                                  \
+  FSL_WGMMA_ACCUMULATORS_44, "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+#define FSL_WGMMA_REGISTERS_52 FSL_WGMMA_REGISTERS_48 ", %48, %49, %50, %51"
+#define FSL_WGMMA_ACCUMULATORS_52                                                                  \
+  FSL_WGMMA_ACCUMULATORS_48, "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51])
+#define FSL_WGMMA_REGISTERS_56 FSL_WGMMA_REGISTERS_52 ", %52, %53, %54, %55"
+#define FSL_WGMMA_ACCUMULATORS_56                                                                  \
+  FSL_WGMMA_ACCUMULATORS_52, "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
+#define FSL_WGMMA_REGISTERS_60 FSL_WGMMA_REGISTERS_56 ", %56, %57, %58, %59"
+#define FSL_WGMMA_ACCUMULATORS_60                                                                  \
+  FSL_WGMMA_ACCUMULATORS_56, "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
+#define FSL_WGMMA_REGISTERS_64 FSL_WGMMA_REGISTERS_60 ", %60, %61, %62, %63"
+#define FSL_WGMMA_ACCUMULATORS_64                                                                  \
+  FSL_WGMMA_ACCUMULATORS_60, "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+#define FSL_WGMMA_REGISTERS_68 FSL_WGMMA_REGISTERS_64 ", %64, %65, %66, %67"
+#define FSL_WGMMA_ACCUMULATORS_68                                                                  \
+  FSL_WGMMA_ACCUMULATORS_64, "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
+#define FSL_WGMMA_REGISTERS_72 FSL_WGMMA_REGISTERS_68 ", %68, %69, %70, %71"
+#define FSL_WGMMA_ACCUMULATORS_72                                                                  \
+  FSL_WGMMA_ACCUMULATORS_68, "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
+#define FSL_WGMMA_REGISTERS_76 FSL_WGMMA_REGISTERS_72 ", %72, %73, %74, %75"
+#define FSL_WGMMA_ACCUMULATORS_76                                                                  \
+  FSL_WGMMA_ACCUMULATORS_72, "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75])
+#define FSL_WGMMA_REGISTERS_80 FSL_WGMMA_REGISTERS_76 ", %76, %77, %78, %79"
+#define FSL_WGMMA_ACCUMULATORS_80                                                                  \
+  FSL_WGMMA_ACCUMULATORS_76, "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
+#define FSL_WGMMA_REGISTERS_84 FSL_WGMMA_REGISTERS_80 ", %80, %81, %82, %83"
+#define FSL_WGMMA_ACCUMULATORS_84                                                                  \
+  FSL_WGMMA_ACCUMULATORS_80, "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
+#define FSL_WGMMA_REGISTERS_88 FSL_WGMMA_REGISTERS_84 ", %84, %85, %86, %87"
+#define FSL_WGMMA_ACCUMULATORS_88                                                                  \
+  FSL_WGMMA_ACCUMULATORS_84, "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+#define FSL_WGMMA_REGISTERS_92 FSL_WGMMA_REGISTERS_88 ", %88, %89, %90, %91"
+#define FSL_WGMMA_ACCUMULATORS_92                                                                  \
+  FSL_WGMMA_ACCUMULATORS_88, "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
+#define FSL_WGMMA_REGISTERS_96 FSL_WGMMA_REGISTERS_92 ", %92, %93, %94, %95"
+#define FSL_WGMMA_ACCUMULATORS_96                                                                  \
+  FSL_WGMMA_ACCUMULATORS_92, "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+#define FSL_WGMMA_REGISTERS_100 FSL_WGMMA_REGISTERS_96 ", %96, %97, %98, %99"
+#define FSL_WGMMA_ACCUMULATORS_100                                                                 \
+  FSL_WGMMA_ACCUMULATORS_96, "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99])
+#define FSL_WGMMA_REGISTERS_104 FSL_WGMMA_REGISTERS_100 ", %100, %101, %102, %103"
+#define FSL_WGMMA_ACCUMULATORS_104                                                                 \
+  FSL_WGMMA_ACCUMULATORS_100, "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
+#define FSL_WGMMA_REGISTERS_108 FSL_WGMMA_REGISTERS_104 ", %104, %105, %106, %107"
+#define FSL_WGMMA_ACCUMULATORS_108                                                                 \
+  FSL_WGMMA_ACCUMULATORS_104, "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])
+#define FSL_WGMMA_REGISTERS_112 FSL_WGMMA_REGISTERS_108 ", %108, %109, %110, %111"
+#define FSL_WGMMA_ACCUMULATORS_112                                                                 \
+  FSL_WGMMA_ACCUMULATORS_108, "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111])
+#define FSL_WGMMA_REGISTERS_116 FSL_WGMMA_REGISTERS_112 ", %112, %113, %114, %115"
+#define FSL_WGMMA_ACCUMULATORS_116                                                                 \
+  FSL_WGMMA_ACCUMULATORS_112, "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
+#define FSL_WGMMA_REGISTERS_120 FSL_WGMMA_REGISTERS_116 ", %116, %117, %118, %119"
+#define FSL_WGMMA_ACCUMULATORS_120                                                                 \
+  FSL_WGMMA_ACCUMULATORS_116, "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
+#define FSL_WGMMA_REGISTERS_124 FSL_WGMMA_REGISTERS_120 ", %120, %121, %122, %123"
+#define FSL_WGMMA_ACCUMULATORS_124                                                                 \
+  FSL_WGMMA_ACCUMULATORS_120, "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123])
+#define FSL_WGMMA_REGISTERS_128 FSL_WGMMA_REGISTERS_124 ", %124, %125, %126, %127"
+#define FSL_WGMMA_ACCUMULATORS_128                                                                 \
+  FSL_WGMMA_ACCUMULATORS_124, "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
 
-#define FSL_WGMMA_REGISTERS_N128                                                                   \
-  "{"                                                                                              \
-  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17,"                \
-  "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33,"                \
-  "%34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49,"                \
-  "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"                           \
-  "}"
-#define FSL_WGMMA_ACCUMULATORS_N128                                                                \
-  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
-      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),     \
-      "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),   \
-      "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),   \
-      "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),   \
-      "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),   \
-      "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),   \
-      "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),   \
-      "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-#define FSL_WGMMA_OPERANDS_N128 " %64, %65, p, 1, 1, %67, %68;\n"
-#define FSL_WGMMA_SCALE_N128 "setp.ne.b32 p, %66, 0;\n"
-
-#define FSL_WGMMA_REGISTERS_N256                                                                   \
-  "{"                                                                                              \
-  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17,"                \
-  "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33,"                \
-  "%34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49,"                \
-  "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65,"                \
-  "%66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81,"                \
-  "%82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97,"                \
-  "%98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110,"                    \
-  "%111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123,"                  \
-  "%124, %125, %126, %127"                                                                         \
-  "}"
-#define FSL_WGMMA_ACCUMULATORS_N256                                                                \
-  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
-      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),     \
-      "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),   \
-      "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),   \
-      "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),   \
-      "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),   \
-      "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),   \
-      "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),   \
-      "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),   \
-      "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]),   \
-      "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),   \
-      "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),   \
-      "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]),   \
-      "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]),   \
-      "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]),           \
-      "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]),          \
-      "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]),          \
-      "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]),          \
-      "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-#define FSL_WGMMA_OPERANDS_N256 " %128, %129, p, 1, 1, %131, %132;\n"
-#define FSL_WGMMA_SCALE_N256 "setp.ne.b32 p, %130, 0;\n"
+/* The operands after R accumulators: the descriptors a (%R) and b (%R+1), scale_d's
+ * predicate set from %R+2, the immediate transposes (%R+3, %R+4). */
+#define FSL_WGMMA_N8 4, " %4, %5, p, 1, 1, %7, %8;\n", "setp.ne.b32 p, %6, 0;\n"
+#define FSL_WGMMA_N16 8, " %8, %9, p, 1, 1, %11, %12;\n", "setp.ne.b32 p, %10, 0;\n"
+#define FSL_WGMMA_N24 12, " %12, %13, p, 1, 1, %15, %16;\n", "setp.ne.b32 p, %14, 0;\n"
+#define FSL_WGMMA_N32 16, " %16, %17, p, 1, 1, %19, %20;\n", "setp.ne.b32 p, %18, 0;\n"
+#define FSL_WGMMA_N40 20, " %20, %21, p, 1, 1, %23, %24;\n", "setp.ne.b32 p, %22, 0;\n"
+#define FSL_WGMMA_N48 24, " %24, %25, p, 1, 1, %27, %28;\n", "setp.ne.b32 p, %26, 0;\n"
+#define FSL_WGMMA_N56 28, " %28, %29, p, 1, 1, %31, %32;\n", "setp.ne.b32 p, %30, 0;\n"
+#define FSL_WGMMA_N64 32, " %32, %33, p, 1, 1, %35, %36;\n", "setp.ne.b32 p, %34, 0;\n"
+#define FSL_WGMMA_N72 36, " %36, %37, p, 1, 1, %39, %40;\n", "setp.ne.b32 p, %38, 0;\n"
+#define FSL_WGMMA_N80 40, " %40, %41, p, 1, 1, %43, %44;\n", "setp.ne.b32 p, %42, 0;\n"
+#define FSL_WGMMA_N88 44, " %44, %45, p, 1, 1, %47, %48;\n", "setp.ne.b32 p, %46, 0;\n"
+#define FSL_WGMMA_N96 48, " %48, %49, p, 1, 1, %51, %52;\n", "setp.ne.b32 p, %50, 0;\n"
+#define FSL_WGMMA_N104 52, " %52, %53, p, 1, 1, %55, %56;\n", "setp.ne.b32 p, %54, 0;\n"
+#define FSL_WGMMA_N112 56, " %56, %57, p, 1, 1, %59, %60;\n", "setp.ne.b32 p, %58, 0;\n"
+#define FSL_WGMMA_N120 60, " %60, %61, p, 1, 1, %63, %64;\n", "setp.ne.b32 p, %62, 0;\n"
+#define FSL_WGMMA_N128 64, " %64, %65, p, 1, 1, %67, %68;\n", "setp.ne.b32 p, %66, 0;\n"
+#define FSL_WGMMA_N136 68, " %68, %69, p, 1, 1, %71, %72;\n", "setp.ne.b32 p, %70, 0;\n"
+#define FSL_WGMMA_N144 72, " %72, %73, p, 1, 1, %75, %76;\n", "setp.ne.b32 p, %74, 0;\n"
+#define FSL_WGMMA_N152 76, " %76, %77, p, 1, 1, %79, %80;\n", "setp.ne.b32 p, %78, 0;\n"
+#define FSL_WGMMA_N160 80, " %80, %81, p, 1, 1, %83, %84;\n", "setp.ne.b32 p, %82, 0;\n"
+#define FSL_WGMMA_N168 84, " %84, %85, p, 1, 1, %87, %88;\n", "setp.ne.b32 p, %86, 0;\n"
+#define FSL_WGMMA_N176 88, " %88, %89, p, 1, 1, %91, %92;\n", "setp.ne.b32 p, %90, 0;\n"
+#define FSL_WGMMA_N184 92, " %92, %93, p, 1, 1, %95, %96;\n", "setp.ne.b32 p, %94, 0;\n"
+#define FSL_WGMMA_N192 96, " %96, %97, p, 1, 1, %99, %100;\n", "setp.ne.b32 p, %98, 0;\n"
+#define FSL_WGMMA_N200 100, " %100, %101, p, 1, 1, %103, %104;\n", "setp.ne.b32 p, %102, 0;\n"
+#define FSL_WGMMA_N208 104, " %104, %105, p, 1, 1, %107, %108;\n", "setp.ne.b32 p, %106, 0;\n"
+#define FSL_WGMMA_N216 108, " %108, %109, p, 1, 1, %111, %112;\n", "setp.ne.b32 p, %110, 0;\n"
+#define FSL_WGMMA_N224 112, " %112, %113, p, 1, 1, %115, %116;\n", "setp.ne.b32 p, %114, 0;\n"
+#define FSL_WGMMA_N232 116, " %116, %117, p, 1, 1, %119, %120;\n", "setp.ne.b32 p, %118, 0;\n"
+#define FSL_WGMMA_N240 120, " %120, %121, p, 1, 1, %123, %124;\n", "setp.ne.b32 p, %122, 0;\n"
+#define FSL_WGMMA_N248 124, " %124, %125, p, 1, 1, %127, %128;\n", "setp.ne.b32 p, %126, 0;\n"
+#define FSL_WGMMA_N256 128, " %128, %129, p, 1, 1, %131, %132;\n", "setp.ne.b32 p, %130, 0;\n"
+#define FSL_WGMMA_REGISTER_COUNT(R, OPERANDS, SCALE) R
+#define FSL_WGMMA_OPERAND_TEXT(R, OPERANDS, SCALE) OPERANDS
+#define FSL_WGMMA_SCALE_TEXT(R, OPERANDS, SCALE) SCALE
+#define FSL_WGMMA_CAT(a, b) FSL_WGMMA_CAT_(a, b)
+#define FSL_WGMMA_CAT_(a, b) a##b
+#define FSL_WGMMA_APPLY(macro, args) macro args
+#define FSL_WGMMA_R(N) FSL_WGMMA_APPLY(FSL_WGMMA_REGISTER_COUNT, (FSL_WGMMA_N##N))
 
 #if FSL_HAS_SM90A
 #define FSL_WGMMA_BODY(N, TYPE)                                                                    \
-  asm volatile("{\n"                                                                               \
-               ".reg .pred p;\n" FSL_WGMMA_SCALE_N##N                                              \
-               "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." #TYPE "." #TYPE                   \
-               " " FSL_WGMMA_REGISTERS_N##N "," FSL_WGMMA_OPERANDS_N##N "}\n"                      \
-               : FSL_WGMMA_ACCUMULATORS_N##N                                                       \
-               : "l"(a), "l"(b), "r"(scale_d), "n"(TransposeA), "n"(TransposeB)                    \
-               : "memory")
+  asm volatile(                                                                                    \
+      "{\n"                                                                                        \
+      ".reg .pred p;\n" FSL_WGMMA_APPLY(                                                           \
+          FSL_WGMMA_SCALE_TEXT,                                                                    \
+          (FSL_WGMMA_N##N)) "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." #TYPE "." #TYPE      \
+                            " {" FSL_WGMMA_CAT(                                                    \
+                                FSL_WGMMA_REGISTERS_,                                              \
+                                FSL_WGMMA_R(N)) "}," FSL_WGMMA_APPLY(FSL_WGMMA_OPERAND_TEXT,       \
+                                                                     (FSL_WGMMA_N##N)) "}\n"       \
+      : FSL_WGMMA_CAT(FSL_WGMMA_ACCUMULATORS_, FSL_WGMMA_R(N))                                     \
+      : "l"(a), "l"(b), "r"(scale_d), "n"(TransposeA), "n"(TransposeB)                             \
+      : "memory")
 #else
 #define FSL_WGMMA_BODY(N, TYPE) FSL_UNSUPPORTED_ON_THIS_DEVICE()
 #endif
@@ -786,18 +863,34 @@ __device__ __forceinline__ uint64_t fsl_wgmma_descriptor_mn_sw128(const void *ma
                                                                     uint64_t b, int scale_d) {     \
     FSL_WGMMA_BODY(N, TYPE);                                                                       \
   }
-FSL_DEFINE_WGMMA(64, bf16)
-FSL_DEFINE_WGMMA(128, bf16)
-FSL_DEFINE_WGMMA(256, bf16)
-FSL_DEFINE_WGMMA(64, f16)
-FSL_DEFINE_WGMMA(128, f16)
-FSL_DEFINE_WGMMA(256, f16)
+#define FSL_DEFINE_WGMMA_BOTH_TYPES(N) FSL_DEFINE_WGMMA(N, bf16) FSL_DEFINE_WGMMA(N, f16)
+FSL_DEFINE_WGMMA_BOTH_TYPES(8)
+FSL_DEFINE_WGMMA_BOTH_TYPES(16) FSL_DEFINE_WGMMA_BOTH_TYPES(24) FSL_DEFINE_WGMMA_BOTH_TYPES(32)
+    FSL_DEFINE_WGMMA_BOTH_TYPES(40) FSL_DEFINE_WGMMA_BOTH_TYPES(48) FSL_DEFINE_WGMMA_BOTH_TYPES(56)
+        FSL_DEFINE_WGMMA_BOTH_TYPES(64) FSL_DEFINE_WGMMA_BOTH_TYPES(72) FSL_DEFINE_WGMMA_BOTH_TYPES(
+            80) FSL_DEFINE_WGMMA_BOTH_TYPES(88) FSL_DEFINE_WGMMA_BOTH_TYPES(96)
+            FSL_DEFINE_WGMMA_BOTH_TYPES(104) FSL_DEFINE_WGMMA_BOTH_TYPES(112)
+                FSL_DEFINE_WGMMA_BOTH_TYPES(120) FSL_DEFINE_WGMMA_BOTH_TYPES(128)
+                    FSL_DEFINE_WGMMA_BOTH_TYPES(136) FSL_DEFINE_WGMMA_BOTH_TYPES(144)
+                        FSL_DEFINE_WGMMA_BOTH_TYPES(152) FSL_DEFINE_WGMMA_BOTH_TYPES(160)
+                            FSL_DEFINE_WGMMA_BOTH_TYPES(168) FSL_DEFINE_WGMMA_BOTH_TYPES(176)
+                                FSL_DEFINE_WGMMA_BOTH_TYPES(184) FSL_DEFINE_WGMMA_BOTH_TYPES(192)
+                                    FSL_DEFINE_WGMMA_BOTH_TYPES(200)
+                                        FSL_DEFINE_WGMMA_BOTH_TYPES(208)
+                                            FSL_DEFINE_WGMMA_BOTH_TYPES(216)
+                                                FSL_DEFINE_WGMMA_BOTH_TYPES(224)
+                                                    FSL_DEFINE_WGMMA_BOTH_TYPES(232)
+                                                        FSL_DEFINE_WGMMA_BOTH_TYPES(240)
+                                                            FSL_DEFINE_WGMMA_BOTH_TYPES(248)
+                                                                FSL_DEFINE_WGMMA_BOTH_TYPES(256)
+#undef FSL_DEFINE_WGMMA_BOTH_TYPES
 #undef FSL_DEFINE_WGMMA
 
-/* setmaxnreg (sm_90a): a warpgroup's warps raise (inc) or lower (dec) their register
- * budget to `Registers` (24..256, a multiple of 8), so producer warpgroups give registers
- * to the consumers that hold the accumulators. All warps of the warpgroup execute it. */
-template <int Registers> __device__ __forceinline__ void fsl_setmaxnreg_inc() {
+    /* setmaxnreg (sm_90a): a warpgroup's warps raise (inc) or lower (dec) their register
+     * budget to `Registers` (24..256, a multiple of 8), so producer warpgroups give registers
+     * to the consumers that hold the accumulators. All warps of the warpgroup execute it. */
+    template <int Registers>
+    __device__ __forceinline__ void fsl_setmaxnreg_inc() {
 #if FSL_HAS_SM90A
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Registers));
 #else
