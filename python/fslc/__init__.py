@@ -1,8 +1,8 @@
-"""fsl: FSL fusions from Python, through libfsl.so's C API (ctypes) and the specializing
+"""fslc: FSL fusions from Python, through libfsl.so's C API (ctypes) and the specializing
 JIT; with PyTorch, each fusion is a torch.library custom op (docs/python.md).
 
-    import fsl
-    prog = fsl.load("stdlib/std/norms.fsl")
+    import fslc
+    prog = fslc.load("stdlib/std/norms.fsl")
     y = prog.rms_norm_add(x, residual, weight)   # residual updated in place
 
 Importing this package does not import torch; loading a program registers its fusions

@@ -1,4 +1,4 @@
-"""The exceptions of the fsl package.
+"""The exceptions of the fslc package.
 
 Every error of the C API comes back as an FslError subclass chosen by its status
 (fsl/runtime.h), carrying the C API's message; each also derives from the built-in
