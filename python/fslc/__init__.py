@@ -10,6 +10,7 @@ as custom ops when torch can be imported.
 """
 
 from ._capi import DTYPES, descriptor, load_library
+from ._device import Device, Target, current_device, device_target, read_targets, select_target
 from ._program import Fusion, Program, Signature, load, load_text
 from .errors import (
     FslAlignmentError,
@@ -28,12 +29,14 @@ from .errors import (
     FslOverlapError,
     FslRankError,
     FslSizeError,
+    FslTargetError,
 )
 
 __all__ = [
-    "DTYPES", "descriptor", "load_library", "Fusion", "Program", "Signature", "load",
+    "DTYPES", "descriptor", "load_library", "Device", "Target", "current_device", "device_target",
+    "read_targets", "select_target", "Fusion", "Program", "Signature", "load",
     "load_text", "FslAlignmentError", "FslArgumentError", "FslCacheError", "FslCaptureError",
     "FslCompileError", "FslDeviceError", "FslDriverError", "FslDtypeError", "FslError",
     "FslLaunchError", "FslLayoutError", "FslLibraryError", "FslNullPointerError",
-    "FslOverlapError", "FslRankError", "FslSizeError",
+    "FslOverlapError", "FslRankError", "FslSizeError", "FslTargetError",
 ]

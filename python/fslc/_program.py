@@ -9,7 +9,7 @@ import os
 import string
 import sys
 
-from . import _capi, _places
+from . import _capi, _device, _places
 from .errors import FslArgumentError, FslError
 
 
@@ -242,6 +242,13 @@ class Program:
         # (fslc/_places.py); None leaves it to libfsl.so.
         stdlib = _places.find_stdlib(stdlib)
         self.stdlib = stdlib
+        # Without target=, the current device's (fslc/_device.py); without a GPU, the
+        # library's default.
+        self.device = None
+        if target is None:
+            self.device = _device.current_device()
+            if self.device is not None:
+                target = _device.device_target(stdlib, self.device)
         if runtime_dims == "auto":
             # Every static dimension of the file's fusions, so that sizes come from the
             # tensors: load once to read them, then again with them left runtime.
@@ -272,7 +279,8 @@ class Program:
         for name in self._fusion_names():
             fusion = Fusion(self, name)
             self.fusions[name] = fusion
-            if not hasattr(type(self), name) and not name.startswith("_"):
+            # Not over Program's methods and attributes (target, device, ...).
+            if not hasattr(type(self), name) and name not in self.__dict__ and not name.startswith("_"):
                 setattr(self, name, fusion)
         if torch_ops or (torch_ops is None and "torch" in sys.modules) or (
             torch_ops is None and importlib.util.find_spec("torch") is not None
@@ -380,7 +388,9 @@ def load(path, runtime_dims="auto", policy="reduced", target=None, cache_dir=Non
         tensors; None or "": none (the declared sizes only).
     policy: the runtime dimensions the JIT specializes on: "reduced" (the ones some
         reduction reduces, default), "all", "none".
-    target: a target of the stdlib ("h200"); None: the stdlib's default.
+    target: a target of the stdlib ("h200"); None: the one matching the current GPU
+        (compute capability and SM count; refused for an unknown GPU), without a GPU
+        the stdlib's default (h200).
     cache_dir: the JIT's on-disk cache; None: $FSL_CACHE_DIR, else ~/.cache/fslc.
     library: the path of libfsl.so; None: $FSL_LIBRARY, the package's own (a wheel's),
         the installation's lib/, the repository's build/lib, the loader's path.

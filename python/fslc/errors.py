@@ -79,6 +79,11 @@ class FslCaptureError(FslError, RuntimeError):
     at these sizes: make one call before capturing (docs/python.md)."""
 
 
+class FslTargetError(FslError, RuntimeError):
+    """No target given and none of the stdlib's targets matches the current device (or
+    the targets cannot be read): pass target= (docs/python.md)."""
+
+
 class FslLibraryError(FslError, RuntimeError):
     """libfsl.so could not be found or loaded."""
 

@@ -109,6 +109,11 @@ norms = os.path.join(args.stdlib, "std", "norms.fsl")
 prog = fslc.load(norms, runtime_dims="H,S", cache_dir=cache, library=args.library, stdlib=args.stdlib)
 print("loaded %s from %s; ops %s" % (
     norms, fslc.load_library(args.library).path, ", ".join(f.op_name for f in prog.fusions.values())), flush=True)
+# No target= given: the current GPU's, through torch (an H200 is h200's).
+check("the target of the current GPU: %s for %r" % (prog.target, prog.device),
+      prog.device is not None and prog.device.name == torch.cuda.get_device_name()
+      and prog.device.sm_count == torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+      and (prog.target == "h200") == ("H200" in prog.device.name))
 
 SIZES = [(1, 4096), (8, 4096), (300, 4096), (8, 7168), (257, 7168), (64, 2048)]
 

@@ -367,5 +367,181 @@ class CapiTest(unittest.TestCase):
             self.assertIn("fslc", run.stdout + run.stderr)
 
 
+# Devices as the CUDA driver describes them (cuDeviceGetName, cuDeviceGetAttribute,
+# cuDeviceTotalMem): the choice of a target is tested without a GPU.
+H200 = ("NVIDIA H200", 9, 0, 132, 150_109_880_320)
+H100_SXM = ("NVIDIA H100 80GB HBM3", 9, 0, 132, 85_029_158_912)
+H100_PCIE = ("NVIDIA H100 PCIe", 9, 0, 114, 85_029_158_912)
+A100_40GB = ("NVIDIA A100-SXM4-40GB", 8, 0, 108, 42_505_273_344)
+RTX_4090 = ("NVIDIA GeForce RTX 4090", 8, 9, 128, 25_393_692_672)
+
+
+class FakeDriver:
+    """The CUDA driver calls of fslc._device.driver_device, answering for one device
+    (or failing as told)."""
+
+    def __init__(self, device=None, init=0, count=1, context=None):
+        self.device, self.init, self.count, self.context = device, init, count, context
+        self.ordinals = []
+
+    def cuInit(self, flags):
+        return self.init
+
+    def cuDeviceGetCount(self, count):
+        count._obj.value = self.count
+        return 0
+
+    def cuCtxGetCurrent(self, context):
+        context._obj.value = 0x1000 if self.context is not None else None
+        return 0
+
+    def cuCtxGetDevice(self, device):
+        device._obj.value = self.context
+        return 0
+
+    def cuDeviceGet(self, device, ordinal):
+        device._obj.value = ordinal
+        return 0
+
+    def cuDeviceGetAttribute(self, value, attribute, ordinal):
+        self.ordinals.append(ordinal)
+        name, major, minor, sms, memory = self.device
+        value._obj.value = {75: major, 76: minor, 16: sms}[attribute]
+        return 0
+
+    def cuDeviceTotalMem_v2(self, memory, ordinal):
+        memory._obj.value = self.device[4]
+        return 0
+
+    def cuDeviceGetName(self, name, size, ordinal):
+        name.value = self.device[0].encode()
+        return 0
+
+    def cuGetErrorName(self, status, name):
+        name._obj.value = {999: b"CUDA_ERROR_UNKNOWN"}.get(status)
+        return 0 if name._obj.value else 1
+
+
+class DeviceTargetTest(unittest.TestCase):
+    """fslc.load without target=: the target of the current device (fslc/_device.py)."""
+
+    @classmethod
+    def setUpClass(cls):
+        from fslc import _places
+        cls.stdlib = _places.find_stdlib()
+        cls.targets = fslc.read_targets(cls.stdlib)
+
+    def choose(self, device):
+        return fslc.select_target(fslc.Device(*device), self.targets).name
+
+    def test_targets(self):
+        by_name = {t.name: t for t in self.targets}
+        self.assertEqual(sorted(by_name), ["a100", "h100-sxm", "h200"])
+        self.assertEqual((by_name["h200"].arch, by_name["h200"].capability, by_name["h200"].sm_count),
+                         ("sm_90a", (9, 0), 132))
+        self.assertEqual(by_name["a100"].capability, (8, 0))
+        from fslc import _device
+        self.assertEqual(_device.capability("sm_100a"), (10, 0))
+        self.assertEqual(_device.capability("sm_120"), (12, 0))
+        with self.assertRaises(fslc.FslTargetError):
+            _device.capability("hopper")
+
+    def test_selection(self):
+        self.assertEqual(self.choose(H200), "h200")
+        # Same compute capability and SM count as the H200: the memory decides.
+        self.assertEqual(self.choose(H100_SXM), "h100-sxm")
+        self.assertEqual(self.choose(A100_40GB), "a100")
+        self.assertIsNone(fslc.select_target(None, self.targets))
+        for unknown, shown in ((RTX_4090, "compute capability 8.9, 128 SMs"),
+                               (H100_PCIE, "compute capability 9.0, 114 SMs")):
+            with self.assertRaises(fslc.FslTargetError) as caught:
+                self.choose(unknown)
+            message = str(caught.exception)
+            self.assertIn("no target matches the device %s (%s" % (unknown[0], shown), message)
+            self.assertIn("a100 (sm_80, 108 SMs, 80.0 GiB), h100-sxm (sm_90a, 132 SMs, 80.0 GiB), "
+                          "h200 (sm_90a, 132 SMs, 140.0 GiB); pass target=", message)
+
+    def test_driver_query(self):
+        from fslc import _device
+        driver = FakeDriver(H100_SXM)
+        device = _device.driver_device(driver)
+        self.assertEqual((device.name, device.capability, device.sm_count, device.memory_bytes),
+                         ("NVIDIA H100 80GB HBM3", (9, 0), 132, 85_029_158_912))
+        self.assertEqual(set(driver.ordinals), {0})  # no current context: device 0
+        driver = FakeDriver(H200, context=3)
+        self.assertEqual(_device.driver_device(driver).name, "NVIDIA H200")
+        self.assertEqual(set(driver.ordinals), {3})  # the current context's device
+        # No GPU: no driver, the driver's CUDA_ERROR_NO_DEVICE, or no device counted.
+        self.assertIsNone(_device.driver_device(None))
+        self.assertIsNone(_device.driver_device(FakeDriver(H200, init=100)))
+        self.assertIsNone(_device.driver_device(FakeDriver(H200, count=0)))
+        with self.assertRaises(fslc.FslDriverError) as caught:
+            _device.driver_device(FakeDriver(H200, init=999))
+        self.assertIn("cuInit failed: CUDA_ERROR_UNKNOWN (999)", str(caught.exception))
+        with self.assertRaises(fslc.FslDriverError) as caught:
+            _device.driver_device(FakeDriver(H200, init=3))
+        self.assertIn("cuInit failed: error (3)", str(caught.exception))
+        if _device.Driver.load() is None:  # this machine has no CUDA driver (CI)
+            self.assertIsNone(fslc.current_device())
+
+    def test_torch_device(self):
+        """With torch imported, its current device (faked: no torch needed)."""
+        import types
+        from fslc import _device
+        properties = types.SimpleNamespace(name="NVIDIA H200", major=9, minor=0, multi_processor_count=132,
+                                           total_memory=H200[4])
+        cuda = types.SimpleNamespace(is_available=lambda: True, current_device=lambda: 0,
+                                     get_device_properties=lambda index: properties)
+        saved = sys.modules.get("torch")
+        try:
+            sys.modules["torch"] = types.SimpleNamespace(cuda=cuda)
+            self.assertEqual(self.choose_current(), "h200")
+            cuda.is_available = lambda: False
+            self.assertIsNone(_device.current_device())
+        finally:
+            if saved is None:
+                del sys.modules["torch"]
+            else:
+                sys.modules["torch"] = saved
+
+    def choose_current(self):
+        return fslc.device_target(self.stdlib)
+
+    def load(self, device, **options):
+        """fslc.load with the current device replaced by `device` (a tuple or None)."""
+        from fslc import _device
+        saved = _device.current_device
+        _device.current_device = lambda: None if device is None else fslc.Device(*device)
+        try:
+            return fslc.load(NORMS, runtime_dims="H", cache_dir=CACHE, library=LIBRARY, torch_ops=False,
+                             **options)
+        finally:
+            _device.current_device = saved
+
+    def test_load(self):
+        prog = self.load(A100_40GB, arch="sm_80")
+        self.assertEqual((prog.target, prog.arch, prog.device.name), ("a100", "sm_80", "NVIDIA A100-SXM4-40GB"))
+        # Compiled for the A100's target (NVRTC for sm_80).
+        self.assertEqual(len(prog.rms_norm_add.prepare(rms_norm_add_call(8, 4096))["launches"]), 1)
+        prog = self.load(H100_SXM, arch="sm_90a")
+        self.assertEqual((prog.target, prog.arch), ("h100-sxm", "sm_90a"))
+        # No GPU: the default target, for the paths that need none.
+        prog = self.load(None, arch="sm_90a")
+        self.assertEqual((prog.target, prog.device), ("h200", None))
+        # An explicit target: the device is not asked.
+        from fslc import _device
+        saved = _device.current_device
+        _device.current_device = lambda: self.fail("the device was queried despite target=")
+        try:
+            prog = fslc.load(NORMS, runtime_dims="H", target="a100", arch="sm_80", cache_dir=CACHE,
+                             library=LIBRARY, torch_ops=False)
+        finally:
+            _device.current_device = saved
+        self.assertEqual((prog.target, prog.device), ("a100", None))
+        with self.assertRaises(fslc.FslTargetError) as caught:
+            self.load(RTX_4090, arch="sm_89")
+        self.assertIn("no target matches the device NVIDIA GeForce RTX 4090", str(caught.exception))
+
+
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)
