@@ -4,7 +4,7 @@
     runtime.py BUILD OUT FUSION[,FUSION...] [H,H,...] [T,T,...]
 
 - static:  fslc with -D H=<H> (bench-build/auto_<H>), the kernels of a known model size;
-- jit:     the stdlib file loaded by the Python package (python/fsl) with H left runtime:
+- jit:     the stdlib file loaded by the Python package (python/fslc) with H left runtime:
            the specializing JIT compiles the static schedule for each H it sees;
 - aot:     fslc without -D H (bench-build/dynamic): the heuristics' guarded variants
            (`when H % 8 == 0 && H <= ...`) compiled ahead of time;
@@ -68,9 +68,9 @@ def main():
     static = {f: torch.compile(bench.eager(f), dynamic=False) for f in fusions}
     program, jit_error = None, ""
     try:
-        import fsl
+        import fslc
         stdlib = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "stdlib")
-        program = fsl.load(os.path.join(stdlib, "std", "norms.fsl"), runtime_dims="H,S",
+        program = fslc.load(os.path.join(stdlib, "std", "norms.fsl"), runtime_dims="H,S",
                            cache_dir=os.environ.get("FSL_BENCH_CACHE", "/tmp/fsl-bench-cache"))
     except Exception as e:  # the table then has no jit column, and says why
         jit_error = f"{type(e).__name__}: {e}"

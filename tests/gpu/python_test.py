@@ -1,4 +1,4 @@
-"""The Python package (python/fsl) on a GPU with PyTorch: the fusions of std/norms.fsl as
+"""The Python package (python/fslc) on a GPU with PyTorch: the fusions of std/norms.fsl as
 torch custom ops, against eager PyTorch (in float64), under torch.compile(fullgraph=True)
 and in a captured CUDA graph, and the exceptions of bad calls.
 
@@ -27,15 +27,17 @@ parser.add_argument("--library", default=os.environ.get("FSL_LIBRARY"),
 parser.add_argument("--stdlib", default=os.environ.get("FSLC_STDLIB") or os.path.join(ROOT, "stdlib"),
                     help="the stdlib directory (default: $FSLC_STDLIB, else the repository's)")
 parser.add_argument("--python", default=os.path.join(ROOT, "python"),
-                    help="the directory holding the fsl package (default: the repository's python/)")
+                    help="the directory holding the fslc package (default: the repository's python/; "
+                         "'': the installed fslc, a wheel)")
 parser.add_argument("--cache-dir", default=None,
                     help="the JIT's cache (default: a new temporary directory)")
 args = parser.parse_args()
 
-sys.path.insert(0, args.python)
+if args.python:
+    sys.path.insert(0, args.python)
 import torch  # noqa: E402
 
-import fsl  # noqa: E402
+import fslc  # noqa: E402
 
 results = []
 
@@ -104,9 +106,14 @@ def randn(*shape, seed=0):
 print("torch %s, CUDA %s, %s" % (torch.__version__, torch.version.cuda, torch.cuda.get_device_name()), flush=True)
 cache = args.cache_dir or tempfile.mkdtemp(prefix="fsl-python-test-")
 norms = os.path.join(args.stdlib, "std", "norms.fsl")
-prog = fsl.load(norms, runtime_dims="H,S", cache_dir=cache, library=args.library, stdlib=args.stdlib)
+prog = fslc.load(norms, runtime_dims="H,S", cache_dir=cache, library=args.library, stdlib=args.stdlib)
 print("loaded %s from %s; ops %s" % (
-    norms, fsl.load_library(args.library).path, ", ".join(f.op_name for f in prog.fusions.values())), flush=True)
+    norms, fslc.load_library(args.library).path, ", ".join(f.op_name for f in prog.fusions.values())), flush=True)
+# No target= given: the current GPU's, through torch (an H200 is h200's).
+check("the target of the current GPU: %s for %r" % (prog.target, prog.device),
+      prog.device is not None and prog.device.name == torch.cuda.get_device_name()
+      and prog.device.sm_count == torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+      and (prog.target == "h200") == ("H200" in prog.device.name))
 
 SIZES = [(1, 4096), (8, 4096), (300, 4096), (8, 7168), (257, 7168), (64, 2048)]
 
@@ -272,24 +279,24 @@ def errors_case():
     T, H = 8, 4096
     x, res, w = randn(T, H, seed=81), randn(T, H, seed=82), randn(H, seed=83)
     before = res.clone()
-    expect_error("a CPU tensor: FslDeviceError", fsl.FslDeviceError, "x: a cpu tensor, expected a CUDA tensor",
+    expect_error("a CPU tensor: FslDeviceError", fslc.FslDeviceError, "x: a cpu tensor, expected a CUDA tensor",
                  lambda: prog.rms_norm_add(x.cpu(), res, w))
     expect_error("weight in float32: FslDtypeError (a TypeError)", TypeError, "weight: dtype f32, expected bf16",
                  lambda: prog.rms_norm_add(x, res, w.float()))
-    expect_error("x of rank 1: FslRankError", fsl.FslRankError, "x: rank 1, expected 2",
+    expect_error("x of rank 1: FslRankError", fslc.FslRankError, "x: rank 1, expected 2",
                  lambda: prog.rms_norm_add(x[0], res, w))
-    expect_error("residual with 9 rows: FslSizeError", fsl.FslSizeError,
+    expect_error("residual with 9 rows: FslSizeError", fslc.FslSizeError,
                  "residual: size 9 of dimension T, expected 8",
                  lambda: prog.rms_norm_add(x, randn(9, H), w))
     expect_error("weight of 7168: FslSizeError (a ValueError)", ValueError,
                  "weight: size 7168 of dimension H, expected 4096",
                  lambda: prog.rms_norm_add(x, res, randn(7168)))
-    expect_error("x transposed: FslLayoutError", fsl.FslLayoutError, "x: stride",
+    expect_error("x transposed: FslLayoutError", fslc.FslLayoutError, "x: stride",
                  lambda: prog.rms_norm_add(randn(H, T).t(), res, w))
-    expect_error("y over x: residual is x: FslOverlapError", fsl.FslOverlapError, "overlaps",
+    expect_error("y over x: residual is x: FslOverlapError", fslc.FslOverlapError, "overlaps",
                  lambda: prog.rms_norm_add(x, x, w))
     if torch.cuda.device_count() > 1:
-        expect_error("tensors on two devices: FslDeviceError", fsl.FslDeviceError, "is on cuda:0",
+        expect_error("tensors on two devices: FslDeviceError", fslc.FslDeviceError, "is on cuda:0",
                      lambda: prog.rms_norm_add(x, res.to("cuda:1"), w))
     expect_error("an unknown keyword: refused by the op", (TypeError, RuntimeError), "epsilon",
                  lambda: prog.rms_norm_add(x, res, w, epsilon=1.0))
@@ -313,7 +320,7 @@ def capture_without_warmup():
     try:
         with torch.cuda.graph(graph):
             prog.rms_norm_add(x, res, w)
-    except fsl.FslCaptureError as error:
+    except fslc.FslCaptureError as error:
         check("a first call inside capture: FslCaptureError", "call it once at these sizes" in str(error), str(error))
     except Exception as error:  # noqa: BLE001
         check("a first call inside capture: FslCaptureError", False, "%s: %s" % (type(error).__name__, error))

@@ -26,7 +26,7 @@ for file in bin/fslc lib/libfsl_runtime.a include/fsl/runtime.h include/fsl/jit.
             include/fsl/device.cuh share/fslc/stdlib/std/norms.fsl \
             share/fslc/stdlib/targets/h200.toml lib/cmake/fslc/fslcConfig.cmake \
             lib/cmake/fslc/fslcConfigVersion.cmake lib/cmake/fslc/FslcAddLibrary.cmake \
-            lib/libfsl.so share/fslc/python/fsl/__init__.py; do
+            lib/libfsl.so share/fslc/python/fslc/__init__.py; do
   [ -f "$prefix/$file" ] || fail "the install has no $file"
 done
 
@@ -89,9 +89,10 @@ grep -q "H200 of the copied prefix" "$work/targets.txt" ||
 
 # The Python package of the copy (no torch needed) finds the copy's libfsl.so and stdlib.
 PYTHONPATH="$moved/share/fslc/python" python3 - "$moved" > "$work/python.log" 2>&1 <<'PY' ||
-import sys, fsl
-prog = fsl.load(sys.argv[1] + "/share/fslc/stdlib/std/norms.fsl", torch_ops=False)
+import sys, fslc
+prog = fslc.load(sys.argv[1] + "/share/fslc/stdlib/std/norms.fsl", torch_ops=False)
 assert prog._lib.path.startswith(sys.argv[1] + "/lib/"), prog._lib.path
+assert prog.stdlib == sys.argv[1] + "/share/fslc/stdlib", prog.stdlib
 assert "rms_norm_add" in prog.fusions, prog.fusions
 PY
   { cat "$work/python.log"; fail "the copied Python package does not load the copy's libfsl.so"; }

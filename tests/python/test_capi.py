@@ -1,28 +1,40 @@
-"""The Python package's C API layer (python/fsl) without torch and without a GPU.
+"""The Python package's C API layer (python/fslc) without torch and without a GPU.
 
 usage: python3 tests/python/test_capi.py LIBFSL SOURCE_DIR WORK_DIR
+       python3 tests/python/test_capi.py --installed SOURCE_DIR WORK_DIR
+
+The first form imports the source tree's package (SOURCE_DIR/python) with the build's
+libfsl.so; the second the fslc package the interpreter has installed (a wheel in a
+venv, tests/python/wheel_test.py) with the libfsl.so, fslc and stdlib it carries, and
+checks that nothing comes from SOURCE_DIR but the .fsl files loaded.
 
 libfsl.so's fsl_jit_session_prepare compiles with NVRTC for an explicit architecture and
 checks the call without data (null data pointers): stdlib/std/norms.fsl with H runtime,
 rms_norm_add at H = 4096 and 7168, the cache files, a memory hit, launch shapes, and the
-refusals as the Python exceptions of fsl.errors with the C API's messages.
+refusals as the Python exceptions of fslc.errors with the C API's messages.
 """
 
 import os
 import shutil
+import subprocess
 import sys
 import unittest
 
-LIBRARY, ROOT, WORK = (os.path.abspath(a) for a in sys.argv[1:4])
-sys.path.insert(0, os.path.join(ROOT, "python"))
-import fsl  # noqa: E402
+INSTALLED = sys.argv[1] == "--installed"
+ROOT, WORK = (os.path.abspath(a) for a in sys.argv[2:4])
+if not INSTALLED:
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+import fslc  # noqa: E402
 
+PACKAGE = os.path.dirname(os.path.abspath(fslc.__file__))
+# Installed: the package's own libfsl.so, which its lookup finds first.
+LIBRARY = os.path.join(PACKAGE, "lib", "libfsl.so") if INSTALLED else os.path.abspath(sys.argv[1])
 NORMS = os.path.join(ROOT, "stdlib", "std", "norms.fsl")
 CACHE = os.path.join(WORK, "cache")
 
 
 def bf16(*shape):
-    return fsl.descriptor(shape, "bf16")
+    return fslc.descriptor(shape, "bf16")
 
 
 def rms_norm_add_call(T, H):
@@ -35,11 +47,11 @@ class CapiTest(unittest.TestCase):
     def setUpClass(cls):
         shutil.rmtree(WORK, ignore_errors=True)
         os.makedirs(WORK)
-        cls.prog = fsl.load(NORMS, runtime_dims="H", arch="sm_90a", cache_dir=CACHE,
+        cls.prog = fslc.load(NORMS, runtime_dims="H", arch="sm_90a", cache_dir=CACHE,
                             library=LIBRARY, torch_ops=False)
 
     def test_00_import_needs_no_torch(self):
-        self.assertNotIn("torch", sys.modules, "importing fsl or loading a program imported torch")
+        self.assertNotIn("torch", sys.modules, "importing fslc or loading a program imported torch")
 
     def test_01_program(self):
         prog = self.prog
@@ -64,7 +76,7 @@ class CapiTest(unittest.TestCase):
         self.assertEqual(self.prog.rms_norm_add.signature.op_schema(),
                          "(Tensor x, Tensor(a!) residual, Tensor weight, float eps=1e-06) -> Tensor")
         self.assertEqual(self.prog.softmax.signature.op_schema(), "(Tensor x) -> Tensor")
-        sig = fsl.Signature(
+        sig = fslc.Signature(
             "fsl-launch 1\nfusion f\ndim N runtime\ntensor a f32 inout 0 N\nscalar k i32 3\n"
             "tensor b f32 inout 0 N\nscalar on bool 1\ntensor y f32 out 0 N\ntensor z f32 out 0 N\nend\n")
         # k's default comes before b, which has none: dropped.
@@ -120,7 +132,7 @@ class CapiTest(unittest.TestCase):
         with self.assertRaises(cls) as caught:
             call(*args, **kwargs)
         self.assertIn(message, str(caught.exception))
-        self.assertIsInstance(caught.exception, fsl.FslError)
+        self.assertIsInstance(caught.exception, fslc.FslError)
         return caught.exception
 
     def test_05_refusals(self):
@@ -132,110 +144,114 @@ class CapiTest(unittest.TestCase):
             change(call)
             return call
 
-        e = self.assertRefused(fsl.FslDtypeError, "weight: dtype f32, expected bf16", f.prepare,
-                               damaged(lambda c: c.__setitem__(2, fsl.descriptor((4096,), "f32"))))
+        e = self.assertRefused(fslc.FslDtypeError, "weight: dtype f32, expected bf16", f.prepare,
+                               damaged(lambda c: c.__setitem__(2, fslc.descriptor((4096,), "f32"))))
         self.assertIsInstance(e, TypeError)
         self.assertEqual(e.status, 2)
-        e = self.assertRefused(fsl.FslRankError, "x: rank 1, expected 2", f.prepare,
+        e = self.assertRefused(fslc.FslRankError, "x: rank 1, expected 2", f.prepare,
                                damaged(lambda c: c.__setitem__(0, bf16(4096))))
         self.assertIsInstance(e, ValueError)
-        e = self.assertRefused(fsl.FslSizeError, "residual: size 9 of dimension T, expected 8",
+        e = self.assertRefused(fslc.FslSizeError, "residual: size 9 of dimension T, expected 8",
                                f.prepare, damaged(lambda c: c.__setitem__(1, bf16(9, 4096))))
         self.assertIsInstance(e, ValueError)
-        self.assertRefused(fsl.FslSizeError, "weight: size 5120 of dimension H, expected 4096",
+        self.assertRefused(fslc.FslSizeError, "weight: size 5120 of dimension H, expected 4096",
                            f.prepare, damaged(lambda c: c.__setitem__(2, bf16(5120))))
-        self.assertRefused(fsl.FslLayoutError, "x: stride 8 in dimension 1, expected 1", f.prepare,
-                           damaged(lambda c: c.__setitem__(0, fsl.descriptor((8, 4096), "bf16", strides=(1, 8)))))
-        self.assertRefused(fsl.FslNullPointerError, "y: null tensor descriptor", f.prepare,
+        self.assertRefused(fslc.FslLayoutError, "x: stride 8 in dimension 1, expected 1", f.prepare,
+                           damaged(lambda c: c.__setitem__(0, fslc.descriptor((8, 4096), "bf16", strides=(1, 8)))))
+        self.assertRefused(fslc.FslNullPointerError, "y: null tensor descriptor", f.prepare,
                            damaged(lambda c: c.__setitem__(3, None)))
-        self.assertRefused(fsl.FslArgumentError, "rms_norm_add takes 4 tensors (x, residual, weight, y), given 3",
+        self.assertRefused(fslc.FslArgumentError, "rms_norm_add takes 4 tensors (x, residual, weight, y), given 3",
                            f.prepare, rms_norm_add_call(8, 4096)[:3])
-        self.assertRefused(fsl.FslArgumentError, "at most 1 scalars", f.prepare,
+        self.assertRefused(fslc.FslArgumentError, "at most 1 scalars", f.prepare,
                            rms_norm_add_call(8, 4096), scalars=[1e-5, 1.0])
         stats = self.prog.stats()
         self.assertEqual(stats["specializations"], before["specializations"])
         self.assertEqual(stats["refused"] - before["refused"], 8)
 
     def test_06_unknown_fusion(self):
-        self.assertRefused(fsl.FslArgumentError, "no fusion 'nope' in %s (fusions: rms_norm, rms_norm_add, "
+        self.assertRefused(fslc.FslArgumentError, "no fusion 'nope' in %s (fusions: rms_norm, rms_norm_add, "
                            "layer_norm, softmax)" % NORMS, lambda: self.prog["nope"])
         with self.assertRaises(AttributeError) as caught:
             self.prog.nope
         self.assertIn("no fusion 'nope'", str(caught.exception))
         self.assertFalse(hasattr(self.prog, "nope"))
         # The session's own refusal, through the C API.
-        from fsl import _capi
+        from fslc import _capi
         import ctypes
         lib, error = self.prog._lib, _capi.error_buffer()
         tensors = (ctypes.POINTER(_capi.Tensor) * 1)()
         status = lib.fsl_jit_session_prepare(self.prog._session, b"nope", tensors, 0, None, 0, None,
                                              error, len(error))
-        self.assertRefused(fsl.FslArgumentError, "no fusion 'nope' in the program", _capi.check, status, error)
-        self.assertRefused(fsl.FslArgumentError, "rms_norm_add has no dimension 'Q'",
+        self.assertRefused(fslc.FslArgumentError, "no fusion 'nope' in the program", _capi.check, status, error)
+        self.assertRefused(fslc.FslArgumentError, "rms_norm_add has no dimension 'Q'",
                            self.prog.specialize, "rms_norm_add", Q=8)
 
     def test_07_load_errors(self):
         options = dict(arch="sm_90a", cache_dir=CACHE, library=LIBRARY, torch_ops=False)
-        self.assertRefused(fsl.FslArgumentError, "Q is not a static dimension", fsl.load, NORMS,
+        self.assertRefused(fslc.FslArgumentError, "Q is not a static dimension", fslc.load, NORMS,
                            runtime_dims="Q", **options)
-        self.assertRefused(fsl.FslArgumentError, "a runtime size already", fsl.load, NORMS,
+        self.assertRefused(fslc.FslArgumentError, "a runtime size already", fslc.load, NORMS,
                            runtime_dims="T", **options)
-        e = self.assertRefused(fsl.FslCompileError, "broken.fsl:1:", fsl.load_text, "broken.fsl",
+        e = self.assertRefused(fslc.FslCompileError, "broken.fsl:1:", fslc.load_text, "broken.fsl",
                                "fusion f(x: f32[N]) -> (y: f32[N]) { y = x + ; }", **options)
         self.assertEqual(e.status, 9)
-        self.assertRefused(fsl.FslArgumentError, "cannot read", fsl.load, os.path.join(WORK, "missing.fsl"),
+        self.assertRefused(fslc.FslArgumentError, "cannot read", fslc.load, os.path.join(WORK, "missing.fsl"),
                            **options)
-        self.assertRefused(fsl.FslArgumentError, "unknown specialization policy", fsl.load, NORMS,
+        self.assertRefused(fslc.FslArgumentError, "unknown specialization policy", fslc.load, NORMS,
                            policy="most", **options)
         missing = dict(options, library=os.path.join(WORK, "nowhere", "libfsl.so"))
-        self.assertRefused(fsl.FslLibraryError, "nowhere/libfsl.so (library=): no such file", fsl.load,
+        self.assertRefused(fslc.FslLibraryError, "nowhere/libfsl.so (library=): no such file", fslc.load,
                            NORMS, **missing)
 
     def test_08_auto_runtime_dims_and_policies(self):
-        prog = fsl.load(NORMS, arch="sm_90a", cache_dir=CACHE, library=LIBRARY, torch_ops=False)
+        prog = fslc.load(NORMS, arch="sm_90a", cache_dir=CACHE, library=LIBRARY, torch_ops=False)
         self.assertEqual(prog.runtime_dims, ["H", "S"])
         self.assertEqual(prog.softmax.signature.dims, {"T": None, "S": None})
         info = prog.softmax.prepare([bf16(4, 7168), bf16(4, 7168)])
         self.assertEqual(info["specialization"], "softmax.S7168")
-        prog = fsl.load(NORMS, runtime_dims="H", policy="all", arch="sm_90a", cache_dir=CACHE,
+        prog = fslc.load(NORMS, runtime_dims="H", policy="all", arch="sm_90a", cache_dir=CACHE,
                         library=LIBRARY, torch_ops=False)
         self.assertEqual(prog.rms_norm_add.prepare(rms_norm_add_call(8, 7168))["specialization"],
                          "rms_norm_add.H7168.T8")
-        prog = fsl.load(NORMS, runtime_dims=None, arch="sm_90a", cache_dir=CACHE, library=LIBRARY,
+        prog = fslc.load(NORMS, runtime_dims=None, arch="sm_90a", cache_dir=CACHE, library=LIBRARY,
                         torch_ops=False)
         self.assertEqual(prog.rms_norm.signature.dims, {"T": None, "H": 4096})
-        self.assertRefused(fsl.FslSizeError, "expected 4096 (static)", prog.rms_norm.prepare,
+        self.assertRefused(fslc.FslSizeError, "expected 4096 (static)", prog.rms_norm.prepare,
                            [bf16(8, 7168), bf16(7168), bf16(8, 7168)])
 
     def test_08b_closed(self):
-        prog = fsl.load(NORMS, runtime_dims="H", arch="sm_90a", cache_dir=CACHE, library=LIBRARY,
+        prog = fslc.load(NORMS, runtime_dims="H", arch="sm_90a", cache_dir=CACHE, library=LIBRARY,
                         torch_ops=False)
         fusion = prog.rms_norm_add
         prog.close()
         prog.close()
-        self.assertRefused(fsl.FslError, "is closed", fusion.prepare, rms_norm_add_call(8, 4096))
-        self.assertRefused(fsl.FslError, "is closed", prog.specialize, "rms_norm_add", H=8)
+        self.assertRefused(fslc.FslError, "is closed", fusion.prepare, rms_norm_add_call(8, 4096))
+        self.assertRefused(fslc.FslError, "is closed", prog.specialize, "rms_norm_add", H=8)
 
     def test_09_matmul_refused(self):
-        prog = fsl.load(os.path.join(ROOT, "examples", "matmul.fsl"), runtime_dims=None, arch="sm_90a",
+        prog = fslc.load(os.path.join(ROOT, "examples", "matmul.fsl"), runtime_dims=None, arch="sm_90a",
                         cache_dir=CACHE, library=LIBRARY, torch_ops=False)
         fusion = next(iter(prog.fusions.values()))
         sig = fusion.signature
         sizes = {d: (extent or 256) for d, extent in sig.dims.items()}
-        call = [fsl.descriptor([sizes[d] for d in p.dims], p.dtype) for p in sig.tensors]
-        self.assertRefused(fsl.FslCompileError, "the JIT cannot launch", fusion.prepare, call)
+        call = [fslc.descriptor([sizes[d] for d in p.dims], p.dtype) for p in sig.tensors]
+        self.assertRefused(fslc.FslCompileError, "the JIT cannot launch", fusion.prepare, call)
 
     def test_10_library_lookup(self):
-        from fsl import _capi
+        from fslc import _capi
         saved = os.environ.get("FSL_LIBRARY")
         try:
             os.environ["FSL_LIBRARY"] = LIBRARY
             self.assertEqual(list(_capi._candidates(None)), [(LIBRARY, "$FSL_LIBRARY")])
             del os.environ["FSL_LIBRARY"]
             places = [where for _, where in _capi._candidates(None)]
-            self.assertEqual(places, ["next to the package", "next to the package",
-                                      "the installation's lib/", "the repository's build tree",
-                                      "the loader's search path"])
+            if INSTALLED:  # a wheel in site-packages: neither an installation nor a repository
+                self.assertEqual(places, ["the package's own", "the loader's search path"])
+                # Found without library= or $FSL_LIBRARY: the wheel's own copy.
+                self.assertEqual(os.path.realpath(_capi.load_library(None).path), os.path.realpath(LIBRARY))
+            else:
+                self.assertEqual(places, ["the package's own", "the repository's build tree",
+                                          "the loader's search path"])
             self.assertEqual(list(_capi._candidates("/x/libfsl.so")), [("/x/libfsl.so", "library=")])
             self.assertIs(_capi.load_library(LIBRARY), self.prog._lib)
         finally:
@@ -265,6 +281,268 @@ class CapiTest(unittest.TestCase):
         self.assertTrue(exported and all(name.startswith("fsl_") for name in exported), exported)
         for name in ("fsl_program_load", "fsl_jit_session_launch", "fsl_jit_compile"):
             self.assertIn(name, exported)
+
+    def test_12_layouts(self):
+        """The three places the package can sit (fslc/_places.py), from their paths."""
+        from fslc import _places
+        prefix = os.path.join(WORK, "prefix")
+        installed = os.path.join(prefix, "share", "fslc", "python", "fslc")
+        self.assertEqual(_places.installation_prefix(installed), prefix)
+        self.assertEqual([where for _, where in _places.library_places(installed)],
+                         ["the package's own", "the installation's lib/", "the loader's search path"])
+        self.assertEqual(_places.library_places(installed)[1][0], os.path.join(prefix, "lib", "libfsl.so"))
+        self.assertEqual(_places.executable_places(installed)[1][0], os.path.join(prefix, "bin", "fslc"))
+        self.assertEqual(_places.stdlib_places(installed)[1][0],
+                         os.path.join(prefix, "share", "fslc", "stdlib"))
+        in_tree = os.path.join(ROOT, "python", "fslc")
+        self.assertIsNone(_places.installation_prefix(in_tree))
+        self.assertEqual(_places.repository(in_tree), ROOT)
+        self.assertEqual(_places.stdlib_places(in_tree)[-1], (os.path.join(ROOT, "stdlib"), "the repository's"))
+        wheel = os.path.join(WORK, "venv", "lib", "python3.11", "site-packages", "fslc")
+        self.assertIsNone(_places.installation_prefix(wheel))
+        self.assertIsNone(_places.repository(wheel))
+        self.assertEqual(_places.find_stdlib("relative/std"), os.path.abspath("relative/std"))
+
+    def test_13_own_pieces(self):
+        """Where the package's libfsl.so and stdlib come from: installed, its own copies,
+        nothing of the source tree; in the source tree, the tree's stdlib."""
+        saved = os.environ.pop("FSLC_STDLIB", None)
+        try:
+            prog = fslc.load(NORMS, runtime_dims="H", arch="sm_90a", cache_dir=CACHE,
+                             library=LIBRARY if not INSTALLED else None, torch_ops=False)
+        finally:
+            if saved is not None:
+                os.environ["FSLC_STDLIB"] = saved
+        if INSTALLED:
+            self.assertNotEqual(PACKAGE, os.path.join(ROOT, "python", "fslc"))
+            self.assertTrue(PACKAGE.startswith(sys.prefix + os.sep), "imported %s, not the installed copy" % PACKAGE)
+            self.assertEqual(prog.stdlib, os.path.join(PACKAGE, "share", "fslc", "stdlib"))
+            self.assertEqual(os.path.realpath(prog._lib.path), os.path.realpath(LIBRARY))
+        else:
+            self.assertEqual(PACKAGE, os.path.join(ROOT, "python", "fslc"))
+            self.assertEqual(prog.stdlib, os.path.join(ROOT, "stdlib"))
+        self.assertTrue(os.path.isfile(os.path.join(prog.stdlib, "targets", "h200.toml")))
+
+    def test_14_compiler(self):
+        """`python -m fslc` runs the compiler the package finds: installed, its own
+        fslc/bin/fslc (with the ANTLR runtime of fslc/lib and its own stdlib)."""
+        env = dict(os.environ)
+        env.pop("FSLC_STDLIB", None)
+        if not INSTALLED:
+            env["PYTHONPATH"] = os.path.join(ROOT, "python")
+
+        def fslc_main(*args, input=None):
+            return subprocess.run([sys.executable, "-m", "fslc", *args], capture_output=True, text=True,
+                                  env=env, input=input, cwd=WORK)
+
+        if not INSTALLED and os.path.dirname(os.path.dirname(LIBRARY)) != os.path.join(ROOT, "build"):
+            self.skipTest("python -m fslc in the source tree runs build/bin/fslc; this build is elsewhere")
+        from fslc import __main__ as main
+        path, launch_env = main.executable()
+        if INSTALLED:
+            self.assertEqual(path, os.path.join(PACKAGE, "bin", "fslc"))
+            # The ANTLR runtime copied next to libfsl.so comes first for the executable.
+            self.assertEqual(launch_env["LD_LIBRARY_PATH"].split(os.pathsep)[0], os.path.join(PACKAGE, "lib"))
+        else:
+            self.assertEqual(path, os.path.join(ROOT, "build", "bin", "fslc"))
+        run = fslc_main("--help")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn("--emit=", run.stdout)
+        run = fslc_main("--print-targets")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn("h200", run.stdout)
+        stdlib = os.path.join(PACKAGE, "share", "fslc", "stdlib") if INSTALLED else os.path.join(ROOT, "stdlib")
+        self.assertIn(stdlib, run.stdout)
+        # A real compile: norms.fsl's CUDA and launcher, and a diagnostic with its location.
+        out = os.path.join(WORK, "fslc-out")
+        run = fslc_main(NORMS, "-o", out, "--emit=cuda")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertTrue(any(name.endswith(".cu") for name in os.listdir(out)), os.listdir(out))
+        run = fslc_main("-", input="fusion f(x: f32[N]) -> (y: f32[N]) { y = x + ; }")
+        self.assertEqual(run.returncode, 1)
+        self.assertIn("<stdin>:1:", run.stderr)
+        if INSTALLED:
+            # The wheel's console script is the same program.
+            script = os.path.join(os.path.dirname(sys.executable), "fslc")
+            run = subprocess.run([script, "--version"], capture_output=True, text=True, env=env)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.assertIn("fslc", run.stdout + run.stderr)
+
+
+# Devices as the CUDA driver describes them (cuDeviceGetName, cuDeviceGetAttribute,
+# cuDeviceTotalMem): the choice of a target is tested without a GPU.
+H200 = ("NVIDIA H200", 9, 0, 132, 150_109_880_320)
+H100_SXM = ("NVIDIA H100 80GB HBM3", 9, 0, 132, 85_029_158_912)
+H100_PCIE = ("NVIDIA H100 PCIe", 9, 0, 114, 85_029_158_912)
+A100_40GB = ("NVIDIA A100-SXM4-40GB", 8, 0, 108, 42_505_273_344)
+RTX_4090 = ("NVIDIA GeForce RTX 4090", 8, 9, 128, 25_393_692_672)
+
+
+class FakeDriver:
+    """The CUDA driver calls of fslc._device.driver_device, answering for one device
+    (or failing as told)."""
+
+    def __init__(self, device=None, init=0, count=1, context=None):
+        self.device, self.init, self.count, self.context = device, init, count, context
+        self.ordinals = []
+
+    def cuInit(self, flags):
+        return self.init
+
+    def cuDeviceGetCount(self, count):
+        count._obj.value = self.count
+        return 0
+
+    def cuCtxGetCurrent(self, context):
+        context._obj.value = 0x1000 if self.context is not None else None
+        return 0
+
+    def cuCtxGetDevice(self, device):
+        device._obj.value = self.context
+        return 0
+
+    def cuDeviceGet(self, device, ordinal):
+        device._obj.value = ordinal
+        return 0
+
+    def cuDeviceGetAttribute(self, value, attribute, ordinal):
+        self.ordinals.append(ordinal)
+        name, major, minor, sms, memory = self.device
+        value._obj.value = {75: major, 76: minor, 16: sms}[attribute]
+        return 0
+
+    def cuDeviceTotalMem_v2(self, memory, ordinal):
+        memory._obj.value = self.device[4]
+        return 0
+
+    def cuDeviceGetName(self, name, size, ordinal):
+        name.value = self.device[0].encode()
+        return 0
+
+    def cuGetErrorName(self, status, name):
+        name._obj.value = {999: b"CUDA_ERROR_UNKNOWN"}.get(status)
+        return 0 if name._obj.value else 1
+
+
+class DeviceTargetTest(unittest.TestCase):
+    """fslc.load without target=: the target of the current device (fslc/_device.py)."""
+
+    @classmethod
+    def setUpClass(cls):
+        from fslc import _places
+        cls.stdlib = _places.find_stdlib()
+        cls.targets = fslc.read_targets(cls.stdlib)
+
+    def choose(self, device):
+        return fslc.select_target(fslc.Device(*device), self.targets).name
+
+    def test_targets(self):
+        by_name = {t.name: t for t in self.targets}
+        self.assertEqual(sorted(by_name), ["a100", "h100-sxm", "h200"])
+        self.assertEqual((by_name["h200"].arch, by_name["h200"].capability, by_name["h200"].sm_count),
+                         ("sm_90a", (9, 0), 132))
+        self.assertEqual(by_name["a100"].capability, (8, 0))
+        from fslc import _device
+        self.assertEqual(_device.capability("sm_100a"), (10, 0))
+        self.assertEqual(_device.capability("sm_120"), (12, 0))
+        with self.assertRaises(fslc.FslTargetError):
+            _device.capability("hopper")
+
+    def test_selection(self):
+        self.assertEqual(self.choose(H200), "h200")
+        # Same compute capability and SM count as the H200: the memory decides.
+        self.assertEqual(self.choose(H100_SXM), "h100-sxm")
+        self.assertEqual(self.choose(A100_40GB), "a100")
+        self.assertIsNone(fslc.select_target(None, self.targets))
+        for unknown, shown in ((RTX_4090, "compute capability 8.9, 128 SMs"),
+                               (H100_PCIE, "compute capability 9.0, 114 SMs")):
+            with self.assertRaises(fslc.FslTargetError) as caught:
+                self.choose(unknown)
+            message = str(caught.exception)
+            self.assertIn("no target matches the device %s (%s" % (unknown[0], shown), message)
+            self.assertIn("a100 (sm_80, 108 SMs, 80.0 GiB), h100-sxm (sm_90a, 132 SMs, 80.0 GiB), "
+                          "h200 (sm_90a, 132 SMs, 140.0 GiB); pass target=", message)
+
+    def test_driver_query(self):
+        from fslc import _device
+        driver = FakeDriver(H100_SXM)
+        device = _device.driver_device(driver)
+        self.assertEqual((device.name, device.capability, device.sm_count, device.memory_bytes),
+                         ("NVIDIA H100 80GB HBM3", (9, 0), 132, 85_029_158_912))
+        self.assertEqual(set(driver.ordinals), {0})  # no current context: device 0
+        driver = FakeDriver(H200, context=3)
+        self.assertEqual(_device.driver_device(driver).name, "NVIDIA H200")
+        self.assertEqual(set(driver.ordinals), {3})  # the current context's device
+        # No GPU: no driver, the driver's CUDA_ERROR_NO_DEVICE, or no device counted.
+        self.assertIsNone(_device.driver_device(None))
+        self.assertIsNone(_device.driver_device(FakeDriver(H200, init=100)))
+        self.assertIsNone(_device.driver_device(FakeDriver(H200, count=0)))
+        with self.assertRaises(fslc.FslDriverError) as caught:
+            _device.driver_device(FakeDriver(H200, init=999))
+        self.assertIn("cuInit failed: CUDA_ERROR_UNKNOWN (999)", str(caught.exception))
+        with self.assertRaises(fslc.FslDriverError) as caught:
+            _device.driver_device(FakeDriver(H200, init=3))
+        self.assertIn("cuInit failed: error (3)", str(caught.exception))
+        if _device.Driver.load() is None:  # this machine has no CUDA driver (CI)
+            self.assertIsNone(fslc.current_device())
+
+    def test_torch_device(self):
+        """With torch imported, its current device (faked: no torch needed)."""
+        import types
+        from fslc import _device
+        properties = types.SimpleNamespace(name="NVIDIA H200", major=9, minor=0, multi_processor_count=132,
+                                           total_memory=H200[4])
+        cuda = types.SimpleNamespace(is_available=lambda: True, current_device=lambda: 0,
+                                     get_device_properties=lambda index: properties)
+        saved = sys.modules.get("torch")
+        try:
+            sys.modules["torch"] = types.SimpleNamespace(cuda=cuda)
+            self.assertEqual(self.choose_current(), "h200")
+            cuda.is_available = lambda: False
+            self.assertIsNone(_device.current_device())
+        finally:
+            if saved is None:
+                del sys.modules["torch"]
+            else:
+                sys.modules["torch"] = saved
+
+    def choose_current(self):
+        return fslc.device_target(self.stdlib)
+
+    def load(self, device, **options):
+        """fslc.load with the current device replaced by `device` (a tuple or None)."""
+        from fslc import _device
+        saved = _device.current_device
+        _device.current_device = lambda: None if device is None else fslc.Device(*device)
+        try:
+            return fslc.load(NORMS, runtime_dims="H", cache_dir=CACHE, library=LIBRARY, torch_ops=False,
+                             **options)
+        finally:
+            _device.current_device = saved
+
+    def test_load(self):
+        prog = self.load(A100_40GB, arch="sm_80")
+        self.assertEqual((prog.target, prog.arch, prog.device.name), ("a100", "sm_80", "NVIDIA A100-SXM4-40GB"))
+        # Compiled for the A100's target (NVRTC for sm_80).
+        self.assertEqual(len(prog.rms_norm_add.prepare(rms_norm_add_call(8, 4096))["launches"]), 1)
+        prog = self.load(H100_SXM, arch="sm_90a")
+        self.assertEqual((prog.target, prog.arch), ("h100-sxm", "sm_90a"))
+        # No GPU: the default target, for the paths that need none.
+        prog = self.load(None, arch="sm_90a")
+        self.assertEqual((prog.target, prog.device), ("h200", None))
+        # An explicit target: the device is not asked.
+        from fslc import _device
+        saved = _device.current_device
+        _device.current_device = lambda: self.fail("the device was queried despite target=")
+        try:
+            prog = fslc.load(NORMS, runtime_dims="H", target="a100", arch="sm_80", cache_dir=CACHE,
+                             library=LIBRARY, torch_ops=False)
+        finally:
+            _device.current_device = saved
+        self.assertEqual((prog.target, prog.device), ("a100", None))
+        with self.assertRaises(fslc.FslTargetError) as caught:
+            self.load(RTX_4090, arch="sm_89")
+        self.assertIn("no target matches the device NVIDIA GeForce RTX 4090", str(caught.exception))
 
 
 if __name__ == "__main__":

@@ -5,13 +5,12 @@ Pure Python and ctypes, no torch: the CI tests this layer without a GPU
 """
 
 import ctypes
-import glob
 import os
-import sys
 
+from . import _places
 from .errors import FslLibraryError, error_for
 
-LIBRARY_NAME = "libfsl.so"
+LIBRARY_NAME = _places.LIBRARY_NAME
 FSL_MAX_RANK = 8
 FSL_JIT_MAX_LAUNCHES = 8
 ERROR_SIZE = 16384
@@ -174,31 +173,13 @@ def _candidates(library):
     if env:
         yield env, "$FSL_LIBRARY"
         return
-    package = os.path.dirname(os.path.abspath(__file__))
-    yield os.path.join(package, LIBRARY_NAME), "next to the package"
-    yield os.path.join(package, "lib", LIBRARY_NAME), "next to the package"
-    # Installed: <prefix>/share/fslc/python/fsl -> <prefix>/lib/libfsl.so.
-    prefix = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(package))))
-    yield os.path.join(prefix, "lib", LIBRARY_NAME), "the installation's lib/"
-    root = os.path.dirname(os.path.dirname(package))  # python/fsl -> the repository
-    yield os.path.join(root, "build", "lib", LIBRARY_NAME), "the repository's build tree"
-    yield LIBRARY_NAME, "the loader's search path"
+    yield from _places.library_places()
 
 
 def _preload_nvrtc():
     """Loads libnvrtc.so.13 globally from where PyTorch's CUDA wheels or a toolkit keep
     it, so that libfsl.so's dependency on it is met by its soname. True if one loaded."""
-    places = []
-    for entry in sys.path:
-        if entry and os.path.isdir(os.path.join(entry, "nvidia")):
-            places += sorted(glob.glob(os.path.join(entry, "nvidia", "*", "lib", "libnvrtc.so.1*")))
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if home:
-            for sub in ("lib64", "lib", "targets/x86_64-linux/lib"):
-                places += sorted(glob.glob(os.path.join(home, sub, "libnvrtc.so.1*")))
-    for place in places:
-        if "alt" in os.path.basename(place) or "builtins" in os.path.basename(place):
-            continue
+    for place in _places.nvrtc_places():
         try:
             ctypes.CDLL(place, mode=ctypes.RTLD_GLOBAL)
             return True
@@ -224,9 +205,10 @@ class Library:
 
 
 def load_library(library=None):
-    """The C library: `library` (a path), else $FSL_LIBRARY, else libfsl.so next to the
-    package (python/fsl/ or python/fsl/lib/), else the repository's build/lib/, else the
-    loader's search path. Raises FslLibraryError naming every place tried."""
+    """The C library: `library` (a path), else $FSL_LIBRARY, else the package's own
+    (fslc/lib/, a wheel's), the installation's lib/, the repository's build/lib/, else the
+    loader's search path (fslc/_places.py). Raises FslLibraryError naming every place
+    tried."""
     tried = []
     for path, where in _candidates(library):
         is_path = os.sep in path

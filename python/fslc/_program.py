@@ -1,6 +1,6 @@
 """Programs and fusions over the C API (no torch): load a .fsl file, read each fusion's
 signature, prepare or launch it with fsl_tensor descriptors. The PyTorch side
-(fsl/_torch.py) builds on this and is imported only when torch is."""
+(fslc/_torch.py) builds on this and is imported only when torch is."""
 
 import ctypes
 import importlib.util
@@ -9,7 +9,7 @@ import os
 import string
 import sys
 
-from . import _capi
+from . import _capi, _device, _places
 from .errors import FslArgumentError, FslError
 
 
@@ -46,7 +46,7 @@ class Signature:
     launch metadata text (jit/src/launch_plan.h): its dimensions (a static one with its
     extent, None for a runtime one), the ones its reductions reduce, its tensors in the
     launcher's order and its scalars. Nothing here is derived again from the .fsl file:
-    what Python checks itself (fsl/_torch.py) is read from these tables."""
+    what Python checks itself (fslc/_torch.py) is read from these tables."""
 
     def __init__(self, text):
         self.text = text
@@ -100,7 +100,7 @@ class Signature:
         return [d for d in runtime if d in self.reduced]
 
     def op_schema(self):
-        """The schema of the fusion's torch custom op (fsl/_torch.py)."""
+        """The schema of the fusion's torch custom op (fslc/_torch.py)."""
         return op_schema(self)
 
     def __repr__(self):
@@ -160,7 +160,7 @@ def _scalar_array(scalars):
 
 class Fusion:
     """One fusion of a program. Calling it with torch tensors runs the custom op
-    (fsl/_torch.py); prepare() and launch() take fsl_tensor descriptors (no torch)."""
+    (fslc/_torch.py); prepare() and launch() take fsl_tensor descriptors (no torch)."""
 
     def __init__(self, program, name):
         self.program = program
@@ -238,17 +238,17 @@ class Program:
         self.source = os.fspath(source)
         self.policy = policy
         self.namespace = namespace
-        if stdlib is None:
-            stdlib = os.environ.get("FSLC_STDLIB") or None
-        if stdlib is None:
-            # Installed: <prefix>/share/fslc/python/fsl next to <prefix>/share/fslc/stdlib.
-            # (In the source tree the library knows the tree's stdlib.)
-            installed = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-                os.path.abspath(__file__)))), "stdlib")
-            if os.path.isfile(os.path.join(installed, "std", "norms.fsl")):
-                stdlib = installed
-        if stdlib is not None:
-            stdlib = os.path.abspath(stdlib)
+        # The package's own stdlib (a wheel's), the installation's, the repository's
+        # (fslc/_places.py); None leaves it to libfsl.so.
+        stdlib = _places.find_stdlib(stdlib)
+        self.stdlib = stdlib
+        # Without target=, the current device's (fslc/_device.py); without a GPU, the
+        # library's default.
+        self.device = None
+        if target is None:
+            self.device = _device.current_device()
+            if self.device is not None:
+                target = _device.device_target(stdlib, self.device)
         if runtime_dims == "auto":
             # Every static dimension of the file's fusions, so that sizes come from the
             # tensors: load once to read them, then again with them left runtime.
@@ -279,7 +279,8 @@ class Program:
         for name in self._fusion_names():
             fusion = Fusion(self, name)
             self.fusions[name] = fusion
-            if not hasattr(type(self), name) and not name.startswith("_"):
+            # Not over Program's methods and attributes (target, device, ...).
+            if not hasattr(type(self), name) and name not in self.__dict__ and not name.startswith("_"):
                 setattr(self, name, fusion)
         if torch_ops or (torch_ops is None and "torch" in sys.modules) or (
             torch_ops is None and importlib.util.find_spec("torch") is not None
@@ -387,11 +388,14 @@ def load(path, runtime_dims="auto", policy="reduced", target=None, cache_dir=Non
         tensors; None or "": none (the declared sizes only).
     policy: the runtime dimensions the JIT specializes on: "reduced" (the ones some
         reduction reduces, default), "all", "none".
-    target: a target of the stdlib ("h200"); None: the stdlib's default.
+    target: a target of the stdlib ("h200"); None: the one matching the current GPU
+        (compute capability and SM count; refused for an unknown GPU), without a GPU
+        the stdlib's default (h200).
     cache_dir: the JIT's on-disk cache; None: $FSL_CACHE_DIR, else ~/.cache/fslc.
-    library: the path of libfsl.so; None: $FSL_LIBRARY, next to the package, the
-        repository's build/lib, the loader's path.
-    stdlib: the stdlib directory; None: $FSLC_STDLIB, else the source tree's.
+    library: the path of libfsl.so; None: $FSL_LIBRARY, the package's own (a wheel's),
+        the installation's lib/, the repository's build/lib, the loader's path.
+    stdlib: the stdlib directory; None: $FSLC_STDLIB, the package's own (a wheel's), the
+        installation's, the repository's.
     arch: compile for this architecture ("sm_90a") instead of the current device's.
     namespace: the torch.library namespace of the custom ops.
     torch_ops: register the fusions as torch custom ops now (None: when torch imports).

@@ -1,4 +1,4 @@
-"""The exceptions of the fsl package.
+"""The exceptions of the fslc package.
 
 Every error of the C API comes back as an FslError subclass chosen by its status
 (fsl/runtime.h), carrying the C API's message; each also derives from the built-in
@@ -77,6 +77,11 @@ class FslDeviceError(FslError, ValueError):
 class FslCaptureError(FslError, RuntimeError):
     """A call inside CUDA-graph capture whose kernels were never launched on this device
     at these sizes: make one call before capturing (docs/python.md)."""
+
+
+class FslTargetError(FslError, RuntimeError):
+    """No target given and none of the stdlib's targets matches the current device (or
+    the targets cannot be read): pass target= (docs/python.md)."""
 
 
 class FslLibraryError(FslError, RuntimeError):
