@@ -905,16 +905,17 @@ private:
                           what + ": output " + output.name + " is not [" + mName + ", " + nName +
                               "] (" + nName +
                               " contiguous); write it so, or take the epilogue via registers");
-    // TMA stores the tile in boxes of one 128-byte swizzle span of columns; the threads'
-    // copy takes any width.
-    int64_t span = 128 / ir::dtypeBytes(output.dtype);
-    if (epilogue->via == sched::EpilogueKind::SharedTmaStore && tiles && tiles->tileN % span != 0)
+    // TMA stores the tile in boxes of one swizzle span of columns (32, 64 or 128 bytes: the
+    // widest that divides the tile's rows); the threads' copy takes any width.
+    if (epilogue->via == sched::EpilogueKind::SharedTmaStore && tiles &&
+        tiles->tileN * ir::dtypeBytes(output.dtype) % 32 != 0)
       diagnostics_.report(
           DiagId::SharedEpilogueOutput, epilogue->origin.range,
-          llvm::formatv("{0}: a tile {1} columns wide; TMA stores {2} output in boxes of {3} "
-                        "columns (128 bytes), so the tile's N must be a multiple of {3} (or "
+          llvm::formatv("{0}: a tile {1} columns wide is {2} bytes of {3}; TMA stores the tile "
+                        "in boxes of 32, 64 or 128 bytes of a row, so they must divide it (or "
                         "write 'epilogue via shared', which the threads copy)",
-                        what, tiles->tileN, ir::dtypeName(output.dtype), span)
+                        what, tiles->tileN, tiles->tileN * ir::dtypeBytes(output.dtype),
+                        ir::dtypeName(output.dtype))
               .str());
     std::optional<int64_t> extent = fusion.dims[n].staticExtent;
     std::optional<int64_t> rowBytes = extent ? mul(*extent, ir::dtypeBytes(output.dtype)) : 16;

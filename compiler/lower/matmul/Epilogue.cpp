@@ -30,6 +30,32 @@ bool roundedByStore(const MatmulPlan &plan, const ir::Value &value) {
   return true;
 }
 
+/// The swizzle of the shared output tile: the widest whose row (one column block of the
+/// tile) divides the tile's N, so that TMA stores it in whole boxes (224 bf16 columns are
+/// 7 blocks of 64 bytes); 128 bytes when none divides it, a tile only the threads copy out
+/// (its last block partly used).
+kir::Swizzle outputTileSwizzle(const MatmulPlan &plan) {
+  int64_t rowBytes = plan.tileN * ir::dtypeBytes(plan.fusion->outputs.at(0).dtype);
+  for (kir::Swizzle swizzle :
+       {kir::Swizzle::Bytes128, kir::Swizzle::Bytes64, kir::Swizzle::Bytes32})
+    if (rowBytes % kir::swizzleSpanBytes(swizzle) == 0)
+      return swizzle;
+  return kir::Swizzle::Bytes128;
+}
+
+/// Output elements of one row of a column block of the shared output tile.
+int64_t outputTileSpan(const MatmulPlan &plan) {
+  return kir::swizzleSpanBytes(outputTileSwizzle(plan)) /
+         ir::dtypeBytes(plan.fusion->outputs.at(0).dtype);
+}
+
+/// Elements of one shared output tile: whole column blocks, the last one partly used when
+/// the tile's N is not a multiple of a block.
+int64_t outputTileElements(const MatmulPlan &plan) {
+  int64_t span = outputTileSpan(plan);
+  return plan.tileM * ((plan.tileN + span - 1) / span * span);
+}
+
 } // namespace
 
 void addOutputTensorMap(LowerContext &cx, const MatmulPlan &plan, const KernelNames &names,
@@ -40,9 +66,8 @@ void addOutputTensorMap(LowerContext &cx, const MatmulPlan &plan, const KernelNa
   map->global = cx.outputBuffers.at(0);
   for (ir::DimId dim : output.dims)
     map->extents.push_back(cx.dimExtent(dim));
-  map->box = {plan.tileM, kir::swizzleSpanBytes(kir::Swizzle::Bytes128) /
-                              static_cast<int64_t>(ir::dtypeBytes(output.dtype))};
-  map->swizzle = kir::Swizzle::Bytes128;
+  map->box = {plan.tileM, outputTileSpan(plan)};
+  map->swizzle = outputTileSwizzle(plan);
   storage.mapOut = map;
   kir::KernelParam kp;
   kp.kind = kir::KernelParam::Kind::TensorMap;
@@ -52,31 +77,24 @@ void addOutputTensorMap(LowerContext &cx, const MatmulPlan &plan, const KernelNa
   cx.kernel.params.push_back(kp);
 }
 
-/// Elements of one shared output tile: whole 128-byte column blocks, the last one partly
-/// used when the tile's N is not a multiple of a block.
-static int64_t outputTileElements(const MatmulPlan &plan) {
-  const ir::Output &output = plan.fusion->outputs.at(0);
-  int64_t span = kir::swizzleSpanBytes(kir::Swizzle::Bytes128) / ir::dtypeBytes(output.dtype);
-  return plan.tileM * ((plan.tileN + span - 1) / span * span);
-}
-
 void allocateOutputTile(const MatmulPlan &plan, const KernelNames &names, EpilogueStorage &storage,
                         SharedLayout &layout) {
   const ir::Output &output = plan.fusion->outputs.at(0);
-  int64_t span = kir::swizzleSpanBytes(kir::Swizzle::Bytes128) / ir::dtypeBytes(output.dtype);
+  kir::Swizzle swizzle = outputTileSwizzle(plan);
+  int64_t span = outputTileSpan(plan);
   int64_t groups = plan.tileGroups;
   int64_t blocks = (plan.tileN + span - 1) / span;
   storage.outTile =
       makeBuffer(names.fresh(output.name + "_tile"), output.dtype, kir::MemorySpace::Shared,
-                 {groups * outputTileElements(plan)}, kir::Swizzle::Bytes128,
-                 kir::swizzleRepeatBytes(kir::Swizzle::Bytes128));
+                 {groups * outputTileElements(plan)}, swizzle, kir::swizzleRepeatBytes(swizzle));
   std::string lastBlock =
       plan.tileN % span == 0 ? "" : ", the last one " + std::to_string(plan.tileN % span) + " wide";
   layout.allocations.push_back(sharedAllocation(
       storage.outTile, layout.bytes,
       std::string(groups > 1 ? "an output tile a consumer group: " : "the output tile: ") +
           std::to_string(blocks) + " column blocks of " + std::to_string(plan.tileM) + " x " +
-          std::to_string(span) + lastBlock + " (128-byte swizzle)",
+          std::to_string(span) + lastBlock + " (" + std::to_string(kir::swizzleSpanBytes(swizzle)) +
+          "-byte swizzle)",
       plan.epilogueOrigin));
   layout.bytes += groups * outputTileElements(plan) * ir::dtypeBytes(output.dtype);
 }
@@ -293,17 +311,20 @@ Stmt Epilogue::pairBody(const WorkTile &tile, const FragmentElement &first) cons
 }
 
 /// Element (row, column) of the shared output tile: column block `column / span` (one
-/// 128-byte row of `span` elements each), BM rows of it, and in each row the 16-byte
-/// chunks permuted by the 128-byte swizzle (chunk ^ row % 8), as TMA reads them.
+/// swizzled row of `span` elements each), BM rows of it, and in each row the 16-byte
+/// chunks permuted by the swizzle as TMA reads them (Layout.h's swizzleAddress: the chunk
+/// XOR the address's 128-byte row; with 128 bytes that is chunk ^ row % 8, with 64 bytes
+/// chunk ^ (row / 2) % 4, with 32 bytes chunk ^ (row / 4) % 2).
 Expr Epilogue::outputTileIndex(Expr row, Expr column) const {
-  const kir::Swizzle swizzle = kir::Swizzle::Bytes128;
+  const kir::Swizzle swizzle = outputTileSwizzle(plan_);
   int64_t bytes = ir::dtypeBytes(storage_.outTile->dtype);
-  int64_t span = kir::swizzleSpanBytes(swizzle) / bytes, chunk = 16 / bytes;
-  // The 128-byte rows after which the pattern repeats (Layout.h's swizzleAddress).
-  int64_t rows = kir::swizzleRepeatBytes(swizzle) / kir::swizzleSpanBytes(swizzle);
+  int64_t spanBytes = kir::swizzleSpanBytes(swizzle);
+  int64_t span = spanBytes / bytes, chunk = 16 / bytes;
+  int64_t rowsPer128 = 128 / spanBytes, patterns = int64_t(1) << kir::swizzleBits(swizzle);
+  Expr addressRow = rowsPer128 == 1 ? row : row / kir::index(rowsPer128);
   Expr inBlock = column % kir::index(span);
-  Expr swizzledChunk =
-      kir::binary(kir::BinaryOp::Xor, inBlock / kir::index(chunk), row % kir::index(rows));
+  Expr swizzledChunk = kir::binary(kir::BinaryOp::Xor, inBlock / kir::index(chunk),
+                                   addressRow % kir::index(patterns));
   return column / kir::index(span) * kir::index(plan_.tileM * span) + row * kir::index(span) +
          swizzledChunk * kir::index(chunk) + inBlock % kir::index(chunk);
 }
@@ -325,7 +346,7 @@ Stmt Epilogue::waitOutputTileRead(const std::string &comment) const {
 Stmt Epilogue::storeOutputTile(const WorkTile &tile) const {
   const ir::Output &output = cx_.fusion.outputs.at(0);
   int64_t bytes = ir::dtypeBytes(output.dtype);
-  int64_t span = kir::swizzleSpanBytes(kir::Swizzle::Bytes128) / bytes, chunk = 16 / bytes;
+  int64_t span = outputTileSpan(plan_), chunk = 16 / bytes;
   int64_t blocks = (plan_.tileN + span - 1) / span;
   std::vector<Stmt> out;
   if (plan_.epilogueVia == sched::EpilogueKind::SharedTmaStore) {

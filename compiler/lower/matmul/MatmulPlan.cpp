@@ -274,7 +274,7 @@ private:
     FSL_INTERNAL_ASSERT(plan_->splitK == 1 || plan_->epilogueVia == sched::EpilogueKind::Registers,
                         "split_k with an epilogue via shared reached the lowering");
     FSL_INTERNAL_ASSERT(plan_->epilogueVia != sched::EpilogueKind::SharedTmaStore ||
-                            plan_->tileN % (128 / ir::dtypeBytes(fusion_.outputs.at(0).dtype)) == 0,
+                            plan_->tileN * ir::dtypeBytes(fusion_.outputs.at(0).dtype) % 32 == 0,
                         "a TMA-stored output tile of partial column blocks reached the lowering");
     FSL_INTERNAL_ASSERT(plan_->b.kContiguous ||
                             plan_->instructionN % (128 / ir::dtypeBytes(plan_->b.dtype)) == 0,

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Tile shapes against cuBLAS (docs/performance.md, runs T1..): hand schedules of
+# examples/matmul.fsl and examples/linear_bias_gelu.fsl at runtime sizes, with tiles whose N
+# is not a power of two (128 x 224, 128 x 192) and small tiles with deep pipelines for few
+# rows, next to the heuristics' choice; then matmul_ab.py alternates them with the peers.
+#   generate (here):      tests/bench/matmul_tiles.sh generate build/bin/fslc
+#   run (GPU machine):    OUT=... tests/bench/matmul_tiles.sh run
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+dir="$root/bench-build/tiles"
+schedule() { # name example tile warp instruction-N stages consumers regs tiles epilogue
+  local body="    mma over K: tile ($3, 64), warp ($4), instruction wgmma(64, $5, 16);
+    pipeline $6 stages via tma;
+    warp_specialize producer(regs 40), consumers($7, regs $8);
+    tiles $9;
+    epilogue via ${10};"
+  [ "$2" = linear_bias_gelu ] && body="$body
+    fast_tanh;"
+  mkdir -p "$dir/$1"
+  awk -v body="$body" -v fusion="$2" '
+    /^schedule/ { print "schedule " fusion " {"; print body; print "}"; skip = 1; next }
+    skip && /^}/ { skip = 0; next }
+    !skip { print }' "$root/examples/$2.fsl" > "$dir/$1.fsl"
+  "$fslc" --diagnostics-color=never -o "$dir/$1" "$dir/$1.fsl"
+}
+case "${1:-}" in
+generate)
+  fslc="$2"
+  rm -rf "$dir" && mkdir -p "$dir"
+  mkdir -p "$dir/plain_auto" && "$fslc" -o "$dir/plain_auto" "$root/examples/matmul.fsl"
+  mkdir -p "$dir/gelu_example" && "$fslc" -o "$dir/gelu_example" "$root/examples/linear_bias_gelu.fsl"
+  schedule plain_t256 matmul "128, 256" "64, 256" 256 3 2 232 "persistent swizzle 8" "shared tma_store"
+  schedule plain_t224 matmul "128, 224" "64, 224" 224 3 2 232 "persistent swizzle 8" "shared"
+  schedule plain_t224r matmul "128, 224" "64, 224" 224 4 2 232 "persistent swizzle 8" "registers"
+  schedule plain_t192 matmul "128, 192" "64, 192" 192 4 2 232 "persistent swizzle 8" "shared tma_store"
+  schedule plain_s64x64 matmul "64, 64" "64, 64" 64 8 1 232 "one_per_cta" "registers"
+  schedule plain_s64x64d matmul "64, 64" "64, 64" 64 12 1 232 "one_per_cta" "registers"
+  schedule plain_s64x128 matmul "64, 128" "64, 128" 128 8 1 232 "one_per_cta" "registers"
+  schedule gelu_t224 linear_bias_gelu "128, 224" "64, 224" 224 3 2 232 "persistent swizzle 8" "shared"
+  schedule gelu_t192 linear_bias_gelu "128, 192" "64, 192" 192 4 2 232 "persistent swizzle 8" "shared tma_store"
+  ;;
+run)
+  out="${OUT:-$dir}"
+  for d in "$dir"/*/; do
+    (nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -shared -Xcompiler -fPIC \
+      -I "$root/runtime/include" -I "$d" -o "$d/libfusion.so" "$d"/*.cu > "$d/nvcc.txt" 2>&1 ||
+      { echo "BUILD FAILED: $d"; cat "$d/nvcc.txt"; }) &
+  done
+  wait
+  grep -H -E "registers|spill" "$dir"/*/nvcc.txt > "$out/ptxas.txt" || true
+  lib() { echo "$1=$dir/$1/libfusion.so:$2"; }
+  python3 "$root/tests/bench/matmul_ab.py" "$out" \
+    $(lib plain_auto plain) $(lib plain_t256 plain) $(lib plain_t224 plain) $(lib plain_t224r plain) \
+    $(lib plain_t192 plain) $(lib plain_s64x64 plain) $(lib plain_s64x64d plain) \
+    $(lib plain_s64x128 plain) $(lib gelu_example gelu) $(lib gelu_t224 gelu) $(lib gelu_t192 gelu) \
+    --rounds "${ROUNDS:-3}" --shapes "${SHAPES:-4096,14336,5120;1024,14336,5120;256,14336,5120;128,14336,5120;64,14336,5120;16,14336,5120;1,14336,5120;3000,7000,2000;4096,7424,5120;4000,14000,5000;8192,8192,8192}"
+  ;;
+*) echo "usage: $0 generate FSLC | run" >&2; exit 2 ;;
+esac
