@@ -11,14 +11,19 @@
 namespace fsl::heuristics {
 namespace {
 
+/// tile_n values: wgmma N (a multiple of 8 up to 256) whose output rows TMA stores in whole
+/// 32-byte boxes (a multiple of 16 bf16), at least 64.
+bool validTileN(int64_t tileN) { return tileN >= 64 && tileN <= 256 && tileN % 16 == 0; }
+
 /// The matmul knobs' values: refused at the knob when out of range or in conflict.
 void checkMatmulKnobs(const Knobs &knobs, bool twoProducts, KnobVerdicts &verdicts) {
   auto refuse = [&](const std::string &knob, const std::string &why) {
     verdicts.refuse(knob, why);
   };
-  if (knobs.tileN && *knobs.tileN != 128 && *knobs.tileN != 256)
+  if (knobs.tileN && !validTileN(*knobs.tileN))
     refuse("tile_n", "the CTA tile is 128 x tile_n with two consumer warpgroups of 64 x "
-                     "tile_n: 128 or 256");
+                     "tile_n (64 x tile_n with one for at most 64 rows): a multiple of 16 from "
+                     "64 to 256");
   if (twoProducts) {
     const char *why = "two products of one a keep two accumulator sets: 128 x 128 tiles, "
                       "persistent, one consumer group";
@@ -68,15 +73,22 @@ void matmulDirectives(Block &block, const std::string &k, const MatmulTile &c,
                        {"wgmma", header},
                        {count(64, header), count(c.tileN, tileAt), count(16, header)}},
             knobs.tileN ? tileAt : header);
+  // Consumer warpgroups: the tile's 64-row warp tiles, in each of the groups.
+  int64_t consumers = c.tileM / 64 * c.groups;
   block.add(sched::Pipeline{count(c.stages, at("stages")), true},
             knobs.stages ? at("stages") : header);
-  block.add(sched::WarpSpecialize{count(40, header), count(2, groupsAt), count(232, header)},
-            knobs.pingpong ? groupsAt : header);
+  block.add(
+      sched::WarpSpecialize{count(40, header), count(consumers, groupsAt), count(232, header)},
+      knobs.pingpong ? groupsAt : header);
   llvm::SMRange orderAt = c.order == sched::TileOrder::SplitK && knobs.splitK     ? at("split_k")
                           : c.order == sched::TileOrder::StreamK && knobs.streamK ? at("stream_k")
                           : knobs.swizzle && c.order != sched::TileOrder::SplitK  ? at("swizzle")
                                                                                   : header;
-  block.add(sched::Tiles{c.order, count(c.orderParameter, orderAt)}, orderAt);
+  block.add(
+      sched::Tiles{c.order, c.order == sched::TileOrder::OnePerCta
+                                ? std::nullopt
+                                : std::optional<sched::Count>(count(c.orderParameter, orderAt))},
+      orderAt);
   if (c.clusterM > 1)
     block.add(sched::Cluster{{count(c.clusterM, at("cluster_m")), count(1, at("cluster_m"))}, true},
               at("cluster_m"));
@@ -142,7 +154,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   // pick the rest.
   checkMatmulKnobs(knobs, twoProducts, verdicts);
   std::optional<int64_t> tileNKnob = knobs.tileN;
-  if (tileNKnob && *tileNKnob != 128 && *tileNKnob != 256)
+  if (tileNKnob && !validTileN(*tileNKnob))
     tileNKnob.reset();
   int64_t operandBytes = 2;
   // Stages: what the shared memory holds after the epilogue's tile, at most `most`.
@@ -169,29 +181,64 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     MatmulTile &c = variant.tile;
     c.epilogue = epilogue;
     std::string epilogueHow = epilogueWhy, groupsWhy;
-    bool fewRows = high && *high <= tuned::kSplitKBelowRows && !twoProducts;
+    bool fewRows = high && *high <= tuned::kFewRowsBelow && !twoProducts;
     c.tileN = tileNKnob ? *tileNKnob : (twoProducts || (high && !fewRows) ? 128 : 256);
-    // Static sizes: 128 x 128 tiles where their fuller last wave makes up for their lower
-    // rate (TunedConstants.h), e.g. 3000 x 7000 x 2000: 672 tiles of 128 x 256 fill 85 % of
-    // six waves, 1320 of 128 x 128 all of ten.
     std::string tileWhy;
-    // (The estimate is for 128-row tiles without clusters: not under the pingpong or
-    // cluster_m knobs, whose tiles pingpong's documentation and the cluster's walk fix.)
-    if (!tileNKnob && !twoProducts && c.tileN == 256 && !fewRows && mDim.extent && nDim.extent &&
+    // Static sizes: the width whose tiles finish first, at each width's rate
+    // (TunedConstants.h) and the share of their last wave they fill, e.g. 1024 x 14336:
+    // 448 tiles of 128 x 256 fill 85 % of four waves, 512 of 128 x 224 97 %. (The estimate
+    // is for 128-row tiles without clusters: not under the pingpong or cluster_m knobs,
+    // whose tiles pingpong's documentation and the cluster's walk fix.)
+    auto wavesFilled = [&](int64_t tileM, int64_t tileN) {
+      int64_t tiles = ((*mDim.extent + tileM - 1) / tileM) * ((*nDim.extent + tileN - 1) / tileN);
+      int64_t waves = (tiles + target.smCount - 1) / target.smCount;
+      return static_cast<double>(tiles) / static_cast<double>(waves * target.smCount);
+    };
+    // Below two waves the 128 x 128 tiles stay: a second wave overlaps the first's
+    // epilogue, which the estimate does not count (measured at 2048^3, run M3: 721 against
+    // 692 TFLOP/s for 128 x 256).
+    if (!tileNKnob && !twoProducts && !fewRows && c.tileN == 256 && mDim.extent && nDim.extent &&
         !knobs.pingpong.value_or(false) && !knobs.clusterM) {
-      auto wavesFilled = [&](int64_t tileN) {
-        int64_t tiles = ((*mDim.extent + 127) / 128) * ((*nDim.extent + tileN - 1) / tileN);
-        int64_t waves = (tiles + target.smCount - 1) / target.smCount;
-        return static_cast<double>(tiles) / static_cast<double>(waves * target.smCount);
-      };
-      double wide = wavesFilled(256), narrow = wavesFilled(128);
-      if (tuned::kTile128Rate * narrow > wide) {
-        c.tileN = 128;
-        tileWhy = llvm::formatv("128 x 128 tiles fill {0}% of their waves, 128 x 256 ones {1}%; "
-                                "at {2}% of the wider tiles' rate the narrow ones finish first.",
-                                static_cast<int>(100 * narrow), static_cast<int>(100 * wide),
-                                static_cast<int>(100 * tuned::kTile128Rate))
+      const tuned::TileRate *best = nullptr;
+      double bestTime = 0, fill256 = wavesFilled(128, 256);
+      for (const tuned::TileRate &width : tuned::kTileRates) {
+        double time = 1.0 / (width.rate * wavesFilled(128, width.tileN));
+        if (!best || time < bestTime * 0.999) {
+          best = &width;
+          bestTime = time;
+        }
+      }
+      c.tileN = best->tileN;
+      if (c.tileN != 256)
+        tileWhy = llvm::formatv("128 x {0} tiles fill {1}% of their waves, 128 x 256 ones "
+                                "{2}%; at {3}% of the widest tiles' rate they finish first.",
+                                c.tileN, static_cast<int>(100 * wavesFilled(128, c.tileN)),
+                                static_cast<int>(100 * fill256), static_cast<int>(100 * best->rate))
                       .str();
+    }
+    // Few rows: 64-row tiles of one consumer warpgroup, as wide as fills one wave of CTAs
+    // (N = 14336: 128 tiles of 64 x 112), each CTA streaming its rows of b through a deep
+    // pipeline of small stages.
+    if (fewRows) {
+      c.tileM = 64;
+      if (!tileNKnob && nDim.extent) {
+        int64_t rowsM = mDim.extent ? (*mDim.extent + 63) / 64 : 1;
+        double bestFill = -1;
+        for (int64_t width = 256; width >= 64; width -= 16) {
+          int64_t tiles = rowsM * ((*nDim.extent + width - 1) / width);
+          int64_t waves = (tiles + target.smCount - 1) / target.smCount;
+          double fill = static_cast<double>(tiles) / static_cast<double>(waves * target.smCount);
+          if (fill > bestFill + 1e-9) {
+            bestFill = fill;
+            c.tileN = width;
+          }
+        }
+        tileWhy = llvm::formatv("64 x {0} tiles: {1} CTAs fill {2}% of their waves.", c.tileN,
+                                rowsM * ((*nDim.extent + c.tileN - 1) / c.tileN),
+                                static_cast<int>(100 * bestFill))
+                      .str();
+      } else if (!tileNKnob) {
+        c.tileN = 128;
       }
     }
     std::string orderWhy = "persistent CTAs in groups of " +
@@ -202,13 +249,18 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     if (knobs.splitK) {
       parts = *knobs.splitK;
       verdicts.honour("split_k");
-    } else if (fewRows && !knobs.streamK.value_or(false) && !knobs.swizzle && !knobs.clusterM) {
-      std::optional<int64_t> alongN = tilesOf(nDim, c.tileN);
-      parts = alongN ? std::clamp<int64_t>((target.smCount + *alongN - 1) / *alongN, 1,
-                                           tuned::kSplitKMaxParts)
-                     : 3;
-      if (std::optional<int64_t> kTiles = tilesOf(kDim, 64))
-        parts = std::max<int64_t>(1, std::min(parts, *kTiles / tuned::kSplitKMinKTiles));
+    } else if (fewRows && !knobs.streamK.value_or(false) && !knobs.swizzle && !knobs.clusterM &&
+               !tileNKnob && nDim.extent) {
+      int64_t rowsM = mDim.extent ? (*mDim.extent + 63) / 64 : 1;
+      int64_t narrowest = rowsM * *tilesOf(nDim, 64);
+      if (2 * narrowest < target.smCount) {
+        c.tileN = 64;
+        tileWhy.clear();
+        parts = std::clamp<int64_t>((target.smCount + narrowest - 1) / narrowest, 1,
+                                    tuned::kSplitKMaxParts);
+        if (std::optional<int64_t> kTiles = tilesOf(kDim, 64))
+          parts = std::max<int64_t>(1, std::min(parts, *kTiles / tuned::kSplitKMinKTiles));
+      }
     }
     if (parts > 1) {
       c.order = sched::TileOrder::SplitK;
@@ -216,12 +268,18 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       c.epilogue = sched::EpilogueKind::Registers;
       orderWhy = knobs.splitK
                      ? "K split in " + std::to_string(parts) + " parts (split_k)"
-                     : llvm::formatv("K split in {0} parts: {1} rows leave most SMs idle and "
-                                     "the product is bound by reading {2}; each SM streams a "
-                                     "part",
-                                     parts, "fewer than 64", mm.rhsInput)
+                     : llvm::formatv("K split in {0} parts: the 64 x 64 tiles of {1} rows "
+                                     "leave more than half the SMs idle and the product is "
+                                     "bound by reading {2}; each SM streams a part",
+                                     parts, "at most 64", mm.rhsInput)
                            .str();
       epilogueHow = "in registers, in the kernel that adds the parts";
+    } else if (fewRows && !knobs.streamK.value_or(false) && !knobs.swizzle && !knobs.clusterM &&
+               !knobs.pingpong.value_or(false)) {
+      c.order = sched::TileOrder::OnePerCta;
+      c.epilogue = sched::EpilogueKind::Registers;
+      orderWhy = "one tile a CTA";
+      epilogueHow = "in registers (a few rows a tile)";
     } else {
       c.orderParameter = knobs.swizzle ? *knobs.swizzle : tuned::kSwizzle;
       // Ping-pong (two consumer groups on alternate 64 x tile_n tiles, one group's
@@ -257,18 +315,24 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
         verdicts.honour("cluster_m");
       }
     }
+    if (fewRows && c.groups == 1 && c.order != sched::TileOrder::OnePerCta &&
+        c.order != sched::TileOrder::SplitK)
+      c.tileM = 128; // a knob's tile order: the 128-row tiles it was measured with
     int64_t fit = stagesFit(c);
-    c.stages = std::max<int64_t>(1, std::min<int64_t>(c.tileN == 128 || c.groups > 1 ? 5 : 4, fit));
+    int64_t deepest = c.tileM == 64 && c.groups == 1   ? tuned::kFewRowsStages
+                      : c.tileN <= 128 || c.groups > 1 ? 5
+                                                       : 4;
+    c.stages = std::max<int64_t>(1, std::min<int64_t>(deepest, fit));
     if (knobs.stages) {
       verdicts.honour("stages");
       if (*knobs.stages > fit)
         verdicts.refuse(
-            "stages",
-            llvm::formatv("{0} stages of 128 x 64 and {1} x 64 operand tiles do not fit "
-                          "in the {2} bytes of shared memory a block has on {3} beside "
-                          "the epilogue's tile: at most {4}",
-                          *knobs.stages, c.tileN, target.sharedMemoryPerBlock, target.name, fit)
-                .str());
+            "stages", llvm::formatv("{0} stages of {5} x 64 and {1} x 64 operand tiles do not fit "
+                                    "in the {2} bytes of shared memory a block has on {3} beside "
+                                    "the epilogue's tile: at most {4}",
+                                    *knobs.stages, c.tileN, target.sharedMemoryPerBlock,
+                                    target.name, fit, c.tileM)
+                          .str());
       c.stages = *knobs.stages;
     }
     if (tileNKnob)
@@ -279,12 +343,14 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                  " in one kernel (a second b tile a stage, a second accumulator set)";
     if (low && high)
       rowsWhy += llvm::formatv(", {0} to {1} rows", *low, *high - 1).str();
+    else if (high && fewRows)
+      rowsWhy += llvm::formatv(", at most {0} rows", *high - 1).str();
     else if (high)
       rowsWhy += llvm::formatv(", fewer than {0} rows", *high).str();
     else if (low)
       rowsWhy += llvm::formatv(", {0} rows or more", *low).str();
     if (fewRows)
-      rowsWhy += ": the product reads " + mm.rhsInput + " once, by few CTAs";
+      rowsWhy += ": the product is bound by reading " + mm.rhsInput + " once";
     else if (high && *high == twoWaves)
       rowsWhy += llvm::formatv(" (fewer than two waves of 128 x 256 tiles on {0} SMs): "
                                "smaller tiles",
@@ -295,14 +361,16 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     if (!tileWhy.empty())
       variant.reasons.push_back(tileWhy);
     variant.reasons.push_back(
-        llvm::formatv("{5} x {0} tiles, two consumer warpgroups of 64 x {0} and a producer "
+        llvm::formatv("{5} x {0} tiles, {7} of 64 x {0} and a producer "
                       "(40 / 232 registers){6}, {1} stages (the shared memory left by the "
                       "epilogue), {2}{3}; the epilogue {4}.",
                       c.tileN, c.stages, orderWhy,
                       c.clusterM > 1 ? ", clusters of " + std::to_string(c.clusterM) +
                                            " M tiles sharing the b tile (multicast)"
                                      : "",
-                      epilogueHow, c.tileM, groupsWhy.empty() ? "" : ": " + groupsWhy)
+                      epilogueHow, c.tileM, groupsWhy.empty() ? "" : ": " + groupsWhy,
+                      c.tileM / 64 * c.groups == 1 ? "one consumer warpgroup"
+                                                   : "two consumer warpgroups")
             .str());
     return variant;
   };
@@ -312,7 +380,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   std::vector<int64_t> bounds;
   if (!knobs.splitK && !knobs.streamK.value_or(false) && !knobs.swizzle && !knobs.clusterM &&
       !twoProducts)
-    bounds.push_back(tuned::kSplitKBelowRows);
+    bounds.push_back(tuned::kFewRowsBelow);
   if (!tileNKnob && !twoProducts)
     bounds.push_back(twoWaves);
   std::vector<std::pair<std::optional<int64_t>, std::optional<int64_t>>> ranges;

@@ -92,16 +92,27 @@ inline constexpr int64_t kRuntimeRowThreads = 256;
 
 // --- auto(matmul) ---------------------------------------------------------------------
 
-/// Fewer than 64 rows: split_k. Measured 42 against 32 TFLOP/s at M = 16, N = 14336 (at
-/// most 8 parts, each of 4 k tiles or more).
-inline constexpr int64_t kSplitKBelowRows = 64;
+/// At most 64 rows ("few rows": the product is bound by reading b): 64-row tiles, one
+/// consumer warpgroup, as wide as fills one wave of CTAs (a static N) or 128, and a deep
+/// pipeline of small stages. Measured on the H200 (docs/performance.md, run T1) against
+/// split_k's 128 x 256 tiles: 217 against 170 TFLOP/s at M = 64, N = 14336, K = 5120; 53
+/// against 44 at M = 16 (64 x 128 tiles, 8 stages).
+inline constexpr int64_t kFewRowsBelow = 65;
+inline constexpr int64_t kFewRowsStages = 8;
+/// Few rows whose 64 x 64 tiles would leave more than half the SMs idle still split K
+/// (at most 8 parts, each of 4 k tiles or more).
 inline constexpr int64_t kSplitKMaxParts = 8;
 inline constexpr int64_t kSplitKMinKTiles = 4;
-/// 128 x 128 tiles run at this fraction of 128 x 256 ones' rate when both fill their waves:
-/// measured on the H200 (docs/performance.md, run M2), the same schedule with the two tile
-/// widths at 4096 x 14336 x 5120, 4096 x 5120 x 14336, 8192^3 and 8192 x 28672 x 8192:
-/// 0.88, 0.89, 0.91, 0.90.
-inline constexpr double kTile128Rate = 0.89;
+/// The rate of 128-row tiles of each width against 128 x 256 ones when both fill their
+/// waves. 128: measured on the H200 (docs/performance.md, run M2), the same schedule with
+/// the two widths at 4096 x 14336 x 5120, 4096 x 5120 x 14336, 8192^3 and
+/// 8192 x 28672 x 8192: 0.88, 0.89, 0.91, 0.90. 192: run T1, 8192^3 (4 stages against 3):
+/// 0.98. 224: between them, written before run T2 measured it (0.99).
+struct TileRate {
+  int64_t tileN;
+  double rate;
+};
+inline constexpr TileRate kTileRates[] = {{256, 1.0}, {224, 0.99}, {192, 0.98}, {128, 0.89}};
 /// Persistent tiles in groups of 8 M tiles: the hand schedule of
 /// examples/linear_bias_gelu.fsl, the fastest measured (docs/performance.md).
 inline constexpr int64_t kSwizzle = 8;

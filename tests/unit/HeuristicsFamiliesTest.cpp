@@ -335,21 +335,32 @@ TEST_CASE("auto(matmul): tiles, stages, order and epilogue by M, N and K") {
     const char *variants;
   };
   const Row table[] = {
-      // A runtime M: split_k below 64 rows, 128 x 128 tiles below two waves of 128 x 256.
+      // A runtime M: at most 64 rows, 64-row tiles of one consumer warpgroup as wide as
+      // fills one wave (128 tiles of 64 x 112 for N = 14336); 128 x 128 tiles below two
+      // waves of 128 x 256.
       {{},
        14336,
        5120,
        2,
        false,
-       "[, 64): 128 x 256, 4 stages, 1 groups, split_k 3, cluster 1, epilogue registers; "
-       "[64, 640): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
+       "[, 65): 64 x 112, 8 stages, 1 groups, one_per_cta 8, cluster 1, epilogue registers; "
+       "[65, 640): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
        "tma_store; [640, ): 128 x 256, 3 stages, 1 groups, persistent 8, cluster 1, epilogue "
        "shared tma_store"},
       // A static M: its range's choice alone.
       {16, 14336, 5120, 2, false,
-       "[, 64): 128 x 256, 4 stages, 1 groups, split_k 3, cluster 1, epilogue registers"},
+       "[, 65): 64 x 112, 8 stages, 1 groups, one_per_cta 8, cluster 1, epilogue registers"},
+      // Few rows and a short N: 64 x 64 tiles would leave more than half the SMs idle, so K
+      // is split (8 parts for 8 tiles on 132 SMs).
+      {16, 512, 4096, 2, false,
+       "[, 65): 64 x 64, 8 stages, 1 groups, split_k 8, cluster 1, epilogue registers"},
+      // 128 rows: 112 tiles of 128 x 128 fill 85 % of a wave; 64 of 128 x 224 48 %.
       {128, 14336, 5120, 2, false,
-       "[64, 640): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
+       "[65, 640): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
+       "tma_store"},
+      // 1024 rows: 448 tiles of 128 x 256 fill 85 % of four waves, 512 of 128 x 224 97 %.
+      {1024, 14336, 5120, 2, false,
+       "[640, ): 128 x 224, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
        "tma_store"},
       // 64 k tiles: both groups on one 128 x 256 tile (ping-pong only when asked).
       {4096, 4096, 4096, 2, false,
@@ -358,18 +369,23 @@ TEST_CASE("auto(matmul): tiles, stages, order and epilogue by M, N and K") {
       {4096, 5120, 14336, 2, false,
        "[1792, ): 128 x 256, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
        "tma_store"},
+      // 2048 tiles of 128 x 256 fill 97 % of 16 waves, 2368 of 128 x 224 99 % of 18: at
+      // 99 % of the rate, the 224-wide tiles finish first by an estimated 1 %.
       {8192, 8192, 8192, 2, false,
-       "[1152, ): 128 x 256, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
+       "[1152, ): 128 x 224, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
        "tma_store"},
       // 1088 tiles leave a last wave of 32 on 132 SMs: still persistent (stream-K only when
-      // asked), and 128 x 128 tiles would fill 97 % of their waves, not enough at 89 % of
-      // the rate.
+      // asked); 1280 tiles of 128 x 224 fill 97 % of ten waves.
       {8192, 4352, 8192, 2, false,
-       "[2048, ): 128 x 256, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
+       "[2048, ): 128 x 224, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
        "tma_store"},
-      // 672 tiles of 128 x 256 fill 85 % of six waves, 1320 of 128 x 128 all of ten.
+      // 672 tiles of 128 x 256 fill 85 % of six waves, 768 of 128 x 224 97 % of six.
       {3000, 7000, 2000, 2, false,
-       "[1280, ): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
+       "[1280, ): 128 x 224, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
+       "tma_store"},
+      // 928 tiles of 128 x 256 fill 88 % of eight waves, 1248 of 128 x 192 94 % of ten.
+      {4096, 7424, 5120, 2, false,
+       "[1280, ): 128 x 192, 4 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
        "tma_store"},
       // A runtime N: each range twice, the output tile by TMA stores where N % 8 == 0,
       // copied out by the threads otherwise.
@@ -378,9 +394,9 @@ TEST_CASE("auto(matmul): tiles, stages, order and epilogue by M, N and K") {
        4096,
        2,
        false,
-       "[, 64): 128 x 256, 4 stages, 1 groups, split_k 3, cluster 1, epilogue registers; "
-       "[64, 512): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
-       "tma_store; [64, 512): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, "
+       "[, 65): 64 x 128, 8 stages, 1 groups, one_per_cta 8, cluster 1, epilogue registers; "
+       "[65, 512): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
+       "tma_store; [65, 512): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, "
        "epilogue shared; [512, ): 128 x 256, 3 stages, 1 groups, persistent 8, cluster 1, "
        "epilogue shared tma_store; [512, ): 128 x 256, 3 stages, 1 groups, persistent 8, "
        "cluster 1, epilogue shared"},

@@ -146,7 +146,7 @@ TEST_CASE("classification and what the heuristics decline") {
                               "    c = sum(f32(a) * f32(b), over K);\n}\n");
   CHECK(matmul.find("warp_specialize producer(regs 40), consumers(2, regs 232);") !=
         std::string::npos);
-  CHECK(matmul.find("when M >= 64 && M < 512") != std::string::npos);
+  CHECK(matmul.find("when M >= 65 && M < 512") != std::string::npos);
 }
 
 namespace {
