@@ -13,7 +13,8 @@
 #
 # At build time a custom command runs fslc --emit=cuda on SOURCES into
 # <current binary dir>/<target>.fslc/, writing a depfile so that Ninja and Makefiles
-# regenerate when any imported .fsl file changes, not only SOURCES. <target> is then a
+# regenerate when any imported .fsl file changes, not only SOURCES, and a stamp file so
+# that neither reruns it when nothing changed (below). <target> is then a
 # CUDA static library of the generated <prefix><fusion>.cu files, for the architecture
 # of TARGET (h200, h100-sxm: 90a; a100: 80, read from the stdlib's target files as fslc
 # reads them), linking fslc::runtime and with the output directory as a PUBLIC include
@@ -128,6 +129,7 @@ function(fsl_add_library target)
 
   set(out_dir "${CMAKE_CURRENT_BINARY_DIR}/${target}.fslc")
   set(depfile "${out_dir}/${target}.d")
+  set(stamp "${out_dir}/${target}.stamp")
   set(sources "")
   foreach(source IN LISTS ARG_SOURCES)
     cmake_path(ABSOLUTE_PATH source BASE_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}" NORMALIZE)
@@ -151,27 +153,33 @@ function(fsl_add_library target)
     list(APPEND cu_files "${out_dir}/${ARG_NAME}${fusion}.cu")
     list(APPEND headers "${out_dir}/${ARG_NAME}${fusion}.h")
   endforeach()
-  # The depfile's rule names only the command's first output (-MT): Ninja requires its
-  # first target to be that output, and every target to be a declared output, whereas
-  # fslc's default lists every file it wrote, in the sources' order and including the
-  # fusions left out of FUSIONS.
-  list(GET cu_files 0 first_output)
-  list(APPEND flags -MT "${first_output}")
+  # The command's output is a stamp file, touched when fslc succeeds; the generated files
+  # are its byproducts. fslc rewrites a file only when its contents change, so after a
+  # touch of a source that changes nothing they keep their old times: as outputs, Make
+  # would find them older than the source at every build and rerun fslc forever (Ninja
+  # rechecks them, restat). The stamp is always new, and unchanged byproducts recompile
+  # nothing under either generator. The depfile's rule names the stamp alone (-MT): Ninja
+  # requires its target to be the command's first output, whereas fslc's default lists
+  # every file it wrote, including the fusions left out of FUSIONS.
+  list(APPEND flags -MT "${stamp}")
 
   # fslc names in its depfile every .fsl file it read and the target file; DEPENDS adds
   # the sources and the compiler itself, so a new fslc regenerates too.
   add_custom_command(
-    OUTPUT ${cu_files} ${headers}
+    OUTPUT "${stamp}"
+    BYPRODUCTS ${cu_files} ${headers}
     COMMAND fslc::fslc ${flags} ${sources}
     COMMAND "${CMAKE_COMMAND}" "-DFSL_LIBRARY=${target}"
             "-DFSL_EXPECTED_OUTPUTS=${cu_files};${headers}"
             -P "${CMAKE_CURRENT_FUNCTION_LIST_FILE}"
+    COMMAND "${CMAKE_COMMAND}" -E touch "${stamp}"
     DEPENDS ${sources} fslc::fslc
     DEPFILE "${depfile}"
     COMMENT "fslc: generating ${target} (${ARG_FUSIONS}) for ${ARG_TARGET}"
     VERBATIM)
 
-  add_library(${target} STATIC ${cu_files} ${headers})
+  # The stamp is a source (not compiled): building the library runs the command first.
+  add_library(${target} STATIC ${cu_files} ${headers} "${stamp}")
   target_include_directories(${target} PUBLIC "${out_dir}")
   target_link_libraries(${target} PUBLIC fslc::runtime)
   # The generated code is C++17 CUDA (tests/tools/cuda_checks.sh builds it the same way).

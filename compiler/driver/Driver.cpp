@@ -7,6 +7,7 @@
 #include "ast/Printer.h"
 #include "driver/Evaluate.h"
 #include "driver/OutputFiles.h"
+#include "driver/OutputPath.h"
 #include "driver/ResourceUsage.h"
 #include "driver/Simulate.h"
 #include "driver/Verify.h"
@@ -22,6 +23,7 @@
 #include "support/Diagnostics.h"
 #include "support/Internal.h"
 #include "support/SourceFile.h"
+#include "support/Suggestions.h"
 #include "support/Target.h"
 
 #include <llvm/ADT/StringExtras.h>
@@ -47,6 +49,8 @@ namespace {
 struct Unit {
   std::string path;       // as named in diagnostics: `<stdin>` for `-`
   bool fromStdin = false; // `-`: outputs named after it go to standard output
+  unsigned buffer = 0;    // its text in the source manager, once read
+  bool parsed = false;    // read and parsed without errors: its static dimensions are known
   std::optional<pipeline::Compilation> compilation;
   bool failed = false;
 };
@@ -57,7 +61,8 @@ public:
       : options_(options), out_(out), err_(err),
         text_(sources_, err,
               options.color == ColorMode::Always ||
-                  (options.color == ColorMode::Auto && err.has_colors())),
+                  (options.color == ColorMode::Auto && !options.noColorEnvironment &&
+                   err.has_colors())),
         json_(sources_, err), diagnostics_(options.diagnosticsFormat == DiagnosticsFormat::Json
                                                ? static_cast<DiagnosticConsumer &>(json_)
                                                : static_cast<DiagnosticConsumer &>(text_)),
@@ -94,6 +99,8 @@ private:
                                                                             : kExitUsage;
     code =
         configure(settingsRequest(), sources_, diagnostics_, settings_) ? kExitSuccess : kExitUsage;
+    if (code == kExitSuccess)
+      code = checkOutputPath();
     if (code == kExitSuccess && options_.inputs.empty()) {
       diagnostics_.report(DiagId::NoInputFiles, llvm::SMRange());
       code = kExitUsage;
@@ -105,13 +112,19 @@ private:
         if (diagnostics_.limitReached())
           break;
       }
-      // A -D no input declares is a mistake in the command line, not in the sources.
-      if (!checkDefines(units))
+      // A -D no input declares is a mistake in the command line, not in the sources; an
+      // input that did not parse may declare it, so its parse errors are all there is to say.
+      bool allParsed = llvm::all_of(units, [](const Unit &unit) { return unit.parsed; });
+      if (allParsed && !checkDefines(units)) {
         code = std::max<int>(code, kExitUsage);
-      else if (!options_.verify)
-        for (Unit &unit : units)
-          if (!unit.failed)
-            code = std::max(code, emit(unit));
+      } else if (!options_.verify) {
+        if (!checkSingleOutput(units))
+          code = std::max<int>(code, kExitUsage);
+        else
+          for (Unit &unit : units)
+            if (!unit.failed)
+              code = std::max(code, emit(unit));
+      }
     }
     if (code == kExitSuccess && wantsDepfile())
       code = files_.writeDepfile(
@@ -124,6 +137,19 @@ private:
 
   /// What the command line alone can tell to be wrong.
   int checkOptions() {
+    if (!options_.unknownOption.empty()) {
+      diagnostics_.report(DiagId::UnknownOption, llvm::SMRange(), options_.unknownOption,
+                          options_.unknownOptionSuggestion.empty()
+                              ? "; run 'fslc --help' for the options"
+                              : "; did you mean '" + options_.unknownOptionSuggestion + "'?");
+      return kExitUsage;
+    }
+    if (const std::optional<InvalidOptionValue> &invalid = options_.invalidOptionValue) {
+      diagnostics_.report(DiagId::InvalidOptionValue, llvm::SMRange(), invalid->value,
+                          invalid->option, llvm::join(invalid->valid, ", "),
+                          didYouMean(invalid->value, invalid->valid));
+      return kExitUsage;
+    }
     if (!options_.usageError.empty()) {
       diagnostics_.report(DiagId::UsageError, llvm::SMRange(), options_.usageError);
       return kExitUsage;
@@ -132,9 +158,12 @@ private:
       if (!llvm::is_contained(loweringPassNames(), pass)) {
         diagnostics_.report(DiagId::UsageError, llvm::SMRange(),
                             "--print-after=" + pass + ": no lowering pass of that name (passes: " +
-                                llvm::join(loweringPassNames(), ", ") + ")");
+                                llvm::join(loweringPassNames(), ", ") + ")" +
+                                didYouMean(pass, loweringPassNames()));
         return kExitUsage;
       }
+    if (int code = checkFormatOptions(); code != kExitSuccess)
+      return code;
     // Standard input can be read once.
     if (llvm::count(options_.inputs, "-") > 1) {
       diagnostics_.report(DiagId::UsageError, llvm::SMRange(),
@@ -177,6 +206,108 @@ private:
       }
     }
     return kExitSuccess;
+  }
+
+  /// -i and --check: what --emit=format does with its result instead of printing it.
+  int checkFormatOptions() {
+    auto refuse = [&](const std::string &message) {
+      diagnostics_.report(DiagId::UsageError, llvm::SMRange(), message);
+      return kExitUsage;
+    };
+    if (options_.inPlace && options_.checkFormatted)
+      return refuse("-i rewrites the inputs and --check writes nothing; give one of them");
+    if (options_.emit != EmitKind::Format) {
+      if (options_.inPlace)
+        return refuse("-i rewrites the inputs in canonical form: it applies to --emit=format");
+      if (options_.checkFormatted)
+        return refuse("--check names the inputs not in canonical form: it applies to "
+                      "--emit=format (--emit=check, the default, checks the sources)");
+      return kExitSuccess;
+    }
+    const char *option = options_.inPlace ? "-i" : "--check";
+    if ((options_.inPlace || options_.checkFormatted) && !options_.outputDir.empty())
+      return refuse(std::string(option) +
+                    (options_.inPlace ? " writes over the inputs" : " writes nothing") + "; -o " +
+                    options_.outputDir + " names an output: give one of them");
+    if (options_.inPlace && llvm::is_contained(options_.inputs, "-"))
+      return refuse("-i: standard input ('-') has no file to rewrite");
+    return kExitSuccess;
+  }
+
+  /// -o (or fsl.toml's output) names a folder, or the one output file (OutputPath.h).
+  int checkOutputPath() {
+    const std::string &path = settings_.outputDir;
+    if (path.empty() || options_.inPlace || options_.checkFormatted)
+      return kExitSuccess;
+    llvm::StringRef extension = outputExtension(options_.emit, options_.resolved);
+    switch (classifyOutputPath(path, options_.emit, options_.resolved)) {
+    case OutputPathKind::Folder:
+      return kExitSuccess;
+    case OutputPathKind::WrongExtension:
+      diagnostics_.report(DiagId::OutputFileExtension, llvm::SMRange(), path,
+                          emitName(options_.emit), writesWhat(), extension);
+      return kExitUsage;
+    case OutputPathKind::File:
+      break;
+    }
+    outputFile_ = path;
+    files_.setOutputFile(path);
+    if (options_.inputs.size() > 1) {
+      diagnostics_.report(DiagId::OutputFileAmbiguous, llvm::SMRange(), path,
+                          std::to_string(options_.inputs.size()) + " inputs are given",
+                          folderGets());
+      return kExitUsage;
+    }
+    return kExitSuccess;
+  }
+
+  /// What --emit writes for one input or fusion, for the messages about -o.
+  std::string writesWhat() const {
+    std::string file = "a '" + outputExtension(options_.emit, options_.resolved).str() + "' file";
+    if (options_.emit == EmitKind::Cuda)
+      return file + " and its '.h' header beside it";
+    if (options_.emit == EmitKind::Check)
+      return file + " (the summary of --evaluate)";
+    return file;
+  }
+
+  /// What -o DIR would get instead of the one file.
+  std::string folderGets() const {
+    switch (options_.emit) {
+    case EmitKind::Cuda:
+      return "'<fusion>.cu' and '<fusion>.h' for each fusion";
+    case EmitKind::Ptx:
+    case EmitKind::Cubin:
+      return "'<fusion>" + outputExtension(options_.emit, false).str() + "' for each fusion";
+    default:
+      return "one file for each input, named after it";
+    }
+  }
+
+  /// With -o naming one file of a kind written per fusion, the input must define
+  /// exactly one fusion: which of several to write, or what to write for none, would be a
+  /// guess. False after reporting.
+  bool checkSingleOutput(const std::vector<Unit> &units) {
+    if (outputFile_.empty() || !writesPerFusion(options_.emit))
+      return true;
+    for (const Unit &unit : units) {
+      if (unit.failed || !unit.compilation || !unit.compilation->program())
+        continue;
+      std::vector<std::string> fusions;
+      for (const auto &fusion : unit.compilation->program()->fusions)
+        if (unit.compilation->wanted(*fusion))
+          fusions.push_back(fusion->name);
+      if (fusions.size() == 1)
+        continue;
+      std::string defines = "'" + unit.path + "' defines " +
+                            (fusions.empty() ? std::string("no fusion")
+                                             : std::to_string(fusions.size()) + " fusions (" +
+                                                   llvm::join(fusions, ", ") + ")");
+      diagnostics_.report(DiagId::OutputFileAmbiguous, llvm::SMRange(), outputFile_, defines,
+                          folderGets());
+      return false;
+    }
+    return true;
   }
 
   /// --stdlib, else $FSLC_STDLIB, else the installed stdlib next to fslc
@@ -265,6 +396,7 @@ private:
       code = std::max<int>(code, kExitUsage);
       return unit;
     }
+    unit.buffer = *buffer;
     // Under -verify the file's diagnostics are collected and compared, not printed.
     CollectingDiagnosticConsumer collected;
     DiagnosticEngine verifyEngine(collected);
@@ -275,6 +407,7 @@ private:
     pipeline::Compilation &compilation =
         unit.compilation.emplace(compileOptions(), sources_, unit.path);
     bool parsed = compilation.parse(*buffer, diagnostics);
+    unit.parsed = parsed && diagnostics.errorCount() == errorsBefore;
     if (!unit.fromStdin)
       files_.addPrerequisite(path);
     if (parsed && needsSemantics() && compilation.analyze(diagnostics)) {
@@ -322,6 +455,10 @@ private:
       extension = ".eval.txt"; // only --evaluate can have something to say
       break;
     case EmitKind::Format:
+      if (options_.checkFormatted)
+        return checkFormatted(unit, ast::formatFile(*compilation.file()));
+      if (options_.inPlace)
+        return files_.rewriteInput(unit.path, ast::formatFile(*compilation.file()));
       stream << ast::formatFile(*compilation.file());
       extension = ".fsl";
       break;
@@ -422,10 +559,13 @@ private:
     }
     if (result.empty())
       return kExitSuccess;
+    // -o naming the file: it gets what is named after the input (the CUDA and NVRTC
+    // outputs were written above, and their --simulate report goes to standard output).
+    if (!outputFile_.empty() && !writesPerFusion(options_.emit))
+      return files_.writeOutput(outputFile_, result);
     // Standard input has no name to give an output file: what is named after the input
     // goes to standard output (the CUDA and NVRTC outputs are named after the fusions).
-    if (settings_.outputDir.empty() || unit.fromStdin || options_.emit == EmitKind::Cuda ||
-        options_.emit == EmitKind::Ptx || options_.emit == EmitKind::Cubin) {
+    if (settings_.outputDir.empty() || unit.fromStdin || writesPerFusion(options_.emit)) {
       out_ << result;
       out_.flush();
       return kExitSuccess;
@@ -440,6 +580,8 @@ private:
         continue;
       codegen::GeneratedSources sources = compilation.generate(*fusion);
       std::string name = compilation.baseName(*fusion);
+      if (!outputFile_.empty())
+        return writeCudaAs(outputFile_, name, sources);
       if (settings_.outputDir.empty()) {
         out_ << "// ---- " << name << ".h\n"
              << sources.header << "\n// ---- " << name << ".cu\n"
@@ -457,6 +599,43 @@ private:
     return kExitSuccess;
   }
 
+  /// -o x.cu: the one fusion's source as `x.cu` and its header beside it as `x.h`, which
+  /// the source includes by that name.
+  int writeCudaAs(const std::string &sourcePath, const std::string &name,
+                  const codegen::GeneratedSources &sources) {
+    llvm::SmallString<256> headerPath(sourcePath);
+    llvm::sys::path::replace_extension(headerPath, ".h");
+    std::string headerName = llvm::sys::path::filename(headerPath).str();
+    std::string source = sources.source;
+    // The generated source includes `<name>.h` once (codegen/CudaCodegen.cpp).
+    std::string include = "#include \"" + name + ".h\"\n";
+    size_t at = source.find(include);
+    if (at == std::string::npos)
+      FSL_UNREACHABLE("a generated source without its header's #include");
+    source.replace(at, include.size(), "#include \"" + headerName + "\"\n");
+    int code = files_.writeOutput(sourcePath, source);
+    if (code == kExitSuccess)
+      code = files_.writeOutput(std::string(headerPath), sources.header);
+    out_.flush();
+    return code;
+  }
+
+  /// A --check of one input: none of it is written; its first difference from the
+  /// canonical form is reported.
+  int checkFormatted(const Unit &unit, llvm::StringRef formatted) {
+    llvm::StringRef original = sources_.getMemoryBuffer(unit.buffer)->getBuffer();
+    if (original == formatted)
+      return kExitSuccess;
+    size_t at = 0;
+    while (at < original.size() && at < formatted.size() && original[at] == formatted[at])
+      ++at;
+    llvm::SMLoc where = llvm::SMLoc::getFromPointer(original.data() + at);
+    diagnostics_.report(DiagId::NotFormatted, llvm::SMRange(where, where),
+                        unit.fromStdin ? std::string("'fslc --emit=format' prints it")
+                                       : "'fslc --emit=format -i " + unit.path + "' rewrites it");
+    return kExitDiagnostics;
+  }
+
   /// The kernels through NVRTC: <fusion>.ptx or <fusion>.cubin.
   int emitCompiled(const pipeline::Compilation &compilation, bool cubin) {
     for (const auto &fusion : compilation.program()->fusions) {
@@ -468,6 +647,11 @@ private:
       if (!compiled->log.empty())
         diagnostics_.report(DiagId::NvrtcLog, llvm::SMRange(), fusion->name, compiled->log);
       std::string name = compilation.baseName(*fusion) + (cubin ? ".cubin" : ".ptx");
+      if (!outputFile_.empty()) {
+        if (int code = files_.writeOutput(outputFile_, compiled->output); code != kExitSuccess)
+          return code;
+        continue;
+      }
       if (settings_.outputDir.empty()) {
         out_ << compiled->output;
         continue;
@@ -495,6 +679,7 @@ private:
   Settings settings_;
   OutputFiles files_;
   ToleranceOptions tolerance_; // --simulate-rtol / --simulate-atol
+  std::string outputFile_;     // -o naming the one output file (OutputPath.h)
 };
 
 } // namespace

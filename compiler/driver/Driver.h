@@ -21,12 +21,22 @@ enum class EmitKind { Check, Format, AST, FusionIR, Schedule, KernelIR, Cuda, Pt
 enum class DiagnosticsFormat { Text, Json };
 enum class ColorMode { Auto, Always, Never };
 
+/// A value given to an option of fixed values (--emit, --diagnostics-format...) that is
+/// none of them.
+struct InvalidOptionValue {
+  std::string option; // as spelled on the command line, without dashes: `emit`
+  std::string value;
+  std::vector<std::string> valid; // in the order of --help
+};
+
 struct DriverOptions {
   std::vector<std::string> inputs;
   /// Inputs held in memory (the fuzzer, a program embedding the driver): an input named
   /// here is read from its text instead of the file system; nothing else changes (imports,
   /// fsl.toml lookup and diagnostics still use the name).
   std::map<std::string, std::string> inputTexts;
+  /// -o: a folder, or one file when it has the extension of what --emit writes
+  /// (driver/OutputPath.h).
   std::string outputDir;
   std::vector<std::string> includeDirs;
   std::vector<std::string> defines; // NAME=VALUE, as given
@@ -49,8 +59,11 @@ struct DriverOptions {
   EmitKind emit = EmitKind::Check;
   DiagnosticsFormat diagnosticsFormat = DiagnosticsFormat::Text;
   ColorMode color = ColorMode::Auto;
+  bool noColorEnvironment = false;       // $NO_COLOR set and not empty: Auto means Never
   std::vector<std::string> nvrtcOptions; // -Xnvrtc
   bool resolved = false;                 // --emit=schedule: loop nests instead of text
+  bool inPlace = false;                  // -i: --emit=format rewrites the inputs
+  bool checkFormatted = false;           // --check: --emit=format names unformatted inputs
   std::vector<std::string> printAfter;   // --print-after=PASS: Kernel IR after that pass
   bool printAfterAll = false;            // --print-after-all
   bool verify = false;
@@ -67,8 +80,12 @@ struct DriverOptions {
   bool printTargets = false;  // --print-targets: list the targets, then exit
   bool crashForTesting = false;
 
-  /// Set by main when the command line itself could not be parsed.
+  /// Set by main when the command line itself could not be parsed: llvm::cl's message,
+  /// and what it was about when main can tell: an unknown option (with the nearest known
+  /// spelling, if one is near) or an unknown value of an option of fixed values.
   std::string usageError;
+  std::string unknownOption, unknownOptionSuggestion;
+  std::optional<InvalidOptionValue> invalidOptionValue;
 };
 
 /// Exit codes: 0 success, 1 diagnostics in the sources (or -verify mismatches),

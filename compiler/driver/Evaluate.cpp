@@ -4,6 +4,7 @@
 #include "eval/Evaluator.h"
 #include "ir/Printer.h"
 #include "support/Diagnostics.h"
+#include "support/Suggestions.h"
 
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/Format.h>
@@ -120,8 +121,16 @@ bool makeEvaluationRequest(const ir::Fusion &fusion, const std::string &assignme
       isScalar |= param.name == key && param.dims.empty();
     if (!isScalar && belongsToOther(key))
       continue;
-    if (!isScalar)
-      return fail("'" + key + "' is neither a dimension nor a scalar parameter of " + fusion.name);
+    if (!isScalar) {
+      std::vector<std::string> names;
+      for (const ir::Dim &dim : fusion.dims)
+        names.push_back(dim.name);
+      for (const ir::Param &param : fusion.params)
+        if (param.dims.empty())
+          names.push_back(param.name);
+      return fail("'" + key + "' is neither a dimension nor a scalar parameter of " + fusion.name +
+                  didYouMean(key, names));
+    }
     double value;
     if (valueText.getAsDouble(value))
       return fail("value of " + key + " must be a number, not '" + valueText.str() + "'");

@@ -48,9 +48,13 @@ void OutputFiles::addPrerequisite(llvm::StringRef path) {
 int OutputFiles::writeNamed(const std::string &fileName, llvm::StringRef contents) {
   llvm::SmallString<256> outputPath(settings_.outputDir);
   llvm::sys::path::append(outputPath, fileName);
-  int code = writeFile(std::string(outputPath), contents);
+  return writeOutput(std::string(outputPath), contents);
+}
+
+int OutputFiles::writeOutput(const std::string &path, llvm::StringRef contents) {
+  int code = writeFile(path, contents);
   if (code == kExitSuccess)
-    outputs_.push_back(std::string(outputPath));
+    outputs_.push_back(path);
   return code;
 }
 
@@ -90,6 +94,28 @@ int OutputFiles::writeFile(const std::string &path, llvm::StringRef contents) {
                           error.message());
       return kExitUsage;
     }
+  return replaceContents(path, contents, std::nullopt);
+}
+
+int OutputFiles::rewriteInput(const std::string &path, llvm::StringRef contents) {
+  llvm::TimeTraceScope scope("Write", path);
+  // Renaming over a symbolic link would replace the link: write the file it names.
+  llvm::SmallString<256> target;
+  if (std::error_code error = llvm::sys::fs::real_path(path, target)) {
+    diagnostics_.report(DiagId::OutputNotWritable, llvm::SMRange(), path, error.message());
+    return kExitUsage;
+  }
+  llvm::ErrorOr<llvm::sys::fs::perms> permissions = llvm::sys::fs::getPermissions(target);
+  if (!permissions) {
+    diagnostics_.report(DiagId::OutputNotWritable, llvm::SMRange(), path,
+                        permissions.getError().message());
+    return kExitUsage;
+  }
+  return replaceContents(std::string(target), contents, *permissions);
+}
+
+int OutputFiles::replaceContents(const std::string &path, llvm::StringRef contents,
+                                 std::optional<llvm::sys::fs::perms> permissions) {
   if (auto existing = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                                   /*RequiresNullTerminator=*/false);
       existing && (*existing)->getBuffer() == contents)
@@ -98,8 +124,9 @@ int OutputFiles::writeFile(const std::string &path, llvm::StringRef contents) {
     diagnostics_.report(DiagId::OutputNotWritable, llvm::SMRange(), path, std::move(message));
     return kExitUsage;
   };
-  llvm::Expected<llvm::sys::fs::TempFile> temporary =
-      llvm::sys::fs::TempFile::create(path + ".tmp-%%%%%%");
+  llvm::Expected<llvm::sys::fs::TempFile> temporary = llvm::sys::fs::TempFile::create(
+      path + ".tmp-%%%%%%",
+      permissions.value_or(llvm::sys::fs::all_read | llvm::sys::fs::all_write));
   if (!temporary)
     return fail(llvm::toString(temporary.takeError()));
   std::error_code error;
@@ -110,6 +137,9 @@ int OutputFiles::writeFile(const std::string &path, llvm::StringRef contents) {
     error = stream.error();
     stream.clear_error();
   }
+  // The mode given to create is masked by the umask; an input keeps its own exactly.
+  if (!error && permissions)
+    error = llvm::sys::fs::setPermissions(temporary->FD, *permissions);
   if (error) {
     llvm::consumeError(temporary->discard());
     return fail(error.message());
@@ -160,7 +190,11 @@ int OutputFiles::writeTimeTrace(std::string path, std::string input) {
     llvm::SmallString<256> named;
     if (input == "-")
       input = "stdin";
-    if (!settings_.outputDir.empty()) {
+    if (!outputFile_.empty()) {
+      // Beside the one output file, named after it, as clang's -ftime-trace does.
+      named = outputFile_;
+      llvm::sys::path::replace_extension(named, "");
+    } else if (!settings_.outputDir.empty()) {
       named = settings_.outputDir;
       llvm::sys::path::append(named, llvm::sys::path::stem(input));
     } else {

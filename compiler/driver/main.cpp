@@ -1,5 +1,6 @@
 // main.cpp — the `fslc` command line (llvm::cl), handed to the driver.
 #include "codegen/Nvrtc.h"
+#include "driver/CommandLineErrors.h"
 #include "driver/Driver.h"
 #include "support/LargeStack.h"
 #include "support/Target.h"
@@ -21,8 +22,11 @@ namespace {
 cl::OptionCategory category("fslc options");
 
 cl::list<std::string> inputs(cl::Positional, cl::desc("<input .fsl files>"), cl::cat(category));
-cl::opt<std::string> outputDir("o", cl::desc("Write outputs into <dir> instead of standard output"),
-                               cl::value_desc("dir"), cl::cat(category));
+cl::opt<std::string> outputDir("o",
+                               cl::desc("Write outputs into <dir> instead of standard output; "
+                                        "one output: into <file> when it has the output's "
+                                        "extension (x.cu for --emit=cuda)"),
+                               cl::value_desc("dir|file"), cl::cat(category));
 cl::list<std::string> includeDirs("I", cl::desc("Add <dir> to the import search path"),
                                   cl::value_desc("dir"), cl::Prefix, cl::cat(category));
 cl::list<std::string> defines("D", cl::desc("Set static dimension NAME to VALUE"),
@@ -67,7 +71,7 @@ cl::opt<std::string> configPath("config",
                                 cl::desc("Read project settings from an fsl.toml file (default: "
                                          "the nearest fsl.toml above the first input)"),
                                 cl::value_desc("fsl.toml"), cl::cat(category));
-cl::opt<fsl::EmitKind>
+cl::opt<fsl::EmitKind, false, fsl::ChoiceParser<fsl::EmitKind>>
     emit("emit", cl::desc("What to produce"), cl::init(fsl::EmitKind::Check),
          cl::values(clEnumValN(fsl::EmitKind::Check, "check", "Check the input only (default)"),
                     clEnumValN(fsl::EmitKind::Format, "format", "The input in canonical layout"),
@@ -82,22 +86,29 @@ cl::opt<fsl::EmitKind>
                     clEnumValN(fsl::EmitKind::Cubin, "cubin",
                                "The kernels compiled to a cubin by NVRTC")),
          cl::cat(category));
-cl::opt<fsl::DiagnosticsFormat> diagnosticsFormat(
+cl::opt<fsl::DiagnosticsFormat, false, fsl::ChoiceParser<fsl::DiagnosticsFormat>> diagnosticsFormat(
     "diagnostics-format", cl::desc("How diagnostics are written to standard error"),
     cl::init(fsl::DiagnosticsFormat::Text),
     cl::values(clEnumValN(fsl::DiagnosticsFormat::Text, "text", "clang-style text (default)"),
                clEnumValN(fsl::DiagnosticsFormat::Json, "json",
                           "One JSON document (docs/diagnostics.md)")),
     cl::cat(category));
-cl::opt<fsl::ColorMode> color("diagnostics-color", cl::desc("Color text diagnostics"),
-                              cl::init(fsl::ColorMode::Auto),
-                              cl::values(clEnumValN(fsl::ColorMode::Auto, "auto",
-                                                    "When writing to a terminal (default)"),
-                                         clEnumValN(fsl::ColorMode::Always, "always", "Always"),
-                                         clEnumValN(fsl::ColorMode::Never, "never", "Never")),
-                              cl::cat(category));
+cl::opt<fsl::ColorMode, false, fsl::ChoiceParser<fsl::ColorMode>> color(
+    "diagnostics-color", cl::desc("Color text diagnostics"), cl::init(fsl::ColorMode::Auto),
+    cl::values(clEnumValN(fsl::ColorMode::Auto, "auto", "When writing to a terminal (default)"),
+               clEnumValN(fsl::ColorMode::Always, "always", "Always"),
+               clEnumValN(fsl::ColorMode::Never, "never", "Never")),
+    cl::cat(category));
 cl::list<std::string> nvrtcOptions("Xnvrtc", cl::desc("Pass <option> to NVRTC (--emit=ptx|cubin)"),
                                    cl::value_desc("option"), cl::cat(category));
+cl::opt<bool> inPlace("i",
+                      cl::desc("With --emit=format: rewrite each input in canonical form, in "
+                               "place"),
+                      cl::cat(category));
+cl::opt<bool> checkFormatted("check",
+                             cl::desc("With --emit=format: name each input not in canonical "
+                                      "form (exit code 1); write nothing"),
+                             cl::cat(category));
 cl::opt<bool> resolved("resolved", cl::desc("With --emit=schedule: print every tensor's loop nest"),
                        cl::cat(category));
 cl::list<std::string> printAfter("print-after",
@@ -136,7 +147,7 @@ cl::opt<std::string> timeTrace("time-trace",
 cl::opt<bool> printTargets("print-targets", cl::desc("List the targets of the stdlib and exit"),
                            cl::cat(category));
 // Makes the compiler fail an internal check, to test the crash report (stack dump).
-cl::opt<bool> crashForTesting("crash-for-testing", cl::Hidden, cl::cat(category));
+cl::opt<bool> crashForTesting("crash-for-testing", cl::ReallyHidden, cl::cat(category));
 cl::opt<bool> verify("verify", cl::desc("Check diagnostics against // expected-* comments"),
                      cl::cat(category));
 cl::opt<bool> warningsAsErrors("Werror", cl::desc("Treat warnings as errors"), cl::cat(category));
@@ -183,7 +194,13 @@ int main(int argc, char **argv) {
     while ((at = firstLine.find(argv[0])) != std::string::npos)
       firstLine.replace(at, std::strlen(argv[0]), "fslc");
     options.usageError = firstLine;
-    // Some llvm::cl errors (bad option values) go straight to standard error.
+    if (std::optional<std::string> unknown = fsl::unknownArgumentIn(message)) {
+      options.unknownOption = *unknown;
+      options.unknownOptionSuggestion =
+          fsl::nearestOption(*unknown, fsl::visibleOptionNames(category)).value_or("");
+    }
+    options.invalidOptionValue = fsl::lastInvalidOptionValue();
+    // Other llvm::cl errors (an option without its value) go straight to standard error.
     if (options.usageError.empty())
       options.usageError = "invalid command line; run 'fslc --help' for usage";
   }
@@ -209,10 +226,12 @@ int main(int argc, char **argv) {
   options.diagnosticsFormat = diagnosticsFormat;
   options.color = color;
   options.resolved = resolved;
+  options.inPlace = inPlace;
+  options.checkFormatted = checkFormatted;
   options.printAfter.assign(printAfter.begin(), printAfter.end());
   options.printAfterAll = printAfterAll;
   options.nvrtcOptions.assign(nvrtcOptions.begin(), nvrtcOptions.end());
-  // -o DIR without --emit writes the CUDA sources: the main job.
+  // -o without --emit writes the CUDA sources: the main job.
   if (emit.getNumOccurrences() == 0 && !options.outputDir.empty())
     options.emit = fsl::EmitKind::Cuda;
   options.verify = verify;
@@ -228,6 +247,9 @@ int main(int argc, char **argv) {
   options.timeTraceFile = timeTrace;
   options.printTargets = printTargets;
   options.crashForTesting = crashForTesting;
+  // https://no-color.org: NO_COLOR set and not empty turns colour off, unless asked for.
+  if (const char *noColor = std::getenv("NO_COLOR"))
+    options.noColorEnvironment = noColor[0] != '\0';
   if (const char *fromEnvironment = std::getenv("FSLC_STDLIB"))
     options.stdlibFromEnvironment = fromEnvironment;
   options.executablePath =

@@ -4,6 +4,7 @@
 #include "ast/AST.h"
 #include "sema/Sema.h"
 #include "support/Diagnostics.h"
+#include "support/Suggestions.h"
 
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/StringExtras.h>
@@ -72,8 +73,10 @@ bool checkDefines(const std::set<std::string> &declared,
   for (const auto &[name, value] : defines) {
     if (declared.count(name))
       continue;
+    std::vector<std::string> names(declared.begin(), declared.end());
     std::string hint = declared.empty() ? "; the inputs declare none"
-                                        : "; static dimensions: " + llvm::join(declared, ", ");
+                                        : "; static dimensions: " + llvm::join(declared, ", ") +
+                                              didYouMean(name, names);
     diagnostics.report(DiagId::UnknownDefine, llvm::SMRange(), name, hint);
     ok = false;
   }

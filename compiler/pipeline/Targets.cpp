@@ -3,6 +3,7 @@
 
 #include "pipeline/Sources.h"
 #include "support/Diagnostics.h"
+#include "support/Suggestions.h"
 
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/StringExtras.h>
@@ -28,9 +29,13 @@ std::optional<FoundTarget> findTarget(const std::string &name, const std::string
     if (target->name == name || llvm::is_contained(target->aliases, name))
       return FoundTarget{std::move(*target), file};
   }
+  std::vector<std::string> names; // the spellings `known` gives, without their "(h200)"
+  for (const std::string &entry : known)
+    names.push_back(llvm::StringRef(entry).split(' ').first.str());
   diagnostics.report(DiagId::UnknownTarget, llvm::SMRange(), name,
                      known.empty() ? "none found in " + std::string(directory)
-                                   : llvm::join(known, ", "));
+                                   : llvm::join(known, ", "),
+                     didYouMean(name, names));
   return std::nullopt;
 }
 
