@@ -36,9 +36,9 @@ struct ServerOptions {
 
 /// A file the document imports directly, parsed by the server.
 struct ImportedFile {
-  std::string path;   // as resolved by sema (the buffer's name)
+  std::string path; // as resolved by sema (the buffer's name)
   unsigned buffer = 0;
-  llvm::SMLoc importedAt; // the import's path in the document
+  llvm::SMLoc importedAt;            // the import's path in the document
   std::unique_ptr<ast::File> syntax; // null when it has syntax errors
 };
 

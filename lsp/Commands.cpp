@@ -20,10 +20,10 @@ llvm::Error failure(const llvm::Twine &message) {
 llvm::Expected<llvm::json::Value> runCommand(const Analysis &analysis, llvm::StringRef command,
                                              llvm::SMLoc loc) {
   if (command != kShowGeneratedCuda && command != kShowKernelIR)
-    return llvm::make_error<mlir::lsp::LSPError>(
-        "unknown command '" + command.str() + "' (fsl-lsp has " + kShowGeneratedCuda + " and " +
-            kShowKernelIR + ")",
-        mlir::lsp::ErrorCode::InvalidParams);
+    return llvm::make_error<mlir::lsp::LSPError>("unknown command '" + command.str() +
+                                                     "' (fsl-lsp has " + kShowGeneratedCuda +
+                                                     " and " + kShowKernelIR + ")",
+                                                 mlir::lsp::ErrorCode::InvalidParams);
   std::string name = fusionAt(analysis, loc);
   if (name.empty())
     return failure("no fusion here: put the cursor in a fusion or in one of its schedules");

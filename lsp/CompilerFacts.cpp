@@ -107,17 +107,22 @@ static std::string shapeText(ir::DType dtype, const std::vector<ir::DimId> &dims
   return text;
 }
 
-std::string describeValue(const ir::Fusion &fusion, llvm::StringRef name) {
+std::string describeValue(const ir::Fusion &fusion, llvm::StringRef name, std::string &role) {
   for (const ir::Param &param : fusion.params)
-    if (param.name == name)
-      return (param.isInout ? "inout parameter " : "parameter ") +
-             shapeText(param.dtype, param.dims, fusion);
+    if (param.name == name) {
+      role = param.isInout ? "inout parameter" : "parameter";
+      return shapeText(param.dtype, param.dims, fusion);
+    }
   for (const ir::Output &output : fusion.outputs)
-    if (output.name == name)
-      return "output " + shapeText(output.dtype, output.dims, fusion);
+    if (output.name == name) {
+      role = "output";
+      return shapeText(output.dtype, output.dims, fusion);
+    }
   for (const auto &value : fusion.values)
-    if (value->name == name || llvm::is_contained(value->aliases, name))
-      return "let " + shapeText(value->dtype, value->dims, fusion);
+    if (value->name == name || llvm::is_contained(value->aliases, name)) {
+      role = "let";
+      return shapeText(value->dtype, value->dims, fusion);
+    }
   return "";
 }
 
@@ -175,15 +180,16 @@ std::string describeKernels(const Analysis &analysis, const ir::Fusion &fusion) 
       if (shape.maxRegisters)
         registers.push_back("at most " + std::to_string(*shape.maxRegisters) + " a thread");
       if (shape.maxThreads)
-        registers.push_back("__launch_bounds__(" + std::to_string(*shape.maxThreads) +
-                            (shape.minBlocksPerSm ? ", " + std::to_string(*shape.minBlocksPerSm)
-                                                  : std::string()) +
-                            ")");
+        registers.push_back(
+            "__launch_bounds__(" + std::to_string(*shape.maxThreads) +
+            (shape.minBlocksPerSm ? ", " + std::to_string(*shape.minBlocksPerSm) : std::string()) +
+            ")");
       if (!shape.registerNote.empty())
         registers.push_back(shape.registerNote);
       out << ", registers: "
-          << (registers.empty() ? std::string("left to ptxas (`fslc --resource-usage` reports them)")
-                                : llvm::join(registers, "; "))
+          << (registers.empty()
+                  ? std::string("left to ptxas (`fslc --resource-usage` reports them)")
+                  : llvm::join(registers, "; "))
           << "\n";
     }
   }

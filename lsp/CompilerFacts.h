@@ -34,8 +34,9 @@ const ir::Fusion *fusionIR(const Analysis &analysis, llvm::StringRef name);
 /// `Hx: 64 (TIDx), static` — a loop after the schedule: its extent, binding and
 /// annotations, as found in the first tensor that has it; empty when none has.
 std::string describeLoop(const sched::Schedule &schedule, llvm::StringRef loop);
-/// `bf16[T, H]` for a parameter, output or let of the fusion; empty when unknown.
-std::string describeValue(const ir::Fusion &fusion, llvm::StringRef name);
+/// `bf16[T, H]` for a parameter, output or let of the fusion, and what it is (`inout
+/// parameter`); empty when unknown.
+std::string describeValue(const ir::Fusion &fusion, llvm::StringRef name, std::string &role);
 /// `H = 4096 (static)` or `T (a runtime size)`.
 std::string describeDim(const ir::Fusion &fusion, llvm::StringRef name);
 /// The lowered fusion's variants and kernels: the guard, grid, block (threads), cluster,

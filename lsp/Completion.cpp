@@ -21,10 +21,10 @@ using mlir::lsp::CompletionItemKind;
 
 /// Where the cursor is, read from the text before it (comments skipped).
 struct Context {
-  int depth = 0;          // braces open around the cursor
-  std::string header;     // the declaration's text before its `{` (depth >= 1)
-  std::string statement;  // the text since the last `;`, `{` or `}`
-  std::string fusion;     // `schedule NAME` / `fusion NAME` of the declaration
+  int depth = 0;         // braces open around the cursor
+  std::string header;    // the declaration's text before its `{` (depth >= 1)
+  std::string statement; // the text since the last `;`, `{` or `}`
+  std::string fusion;    // `schedule NAME` / `fusion NAME` of the declaration
 };
 
 Context contextAt(llvm::StringRef before) {
@@ -68,10 +68,10 @@ Context contextAt(llvm::StringRef before) {
   }
   context.statement = before.substr(statementStart).ltrim().str();
   if (context.depth == 0)
-    context.header = before.substr(declStart).trim().str();
+    context.header = before.substr(declStart).ltrim().str();
   llvm::SmallVector<llvm::StringRef, 2> match;
-  if (llvm::Regex("^(schedule|fusion)[ \t\r\n]+([A-Za-z_][A-Za-z0-9_]*)").match(context.header,
-                                                                             &match))
+  if (llvm::Regex("^(schedule|fusion)[ \t\r\n]+([A-Za-z_][A-Za-z0-9_]*)")
+          .match(context.header, &match))
     context.fusion = match[2].str();
   return context;
 }
@@ -82,8 +82,8 @@ void addItem(std::vector<CompletionItem> &items, llvm::StringRef label, Completi
   CompletionItem item(label, kind);
   item.detail = detail.str();
   if (!documentation.empty())
-    item.documentation = mlir::lsp::MarkupContent{mlir::lsp::MarkupKind::Markdown,
-                                                  documentation.str()};
+    item.documentation =
+        mlir::lsp::MarkupContent{mlir::lsp::MarkupKind::Markdown, documentation.str()};
   if (!snippet.empty()) {
     item.insertText = snippet.str();
     item.insertTextFormat = mlir::lsp::InsertTextFormat::Snippet;
@@ -147,10 +147,11 @@ bool addDirectiveKeywords(std::vector<CompletionItem> &items, llvm::StringRef st
   llvm::StringRef trimmed = statement.rtrim();
   llvm::StringRef first = statement.take_while([](char c) { return llvm::isAlnum(c) || c == '_'; });
   bool afterSpace = statement.size() != trimmed.size();
-  llvm::StringRef lastWord = trimmed.rsplit(' ').second.empty() ? trimmed : trimmed.rsplit(' ').second;
+  llvm::StringRef lastWord =
+      trimmed.rsplit(' ').second.empty() ? trimmed : trimmed.rsplit(' ').second;
   if (trimmed.ends_with("->") && first == "parallelize") {
-    addWords(items, {"BIDx", "BIDy", "BIDz", "TIDx", "TIDy", "TIDz"}, CompletionItemKind::EnumMember,
-             "parallel type");
+    addWords(items, {"BIDx", "BIDy", "BIDz", "TIDx", "TIDy", "TIDz"},
+             CompletionItemKind::EnumMember, "parallel type");
     return true;
   }
   if (!afterSpace)
@@ -274,8 +275,9 @@ llvm::json::Value completeAt(llvm::StringRef path, llvm::StringRef text,
     } else if (llvm::Regex("auto[ \t]*\\([ \t]*[A-Za-z_]*$").match(header)) {
       for (heuristics::Family family : heuristics::kFamilies)
         addItem(items, heuristics::familyName(family), CompletionItemKind::EnumMember,
-                "heuristic family", "`= auto(" + std::string(heuristics::familyName(family)) +
-                                        ")`: " + heuristics::knobNames(family));
+                "heuristic family",
+                "`= auto(" + std::string(heuristics::familyName(family)) +
+                    ")`: " + heuristics::knobNames(family));
     } else if (llvm::Regex("^schedule[ \t]+[A-Za-z0-9_]*$").match(header)) {
       if (index)
         for (const Occurrence *fusion : index->definitionsIn(Symbol::Kind::Fusion, ""))
@@ -288,8 +290,7 @@ llvm::json::Value completeAt(llvm::StringRef path, llvm::StringRef text,
     } else if (llvm::Regex("^[A-Za-z_]*$").match(header)) {
       addWords(items, {"fusion", "fn", "schedule", "import"}, CompletionItemKind::Keyword,
                "declaration");
-    } else if (llvm::Regex(":[ \t]*[A-Za-z_0-9]*$").match(header) &&
-               header.starts_with("fusion")) {
+    } else if (llvm::Regex(":[ \t]*[A-Za-z_0-9]*$").match(header) && header.starts_with("fusion")) {
       addWords(items, {"bf16", "f16", "f32", "f64", "i32", "i64", "bool"},
                CompletionItemKind::TypeParameter, "element type");
       addWords(items, {"inout", "strided"}, CompletionItemKind::Keyword, "parameter");
@@ -298,8 +299,8 @@ llvm::json::Value completeAt(llvm::StringRef path, llvm::StringRef text,
     if (!statement.contains('='))
       for (const KnobInfo &knob : knobCatalog())
         addItem(items, knob.name, CompletionItemKind::Property, knob.type + ", " + knob.range,
-                describeKnob(knob), knob.name + " = ${1:" +
-                                        std::string(knob.type == "bool" ? "true" : "1") + "};");
+                describeKnob(knob),
+                knob.name + " = ${1:" + std::string(knob.type == "bool" ? "true" : "1") + "};");
     else
       addWords(items, {"true", "false"}, CompletionItemKind::Value, "bool");
   } else if (header.starts_with("schedule")) {
@@ -312,7 +313,8 @@ llvm::json::Value completeAt(llvm::StringRef path, llvm::StringRef text,
       std::set<std::string> loops;
       llvm::SmallVector<llvm::StringRef, 4> match;
       llvm::StringRef rest = before.substr(before.rfind('{') + 1);
-      llvm::Regex made("(->[ \t]*\\(?[ \t]*)([A-Za-z_][A-Za-z0-9_]*)([ \t]*,[ \t]*([A-Za-z_][A-Za-z0-9_]*))?");
+      llvm::Regex made(
+          "(->[ \t]*\\(?[ \t]*)([A-Za-z_][A-Za-z0-9_]*)([ \t]*,[ \t]*([A-Za-z_][A-Za-z0-9_]*))?");
       while (made.match(rest, &match)) {
         loops.insert(match[2].str());
         if (!match[4].empty())

@@ -1,6 +1,8 @@
 // DiagnosticsToLsp.cpp — severity, range, notes as related information, and the file.
 #include "lsp/DiagnosticsToLsp.h"
 
+#include "lsp/Protocol.h"
+
 namespace fsl::lsp {
 namespace {
 
@@ -17,7 +19,7 @@ mlir::lsp::DiagnosticSeverity severityOf(Severity severity) {
 }
 
 llvm::json::Value withCode(const mlir::lsp::Diagnostic &diagnostic, DiagId kind) {
-  llvm::json::Value value = mlir::lsp::toJSON(diagnostic);
+  llvm::json::Value value = ownedJSON(mlir::lsp::toJSON(diagnostic));
   value.getAsObject()->insert({"code", diagInfo(kind).id});
   return value;
 }
@@ -49,8 +51,11 @@ std::map<std::string, llvm::json::Array> lspDiagnostics(const Analysis &analysis
       continue;
     }
     // Elsewhere: in the file itself, and where the document points at it.
-    if (at)
-      byFile[at->uri.file().str()].push_back(withCode(lsp, diagnostic.kind));
+    if (at) {
+      mlir::lsp::Diagnostic there = lsp;
+      there.range = at->range;
+      byFile[at->uri.file().str()].push_back(withCode(there, diagnostic.kind));
+    }
     mlir::lsp::Diagnostic here = lsp;
     if (std::optional<llvm::SMRange> importLine = analysis.importLineOf(diagnostic.range.Start);
         importLine && at) {

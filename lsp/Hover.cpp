@@ -93,10 +93,10 @@ std::string inScheduleAt(const Analysis &analysis, llvm::SMLoc loc, llvm::String
       continue;
     std::string loop = describeLoop(*planned->built, name);
     if (!loop.empty())
-      text += "- " + loop + (planned->block.header.chosenByHeuristics
-                                 ? " — " + scheduleName(*planned)
-                                 : std::string())
-              + "\n";
+      text += "- " + loop +
+              (planned->block.header.chosenByHeuristics ? " — " + scheduleName(*planned)
+                                                        : std::string()) +
+              "\n";
   }
   return text.empty() ? "" : "\nAfter the schedule:\n" + text;
 }
@@ -123,10 +123,11 @@ std::string symbolHover(const Analysis &analysis, const SymbolIndex &index,
   }
   case Symbol::Kind::Value: {
     const ir::Fusion *fusion = fusionIR(analysis, symbol.scope);
-    std::string shape = fusion ? describeValue(*fusion, symbol.name) : "";
+    std::string role;
+    std::string shape = fusion ? describeValue(*fusion, symbol.name, role) : "";
     if (shape.empty())
       return "value `" + symbol.name + "` of fusion `" + symbol.scope + "`";
-    return code(symbol.name + ": " + shape) + "\nin fusion `" + symbol.scope + "`";
+    return code(symbol.name + ": " + shape) + "\n" + role + " of fusion `" + symbol.scope + "`";
   }
   case Symbol::Kind::Loop: {
     std::string text = "loop `" + symbol.name + "` of schedule `" + symbol.scope + "`\n";

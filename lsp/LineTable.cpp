@@ -47,8 +47,8 @@ size_t LineTable::offsetOf(const mlir::lsp::Position &position) const {
 
 mlir::lsp::Position LineTable::positionOf(size_t offset) const {
   offset = std::min(offset, text_.size());
-  size_t line = std::upper_bound(lineStarts_.begin(), lineStarts_.end(), offset) -
-                lineStarts_.begin() - 1;
+  size_t line =
+      std::upper_bound(lineStarts_.begin(), lineStarts_.end(), offset) - lineStarts_.begin() - 1;
   int units = 0;
   for (size_t i = lineStarts_[line]; i < offset;) {
     auto [bytes, codeUnits] = utf8Sequence(static_cast<unsigned char>(text_[i]));

@@ -42,36 +42,36 @@ DocumentSymbol fusionSymbol(const Analysis &analysis, const ast::FusionDecl &fus
                                      dim.name.range,
                                      dim.value ? "= " + std::to_string(dim.value->value) : ""));
   for (const ast::Param &param : fusion.params)
-    result.children.push_back(
-        symbol(analysis, param.name.text, SymbolKind::Variable, param.range, param.name.range,
-               (param.isInout ? "inout " : "") + typeText(param.type)));
+    result.children.push_back(symbol(analysis, param.name.text, SymbolKind::Variable, param.range,
+                                     param.name.range,
+                                     (param.isInout ? "inout " : "") + typeText(param.type)));
   for (const ast::Output &output : fusion.outputs)
     result.children.push_back(symbol(analysis, output.name.text, SymbolKind::Field, output.range,
                                      output.name.range, "output " + typeText(output.type)));
   for (const ast::Statement &statement : fusion.body)
     if (statement.isLet)
-      result.children.push_back(symbol(analysis, statement.target.text, SymbolKind::Variable,
-                                       statement.range, statement.target.range,
-                                       statement.declaredType ? typeText(*statement.declaredType)
-                                                              : "let"));
+      result.children.push_back(
+          symbol(analysis, statement.target.text, SymbolKind::Variable, statement.range,
+                 statement.target.range,
+                 statement.declaredType ? typeText(*statement.declaredType) : "let"));
   return result;
 }
 
 DocumentSymbol scheduleSymbol(const Analysis &analysis, const ast::ScheduleDecl &schedule) {
   std::vector<std::string> guard;
   for (const ast::SizeCondition &condition : schedule.when)
-    guard.push_back(llvm::StringRef(condition.range.Start.getPointer(),
-                                    condition.range.End.getPointer() -
-                                        condition.range.Start.getPointer())
-                        .str());
+    guard.push_back(
+        llvm::StringRef(condition.range.Start.getPointer(),
+                        condition.range.End.getPointer() - condition.range.Start.getPointer())
+            .str());
   std::string name = "schedule " + schedule.fusion.text;
   if (!guard.empty())
     name += " when " + llvm::join(guard, " && ");
   std::string detail = schedule.isAuto ? "= auto" : "";
   if (schedule.autoKind)
     detail += "(" + schedule.autoKind->text + ")";
-  DocumentSymbol result = symbol(analysis, name, SymbolKind::Namespace, schedule.range,
-                                 schedule.fusion.range, detail);
+  DocumentSymbol result =
+      symbol(analysis, name, SymbolKind::Namespace, schedule.range, schedule.fusion.range, detail);
   for (const ast::DirectivePtr &directive : schedule.directives)
     result.children.push_back(symbol(analysis, directiveText(*directive), SymbolKind::Event,
                                      directive->range, directive->range, ""));

@@ -33,8 +33,13 @@ struct ExecuteCommandParams {
   mlir::lsp::URIForFile uri;
   mlir::lsp::Position position;
 };
-bool fromJSON(const llvm::json::Value &value, ExecuteCommandParams &result,
-              llvm::json::Path path);
+bool fromJSON(const llvm::json::Value &value, ExecuteCommandParams &result, llvm::json::Path path);
+
+/// A copy of `value` that owns its strings. MLIR's toJSON writes a URI as a StringRef
+/// into the structure it was given (llvm::json::Value keeps such strings unowned): the
+/// JSON of a Location or Diagnostic built from a temporary must be copied before the
+/// temporary goes.
+llvm::json::Value ownedJSON(const llvm::json::Value &value);
 
 /// The commands, as executeCommandProvider lists them.
 inline constexpr const char *kShowGeneratedCuda = "fsl.showGeneratedCuda";

@@ -32,8 +32,7 @@ Server::Server(mlir::lsp::JSONTransport &transport, ServerOptions options)
   handler_.method("textDocument/completion", this, &Server::onCompletion);
   handler_.method("textDocument/inlayHint", this, &Server::onInlayHint);
   handler_.method("workspace/executeCommand", this, &Server::onExecuteCommand);
-  publish_ =
-      handler_.outgoingNotification<llvm::json::Value>("textDocument/publishDiagnostics");
+  publish_ = handler_.outgoingNotification<llvm::json::Value>("textDocument/publishDiagnostics");
 }
 
 bool Server::run() {
@@ -87,8 +86,8 @@ void Server::onDidOpen(const mlir::lsp::DidOpenTextDocumentParams &params) {
 }
 
 void Server::onDidChange(const mlir::lsp::DidChangeTextDocumentParams &params) {
-  const Document *document = documents_.change(
-      params.textDocument.uri, params.textDocument.version, params.contentChanges);
+  const Document *document = documents_.change(params.textDocument.uri, params.textDocument.version,
+                                               params.contentChanges);
   if (!document) {
     Logger::error("didChange of {0}: not open, or an edit outside its text",
                   params.textDocument.uri.file());
@@ -108,7 +107,7 @@ void Server::onDidClose(const mlir::lsp::DidCloseTextDocumentParams &params) {
     if (file != path && documents_.isOpen(file))
       continue;
     if (auto uri = mlir::lsp::URIForFile::fromFile(file))
-      publish_(llvm::json::Object{{"uri", uri->uri()}, {"diagnostics", llvm::json::Array()}});
+      publish_(llvm::json::Object{{"uri", uri->uri().str()}, {"diagnostics", llvm::json::Array()}});
     else
       llvm::consumeError(uri.takeError());
   }
@@ -136,7 +135,7 @@ void Server::publishDiagnostics(const Document &document) {
     }
     if (file != path && !diagnostics.empty())
       elsewhere.insert(file);
-    llvm::json::Object params{{"uri", uri->uri()}, {"diagnostics", std::move(diagnostics)}};
+    llvm::json::Object params{{"uri", uri->uri().str()}, {"diagnostics", std::move(diagnostics)}};
     if (file == path)
       params["version"] = document.version;
     publish_(std::move(params));
@@ -202,7 +201,7 @@ void Server::onHover(const mlir::lsp::TextDocumentPositionParams &params,
     return reply(nullptr);
   mlir::lsp::Hover hover(analysis.rangeOf(text->range));
   hover.contents.value = text->markdown;
-  reply(mlir::lsp::toJSON(hover));
+  reply(ownedJSON(mlir::lsp::toJSON(hover)));
 }
 
 void Server::onDefinition(const mlir::lsp::TextDocumentPositionParams &params,
@@ -223,7 +222,7 @@ void Server::onDefinition(const mlir::lsp::TextDocumentPositionParams &params,
       location = analysis.locationOf(definition->range);
     }
     if (location)
-      locations.push_back(mlir::lsp::toJSON(*location));
+      locations.push_back(ownedJSON(mlir::lsp::toJSON(*location)));
   }
   reply(std::move(locations));
 }
@@ -241,7 +240,7 @@ void Server::onReferences(const mlir::lsp::ReferenceParams &params,
       if (each->isDefinition && !params.context.includeDeclaration)
         continue;
       if (std::optional<mlir::lsp::Location> location = analysis.locationOf(each->range))
-        locations.push_back(mlir::lsp::toJSON(*location));
+        locations.push_back(ownedJSON(mlir::lsp::toJSON(*location)));
     }
   reply(std::move(locations));
 }

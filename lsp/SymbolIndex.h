@@ -57,8 +57,8 @@ public:
 
 private:
   friend class IndexBuilder;
-  std::vector<Occurrence> occurrences_;           // document first, then the imports
-  std::map<Symbol, size_t> definitions_;          // index into occurrences_
+  std::vector<Occurrence> occurrences_;  // document first, then the imports
+  std::map<Symbol, size_t> definitions_; // index into occurrences_
   std::map<Symbol, const ast::FusionDecl *> fusions_;
   std::map<Symbol, const ast::FnDecl *> fns_;
   const Analysis *analysis_;

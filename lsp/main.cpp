@@ -1,6 +1,7 @@
 // main.cpp — fsl-lsp: the language server for .fsl files, on standard input and output.
 //
 //   fsl-lsp [--log=error|info|verbose] [--stdlib=DIR] [-I DIR]... [--target=NAME]
+#include "lsp/InputGuard.h"
 #include "lsp/Server.h"
 
 #include "support/LargeStack.h"
@@ -97,8 +98,9 @@ int main(int argc, char **argv) {
   // The compiler runs on a thread with a large stack (support/LargeStack.h): so does the
   // server, which calls it for every change.
   return fsl::runWithLargeStack([&] {
-    mlir::lsp::JSONTransport transport(stdin, llvm::outs(), mlir::lsp::JSONStreamStyle::Standard,
-                                       prettyJson);
+    fsl::lsp::InputGuard input(stdin);
+    mlir::lsp::JSONTransport transport(input.checked() ? input.checked() : stdin, llvm::outs(),
+                                       mlir::lsp::JSONStreamStyle::Standard, prettyJson);
     fsl::lsp::Server server(transport, options);
     // The protocol's exit code: 0 after shutdown then exit, 1 otherwise.
     return server.run() ? 0 : 1;
