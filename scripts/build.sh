@@ -3,7 +3,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/install-deps.sh"
-cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+# FSL_LSP=ON: the language server is built and tested, or configuring fails (lsp/).
+cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFSL_LSP=ON > /dev/null
 cmake --build "$root/build"
 
 # The VS Code extension's pinned tools (editor-support/vscode/package-lock.json).

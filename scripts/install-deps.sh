@@ -13,6 +13,7 @@ packages=(
   libtomlplusplus-dev doctest-dev
   clang-19 libclang-rt-19-dev            # the sanitizer build and libFuzzer (scripts/sanitize.sh)
   python3-setuptools python3-wheel python3-pip python3-venv  # the Python wheel (python/)
+  libmlir-19-dev                         # fsl-lsp's LSP layer (MLIR's lsp-server-support)
 )
 # The VS Code extension's tests run on Node.js; take Debian's only if none is installed.
 if ! command -v npm > /dev/null; then packages+=(nodejs npm); fi
