@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tile shapes against cuBLAS (docs/performance.md, runs T1..): hand schedules of
+# Tile shapes against cuBLAS (docs/performance.md, runs T1 and T2): hand schedules of
 # examples/matmul.fsl and examples/linear_bias_gelu.fsl at runtime sizes, with tiles whose N
 # is not a power of two (128 x 224, 128 x 192) and small tiles with deep pipelines for few
 # rows, next to the heuristics' choice; then matmul_ab.py alternates them with the peers.
@@ -29,15 +29,19 @@ generate)
   rm -rf "$dir" && mkdir -p "$dir"
   mkdir -p "$dir/plain_auto" && "$fslc" -o "$dir/plain_auto" "$root/examples/matmul.fsl"
   mkdir -p "$dir/gelu_example" && "$fslc" -o "$dir/gelu_example" "$root/examples/linear_bias_gelu.fsl"
+  # The heuristics' earlier choices (before 224- and 192-wide tiles and 64-row tiles for
+  # few rows): 128 x 256 above two waves, 128 x 128 below, split_k 3 below 64 rows.
   schedule plain_t256 matmul "128, 256" "64, 256" 256 3 2 232 "persistent swizzle 8" "shared tma_store"
-  schedule plain_t224 matmul "128, 224" "64, 224" 224 3 2 232 "persistent swizzle 8" "shared"
-  schedule plain_t224r matmul "128, 224" "64, 224" 224 4 2 232 "persistent swizzle 8" "registers"
+  schedule plain_t128 matmul "128, 128" "64, 128" 128 5 2 232 "persistent swizzle 8" "shared tma_store"
+  schedule plain_splitk matmul "128, 256" "64, 256" 256 4 2 232 "split_k 3" "registers"
+  # The new widths and the few-rows tiles.
+  schedule plain_t224 matmul "128, 224" "64, 224" 224 3 2 232 "persistent swizzle 8" "shared tma_store"
   schedule plain_t192 matmul "128, 192" "64, 192" 192 4 2 232 "persistent swizzle 8" "shared tma_store"
+  schedule plain_s64x112 matmul "64, 112" "64, 112" 112 8 1 232 "one_per_cta" "registers"
   schedule plain_s64x64 matmul "64, 64" "64, 64" 64 8 1 232 "one_per_cta" "registers"
-  schedule plain_s64x64d matmul "64, 64" "64, 64" 64 12 1 232 "one_per_cta" "registers"
-  schedule plain_s64x128 matmul "64, 128" "64, 128" 128 8 1 232 "one_per_cta" "registers"
-  schedule gelu_t224 linear_bias_gelu "128, 224" "64, 224" 224 3 2 232 "persistent swizzle 8" "shared"
+  schedule gelu_t224 linear_bias_gelu "128, 224" "64, 224" 224 3 2 232 "persistent swizzle 8" "shared tma_store"
   schedule gelu_t192 linear_bias_gelu "128, 192" "64, 192" 192 4 2 232 "persistent swizzle 8" "shared tma_store"
+  schedule gelu_s64x112 linear_bias_gelu "64, 112" "64, 112" 112 8 1 232 "one_per_cta" "registers"
   ;;
 run)
   out="${OUT:-$dir}"
@@ -50,10 +54,10 @@ run)
   grep -H -E "registers|spill" "$dir"/*/nvcc.txt > "$out/ptxas.txt" || true
   lib() { echo "$1=$dir/$1/libfusion.so:$2"; }
   python3 "$root/tests/bench/matmul_ab.py" "$out" \
-    $(lib plain_auto plain) $(lib plain_t256 plain) $(lib plain_t224 plain) $(lib plain_t224r plain) \
-    $(lib plain_t192 plain) $(lib plain_s64x64 plain) $(lib plain_s64x64d plain) \
-    $(lib plain_s64x128 plain) $(lib gelu_example gelu) $(lib gelu_t224 gelu) $(lib gelu_t192 gelu) \
-    --rounds "${ROUNDS:-3}" --shapes "${SHAPES:-4096,14336,5120;1024,14336,5120;256,14336,5120;128,14336,5120;64,14336,5120;16,14336,5120;1,14336,5120;3000,7000,2000;4096,7424,5120;4000,14000,5000;8192,8192,8192}"
+    $(lib plain_auto plain) $(lib plain_t256 plain) $(lib plain_t128 plain) $(lib plain_splitk plain) \
+    $(lib plain_t224 plain) $(lib plain_t192 plain) $(lib plain_s64x112 plain) $(lib plain_s64x64 plain) \
+    $(lib gelu_example gelu) $(lib gelu_t224 gelu) $(lib gelu_t192 gelu) $(lib gelu_s64x112 gelu) \
+    --rounds "${ROUNDS:-5}" --shapes "${SHAPES:-4096,14336,5120;1024,14336,5120;256,14336,5120;128,14336,5120;64,14336,5120;16,14336,5120;1,14336,5120;3000,7000,2000;4096,7424,5120;4000,14000,5000;8192,8192,8192;1000,5000,3000}"
   ;;
 *) echo "usage: $0 generate FSLC | run" >&2; exit 2 ;;
 esac
