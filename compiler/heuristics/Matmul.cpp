@@ -194,14 +194,18 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       int64_t waves = (tiles + target.smCount - 1) / target.smCount;
       return static_cast<double>(tiles) / static_cast<double>(waves * target.smCount);
     };
-    // Below two waves the 128 x 128 tiles stay: a second wave overlaps the first's
-    // epilogue, which the estimate does not count (measured at 2048^3, run M3: 721 against
-    // 692 TFLOP/s for 128 x 256).
-    if (!tileNKnob && !twoProducts && !fewRows && c.tileN == 256 && mDim.extent && nDim.extent &&
+    // Below two waves of 128 x 256 tiles, those are no candidate: one wave of them lost to
+    // two of 128 x 128 at 2048^3 (run M3: 692 against 721 TFLOP/s; the second wave's
+    // products overlap the first's epilogue, which the estimate does not count).
+    bool belowTwoWaves = c.tileN == 128;
+    if (!tileNKnob && !twoProducts && !fewRows && mDim.extent && nDim.extent &&
         !knobs.pingpong.value_or(false) && !knobs.clusterM) {
       const tuned::TileRate *best = nullptr;
-      double bestTime = 0, fill256 = wavesFilled(128, 256);
+      double bestTime = 0;
+      int64_t was = c.tileN;
       for (const tuned::TileRate &width : tuned::kTileRates) {
+        if (belowTwoWaves && width.tileN == 256)
+          continue;
         double time = 1.0 / (width.rate * wavesFilled(128, width.tileN));
         if (!best || time < bestTime * 0.999) {
           best = &width;
@@ -209,11 +213,12 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
         }
       }
       c.tileN = best->tileN;
-      if (c.tileN != 256)
-        tileWhy = llvm::formatv("128 x {0} tiles fill {1}% of their waves, 128 x 256 ones "
-                                "{2}%; at {3}% of the widest tiles' rate they finish first.",
-                                c.tileN, static_cast<int>(100 * wavesFilled(128, c.tileN)),
-                                static_cast<int>(100 * fill256), static_cast<int>(100 * best->rate))
+      if (c.tileN != was)
+        tileWhy = llvm::formatv("128 x {0} tiles fill {1}% of their waves, 128 x {2} ones "
+                                "{3}%; at {4}% of the widest tiles' rate they finish first.",
+                                c.tileN, static_cast<int>(100 * wavesFilled(128, c.tileN)), was,
+                                static_cast<int>(100 * wavesFilled(128, was)),
+                                static_cast<int>(100 * best->rate))
                       .str();
     }
     // Few rows: 64-row tiles of one consumer warpgroup, as wide as fills one wave of CTAs

@@ -354,6 +354,11 @@ TEST_CASE("auto(matmul): tiles, stages, order and epilogue by M, N and K") {
       // is split (8 parts for 8 tiles on 132 SMs).
       {16, 512, 4096, 2, false,
        "[, 65): 64 x 64, 8 stages, 1 groups, split_k 8, cluster 1, epilogue registers"},
+      // Below two waves of 128 x 256 tiles, the narrower widths: 256 rows take 128 tiles
+      // of 128 x 224 (97 % of a wave), not 224 of 128 x 128 (85 % of two).
+      {256, 14336, 5120, 2, false,
+       "[65, 640): 128 x 224, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
+       "tma_store"},
       // 128 rows: 112 tiles of 128 x 128 fill 85 % of a wave; 64 of 128 x 224 48 %.
       {128, 14336, 5120, 2, false,
        "[65, 640): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
