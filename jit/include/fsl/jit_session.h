@@ -62,7 +62,12 @@ void fsl_jit_session_destroy(fsl_jit_session *session);
 /* Launches `fusion` on `stream`. `tensors` are the generated launcher's tensor
  * parameters in its order (the fusion's tensor parameters, then its outputs that are not
  * inout); `scalars` its scalar parameters in order, as doubles (fewer than declared: the
- * rest take their defaults). A context must be current. */
+ * rest take their defaults). A context must be current.
+ * Workspaces (split-K, stream-K) are allocated on `stream` from the session's memory
+ * pool (one a device, kept until the session is destroyed) and freed on it after the
+ * launches; during CUDA graph capture these become the graph's own allocation and free
+ * nodes. The first call at a specialization loads its kernels, which must not happen
+ * during capture. */
 fsl_status fsl_jit_session_launch(fsl_jit_session *session, const char *fusion,
                                   const fsl_tensor *const *tensors, int tensor_count,
                                   const double *scalars, int scalar_count, cudaStream_t stream,
