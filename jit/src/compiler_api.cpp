@@ -6,10 +6,10 @@
 
 #include "codegen/CudaCodegen.h"
 #include "codegen/LaunchContract.h"
-#include "pipeline/Settings.h"
 #include "ir/FusionIR.h"
 #include "kir/IR.h"
 #include "pipeline/Compilation.h"
+#include "pipeline/Settings.h"
 #include "pipeline/Sources.h"
 #include "sema/Sema.h"
 #include "support/Diagnostics.h"
@@ -174,9 +174,25 @@ bool writeExpr(const fsl::kir::Expr &e, const std::map<const fsl::kir::Var *, st
   return false;
 }
 
+/// A TMA descriptor's swizzle in bytes (launch_plan.h's tensormap line).
+int swizzleBytes(fsl::kir::Swizzle swizzle) {
+  switch (swizzle) {
+  case fsl::kir::Swizzle::None:
+    return 0;
+  case fsl::kir::Swizzle::Bytes32:
+    return 32;
+  case fsl::kir::Swizzle::Bytes64:
+    return 64;
+  case fsl::kir::Swizzle::Bytes128:
+    return 128;
+  }
+  return -1;
+}
+
 /// The whole metadata of a lowered program's contract; false with the reason for a
-/// program the JIT cannot launch yet.
-bool writeLaunch(const fsl::codegen::LaunchContract &contract, const std::string &arch,
+/// program the JIT cannot launch yet. `pdl`: the launcher's programmatic dependent launch
+/// (CodegenOptions, as the launcher is printed with).
+bool writeLaunch(const fsl::codegen::LaunchContract &contract, const std::string &arch, bool pdl,
                  std::string &text, std::string &why) {
   using namespace fsl::codegen;
   using fsl::kir::Expr;
@@ -188,10 +204,6 @@ bool writeLaunch(const fsl::codegen::LaunchContract &contract, const std::string
             " (the JIT checks contiguous tensors only)";
       return false;
     }
-  }
-  if (!contract.workspaces.empty()) {
-    why = "a workspace (" + contract.workspaces.front().name + ")";
-    return false;
   }
   std::map<const fsl::kir::Var *, std::string> dims;
   for (const ContractDim &dim : contract.dims)
@@ -209,16 +221,43 @@ bool writeLaunch(const fsl::codegen::LaunchContract &contract, const std::string
     out << " " << v;
   out << " " << limits.maxThreadsPerBlock << " " << limits.maxClusterSize << " "
       << limits.maxSharedBytesPerBlock << "\n";
-  for (const ContractKernel &kernel : contract.kernels) {
-    if (kernel.gridFromOccupancy) {
-      why = "a persistent kernel (" + kernel.name + ": its grid comes from the occupancy)";
+  out << "pdl " << (pdl ? 1 : 0) << "\n";
+  for (const ContractWorkspace &workspace : contract.workspaces) {
+    std::string line = "workspace " + workspace.name + " ";
+    if (!writeExpr(workspace.bytes, dims, line, why))
       return false;
-    }
+    out << line << "\n";
+  }
+  for (const ContractKernel &kernel : contract.kernels) {
     out << "kernel " << kernel.name << " " << kernel.maxThreads.value_or(0) << "\n";
+    for (const ContractTensorMap &map : kernel.tensorMaps) {
+      bool ofSignature = false;
+      for (const ContractTensor &tensor : contract.tensors)
+        ofSignature |= tensor.name == map.tensor;
+      if (!ofSignature) {
+        why = "a TMA tensor map of " + map.tensor + ", no tensor of the signature (" + kernel.name +
+              ")";
+        return false;
+      }
+      std::string line = "tensormap " + map.map->name + " " + map.tensor + " " +
+                         fsl::ir::dtypeName(map.dtype).str() + " " +
+                         std::to_string(swizzleBytes(map.swizzle)) + " " +
+                         std::to_string(map.extents.size());
+      for (const Expr &extent : map.extents) {
+        line += " ";
+        if (!writeExpr(extent, dims, line, why))
+          return false;
+      }
+      for (int64_t box : map.box)
+        line += " " + std::to_string(box);
+      out << line << "\n";
+    }
+    if (kernel.gridFromOccupancy)
+      out << "occupancy\n";
     for (const ContractArg &arg : kernel.args) {
       switch (arg.kind) {
       case ContractArg::Kind::Tensor:
-        out << "arg tensor " << arg.name << "\n";
+        out << (arg.workspace ? "arg workspace " : "arg tensor ") << arg.name << "\n";
         break;
       case ContractArg::Kind::Scalar:
         out << "arg scalar " << arg.name << "\n";
@@ -231,8 +270,8 @@ bool writeLaunch(const fsl::codegen::LaunchContract &contract, const std::string
         out << "arg dim " << arg.name << "\n";
         break;
       case ContractArg::Kind::TensorMap:
-        why = "a TMA tensor map (" + kernel.name + ")";
-        return false;
+        out << "arg tensormap " << arg.tensorMap << "\n";
+        break;
       }
     }
     auto three = [&](const char *what, const std::array<Expr, 3> &extents) {
@@ -532,11 +571,14 @@ extern "C" fsl_status fsl_program_specialize(const fsl_program *program, const c
                           const fsl::codegen::GeneratedSources &sources) {
     generated = true;
     result->source = sources.source;
+    // As the launcher is printed (Compilation::codegenOptions): the target's limits, and
+    // programmatic dependent launch where the architecture has it.
     const fsl::Target &target = compiled.settings.target;
     fsl::codegen::CodegenOptions options;
     options.limits = target.launchLimits();
-    if (!writeLaunch(fsl::codegen::describeLaunch(lowered, options), target.arch, result->launch,
-                     why))
+    options.programmaticDependentLaunch = fsl::codegen::supportsProgrammaticLaunch(target.arch);
+    if (!writeLaunch(fsl::codegen::describeLaunch(lowered, options), target.arch,
+                     options.programmaticDependentLaunch, result->launch, why))
       why = "the JIT cannot launch " + std::string(fusion) + " yet: its kernels need " + why;
   };
   fsl_status status = compile(*program, request, compiled);

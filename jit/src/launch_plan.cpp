@@ -245,6 +245,19 @@ std::unique_ptr<LaunchPlan> parseLaunchPlan(const std::string &text, std::string
       for (int64_t *field : fields)
         if (!parseInt(tokens.next(), *field))
           return fail("limits need 9 integers");
+    } else if (what == "pdl") {
+      int64_t on = 0;
+      if (!parseInt(tokens.next(), on) || (on != 0 && on != 1))
+        return fail("pdl is 0 or 1");
+      plan->pdl = on == 1;
+    } else if (what == "workspace") {
+      PlanWorkspace workspace;
+      workspace.name = tokens.next();
+      if (workspace.name.empty())
+        return fail("a workspace without a name");
+      if (!parseExpr(tokens, workspace.bytes, why))
+        return fail("workspace " + workspace.name + ": " + why);
+      plan->workspaces.push_back(std::move(workspace));
     } else if (what == "dim") {
       std::string name = tokens.next(), kind = tokens.next();
       if (kind == "runtime") {
@@ -299,19 +312,59 @@ std::unique_ptr<LaunchPlan> parseLaunchPlan(const std::string &text, std::string
           e.text = "1", e.value = 1;
       kernel->shared.text = "0";
     } else if (what == "arg" || what == "grid" || what == "block" || what == "cluster" ||
-               what == "shared") {
+               what == "shared" || what == "tensormap" || what == "occupancy") {
       if (!kernel)
         return fail("'" + what + "' before any kernel");
       if (what == "arg") {
+        static const std::map<std::string, PlanArg::Kind> kinds = {
+            {"tensor", PlanArg::Kind::Tensor},
+            {"scalar", PlanArg::Kind::Scalar},
+            {"dim", PlanArg::Kind::Dim},
+            {"workspace", PlanArg::Kind::Workspace},
+            {"tensormap", PlanArg::Kind::TensorMap}};
         std::string kind = tokens.next();
-        PlanArg arg;
-        arg.kind = kind == "tensor"   ? PlanArg::Kind::Tensor
-                   : kind == "scalar" ? PlanArg::Kind::Scalar
-                                      : PlanArg::Kind::Dim;
-        if (kind != "tensor" && kind != "scalar" && kind != "dim")
+        auto found = kinds.find(kind);
+        if (found == kinds.end())
           return fail("arg of kind '" + kind + "'");
+        PlanArg arg;
+        arg.kind = found->second;
         arg.name = tokens.next();
+        if (arg.kind == PlanArg::Kind::TensorMap) {
+          int64_t index = -1;
+          if (!parseInt(arg.name, index) || index < 0 ||
+              index >= static_cast<int64_t>(kernel->tensorMaps.size()))
+            return fail("kernel " + kernel->name + " has no tensormap " + arg.name);
+          arg.tensorMap = static_cast<size_t>(index);
+          arg.name = kernel->tensorMaps[arg.tensorMap].name;
+        }
         kernel->args.push_back(std::move(arg));
+      } else if (what == "tensormap") {
+        PlanTensorMap map;
+        map.name = tokens.next();
+        map.tensor = tokens.next();
+        std::optional<fsl_dtype> dtype = dtypeNamed(tokens.next());
+        int64_t swizzle = -1, rank = 0;
+        if (!dtype || !parseInt(tokens.next(), swizzle) ||
+            (swizzle != 0 && swizzle != 32 && swizzle != 64 && swizzle != 128) ||
+            !parseInt(tokens.next(), rank) || rank < 1 || rank > 5)
+          return fail("tensormap " + map.name +
+                      ": expected a dtype, a swizzle of 0, 32, 64 or 128 and a rank of 1 to 5");
+        map.dtype = *dtype;
+        map.elementBytes = kDTypeBytes[*dtype];
+        map.swizzleBytes = static_cast<int>(swizzle);
+        map.extents.resize(rank);
+        for (LaunchExpr &extent : map.extents)
+          if (!parseExpr(tokens, extent, why))
+            return fail("tensormap " + map.name + ": " + why);
+        for (int64_t i = 0; i < rank; ++i) {
+          int64_t box = 0;
+          if (!parseInt(tokens.next(), box) || box < 1 || box > 256)
+            return fail("tensormap " + map.name + ": a box size of 1 to 256 for each dimension");
+          map.box.push_back(box);
+        }
+        kernel->tensorMaps.push_back(std::move(map));
+      } else if (what == "occupancy") {
+        kernel->gridFromOccupancy = true;
       } else if (what == "shared") {
         if (!parseExpr(tokens, kernel->shared, why))
           return fail(why);
@@ -357,10 +410,25 @@ std::unique_ptr<LaunchPlan> parseLaunchPlan(const std::string &text, std::string
       else if (arg.kind == PlanArg::Kind::Scalar)
         for (const PlanScalar &s : plan->scalars)
           known |= s.name == arg.name;
+      else if (arg.kind == PlanArg::Kind::Workspace)
+        for (const PlanWorkspace &w : plan->workspaces)
+          known |= w.name == arg.name;
+      else if (arg.kind == PlanArg::Kind::TensorMap)
+        known = true; // checked where it was read
       else
         known = plan->isRuntimeDim(arg.name);
       if (!known)
         return fail("kernel " + k.name + " takes an undeclared " + arg.name);
+    }
+  // A tensor map describes a tensor of the signature.
+  for (const PlanKernel &k : plan->kernels)
+    for (const PlanTensorMap &map : k.tensorMaps) {
+      bool known = false;
+      for (const PlanTensor &t : plan->tensors)
+        known |= t.name == map.tensor && t.dtype == map.dtype;
+      if (!known)
+        return fail("tensormap " + map.name + " of kernel " + k.name + " describes " + map.tensor +
+                    ", no tensor of that name and dtype");
     }
   return plan;
 }
@@ -508,9 +576,74 @@ fsl_status checkCall(const LaunchPlan &plan, const fsl_tensor *const *tensors, i
   return FSL_OK;
 }
 
+namespace {
+
+/// One tensor map's arguments for a call, refused as the launcher's fsl_encode_tensor_map
+/// refuses them (its messages), plus what cuTensorMapEncodeTiled would refuse later with
+/// only a CUresult: an extent outside 1..2^32 or a stride of 2^40 bytes or more.
+fsl_status planTensorMap(const LaunchPlan &plan, const PlanKernel &kernel, const PlanTensorMap &map,
+                         const std::map<std::string, int64_t> &dims,
+                         const fsl_tensor *const *tensors, bool checkData, PlannedTensorMap &out,
+                         std::string &error) {
+  const char *name = map.tensor.c_str();
+  out.map = &map;
+  out.rank = static_cast<int>(map.extents.size());
+  for (size_t t = 0; t < plan.tensors.size(); ++t)
+    if (plan.tensors[t].name == map.tensor)
+      out.data = checkData ? tensors[t]->data : nullptr;
+  // The IR lists extents and box innermost last; the driver wants them innermost first,
+  // with the byte strides of every dimension but the innermost.
+  uint64_t stride = static_cast<uint64_t>(map.elementBytes);
+  for (int i = 0; i < out.rank; ++i) {
+    const LaunchExpr &extent = map.extents[out.rank - 1 - i];
+    int64_t size = 0;
+    std::string why;
+    if (!evaluate(extent, dims, size, why)) {
+      error = kernel.name + ": " + map.name + ": " + why;
+      return FSL_ERROR_SIZE;
+    }
+    if (size < 1 || size > (int64_t(1) << 32)) {
+      error = format("%s: extent %lld of dimension %d (%s) is outside 1..2^32, what TMA copies "
+                     "take",
+                     name, (long long)size, out.rank - 1 - i, extent.text.c_str());
+      return FSL_ERROR_SIZE;
+    }
+    out.sizes[i] = static_cast<uint64_t>(size);
+    out.box[i] = static_cast<uint32_t>(map.box[out.rank - 1 - i]);
+    if (i > 0)
+      out.strides[i - 1] = stride;
+    if (__builtin_mul_overflow(stride, out.sizes[i], &stride))
+      stride = UINT64_MAX; // only a stride past 2^40 can come of it, refused below
+  }
+  if (checkData && reinterpret_cast<uintptr_t>(out.data) % 16 != 0) {
+    error = format("%s: data pointer %p is not aligned to 16 bytes (TMA copies need 16-byte "
+                   "aligned tensors)",
+                   name, out.data);
+    return FSL_ERROR_ALIGNMENT;
+  }
+  for (int i = 0; i + 1 < out.rank; ++i) {
+    if (out.strides[i] % 16 != 0) {
+      error = format("%s: rows of %llu bytes are not a multiple of 16 bytes (TMA copies need "
+                     "16-byte row strides: pad the contiguous dimension)",
+                     name, (unsigned long long)out.strides[i]);
+      return FSL_ERROR_SIZE;
+    }
+    if (out.strides[i] >= (uint64_t(1) << 40)) {
+      error = format("%s: a stride of %llu bytes is 2^40 or more, beyond what TMA copies take",
+                     name, (unsigned long long)out.strides[i]);
+      return FSL_ERROR_SIZE;
+    }
+  }
+  return FSL_OK;
+}
+
+} // namespace
+
 fsl_status planLaunches(const LaunchPlan &plan, const std::map<std::string, int64_t> &dims,
-                        std::vector<PlannedLaunch> &launches, std::string &error) {
-  launches.clear();
+                        const fsl_tensor *const *tensors, bool checkData, PlannedCall &call,
+                        std::string &error) {
+  call = PlannedCall{};
+  std::vector<PlannedLaunch> &launches = call.launches;
   const PlanVariant *chosen = nullptr;
   for (const PlanVariant &variant : plan.variants) {
     int64_t holds = 1;
@@ -555,10 +688,14 @@ fsl_status planLaunches(const LaunchPlan &plan, const std::map<std::string, int6
                    kernel.block[a].text.c_str(), (long long)plan.maxBlock[a], plan.target.c_str());
         return FSL_ERROR_SIZE;
       }
-      if (launch.cluster[a] != 1) {
-        error = kernel.name + ": thread-block clusters are not launched by the JIT yet";
+      if (launch.cluster[a] < 1 || launch.cluster[a] > plan.maxCluster) {
+        error =
+            format("%s: cluster extent %lld along %c (%s) is outside 1..%lld on %s",
+                   kernel.name.c_str(), (long long)launch.cluster[a], axes[a],
+                   kernel.cluster[a].text.c_str(), (long long)plan.maxCluster, plan.target.c_str());
         return FSL_ERROR_SIZE;
       }
+      launch.clustered |= launch.cluster[a] != 1;
     }
     int64_t threads = launch.block[0] * launch.block[1] * launch.block[2];
     int64_t most =
@@ -568,6 +705,22 @@ fsl_status planLaunches(const LaunchPlan &plan, const std::map<std::string, int6
                      (long long)threads, (long long)most);
       return FSL_ERROR_SIZE;
     }
+    if (launch.clustered) {
+      int64_t size = launch.cluster[0] * launch.cluster[1] * launch.cluster[2];
+      if (size > plan.maxCluster) {
+        error = format("%s: clusters of %lld blocks; %s allows at most %lld", kernel.name.c_str(),
+                       (long long)size, plan.target.c_str(), (long long)plan.maxCluster);
+        return FSL_ERROR_SIZE;
+      }
+      for (int a = 0; a < 3; ++a)
+        if (launch.grid[a] % launch.cluster[a] != 0) {
+          error = format("%s: the grid extent %lld along %c is not a multiple of the cluster "
+                         "extent %lld",
+                         kernel.name.c_str(), (long long)launch.grid[a], axes[a],
+                         (long long)launch.cluster[a]);
+          return FSL_ERROR_SIZE;
+        }
+    }
     if (!value(kernel.shared, launch.shared))
       return FSL_ERROR_SIZE;
     if (launch.shared < 0 || launch.shared > plan.maxShared) {
@@ -576,8 +729,41 @@ fsl_status planLaunches(const LaunchPlan &plan, const std::map<std::string, int6
                      (long long)plan.maxShared, plan.target.c_str());
       return FSL_ERROR_SIZE;
     }
-    launches.push_back(launch);
+    launches.push_back(std::move(launch));
   }
+  // The workspaces the variant's kernels take, each once, in the program's order.
+  for (const PlanWorkspace &workspace : plan.workspaces) {
+    bool used = false;
+    for (const PlannedLaunch &launch : launches)
+      for (const PlanArg &arg : launch.kernel->args)
+        used |= arg.kind == PlanArg::Kind::Workspace && arg.name == workspace.name;
+    if (!used)
+      continue;
+    PlannedWorkspace planned;
+    planned.workspace = &workspace;
+    std::string why;
+    if (!evaluate(workspace.bytes, dims, planned.bytes, why)) {
+      error = "the size of workspace " + workspace.name + " does not fit in 64 bits (" + why + ")";
+      return FSL_ERROR_SIZE;
+    }
+    if (planned.bytes < 0) {
+      error = format("workspace %s: %lld bytes (%s)", workspace.name.c_str(),
+                     (long long)planned.bytes, workspace.bytes.text.c_str());
+      return FSL_ERROR_SIZE;
+    }
+    call.workspaces.push_back(planned);
+  }
+  // Every tensor map of every launch, so that a refused one launches nothing (the
+  // launcher encodes each launch's before that launch).
+  for (PlannedLaunch &launch : launches)
+    for (const PlanTensorMap &map : launch.kernel->tensorMaps) {
+      PlannedTensorMap planned;
+      if (fsl_status status =
+              planTensorMap(plan, *launch.kernel, map, dims, tensors, checkData, planned, error);
+          status != FSL_OK)
+        return status;
+      launch.tensorMaps.push_back(planned);
+    }
   return FSL_OK;
 }
 

@@ -11,19 +11,36 @@
 // arithmetic held to the target's limits. A signature alone (no kernel lines) checks the
 // tensors and gives the runtime dimensions' values, which the JIT specializes on.
 //
+// Matrix products add what their launcher does besides launching: the TMA descriptors of
+// each kernel (each map's tensor, dtype, swizzle, extents and box, whose sizes and byte
+// strides are computed per call and held to what TMA takes, as the launcher's
+// fsl_encode_tensor_map refuses them), the workspaces (their bytes per call), thread-block
+// clusters (each extent within the target's cluster size, the grid a multiple of it), and
+// persistent kernels whose grid is an upper bound that the launch lowers to the clusters
+// resident at once (the occupancy, known only on the device).
+//
 // Format, one item a line, tokens separated by blanks, expressions in prefix form with
 // parentheses as tokens (`( < T 132 )`):
 //   fsl-launch 1
 //   fusion NAME
 //   target NAME ARCH
 //   limits GX GY GZ BX BY BZ THREADS CLUSTER SHARED
+//   pdl 0|1                            launches use programmatic dependent launch
 //   dim NAME runtime | dim NAME static N
 //   reduced NAME                       a dimension some reduction reduces
 //   tensor NAME DTYPE in|inout|out ALIGN DIM...   in launcher order (scalars between)
 //   scalar NAME DTYPE [DEFAULT]
+//   workspace NAME E                   a temporary of E bytes for each call
 //   kernel NAME MAXTHREADS             (0: no __launch_bounds__)
-//   arg tensor NAME | arg scalar NAME | arg dim NAME
+//   tensormap NAME TENSOR DTYPE SWIZZLE RANK E... N...
+//                                      the kernel's next TMA descriptor: SWIZZLE 0, 32, 64
+//                                      or 128 (bytes), RANK extents then RANK box sizes,
+//                                      innermost last (as the IR lists them)
+//   arg tensor NAME | arg scalar NAME | arg dim NAME | arg workspace NAME
+//   arg tensormap INDEX                the kernel's INDEX-th tensormap (from 0)
 //   grid E E E / block E E E / cluster E E E / shared E
+//   occupancy                          grid x is an upper bound: the launch takes at most
+//                                      the clusters resident at once
 //   variant always|E KERNEL-INDEX...
 //   end
 #pragma once
@@ -65,16 +82,37 @@ struct PlanScalar {
 };
 
 struct PlanArg {
-  enum class Kind { Tensor, Scalar, Dim } kind = Kind::Tensor;
+  enum class Kind { Tensor, Scalar, Dim, Workspace, TensorMap } kind = Kind::Tensor;
   std::string name;
+  size_t tensorMap = 0; // TensorMap: into PlanKernel::tensorMaps
+};
+
+/// A global temporary the launcher allocates for each call (split-K partial products,
+/// stream-K slots).
+struct PlanWorkspace {
+  std::string name;
+  LaunchExpr bytes;
+};
+
+/// A TMA descriptor a kernel takes by value (cuTensorMapEncodeTiled's arguments).
+struct PlanTensorMap {
+  std::string name;   // the kernel's parameter
+  std::string tensor; // the launcher's tensor it describes (its name in messages)
+  fsl_dtype dtype = FSL_BF16;
+  int elementBytes = 2;
+  int swizzleBytes = 0;            // 0 (none), 32, 64 or 128
+  std::vector<LaunchExpr> extents; // innermost last
+  std::vector<int64_t> box;        // innermost last
 };
 
 struct PlanKernel {
   std::string name;
   int64_t maxThreads = 0;
   std::vector<PlanArg> args;
+  std::vector<PlanTensorMap> tensorMaps;
   std::array<LaunchExpr, 3> grid, block, cluster;
   LaunchExpr shared;
+  bool gridFromOccupancy = false; // persistent: grid x is an upper bound
 };
 
 struct PlanVariant {
@@ -86,11 +124,13 @@ struct LaunchPlan {
   std::string fusion, target, arch;
   std::array<int64_t, 3> maxGrid{}, maxBlock{};
   int64_t maxThreads = 0, maxCluster = 0, maxShared = 0;
+  bool pdl = false; // programmatic dependent launch, as the launcher's
   /// Fusion dimensions in order: a static one has its extent.
   std::vector<std::pair<std::string, std::optional<int64_t>>> dims;
   std::vector<std::string> reduced;
   std::vector<PlanTensor> tensors; // in the launcher's order
   std::vector<PlanScalar> scalars; // in the launcher's order
+  std::vector<PlanWorkspace> workspaces;
   std::vector<PlanKernel> kernels;
   std::vector<PlanVariant> variants;
 
@@ -100,11 +140,34 @@ struct LaunchPlan {
 /// Parses metadata text; on failure says why (the line and what is wrong).
 std::unique_ptr<LaunchPlan> parseLaunchPlan(const std::string &text, std::string &error);
 
+/// A TMA descriptor's arguments for one call, in the driver's order (innermost first).
+struct PlannedTensorMap {
+  const PlanTensorMap *map = nullptr;
+  void *data = nullptr; // the tensor's (null when the call's data is not looked at)
+  int rank = 0;
+  std::array<uint64_t, 5> sizes{};   // elements, innermost first
+  std::array<uint64_t, 4> strides{}; // bytes of dimensions 1..rank-1
+  std::array<uint32_t, 5> box{};     // innermost first
+};
+
 /// One kernel launch, computed and checked.
 struct PlannedLaunch {
   const PlanKernel *kernel = nullptr;
   std::array<int64_t, 3> grid{}, block{}, cluster{};
   int64_t shared = 0;
+  bool clustered = false; // a cluster extent is not 1: launched with the cluster attribute
+  std::vector<PlannedTensorMap> tensorMaps; // in the kernel's order
+};
+
+struct PlannedWorkspace {
+  const PlanWorkspace *workspace = nullptr;
+  int64_t bytes = 0;
+};
+
+/// What one call launches: the chosen variant's kernels and the workspaces they share.
+struct PlannedCall {
+  std::vector<PlannedLaunch> launches;
+  std::vector<PlannedWorkspace> workspaces; // empty when the variant's kernels take none
 };
 
 /// Checks a call as the generated launcher does: every descriptor (null, dtype, rank,
@@ -116,8 +179,14 @@ fsl_status checkCall(const LaunchPlan &plan, const fsl_tensor *const *tensors, i
                      bool &empty, std::string &error);
 
 /// The launches of the first variant whose guard holds, each shape checked against the
-/// target's limits; FSL_ERROR_SIZE when none applies or a shape is out of bounds.
+/// target's limits (FSL_ERROR_SIZE when none applies or a shape is out of bounds), the
+/// workspaces' bytes, and each tensor map's sizes, strides and box, refused as the
+/// launcher refuses them: a data pointer not aligned to 16 bytes (FSL_ERROR_ALIGNMENT; only
+/// when `checkData`), a row stride not a multiple of 16 bytes, an extent or stride beyond
+/// TMA's (FSL_ERROR_SIZE). All of it before anything is launched. `tensors` are the call's,
+/// accepted by checkCall.
 fsl_status planLaunches(const LaunchPlan &plan, const std::map<std::string, int64_t> &dims,
-                        std::vector<PlannedLaunch> &launches, std::string &error);
+                        const fsl_tensor *const *tensors, bool checkData, PlannedCall &call,
+                        std::string &error);
 
 } // namespace fsl::jit

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <tuple>
 
 namespace fsl::jit {
 namespace {
@@ -21,6 +22,17 @@ struct DriverApi {
   using LaunchKernel = int (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                unsigned, void *, void **, void **);
   using LaunchKernelEx = int (*)(const CUlaunchConfig *, void *, void **, void **);
+  using TensorMapEncodeTiled = int (*)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+                                       const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+                                       const cuuint32_t *, CUtensorMapInterleave,
+                                       CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                       CUtensorMapFloatOOBfill);
+  using OccupancyMaxActiveClusters = int (*)(int *, void *, const CUlaunchConfig *);
+  using MemPoolCreate = int (*)(CUmemoryPool *, const CUmemPoolProps *);
+  using MemPoolDestroy = int (*)(CUmemoryPool);
+  using MemPoolSetAttribute = int (*)(CUmemoryPool, CUmemPool_attribute, void *);
+  using MemAllocFromPoolAsync = int (*)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+  using MemFreeAsync = int (*)(CUdeviceptr, CUstream);
   std::once_flag once;
   std::string why;
   CtxGetCurrent ctxGetCurrent = nullptr;
@@ -28,8 +40,16 @@ struct DriverApi {
   DeviceGetAttribute deviceGetAttribute = nullptr;
   FuncSetAttribute funcSetAttribute = nullptr;
   LaunchKernel launchKernel = nullptr;
-  /// CUDA 12's launch with attributes; null on an older driver (then no PDL).
+  /// CUDA 12's launch with attributes; null on an older driver (then no PDL, no clusters).
   LaunchKernelEx launchKernelEx = nullptr;
+  // What matrix products need (CUDA 12): null on an older driver, which then refuses them.
+  TensorMapEncodeTiled tensorMapEncodeTiled = nullptr;
+  OccupancyMaxActiveClusters occupancyMaxActiveClusters = nullptr;
+  MemPoolCreate memPoolCreate = nullptr;
+  MemPoolDestroy memPoolDestroy = nullptr;
+  MemPoolSetAttribute memPoolSetAttribute = nullptr;
+  MemAllocFromPoolAsync memAllocFromPoolAsync = nullptr;
+  MemFreeAsync memFreeAsync = nullptr;
 
   bool load(std::string &error) {
     std::call_once(once, [this] {
@@ -45,6 +65,17 @@ struct DriverApi {
       funcSetAttribute = reinterpret_cast<FuncSetAttribute>(dlsym(library, "cuFuncSetAttribute"));
       launchKernel = reinterpret_cast<LaunchKernel>(dlsym(library, "cuLaunchKernel"));
       launchKernelEx = reinterpret_cast<LaunchKernelEx>(dlsym(library, "cuLaunchKernelEx"));
+      tensorMapEncodeTiled =
+          reinterpret_cast<TensorMapEncodeTiled>(dlsym(library, "cuTensorMapEncodeTiled"));
+      occupancyMaxActiveClusters = reinterpret_cast<OccupancyMaxActiveClusters>(
+          dlsym(library, "cuOccupancyMaxActiveClusters"));
+      memPoolCreate = reinterpret_cast<MemPoolCreate>(dlsym(library, "cuMemPoolCreate"));
+      memPoolDestroy = reinterpret_cast<MemPoolDestroy>(dlsym(library, "cuMemPoolDestroy"));
+      memPoolSetAttribute =
+          reinterpret_cast<MemPoolSetAttribute>(dlsym(library, "cuMemPoolSetAttribute"));
+      memAllocFromPoolAsync =
+          reinterpret_cast<MemAllocFromPoolAsync>(dlsym(library, "cuMemAllocFromPoolAsync"));
+      memFreeAsync = reinterpret_cast<MemFreeAsync>(dlsym(library, "cuMemFreeAsync"));
       if (!ctxGetCurrent || !ctxGetDevice || !deviceGetAttribute || !funcSetAttribute ||
           !launchKernel)
         why = "the CUDA driver lacks cuCtxGetCurrent, cuCtxGetDevice, cuDeviceGetAttribute, "
@@ -59,12 +90,35 @@ DriverApi driverApi;
 constexpr int kComputeCapabilityMajor = 75, kComputeCapabilityMinor = 76;
 constexpr int kMaxDynamicSharedBytes = 8; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 constexpr int64_t kDefaultSharedBytes = 48 * 1024;
+/// Tensor maps kept for reuse; past this many the cache starts again (a program that
+/// meets ever new pointers does not grow it without bound).
+constexpr size_t kTensorMapCacheEntries = 4096;
 
-/// Whether kernels compiled for `arch` ("sm_90a") have programmatic dependent launch.
-bool pdlArch(const std::string &arch) {
-  int major = 0;
-  return arch.rfind("sm_", 0) == 0 && std::sscanf(arch.c_str() + 3, "%d", &major) == 1 &&
-         major >= 90;
+CUtensorMapDataType tensorMapType(fsl_dtype dtype) {
+  switch (dtype) {
+  case FSL_BOOL:
+    return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  case FSL_I32:
+    return CU_TENSOR_MAP_DATA_TYPE_INT32;
+  case FSL_I64:
+    return CU_TENSOR_MAP_DATA_TYPE_INT64;
+  case FSL_F16:
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  case FSL_BF16:
+    return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  case FSL_F32:
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  case FSL_F64:
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT64;
+  }
+  return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+}
+
+CUtensorMapSwizzle tensorMapSwizzle(int bytes) {
+  return bytes == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+         : bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+         : bytes == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                       : CU_TENSOR_MAP_SWIZZLE_NONE;
 }
 
 void copy(char *to, size_t size, const std::string &from) {
@@ -83,12 +137,31 @@ struct Session::Entry {
   struct Loaded {
     void *module = nullptr;
     std::vector<void *> functions; // per plan kernel
+    /// Clusters resident at once of a persistent kernel, by (kernel, block, shared
+    /// memory, cluster): the occupancy query, once.
+    std::map<std::array<int64_t, 8>, int> maxClusters;
   };
   std::map<void *, Loaded> loaded; // by CUcontext
   ~Entry() { fsl_jit_free(&binary); }
 };
 
-Session::~Session() = default;
+static_assert(sizeof(CUtensorMap) == 128 && alignof(CUtensorMap) <= 128,
+              "Session::TensorMapBytes holds a CUtensorMap");
+
+bool Session::TensorMapKey::operator<(const TensorMapKey &other) const {
+  return std::tie(data, dtype, swizzle, rank, sizes, strides, box) <
+         std::tie(other.data, other.dtype, other.swizzle, other.rank, other.sizes, other.strides,
+                  other.box);
+}
+
+Session::~Session() {
+  // A pool with allocations still being freed on a stream is released once they are
+  // (cuMemPoolDestroy); graphs that captured a workspace own theirs.
+  std::string ignored;
+  if (!workspacePools_.empty() && driverApi.load(ignored) && driverApi.memPoolDestroy)
+    for (const auto &[device, pool] : workspacePools_)
+      driverApi.memPoolDestroy(static_cast<CUmemoryPool>(pool));
+}
 
 fsl_status Session::create(const std::map<std::string, std::string> &signatures,
                            const std::string &targetArch, Specializer specializer,
@@ -284,11 +357,14 @@ fsl_status Session::run(const std::string &fusion, const fsl_tensor *const *tens
           checkCall(*entry->plan, tensors, tensorCount, scalarCount, checkData, dims, empty, error);
       status != FSL_OK)
     return refuse(status);
-  std::vector<PlannedLaunch> launches;
-  if (fsl_status status = planLaunches(*entry->plan, dims, launches, error); status != FSL_OK)
+  PlannedCall call;
+  if (fsl_status status = planLaunches(*entry->plan, dims, tensors, checkData, call, error);
+      status != FSL_OK)
     return refuse(status);
-  if (launches.size() > FSL_JIT_MAX_LAUNCHES) {
-    error = entry->name + ": more than " + std::to_string(FSL_JIT_MAX_LAUNCHES) + " launches";
+  const std::vector<PlannedLaunch> &launches = call.launches;
+  if (launches.size() > FSL_JIT_MAX_LAUNCHES || call.workspaces.size() > FSL_JIT_MAX_WORKSPACES) {
+    error = entry->name + ": more than " + std::to_string(FSL_JIT_MAX_LAUNCHES) + " launches or " +
+            std::to_string(FSL_JIT_MAX_WORKSPACES) + " workspaces";
     return refuse(FSL_ERROR_LAUNCH);
   }
   if (info) {
@@ -302,62 +378,280 @@ fsl_status Session::run(const std::string &fusion, const fsl_tensor *const *tens
       for (int a = 0; a < 3; ++a) {
         info->launches[i].grid[a] = launches[i].grid[a];
         info->launches[i].block[a] = launches[i].block[a];
+        info->launches[i].cluster[a] = launches[i].cluster[a];
       }
       info->launches[i].shared_bytes = launches[i].shared;
+      info->launches[i].grid_from_occupancy = launches[i].kernel->gridFromOccupancy;
+      info->launches[i].tensor_maps = static_cast<int>(launches[i].tensorMaps.size());
+    }
+    info->workspace_count = static_cast<int>(call.workspaces.size());
+    for (size_t i = 0; i < call.workspaces.size(); ++i) {
+      copy(info->workspaces[i].name, sizeof info->workspaces[i].name,
+           call.workspaces[i].workspace->name);
+      info->workspaces[i].bytes = call.workspaces[i].bytes;
     }
   }
   if (!launch)
     return FSL_OK;
+  if (fsl_status status =
+          launchPlanned(*entry, call, dims, tensors, scalars, scalarCount, stream, error);
+      status != FSL_OK)
+    return refuse(status);
+  return FSL_OK;
+}
 
+fsl_status Session::encodeTensorMap(const PlannedTensorMap &planned, void *map,
+                                    std::string &error) {
+  TensorMapKey key;
+  key.data = planned.data;
+  key.dtype = planned.map->dtype;
+  key.swizzle = planned.map->swizzleBytes;
+  key.rank = planned.rank;
+  key.sizes = planned.sizes;
+  key.strides = planned.strides;
+  key.box = planned.box;
+  if (auto found = tensorMaps_.find(key); found != tensorMaps_.end()) {
+    std::memcpy(map, &found->second, sizeof(CUtensorMap));
+    return FSL_OK;
+  }
+  if (!driverApi.tensorMapEncodeTiled) {
+    error = planned.map->tensor + ": the CUDA driver has no cuTensorMapEncodeTiled";
+    return FSL_ERROR_DRIVER;
+  }
+  const cuuint32_t elementStrides[5] = {1, 1, 1, 1, 1};
+  // The launcher's arguments (fsl_encode_tensor_map): no interleave, 128-byte L2
+  // promotion, out-of-bounds elements read as zero.
+  int result = driverApi.tensorMapEncodeTiled(
+      static_cast<CUtensorMap *>(map), tensorMapType(planned.map->dtype),
+      static_cast<cuuint32_t>(planned.rank), planned.data, planned.sizes.data(),
+      planned.rank > 1 ? planned.strides.data() : nullptr, planned.box.data(), elementStrides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, tensorMapSwizzle(planned.map->swizzleBytes),
+      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (result != 0) {
+    error = planned.map->tensor + ": cuTensorMapEncodeTiled failed (CUresult " +
+            std::to_string(result) + ")";
+    return FSL_ERROR_LAUNCH;
+  }
+  ++stats_.tensor_maps_encoded;
+  if (tensorMaps_.size() >= kTensorMapCacheEntries)
+    tensorMaps_.clear();
+  std::memcpy(&tensorMaps_[key], map, sizeof(CUtensorMap));
+  return FSL_OK;
+}
+
+/// The current device's pool for workspaces: created once, keeping its memory between
+/// calls (release threshold: all), as the launcher's fsl_workspace_pool; destroyed with
+/// the session.
+fsl_status Session::workspacePool(void *&pool, std::string &error) {
+  int device = 0;
+  if (driverApi.ctxGetDevice(&device) != 0) {
+    error = "no current CUDA context (call cudaFree(0) or cuCtxSetCurrent first)";
+    return FSL_ERROR_DRIVER;
+  }
+  if (auto found = workspacePools_.find(device); found != workspacePools_.end()) {
+    pool = found->second;
+    return FSL_OK;
+  }
+  if (!driverApi.memPoolCreate || !driverApi.memPoolSetAttribute ||
+      !driverApi.memAllocFromPoolAsync || !driverApi.memFreeAsync) {
+    error = "the CUDA driver lacks stream-ordered memory pools (cuMemPoolCreate, "
+            "cuMemAllocFromPoolAsync, cuMemFreeAsync), which workspaces need";
+    return FSL_ERROR_DRIVER;
+  }
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = device;
+  CUmemoryPool created = nullptr;
+  if (int result = driverApi.memPoolCreate(&created, &props); result != 0) {
+    error = "cannot create the workspaces' memory pool (CUresult " + std::to_string(result) + ")";
+    return FSL_ERROR_LAUNCH;
+  }
+  cuuint64_t keep = UINT64_MAX;
+  if (int result = driverApi.memPoolSetAttribute(created, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+      result != 0) {
+    driverApi.memPoolDestroy(created);
+    error = "cannot keep the workspaces' memory pool (CUresult " + std::to_string(result) + ")";
+    return FSL_ERROR_LAUNCH;
+  }
+  pool = workspacePools_[device] = created;
+  return FSL_OK;
+}
+
+fsl_status Session::launchPlanned(Entry &entry, const PlannedCall &call,
+                                  const std::map<std::string, int64_t> &dims,
+                                  const fsl_tensor *const *tensors, const double *scalars,
+                                  int scalarCount, void *stream, std::string &error) {
   // The module, once per context; its functions by the plan's kernel names.
   if (!driverApi.load(error))
-    return refuse(FSL_ERROR_DRIVER);
+    return FSL_ERROR_DRIVER;
   void *context = nullptr;
   if (driverApi.ctxGetCurrent(&context) != 0 || !context) {
     error = "no current CUDA context (call cudaFree(0) or cuCtxSetCurrent first)";
-    return refuse(FSL_ERROR_DRIVER);
+    return FSL_ERROR_DRIVER;
   }
-  Entry::Loaded &loaded = entry->loaded[context];
+  Entry::Loaded &loaded = entry.loaded[context];
   char message[1024] = "";
   if (!loaded.module) {
-    if (fsl_jit_load(&entry->binary, &loaded.module, message, sizeof message) != FSL_OK) {
-      entry->loaded.erase(context);
-      error = entry->name + ": " + message;
-      return refuse(FSL_ERROR_DRIVER);
+    if (fsl_jit_load(&entry.binary, &loaded.module, message, sizeof message) != FSL_OK) {
+      entry.loaded.erase(context);
+      error = entry.name + ": " + message;
+      return FSL_ERROR_DRIVER;
     }
-    for (const PlanKernel &kernel : entry->plan->kernels) {
+    for (const PlanKernel &kernel : entry.plan->kernels) {
       void *function = nullptr;
       if (fsl_jit_function(loaded.module, kernel.name.c_str(), &function, message,
                            sizeof message) != FSL_OK) {
-        error = entry->name + ": " + message;
-        return refuse(FSL_ERROR_DRIVER);
+        error = entry.name + ": " + message;
+        return FSL_ERROR_DRIVER;
       }
       loaded.functions.push_back(function);
     }
   }
-  // Arguments: every value in an 8-byte slot (pointers, int64, double; float, int32 and
-  // bool at the slot's start, as the kernel's parameter reads them).
-  const LaunchPlan &plan = *entry->plan;
-  for (const PlannedLaunch &planned : launches) {
+  const LaunchPlan &plan = *entry.plan;
+  const std::vector<PlannedLaunch> &launches = call.launches;
+  // Before anything goes on the stream: what each launch needs of the driver, its shared
+  // memory, its grid (a persistent one lowered to what is resident) and its tensor maps.
+  std::vector<std::array<unsigned, 3>> grids(launches.size());
+  std::vector<std::vector<TensorMapBytes>> maps(launches.size());
+  for (size_t l = 0; l < launches.size(); ++l) {
+    const PlannedLaunch &planned = launches[l];
     const PlanKernel &kernel = *planned.kernel;
+    void *function = loaded.functions[static_cast<size_t>(&kernel - plan.kernels.data())];
+    if ((planned.clustered || kernel.gridFromOccupancy) && !driverApi.launchKernelEx) {
+      error = kernel.name + ": the CUDA driver has no cuLaunchKernelEx, which thread-block "
+                            "clusters need";
+      return FSL_ERROR_DRIVER;
+    }
+    if (planned.shared > kDefaultSharedBytes &&
+        driverApi.funcSetAttribute(function, kMaxDynamicSharedBytes,
+                                   static_cast<int>(planned.shared)) != 0) {
+      error = kernel.name + ": cannot allow " + std::to_string(planned.shared) +
+              " bytes of dynamic shared memory";
+      return FSL_ERROR_LAUNCH;
+    }
+    for (int a = 0; a < 3; ++a)
+      grids[l][a] = static_cast<unsigned>(planned.grid[a]);
+    if (kernel.gridFromOccupancy) {
+      // A persistent kernel walks its tiles from gridDim.x: its CTAs must all be resident.
+      // Clusters need their CTAs in one GPC, so fewer clusters than SMs / size may fit:
+      // the grid is what the device holds at once (the launcher's rule). The count
+      // depends on the function, block, shared memory and cluster only: kept.
+      std::array<int64_t, 8> key = {static_cast<int64_t>(&kernel - plan.kernels.data()),
+                                    planned.block[0],
+                                    planned.block[1],
+                                    planned.block[2],
+                                    planned.shared,
+                                    planned.cluster[0],
+                                    planned.cluster[1],
+                                    planned.cluster[2]};
+      auto found = loaded.maxClusters.find(key);
+      if (found == loaded.maxClusters.end()) {
+        CUlaunchAttribute shape{};
+        shape.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        shape.value.clusterDim.x = static_cast<unsigned>(planned.cluster[0]);
+        shape.value.clusterDim.y = 1;
+        shape.value.clusterDim.z = 1;
+        CUlaunchConfig probe{};
+        probe.gridDimX = grids[l][0];
+        probe.gridDimY = grids[l][1];
+        probe.gridDimZ = grids[l][2];
+        probe.blockDimX = static_cast<unsigned>(planned.block[0]);
+        probe.blockDimY = static_cast<unsigned>(planned.block[1]);
+        probe.blockDimZ = static_cast<unsigned>(planned.block[2]);
+        probe.sharedMemBytes = static_cast<unsigned>(planned.shared);
+        probe.attrs = &shape;
+        probe.numAttrs = 1;
+        int clusters = 0;
+        int result = driverApi.occupancyMaxActiveClusters
+                         ? driverApi.occupancyMaxActiveClusters(&clusters, function, &probe)
+                         : -1;
+        if (result != 0 || clusters < 1) {
+          error = kernel.name + ": no cluster of " + std::to_string(planned.cluster[0]) +
+                  " CTAs fits the device (" +
+                  (result == -1 ? std::string("the driver has no cuOccupancyMaxActiveClusters")
+                                : "CUresult " + std::to_string(result)) +
+                  ")";
+          return FSL_ERROR_LAUNCH;
+        }
+        found = loaded.maxClusters.emplace(key, clusters).first;
+      }
+      uint64_t resident =
+          static_cast<uint64_t>(found->second) * static_cast<uint64_t>(planned.cluster[0]);
+      if (grids[l][0] > resident)
+        grids[l][0] = static_cast<unsigned>(resident);
+    }
+    for (const PlannedTensorMap &planned : launches[l].tensorMaps) {
+      maps[l].emplace_back();
+      if (fsl_status status = encodeTensorMap(planned, &maps[l].back(), error); status != FSL_OK)
+        return status;
+    }
+  }
+  // The workspaces, from the session's pool in stream order: allocated after every check,
+  // freed on the stream after the launches (whether they went or one failed). Under CUDA
+  // graph capture both become the graph's allocation and free nodes, its own memory.
+  std::vector<CUdeviceptr> workspaces(call.workspaces.size(), 0);
+  auto freeWorkspaces = [&] {
+    for (CUdeviceptr pointer : workspaces)
+      if (pointer)
+        driverApi.memFreeAsync(pointer, static_cast<CUstream>(stream));
+  };
+  for (size_t w = 0; w < call.workspaces.size(); ++w) {
+    const PlannedWorkspace &workspace = call.workspaces[w];
+    if (workspace.bytes == 0)
+      continue;
+    void *pool = nullptr;
+    if (fsl_status status = workspacePool(pool, error); status != FSL_OK) {
+      freeWorkspaces();
+      return status;
+    }
+    int result = driverApi.memAllocFromPoolAsync(
+        &workspaces[w], static_cast<size_t>(workspace.bytes), static_cast<CUmemoryPool>(pool),
+        static_cast<CUstream>(stream));
+    if (result != 0) {
+      workspaces[w] = 0;
+      freeWorkspaces();
+      error = "workspace " + workspace.workspace->name + " of " + std::to_string(workspace.bytes) +
+              " bytes: CUresult " + std::to_string(result);
+      return FSL_ERROR_LAUNCH;
+    }
+  }
+  for (size_t l = 0; l < launches.size(); ++l) {
+    const PlannedLaunch &planned = launches[l];
+    const PlanKernel &kernel = *planned.kernel;
+    // Arguments: every value in an 8-byte slot (pointers, int64, double; float, int32 and
+    // bool at the slot's start, as the kernel's parameter reads them), tensor maps from
+    // their own 128-byte aligned storage.
     std::vector<uint64_t> slots(kernel.args.size());
     std::vector<void *> args(kernel.args.size());
     for (size_t a = 0; a < kernel.args.size(); ++a) {
       const PlanArg &arg = kernel.args[a];
       void *slot = &slots[a];
       args[a] = slot;
-      if (arg.kind == PlanArg::Kind::Dim) {
+      switch (arg.kind) {
+      case PlanArg::Kind::Dim: {
         int64_t value = dims.at(arg.name);
         std::memcpy(slot, &value, sizeof value);
         continue;
       }
-      if (arg.kind == PlanArg::Kind::Tensor) {
+      case PlanArg::Kind::Tensor:
         for (size_t t = 0; t < plan.tensors.size(); ++t)
           if (plan.tensors[t].name == arg.name) {
             void *data = tensors[t]->data;
             std::memcpy(slot, &data, sizeof data);
           }
         continue;
+      case PlanArg::Kind::Workspace:
+        for (size_t w = 0; w < call.workspaces.size(); ++w)
+          if (call.workspaces[w].workspace->name == arg.name)
+            std::memcpy(slot, &workspaces[w], sizeof workspaces[w]);
+        continue;
+      case PlanArg::Kind::TensorMap:
+        args[a] = &maps[l][arg.tensorMap];
+        continue;
+      case PlanArg::Kind::Scalar:
+        break;
       }
       for (size_t s = 0; s < plan.scalars.size(); ++s) {
         if (plan.scalars[s].name != arg.name)
@@ -389,55 +683,59 @@ fsl_status Session::run(const std::string &fusion, const fsl_tensor *const *tens
           break;
         }
         default:
+          freeWorkspaces();
           error = "scalar " + arg.name + ": the JIT passes f32, f64, i32, i64 and bool scalars";
-          return refuse(FSL_ERROR_DTYPE);
+          return FSL_ERROR_DTYPE;
         }
       }
     }
-    size_t index = static_cast<size_t>(&kernel - plan.kernels.data());
-    void *function = loaded.functions[index];
-    if (planned.shared > kDefaultSharedBytes &&
-        driverApi.funcSetAttribute(function, kMaxDynamicSharedBytes,
-                                   static_cast<int>(planned.shared)) != 0) {
-      error = kernel.name + ": cannot allow " + std::to_string(planned.shared) +
-              " bytes of dynamic shared memory";
-      return refuse(FSL_ERROR_LAUNCH);
+    void *function = loaded.functions[static_cast<size_t>(&kernel - plan.kernels.data())];
+    // Programmatic dependent launch where the launcher uses it (sm_90 and later): the
+    // kernel may start while the stream's previous kernel finishes, and its
+    // griddepcontrol.wait holds it until that kernel's memory is visible. Clusters as the
+    // launcher's cluster attribute.
+    CUlaunchAttribute attributes[2]{};
+    unsigned count = 0;
+    if (plan.pdl && driverApi.launchKernelEx) {
+      attributes[count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attributes[count++].value.programmaticStreamSerializationAllowed = 1;
     }
-    // On sm_90 and later, programmatic dependent launch, as the ahead-of-time launcher
-    // does: the kernel may start while the stream's previous kernel finishes, and its
-    // griddepcontrol.wait holds it until that kernel's memory is visible.
-    bool pdl = driverApi.launchKernelEx && pdlArch(arch);
+    if (planned.clustered) {
+      attributes[count].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attributes[count].value.clusterDim.x = static_cast<unsigned>(planned.cluster[0]);
+      attributes[count].value.clusterDim.y = static_cast<unsigned>(planned.cluster[1]);
+      attributes[count++].value.clusterDim.z = static_cast<unsigned>(planned.cluster[2]);
+    }
     int result;
-    if (pdl) {
-      CUlaunchAttribute attribute{};
-      attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-      attribute.value.programmaticStreamSerializationAllowed = 1;
+    bool ex = driverApi.launchKernelEx != nullptr;
+    if (ex) {
       CUlaunchConfig config{};
-      config.gridDimX = static_cast<unsigned>(planned.grid[0]);
-      config.gridDimY = static_cast<unsigned>(planned.grid[1]);
-      config.gridDimZ = static_cast<unsigned>(planned.grid[2]);
+      config.gridDimX = grids[l][0];
+      config.gridDimY = grids[l][1];
+      config.gridDimZ = grids[l][2];
       config.blockDimX = static_cast<unsigned>(planned.block[0]);
       config.blockDimY = static_cast<unsigned>(planned.block[1]);
       config.blockDimZ = static_cast<unsigned>(planned.block[2]);
       config.sharedMemBytes = static_cast<unsigned>(planned.shared);
       config.hStream = static_cast<CUstream>(stream);
-      config.attrs = &attribute;
-      config.numAttrs = 1;
+      config.attrs = count ? attributes : nullptr;
+      config.numAttrs = count;
       result = driverApi.launchKernelEx(&config, function, args.data(), nullptr);
     } else {
       result = driverApi.launchKernel(
-          function, static_cast<unsigned>(planned.grid[0]), static_cast<unsigned>(planned.grid[1]),
-          static_cast<unsigned>(planned.grid[2]), static_cast<unsigned>(planned.block[0]),
+          function, grids[l][0], grids[l][1], grids[l][2], static_cast<unsigned>(planned.block[0]),
           static_cast<unsigned>(planned.block[1]), static_cast<unsigned>(planned.block[2]),
           static_cast<unsigned>(planned.shared), stream, args.data(), nullptr);
     }
     if (result != 0) {
-      error = kernel.name + ": " + (pdl ? "cuLaunchKernelEx" : "cuLaunchKernel") +
+      freeWorkspaces();
+      error = kernel.name + ": " + (ex ? "cuLaunchKernelEx" : "cuLaunchKernel") +
               " failed with CUresult " + std::to_string(result);
-      return refuse(FSL_ERROR_LAUNCH);
+      return FSL_ERROR_LAUNCH;
     }
     ++stats_.launches;
   }
+  freeWorkspaces();
   return FSL_OK;
 }
 

@@ -9,6 +9,8 @@
 #include "fsl/jit_session.h"
 #include "launch_plan.h"
 
+#include <array>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -46,7 +48,28 @@ public:
 
 private:
   struct Entry;
+  /// Everything cuTensorMapEncodeTiled is given: a map cached under it is the map a new
+  /// encoding would make (the encoding reads no device state and no memory), so a hit is
+  /// safe whatever happened to the memory since, a freed and reused pointer included.
+  struct TensorMapKey {
+    void *data = nullptr;
+    int dtype = 0, swizzle = 0, rank = 0;
+    std::array<uint64_t, 5> sizes{};
+    std::array<uint64_t, 4> strides{};
+    std::array<uint32_t, 5> box{};
+    bool operator<(const TensorMapKey &other) const;
+  };
+  /// A CUtensorMap (cuda.h stays out of this header).
+  struct alignas(128) TensorMapBytes {
+    uint64_t words[16];
+  };
   Session() = default;
+  fsl_status encodeTensorMap(const PlannedTensorMap &planned, void *map, std::string &error);
+  fsl_status workspacePool(void *&pool, std::string &error);
+  fsl_status launchPlanned(Entry &entry, const PlannedCall &call,
+                           const std::map<std::string, int64_t> &dims,
+                           const fsl_tensor *const *tensors, const double *scalars, int scalarCount,
+                           void *stream, std::string &error);
   fsl_status entryFor(const std::string &fusion, const LaunchPlan &signature,
                       const std::map<std::string, int64_t> &dims, const std::string &arch,
                       Entry *&entry, bool &memoryHit, std::string &error);
@@ -59,6 +82,11 @@ private:
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<Entry>> entries_;
   std::map<void *, std::string> archOf_; // by CUDA context: the device's, checked once
+  /// TMA descriptors encoded before, for reuse (bounded: session.cpp).
+  std::map<TensorMapKey, TensorMapBytes> tensorMaps_;
+  /// The workspaces' memory pool of each device (CUmemoryPool): created at the first call
+  /// that needs one, kept (its memory too) until the session ends.
+  std::map<int, void *> workspacePools_;
   fsl_jit_stats stats_{};
 };
 

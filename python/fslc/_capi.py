@@ -13,6 +13,7 @@ from .errors import FslLibraryError, error_for
 LIBRARY_NAME = _places.LIBRARY_NAME
 FSL_MAX_RANK = 8
 FSL_JIT_MAX_LAUNCHES = 8
+FSL_JIT_MAX_WORKSPACES = 4
 ERROR_SIZE = 16384
 
 # fsl_dtype (fsl/runtime.h), by the names the launch metadata uses.
@@ -82,6 +83,16 @@ class _Launch(ctypes.Structure):
         ("grid", ctypes.c_int64 * 3),
         ("block", ctypes.c_int64 * 3),
         ("shared_bytes", ctypes.c_int64),
+        ("cluster", ctypes.c_int64 * 3),
+        ("grid_from_occupancy", ctypes.c_int),
+        ("tensor_maps", ctypes.c_int),
+    ]
+
+
+class _Workspace(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char * 128),
+        ("bytes", ctypes.c_int64),
     ]
 
 
@@ -95,6 +106,8 @@ class LaunchInfo(ctypes.Structure):
         ("disk_hit", ctypes.c_int),
         ("launch_count", ctypes.c_int),
         ("launches", _Launch * FSL_JIT_MAX_LAUNCHES),
+        ("workspace_count", ctypes.c_int),
+        ("workspaces", _Workspace * FSL_JIT_MAX_WORKSPACES),
     ]
 
     def to_dict(self):
@@ -109,8 +122,18 @@ class LaunchInfo(ctypes.Structure):
                     "grid": tuple(self.launches[i].grid),
                     "block": tuple(self.launches[i].block),
                     "shared_bytes": self.launches[i].shared_bytes,
+                    "cluster": tuple(self.launches[i].cluster),
+                    "grid_from_occupancy": bool(self.launches[i].grid_from_occupancy),
+                    "tensor_maps": self.launches[i].tensor_maps,
                 }
                 for i in range(self.launch_count)
+            ],
+            "workspaces": [
+                {
+                    "name": self.workspaces[i].name.decode(),
+                    "bytes": self.workspaces[i].bytes,
+                }
+                for i in range(self.workspace_count)
             ],
         }
 
@@ -127,6 +150,7 @@ class Stats(ctypes.Structure):
             "specializations",
             "nvrtc_compiles",
             "launches",
+            "tensor_maps_encoded",
         )
     ]
 

@@ -54,7 +54,8 @@ class FslLaunchError(FslError, RuntimeError):
 
 class FslCompileError(FslError, RuntimeError):
     """FSL_ERROR_COMPILE: the .fsl file has errors, or a specialization does not compile
-    (or needs what the JIT cannot launch yet: matmul fusions' tensor maps)."""
+    (a matmul at a K whose rows TMA cannot step), or needs what the JIT cannot launch yet
+    (strided parameters)."""
 
 
 class FslCacheError(FslError, RuntimeError):

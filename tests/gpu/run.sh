@@ -48,3 +48,12 @@ PYTHONUNBUFFERED=1 python3 "$root/tests/gpu/hostile_names_gpu.py" "$build" "$out
 # C7515, fails the suite), checked against PyTorch and timed against cuBLAS, all variants
 # in one process (tests/gpu/matmul.sh runs this part alone).
 bash "$root/tests/gpu/matmul.sh"
+# The JIT's matrix products through the Python package (libfsl.so's session: tensor maps,
+# workspaces, clusters) against PyTorch, timed against the AOT kernels matmul.sh built.
+library="${FSL_LIBRARY:-$root/build/lib/libfsl.so}"
+if [ -f "$library" ]; then
+  PYTHONUNBUFFERED=1 python3 "$root/tests/gpu/jit_matmul_test.py" --library "$library" \
+    --stdlib "$root/stdlib" --aot "$build" 2>&1 | tee "$out/jit_matmul.txt"
+else
+  echo "SKIPPED: tests/gpu/jit_matmul_test.py needs libfsl.so ($library; set FSL_LIBRARY)"
+fi

@@ -228,14 +228,47 @@ class CapiTest(unittest.TestCase):
         self.assertRefused(fslc.FslError, "is closed", fusion.prepare, rms_norm_add_call(8, 4096))
         self.assertRefused(fslc.FslError, "is closed", prog.specialize, "rms_norm_add", H=8)
 
-    def test_09_matmul_refused(self):
-        prog = fslc.load(os.path.join(ROOT, "examples", "matmul.fsl"), runtime_dims=None, arch="sm_90a",
+    def test_09_matmul(self):
+        # Matrix products: specialized on K (the reduced dimension), launched as their
+        # launcher launches them: the `when` variant, TMA descriptors, workspaces, clusters.
+        prog = fslc.load(os.path.join(ROOT, "examples", "matmul.fsl"), arch="sm_90a",
                         cache_dir=CACHE, library=LIBRARY, torch_ops=False)
-        fusion = next(iter(prog.fusions.values()))
-        sig = fusion.signature
-        sizes = {d: (extent or 256) for d, extent in sig.dims.items()}
-        call = [fslc.descriptor([sizes[d] for d in p.dims], p.dtype) for p in sig.tensors]
-        self.assertRefused(fslc.FslCompileError, "the JIT cannot launch", fusion.prepare, call)
+        matmul = prog.matmul
+        info = matmul.prepare([bf16(1, 5120), bf16(14336, 5120), bf16(1, 14336)])
+        self.assertEqual(info["specialization"], "matmul.K5120")
+        self.assertEqual([(l["kernel"], l["grid"], l["tensor_maps"], l["cluster"]) for l in info["launches"]],
+                         [("matmul_v0", (1, 112, 1), 2, (1, 1, 1))])
+        self.assertEqual(info["workspaces"], [])
+        info = matmul.prepare([bf16(4096, 5120), bf16(14336, 5120), bf16(4096, 14336)])
+        self.assertTrue(info["memory_hit"])
+        self.assertEqual([(l["kernel"], l["grid"], l["tensor_maps"]) for l in info["launches"]],
+                         [("matmul_v3", (132, 1, 1), 3)])
+        # The launcher's refusals, as its exceptions: a misaligned a (TMA), a static K whose
+        # rows TMA cannot step (the compiler's lowering-unsupported).
+        base = 0x7F0000000000
+        call = [fslc.descriptor((64, 5120), "bf16", data=base + 2),
+                fslc.descriptor((4096, 5120), "bf16", data=base + (1 << 30)),
+                fslc.descriptor((64, 4096), "bf16", data=base + (2 << 30))]
+        self.assertRefused(fslc.FslAlignmentError, "a: data pointer 0x7f0000000002 is not aligned to 16 "
+                           "bytes (TMA copies need 16-byte aligned tensors)", matmul.prepare, call)
+        self.assertRefused(fslc.FslCompileError, "TMA needs a multiple of 16 bytes", matmul.prepare,
+                           [bf16(64, 5124), bf16(4096, 5124), bf16(64, 4096)])
+
+        inputs = os.path.join(ROOT, "tests", "lit", "matmul", "Inputs")
+        split = fslc.load(os.path.join(inputs, "split-k.fsl"), arch="sm_90a", cache_dir=CACHE,
+                         library=LIBRARY, torch_ops=False)
+        info = split.linear.prepare([bf16(256, 5120), bf16(1024, 5120), bf16(1024), bf16(256, 1024)])
+        self.assertEqual([(l["kernel"], l["grid"]) for l in info["launches"]],
+                         [("linear_v0", (2, 8, 3)), ("linear_v0_sum", (1024, 1, 1))])
+        self.assertEqual(info["workspaces"], [{"name": "linear_v0_partials", "bytes": 3 * 256 * 1024 * 4}])
+        cluster = fslc.load(os.path.join(inputs, "cluster-example.fsl"), arch="sm_90a",
+                           cache_dir=CACHE, library=LIBRARY, torch_ops=False)
+        info = cluster.linear_bias_gelu.prepare([bf16(4096, 5120), bf16(14336, 5120), bf16(14336),
+                                                 bf16(4096, 14336)])
+        (launch,) = info["launches"]
+        self.assertEqual((launch["kernel"], launch["grid"], launch["cluster"], launch["grid_from_occupancy"]),
+                         ("linear_bias_gelu_v0", (132, 1, 1), (2, 1, 1), True))
+        self.assertEqual(prog.stats()["launches"], 0)
 
     def test_10_library_lookup(self):
         from fslc import _capi
