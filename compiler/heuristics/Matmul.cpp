@@ -103,18 +103,22 @@ void matmulDirectives(Block &block, const std::string &k, const MatmulTile &c,
 /// one output over [M, N] whose rows TMA can store (a static N, or a runtime one under
 /// `when N % 8 == 0` for bf16), through shared memory and the threads for the other
 /// runtime N, in registers otherwise. By the number of rows M:
-///   M < 64          split_k: one row of tiles leaves most SMs idle, and the product
-///                   is bound by reading w; K is split so that every SM streams a part
-///                   (ceil(SMs / tiles along N) parts, at most 8, each of 4 k tiles or
-///                   more); measured 42 against 32 TFLOP/s at M = 16, N = 14336.
+///   M <= 64         64-row tiles of one consumer warpgroup, one a CTA, 8 stages, the
+///                   epilogue in registers: the product is bound by reading w, and tiles
+///                   as wide as fill one wave of CTAs (64 x 112 for N = 14336; 64 x 128
+///                   for a runtime N) stream it through a deep pipeline (run T2: 237
+///                   against split_k's 158 TFLOP/s at M = 64). split_k only where even
+///                   64 x 64 tiles leave more than half the SMs idle (a short N).
 ///   M < two waves   128 x 128 tiles (twice as many CTAs busy: 364 against 205 TFLOP/s
-///                   at M = 128, N = 14336, K = 5120).
+///                   at M = 128, N = 14336, K = 5120), or 128 x 224 / 128 x 192 where
+///                   their fuller waves make up for their rate (static sizes).
 ///   otherwise       128 x 256 tiles, both consumer warpgroups on one tile, persistent;
-///                   128 x 128 tiles when M and N are static and their fuller waves make
-///                   up for their lower rate (TunedConstants.h).
-/// Knobs override single choices: tile_n (128 or 256), stages, swizzle, split_k,
-/// stream_k (true or false), cluster_m (1, 2 or 4: cluster (C, 1) multicast), pingpong
-/// (two consumer groups on alternate 64-row tiles), fast_exp, fast_tanh, fast_div.
+///                   with static M and N the width of 256, 224, 192 or 128 whose rate and
+///                   last-wave fill finish first (TunedConstants.h).
+/// Knobs override single choices: tile_n (a multiple of 16 from 64 to 256), stages,
+/// swizzle, split_k, stream_k (true or false), cluster_m (1, 2 or 4: cluster (C, 1)
+/// multicast), pingpong (two consumer groups on alternate 64-row tiles), fast_exp,
+/// fast_tanh, fast_div.
 MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const Knobs &knobs) {
   MatmulParams params;
   KnobVerdicts &verdicts = params.verdicts;

@@ -1,7 +1,9 @@
 // Matmul.h — auto(matmul): the hand schedule of examples/linear_bias_gelu.fsl, the fastest
 // measured: a producer warpgroup and two consumers, persistent tiles in groups of 8, the
-// epilogue through shared memory (and TMA stores when N is static); 128 x 256 tiles,
-// 128 x 128 below two waves of those (a `when M < ...` variant), split_k below 64 rows.
+// epilogue through shared memory (and TMA stores where N's rows allow); 128 x 256 tiles,
+// 128 x 128 below two waves of those (a `when M < ...` variant), 224 or 192 columns where
+// they fill the waves better (static sizes), and for at most 64 rows 64-row tiles of one
+// consumer warpgroup with a deep pipeline.
 #pragma once
 
 #include "heuristics/Directives.h"
