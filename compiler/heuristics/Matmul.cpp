@@ -204,14 +204,21 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     bool belowTwoWaves = c.tileN == 128;
     if (!tileNKnob && !twoProducts && !fewRows && mDim.extent && nDim.extent &&
         !knobs.pingpong.value_or(false) && !knobs.clusterM) {
-      const tuned::TileRate *best = nullptr;
-      double bestTime = 0;
+      // The range's own width stays unless another is estimated faster by more than the
+      // estimate's error (TunedConstants.h: kTileWidthMargin).
       int64_t was = c.tileN;
+      auto timeOf = [&](const tuned::TileRate &width) {
+        return 1.0 / (width.rate * wavesFilled(128, width.tileN));
+      };
+      const tuned::TileRate *best = nullptr;
+      for (const tuned::TileRate &width : tuned::kTileRates)
+        if (width.tileN == was)
+          best = &width;
+      double bestTime = timeOf(*best) * (1.0 - tuned::kTileWidthMargin);
       for (const tuned::TileRate &width : tuned::kTileRates) {
-        if (belowTwoWaves && width.tileN == 256)
+        if ((belowTwoWaves && width.tileN == 256) || width.tileN == was)
           continue;
-        double time = 1.0 / (width.rate * wavesFilled(128, width.tileN));
-        if (!best || time < bestTime * 0.999) {
+        if (double time = timeOf(width); time < bestTime) {
           best = &width;
           bestTime = time;
         }

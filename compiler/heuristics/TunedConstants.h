@@ -114,6 +114,11 @@ struct TileRate {
   double rate;
 };
 inline constexpr TileRate kTileRates[] = {{256, 1.0}, {224, 1.0}, {192, 0.98}, {128, 0.89}};
+/// Another width replaces a range's own (256 above two waves, 128 below) only when it is
+/// estimated this much faster: the rates above are good to a few per cent (192's measured
+/// 0.97-1.00 in runs T1 and T2), and at 4000 x 14000 x 5000, estimated 1 % faster, 192
+/// columns ran at 0.93x 256 (runs T2 and M4).
+inline constexpr double kTileWidthMargin = 0.03;
 /// Persistent tiles in groups of 8 M tiles: the hand schedule of
 /// examples/linear_bias_gelu.fsl, the fastest measured (docs/performance.md).
 inline constexpr int64_t kSwizzle = 8;
