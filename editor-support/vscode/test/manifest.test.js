@@ -37,6 +37,11 @@ test('every setting the extension reads is declared, and the restricted ones exi
   assert.strictEqual(manifest.contributes.configurationDefaults['[fsl]']['editor.formatOnSave'], true);
 });
 
+test('the VS Code versions asked for are those the language client checks for at start', () => {
+  const client = JSON.parse(fs.readFileSync(path.join(root, 'node_modules', 'vscode-languageclient', 'package.json'), 'utf8'));
+  assert.strictEqual(manifest.engines.vscode, client.engines.vscode);
+});
+
 test('the .vsix carries vscode-languageclient and its dependencies, not the test tools', () => {
   assert.ok(manifest.dependencies['vscode-languageclient'], 'vscode-languageclient must be a runtime dependency');
   const vsce = spawnSync(path.join(root, 'node_modules', '.bin', 'vsce'), ['ls'], { cwd: root, encoding: 'utf8' });
