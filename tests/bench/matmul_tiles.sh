@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Tile shapes against cuBLAS (docs/performance.md, runs T1 and T2): hand schedules of
+# Tile shapes against cuBLAS (docs/performance.md, runs T1, T2 and T3): hand schedules of
 # examples/matmul.fsl and examples/linear_bias_gelu.fsl at runtime sizes, with tiles whose N
 # is not a power of two (128 x 224, 128 x 192) and small tiles with deep pipelines for few
 # rows, next to the heuristics' choice; then matmul_ab.py alternates them with the peers.
 #   generate (here):      tests/bench/matmul_tiles.sh generate build/bin/fslc
-#   run (GPU machine):    OUT=... tests/bench/matmul_tiles.sh run
+#   run (GPU machine):    OUT=... [RUN=T3] tests/bench/matmul_tiles.sh run
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="$root/bench-build/tiles"
@@ -42,6 +42,12 @@ generate)
   schedule gelu_t224 linear_bias_gelu "128, 224" "64, 224" 224 3 2 232 "persistent swizzle 8" "shared tma_store"
   schedule gelu_t192 linear_bias_gelu "128, 192" "64, 192" 192 4 2 232 "persistent swizzle 8" "shared tma_store"
   schedule gelu_s64x112 linear_bias_gelu "64, 112" "64, 112" 112 8 1 232 "one_per_cta" "registers"
+  # Run T3: taller tiles, more flops a loaded element (256 x 128: two warpgroups of
+  # 128 x 128, each two m64n128k16 a k step; 192 x 192: three warpgroups of 64 x 192).
+  schedule plain_t256x128 matmul "256, 128" "128, 128" 128 3 2 232 "persistent swizzle 8" "shared tma_store"
+  schedule plain_t192x192 matmul "192, 192" "64, 192" 192 3 3 152 "persistent swizzle 8" "shared tma_store"
+  schedule gelu_t256x128 linear_bias_gelu "256, 128" "128, 128" 128 3 2 232 "persistent swizzle 8" "shared tma_store"
+  schedule gelu_t192x192 linear_bias_gelu "192, 192" "64, 192" 192 3 3 152 "persistent swizzle 8" "shared tma_store"
   ;;
 run)
   out="${OUT:-$dir}"
@@ -53,6 +59,14 @@ run)
   wait
   grep -H -E "registers|spill" "$dir"/*/nvcc.txt > "$out/ptxas.txt" || true
   lib() { echo "$1=$dir/$1/libfusion.so:$2"; }
+  if [ "${RUN:-T2}" = T3 ]; then
+    python3 "$root/tests/bench/matmul_ab.py" "$out" \
+      $(lib plain_auto plain) $(lib plain_t256 plain) $(lib plain_t224 plain) \
+      $(lib plain_t256x128 plain) $(lib plain_t192x192 plain) \
+      $(lib gelu_example gelu) $(lib gelu_t256x128 gelu) $(lib gelu_t192x192 gelu) \
+      --rounds "${ROUNDS:-5}" --shapes "${SHAPES:-4096,14336,5120;4000,14000,5000;8192,8192,8192;4096,5120,14336;1024,14336,5120;2048,2048,2048}"
+    exit
+  fi
   python3 "$root/tests/bench/matmul_ab.py" "$out" \
     $(lib plain_auto plain) $(lib plain_t256 plain) $(lib plain_t128 plain) $(lib plain_splitk plain) \
     $(lib plain_t224 plain) $(lib plain_t192 plain) $(lib plain_s64x112 plain) $(lib plain_s64x64 plain) \
