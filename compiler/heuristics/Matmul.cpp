@@ -73,13 +73,15 @@ void matmulDirectives(Block &block, const std::string &k, const MatmulTile &c,
                        {"wgmma", header},
                        {count(64, header), count(c.tileN, tileAt), count(16, header)}},
             knobs.tileN ? tileAt : header);
-  // Consumer warpgroups: the tile's 64-row warp tiles, in each of the groups.
+  // Consumer warpgroups: the tile's 64-row warp tiles, in each of the groups. Three take
+  // 152 registers each: with the producer's 40, 128 x (40 + 3 x 152) of the 65536.
   int64_t consumers = c.tileM / 64 * c.groups;
+  int64_t consumerRegisters = consumers == 3 ? 152 : 232;
   block.add(sched::Pipeline{count(c.stages, at("stages")), true},
             knobs.stages ? at("stages") : header);
-  block.add(
-      sched::WarpSpecialize{count(40, header), count(consumers, groupsAt), count(232, header)},
-      knobs.pingpong ? groupsAt : header);
+  block.add(sched::WarpSpecialize{count(40, header), count(consumers, groupsAt),
+                                  count(consumerRegisters, header)},
+            knobs.pingpong ? groupsAt : header);
   llvm::SMRange orderAt = c.order == sched::TileOrder::SplitK && knobs.splitK     ? at("split_k")
                           : c.order == sched::TileOrder::StreamK && knobs.streamK ? at("stream_k")
                           : knobs.swizzle && c.order != sched::TileOrder::SplitK  ? at("swizzle")
@@ -231,6 +233,27 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                                 static_cast<int>(100 * wavesFilled(128, was)),
                                 static_cast<int>(100 * best->rate))
                       .str();
+      // Operand rows that are not whole 128-byte lines apart (K = 5000: 10000 bytes) make
+      // every box row straddle two lines: the kernel becomes bound by L2, and 192 x 192
+      // tiles, three consumer warpgroups of 64 x 192 loading 96 flops' worth a byte
+      // against 85, finish first (TunedConstants.h: kTall192RateUnaligned).
+      if (!belowTwoWaves && kDim.extent && (*kDim.extent * operandBytes) % 128 != 0) {
+        // Against the width chosen, by the same margin as the widths against the default
+        // (bestTime already has it when the default stayed).
+        double tall = 1.0 / (tuned::kTall192RateUnaligned * wavesFilled(192, 192));
+        double beat = c.tileN == was ? bestTime : bestTime * (1.0 - tuned::kTileWidthMargin);
+        if (tall < beat) {
+          tileWhy = llvm::formatv("{0}'s rows are {1} bytes apart, not whole 128-byte lines: "
+                                  "L2 bounds the kernel, and 192 x 192 tiles (three consumer "
+                                  "warpgroups) load fewer bytes a flop; they fill {2}% of "
+                                  "their waves.",
+                                  mm.lhsInput, *kDim.extent * operandBytes,
+                                  static_cast<int>(100 * wavesFilled(192, 192)))
+                        .str();
+          c.tileM = 192;
+          c.tileN = 192;
+        }
+      }
     }
     // Few rows: 64-row tiles of one consumer warpgroup, as wide as fills one wave of CTAs
     // (N = 14336: 128 tiles of 64 x 112), each CTA streaming its rows of b through a deep
@@ -385,8 +408,9 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                                            " M tiles sharing the b tile (multicast)"
                                      : "",
                       epilogueHow, c.tileM, groupsWhy.empty() ? "" : ": " + groupsWhy,
-                      c.tileM / 64 * c.groups == 1 ? "one consumer warpgroup"
-                                                   : "two consumer warpgroups")
+                      c.tileM / 64 * c.groups == 1   ? "one consumer warpgroup"
+                      : c.tileM / 64 * c.groups == 3 ? "three consumer warpgroups"
+                                                     : "two consumer warpgroups")
             .str());
     return variant;
   };

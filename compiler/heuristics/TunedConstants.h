@@ -119,6 +119,12 @@ inline constexpr TileRate kTileRates[] = {{256, 1.0}, {224, 1.0}, {192, 0.98}, {
 /// 0.97-1.00 in runs T1 and T2), and at 4000 x 14000 x 5000, estimated 1 % faster, 192
 /// columns ran at 0.93x 256 (runs T2 and M4).
 inline constexpr double kTileWidthMargin = 0.03;
+/// 192 x 192 tiles against 128 x 256 ones, both filling their waves, where the operand
+/// rows are not whole 128-byte lines apart: run T3, 4000 x 14000 x 5000 (K rows 10000
+/// bytes apart), 568 against 522 TFLOP/s (the fused product 557 against 506). Where they
+/// are, 192 x 192 ran at 0.92-0.97x (4096 x 14336 x 5120, 8192^3, 4096 x 5120 x 14336) and
+/// is not a candidate.
+inline constexpr double kTall192RateUnaligned = 1.09;
 /// Persistent tiles in groups of 8 M tiles: the hand schedule of
 /// examples/linear_bias_gelu.fsl, the fastest measured (docs/performance.md).
 inline constexpr int64_t kSwizzle = 8;

@@ -380,9 +380,11 @@ TEST_CASE("auto(matmul): tiles, stages, order and epilogue by M, N and K") {
        "[1152, ): 128 x 256, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
        "tma_store"},
       // 1760 tiles of 128 x 256 fill 95 % of 14 waves, 2336 of 128 x 192 98 % of 18: an
-      // estimated 1 % (measured 0.93x in runs T2 and M4): 256 stays.
+      // estimated 1 % (measured 0.93x in runs T2 and M4), so not 192 columns; but a's rows
+      // are 10000 bytes apart (not whole 128-byte lines): 192 x 192 tiles, three consumer
+      // warpgroups (run T3: 1.09x 128 x 256).
       {4000, 14000, 5000, 2, false,
-       "[640, ): 128 x 256, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
+       "[640, ): 192 x 192, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
        "tma_store"},
       // 1088 tiles leave a last wave of 32 on 132 SMs: still persistent (stream-K only when
       // asked); 1280 tiles of 128 x 224 fill 97 % of ten waves.
