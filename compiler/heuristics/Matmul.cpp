@@ -235,9 +235,14 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                       .str();
       // Operand rows that are not whole 128-byte lines apart (K = 5000: 10000 bytes) make
       // every box row straddle two lines: the kernel becomes bound by L2, and 192 x 192
-      // tiles, three consumer warpgroups of 64 x 192 loading 96 flops' worth a byte
-      // against 85, finish first (TunedConstants.h: kTall192RateUnaligned).
-      if (!belowTwoWaves && kDim.extent && (*kDim.extent * operandBytes) % 128 != 0) {
+      // tiles, three consumer warpgroups of 64 x 192 (96 flops a loaded element against
+      // 128 x 256's 85), finish first (TunedConstants.h: kTall192RateUnaligned) where
+      // their pipeline keeps the 3 stages it was measured with beside the output tile.
+      MatmulTile tallTile = c;
+      tallTile.tileM = 192;
+      tallTile.tileN = 192;
+      if (!belowTwoWaves && kDim.extent && (*kDim.extent * operandBytes) % 128 != 0 &&
+          stagesFit(tallTile) >= 3) {
         // Against the width chosen, by the same margin as the widths against the default
         // (bestTime already has it when the default stayed).
         double tall = 1.0 / (tuned::kTall192RateUnaligned * wavesFilled(192, 192));
