@@ -4,7 +4,7 @@
 # is not a power of two (128 x 224, 128 x 192) and small tiles with deep pipelines for few
 # rows, next to the heuristics' choice; then matmul_ab.py alternates them with the peers.
 #   generate (here):      tests/bench/matmul_tiles.sh generate build/bin/fslc
-#   run (GPU machine):    OUT=... [RUN=T3] tests/bench/matmul_tiles.sh run
+#   run (GPU machine):    OUT=... [RUN=T3|T4] tests/bench/matmul_tiles.sh run
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="$root/bench-build/tiles"
@@ -42,6 +42,9 @@ generate)
   schedule gelu_t224 linear_bias_gelu "128, 224" "64, 224" 224 3 2 232 "persistent swizzle 8" "shared tma_store"
   schedule gelu_t192 linear_bias_gelu "128, 192" "64, 192" 192 4 2 232 "persistent swizzle 8" "shared tma_store"
   schedule gelu_s64x112 linear_bias_gelu "64, 112" "64, 112" 112 8 1 232 "one_per_cta" "registers"
+  # Run T4: the few-rows tiles with a deeper pipeline (10 stages: what 232448 bytes hold).
+  schedule plain_s64x112d matmul "64, 112" "64, 112" 112 10 1 232 "one_per_cta" "registers"
+  schedule gelu_s64x112d linear_bias_gelu "64, 112" "64, 112" 112 10 1 232 "one_per_cta" "registers"
   # Run T3: taller tiles, more flops a loaded element (256 x 128: two warpgroups of
   # 128 x 128, each two m64n128k16 a k step; 192 x 192: three warpgroups of 64 x 192).
   schedule plain_t256x128 matmul "256, 128" "128, 128" 128 3 2 232 "persistent swizzle 8" "shared tma_store"
@@ -59,6 +62,13 @@ run)
   wait
   grep -H -E "registers|spill" "$dir"/*/nvcc.txt > "$out/ptxas.txt" || true
   lib() { echo "$1=$dir/$1/libfusion.so:$2"; }
+  if [ "${RUN:-T2}" = T4 ]; then
+    python3 "$root/tests/bench/matmul_ab.py" "$out" \
+      $(lib plain_s64x112 plain) $(lib plain_s64x112d plain) \
+      $(lib gelu_s64x112 gelu) $(lib gelu_s64x112d gelu) \
+      --rounds "${ROUNDS:-7}" --shapes "${SHAPES:-1,14336,5120;16,14336,5120;64,14336,5120;32,4096,4096;16,28672,8192}"
+    exit
+  fi
   if [ "${RUN:-T2}" = T3 ]; then
     python3 "$root/tests/bench/matmul_ab.py" "$out" \
       $(lib plain_auto plain) $(lib plain_t256 plain) $(lib plain_t224 plain) \
