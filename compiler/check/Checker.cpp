@@ -783,10 +783,15 @@ private:
           if (perTile > 0 && mm.warpSpecialize->consumerCount.value == 2 * perTile)
             groups = 2;
         }
-        std::optional<int64_t> epilogueBytes =
-            mul(mul(mul(m, n), groups), ir::dtypeBytes(schedule_.fusion->outputs.empty()
-                                                           ? ir::DType::BF16
-                                                           : schedule_.fusion->outputs[0].dtype));
+        int64_t outputBytes =
+            ir::dtypeBytes(schedule_.fusion->outputs.empty() ? ir::DType::BF16
+                                                             : schedule_.fusion->outputs[0].dtype);
+        // The lowering lays the tile out in whole swizzled column blocks: rows whose bytes
+        // no 32-byte box divides are rounded up to 128-byte blocks (lower/matmul/Epilogue.cpp).
+        int64_t columns = n * outputBytes % 32 == 0 ? n
+                                                    : (n + 128 / outputBytes - 1) /
+                                                          (128 / outputBytes) * (128 / outputBytes);
+        std::optional<int64_t> epilogueBytes = mul(mul(mul(m, columns), groups), outputBytes);
         total = add(total, epilogueBytes);
         parts +=
             groups > 1
