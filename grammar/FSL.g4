@@ -126,7 +126,7 @@ directive
     | K_FAST_TANH SEMI                                                                # fastTanhDirective
     | K_FAST_DIV SEMI                                                                 # fastDivDirective
     | K_MMA OVER name COLON K_TILE intTuple COMMA K_WARP intTuple
-          COMMA K_INSTRUCTION name intTuple SEMI                                      # mmaDirective
+          COMMA K_INSTRUCTION name intTuple (COMMA K_SWAP_AB)? SEMI                   # mmaDirective
     | K_PIPELINE INT K_STAGES (K_VIA K_TMA)? SEMI                                     # pipelineDirective
     | K_WARP_SPECIALIZE K_PRODUCER LPAREN K_REGS INT RPAREN COMMA
           K_CONSUMERS LPAREN INT COMMA K_REGS INT RPAREN SEMI                         # warpSpecializeDirective
@@ -155,7 +155,7 @@ name
     | K_CACHE | K_LAUNCH_BOUNDS | K_MAXRREGCOUNT | K_PDL | K_MMA | K_TILE | K_WARP
     | K_INSTRUCTION | K_PIPELINE | K_STAGES | K_VIA | K_TMA | K_WARP_SPECIALIZE
     | K_PRODUCER | K_CONSUMERS | K_REGS | K_TILES | K_ONE_PER_CTA | K_SWIZZLE
-    | K_STREAM_K | K_SPLIT_K | K_CLUSTER | K_MULTICAST | K_EPILOGUE | K_TMA_STORE
+    | K_STREAM_K | K_SPLIT_K | K_CLUSTER | K_MULTICAST | K_SWAP_AB | K_EPILOGUE | K_TMA_STORE
     | K_REDUCE | K_ONE_PASS | K_TWO_PASS | K_FAST_EXP | K_FAST_TANH | K_FAST_DIV
     ;
 
@@ -227,6 +227,7 @@ K_STREAM_K : 'stream_k' ;
 K_SPLIT_K : 'split_k' ;
 K_CLUSTER : 'cluster' ;
 K_MULTICAST : 'multicast' ;
+K_SWAP_AB : 'swap_ab' ;
 K_EPILOGUE : 'epilogue' ;
 K_TMA_STORE : 'tma_store' ;
 

@@ -365,13 +365,16 @@ struct IntTuple {
   llvm::SMRange range;
 };
 
-/// `mma over K: tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16);`
+/// `mma over K: tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16);`, with
+/// `, swap_ab` after the instruction when its 64 rows run along N (the operands swapped).
 struct MmaDirective : DirectiveOf<Directive::Kind::Mma> {
   explicit MmaDirective(llvm::SMRange r) : DirectiveOf(r) {}
   Name reductionDim;
   IntTuple ctaTile, warpTile;
   Name instruction;
   IntTuple instructionShape;
+  bool swapAB = false;
+  llvm::SMRange swapABRange; // the `swap_ab` word, when written
 };
 
 /// `pipeline 4 stages via tma;`

@@ -475,6 +475,8 @@ void printDirective(const Directive &directive, llvm::raw_ostream &out) {
     printTuple(d.warpTile, out);
     out << ", instruction " << d.instruction.text;
     printTuple(d.instructionShape, out);
+    if (d.swapAB)
+      out << ", swap_ab";
     break;
   }
   case K::Pipeline: {

@@ -823,7 +823,16 @@ private:
 
   /// The mma tile in the shapes the lowering takes.
   struct MmaTiles {
+    /// The kernel's tiles: (N, M) of the output with swap_ab.
     int64_t tileM, tileN, warpM, warpN, instructionN;
+    bool swapAB = false;
+    /// As the mma directive writes them, (M, N) of the output.
+    std::string warpText() const {
+      return llvm::formatv("({0}, {1})", swapAB ? warpN : warpM, swapAB ? warpM : warpN).str();
+    }
+    std::string tileText() const {
+      return llvm::formatv("({0}, {1})", swapAB ? tileN : tileM, swapAB ? tileM : tileN).str();
+    }
     int64_t warpgroups() const { return (tileM / warpM) * (tileN / warpN); }
     /// f32 accumulators a thread holds: its warpgroup's tile over 128 threads.
     int64_t accumulators() const { return warpM * warpN / 128; }
@@ -900,6 +909,14 @@ private:
                           what + ": the output tile of one output goes through shared memory; " +
                               std::to_string(fusion.outputs.size()) +
                               " outputs take the epilogue via registers");
+      return;
+    }
+    if (schedule_.matmul.mma && schedule_.matmul.mma->swapAB) {
+      diagnostics_
+          .report(DiagId::SharedEpilogueOutput, epilogue->origin.range,
+                  what + ": with swap_ab the kernel's tile is the output tile transposed, which "
+                         "the shared output tile does not store; take the epilogue via registers")
+          .note(DiagId::NoteDirective, schedule_.matmul.mma->swapABRange, "swap_ab is here");
       return;
     }
     const ir::Output &output = fusion.outputs[0];
@@ -1022,10 +1039,30 @@ private:
     if (mma.ctaTile.size() != 3 || mma.warpTile.size() != 2 || mma.instructionShape.size() != 3)
       return refuse(mma.origin.range, "the mma directive needs a tile (M, N, K), a warp tile "
                                       "(M, N) and an instruction shape (M, N, K)");
-    const sched::Count &bm = mma.ctaTile[0], &bn = mma.ctaTile[1], &bk = mma.ctaTile[2];
-    const sched::Count &wm = mma.warpTile[0], &wn = mma.warpTile[1];
+    // With swap_ab the instruction's 64 rows run along N: the rules below read the tiles
+    // as (N, M), the order the kernel computes them in.
+    const bool swap = mma.swapAB;
+    const sched::Count &bm = mma.ctaTile[swap ? 1 : 0], &bn = mma.ctaTile[swap ? 0 : 1],
+                       &bk = mma.ctaTile[2];
+    const sched::Count &wm = mma.warpTile[swap ? 1 : 0], &wn = mma.warpTile[swap ? 0 : 1];
     const sched::Count &im = mma.instructionShape[0], &in = mma.instructionShape[1],
                        &ik = mma.instructionShape[2];
+    const std::string swapped = swap ? " (swap_ab: read as (N, M))" : "";
+    if (swap) {
+      // b becomes wgmma's left operand, read K-major; one tensor map cannot load both.
+      if (product.rhsLayout && !product.rhsLayout->contractedIsInner)
+        return refuse(mma.swapABRange,
+                      "swap_ab: b is [K, N] (N contiguous); with the operands swapped b is "
+                      "wgmma's left operand, which is read with K contiguous: write b as [N, K]");
+      std::optional<unsigned> a = operandParam(product.operands[0]),
+                              b = operandParam(product.operands[1]);
+      if (a && a == b)
+        return refuse(mma.swapABRange, "swap_ab: both operands are " +
+                                           schedule_.fusion->params[*a].name +
+                                           "; swapping them changes nothing");
+      if (productCount() == 2)
+        return refuse(mma.swapABRange, "swap_ab with two products (not lowered)");
+    }
     if (std::optional<ir::DType> a = operandType(product.operands[0])) {
       int64_t rowElements = 128 / ir::dtypeBytes(*a);
       if (bk.value != rowElements)
@@ -1054,16 +1091,16 @@ private:
                                     .str());
     }
     if (wm.value < 64 || wm.value % 64 != 0 || wn.value < in.value || wn.value % in.value != 0)
-      return refuse(wm.range, llvm::formatv("warp tile ({0}, {1}): a warpgroup's tile is whole "
-                                            "wgmma instructions (a multiple of 64 by a multiple "
-                                            "of {2})",
-                                            wm.value, wn.value, in.value)
+      return refuse(wm.range, llvm::formatv("warp tile ({0}, {1}){3}: a warpgroup's tile is "
+                                            "whole wgmma instructions (a multiple of 64 by a "
+                                            "multiple of {2})",
+                                            wm.value, wn.value, in.value, swapped)
                                   .str());
     if (bm.value < wm.value || bn.value < wn.value || bm.value % wm.value != 0 ||
         bn.value % wn.value != 0)
       return refuse(wm.range, llvm::formatv("warp tile ({0}, {1}) does not divide the tile "
-                                            "({2}, {3})",
-                                            wm.value, wn.value, bm.value, bn.value)
+                                            "({2}, {3}){4}",
+                                            wm.value, wn.value, bm.value, bn.value, swapped)
                                   .str());
     if (bm.value > 256 || bn.value > 256)
       return refuse(bm.range, llvm::formatv("a tile of ({0}, {1}): a TMA box has at most 256 rows",
@@ -1077,7 +1114,7 @@ private:
                                             "and {2})",
                                             schedule_.fusion->params[*a].name, bm.value, bn.value)
                                   .str());
-    MmaTiles tiles{bm.value, bn.value, wm.value, wn.value, in.value};
+    MmaTiles tiles{bm.value, bn.value, wm.value, wn.value, in.value, swap};
     if (tiles.accumulators() > 128)
       return refuse(wm.range, llvm::formatv("warp tile ({0}, {1}): {2} f32 accumulators a "
                                             "thread; at most 128 fit its registers (64 x 256 a "
@@ -1154,11 +1191,11 @@ private:
       int64_t perTile = tiles->warpgroups();
       if (consumers.value != perTile && consumers.value != 2 * perTile)
         conflict(consumers.range,
-                 llvm::formatv("consumers({0}): the warp tile ({1}, {2}) of the tile ({3}, {4}) "
-                               "gives {5} consumer warpgroups a tile; write {5}, or {6} for two "
-                               "groups taking alternate tiles",
-                               consumers.value, tiles->warpM, tiles->warpN, tiles->tileM,
-                               tiles->tileN, perTile, 2 * perTile)
+                 llvm::formatv("consumers({0}): the warp tile {1} of the tile {2} gives {3} "
+                               "consumer warpgroups a tile; write {3}, or {4} for two groups "
+                               "taking alternate tiles",
+                               consumers.value, tiles->warpText(), tiles->tileText(), perTile,
+                               2 * perTile)
                      .str(),
                  mm.mma->origin.range, "the mma tile is here");
       else if (consumers.value == 2 * perTile) {
@@ -1250,14 +1287,15 @@ private:
     if (!b)
       return;
     int64_t span = 128 / ir::dtypeBytes(*b);
-    bool kContiguous = product.rhsLayout->contractedIsInner;
+    // With swap_ab the shared tile is a's (K contiguous): consecutive N tiles share it.
+    bool kContiguous = tiles->swapAB || product.rhsLayout->contractedIsInner;
     if (tiles->tileN % c != 0 || (!kContiguous && (tiles->tileN / span) % c != 0) ||
         tiles->tileN / c < 8)
       diagnostics_
           .report(DiagId::ClusterShape, cluster->origin.range, shape,
-                  llvm::formatv("multicast: the b tile of {0} rows does not split into {1} equal "
-                                "boxes",
-                                tiles->tileN, c)
+                  llvm::formatv("multicast: the {2} tile of {0} rows does not split into {1} "
+                                "equal boxes",
+                                tiles->tileN, c, tiles->swapAB ? "a" : "b")
                       .str())
           .note(DiagId::NoteDirective, schedule_.matmul.mma->origin.range, "the mma tile is here");
   }

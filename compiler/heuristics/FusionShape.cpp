@@ -271,6 +271,7 @@ std::optional<MatmulShape> matmulOf(const ir::Fusion &fusion) {
     shape.k = dimShape(fusion, product.reduced.at(0));
     shape.lhsInput = product.lhsLayout->inputName;
     shape.rhsInput = product.rhsLayout->inputName;
+    shape.rhsKContiguous = product.rhsLayout->contractedIsInner;
     shape.twoProducts =
         llvm::count_if(fusion.values, [](const auto &v) { return v->op == ir::Op::MatMul; }) == 2;
     if (fusion.outputs.size() == 1 && fusion.outputs[0].dims.size() == 2 &&

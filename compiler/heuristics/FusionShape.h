@@ -52,6 +52,7 @@ struct MatmulShape {
   DimShape m, n, k;
   std::string lhsInput, rhsInput; // the inputs a and b are read from
   bool twoProducts = false;       // two products of one a (SwiGLU's gate and up)
+  bool rhsKContiguous = true;     // b is [N, K], not [K, N]
   /// The one output over [M, N], and its element size; 0 when there is none.
   int64_t outputBytes = 0;
 };

@@ -16,7 +16,8 @@ namespace {
 bool validTileN(int64_t tileN) { return tileN >= 64 && tileN <= 256 && tileN % 16 == 0; }
 
 /// The matmul knobs' values: refused at the knob when out of range or in conflict.
-void checkMatmulKnobs(const Knobs &knobs, bool twoProducts, KnobVerdicts &verdicts) {
+void checkMatmulKnobs(const Knobs &knobs, const MatmulShape &mm, KnobVerdicts &verdicts) {
+  const bool twoProducts = mm.twoProducts;
   auto refuse = [&](const std::string &knob, const std::string &why) {
     verdicts.refuse(knob, why);
   };
@@ -56,6 +57,28 @@ void checkMatmulKnobs(const Knobs &knobs, bool twoProducts, KnobVerdicts &verdic
   if (knobs.clusterM && *knobs.clusterM > 1 &&
       ((knobs.splitK && *knobs.splitK > 1) || knobs.streamK.value_or(false)))
     refuse("cluster_m", "clusters run with persistent tiles, not with split_k or stream_k");
+  if (knobs.swapAB.value_or(false)) {
+    if (twoProducts)
+      refuse("swap_ab", "two products of one a share its tile; swapped, each would need its own "
+                        "(not lowered)");
+    else if (!mm.rhsKContiguous)
+      refuse("swap_ab", "with the operands swapped " + mm.rhsInput +
+                            " is wgmma's left operand, read with K contiguous: write it as [" +
+                            mm.n.name + ", " + mm.k.name + "]");
+    if (knobs.pingpong.value_or(false))
+      refuse("swap_ab", "the swapped tiles have one consumer warpgroup a 64 columns of N; "
+                        "pingpong's 64 x 256 tiles are not swapped");
+    if (knobs.streamK.value_or(false))
+      refuse("swap_ab", "stream_k with swapped operands is not lowered");
+    if (knobs.clusterM && *knobs.clusterM > 1)
+      refuse("swap_ab", "clusters of swapped tiles are not chosen by auto(matmul) yet; write the "
+                        "schedule by hand");
+    if (knobs.swizzle)
+      refuse("swizzle", "swapped tiles run one a CTA (or split_k): there is no walk to swizzle");
+    if (knobs.tileN && *knobs.tileN % 64 != 0)
+      refuse("tile_n", "with swap_ab a consumer warpgroup takes 64 columns of N: tile_n is 64, "
+                       "128, 192 or 256");
+  }
 }
 
 /// The directives of `c`, each pointing at the knob that decided it (else the `= auto`).
@@ -67,15 +90,30 @@ void matmulDirectives(Block &block, const std::string &k, const MatmulTile &c,
   auto count = [&](int64_t v, llvm::SMRange at) { return sched::Count{v, at}; };
   llvm::SMRange tileAt = at("tile_n");
   llvm::SMRange groupsAt = knobs.pingpong ? at("pingpong") : header;
-  block.add(sched::Mma{{k, header},
-                       {count(c.tileM, groupsAt), count(c.tileN, tileAt), count(64, header)},
-                       {count(64, header), count(c.tileN, tileAt)},
-                       {"wgmma", header},
-                       {count(64, header), count(c.tileN, tileAt), count(16, header)}},
-            knobs.tileN ? tileAt : header);
+  llvm::SMRange swapAt = knobs.swapAB ? at("swap_ab") : header;
+  if (c.swapAB) {
+    // The instruction's 64 rows along N: a consumer warpgroup a 64 columns of the tile.
+    block.add(sched::Mma{{k, header},
+                         {count(c.tileM, swapAt), count(c.tileN, tileAt), count(64, header)},
+                         {count(c.tileM, swapAt), count(64, swapAt)},
+                         {"wgmma", header},
+                         {count(64, header), count(c.tileM, swapAt), count(16, header)},
+                         true,
+                         swapAt},
+              swapAt);
+  } else {
+    block.add(sched::Mma{{k, header},
+                         {count(c.tileM, groupsAt), count(c.tileN, tileAt), count(64, header)},
+                         {count(64, header), count(c.tileN, tileAt)},
+                         {"wgmma", header},
+                         {count(64, header), count(c.tileN, tileAt), count(16, header)},
+                         false,
+                         {}},
+              knobs.tileN ? tileAt : header);
+  }
   // Consumer warpgroups: the tile's 64-row warp tiles, in each of the groups. Three take
   // 152 registers each: with the producer's 40, 128 x (40 + 3 x 152) of the 65536.
-  int64_t consumers = c.tileM / 64 * c.groups;
+  int64_t consumers = (c.swapAB ? c.tileN : c.tileM) / 64 * c.groups;
   int64_t consumerRegisters = consumers == 3 ? 152 : 232;
   block.add(sched::Pipeline{count(c.stages, at("stages")), true},
             knobs.stages ? at("stages") : header);
@@ -158,7 +196,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   }
   // A refused knob drops the choice (Heuristics.cpp); an invalid tile_n is not used to
   // pick the rest.
-  checkMatmulKnobs(knobs, twoProducts, verdicts);
+  checkMatmulKnobs(knobs, mm, verdicts);
   std::optional<int64_t> tileNKnob = knobs.tileN;
   if (tileNKnob && !validTileN(*tileNKnob))
     tileNKnob.reset();
@@ -284,6 +322,79 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       } else if (!tileNKnob) {
         c.tileN = 128;
       }
+    }
+    // Few rows, the operands swapped: w's rows take wgmma's 64-row side and a's few rows
+    // its N side (M rounded up to 8), so a stage is (M + 64) x 64 elements instead of
+    // (64 + tile_n) x 64 with most of the 64 rows of a empty, and each SM keeps up to
+    // kSwapStages of them in flight for each of its CTAs.
+    bool swap = knobs.swapAB ? *knobs.swapAB
+                             : fewRows && mDim.extent && *mDim.extent <= tuned::kSwapRowsAtMost &&
+                                   mm.rhsKContiguous && !tileNKnob && !knobs.swizzle &&
+                                   !knobs.clusterM && !knobs.streamK.value_or(false) &&
+                                   !knobs.pingpong.value_or(false);
+    if (knobs.swapAB && !*knobs.swapAB)
+      verdicts.honour("swap_ab");
+    if (swap && !twoProducts && mm.rhsKContiguous) {
+      if (knobs.swapAB)
+        verdicts.honour("swap_ab");
+      c.swapAB = true;
+      c.groups = 1;
+      c.tileM = mDim.extent ? std::clamp<int64_t>((*mDim.extent + 7) / 8 * 8, 8, 64) : 64;
+      c.tileN = tileNKnob && *tileNKnob % 64 == 0 ? *tileNKnob : 64;
+      c.epilogue = sched::EpilogueKind::Registers;
+      int64_t tiles = tilesOf(mDim, c.tileM).value_or(1) *
+                      tilesOf(nDim, c.tileN).value_or(target.smCount);
+      int64_t parts = 1;
+      if (knobs.splitK) {
+        parts = *knobs.splitK;
+        verdicts.honour("split_k");
+      } else if (nDim.extent && 2 * tiles < target.smCount) {
+        parts = std::clamp<int64_t>((target.smCount + tiles - 1) / tiles, 1,
+                                    tuned::kSplitKMaxParts);
+        if (std::optional<int64_t> kTiles = tilesOf(kDim, 64))
+          parts = std::max<int64_t>(1, std::min(parts, *kTiles / tuned::kSplitKMinKTiles));
+      }
+      c.order = parts > 1 ? sched::TileOrder::SplitK : sched::TileOrder::OnePerCta;
+      c.orderParameter = parts;
+      // The CTAs an SM hosts at once share its shared memory: the stages a CTA gets.
+      int64_t ctasPerSm =
+          nDim.extent ? std::max<int64_t>(1, (tiles * parts + target.smCount - 1) / target.smCount)
+                      : 2;
+      int64_t stage = (c.tileM + c.tileN) * 64 * operandBytes + 16;
+      int64_t perCta = std::min(target.sharedMemoryPerBlock,
+                                target.sharedMemoryPerSm / ctasPerSm - 1024);
+      int64_t fit = std::max<int64_t>(1, target.sharedMemoryPerBlock / stage);
+      c.stages = std::clamp<int64_t>(perCta / stage, 1, tuned::kSwapStages);
+      if (knobs.stages) {
+        verdicts.honour("stages");
+        if (*knobs.stages > fit)
+          verdicts.refuse("stages",
+                          llvm::formatv("{0} stages of {1} x 64 and {2} x 64 operand tiles do not "
+                                        "fit in the {3} bytes of shared memory a block has on {4}: "
+                                        "at most {5}",
+                                        *knobs.stages, c.tileM, c.tileN,
+                                        target.sharedMemoryPerBlock, target.name, fit)
+                              .str());
+        c.stages = *knobs.stages;
+      }
+      if (tileNKnob)
+        verdicts.honour("tile_n");
+      variant.reasons.push_back(
+          knobs.swapAB ? "auto(matmul), the operands swapped (swap_ab)."
+                       : llvm::formatv("auto(matmul), at most {0} rows: the product is bound by "
+                                       "reading {1} once; the operands swapped.",
+                                       tuned::kSwapRowsAtMost, mm.rhsInput)
+                             .str());
+      variant.reasons.push_back(
+          llvm::formatv("{0} x {1} tiles computed as {1} x {0} (wgmma m64n{0}k16 on {2}'s rows, "
+                        "{3} consumer warpgroup{4}), {5} stages of {6} bytes ({7} CTAs an SM), "
+                        "{8}; the epilogue in registers, stored transposed.",
+                        c.tileM, c.tileN, mm.rhsInput, c.tileN / 64, c.tileN > 64 ? "s" : "",
+                        c.stages, stage, ctasPerSm,
+                        parts > 1 ? "K split in " + std::to_string(parts) + " parts"
+                                  : std::string("one tile a CTA"))
+              .str());
+      return variant;
     }
     std::string orderWhy = "persistent CTAs in groups of " +
                            std::to_string(knobs.swizzle ? *knobs.swizzle : tuned::kSwizzle) +

@@ -28,6 +28,9 @@ struct MatmulTile {
   int64_t orderParameter = 8; // the swizzle's group of M tiles, or split_k's parts
   int64_t clusterM = 1;
   sched::EpilogueKind epilogue = sched::EpilogueKind::Registers;
+  /// swap_ab: (tileM, tileN) is still the output tile, but the instruction's 64 rows run
+  /// along N (one consumer warpgroup a 64 columns of N) and its N side is tileM.
+  bool swapAB = false;
 };
 
 /// The choice for one range of M, [low, high) (none: unbounded).

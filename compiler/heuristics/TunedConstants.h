@@ -102,6 +102,13 @@ inline constexpr int64_t kFewRowsStages = 8;
 /// Few rows whose 64 x 64 tiles would leave more than half the SMs idle still split K
 /// (at most 8 parts, each of 4 k tiles or more).
 inline constexpr int64_t kSplitKMaxParts = 8;
+/// Few rows with the operands swapped (swap_ab): static M up to this many rows take tiles
+/// of M rounded up to 8 by 64 columns of N (wgmma m64nMk16 on w's rows), so that one stage
+/// is (M + 64) x 64 elements and the pipeline holds up to kSwapStages of them beside the
+/// other CTAs of an SM. 0: never (the knob still asks). Measured on the H200
+/// (docs/performance.md, run S1).
+inline constexpr int64_t kSwapRowsAtMost = 32;
+inline constexpr int64_t kSwapStages = 16;
 inline constexpr int64_t kSplitKMinKTiles = 4;
 /// The rate of 128-row tiles of each width against 128 x 256 ones when both fill their
 /// waves. 128: measured on the H200 (docs/performance.md, run M2), the same schedule with

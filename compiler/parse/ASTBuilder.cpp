@@ -584,6 +584,10 @@ private:
       d->warpTile = intTuple(c->intTuple(1));
       d->instruction = name(c->name(1));
       d->instructionShape = intTuple(c->intTuple(2));
+      if (antlr4::tree::TerminalNode *swap = c->K_SWAP_AB()) {
+        d->swapAB = true;
+        d->swapABRange = range(swap);
+      }
       return d;
     }
     if (auto *c = dynamic_cast<FSLParser::PipelineDirectiveContext *>(context)) {

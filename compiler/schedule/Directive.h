@@ -144,11 +144,16 @@ struct ReduceForm {
 };
 
 /// `mma over K: tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16)`.
+/// The tiles are (M, N) of the output. `swap_ab`: the product is computed as (b a^T)^T,
+/// so that the instruction's 64 rows run along N and its N side (down to 8) along M; the
+/// warp tile's N is then a multiple of 64 and its M of the instruction's N.
 struct Mma {
   Name reductionDim;
   std::vector<Count> ctaTile, warpTile;
   Name instruction;
   std::vector<Count> instructionShape;
+  bool swapAB = false;
+  llvm::SMRange swapABRange;
 };
 
 /// `pipeline 4 stages via tma`.

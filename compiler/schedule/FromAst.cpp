@@ -193,8 +193,9 @@ DirectiveOp opOf(const ast::Directive &directive) {
     return ReduceForm{llvm::cast<ast::ReduceDirective>(directive).onePass};
   case K::Mma: {
     const auto &d = llvm::cast<ast::MmaDirective>(directive);
-    return Mma{nameOf(d.reductionDim), countsOf(d.ctaTile), countsOf(d.warpTile),
-               nameOf(d.instruction), countsOf(d.instructionShape)};
+    return Mma{nameOf(d.reductionDim), countsOf(d.ctaTile),          countsOf(d.warpTile),
+               nameOf(d.instruction),  countsOf(d.instructionShape), d.swapAB,
+               d.swapABRange};
   }
   case K::Pipeline: {
     const auto &d = llvm::cast<ast::PipelineDirective>(directive);

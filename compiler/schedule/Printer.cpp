@@ -107,6 +107,8 @@ struct DirectiveWriter {
     printTuple(d.warpTile, out);
     out << ", instruction " << d.instruction.text;
     printTuple(d.instructionShape, out);
+    if (d.swapAB)
+      out << ", swap_ab";
   }
   void operator()(const Pipeline &d) {
     out << "pipeline " << d.stages.value << " stages";

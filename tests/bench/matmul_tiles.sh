@@ -4,7 +4,7 @@
 # is not a power of two (128 x 224, 128 x 192) and small tiles with deep pipelines for few
 # rows, next to the heuristics' choice; then matmul_ab.py alternates them with the peers.
 #   generate (here):      tests/bench/matmul_tiles.sh generate build/bin/fslc
-#   run (GPU machine):    OUT=... [RUN=T3|T4] tests/bench/matmul_tiles.sh run
+#   run (GPU machine):    OUT=... [RUN=T3|T4|S1] tests/bench/matmul_tiles.sh run
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="$root/bench-build/tiles"
@@ -14,6 +14,21 @@ schedule() { # name example tile warp instruction-N stages consumers regs tiles 
     warp_specialize producer(regs 40), consumers($7, regs $8);
     tiles $9;
     epilogue via ${10};"
+  [ "$2" = linear_bias_gelu ] && body="$body
+    fast_tanh;"
+  mkdir -p "$dir/$1"
+  awk -v body="$body" -v fusion="$2" '
+    /^schedule/ { print "schedule " fusion " {"; print body; print "}"; skip = 1; next }
+    skip && /^}/ { skip = 0; next }
+    !skip { print }' "$root/examples/$2.fsl" > "$dir/$1.fsl"
+  "$fslc" --diagnostics-color=never -o "$dir/$1" "$dir/$1.fsl"
+}
+swapped() { # name example tile-M tile-N consumers stages tiles: the operands swapped (swap_ab)
+  local body="    mma over K: tile ($3, $4, 64), warp ($3, 64), instruction wgmma(64, $3, 16), swap_ab;
+    pipeline $6 stages via tma;
+    warp_specialize producer(regs 40), consumers($5, regs 232);
+    tiles $7;
+    epilogue via registers;"
   [ "$2" = linear_bias_gelu ] && body="$body
     fast_tanh;"
   mkdir -p "$dir/$1"
@@ -45,6 +60,14 @@ generate)
   # Run T4: the few-rows tiles with a deeper pipeline (10 stages: what 232448 bytes hold).
   schedule plain_s64x112d matmul "64, 112" "64, 112" 112 10 1 232 "one_per_cta" "registers"
   schedule gelu_s64x112d linear_bias_gelu "64, 112" "64, 112" 112 10 1 232 "one_per_cta" "registers"
+  # Run S1: the operands swapped for few rows (w's rows on wgmma's 64-row side).
+  swapped plain_sw16 matmul 16 64 1 11 "one_per_cta"
+  swapped plain_sw16p matmul 16 64 1 20 "persistent"
+  swapped plain_sw16w matmul 16 128 2 12 "one_per_cta"
+  swapped plain_sw8 matmul 8 64 1 12 "one_per_cta"
+  swapped plain_sw32 matmul 32 64 1 9 "one_per_cta"
+  swapped plain_sw16k2 matmul 16 64 1 11 "split_k 2"
+  swapped gelu_sw16 linear_bias_gelu 16 64 1 11 "one_per_cta"
   # Run T3: taller tiles, more flops a loaded element (256 x 128: two warpgroups of
   # 128 x 128, each two m64n128k16 a k step; 192 x 192: three warpgroups of 64 x 192).
   schedule plain_t256x128 matmul "256, 128" "128, 128" 128 3 2 232 "persistent swizzle 8" "shared tma_store"
@@ -62,6 +85,15 @@ run)
   wait
   grep -H -E "registers|spill" "$dir"/*/nvcc.txt > "$out/ptxas.txt" || true
   lib() { echo "$1=$dir/$1/libfusion.so:$2"; }
+  if [ "${RUN:-T2}" = S1 ]; then
+    python3 "$root/tests/bench/matmul_ab.py" "$out" \
+      $(lib plain_s64x112 plain) $(lib plain_auto plain) $(lib plain_s64x112d plain) \
+      $(lib plain_sw16 plain) $(lib plain_sw16p plain) $(lib plain_sw16w plain) \
+      $(lib plain_sw8 plain) $(lib plain_sw32 plain) $(lib plain_sw16k2 plain) \
+      $(lib gelu_s64x112 gelu) $(lib gelu_sw16 gelu) \
+      --rounds "${ROUNDS:-5}" --shapes "${SHAPES:-1,14336,5120;8,14336,5120;16,14336,5120;32,14336,5120;64,14336,5120;16,28672,8192;16,4096,4096}"
+    exit
+  fi
   if [ "${RUN:-T2}" = T4 ]; then
     python3 "$root/tests/bench/matmul_ab.py" "$out" \
       $(lib plain_s64x112 plain) $(lib plain_s64x112d plain) \

@@ -72,6 +72,12 @@ private:
     plan_->k = product.reduced.at(0);
     plan_->m = product.lhsLayout->rowDim;
     plan_->n = product.rhsLayout->rowDim;
+    // swap_ab: the kernel computes (b a^T)^T, so its rows run along N and its columns along
+    // M; the stores address the output by dimension and so write the tile transposed.
+    const sched::MatmulSchedule &mm = schedule_.matmul;
+    plan_->swapAB = mm.mma && mm.mma->swapAB;
+    if (plan_->swapAB)
+      std::swap(plan_->m, plan_->n);
     if (product.dtype != ir::DType::F32)
       return unsupported("a matrix product accumulated in " + ir::dtypeName(product.dtype).str() +
                              ": wgmma accumulates in f32; write sum(f32(a) * f32(b), over K)",
@@ -128,9 +134,18 @@ private:
 
   bool checkOperands() {
     const ir::Value &product = *plan_->product;
-    if (!checkOperand(product.operands[0], *product.lhsLayout, true, plan_->a) ||
-        !checkOperand(product.operands[1], *product.rhsLayout, false, plan_->b))
+    if (plan_->swapAB) {
+      // b, [N, K], is wgmma's left operand and a its right one (the checker refused b as
+      // [K, N] and a second product).
+      FSL_INTERNAL_ASSERT(!plan_->product2 && product.rhsLayout->contractedIsInner,
+                          "an unchecked swap_ab reached the lowering");
+      if (!checkOperand(product.operands[1], *product.rhsLayout, true, plan_->a) ||
+          !checkOperand(product.operands[0], *product.lhsLayout, false, plan_->b))
+        return false;
+    } else if (!checkOperand(product.operands[0], *product.lhsLayout, true, plan_->a) ||
+               !checkOperand(product.operands[1], *product.rhsLayout, false, plan_->b)) {
       return false;
+    }
     if (const ir::Value *second = plan_->product2) {
       // The same a over the same M, N and K, another b of b's layout.
       const ir::Value *lhs = second->operands[0];
@@ -219,12 +234,16 @@ private:
     FSL_INTERNAL_ASSERT(mm.mma && mm.pipeline && mm.pipeline->viaTma,
                         "an incomplete matmul schedule reached the lowering");
     const sched::Applied<sched::Mma> &mma = *mm.mma;
-    plan_->mmaOrigin = {"mma over " + mma.reductionDim.text, mma.origin.range};
+    plan_->mmaOrigin = {"mma over " + mma.reductionDim.text + (mma.swapAB ? ", swap_ab" : ""),
+                        mma.origin.range};
     FSL_INTERNAL_ASSERT(mma.instruction.text == "wgmma" && mma.ctaTile.size() == 3 &&
                             mma.warpTile.size() == 2 && mma.instructionShape.size() == 3,
                         "an unchecked mma directive reached the lowering");
-    const sched::Count &bm = mma.ctaTile[0], &bn = mma.ctaTile[1], &bk = mma.ctaTile[2];
-    const sched::Count &wm = mma.warpTile[0], &wn = mma.warpTile[1];
+    // The kernel's tile: (N, M) of the output with swap_ab.
+    const bool swap = plan_->swapAB;
+    const sched::Count &bm = mma.ctaTile[swap ? 1 : 0], &bn = mma.ctaTile[swap ? 0 : 1],
+                       &bk = mma.ctaTile[2];
+    const sched::Count &wm = mma.warpTile[swap ? 1 : 0], &wn = mma.warpTile[swap ? 0 : 1];
     const sched::Count &im = mma.instructionShape[0], &in = mma.instructionShape[1],
                        &ik = mma.instructionShape[2];
     FSL_INTERNAL_ASSERT(bk.value == 128 / ir::dtypeBytes(plan_->a.dtype) && im.value == 64 &&
@@ -273,6 +292,8 @@ private:
     plan_->epilogueVia = mm.epilogue ? mm.epilogue->via : sched::EpilogueKind::Registers;
     FSL_INTERNAL_ASSERT(plan_->splitK == 1 || plan_->epilogueVia == sched::EpilogueKind::Registers,
                         "split_k with an epilogue via shared reached the lowering");
+    FSL_INTERNAL_ASSERT(!swap || plan_->epilogueVia == sched::EpilogueKind::Registers,
+                        "swap_ab with an epilogue via shared reached the lowering");
     FSL_INTERNAL_ASSERT(plan_->epilogueVia != sched::EpilogueKind::SharedTmaStore ||
                             plan_->tileN * ir::dtypeBytes(fusion_.outputs.at(0).dtype) % 32 == 0,
                         "a TMA-stored output tile of partial column blocks reached the lowering");

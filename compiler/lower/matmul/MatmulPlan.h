@@ -8,6 +8,7 @@
 // `lowering-unsupported` what the path does not lower yet, each at its own line:
 //
 //   lowered     mma over K: tile (BM, BN, 64), warp (WM, WN), instruction wgmma(64, IN, 16)
+//                   [, swap_ab]              (the kernel computes (b a^T)^T: rows along N)
 //               pipeline S stages via tma
 //               warp_specialize producer(regs P), consumers(W, regs C)
 //                                            (W the warp tiles of a tile, or twice that:
@@ -72,8 +73,14 @@ struct MatmulPlan {
   /// gate and up projections): loaded in the same stages, multiplied into a second set of
   /// accumulators, both read by the epilogue. Null with one product.
   const ir::Value *product2 = nullptr;
+  /// The kernel's rows (wgmma's M side) and columns: the product's M and N, or with
+  /// `swapAB` its N and M (a and b below then hold the fusion's b and a).
   ir::DimId m = 0, n = 0, k = 0;
   MatmulOperand a, b, b2; // a: [M, K], b and b2: [N, K] or [K, N]
+  /// `mma ..., swap_ab`: the product computed as (b a^T)^T, for few rows of a (they take
+  /// wgmma's N side, down to 8, and N its 64-row side). The epilogue stores each element
+  /// by dimension (so transposed), in registers only.
+  bool swapAB = false;
   /// The CTA tile (tileK is one 128-byte swizzled row of the operand type), a
   /// warpgroup's tile, and the wgmma instruction's N (its M is 64 and its K 16).
   int64_t tileM = 0, tileN = 0, tileK = 0;
