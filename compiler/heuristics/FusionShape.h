@@ -52,9 +52,9 @@ struct MatmulShape {
   DimShape m, n, k;
   std::string lhsInput, rhsInput; // the inputs a and b are read from
   bool twoProducts = false;       // two products of one a (SwiGLU's gate and up)
-  bool rhsKContiguous = true;     // b is [N, K], not [K, N]
   /// The one output over [M, N], and its element size; 0 when there is none.
   int64_t outputBytes = 0;
+  bool rhsKContiguous = true; // b is [N, K], not [K, N]
 };
 
 /// A function the hardware can approximate (exp, tanh, division): whether the fusion computes it

@@ -357,8 +357,10 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       c.order = parts > 1 ? sched::TileOrder::SplitK : sched::TileOrder::OnePerCta;
       c.orderParameter = parts;
       // The CTAs an SM hosts at once share its shared memory: the stages a CTA gets.
+      // At most two: measured with two (run S1); more CTAs an SM would each get fewer stages.
       int64_t ctasPerSm =
-          nDim.extent ? std::max<int64_t>(1, (tiles * parts + target.smCount - 1) / target.smCount)
+          nDim.extent ? std::clamp<int64_t>((tiles * parts + target.smCount - 1) / target.smCount,
+                                            1, 2)
                       : 2;
       int64_t stage = (c.tileM + c.tileN) * 64 * operandBytes + 16;
       int64_t perCta = std::min(target.sharedMemoryPerBlock,
@@ -387,12 +389,14 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                              .str());
       variant.reasons.push_back(
           llvm::formatv("{0} x {1} tiles computed as {1} x {0} (wgmma m64n{0}k16 on {2}'s rows, "
-                        "{3} consumer warpgroup{4}), {5} stages of {6} bytes ({7} CTAs an SM), "
+                        "{3} consumer warpgroup{4}), {5} stages of {6} bytes ({7} CTA{9} an SM), "
                         "{8}; the epilogue in registers, stored transposed.",
-                        c.tileM, c.tileN, mm.rhsInput, c.tileN / 64, c.tileN > 64 ? "s" : "",
-                        c.stages, stage, ctasPerSm,
+                        c.tileM, c.tileN, mm.rhsInput,
+                        c.tileN == 64 ? std::string("one") : std::to_string(c.tileN / 64),
+                        c.tileN > 64 ? "s" : "", c.stages, stage, ctasPerSm,
                         parts > 1 ? "K split in " + std::to_string(parts) + " parts"
-                                  : std::string("one tile a CTA"))
+                                  : std::string("one tile a CTA"),
+                        ctasPerSm > 1 ? "s" : "")
               .str());
       return variant;
     }

@@ -30,6 +30,7 @@ Target h200() {
   t.registersPerSm = 65536;
   t.maxRegistersPerThread = 255;
   t.sharedMemoryPerBlock = 232448;
+  t.sharedMemoryPerSm = 233472;
   return t;
 }
 
@@ -347,12 +348,20 @@ TEST_CASE("auto(matmul): tiles, stages, order and epilogue by M, N and K") {
        "[65, 640): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
        "tma_store; [640, ): 128 x 256, 3 stages, 1 groups, persistent 8, cluster 1, epilogue "
        "shared tma_store"},
-      // A static M: its range's choice alone.
+      // A static M: its range's choice alone. At most 32 rows, the operands swapped: 16 x 64
+      // tiles (224 CTAs, two an SM), as many 10 KiB stages as half the SM's shared memory
+      // holds.
       {16, 14336, 5120, 2, false,
+       "[, 65): 16 x 64, 11 stages, 1 groups, one_per_cta 1, cluster 1, epilogue registers"},
+      // 33 to 64 rows: 64-row tiles as wide as fill one wave.
+      {48, 14336, 5120, 2, false,
        "[, 65): 64 x 112, 8 stages, 1 groups, one_per_cta 8, cluster 1, epilogue registers"},
-      // Few rows and a short N: 64 x 64 tiles would leave more than half the SMs idle, so K
-      // is split (8 parts for 8 tiles on 132 SMs).
+      // Few rows and a short N: 16 x 64 tiles would leave more than half the SMs idle, so K
+      // is split (8 parts for 8 tiles on 132 SMs: 64 CTAs, one an SM, 16 stages each).
       {16, 512, 4096, 2, false,
+       "[, 65): 16 x 64, 16 stages, 1 groups, split_k 8, cluster 1, epilogue registers"},
+      // The same with 64-row tiles (33 rows or more).
+      {40, 512, 4096, 2, false,
        "[, 65): 64 x 64, 8 stages, 1 groups, split_k 8, cluster 1, epilogue registers"},
       // Below two waves of 128 x 256 tiles, the narrower widths: 256 rows take 128 tiles
       // of 128 x 224 (97 % of a wave), not 224 of 128 x 128 (85 % of two).
