@@ -207,12 +207,13 @@ class Fusion:
         self._call(self.program._lib.fsl_jit_session_launch, descriptors, scalars, ctypes.c_void_p(stream or None))
 
     def __call__(self, *args, **kwargs):
-        entry = self._compiled_entry
-        if entry is not None and not self._is_compiling():
-            # The compiled path's kernel raises "<FslError class>: message" in the built-in
-            # exception the class derives from; the caller gets the class.
+        # Eager calls of the compiled path go to the op's overload directly; under
+        # torch.compile (tracing) the op itself, which Dynamo knows.
+        if self.op_path == "compiled" and not self._is_compiling():
+            # Its kernel raises "<FslError class>: message" in the built-in exception the
+            # class derives from; the caller gets the class.
             try:
-                return entry(*args, **kwargs)
+                return self._compiled_entry(*args, **kwargs)
             except (TypeError, ValueError, RuntimeError) as error:
                 mapped = op_error(error)
                 if mapped is None:

@@ -295,11 +295,13 @@ def _unique_name(namespace, name):
 _libraries = []
 
 
-def _is_compiling():
-    compiler = getattr(torch, "compiler", None)
-    if compiler is not None and hasattr(compiler, "is_compiling"):
-        return compiler.is_compiling()
-    return torch._dynamo.is_compiling()
+# True while Dynamo traces (it folds the call to a constant): Fusion.__call__ then calls
+# the op itself rather than the compiled path's overload.
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+if _is_compiling is None:  # torch < 2.3
+    import torch._dynamo
+
+    _is_compiling = torch._dynamo.is_compiling
 
 
 def _register_fake(qualname, fake, lib):
