@@ -299,9 +299,12 @@ _libraries = []
 # the op itself rather than the compiled path's overload.
 _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
 if _is_compiling is None:  # torch < 2.3
-    import torch._dynamo
+    try:
+        from torch._dynamo import is_compiling as _is_compiling
+    except ImportError:  # no torch.compile at all
 
-    _is_compiling = torch._dynamo.is_compiling
+        def _is_compiling():
+            return False
 
 
 def _register_fake(qualname, fake, lib):
