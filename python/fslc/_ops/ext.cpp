@@ -25,7 +25,7 @@
 
 #include <dlfcn.h>
 
-#include <cmath>
+#include <cctype>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -55,19 +55,32 @@ enum class Kind { Type, Value, Runtime };
 // The fslc.errors class of a C API status (fsl/runtime.h) and its built-in base.
 void failStatus(int status, const std::string &message) {
   switch (status) {
-  case FSL_ERROR_NULL_POINTER: fail("FslNullPointerError", Kind::Value, message);
-  case FSL_ERROR_DTYPE: fail("FslDtypeError", Kind::Type, message);
-  case FSL_ERROR_RANK: fail("FslRankError", Kind::Value, message);
-  case FSL_ERROR_SIZE: fail("FslSizeError", Kind::Value, message);
-  case FSL_ERROR_LAYOUT: fail("FslLayoutError", Kind::Value, message);
-  case FSL_ERROR_ALIGNMENT: fail("FslAlignmentError", Kind::Value, message);
-  case FSL_ERROR_OVERLAP: fail("FslOverlapError", Kind::Value, message);
-  case FSL_ERROR_LAUNCH: fail("FslLaunchError", Kind::Runtime, message);
-  case FSL_ERROR_COMPILE: fail("FslCompileError", Kind::Runtime, message);
-  case FSL_ERROR_CACHE: fail("FslCacheError", Kind::Runtime, message);
-  case FSL_ERROR_DRIVER: fail("FslDriverError", Kind::Runtime, message);
-  case FSL_ERROR_ARGUMENT: fail("FslArgumentError", Kind::Value, message);
-  default: fail("FslError", Kind::Runtime, message);
+  case FSL_ERROR_NULL_POINTER:
+    fail("FslNullPointerError", Kind::Value, message);
+  case FSL_ERROR_DTYPE:
+    fail("FslDtypeError", Kind::Type, message);
+  case FSL_ERROR_RANK:
+    fail("FslRankError", Kind::Value, message);
+  case FSL_ERROR_SIZE:
+    fail("FslSizeError", Kind::Value, message);
+  case FSL_ERROR_LAYOUT:
+    fail("FslLayoutError", Kind::Value, message);
+  case FSL_ERROR_ALIGNMENT:
+    fail("FslAlignmentError", Kind::Value, message);
+  case FSL_ERROR_OVERLAP:
+    fail("FslOverlapError", Kind::Value, message);
+  case FSL_ERROR_LAUNCH:
+    fail("FslLaunchError", Kind::Runtime, message);
+  case FSL_ERROR_COMPILE:
+    fail("FslCompileError", Kind::Runtime, message);
+  case FSL_ERROR_CACHE:
+    fail("FslCacheError", Kind::Runtime, message);
+  case FSL_ERROR_DRIVER:
+    fail("FslDriverError", Kind::Runtime, message);
+  case FSL_ERROR_ARGUMENT:
+    fail("FslArgumentError", Kind::Value, message);
+  default:
+    fail("FslError", Kind::Runtime, message);
   }
 }
 
@@ -86,6 +99,8 @@ public:
   // Makes device `index`'s primary context current; returns the context to restore
   // afterwards, or nullptr.
   void *makeCurrent(int index) {
+    if (index < 0) // CUDA tensors always have one
+      fail("FslDeviceError", Kind::Value, "a CUDA device without an index");
     void *primary = nullptr;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -165,8 +180,8 @@ struct DtypeName {
 };
 
 constexpr DtypeName kDtypes[] = {
-    {"bool", FSL_BOOL, c10::ScalarType::Bool},    {"i32", FSL_I32, c10::ScalarType::Int},
-    {"i64", FSL_I64, c10::ScalarType::Long},      {"f16", FSL_F16, c10::ScalarType::Half},
+    {"bool", FSL_BOOL, c10::ScalarType::Bool},     {"i32", FSL_I32, c10::ScalarType::Int},
+    {"i64", FSL_I64, c10::ScalarType::Long},       {"f16", FSL_F16, c10::ScalarType::Half},
     {"bf16", FSL_BF16, c10::ScalarType::BFloat16}, {"f32", FSL_F32, c10::ScalarType::Float},
     {"f64", FSL_F64, c10::ScalarType::Double},
 };
@@ -184,12 +199,18 @@ std::string dtypeText(c10::ScalarType scalar) {
     if (d.scalar == scalar)
       return d.fsl;
   switch (scalar) {
-  case c10::ScalarType::Byte: return "uint8";
-  case c10::ScalarType::Char: return "int8";
-  case c10::ScalarType::Short: return "int16";
-  case c10::ScalarType::ComplexHalf: return "complex32";
-  case c10::ScalarType::ComplexFloat: return "complex64";
-  case c10::ScalarType::ComplexDouble: return "complex128";
+  case c10::ScalarType::Byte:
+    return "uint8";
+  case c10::ScalarType::Char:
+    return "int8";
+  case c10::ScalarType::Short:
+    return "int16";
+  case c10::ScalarType::ComplexHalf:
+    return "complex32";
+  case c10::ScalarType::ComplexFloat:
+    return "complex64";
+  case c10::ScalarType::ComplexDouble:
+    return "complex128";
   default: {
     std::string text = c10::toString(scalar);
     for (char &c : text)
@@ -480,24 +501,22 @@ private:
 
     std::lock_guard<std::mutex> lock(state.mutex);
     if (!state.session)
-      fail("FslError", Kind::Runtime,
-           plan.fusion + ": the program " + plan.source + " is closed");
+      fail("FslError", Kind::Runtime, plan.fusion + ": the program " + plan.source + " is closed");
     if (capturing && !empty && !state.warm.count(key)) {
       std::string at;
       for (size_t i = 0; i < plan.specialized.size(); ++i)
         at += (i ? ", " : "") + plan.dims[plan.specialized[i]].name + " = " +
               std::to_string(key[i + 1]);
       fail("FslCaptureError", Kind::Runtime,
-           plan.fusion + ": first call at " + (at.empty() ? "any size" : at) + " on cuda:" +
-               std::to_string(index) +
+           plan.fusion + ": first call at " + (at.empty() ? "any size" : at) +
+               " on cuda:" + std::to_string(index) +
                " inside CUDA-graph capture: the JIT compiles and loads its kernels on a first "
                "call, which capture cannot hold; call it once at these sizes before capturing");
     }
     char error[kErrorSize];
     error[0] = '\0';
-    fsl_status status = state.launch(state.session, plan.fusion.c_str(), tensors,
-                                     plan.tensorCount, scalars, plan.scalarCount, stream,
-                                     error, sizeof error);
+    fsl_status status = state.launch(state.session, plan.fusion.c_str(), tensors, plan.tensorCount,
+                                     scalars, plan.scalarCount, stream, error, sizeof error);
     if (status != FSL_OK)
       failStatus(status, error);
     if (!capturing && !empty)
@@ -535,9 +554,8 @@ int64_t registerFusion(std::string ns, std::string name, std::string plan, int64
   std::unique_ptr<torch::Library> library(
       new torch::Library(torch::Library::IMPL, ns, {}, __FILE__, static_cast<uint32_t>(__LINE__)));
   for (c10::DispatchKey key : {c10::DispatchKey::CUDA, c10::DispatchKey::CPU})
-    library->impl(name.c_str(),
-                  torch::dispatch(key, torch::CppFunction::makeFromBoxedFunctor(
-                                           std::make_unique<FusionKernel>(state))));
+    library->impl(name.c_str(), torch::dispatch(key, torch::CppFunction::makeFromBoxedFunctor(
+                                                         std::make_unique<FusionKernel>(state))));
   std::lock_guard<std::mutex> lock(registryMutex);
   registry().push_back({state, std::move(library)});
   return static_cast<int64_t>(registry().size() - 1);
