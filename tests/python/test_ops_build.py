@@ -223,6 +223,7 @@ class OpsBuildTest(unittest.TestCase):
             build.load(torch, "compiled")
         message = str(raised.exception)
         self.assertIn("the compiler failed (exit status 1)", message)
+        self.assertRegex(message, r"its command and output: .*/torch-ops/torch2\.5\.1\+cu124-cuda12\.4-abi1-[0-9a-f]{16}/build\.log")
         self.assertIn("broken-cxx", message)  # the command
         self.assertIn("-D_GLIBCXX_USE_CXX11_ABI=1", message)
         self.assertIn("torch/library.h: No such file", message)  # its output
@@ -245,6 +246,13 @@ class OpsBuildTest(unittest.TestCase):
         ours = [w for w in caught if "compiled op path" in str(w.message)]
         self.assertEqual(len(ours), 1, [str(w.message) for w in caught])
         self.assertIn("no CUDA headers (test)", str(ours[0].message))
+
+    def test_torch_without_cuda(self):
+        cxx, runs = self.stand_in_compiler()
+        os.environ["CXX"] = cxx
+        with self.assertRaisesRegex(fslc.FslExtensionError, r"torch 2\.5\.1\+cpu has no CUDA"):
+            build.load(fake_torch(version="2.5.1+cpu", cuda=None, cuda_home=self.cuda_home), "compiled")
+        self.assertFalse(os.path.exists(runs))  # nothing built
 
     def test_cxx_not_executable(self):
         os.environ["CXX"] = os.path.join(self.work, "no-such-compiler")

@@ -194,6 +194,8 @@ def _tail(text, lines=60):
 def ensure_built(torch):
     """The path of the built extension for this torch, building it if needed; raises
     Unavailable naming why it cannot be had."""
+    if not getattr(torch.version, "cuda", None):
+        raise Unavailable("torch %s has no CUDA (torch.version.cuda is None)" % torch.__version__)
     cxx = compiler()
     include_dirs = fsl_include_dirs()
     directory = os.path.join(cache_root(), cache_key(torch, cxx, include_dirs))
@@ -220,12 +222,14 @@ def ensure_built(torch):
         except OSError as error:
             os.unlink(partial)
             raise Unavailable("cannot run the compiler %s: %s" % (cxx[0], error), shown)
-        with open(os.path.join(directory, "build.log"), "w") as log:
-            log.write(shown + "\n" + result.stdout)
+        log = os.path.join(directory, "build.log")
+        with open(log, "w") as f:
+            f.write(shown + "\n" + result.stdout)
         if result.returncode != 0:
             os.unlink(partial)
-            raise Unavailable("the compiler failed (exit status %d) building %s" % (
-                result.returncode, SOURCE), "%s\n%s" % (shown, _tail(result.stdout)))
+            raise Unavailable("the compiler failed (exit status %d) building %s; its command and "
+                              "output: %s" % (result.returncode, SOURCE, log),
+                              "%s\n%s" % (shown, _tail(result.stdout)))
         os.replace(partial, library)
     return library
 
