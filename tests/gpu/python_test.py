@@ -349,6 +349,12 @@ def errors_case(path, prog):
                      lambda: prog.rms_norm_add(x, res.to("cuda:1"), w))
     expect_error(path + ": " + "an unknown keyword: refused by the op", (TypeError, RuntimeError), "epsilon",
                  lambda: prog.rms_norm_add(x, res, w, epsilon=1.0))
+    if path == "compiled":
+        # torch.ops directly: the built-in class the fslc one derives from, named in the message.
+        expect_error(path + ": torch.ops with weight in float32: a TypeError naming FslDtypeError", TypeError,
+                     "FslDtypeError: weight: dtype f32, expected bf16", lambda: prog.rms_norm_add.op(x, res, w.float()))
+        expect_error(path + ": torch.ops with x transposed: a ValueError naming FslLayoutError", ValueError,
+                     "FslLayoutError: x: stride", lambda: prog.rms_norm_add.op(randn(H, T).t(), res, w))
     torch.cuda.synchronize()
     check(path + ": refused calls wrote nothing", torch.equal(res, before))
     # Dynamo reports the fake implementation's exception as its own (TorchRuntimeError).
