@@ -33,6 +33,7 @@ from .errors import (
     FslDeviceError,
     FslDriverError,
     FslDtypeError,
+    FslExtensionError,
     FslRankError,
     FslSizeError,
 )
@@ -317,18 +318,29 @@ def _register_fake(qualname, fake, lib):
 def _register_compiled(program, fusion, namespace, name):
     """The op through the compiled path: the schema and fake implementation from Python,
     the CUDA kernel from the extension, given the session and the launch function of the
-    program's libfsl.so."""
+    program's libfsl.so. Returns the path taken: "ctypes" when the extension refused the
+    op (and the path is not forced)."""
     signature = fusion.signature
     lib = torch.library.Library(namespace, "FRAGMENT")
     lib.define(name + signature.op_schema())
     qualname = "%s::%s" % (namespace, name)
     _register_fake(qualname, _make_fake(fusion), lib)
-    launch = ctypes.cast(program._lib.fsl_jit_session_launch, ctypes.c_void_p).value
-    handle = torch.ops.fslc_ops.register_fusion(
-        namespace, name, op_plan(signature, program.policy, program.source), launch,
-        program._session.value)
     _libraries.append(lib)
+    launch = ctypes.cast(program._lib.fsl_jit_session_launch, ctypes.c_void_p).value
+    try:
+        handle = torch.ops.fslc_ops.register_fusion(
+            namespace, name, op_plan(signature, program.policy, program.source), launch,
+            program._session.value)
+    except Exception as error:  # noqa: BLE001 (the extension's refusal, whatever its class)
+        if _build.mode(program.ops) == "compiled":
+            raise FslExtensionError("%s: the compiled op path refused the op: %s" % (qualname, error))
+        # The defined op gets the ctypes path's implementation as its CUDA kernel.
+        warnings.warn("fslc: %s takes the ctypes path: the compiled op path refused it (%s)"
+                      % (qualname, error), RuntimeWarning, stacklevel=4)
+        lib.impl(name, _make_impl(fusion), "CUDA")
+        return "ctypes"
     program._op_releases.append(lambda: torch.ops.fslc_ops.release(handle))
+    return "compiled"
 
 
 def _register_ctypes(fusion, qualname):
@@ -353,8 +365,7 @@ def register_program(program):
         qualname = "%s::%s" % (namespace, name)
         taken = "ctypes"
         if path == "compiled":
-            _register_compiled(program, fusion, namespace, name)
-            taken = "compiled"
+            taken = _register_compiled(program, fusion, namespace, name)
         else:
             _register_ctypes(fusion, qualname)
         fusion.op_name = qualname

@@ -15,8 +15,9 @@ descriptors in the launcher's order (sizes, strides, dtypes), the scalars with t
 defaults and keywords, the outputs' shapes, the version counter of an inout tensor, the
 refusals with the messages and classes of the ctypes path (dtype, rank, sizes, static
 sizes), a C API status mapped to its class, the capture rule (a first call at new sizes
-refused, a warm one and an empty one not), a released (closed) program, and a call of
-torch.ops directly raising the built-in class with the class name in its message.
+refused, a warm one and an empty one not), a released (closed) program, a call of
+torch.ops directly raising the built-in class with the class name in its message, and an
+op the extension refuses (the ctypes path with a warning; FslExtensionError when forced).
 """
 
 import ctypes
@@ -279,6 +280,24 @@ class KernelTest(unittest.TestCase):
         self.prog.rms_norm(bf16(0, 40), bf16(40))  # nothing to launch
         os.environ["FAKE_CAPTURING"] = "0"
         self.prog.rms_norm(bf16(2, 40), bf16(40))
+
+    def test_refused_plan(self):
+        # The extension refuses an op (here: a plan it cannot read): under "auto" the op
+        # takes the ctypes path with a warning, under "compiled" it is an error.
+        saved = _torch.op_plan
+        _torch.op_plan = lambda signature, policy, source: "fusion %s\nbogus line\n" % signature.fusion
+        try:
+            with self.assertWarnsRegex(RuntimeWarning, r"fsl_host_auto::softmax takes the ctypes path: "
+                                       r"the compiled op path refused it \(.*cannot read line 2 of the op plan"):
+                prog = fslc.load(NORMS, arch="sm_90a", namespace="fsl_host_auto", library=LIBRARY,
+                                 cache_dir=os.path.join(WORK, "jit"), torch_ops=True, ops="auto")
+            self.assertEqual(set(prog.op_paths.values()), {"ctypes"})
+            with self.assertRaisesRegex(fslc.FslExtensionError, "fsl_host_forced::rms_norm: the compiled op "
+                                        "path refused the op: .*cannot read line 2 of the op plan: 'bogus line'"):
+                fslc.load(NORMS, arch="sm_90a", namespace="fsl_host_forced", library=LIBRARY,
+                          cache_dir=os.path.join(WORK, "jit"), torch_ops=True, ops="compiled")
+        finally:
+            _torch.op_plan = saved
 
     def test_closed(self):
         prog = load("fsl_host_closed")
