@@ -9,14 +9,15 @@ Each op takes one of two paths (docs/python.md; fslc/_ops/build.py decides, once
 - ctypes: a torch.library custom op whose implementation is the Python below, calling the
   C API through ctypes.
 
-Both make the same checks with the same messages and exceptions. The op `<namespace>::<fusion>` takes the fusion's parameters in declaration order
-(tensors, and scalars with their defaults), mutates its inout tensors in place, and
-returns its other outputs, allocated here with torch.empty: one tensor, a tuple, or
-None. Its fake (meta) implementation computes the outputs' shapes and dtypes from the
-signature without calling the C library, so the op works under torch.compile; its real
-implementation checks devices, dtypes, ranks and sizes, then launches through the JIT
-session on the tensors' device's current stream, so it can be captured in a CUDA graph
-once it has run at those sizes outside capture (docs/python.md).
+Both make the same checks with the same messages and exceptions. The op
+`<namespace>::<fusion>` takes the fusion's parameters in declaration order (tensors, and
+scalars with their defaults), mutates its inout tensors in place, and returns its other
+outputs, newly allocated: one tensor, a tuple, or None. Its fake (meta) implementation
+computes the outputs' shapes and dtypes from the signature without calling the C library,
+so the op works under torch.compile; its real implementation checks devices, dtypes, ranks
+and sizes, then launches through the JIT session on the tensors' device's current stream,
+so it can be captured in a CUDA graph once it has run at those sizes outside capture
+(docs/python.md).
 """
 
 import ctypes
