@@ -5,6 +5,8 @@ pieces it runs with, laid out as a prefix inside the package (fslc/_places.py):
     fslc/lib/libantlr4-runtime.so.*    the copy the build puts next to it (RUNPATH $ORIGIN)
     fslc/bin/fslc                      the compiler (target fslc), for `python -m fslc`
     fslc/share/fslc/stdlib/            std/*.fsl and targets/*.toml
+    fslc/include/fsl/*.h               the C API's headers, for the compiled op path
+                                       (fslc/_ops/ext.cpp, built on first use)
 
 The build directory is $FSLC_BUILD_DIR, else the repository's build/; both targets must
 be built there first, and setuptools works in its python-wheel/. The copies are stripped
@@ -76,6 +78,17 @@ def stdlib_files():
     return files
 
 
+def header_files():
+    """The C API's headers fslc/_ops/ext.cpp includes (fslc/_ops/build.py)."""
+    files = [(os.path.join(ROOT, "jit", "include", "fsl", name), "include/fsl/" + name)
+             for name in ("compiler.h", "jit_session.h")]
+    files.append((os.path.join(ROOT, "runtime", "include", "fsl", "runtime.h"), "include/fsl/runtime.h"))
+    missing = [source for source, _ in files if not os.path.isfile(source)]
+    if missing:
+        raise SystemExit("setup.py: missing C API headers:\n  %s" % "\n  ".join(missing))
+    return files
+
+
 class build_with_fslc(build_py):
     """build_py, plus the build's outputs and the stdlib inside the package."""
 
@@ -85,7 +98,7 @@ class build_with_fslc(build_py):
         if not strip:
             raise SystemExit("setup.py: strip (Debian package binutils) is needed to copy the binaries")
         package = os.path.join(self.build_lib, "fslc")
-        for source, destination in built_files() + stdlib_files():
+        for source, destination in built_files() + stdlib_files() + header_files():
             target = os.path.join(package, destination)
             os.makedirs(os.path.dirname(target), exist_ok=True)
             shutil.copy2(os.path.realpath(source), target)

@@ -11,6 +11,7 @@ as custom ops when torch can be imported.
 
 from ._capi import DTYPES, descriptor, load_library
 from ._device import Device, Target, current_device, device_target, read_targets, select_target
+from ._ops.build import status as op_extension_status
 from ._program import Fusion, Program, Signature, load, load_text
 from .errors import (
     FslAlignmentError,
@@ -22,6 +23,7 @@ from .errors import (
     FslDriverError,
     FslDtypeError,
     FslError,
+    FslExtensionError,
     FslLaunchError,
     FslLayoutError,
     FslLibraryError,
@@ -34,9 +36,9 @@ from .errors import (
 
 __all__ = [
     "DTYPES", "descriptor", "load_library", "Device", "Target", "current_device", "device_target",
-    "read_targets", "select_target", "Fusion", "Program", "Signature", "load",
+    "read_targets", "select_target", "op_extension_status", "Fusion", "Program", "Signature", "load",
     "load_text", "FslAlignmentError", "FslArgumentError", "FslCacheError", "FslCaptureError",
-    "FslCompileError", "FslDeviceError", "FslDriverError", "FslDtypeError", "FslError",
+    "FslCompileError", "FslDeviceError", "FslDriverError", "FslDtypeError", "FslError", "FslExtensionError",
     "FslLaunchError", "FslLayoutError", "FslLibraryError", "FslNullPointerError",
     "FslOverlapError", "FslRankError", "FslSizeError", "FslTargetError",
 ]

@@ -69,6 +69,20 @@ def executable_places(package=PACKAGE):
     return places
 
 
+def include_places(package=PACKAGE):
+    """Where the C API's headers (fsl/jit_session.h, fsl/runtime.h) are looked for, for
+    the compiled op path (fslc/_ops/build.py)."""
+    places = [(os.path.join(package, "include"), "the package's own")]
+    prefix = installation_prefix(package)
+    if prefix:
+        places.append((os.path.join(prefix, "include"), "the installation's include/"))
+    root = repository(package)
+    if root:
+        places.append((os.path.join(root, "jit", "include"), "the repository's jit/include"))
+        places.append((os.path.join(root, "runtime", "include"), "the repository's runtime/include"))
+    return places
+
+
 def stdlib_places(package=PACKAGE):
     """Where the stdlib is looked for after `stdlib=` and $FSLC_STDLIB."""
     places = [(os.path.join(package, "share", "fslc", "stdlib"), "the package's own")]

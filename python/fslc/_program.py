@@ -10,7 +10,8 @@ import string
 import sys
 
 from . import _capi, _device, _places
-from .errors import FslArgumentError, FslError
+from ._ops import build as _ops_build
+from .errors import FslArgumentError, FslError, op_error
 
 
 class Param:
@@ -170,8 +171,11 @@ class Fusion:
             raise FslArgumentError("no signature for fusion '%s'" % name)
         self.signature = Signature(text.decode())
         self._name_bytes = name.encode()
-        self.op = None  # the torch custom op, once registered
+        self.op = None  # the torch op, once registered
         self.op_name = None  # "fsl::rms_norm_add"
+        self.op_path = None  # "compiled" or "ctypes" (fslc/_torch.py)
+        self._compiled_entry = None  # the compiled path's op overload, called directly
+        self._is_compiling = None
         self._warm = set()  # (device, specialized values) launched outside graph capture
 
     def __repr__(self):
@@ -203,9 +207,22 @@ class Fusion:
         self._call(self.program._lib.fsl_jit_session_launch, descriptors, scalars, ctypes.c_void_p(stream or None))
 
     def __call__(self, *args, **kwargs):
+        # Eager calls of the compiled path go to the op's overload directly; under
+        # torch.compile (tracing) the op itself, which Dynamo knows.
+        if self.op_path == "compiled" and not self._is_compiling():
+            # Its kernel raises "<FslError class>: message" in the built-in exception the
+            # class derives from; the caller gets the class.
+            try:
+                return self._compiled_entry(*args, **kwargs)
+            except (TypeError, ValueError, RuntimeError) as error:
+                mapped = op_error(error)
+                if mapped is None:
+                    raise
+                raise mapped from None
         op = self.op
         if op is None:
-            op = self.program._register_torch()[self.name].op
+            self.program._register_torch()
+            return self(*args, **kwargs)
         return op(*args, **kwargs)
 
 
@@ -227,13 +244,16 @@ class Program:
 
     def __init__(self, source, *, text=None, runtime_dims="auto", policy="reduced", target=None,
                  cache_dir=None, library=None, stdlib=None, arch=None, namespace="fsl",
-                 torch_ops=None):
+                 torch_ops=None, ops=None):
         if policy not in _capi.POLICIES:
             raise FslArgumentError(
                 "unknown specialization policy %r (reduced, all or none)" % (policy,)
             )
         self._handle = None
         self._session = None
+        self._op_releases = []  # the compiled path's ops, told when the session goes
+        _ops_build.mode(ops)  # refuses an unknown choice before anything is loaded
+        self.ops = ops
         self._lib = _capi.load_library(library)
         self.source = os.fspath(source)
         self.policy = policy
@@ -328,6 +348,12 @@ class Program:
             "no fusion '%s' in %s (fusions: %s)" % (name, self.source, ", ".join(self.fusions))
         )
 
+    @property
+    def op_paths(self):
+        """The path each fusion's torch op takes: {"rms_norm": "compiled", ...} ("ctypes";
+        None before the ops are registered)."""
+        return {name: fusion.op_path for name, fusion in self.fusions.items()}
+
     def stats(self):
         """fsl_jit_stats of the session, as a dict."""
         stats = _capi.Stats()
@@ -362,6 +388,9 @@ class Program:
     def close(self):
         """Frees the session and the program (their compiled kernels stay loaded in the
         CUDA contexts they were launched in). Registered torch ops fail afterwards."""
+        for release in self.__dict__.get("_op_releases", ()):
+            release()
+        self.__dict__["_op_releases"] = []
         if self.__dict__.get("_session"):
             self._lib.fsl_jit_session_destroy(self._session)
             self._session = None
@@ -380,7 +409,7 @@ class Program:
 
 
 def load(path, runtime_dims="auto", policy="reduced", target=None, cache_dir=None, library=None,
-         stdlib=None, arch=None, namespace="fsl", torch_ops=None):
+         stdlib=None, arch=None, namespace="fsl", torch_ops=None, ops=None):
     """Loads a .fsl file: a Program whose attributes are its fusions (docs/python.md).
 
     runtime_dims: static dimensions left runtime sizes ("H", "H,S", a list); "auto"
@@ -399,10 +428,13 @@ def load(path, runtime_dims="auto", policy="reduced", target=None, cache_dir=Non
     arch: compile for this architecture ("sm_90a") instead of the current device's.
     namespace: the torch.library namespace of the custom ops.
     torch_ops: register the fusions as torch custom ops now (None: when torch imports).
+    ops: the path of the torch ops: "compiled" (the C++ extension, built on first use),
+        "ctypes" (Python through ctypes) or "auto" (compiled, else ctypes with a warning);
+        None: $FSLC_OPS, else "auto". program.op_paths says which each op took.
     """
     return Program(path, runtime_dims=runtime_dims, policy=policy, target=target,
                    cache_dir=cache_dir, library=library, stdlib=stdlib, arch=arch,
-                   namespace=namespace, torch_ops=torch_ops)
+                   namespace=namespace, torch_ops=torch_ops, ops=ops)
 
 
 def load_text(name, text, **options):

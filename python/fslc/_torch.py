@@ -1,25 +1,40 @@
-"""PyTorch integration: each fusion as a torch.library custom op (imported only with torch).
+"""PyTorch integration: each fusion as a torch op (imported only with torch).
 
-The op `<namespace>::<fusion>` takes the fusion's parameters in declaration order
-(tensors, and scalars with their defaults), mutates its inout tensors in place, and
-returns its other outputs, allocated here with torch.empty: one tensor, a tuple, or
-None. Its fake (meta) implementation computes the outputs' shapes and dtypes from the
-signature without calling the C library, so the op works under torch.compile; its real
-implementation checks devices, dtypes, ranks and sizes, then launches through the JIT
-session on the tensors' device's current stream, so it can be captured in a CUDA graph
-once it has run at those sizes outside capture (docs/python.md).
+Each op takes one of two paths (docs/python.md; fslc/_ops/build.py decides, once a process):
+
+- compiled: the op's schema and fake implementation are defined here, and its CUDA kernel is
+  fslc/_ops/ext.cpp's boxed C++ kernel, which checks, allocates and launches through the C
+  API with no Python on the way (a plan of the op from fslc/_ops/plan.py tells it what to
+  check and where each value goes);
+- ctypes: a torch.library custom op whose implementation is the Python below, calling the
+  C API through ctypes.
+
+Both make the same checks with the same messages and exceptions. The op
+`<namespace>::<fusion>` takes the fusion's parameters in declaration order (tensors, and
+scalars with their defaults), mutates its inout tensors in place, and returns its other
+outputs, newly allocated: one tensor, a tuple, or None. Its fake (meta) implementation
+computes the outputs' shapes and dtypes from the signature without calling the C library,
+so the op works under torch.compile; its real implementation checks devices, dtypes, ranks
+and sizes, then launches through the JIT session on the tensors' device's current stream,
+so it can be captured in a CUDA graph once it has run at those sizes outside capture
+(docs/python.md).
 """
 
 import ctypes
+import warnings
+
 import torch
 
 from . import _capi
+from ._ops import build as _build
+from ._ops.plan import op_plan
 from .errors import (
     FslArgumentError,
     FslCaptureError,
     FslDeviceError,
     FslDriverError,
     FslDtypeError,
+    FslExtensionError,
     FslRankError,
     FslSizeError,
 )
@@ -276,20 +291,88 @@ def _unique_name(namespace, name):
     return candidate
 
 
+# The torch.library.Library objects of the compiled path's op definitions: kept for the
+# process, as torch.library.custom_op keeps its own (an op outlives its program, refusing
+# calls once it is closed).
+_libraries = []
+
+
+# True while Dynamo traces (it folds the call to a constant): Fusion.__call__ then calls
+# the op itself rather than the compiled path's overload.
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+if _is_compiling is None:  # torch < 2.3
+    try:
+        from torch._dynamo import is_compiling as _is_compiling
+    except ImportError:  # no torch.compile at all
+
+        def _is_compiling():
+            return False
+
+
+def _register_fake(qualname, fake, lib):
+    if hasattr(torch.library, "register_fake"):
+        torch.library.register_fake(qualname, fake, lib=lib)
+    else:  # torch < 2.4
+        torch.library.impl_abstract(qualname, fake, lib=lib)
+
+
+def _register_compiled(program, fusion, namespace, name):
+    """The op through the compiled path: the schema and fake implementation from Python,
+    the CUDA kernel from the extension, given the session and the launch function of the
+    program's libfsl.so. Returns the path taken: "ctypes" when the extension refused the
+    op (and the path is not forced)."""
+    signature = fusion.signature
+    lib = torch.library.Library(namespace, "FRAGMENT")
+    lib.define(name + signature.op_schema())
+    qualname = "%s::%s" % (namespace, name)
+    _register_fake(qualname, _make_fake(fusion), lib)
+    _libraries.append(lib)
+    launch = ctypes.cast(program._lib.fsl_jit_session_launch, ctypes.c_void_p).value
+    try:
+        handle = torch.ops.fslc_ops.register_fusion(
+            namespace, name, op_plan(signature, program.policy, program.source), launch,
+            program._session.value)
+    except Exception as error:  # noqa: BLE001 (the extension's refusal, whatever its class)
+        if _build.mode(program.ops) == "compiled":
+            raise FslExtensionError("%s: the compiled op path refused the op: %s" % (qualname, error))
+        # The defined op gets the ctypes path's implementation as its CUDA kernel.
+        warnings.warn("fslc: %s takes the ctypes path: the compiled op path refused it (%s)"
+                      % (qualname, error), RuntimeWarning, stacklevel=4)
+        lib.impl(name, _make_impl(fusion), "CUDA")
+        return "ctypes"
+    program._op_releases.append(lambda: torch.ops.fslc_ops.release(handle))
+    return "compiled"
+
+
+def _register_ctypes(fusion, qualname):
+    custom = torch.library.custom_op(
+        qualname, _make_impl(fusion), mutates_args=tuple(p.name for p in fusion.signature.inout),
+        schema=fusion.signature.op_schema()
+    )
+    custom.register_fake(_make_fake(fusion))
+    fusion.custom_op = custom
+
+
 def register_program(program):
-    """Registers every fusion of `program` as the custom op `<namespace>::<fusion>`
-    (`<fusion>_2`, ... when another program took the name)."""
+    """Registers every fusion of `program` as the op `<namespace>::<fusion>` (`<fusion>_2`,
+    ... when another program took the name), through the compiled path or the ctypes one
+    (program.ops: the choice asked for, else $FSLC_OPS)."""
     namespace = program.namespace
+    path = _build.load(torch, program.ops)
     for fusion in program.fusions.values():
         if fusion.op is not None:
             continue
         name = _unique_name(namespace, fusion.name)
         qualname = "%s::%s" % (namespace, name)
-        mutates = tuple(p.name for p in fusion.signature.inout)
-        custom = torch.library.custom_op(
-            qualname, _make_impl(fusion), mutates_args=mutates, schema=fusion.signature.op_schema()
-        )
-        custom.register_fake(_make_fake(fusion))
-        fusion.custom_op = custom
+        taken = "ctypes"
+        if path == "compiled":
+            taken = _register_compiled(program, fusion, namespace, name)
+        else:
+            _register_ctypes(fusion, qualname)
         fusion.op_name = qualname
         fusion.op = getattr(getattr(torch.ops, namespace), name)
+        fusion.op_path = taken
+        if taken == "compiled":
+            overload = fusion.op.default
+            fusion._compiled_entry = getattr(overload, "_op", overload)
+            fusion._is_compiling = _is_compiling

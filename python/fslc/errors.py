@@ -89,6 +89,11 @@ class FslLibraryError(FslError, RuntimeError):
     """libfsl.so could not be found or loaded."""
 
 
+class FslExtensionError(FslError, RuntimeError):
+    """The compiled op path was asked for (FSLC_OPS=compiled, ops="compiled") and cannot be
+    built or loaded: the message names why, with the compiler's command and output."""
+
+
 # fsl_status (fsl/runtime.h) -> exception class.
 STATUS_ERRORS = {
     1: FslNullPointerError,
@@ -120,6 +125,26 @@ STATUS_NAMES = {
     11: "FSL_ERROR_DRIVER",
     12: "FSL_ERROR_ARGUMENT",
 }
+
+
+# The exceptions the compiled op path's kernel (fslc/_ops/ext.cpp) raises by name, as
+# "<class>: <message>" in a built-in exception: every class above but the ones of loading.
+OP_ERRORS = {cls.__name__: cls for cls in list(STATUS_ERRORS.values()) + [
+    FslError, FslDeviceError, FslCaptureError]}
+STATUS_OF = {cls: status for status, cls in STATUS_ERRORS.items()}
+
+
+def op_error(error):
+    """The fslc exception of an exception the compiled op path raised ("FslSizeError:
+    residual: size 9 ..." in a ValueError), or None for any other exception."""
+    if isinstance(error, FslError):
+        return None
+    text = str(error)
+    name, colon, message = text.partition(": ")
+    cls = OP_ERRORS.get(name) if colon else None
+    if cls is None:
+        return None
+    return cls(message, STATUS_OF.get(cls))
 
 
 def error_for(status, message):

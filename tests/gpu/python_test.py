@@ -1,6 +1,8 @@
 """The Python package (python/fslc) on a GPU with PyTorch: the fusions of std/norms.fsl as
-torch custom ops, against eager PyTorch (in float64), under torch.compile(fullgraph=True)
-and in a captured CUDA graph, and the exceptions of bad calls.
+torch ops, against eager PyTorch (in float64), under torch.compile(fullgraph=True)
+and in a captured CUDA graph, and the exceptions of bad calls; through both op paths
+(docs/python.md): the compiled one (fslc/_ops/ext.cpp, built here on first use with the
+system C++ compiler; its command and output are printed when it fails) and the ctypes one.
 
 Needs only libfsl.so (with the libantlr4-runtime.so.* copied next to it by the build),
 python/ and stdlib/ of the repository, torch with CUDA, and NVRTC with the toolkit's
@@ -57,6 +59,18 @@ def run(name, body):
         check(name, False, "%s: %s" % (type(error).__name__, error))
 
 
+def expect_error(name, cls, message, call):
+    try:
+        call()
+    except cls as error:
+        check(name, message in str(error), "%s: %s" % (type(error).__name__, error))
+        return
+    except Exception as error:  # noqa: BLE001
+        check(name, False, "raised %s: %s" % (type(error).__name__, error))
+        return
+    check(name, False, "no exception")
+
+
 def close(name, out, ref):
     """out (bf16) against ref (float64), as tests/bench: |out - ref| <= 2e-2 + 2e-2 |ref|."""
     o = out.double()
@@ -106,9 +120,26 @@ def randn(*shape, seed=0):
 print("torch %s, CUDA %s, %s" % (torch.__version__, torch.version.cuda, torch.cuda.get_device_name()), flush=True)
 cache = args.cache_dir or tempfile.mkdtemp(prefix="fsl-python-test-")
 norms = os.path.join(args.stdlib, "std", "norms.fsl")
-prog = fslc.load(norms, runtime_dims="H,S", cache_dir=cache, library=args.library, stdlib=args.stdlib)
+options = dict(runtime_dims="H,S", cache_dir=cache, library=args.library, stdlib=args.stdlib)
+# The compiled path, asked for: a build that fails is one failed check with the compiler's
+# command and output, and the rest runs on the ctypes path.
+try:
+    prog = fslc.load(norms, ops="compiled", **options)
+    check("the compiled op path is built and loaded: %s" % fslc.op_extension_status()["library"], True)
+except fslc.FslExtensionError as error:
+    print("the compiled op path failed:\n%s" % error, flush=True)
+    check("the compiled op path is built and loaded", False, "see the compiler's output above")
+    prog = fslc.load(norms, **options)
+check("every op of the default program took the compiled path: %s" % prog.op_paths,
+      set(prog.op_paths.values()) == {"compiled"})
+# The ctypes path, side by side (its own namespace): the same checks.
+prog_ctypes = fslc.load(norms, ops="ctypes", namespace="fsl_ctypes", **options)
+check("every op of the ctypes program took the ctypes path: %s" % prog_ctypes.op_paths,
+      set(prog_ctypes.op_paths.values()) == {"ctypes"})
+PROGRAMS = [("compiled", prog), ("ctypes", prog_ctypes)]
 print("loaded %s from %s; ops %s" % (
-    norms, fslc.load_library(args.library).path, ", ".join(f.op_name for f in prog.fusions.values())), flush=True)
+    norms, fslc.load_library(args.library).path,
+    ", ".join(f.op_name for p in (prog, prog_ctypes) for f in p.fusions.values())), flush=True)
 # No target= given: the current GPU's, through torch (an H200 is h200's).
 check("the target of the current GPU: %s for %r" % (prog.target, prog.device),
       prog.device is not None and prog.device.name == torch.cuda.get_device_name()
@@ -120,25 +151,55 @@ SIZES = [(1, 4096), (8, 4096), (300, 4096), (8, 7168), (257, 7168), (64, 2048)]
 # --- Eager: every fusion against PyTorch --------------------------------------------------
 
 
-def eager_case(T, H):
+def eager_case(path, prog, T, H):
     seed = 1000 * T + H
     x, res, w = randn(T, H, seed=seed), randn(T, H, seed=seed + 1), randn(H, seed=seed + 2)
     res_in = res.clone()
     y = prog.rms_norm_add(x, res, w)
     ref_y, ref_res = ref_rms_norm_add(x, res_in, w)
-    close("rms_norm_add T=%d H=%d: y" % (T, H), y, ref_y)
-    close("rms_norm_add T=%d H=%d: residual in place" % (T, H), res, ref_res)
+    close("%s: rms_norm_add T=%d H=%d: y" % (path, T, H), y, ref_y)
+    close("%s: rms_norm_add T=%d H=%d: residual in place" % (path, T, H), res, ref_res)
     y = prog.rms_norm_add(x, res_in.clone(), w, eps=1e-2)
-    close("rms_norm_add T=%d H=%d eps=1e-2: y" % (T, H), y, ref_rms_norm_add(x, res_in, w, 1e-2)[0])
-    close("rms_norm T=%d H=%d" % (T, H), prog.rms_norm(x, w), ref_rms_norm(x, w))
+    close("%s: rms_norm_add T=%d H=%d eps=1e-2: y" % (path, T, H), y, ref_rms_norm_add(x, res_in, w, 1e-2)[0])
+    # The op itself (torch.ops.<namespace>.<fusion>), keywords and defaults as the schema has them.
+    res_op = res_in.clone()
+    y = prog.rms_norm_add.op(x, res_op, w, eps=1e-6)
+    close("%s: torch.ops rms_norm_add T=%d H=%d: y" % (path, T, H), y, ref_y)
+    close("%s: torch.ops rms_norm_add T=%d H=%d: residual" % (path, T, H), res_op, ref_res)
+    close("%s: rms_norm T=%d H=%d" % (path, T, H), prog.rms_norm(x, w), ref_rms_norm(x, w))
     g, b = randn(H, seed=seed + 3), randn(H, seed=seed + 4)
-    close("layer_norm T=%d H=%d" % (T, H), prog.layer_norm(x, g, b), ref_layer_norm(x, g, b))
-    close("softmax T=%d S=%d" % (T, H), prog.softmax(x), ref_softmax(x))
+    close("%s: layer_norm T=%d H=%d" % (path, T, H), prog.layer_norm(x, g, b), ref_layer_norm(x, g, b))
+    close("%s: softmax T=%d S=%d" % (path, T, H), prog.softmax(x), ref_softmax(x))
     torch.cuda.synchronize()
 
 
-for T, H in SIZES:
-    run("eager T=%d H=%d" % (T, H), lambda: eager_case(T, H))
+for path, p in PROGRAMS:
+    for T, H in SIZES:
+        run("%s: eager T=%d H=%d" % (path, T, H), lambda: eager_case(path, p, T, H))
+
+
+def version_bumped():
+    # In place through the compiled path: the residual's version counter moves, as with
+    # torch.library.custom_op's mutates_args (autograd's saved-tensor checks rely on it).
+    x, res, w = randn(4, 4096), randn(4, 4096), randn(4096)
+    before = res._version
+    prog.rms_norm_add(x, res, w)
+    check("the inout residual's version counter moved (%d -> %d)" % (before, res._version), res._version > before)
+
+
+run("version counter", version_bumped)
+
+
+def closed_program():
+    # A closed program's ops refuse calls (the compiled kernel holds the session).
+    closing = fslc.load(norms, namespace="fsl_closing", **options)
+    x = randn(2, 4096)
+    close("before close: softmax", closing.softmax(x), ref_softmax(x))
+    closing.close()
+    expect_error("after close: FslError", fslc.FslError, "is closed", lambda: closing.softmax(x))
+
+
+run("a closed program", closed_program)
 
 run("T = 0: an empty output, nothing launched",
     lambda: check("T = 0: an empty output, nothing launched",
@@ -263,55 +324,50 @@ run("torch.compile(mode='reduce-overhead')", compiled_graph_case)
 # --- Bad calls: Python exceptions with the C API's messages, nothing launched --------------
 
 
-def expect_error(name, cls, message, call):
-    try:
-        call()
-    except cls as error:
-        check(name, message in str(error), "%s: %s" % (type(error).__name__, error))
-        return
-    except Exception as error:  # noqa: BLE001
-        check(name, False, "raised %s: %s" % (type(error).__name__, error))
-        return
-    check(name, False, "no exception")
-
-
-def errors_case():
+def errors_case(path, prog):
     T, H = 8, 4096
     x, res, w = randn(T, H, seed=81), randn(T, H, seed=82), randn(H, seed=83)
     before = res.clone()
-    expect_error("a CPU tensor: FslDeviceError", fslc.FslDeviceError, "x: a cpu tensor, expected a CUDA tensor",
+    expect_error(path + ": " + "a CPU tensor: FslDeviceError", fslc.FslDeviceError, "x: a cpu tensor, expected a CUDA tensor",
                  lambda: prog.rms_norm_add(x.cpu(), res, w))
-    expect_error("weight in float32: FslDtypeError (a TypeError)", TypeError, "weight: dtype f32, expected bf16",
+    expect_error(path + ": " + "weight in float32: FslDtypeError (a TypeError)", TypeError, "weight: dtype f32, expected bf16",
                  lambda: prog.rms_norm_add(x, res, w.float()))
-    expect_error("x of rank 1: FslRankError", fslc.FslRankError, "x: rank 1, expected 2",
+    expect_error(path + ": " + "x of rank 1: FslRankError", fslc.FslRankError, "x: rank 1, expected 2",
                  lambda: prog.rms_norm_add(x[0], res, w))
-    expect_error("residual with 9 rows: FslSizeError", fslc.FslSizeError,
+    expect_error(path + ": " + "residual with 9 rows: FslSizeError", fslc.FslSizeError,
                  "residual: size 9 of dimension T, expected 8",
                  lambda: prog.rms_norm_add(x, randn(9, H), w))
-    expect_error("weight of 7168: FslSizeError (a ValueError)", ValueError,
+    expect_error(path + ": " + "weight of 7168: FslSizeError (a ValueError)", ValueError,
                  "weight: size 7168 of dimension H, expected 4096",
                  lambda: prog.rms_norm_add(x, res, randn(7168)))
-    expect_error("x transposed: FslLayoutError", fslc.FslLayoutError, "x: stride",
+    expect_error(path + ": " + "x transposed: FslLayoutError", fslc.FslLayoutError, "x: stride",
                  lambda: prog.rms_norm_add(randn(H, T).t(), res, w))
-    expect_error("y over x: residual is x: FslOverlapError", fslc.FslOverlapError, "overlaps",
+    expect_error(path + ": " + "y over x: residual is x: FslOverlapError", fslc.FslOverlapError, "overlaps",
                  lambda: prog.rms_norm_add(x, x, w))
     if torch.cuda.device_count() > 1:
-        expect_error("tensors on two devices: FslDeviceError", fslc.FslDeviceError, "is on cuda:0",
+        expect_error(path + ": " + "tensors on two devices: FslDeviceError", fslc.FslDeviceError, "is on cuda:0",
                      lambda: prog.rms_norm_add(x, res.to("cuda:1"), w))
-    expect_error("an unknown keyword: refused by the op", (TypeError, RuntimeError), "epsilon",
+    expect_error(path + ": " + "an unknown keyword: refused by the op", (TypeError, RuntimeError), "epsilon",
                  lambda: prog.rms_norm_add(x, res, w, epsilon=1.0))
+    if path == "compiled":
+        # torch.ops directly: the built-in class the fslc one derives from, named in the message.
+        expect_error(path + ": torch.ops with weight in float32: a TypeError naming FslDtypeError", TypeError,
+                     "FslDtypeError: weight: dtype f32, expected bf16", lambda: prog.rms_norm_add.op(x, res, w.float()))
+        expect_error(path + ": torch.ops with x transposed: a ValueError naming FslLayoutError", ValueError,
+                     "FslLayoutError: x: stride", lambda: prog.rms_norm_add.op(randn(H, T).t(), res, w))
     torch.cuda.synchronize()
-    check("refused calls wrote nothing", torch.equal(res, before))
+    check(path + ": refused calls wrote nothing", torch.equal(res, before))
     # Dynamo reports the fake implementation's exception as its own (TorchRuntimeError).
-    expect_error("the fake implementation refuses too (torch.compile)", Exception,
+    expect_error(path + ": " + "the fake implementation refuses too (torch.compile)", Exception,
                  "weight: dtype f32, expected bf16",
                  lambda: torch.compile(lambda a, r, b: prog.rms_norm_add(a, r, b), fullgraph=True)(x, res, w.float()))
 
 
-run("exceptions", errors_case)
+for path, p in PROGRAMS:
+    run("%s: exceptions" % path, lambda: errors_case(path, p))
 
 
-def capture_without_warmup():
+def capture_without_warmup(path, prog):
     # A first call at new sizes inside capture: refused before anything is launched.
     T, H = 16, 5120
     x, res, w = randn(T, H), randn(T, H), randn(H)
@@ -321,39 +377,43 @@ def capture_without_warmup():
         with torch.cuda.graph(graph):
             prog.rms_norm_add(x, res, w)
     except fslc.FslCaptureError as error:
-        check("a first call inside capture: FslCaptureError", "call it once at these sizes" in str(error), str(error))
+        check(path + ": a first call inside capture: FslCaptureError", "call it once at these sizes" in str(error), str(error))
     except Exception as error:  # noqa: BLE001
-        check("a first call inside capture: FslCaptureError", False, "%s: %s" % (type(error).__name__, error))
+        check(path + ": a first call inside capture: FslCaptureError", False, "%s: %s" % (type(error).__name__, error))
     else:
-        check("a first call inside capture: FslCaptureError", False, "no exception")
+        check(path + ": a first call inside capture: FslCaptureError", False, "no exception")
     torch.cuda.synchronize()
     y = prog.rms_norm_add(x, res.clone(), w)
-    check("after the refused capture, the call works", not torch.isnan(y.double()).any())
+    check(path + ": after the refused capture, the call works", not torch.isnan(y.double()).any())
 
 
-run("capture without warm-up", capture_without_warmup)
+for path, p in PROGRAMS:
+    run("%s: capture without warm-up" % path, lambda: capture_without_warmup(path, p))
 
 # --- Host time of a call (memory hit) ---------------------------------------------------------
 
 
 def timing():
     x, res, w = randn(8, 4096), randn(8, 4096), randn(4096)
-    for _ in range(10):
-        prog.rms_norm_add(x, res, w)
-    torch.cuda.synchronize()
     n = 2000
-    start = time.perf_counter()
-    for _ in range(n):
-        prog.rms_norm_add(x, res, w)
-    host = (time.perf_counter() - start) / n * 1e6
-    torch.cuda.synchronize()
+    for path, p in PROGRAMS:
+        for _ in range(10):
+            p.rms_norm_add(x, res, w)
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(n):
+            p.rms_norm_add(x, res, w)
+        host = (time.perf_counter() - start) / n * 1e6
+        torch.cuda.synchronize()
+        print("host time: %.1f us a call of prog.rms_norm_add, %s path" % (host, path), flush=True)
+        print("session stats (%s): %s" % (path, p.stats()), flush=True)
     start = time.perf_counter()
     for _ in range(n):
         torch.add(x, res)
     eager = (time.perf_counter() - start) / n * 1e6
     torch.cuda.synchronize()
-    print("host time: %.1f us a call of prog.rms_norm_add (eager torch.add: %.1f us)" % (host, eager), flush=True)
-    print("session stats: %s" % prog.stats(), flush=True)
+    print("host time: %.1f us a call of eager torch.add; tests/bench/host_time.py compares each op "
+          "with the PyTorch call it replaces" % eager, flush=True)
 
 
 run("timing", timing)

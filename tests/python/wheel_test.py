@@ -1,7 +1,8 @@
 """The fslc wheel, built and installed as a user would, offline: `pip wheel` of python/
 from the CMake build, `pip install --no-index` into a new venv, then test_capi.py
---installed with the venv's interpreter, against the installed copy (its libfsl.so,
-fslc and stdlib; nothing of python/ on sys.path).
+--installed and test_ops_build.py --installed with the venv's interpreter, against the
+installed copy (its libfsl.so, fslc, stdlib, C API headers and extension source; nothing
+of python/ on sys.path).
 
 usage: python3 tests/python/wheel_test.py SOURCE_DIR BUILD_DIR WORK_DIR
 
@@ -40,7 +41,10 @@ run(sys.executable, "-m", "pip", "--isolated", "wheel", "--no-build-isolation", 
 (wheel,) = glob.glob(os.path.join(DIST, "fslc-*.whl"))
 names = zipfile.ZipFile(wheel).namelist()
 for expected in ("fslc/__init__.py", "fslc/lib/libfsl.so", "fslc/bin/fslc",
-                 "fslc/share/fslc/stdlib/targets/h200.toml", "fslc/share/fslc/stdlib/std/norms.fsl"):
+                 "fslc/share/fslc/stdlib/targets/h200.toml", "fslc/share/fslc/stdlib/std/norms.fsl",
+                 "fslc/_ops/ext.cpp", "fslc/_ops/build.py", "fslc/_ops/plan.py",
+                 "fslc/include/fsl/jit_session.h", "fslc/include/fsl/compiler.h",
+                 "fslc/include/fsl/runtime.h"):
     if expected not in names:
         sys.exit("wheel_test: %s lacks %s" % (os.path.basename(wheel), expected))
 if not any(n.startswith("fslc/lib/libantlr4-runtime.so") for n in names):
@@ -54,3 +58,6 @@ run(python, "-m", "pip", "--isolated", "install", "--no-index", "--no-deps", whe
 # From WORK: the current directory is not the source tree, so only the venv's fslc imports.
 run(python, os.path.join(ROOT, "tests", "python", "test_capi.py"), "--installed", ROOT,
     os.path.join(WORK, "capi"), cwd=WORK)
+# The compiled op path's source and headers, found in the installed package.
+run(python, os.path.join(ROOT, "tests", "python", "test_ops_build.py"), "--installed", ROOT,
+    os.path.join(WORK, "ops-build"), cwd=WORK)

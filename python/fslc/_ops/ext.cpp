@@ -1,0 +1,583 @@
+// ext.cpp — the compiled op path: each fusion's torch op as a boxed C++ kernel that checks
+// the call, allocates the outputs and launches through libfsl.so's C API
+// (fsl_jit_session_launch), with no Python between the dispatcher and the launch.
+//
+// fslc/_ops/build.py compiles this file into a shared library on first use and loads it
+// with torch.ops.load_library; fslc/_torch.py defines each op's schema and fake
+// implementation in Python, then calls fslc_ops::register_fusion once per op with a plan
+// of the op (what to check and where each value goes, derived from the fusion's
+// signature by fslc/_ops/plan.py) and the session and launch function of the program's
+// libfsl.so. The launch function comes as an address from the library the session was
+// created by, so the kernel never binds to another copy of libfsl.so.
+//
+// A refused call raises a c10 error whose message starts with the fslc.errors class
+// name ("FslSizeError: residual: size 9 ..."): the Python side maps it back to that class,
+// and a caller of torch.ops.<namespace>.<fusion> sees the built-in exception the class
+// derives from (TypeError for dtypes, ValueError for sizes and layouts, RuntimeError for
+// compile, launch and driver failures) with the same message.
+#include "fsl/jit_session.h"
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/stack.h>
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/library.h>
+
+#include <dlfcn.h>
+
+#include <cctype>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+// ---- Errors --------------------------------------------------------------------------------
+
+enum class Kind { Type, Value, Runtime };
+
+[[noreturn]] void fail(const char *cls, Kind kind, const std::string &message) {
+  std::string text = std::string(cls) + ": " + message;
+  c10::SourceLocation where{__func__, __FILE__, static_cast<uint32_t>(__LINE__)};
+  if (kind == Kind::Type)
+    throw c10::TypeError(where, text);
+  if (kind == Kind::Value)
+    throw c10::ValueError(where, text);
+  throw c10::Error(where, text);
+}
+
+// The fslc.errors class of a C API status (fsl/runtime.h) and its built-in base.
+void failStatus(int status, const std::string &message) {
+  switch (status) {
+  case FSL_ERROR_NULL_POINTER:
+    fail("FslNullPointerError", Kind::Value, message);
+  case FSL_ERROR_DTYPE:
+    fail("FslDtypeError", Kind::Type, message);
+  case FSL_ERROR_RANK:
+    fail("FslRankError", Kind::Value, message);
+  case FSL_ERROR_SIZE:
+    fail("FslSizeError", Kind::Value, message);
+  case FSL_ERROR_LAYOUT:
+    fail("FslLayoutError", Kind::Value, message);
+  case FSL_ERROR_ALIGNMENT:
+    fail("FslAlignmentError", Kind::Value, message);
+  case FSL_ERROR_OVERLAP:
+    fail("FslOverlapError", Kind::Value, message);
+  case FSL_ERROR_LAUNCH:
+    fail("FslLaunchError", Kind::Runtime, message);
+  case FSL_ERROR_COMPILE:
+    fail("FslCompileError", Kind::Runtime, message);
+  case FSL_ERROR_CACHE:
+    fail("FslCacheError", Kind::Runtime, message);
+  case FSL_ERROR_DRIVER:
+    fail("FslDriverError", Kind::Runtime, message);
+  case FSL_ERROR_ARGUMENT:
+    fail("FslArgumentError", Kind::Value, message);
+  default:
+    fail("FslError", Kind::Runtime, message);
+  }
+}
+
+// ---- The CUDA driver calls around a launch ------------------------------------------------
+
+// As fslc/_torch.py's _Driver: the tensors' device's primary context (PyTorch's) current
+// for the C API, and whether the stream is capturing. The driver is the process's
+// libcuda.so.1 (PyTorch's CUDA has loaded it), looked up once.
+class Driver {
+public:
+  static Driver &get() {
+    static Driver driver;
+    return driver;
+  }
+
+  // Makes device `index`'s primary context current; returns the context to restore
+  // afterwards, or nullptr.
+  void *makeCurrent(int index) {
+    if (index < 0) // CUDA tensors always have one
+      fail("FslDeviceError", Kind::Value, "a CUDA device without an index");
+    void *primary = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (index >= static_cast<int>(primary_.size()))
+        primary_.resize(index + 1, nullptr);
+      primary = primary_[index];
+      if (!primary) {
+        check("cuInit", cuInit_(0));
+        int device = 0;
+        check("cuDeviceGet", cuDeviceGet_(&device, index));
+        check("cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain_(&primary, device));
+        primary_[index] = primary;
+      }
+    }
+    void *current = nullptr;
+    check("cuCtxGetCurrent", cuCtxGetCurrent_(&current));
+    if (current == primary)
+      return nullptr;
+    check("cuCtxSetCurrent", cuCtxSetCurrent_(primary));
+    return current;
+  }
+
+  // Never throws: it runs while a refused call's exception unwinds.
+  void restore(void *context) noexcept { cuCtxSetCurrent_(context); }
+
+  bool isCapturing(void *stream) {
+    int status = 0;
+    check("cuStreamIsCapturing", cuStreamIsCapturing_(stream, &status));
+    return status != 0; // active or invalidated
+  }
+
+private:
+  Driver() {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!lib)
+      lib = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!lib)
+      fail("FslDriverError", Kind::Runtime,
+           std::string("cannot load the CUDA driver (libcuda.so.1): ") + dlerror());
+    symbol(lib, "cuInit", cuInit_);
+    symbol(lib, "cuDeviceGet", cuDeviceGet_);
+    symbol(lib, "cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain_);
+    symbol(lib, "cuCtxGetCurrent", cuCtxGetCurrent_);
+    symbol(lib, "cuCtxSetCurrent", cuCtxSetCurrent_);
+    symbol(lib, "cuStreamIsCapturing", cuStreamIsCapturing_);
+  }
+
+  template <typename F> static void symbol(void *lib, const char *name, F &function) {
+    function = reinterpret_cast<F>(dlsym(lib, name));
+    if (!function)
+      fail("FslDriverError", Kind::Runtime,
+           std::string("the CUDA driver (libcuda.so.1) has no ") + name);
+  }
+
+  static void check(const char *name, int result) {
+    if (result != 0)
+      fail("FslDriverError", Kind::Runtime,
+           std::string(name) + " failed with CUresult " + std::to_string(result));
+  }
+
+  int (*cuInit_)(unsigned) = nullptr;
+  int (*cuDeviceGet_)(int *, int) = nullptr;
+  int (*cuDevicePrimaryCtxRetain_)(void **, int) = nullptr;
+  int (*cuCtxGetCurrent_)(void **) = nullptr;
+  int (*cuCtxSetCurrent_)(void *) = nullptr;
+  int (*cuStreamIsCapturing_)(void *, int *) = nullptr;
+  std::mutex mutex_;
+  std::vector<void *> primary_;
+};
+
+// ---- The plan of an op ---------------------------------------------------------------------
+
+struct DtypeName {
+  const char *fsl;
+  fsl_dtype code;
+  c10::ScalarType scalar;
+};
+
+constexpr DtypeName kDtypes[] = {
+    {"bool", FSL_BOOL, c10::ScalarType::Bool},     {"i32", FSL_I32, c10::ScalarType::Int},
+    {"i64", FSL_I64, c10::ScalarType::Long},       {"f16", FSL_F16, c10::ScalarType::Half},
+    {"bf16", FSL_BF16, c10::ScalarType::BFloat16}, {"f32", FSL_F32, c10::ScalarType::Float},
+    {"f64", FSL_F64, c10::ScalarType::Double},
+};
+
+const DtypeName &dtypeNamed(const std::string &name) {
+  for (const DtypeName &d : kDtypes)
+    if (name == d.fsl)
+      return d;
+  fail("FslArgumentError", Kind::Value, "the op plan names an unknown dtype '" + name + "'");
+}
+
+// A dtype as fslc/_torch.py names it in messages: the FSL name, else torch's ("uint8").
+std::string dtypeText(c10::ScalarType scalar) {
+  for (const DtypeName &d : kDtypes)
+    if (d.scalar == scalar)
+      return d.fsl;
+  switch (scalar) {
+  case c10::ScalarType::Byte:
+    return "uint8";
+  case c10::ScalarType::Char:
+    return "int8";
+  case c10::ScalarType::Short:
+    return "int16";
+  case c10::ScalarType::ComplexHalf:
+    return "complex32";
+  case c10::ScalarType::ComplexFloat:
+    return "complex64";
+  case c10::ScalarType::ComplexDouble:
+    return "complex128";
+  default: {
+    std::string text = c10::toString(scalar);
+    for (char &c : text)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+  }
+  }
+}
+
+struct Input {
+  bool tensor = false;
+  std::string name;
+  bool inout = false;
+  DtypeName dtype{};
+  int64_t rank = 0;
+  int slot = 0; // the launcher's tensor index, or the scalar's index
+};
+
+struct Dim {
+  std::string name;
+  int64_t extent = -1;                       // static extent, or -1: runtime
+  std::vector<std::pair<int, int64_t>> axes; // (input, axis) that define and must match it
+};
+
+struct Output {
+  std::string name;
+  DtypeName dtype{};
+  int slot = 0;
+  std::vector<int> dims;
+};
+
+// What register_fusion is given (fslc/_ops/plan.py writes it): one line per item.
+//   fusion NAME SOURCE...        the fusion, and the program's path (messages)
+//   tensor NAME DTYPE ROLE RANK SLOT
+//   scalar NAME SLOT
+//   dim NAME EXTENT INPUT:AXIS...   EXTENT -1: runtime
+//   out NAME DTYPE SLOT DIM...      DIM: indices of dim lines
+//   specialize DIM...
+//   counts TENSORS SCALARS
+struct Plan {
+  std::string fusion, source;
+  std::vector<Input> inputs;
+  std::vector<Dim> dims;
+  std::vector<Output> outputs;
+  std::vector<int> specialized;
+  int tensorCount = 0, scalarCount = 0;
+
+  static Plan parse(const std::string &text) {
+    Plan plan;
+    std::istringstream lines(text);
+    std::string line;
+    int number = 0;
+    while (std::getline(lines, line)) {
+      ++number;
+      std::istringstream in(line);
+      std::string what;
+      if (!(in >> what))
+        continue;
+      bool ok = true;
+      if (what == "fusion") {
+        ok = static_cast<bool>(in >> plan.fusion);
+        std::getline(in >> std::ws, plan.source);
+      } else if (what == "tensor") {
+        Input input;
+        std::string dtype, role;
+        input.tensor = true;
+        ok = static_cast<bool>(in >> input.name >> dtype >> role >> input.rank >> input.slot);
+        if (ok) {
+          input.dtype = dtypeNamed(dtype);
+          input.inout = role == "inout";
+        }
+        plan.inputs.push_back(input);
+      } else if (what == "scalar") {
+        Input input;
+        ok = static_cast<bool>(in >> input.name >> input.slot);
+        plan.inputs.push_back(input);
+      } else if (what == "dim") {
+        Dim dim;
+        ok = static_cast<bool>(in >> dim.name >> dim.extent);
+        std::string axis;
+        while (ok && in >> axis) {
+          size_t colon = axis.find(':');
+          ok = colon != std::string::npos;
+          if (ok)
+            dim.axes.emplace_back(std::stoi(axis.substr(0, colon)),
+                                  std::stoll(axis.substr(colon + 1)));
+        }
+        plan.dims.push_back(dim);
+      } else if (what == "out") {
+        Output out;
+        std::string dtype;
+        ok = static_cast<bool>(in >> out.name >> dtype >> out.slot);
+        if (ok)
+          out.dtype = dtypeNamed(dtype);
+        int dim = 0;
+        while (ok && in >> dim)
+          out.dims.push_back(dim);
+        plan.outputs.push_back(out);
+      } else if (what == "specialize") {
+        int dim = 0;
+        while (in >> dim)
+          plan.specialized.push_back(dim);
+      } else if (what == "counts") {
+        ok = static_cast<bool>(in >> plan.tensorCount >> plan.scalarCount);
+      } else {
+        ok = false;
+      }
+      if (!ok)
+        fail("FslArgumentError", Kind::Value,
+             "cannot read line " + std::to_string(number) + " of the op plan: '" + line + "'");
+    }
+    return plan;
+  }
+};
+
+// ---- The kernel of one op ------------------------------------------------------------------
+
+using LaunchFunction = decltype(&fsl_jit_session_launch);
+
+constexpr size_t kErrorSize = 16384;
+
+struct OpState {
+  Plan plan;
+  LaunchFunction launch = nullptr;
+  std::mutex mutex;
+  fsl_jit_session *session = nullptr; // null once the program is closed (release)
+  // (device, specialized sizes) launched outside capture: their kernels are loaded in
+  // that device's context, so a call inside capture is safe (as fslc/_torch.py's _warm).
+  std::set<std::vector<int64_t>> warm;
+};
+
+std::string deviceText(const c10::Device &device) {
+  return device.str(); // "cuda:0", as torch.device's str
+}
+
+class FusionKernel final : public c10::OperatorKernel {
+public:
+  explicit FusionKernel(std::shared_ptr<OpState> state) : state_(std::move(state)) {}
+
+  void operator()(const c10::OperatorHandle &, c10::DispatchKeySet, torch::jit::Stack *stack) {
+    OpState &state = *state_;
+    const Plan &plan = state.plan;
+    const size_t inputCount = plan.inputs.size();
+    auto arguments = torch::jit::last(*stack, inputCount);
+
+    // Devices, dtypes and ranks first, then sizes, in fslc/_torch.py's _check order.
+    std::optional<c10::Device> device;
+    const std::string *first = nullptr;
+    for (size_t i = 0; i < inputCount; ++i) {
+      const Input &input = plan.inputs[i];
+      if (!input.tensor)
+        continue;
+      const c10::IValue &value = arguments[i];
+      if (!value.isTensor())
+        fail("FslArgumentError", Kind::Type,
+             input.name + ": expected a torch.Tensor, got " + value.tagKind());
+      const at::Tensor &t = value.toTensor();
+      c10::Device where = t.device();
+      if (where.type() != c10::DeviceType::CUDA)
+        fail("FslDeviceError", Kind::Value,
+             input.name + ": a " + c10::DeviceTypeName(where.type(), /*lower_case=*/true) +
+                 " tensor, expected a CUDA tensor");
+      if (!device) {
+        device = where;
+        first = &input.name;
+      } else if (where != *device) {
+        fail("FslDeviceError", Kind::Value,
+             input.name + ": on " + deviceText(where) + ", " + *first + " is on " +
+                 deviceText(*device));
+      }
+      if (t.scalar_type() != input.dtype.scalar)
+        fail("FslDtypeError", Kind::Type,
+             input.name + ": dtype " + dtypeText(t.scalar_type()) + ", expected " +
+                 input.dtype.fsl);
+      if (t.dim() != input.rank)
+        fail("FslRankError", Kind::Value,
+             input.name + ": rank " + std::to_string(t.dim()) + ", expected " +
+                 std::to_string(input.rank));
+    }
+    if (!device)
+      fail("FslDeviceError", Kind::Value, plan.fusion + ": no input tensor gives a device");
+
+    c10::SmallVector<int64_t, 8> sizes(plan.dims.size(), -1);
+    bool empty = false;
+    for (size_t d = 0; d < plan.dims.size(); ++d) {
+      const Dim &dim = plan.dims[d];
+      for (auto [index, axis] : dim.axes) {
+        int64_t size = arguments[index].toTensor().size(axis);
+        if (sizes[d] < 0 && dim.extent < 0) {
+          sizes[d] = size;
+          continue;
+        }
+        int64_t want = dim.extent >= 0 ? dim.extent : sizes[d];
+        if (size != want)
+          fail("FslSizeError", Kind::Value,
+               plan.inputs[index].name + ": size " + std::to_string(size) + " of dimension " +
+                   dim.name + ", expected " + std::to_string(want) +
+                   (dim.extent >= 0 ? " (static)" : ""));
+      }
+      if (sizes[d] < 0 && dim.extent >= 0)
+        sizes[d] = dim.extent;
+      if (sizes[d] == 0)
+        empty = true;
+    }
+
+    // Outputs, then the descriptors in the launcher's order, and the scalars.
+    c10::SmallVector<at::Tensor, 4> outputs;
+    for (const Output &out : plan.outputs) {
+      c10::SmallVector<int64_t, 8> shape;
+      for (int d : out.dims) {
+        if (sizes[d] < 0)
+          fail("FslArgumentError", Kind::Value,
+               plan.fusion + ": dimension " + plan.dims[d].name + " of output " + out.name +
+                   " is not the size of any input tensor");
+        shape.push_back(sizes[d]);
+      }
+      outputs.push_back(
+          at::empty(shape, at::TensorOptions().dtype(out.dtype.scalar).device(*device)));
+    }
+    c10::SmallVector<fsl_tensor, 8> descriptors(plan.tensorCount);
+    c10::SmallVector<const fsl_tensor *, 8> pointers(plan.tensorCount);
+    auto describe = [&](const at::Tensor &t, fsl_dtype dtype, int slot) {
+      fsl_tensor &d = descriptors[slot];
+      d.data = t.data_ptr();
+      d.dtype = dtype;
+      d.rank = static_cast<int32_t>(t.dim());
+      for (int64_t i = 0; i < t.dim() && i < FSL_MAX_RANK; ++i) {
+        d.sizes[i] = t.size(i);
+        d.strides[i] = t.stride(i);
+      }
+      pointers[slot] = &d;
+    };
+    c10::SmallVector<double, 8> scalars(plan.scalarCount, 0.0);
+    for (size_t i = 0; i < inputCount; ++i) {
+      const Input &input = plan.inputs[i];
+      const c10::IValue &value = arguments[i];
+      if (input.tensor)
+        describe(value.toTensor(), input.dtype.code, input.slot);
+      else if (value.isDouble())
+        scalars[input.slot] = value.toDouble();
+      else if (value.isInt())
+        scalars[input.slot] = static_cast<double>(value.toInt());
+      else if (value.isBool())
+        scalars[input.slot] = value.toBool() ? 1.0 : 0.0;
+      else
+        fail("FslArgumentError", Kind::Type,
+             input.name + ": expected a number, got " + value.tagKind());
+    }
+    for (size_t o = 0; o < outputs.size(); ++o)
+      describe(outputs[o], plan.outputs[o].dtype.code, plan.outputs[o].slot);
+
+    launch(state, *device, sizes, empty, descriptors.size() ? pointers.data() : nullptr,
+           scalars.size() ? scalars.data() : nullptr);
+
+    // In place: what the ADInplaceOrView kernel of torch.library.custom_op does.
+    for (size_t i = 0; i < inputCount; ++i)
+      if (plan.inputs[i].inout)
+        arguments[i].toTensor().unsafeGetTensorImpl()->bump_version();
+    torch::jit::drop(*stack, inputCount);
+    for (at::Tensor &out : outputs)
+      torch::jit::push(*stack, std::move(out));
+  }
+
+private:
+  static void launch(OpState &state, const c10::Device &device,
+                     const c10::SmallVector<int64_t, 8> &sizes, bool empty,
+                     const fsl_tensor *const *tensors, const double *scalars) {
+    const Plan &plan = state.plan;
+    const int index = device.index();
+    Driver &driver = Driver::get();
+    void *previous = driver.makeCurrent(index);
+    struct Restore {
+      Driver &driver;
+      void *context;
+      ~Restore() {
+        if (context)
+          driver.restore(context);
+      }
+    } restore{driver, previous};
+
+    cudaStream_t stream = c10::cuda::getCurrentCUDAStream(index).stream();
+    bool capturing = driver.isCapturing(stream);
+    std::vector<int64_t> key;
+    key.reserve(plan.specialized.size() + 1);
+    key.push_back(index);
+    for (int d : plan.specialized)
+      key.push_back(sizes[d]);
+
+    std::lock_guard<std::mutex> lock(state.mutex);
+    if (!state.session)
+      fail("FslError", Kind::Runtime, plan.fusion + ": the program " + plan.source + " is closed");
+    if (capturing && !empty && !state.warm.count(key)) {
+      std::string at;
+      for (size_t i = 0; i < plan.specialized.size(); ++i)
+        at += (i ? ", " : "") + plan.dims[plan.specialized[i]].name + " = " +
+              std::to_string(key[i + 1]);
+      fail("FslCaptureError", Kind::Runtime,
+           plan.fusion + ": first call at " + (at.empty() ? "any size" : at) +
+               " on cuda:" + std::to_string(index) +
+               " inside CUDA-graph capture: the JIT compiles and loads its kernels on a first "
+               "call, which capture cannot hold; call it once at these sizes before capturing");
+    }
+    char error[kErrorSize];
+    error[0] = '\0';
+    fsl_status status = state.launch(state.session, plan.fusion.c_str(), tensors, plan.tensorCount,
+                                     scalars, plan.scalarCount, stream, error, sizeof error);
+    if (status != FSL_OK)
+      failStatus(status, error);
+    if (!capturing && !empty)
+      state.warm.insert(std::move(key));
+  }
+
+  std::shared_ptr<OpState> state_;
+};
+
+// ---- Registration --------------------------------------------------------------------------
+
+struct Registered {
+  std::shared_ptr<OpState> state;
+  std::unique_ptr<torch::Library> library;
+};
+
+std::mutex registryMutex;
+std::vector<Registered> &registry() {
+  static auto *ops = new std::vector<Registered>(); // never destroyed: kernels stay valid
+  return *ops;
+}
+
+// Registers the CUDA kernel (and a CPU one, which refuses CPU tensors with the CUDA
+// kernel's message) of the op `ns::name`, whose schema the caller has defined; returns a
+// handle for release().
+int64_t registerFusion(std::string ns, std::string name, std::string plan, int64_t launch,
+                       int64_t session) {
+  auto state = std::make_shared<OpState>();
+  state->plan = Plan::parse(plan);
+  state->launch = reinterpret_cast<LaunchFunction>(static_cast<uintptr_t>(launch));
+  state->session = reinterpret_cast<fsl_jit_session *>(static_cast<uintptr_t>(session));
+  if (!state->launch || !state->session)
+    fail("FslArgumentError", Kind::Value, name + ": a null session or launch function");
+  // `{}`: no dispatch key of the library's own (c10::optional or std::optional, by version).
+  std::unique_ptr<torch::Library> library(
+      new torch::Library(torch::Library::IMPL, ns, {}, __FILE__, static_cast<uint32_t>(__LINE__)));
+  for (c10::DispatchKey key : {c10::DispatchKey::CUDA, c10::DispatchKey::CPU})
+    library->impl(name.c_str(), torch::dispatch(key, torch::CppFunction::makeFromBoxedFunctor(
+                                                         std::make_unique<FusionKernel>(state))));
+  std::lock_guard<std::mutex> lock(registryMutex);
+  registry().push_back({state, std::move(library)});
+  return static_cast<int64_t>(registry().size() - 1);
+}
+
+// The program was closed: its session is gone, and the op refuses every later call.
+void release(int64_t handle) {
+  std::shared_ptr<OpState> state;
+  {
+    std::lock_guard<std::mutex> lock(registryMutex);
+    if (handle < 0 || handle >= static_cast<int64_t>(registry().size()))
+      fail("FslArgumentError", Kind::Value, "no op of handle " + std::to_string(handle));
+    state = registry()[handle].state;
+  }
+  std::lock_guard<std::mutex> lock(state->mutex);
+  state->session = nullptr;
+}
+
+} // namespace
+
+TORCH_LIBRARY(fslc_ops, m) {
+  m.def("register_fusion(str ns, str name, str plan, int launch, int session) -> int",
+        &registerFusion);
+  m.def("release(int handle) -> ()", &release);
+}

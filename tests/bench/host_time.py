@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Host time of one eager call of an fslc op at T = 1 (M = 1), against the PyTorch call it
+replaces, through both op paths (docs/python.md): the compiled one (fslc/_ops/ext.cpp) and
+the ctypes one. Runs on the GPU machine; not a test.
+
+For each op, N back-to-back calls after a warm-up and a synchronize, timed with
+time.perf_counter_ns; the median over rounds of the time per call, in µs. Each round is
+short (100 calls by default) and starts on an idle GPU, so the launches never fill the
+stream's queue and the loop is never held back by the GPU: the time per call is the host
+time of the call (its launches included), not the kernels'. The fslc ops are called as a user calls them,
+`prog.<fusion>(...)`, and directly as `torch.ops.<namespace>.<fusion>(...)`.
+
+usage: python3 tests/bench/host_time.py [--library build/lib/libfsl.so] [--stdlib stdlib]
+           [--calls 100] [--rounds 101] [--hidden 4096]
+Prints the paths each program took, then a markdown table.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+parser.add_argument("--library", default=os.environ.get("FSL_LIBRARY"))
+parser.add_argument("--stdlib", default=os.environ.get("FSLC_STDLIB") or os.path.join(ROOT, "stdlib"))
+parser.add_argument("--python", default=os.path.join(ROOT, "python"),
+                    help="the directory holding the fslc package ('': the installed one)")
+parser.add_argument("--calls", type=int, default=100, help="calls a round")
+parser.add_argument("--rounds", type=int, default=101)
+parser.add_argument("--hidden", type=int, default=4096, help="H (and K = N of the matmul)")
+args = parser.parse_args()
+
+if args.python:
+    sys.path.insert(0, args.python)
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import fslc  # noqa: E402
+
+
+def per_call_us(call):
+    """The median over rounds of the time a call of `call` takes back to back, in µs."""
+    for _ in range(50):
+        call()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(args.rounds):
+        start = time.perf_counter_ns()
+        for _ in range(args.calls):
+            call()
+        times.append((time.perf_counter_ns() - start) / args.calls / 1e3)
+        torch.cuda.synchronize()
+    return statistics.median(times)
+
+
+def randn(*shape):
+    return torch.randn(*shape, device="cuda").to(torch.bfloat16)
+
+
+def main():
+    H = args.hidden
+    cache = tempfile.mkdtemp(prefix="fsl-host-time-")
+    options = dict(cache_dir=cache, library=args.library, stdlib=args.stdlib)
+    norms = os.path.join(args.stdlib, "std", "norms.fsl")
+    matmul = os.path.join(ROOT, "examples", "matmul.fsl")
+    programs = {}
+    for path in ("compiled", "ctypes"):
+        programs[path] = (
+            fslc.load(norms, runtime_dims="H,S", namespace="fsl_%s" % path, ops=path, **options),
+            fslc.load(matmul, namespace="fsl_mm_%s" % path, ops=path, **options),
+        )
+        for prog in programs[path]:
+            print("%s: %s" % (prog.source, prog.op_paths), flush=True)
+    print("extension: %s" % fslc.op_extension_status(), flush=True)
+
+    x, res, w = randn(1, H), randn(1, H), randn(H)
+    g, b = randn(H), randn(H)
+    weight = randn(H, H)
+    # (name, PyTorch call, PyTorch's name, fusion name, program index, the fusion's arguments)
+    cases = [
+        ("rms_norm", lambda: F.rms_norm(x, (H,), w, 1e-6), "F.rms_norm", "rms_norm", 0, (x, w)),
+        ("rms_norm_add", lambda: F.rms_norm(torch.add(x, res), (H,), w, 1e-6),
+         "torch.add + F.rms_norm", "rms_norm_add", 0, (x, res, w)),
+        ("layer_norm", lambda: F.layer_norm(x, (H,), g, b, 1e-5), "F.layer_norm", "layer_norm", 0, (x, g, b)),
+        ("softmax", lambda: torch.softmax(x, -1), "torch.softmax", "softmax", 0, (x,)),
+        ("matmul M=1", lambda: F.linear(x, weight), "F.linear", "matmul", 1, (x, weight)),
+    ]
+    rows = []
+    for name, reference, reference_name, fusion, index, call_args in cases:
+        row = {"op": name, "torch": reference_name, "torch_us": per_call_us(reference)}
+        for path in ("compiled", "ctypes"):
+            f = programs[path][index][fusion]
+            try:
+                f(*call_args)
+                row[path] = per_call_us(lambda: f(*call_args))
+                row[path + "_op"] = per_call_us(lambda: f.op(*call_args))
+            except Exception as error:  # noqa: BLE001 (a row that cannot run says why)
+                print("%s through %s: %s: %s" % (name, path, type(error).__name__, error), flush=True)
+                row[path] = row[path + "_op"] = None
+        rows.append(row)
+
+    def cell(value, reference):
+        return "n/a" if value is None else "%.1f (%.2fx)" % (value, value / reference)
+
+    print()
+    print("Host µs per eager call at T = 1 (M = 1), H = %d; torch %s, CUDA %s, %s; median of %d rounds "
+          "of %d calls" % (H, torch.__version__, torch.version.cuda, torch.cuda.get_device_name(),
+                           args.rounds, args.calls))
+    print()
+    print("| op | PyTorch call | PyTorch µs | compiled `prog.f` µs (ratio) | compiled `torch.ops` µs "
+          "(ratio) | ctypes `prog.f` µs (ratio) | ctypes `torch.ops` µs (ratio) |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print("| %s | %s | %.1f | %s | %s | %s | %s |" % (
+            r["op"], r["torch"], r["torch_us"], cell(r["compiled"], r["torch_us"]),
+            cell(r["compiled_op"], r["torch_us"]), cell(r["ctypes"], r["torch_us"]),
+            cell(r["ctypes_op"], r["torch_us"])))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,312 @@
+"""The compiled op path's C++ kernel (python/fslc/_ops/ext.cpp) without a GPU, on CPU torch.
+
+usage: python3 tests/python/test_ops_kernel_host.py LIBFSL SOURCE_DIR WORK_DIR
+
+Needs an interpreter with torch (Debian: python3-torch for /usr/bin/python3, with
+libtorch-dev's headers) and a C++ compiler; exits 77 (skipped) without them.
+
+The kernel is built as fslc/_ops/build.py builds it, with three changes that let it run on
+the host: CPU tensors stand for CUDA ones (its device check and device index are rewritten
+in a copy of ext.cpp), c10::cuda's current stream is a stand-in (CPU torch has no c10_cuda),
+and libcuda.so.1 is a stand-in whose stream reports capture when $FAKE_CAPTURING is 1. Each
+op is registered as fslc/_torch.py registers it, with a stand-in for fsl_jit_session_launch
+that records what it is given and returns $FAKE_STATUS with $FAKE_MESSAGE. Checked: the
+descriptors in the launcher's order (sizes, strides, dtypes), the scalars with their
+defaults and keywords, the outputs' shapes, the version counter of an inout tensor, the
+refusals with the messages and classes of the ctypes path (dtype, rank, sizes, static
+sizes), a C API status mapped to its class, the capture rule (a first call at new sizes
+refused, a warm one and an empty one not), a released (closed) program, a call of
+torch.ops directly raising the built-in class with the class name in its message, and an
+op the extension refuses (the ctypes path with a warning; FslExtensionError when forced).
+"""
+
+import ctypes
+import os
+import subprocess
+import sys
+import types
+import unittest
+
+ROOT, WORK = (os.path.abspath(a) for a in sys.argv[2:4])
+LIBRARY = os.path.abspath(sys.argv[1])
+sys.path.insert(0, os.path.join(ROOT, "python"))
+try:
+    import torch
+    from torch.utils import cpp_extension
+except ImportError as error:
+    print("skipped: no torch for %s (%s)" % (sys.executable, error))
+    sys.exit(77)
+
+import fslc  # noqa: E402
+from fslc import _torch  # noqa: E402
+from fslc._ops import build  # noqa: E402
+
+NORMS = os.path.join(ROOT, "stdlib", "std", "norms.fsl")
+
+# What the copy of ext.cpp changes, each found exactly once.
+HOST_EDITS = [
+    ("if (where.type() != c10::DeviceType::CUDA)", "if (where.type() != c10::DeviceType::CPU)"),
+    ("const int index = device.index();", "const int index = device.index() < 0 ? 0 : device.index();"),
+]
+
+STREAM_STUB = r"""
+#include <c10/cuda/CUDAStream.h>
+namespace c10 { namespace cuda {
+cudaStream_t CUDAStream::stream() const { return reinterpret_cast<cudaStream_t>(0x5150); }
+CUDAStream getCurrentCUDAStream(DeviceIndex) {
+  return CUDAStream(CUDAStream::UNCHECKED,
+                    c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::CUDA, 0), 0));
+}
+}}
+"""
+
+DRIVER_STUB = r"""
+#include <stdlib.h>
+static void *current;
+int cuInit(unsigned flags) { return 0; }
+int cuDeviceGet(int *device, int index) { *device = index; return 0; }
+int cuDevicePrimaryCtxRetain(void **context, int device) { *context = (void *)(unsigned long)(0x1000 + device); return 0; }
+int cuCtxGetCurrent(void **context) { *context = current; return 0; }
+int cuCtxSetCurrent(void *context) { current = context; return 0; }
+int cuStreamIsCapturing(void *stream, int *status) {
+  const char *e = getenv("FAKE_CAPTURING");
+  *status = e && *e == '1';
+  return 0;
+}
+"""
+
+LAUNCH_STUB = r"""
+#include "fsl/jit_session.h"
+#include <stdio.h>
+#include <stdlib.h>
+static char last[8192];
+const char *fake_last(void) { return last; }
+fsl_status fake_launch(fsl_jit_session *session, const char *fusion, const fsl_tensor *const *t,
+                       int n, const double *scalars, int ns, cudaStream_t stream, char *error,
+                       size_t size) {
+  int o = snprintf(last, sizeof last, "%s stream=%p", fusion, (void *)stream);
+  for (int i = 0; i < n; ++i) {
+    o += snprintf(last + o, sizeof last - o, " [%d", (int)t[i]->dtype);
+    for (int d = 0; d < t[i]->rank; ++d)
+      o += snprintf(last + o, sizeof last - o, " %ldx%ld", (long)t[i]->sizes[d], (long)t[i]->strides[d]);
+    o += snprintf(last + o, sizeof last - o, "%s]", t[i]->data ? "" : " null");
+  }
+  for (int i = 0; i < ns; ++i)
+    o += snprintf(last + o, sizeof last - o, " %g", scalars[i]);
+  const char *status = getenv("FAKE_STATUS");
+  if (status && atoi(status)) {
+    snprintf(error, size, "%s", getenv("FAKE_MESSAGE"));
+    return (fsl_status)atoi(status);
+  }
+  return FSL_OK;
+}
+"""
+
+
+def compile_or_skip(command, what):
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if result.returncode != 0:
+        print("building %s failed:\n%s\n%s" % (what, " ".join(command), result.stdout))
+        sys.exit(1)
+
+
+def torch_includes():
+    """torch's headers: cpp_extension's paths, else Debian's /usr/include (libtorch-dev)."""
+    dirs = [d for d in cpp_extension.include_paths() if os.path.isfile(os.path.join(d, "torch", "library.h"))]
+    if dirs:
+        return list(cpp_extension.include_paths())
+    if os.path.isfile("/usr/include/torch/library.h"):
+        return ["/usr/include/torch/csrc/api/include"]
+    print("skipped: no torch headers (torch/library.h) for torch %s" % torch.__version__)
+    sys.exit(77)
+
+
+def build_host_kernel():
+    os.makedirs(WORK, exist_ok=True)
+    try:
+        cxx = build.compiler()
+        cuda = build.cuda_include_dir(torch)
+    except build.Unavailable as why:
+        print("skipped: %s" % why.reason)
+        sys.exit(77)
+    with open(build.SOURCE) as f:
+        source = f.read()
+    for old, new in HOST_EDITS:
+        if source.count(old) != 1:
+            print("ext.cpp no longer has `%s` once: update HOST_EDITS" % old)
+            sys.exit(1)
+        source = source.replace(old, new)
+    paths = {}
+    for name, text in (("ext_host.cpp", source), ("stream_stub.cpp", STREAM_STUB),
+                       ("driver_stub.c", DRIVER_STUB), ("launch_stub.c", LAUNCH_STUB)):
+        paths[name] = os.path.join(WORK, name)
+        with open(paths[name], "w") as f:
+            f.write(text)
+    # CPU builds of torch lack c10/cuda's generated macros header: an empty one stands in.
+    macros = os.path.join(WORK, "include", "c10", "cuda", "impl", "cuda_cmake_macros.h")
+    os.makedirs(os.path.dirname(macros), exist_ok=True)
+    open(macros, "w").close()
+    includes = build.fsl_include_dirs() + [os.path.join(WORK, "include")] + torch_includes() + [cuda]
+    flags = ["-std=c++17", "-O1", "-fPIC", "-shared", "-D_GLIBCXX_USE_CXX11_ABI=%d" % build.cxx11_abi(torch)]
+    flags += [a for d in includes for a in ("-I", d)]
+    libdirs = [a for d in cpp_extension.library_paths() for a in ("-L", d, "-Wl,-rpath," + d)]
+    kernel = os.path.join(WORK, "fslc_ops_host.so")
+    compile_or_skip(list(cxx) + flags + [paths["ext_host.cpp"], paths["stream_stub.cpp"], "-o", kernel]
+                    + libdirs + ["-lc10", "-ltorch_cpu", "-ltorch", "-ldl"], "the kernel")
+    driver = os.path.join(WORK, "libcuda.so.1")
+    compile_or_skip(["cc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", paths["driver_stub.c"], "-o", driver],
+                    "the driver stand-in")
+    launch = os.path.join(WORK, "launch_stub.so")
+    compile_or_skip(["cc", "-shared", "-fPIC"] + [a for d in build.fsl_include_dirs() + [cuda] for a in ("-I", d)]
+                    + [paths["launch_stub.c"], "-o", launch], "the launch stand-in")
+    return kernel, driver, launch
+
+
+KERNEL, DRIVER, LAUNCH = build_host_kernel()
+ctypes.CDLL(DRIVER, mode=ctypes.RTLD_GLOBAL)  # the kernel's dlopen("libcuda.so.1") finds it
+torch.ops.load_library(KERNEL)
+STUB = ctypes.CDLL(LAUNCH)
+STUB.fake_last.restype = ctypes.c_char_p
+build._status = {"path": "compiled", "library": KERNEL, "reason": None, "detail": ""}
+
+# Older torch (Debian's 1.13) lacks what 2.x has: FRAGMENT libraries and register_fake. The
+# fake implementation is not what this test is about (tests/gpu/python_test.py has it).
+if not hasattr(torch.library, "register_fake"):
+    _libraries = {}
+    _Library = torch.library.Library
+
+    def _fragment(namespace, kind):
+        if namespace not in _libraries:
+            _libraries[namespace] = _Library(namespace, "DEF")
+        return _libraries[namespace]
+
+    torch.library.Library = _fragment
+    _torch._register_fake = lambda qualname, fake, lib: None
+
+
+def load(namespace, **options):
+    prog = fslc.load(NORMS, arch="sm_90a", namespace=namespace, library=LIBRARY,
+                     cache_dir=os.path.join(WORK, "jit"), torch_ops=False, ops="compiled", **options)
+    real = prog._lib
+    prog._lib = types.SimpleNamespace(fsl_jit_session_launch=STUB.fake_launch)
+    prog._register_torch()
+    prog._lib = real
+    return prog
+
+
+def launched():
+    return STUB.fake_last().decode()
+
+
+def bf16(*shape):
+    return torch.randn(*shape).to(torch.bfloat16)
+
+
+class KernelTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.prog = load("fsl_host", runtime_dims="H,S")
+
+    def setUp(self):
+        for name in ("FAKE_STATUS", "FAKE_MESSAGE", "FAKE_CAPTURING"):
+            os.environ.pop(name, None)
+
+    def refused(self, cls, message, call):
+        with self.assertRaises(cls) as raised:
+            call()
+        self.assertEqual(str(raised.exception), message)
+        return raised.exception
+
+    def test_paths(self):
+        self.assertEqual(set(self.prog.op_paths.values()), {"compiled"})
+
+    def test_launch(self):
+        x, res, w = bf16(3, 8), bf16(3, 8), bf16(8)
+        version = res._version
+        y = self.prog.rms_norm_add(x, res, w)
+        self.assertEqual((tuple(y.shape), y.dtype), ((3, 8), torch.bfloat16))
+        # x, residual, weight, y: bf16 (4), sizes x strides; eps's default.
+        self.assertEqual(launched(), "rms_norm_add stream=0x5150 [4 3x8 8x1] [4 3x8 8x1] [4 8x1] [4 3x8 8x1] 1e-06")
+        self.assertGreater(res._version, version)
+        self.prog.rms_norm_add(x, res, w, eps=0.5)
+        self.assertTrue(launched().endswith("] 0.5"), launched())
+        self.prog.rms_norm_add.op(x, res, w, 0.25)
+        self.assertTrue(launched().endswith("] 0.25"), launched())
+        y = self.prog.layer_norm(bf16(2, 16), bf16(16), bf16(16))
+        self.assertEqual(launched(), "layer_norm stream=0x5150 [4 2x16 16x1] [4 16x1] [4 16x1] [4 2x16 16x1] 1e-05")
+        y = self.prog.softmax(bf16(5, 32))
+        self.assertEqual((tuple(y.shape), launched()), ((5, 32), "softmax stream=0x5150 [4 5x32 32x1] [4 5x32 32x1]"))
+
+    def test_refusals(self):
+        x, res, w = bf16(3, 8), bf16(3, 8), bf16(8)
+        e = self.refused(fslc.FslDtypeError, "weight: dtype f32, expected bf16",
+                         lambda: self.prog.rms_norm_add(x, res, w.float()))
+        self.assertIsInstance(e, TypeError)
+        self.assertEqual(e.status, 2)
+        self.refused(fslc.FslDtypeError, "weight: dtype uint8, expected bf16",
+                     lambda: self.prog.rms_norm_add(x, res, torch.zeros(8, dtype=torch.uint8)))
+        self.refused(fslc.FslRankError, "x: rank 1, expected 2", lambda: self.prog.rms_norm_add(x[0], res, w))
+        self.refused(fslc.FslSizeError, "residual: size 4 of dimension T, expected 3",
+                     lambda: self.prog.rms_norm_add(x, bf16(4, 8), w))
+        self.refused(fslc.FslSizeError, "weight: size 16 of dimension H, expected 8",
+                     lambda: self.prog.rms_norm_add(x, res, bf16(16)))
+        with self.assertRaisesRegex(TypeError, "^FslDtypeError: weight: dtype f32, expected bf16$"):
+            self.prog.rms_norm_add.op(x, res, w.float())
+        static = load("fsl_host_static", runtime_dims="")
+        self.refused(fslc.FslSizeError, "x: size 8 of dimension H, expected 4096 (static)",
+                     lambda: static.rms_norm_add(x, res, w))
+        static.close()
+
+    def test_status_of_the_c_api(self):
+        os.environ["FAKE_STATUS"] = "5"
+        os.environ["FAKE_MESSAGE"] = "x: stride 8 in dimension 1, expected 1"
+        e = self.refused(fslc.FslLayoutError, "x: stride 8 in dimension 1, expected 1",
+                         lambda: self.prog.softmax(bf16(2, 8)))
+        self.assertEqual(e.status, 5)
+        os.environ["FAKE_STATUS"] = "9"
+        os.environ["FAKE_MESSAGE"] = "does not compile"
+        self.assertIsInstance(self.refused(fslc.FslCompileError, "does not compile",
+                                           lambda: self.prog.softmax(bf16(2, 8))), RuntimeError)
+
+    def test_capture(self):
+        self.prog.rms_norm(bf16(2, 24), bf16(24))  # H = 24 warm
+        os.environ["FAKE_CAPTURING"] = "1"
+        self.refused(fslc.FslCaptureError,
+                     "rms_norm: first call at H = 40 on cuda:0 inside CUDA-graph capture: the JIT compiles "
+                     "and loads its kernels on a first call, which capture cannot hold; call it once at "
+                     "these sizes before capturing", lambda: self.prog.rms_norm(bf16(2, 40), bf16(40)))
+        self.prog.rms_norm(bf16(7, 24), bf16(24))  # warm H, another T: not specialized on
+        self.assertTrue(launched().startswith("rms_norm stream=0x5150 [4 7x24"), launched())
+        self.prog.rms_norm(bf16(0, 40), bf16(40))  # nothing to launch
+        os.environ["FAKE_CAPTURING"] = "0"
+        self.prog.rms_norm(bf16(2, 40), bf16(40))
+
+    def test_refused_plan(self):
+        # The extension refuses an op (here: a plan it cannot read): under "auto" the op
+        # takes the ctypes path with a warning, under "compiled" it is an error.
+        saved = _torch.op_plan
+        _torch.op_plan = lambda signature, policy, source: "fusion %s\nbogus line\n" % signature.fusion
+        try:
+            with self.assertWarnsRegex(RuntimeWarning, r"fsl_host_auto::softmax takes the ctypes path: "
+                                       r"the compiled op path refused it \(.*cannot read line 2 of the op plan"):
+                prog = fslc.load(NORMS, arch="sm_90a", namespace="fsl_host_auto", library=LIBRARY,
+                                 cache_dir=os.path.join(WORK, "jit"), torch_ops=True, ops="auto")
+            self.assertEqual(set(prog.op_paths.values()), {"ctypes"})
+            with self.assertRaisesRegex(fslc.FslExtensionError, "fsl_host_forced::rms_norm: the compiled op "
+                                        "path refused the op: .*cannot read line 2 of the op plan: 'bogus line'"):
+                fslc.load(NORMS, arch="sm_90a", namespace="fsl_host_forced", library=LIBRARY,
+                          cache_dir=os.path.join(WORK, "jit"), torch_ops=True, ops="compiled")
+        finally:
+            _torch.op_plan = saved
+
+    def test_closed(self):
+        prog = load("fsl_host_closed")
+        prog.softmax(bf16(2, 4096))
+        prog.close()
+        e = self.refused(fslc.FslError, "softmax: the program %s is closed" % prog.source,
+                         lambda: prog.softmax(bf16(2, 4096)))
+        self.assertIs(type(e), fslc.FslError)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])
