@@ -71,6 +71,11 @@ cl::opt<std::string> configPath("config",
                                 cl::desc("Read project settings from an fsl.toml file (default: "
                                          "the nearest fsl.toml above the first input)"),
                                 cl::value_desc("fsl.toml"), cl::cat(category));
+cl::opt<std::string> tuningDatabase(
+    "tuning-db",
+    cl::desc("Resolve '= auto' from this tuning database before the heuristics (docs/tuning.md; "
+             "default: fsl.toml's build.tuning_database)"),
+    cl::value_desc("file.fsl"), cl::cat(category));
 cl::opt<fsl::EmitKind, false, fsl::ChoiceParser<fsl::EmitKind>>
     emit("emit", cl::desc("What to produce"), cl::init(fsl::EmitKind::Check),
          cl::values(clEnumValN(fsl::EmitKind::Check, "check", "Check the input only (default)"),
@@ -210,6 +215,7 @@ int main(int argc, char **argv) {
   options.defines.assign(defines.begin(), defines.end());
   options.target = target;
   options.configPath = configPath;
+  options.tuningDatabase = tuningDatabase;
   options.stdlibDir = stdlibDir;
   options.evaluateSizes = evaluateSizes;
   options.simulateSizes = simulateSizes;

@@ -79,6 +79,8 @@ bool configure(const SettingsRequest &request, llvm::SourceMgr &sources,
   }
   settings.outputDir =
       !request.outputDir.empty() ? request.outputDir : config.outputDir.value_or("");
+  settings.tuningDatabase =
+      !request.tuningDatabase.empty() ? request.tuningDatabase : config.tuningDatabase.value_or("");
   settings.includeDirs = request.includeDirs;
   settings.includeDirs.insert(settings.includeDirs.end(), config.includeDirs.begin(),
                               config.includeDirs.end());
