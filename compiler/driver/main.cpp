@@ -2,6 +2,7 @@
 #include "codegen/Nvrtc.h"
 #include "driver/CommandLineErrors.h"
 #include "driver/Driver.h"
+#include "driver/Tune.h"
 #include "support/LargeStack.h"
 #include "support/Target.h"
 
@@ -175,6 +176,15 @@ void anchor() {}
 int main(int argc, char **argv) {
   // Prints a stack dump when fslc crashes (LLVM's signal handlers), with the command line.
   llvm::InitLLVM initLLVM(argc, argv);
+  // `fslc tune ...` (driver/Tune.h) has options of its own.
+  if (argc > 1 && llvm::StringRef(argv[1]) == "tune") {
+    std::string executable =
+        llvm::sys::fs::getMainExecutable(argv[0], reinterpret_cast<void *>(&anchor));
+    return fsl::runWithLargeStack([&] {
+      return fsl::runTune(llvm::ArrayRef<const char *>(argv + 2, argv + argc), executable.c_str(),
+                          llvm::outs(), llvm::errs());
+    });
+  }
   llvm::setBugReportMsg("PLEASE report this fslc crash with the input file, the command line "
                         "and the stack dump below.\n");
   cl::HideUnrelatedOptions(category);
