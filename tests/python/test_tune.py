@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""The pure logic of python/fslc/tune.py, without torch or a GPU: choosing the winners
+"""The pure logic of python/fslc/tune.py and python/fslc/report.py, without torch or a GPU: choosing the winners
 (the fastest, unless within 2 % of the heuristics' choice; failures never chosen), the
 database entries and their update, and the whole path `fslc tune` -> a results file ->
-`record` -> a database that fslc reads back with --tuning-db.
+`record` -> a database that fslc reads back with --tuning-db; the report's SVG plots of a
+fake results file (valid XML, one series an implementation, the roofline).
 
 usage: test_tune.py FSLC REPO_ROOT WORK_DIR
 """
@@ -17,16 +18,17 @@ import unittest
 FSLC, REPO, WORK = sys.argv[1:4] if len(sys.argv) >= 4 else (None, None, None)
 
 
-def load_tune():
+def load_module(name):
     # By path: importing the package would load libfsl.so, which this test does not need.
-    path = os.path.join(REPO, "python", "fslc", "tune.py")
-    spec = importlib.util.spec_from_file_location("fslc_tune", path)
+    path = os.path.join(REPO, "python", "fslc", name + ".py")
+    spec = importlib.util.spec_from_file_location("fslc_" + name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 tune = None
+report = None
 SHAPE = {"M": 4096, "N": 14336, "K": 5120}
 SMALL = {"M": 64, "N": 4096, "K": 4096}
 
@@ -101,6 +103,57 @@ class DatabaseText(unittest.TestCase):
         self.assertIn("// target: a100", again)
 
 
+class Report(unittest.TestCase):
+    DOCUMENT = {
+        "fusion": "matmul", "kind": "matmul", "target": "h200",
+        "machine": {"gpu": "NVIDIA H200", "driver": "12.6", "date": "2026-12-02"},
+        "roofline": {"peak_tflops": 989.0, "bandwidth_gbps": 4800.0},
+        "peers": {"K=5120,M=4096,N=14336": {"cublas": 0.80}, "K=4096,M=64,N=4096": {"cublas": 0.020}},
+        "results": [result(0, 0.85, knobs={}, heuristics=True), result(1, 0.78),
+                    result(2, 0.10, status="mismatch"),
+                    result(3, 0.025, shape=SMALL, knobs={}, heuristics=True), result(4, 0.0249, shape=SMALL)],
+    }
+
+    def parse(self, text):
+        import xml.etree.ElementTree as ET
+        root = ET.fromstring(text)
+        svg = "{http://www.w3.org/2000/svg}"
+        self.assertEqual(root.tag, svg + "svg")
+        return {p.get("data-name"): p.get("points") for p in root.iter(svg + "polyline")
+                if p.get("class") == "series"}, [p for p in root.iter(svg + "polyline") if p.get("class") == "roofline"]
+
+    def test_one_series_an_implementation_and_the_roofline(self):
+        files = report.plots(self.DOCUMENT)
+        self.assertEqual(sorted(files), ["matmul-tflops.svg", "matmul-time.svg"])
+        for text in files.values():
+            series, roofline = self.parse(text)
+            self.assertEqual(sorted(series), ["cublas", "fslc heuristics", "fslc tuned"])
+            self.assertEqual(len(roofline), 1)
+            for points in series.values():  # a point at each of the two shapes
+                self.assertEqual(len(points.split()), 2)
+
+    def test_tuned_is_the_winner_never_a_failure(self):
+        series, _ = report.series_of(self.DOCUMENT)
+        self.assertEqual(series["fslc tuned"], {"K=5120,M=4096,N=14336": 0.78, "K=4096,M=64,N=4096": 0.025})
+        self.assertAlmostEqual(report.roofline_ms({"flops": 2.0 * 4096 * 14336 * 5120, "bytes": 1.0}, 989.0, 4800.0),
+                               2.0 * 4096 * 14336 * 5120 / 989e12 * 1e3)
+
+    def test_without_work_only_time(self):
+        document = dict(self.DOCUMENT, kind="inner_persistent", roofline={})
+        files = report.plots(document)
+        self.assertEqual(sorted(files), ["matmul-time.svg"])
+        _, roofline = self.parse(files["matmul-time.svg"])
+        self.assertEqual(roofline, [])
+
+    def test_command(self):
+        path = os.path.join(WORK or ".", "report-input.json")
+        with open(path, "w") as f:
+            json.dump(self.DOCUMENT, f)
+        out = os.path.join(WORK or ".", "plots")
+        report.main([path, "-o", out])
+        self.assertTrue(os.path.exists(os.path.join(out, "matmul-tflops.svg")))
+
+
 @unittest.skipUnless(FSLC, "needs fslc")
 class EndToEnd(unittest.TestCase):
     def test_tune_record_and_compile(self):
@@ -155,5 +208,6 @@ class EndToEnd(unittest.TestCase):
 if __name__ == "__main__":
     if WORK:
         os.makedirs(WORK, exist_ok=True)
-    tune = load_tune()
+    tune = load_module("tune")
+    report = load_module("report")
     unittest.main(argv=[sys.argv[0]], verbosity=1)
