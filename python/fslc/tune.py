@@ -318,13 +318,16 @@ def run(manifest_path, reference, peers=None, rounds=5, budget_s=60.0, rtol=None
                 continue
             if sets is None:
                 sets = _input_sets(torch, signature, shape, l2_bytes, seed)
+                # Inout tensors change at every call: each check starts from these values.
+                pristine = {name: t.clone() for name, t in sets[0].items()}
+                expected = None
             try:
-                originals = {name: t.clone() for name, t in sets[0].items()}
+                for name, t in pristine.items():
+                    sets[0][name].copy_(t)
                 got = _call(fusion, signature, sets[0])
                 torch.cuda.synchronize()
-                expected = reference({name: t.double() for name, t in originals.items()}, shape)
-                for name, t in originals.items():  # inout tensors were updated in place
-                    sets[0][name].copy_(t)
+                if expected is None:
+                    expected = reference({name: t.double() for name, t in pristine.items()}, shape)
             except Exception as error:
                 result.update(status="launch-error", error=str(error))
                 continue
@@ -339,7 +342,7 @@ def run(manifest_path, reference, peers=None, rounds=5, budget_s=60.0, rtol=None
                 continue
             result.update(status=STATUS_OK, time_ms=median, rounds_ms=times)
             print("%s c%d %s: %.4f ms" % (key, candidate["id"], candidate["knobs"], median), file=log)
-        for name, function in (peers or {}).items():
+        for name, function in (peers or {}).items() if sets else ():
             try:
                 median, _ = _time_graph(torch, lambda t: function(t, shape), sets or [], rounds)
                 peer_times.setdefault(key, {})[name] = median
