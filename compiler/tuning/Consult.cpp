@@ -127,7 +127,9 @@ heuristics::Choice consult(const Database &database, const ir::Fusion &fusion, c
       continue;
     }
     if (!match->runtimeGuards.empty()) {
-      ranged.push_back(std::move(*match));
+      // A range outside the declaration's own guard has no sizes here.
+      if (satisfiable(joined(knobs.when, match->runtimeGuards)))
+        ranged.push_back(std::move(*match));
       continue;
     }
     // Static sizes only: the first such entry is the schedule.

@@ -65,6 +65,14 @@ carve(const std::vector<sched::SizeGuard> &guard,
       }
       std::vector<sched::SizeGuard> prefix = piece;
       for (const sched::SizeGuard &condition : cut) {
+        // A condition the piece already has holds on all of it: nothing outside, nothing
+        // to add (the declaration's own guard is in both).
+        if (llvm::any_of(piece, [&](const sched::SizeGuard &existing) {
+              return existing.dimName == condition.dimName &&
+                     existing.comparison == condition.comparison &&
+                     existing.bound == condition.bound && existing.modulus == condition.modulus;
+            }))
+          continue;
         std::vector<sched::SizeGuard> outside = prefix;
         outside.push_back(negated(condition));
         if (satisfiable(outside))
