@@ -194,7 +194,9 @@ int main(int argc, char **argv) {
   bool parsed = cl::ParseCommandLineOptions(
       argc, argv,
       "fslc: the FSL fusion and schedule compiler\n\n"
-      "  Exit codes: 0 success, 1 diagnostics in the sources, 2 usage or file errors.\n",
+      "  Exit codes: 0 success, 1 diagnostics in the sources, 2 usage or file errors.\n"
+      "  fslc tune FILE --fusion NAME --shapes \"M=4096,N=14336;...\" -o DIR writes a fusion's\n"
+      "  schedule candidates for the timing runner (docs/tuning.md).\n",
       &usageErrors);
 
   fsl::DriverOptions options;
