@@ -65,12 +65,21 @@ std::unique_ptr<Database> Database::parse(llvm::SourceMgr &sources, unsigned buf
                                           const std::vector<std::string> &knownTargets,
                                           DiagnosticEngine &diagnostics) {
   unsigned errorsBefore = diagnostics.errorCount();
-  std::unique_ptr<ast::File> file = parseFile(sources, bufferId, diagnostics);
-  if (!file)
-    return nullptr;
   auto database = std::unique_ptr<Database>(new Database());
   database->path_ = std::move(path);
   llvm::StringRef buffer = sources.getMemoryBuffer(bufferId)->getBuffer();
+  // A database with no entry yet (empty, or comments only) is valid: the heuristics
+  // choose everything. The parser would call such a source file empty.
+  llvm::SmallVector<llvm::StringRef> lines;
+  buffer.split(lines, '\n');
+  if (llvm::all_of(lines, [](llvm::StringRef line) {
+        line = line.trim();
+        return line.empty() || line.starts_with("//");
+      }))
+    return database;
+  std::unique_ptr<ast::File> file = parseFile(sources, bufferId, diagnostics);
+  if (!file)
+    return nullptr;
   std::string known = llvm::join(knownTargets, ", ");
   std::map<std::string, size_t> byKey; // fusion, target and guard: the entry's index
   std::vector<Entry> entries;
