@@ -334,6 +334,7 @@ private:
     request.configPath = options_.configPath;
     request.target = options_.target;
     request.outputDir = options_.outputDir;
+    request.tuningDatabase = options_.tuningDatabase;
     request.includeDirs = options_.includeDirs;
     request.defines = options_.defines;
     request.stdlibDir = settings_.stdlibDir;
@@ -347,6 +348,7 @@ private:
     options.stdlibDir = settings_.stdlibDir;
     options.includeDirs = settings_.includeDirs;
     options.defines = settings_.defines;
+    options.tuningDatabase = settings_.tuningDatabase;
     options.scheduleEveryFusion = needsKernels() || options_.emit == EmitKind::Schedule;
     options.printAfter.passes.insert(options_.printAfter.begin(), options_.printAfter.end());
     options.printAfter.all = options_.printAfterAll;

@@ -42,6 +42,7 @@ struct DriverOptions {
   std::vector<std::string> defines; // NAME=VALUE, as given
   std::string target;               // empty: from fsl.toml, else the default
   std::string configPath;
+  std::string tuningDatabase;        // --tuning-db; empty: fsl.toml's, else none
   std::string stdlibDir;             // --stdlib; empty: see stdlibFromEnvironment
   std::string stdlibFromEnvironment; // $FSLC_STDLIB; empty: installed, else source tree
   std::string executablePath;        // fslc itself: the installed stdlib is next to it

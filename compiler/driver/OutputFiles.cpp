@@ -64,7 +64,8 @@ std::optional<std::string> OutputFiles::inputAt(llvm::StringRef path) const {
   if (!llvm::sys::fs::exists(path))
     return std::nullopt;
   std::vector<std::string> read = prerequisites_;
-  for (const std::string &file : {settings_.configFile, settings_.targetFile})
+  for (const std::string &file :
+       {settings_.configFile, settings_.targetFile, settings_.tuningDatabase})
     if (!file.empty())
       read.push_back(file);
   for (const std::string &input : read) {
@@ -172,7 +173,8 @@ int OutputFiles::writeDepfile(std::string path, const std::string &target, const
     return kExitUsage;
   }
   std::vector<std::string> prerequisites = prerequisites_;
-  for (const std::string &file : {settings_.configFile, settings_.targetFile})
+  for (const std::string &file :
+       {settings_.configFile, settings_.targetFile, settings_.tuningDatabase})
     if (!file.empty() && !llvm::is_contained(prerequisites, file))
       prerequisites.push_back(file);
   std::string rule;

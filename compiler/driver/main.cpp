@@ -2,6 +2,7 @@
 #include "codegen/Nvrtc.h"
 #include "driver/CommandLineErrors.h"
 #include "driver/Driver.h"
+#include "driver/Tune.h"
 #include "support/LargeStack.h"
 #include "support/Target.h"
 
@@ -71,6 +72,11 @@ cl::opt<std::string> configPath("config",
                                 cl::desc("Read project settings from an fsl.toml file (default: "
                                          "the nearest fsl.toml above the first input)"),
                                 cl::value_desc("fsl.toml"), cl::cat(category));
+cl::opt<std::string> tuningDatabase(
+    "tuning-db",
+    cl::desc("Resolve '= auto' from this tuning database before the heuristics (docs/tuning.md; "
+             "default: fsl.toml's build.tuning_database)"),
+    cl::value_desc("file.fsl"), cl::cat(category));
 cl::opt<fsl::EmitKind, false, fsl::ChoiceParser<fsl::EmitKind>>
     emit("emit", cl::desc("What to produce"), cl::init(fsl::EmitKind::Check),
          cl::values(clEnumValN(fsl::EmitKind::Check, "check", "Check the input only (default)"),
@@ -170,6 +176,15 @@ void anchor() {}
 int main(int argc, char **argv) {
   // Prints a stack dump when fslc crashes (LLVM's signal handlers), with the command line.
   llvm::InitLLVM initLLVM(argc, argv);
+  // `fslc tune ...` (driver/Tune.h) has options of its own.
+  if (argc > 1 && llvm::StringRef(argv[1]) == "tune") {
+    std::string executable =
+        llvm::sys::fs::getMainExecutable(argv[0], reinterpret_cast<void *>(&anchor));
+    return fsl::runWithLargeStack([&] {
+      return fsl::runTune(llvm::ArrayRef<const char *>(argv + 2, argv + argc), executable.c_str(),
+                          llvm::outs(), llvm::errs());
+    });
+  }
   llvm::setBugReportMsg("PLEASE report this fslc crash with the input file, the command line "
                         "and the stack dump below.\n");
   cl::HideUnrelatedOptions(category);
@@ -179,7 +194,9 @@ int main(int argc, char **argv) {
   bool parsed = cl::ParseCommandLineOptions(
       argc, argv,
       "fslc: the FSL fusion and schedule compiler\n\n"
-      "  Exit codes: 0 success, 1 diagnostics in the sources, 2 usage or file errors.\n",
+      "  Exit codes: 0 success, 1 diagnostics in the sources, 2 usage or file errors.\n"
+      "  fslc tune FILE --fusion NAME --shapes \"M=4096,N=14336;...\" -o DIR writes a fusion's\n"
+      "  schedule candidates for the timing runner (docs/tuning.md).\n",
       &usageErrors);
 
   fsl::DriverOptions options;
@@ -210,6 +227,7 @@ int main(int argc, char **argv) {
   options.defines.assign(defines.begin(), defines.end());
   options.target = target;
   options.configPath = configPath;
+  options.tuningDatabase = tuningDatabase;
   options.stdlibDir = stdlibDir;
   options.evaluateSizes = evaluateSizes;
   options.simulateSizes = simulateSizes;

@@ -4,10 +4,12 @@
 #include "kir/IR.h"
 #include "lower/Lower.h"
 #include "parse/Parser.h"
+#include "pipeline/Sources.h"
 #include "pipeline/Specialize.h"
 #include "sema/Sema.h"
 #include "support/Diagnostics.h"
 #include "support/Internal.h"
+#include "tuning/Database.h"
 
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/Support/Path.h>
@@ -49,9 +51,28 @@ bool Compilation::analyze(DiagnosticEngine &diagnostics) {
 
 bool Compilation::schedule(DiagnosticEngine &diagnostics) {
   unsigned errorsBefore = diagnostics.errorCount();
+  if (!options_.tuningDatabase.empty() && !tuningDatabase_) {
+    llvm::TimeTraceScope scope("Read tuning database", options_.tuningDatabase);
+    std::optional<unsigned> buffer = readSource(*sources_, options_.tuningDatabase, diagnostics);
+    if (!buffer)
+      return false;
+    // Entries may name any target of the stdlib, by its file's name or an alias.
+    std::vector<std::string> targets = options_.target.aliases;
+    targets.insert(targets.begin(), options_.target.name);
+    llvm::SmallString<256> directory(options_.stdlibDir);
+    llvm::sys::path::append(directory, "targets");
+    for (const std::string &file : targetFiles(directory))
+      if (!llvm::is_contained(targets, llvm::sys::path::stem(file).str()))
+        targets.push_back(llvm::sys::path::stem(file).str());
+    tuningDatabase_ =
+        tuning::Database::parse(*sources_, *buffer, options_.tuningDatabase, targets, diagnostics);
+    if (!tuningDatabase_)
+      return false;
+  }
   {
     llvm::TimeTraceScope scope("Plan schedules", path_);
-    plan_ = planSchedules(*program_, options_.target, options_.scheduleEveryFusion, diagnostics);
+    plan_ = planSchedules(*program_, options_.target, options_.scheduleEveryFusion, diagnostics,
+                          tuningDatabase_.get());
   }
   buildSchedules(plan_, *program_, options_.target, diagnostics);
   return diagnostics.errorCount() == errorsBefore;

@@ -42,6 +42,9 @@ struct File;
 namespace kir {
 struct Program;
 }
+namespace tuning {
+class Database;
+}
 } // namespace fsl
 
 namespace fsl::pipeline {
@@ -65,7 +68,7 @@ public:
   bool analyze(DiagnosticEngine &diagnostics);
   /// Plans the schedules (heuristics for `= auto`, and for every fusion without a
   /// schedule under Options::scheduleEveryFusion), builds and checks them. Whether no
-  /// error was reported.
+  /// error was reported. Options::tuningDatabase is read first: its errors stop here.
   bool schedule(DiagnosticEngine &diagnostics);
   /// Lowers the checked schedules of each wanted fusion (Options::onlyFusions) to Kernel
   /// IR; a fusion with no schedule for some sizes is reported. Whether no error was.
@@ -121,6 +124,7 @@ private:
   std::unique_ptr<Program> program_;
   std::set<std::string> staticDimNames_;
   DroppedDims droppedStaticDims_;
+  std::unique_ptr<tuning::Database> tuningDatabase_; // Options::tuningDatabase, once read
   SchedulePlan plan_;
   std::vector<std::unique_ptr<kir::Program>> programs_;
   std::map<const ir::Fusion *, const kir::Program *> programByFusion_;

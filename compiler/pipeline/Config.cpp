@@ -81,6 +81,11 @@ private:
           config.outputDir = relative(*value);
         else
           diagnostics_.report(DiagId::ConfigInvalidValue, at(node.source()), name, "a string");
+      } else if (key == "tuning_database") {
+        if (auto value = node.value<std::string>())
+          config.tuningDatabase = relative(*value);
+        else
+          diagnostics_.report(DiagId::ConfigInvalidValue, at(node.source()), name, "a string");
       } else if (key == "include") {
         const toml::array *list = node.as_array();
         if (!list) {
@@ -97,7 +102,7 @@ private:
         }
       } else {
         diagnostics_.report(DiagId::ConfigUnknownKey, at(key.source()), name,
-                            "build.target, build.include, build.output");
+                            "build.target, build.include, build.output, build.tuning_database");
       }
     }
   }

@@ -4,6 +4,7 @@
 //   target = "sm_90a"          # default --target
 //   include = ["lib"]          # -I directories, relative to the fsl.toml file
 //   output = "out"             # default -o directory, relative to the fsl.toml file
+//   tuning_database = "tuned.fsl"  # default --tuning-db, relative to the fsl.toml file
 //
 //   [defines]                  # static dimensions, as -D NAME=VALUE
 //   H = 8192
@@ -31,6 +32,7 @@ struct ProjectConfig {
   std::optional<std::string> target;
   std::vector<std::string> includeDirs;
   std::optional<std::string> outputDir;
+  std::optional<std::string> tuningDatabase;
   std::vector<std::pair<std::string, int64_t>> defines;
 };
 

@@ -28,6 +28,10 @@ struct Options {
   /// and the lowering see a constant. Dimensions a fusion lacks are ignored.
   std::map<std::string, int64_t> specializeDims;
 
+  /// A tuning database (docs/tuning.md) `= auto` consults before the heuristics; empty:
+  /// none (--tuning-db, fsl.toml's build.tuning_database).
+  std::string tuningDatabase;
+
   /// Every fusion without a schedule declaration gets the heuristics' schedules (for
   /// code, or to print the schedules); otherwise only `= auto` declarations are filled.
   bool scheduleEveryFusion = false;

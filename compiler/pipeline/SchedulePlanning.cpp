@@ -10,6 +10,7 @@
 #include "schedule/ScheduleBuilder.h"
 #include "sema/Sema.h"
 #include "support/Diagnostics.h"
+#include "tuning/Consult.h"
 
 #include <llvm/Support/TimeProfiler.h>
 #include <llvm/Support/raw_ostream.h>
@@ -39,8 +40,14 @@ private:
 std::vector<sched::ScheduleBlock> heuristicSchedules(SchedulePlan &plan, const ir::Fusion &fusion,
                                                      const Target &target,
                                                      const heuristics::Knobs &knobs,
-                                                     DiagnosticEngine &diagnostics) {
-  heuristics::Choice choice = heuristics::chooseSchedules(fusion, target, knobs, &diagnostics);
+                                                     DiagnosticEngine &diagnostics,
+                                                     const tuning::Database *database) {
+  auto heuristic = [&](const heuristics::Knobs &asked) {
+    return heuristics::chooseSchedules(fusion, target, asked, &diagnostics);
+  };
+  heuristics::Choice choice =
+      database ? tuning::consult(*database, fusion, target, knobs, diagnostics, heuristic)
+               : heuristic(knobs);
   if (choice.blocks.empty())
     plan.declined[fusion.name].push_back(
         {choice.why, knobs.declRange.isValid() ? knobs.declRange : fusion.range});
@@ -50,7 +57,7 @@ std::vector<sched::ScheduleBlock> heuristicSchedules(SchedulePlan &plan, const i
 } // namespace
 
 SchedulePlan planSchedules(const Program &program, const Target &target, bool everyFusion,
-                           DiagnosticEngine &diagnostics) {
+                           DiagnosticEngine &diagnostics, const tuning::Database *database) {
   SchedulePlan plan;
   FusionIndex fusions(program);
   // The guards of each fusion's schedules: the heuristics add no variant that overlaps
@@ -83,7 +90,7 @@ SchedulePlan planSchedules(const Program &program, const Target &target, bool ev
       for (const auto &[other, otherHeader] : headers[fusion->name])
         if (other != schedule && !otherHeader.when.empty())
           knobs.otherGuards.push_back(otherHeader.when);
-      chosen = heuristicSchedules(plan, *fusion, target, knobs, diagnostics);
+      chosen = heuristicSchedules(plan, *fusion, target, knobs, diagnostics, database);
     }
     if (chosen.empty()) {
       sched::ScheduleBlock unexpanded;
@@ -100,7 +107,7 @@ SchedulePlan planSchedules(const Program &program, const Target &target, bool ev
     for (const auto &fusion : program.fusions)
       if (!scheduled.count(fusion->name))
         for (sched::ScheduleBlock &block :
-             heuristicSchedules(plan, *fusion, target, heuristics::Knobs(), diagnostics))
+             heuristicSchedules(plan, *fusion, target, heuristics::Knobs(), diagnostics, database))
           plan.planned.push_back({nullptr, fusion.get(), std::move(block)});
   return plan;
 }

@@ -23,6 +23,9 @@ class ScheduleDecl;
 namespace ir {
 struct Fusion;
 }
+namespace tuning {
+class Database;
+}
 } // namespace fsl
 
 namespace fsl::pipeline {
@@ -53,9 +56,11 @@ struct SchedulePlan {
 
 /// The typed block of every schedule declaration of the main file; an `= auto` one is
 /// replaced by the blocks the heuristics choose (and, with `everyFusion`, each fusion
-/// without a schedule gets theirs), so everything after sees explicit schedules.
+/// without a schedule gets theirs), so everything after sees explicit schedules. With a
+/// tuning database, its matching entries come before the heuristics (tuning/Consult.h).
 SchedulePlan planSchedules(const Program &program, const Target &target, bool everyFusion,
-                           DiagnosticEngine &diagnostics);
+                           DiagnosticEngine &diagnostics,
+                           const tuning::Database *database = nullptr);
 
 /// Builds and checks every planned block, then the guards of each fusion's schedules.
 void buildSchedules(SchedulePlan &plan, const Program &program, const Target &target,

@@ -79,6 +79,15 @@ bool configure(const SettingsRequest &request, llvm::SourceMgr &sources,
   }
   settings.outputDir =
       !request.outputDir.empty() ? request.outputDir : config.outputDir.value_or("");
+  settings.tuningDatabase =
+      !request.tuningDatabase.empty() ? request.tuningDatabase : config.tuningDatabase.value_or("");
+  // A missing database is a file error of the command line (exit code 2), found before
+  // any input is compiled; its contents are read with the schedules.
+  if (!settings.tuningDatabase.empty())
+    if (std::error_code error =
+            llvm::sys::fs::access(settings.tuningDatabase, llvm::sys::fs::AccessMode::Exist))
+      diagnostics.report(DiagId::InputNotReadable, llvm::SMRange(), settings.tuningDatabase,
+                         error.message());
   settings.includeDirs = request.includeDirs;
   settings.includeDirs.insert(settings.includeDirs.end(), config.includeDirs.begin(),
                               config.includeDirs.end());

@@ -30,6 +30,7 @@ struct SettingsRequest {
   std::string configPath;               // --config; empty: the nearest fsl.toml
   std::string target;                   // empty: from fsl.toml, else the default
   std::string outputDir;                // empty: from fsl.toml
+  std::string tuningDatabase;           // --tuning-db; empty: from fsl.toml
   std::vector<std::string> includeDirs; // before fsl.toml's
   std::vector<std::string> defines;     // NAME=VALUE, as given; over fsl.toml's
   std::string stdlibDir;                // already chosen
@@ -41,6 +42,7 @@ struct Settings {
   std::string targetFile; // the stdlib/targets file it was read from (a prerequisite)
   std::string configFile; // the fsl.toml read, if any (a prerequisite)
   std::string outputDir;
+  std::string tuningDatabase; // empty: none
   std::string stdlibDir;
   std::vector<std::string> includeDirs;
   std::map<std::string, int64_t> defines;

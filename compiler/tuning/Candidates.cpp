@@ -1,0 +1,60 @@
+// Candidates.cpp — the values each knob is tried at.
+#include "tuning/Candidates.h"
+
+namespace fsl::tuning {
+namespace {
+
+struct KnobValues {
+  const char *knob;
+  std::vector<const char *> values;
+};
+
+/// The values worth measuring for each knob of a family's heuristic. Matmul: the tile
+/// widths the lowering takes (128 to 256 in steps a wave of tiles fills), the pipeline
+/// depths shared memory allows, the tile orders and clusters. Rows: vector widths of
+/// 4 to 16 bytes, batches and rows a block around the heuristics' usual choice.
+std::vector<KnobValues> valuesFor(heuristics::Family family) {
+  using heuristics::Family;
+  switch (family) {
+  case Family::Matmul:
+    return {{"tile_n", {"128", "192", "224", "256"}},
+            {"stages", {"2", "3", "4", "5", "6"}},
+            {"pingpong", {"true", "false"}},
+            {"cluster_m", {"1", "2", "4"}},
+            {"split_k", {"1", "2", "4"}},
+            {"stream_k", {"true", "false"}},
+            {"swizzle", {"1", "4", "8", "16"}}};
+  case Family::InnerPersistent:
+    return {{"vector_width", {"2", "4", "8"}},
+            {"persistent_batch", {"1", "2", "4", "8"}},
+            {"rows_per_block", {"1", "2", "4"}},
+            {"static_bdimx", {"true", "false"}},
+            {"one_pass", {"true", "false"}}};
+  case Family::Reduction:
+    return {{"vector_width", {"2", "4", "8"}}, {"one_pass", {"true", "false"}}};
+  case Family::Pointwise:
+    return {{"vector_width", {"2", "4", "8"}}, {"unroll", {"1", "2", "4"}}};
+  }
+  return {};
+}
+
+} // namespace
+
+std::vector<KnobSettings> candidateKnobs(heuristics::Family family) {
+  std::vector<KnobSettings> candidates = {{}};
+  for (const KnobValues &knob : valuesFor(family))
+    for (const char *value : knob.values)
+      candidates.push_back({{knob.knob, value}});
+  return candidates;
+}
+
+std::string knobBlockText(const KnobSettings &knobs) {
+  if (knobs.empty())
+    return "";
+  std::string text = "{";
+  for (const auto &[name, value] : knobs)
+    text += " " + name + " = " + value + ";";
+  return text + " }";
+}
+
+} // namespace fsl::tuning

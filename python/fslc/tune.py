@@ -1,0 +1,408 @@
+"""The timing runner of `fslc tune` and the recorder of its winners (docs/tuning.md).
+
+`fslc tune FILE --fusion NAME --shapes ... -o DIR` writes the candidates of a fusion's
+schedule and DIR/manifest.json. On a machine with a GPU,
+
+    python -m fslc.tune run DIR/manifest.json --reference mymodule:reference -o results.json
+
+compiles each candidate through the package's JIT (`fslc.load_text`), checks its outputs
+against a float64 PyTorch reference (a mismatch, a compile or a launch failure is recorded
+and never chosen), and times it with CUDA graphs over rotating inputs larger than L2 (the
+median of several rounds, within a time budget a shape). Then
+
+    python -m fslc.tune record results.json -o tuned.fsl
+
+writes the winners into a tuning database (a new file, or an update of an existing one):
+per shape the fastest candidate, unless it is within 2 % of the heuristics' choice, which
+then stays (the database records only changes worth their maintenance).
+
+The choice of winners and the database text are plain Python (no torch, no GPU); only
+`run` imports torch and the compiled library.
+"""
+
+import argparse
+import datetime
+import importlib
+import json
+import math
+import os
+import re
+import statistics
+import sys
+import time
+
+# A candidate is chosen over the heuristics' only when it is faster by more than this.
+TIE_FRACTION = 0.02
+
+# Relative tolerances of the check against the float64 reference, by output type: a few
+# roundings of the type, and of f32 accumulation over long sums; the absolute tolerance
+# is this times the root mean square of the reference (partial sums are that large).
+RTOL = {"bf16": 3e-2, "f16": 4e-3, "f32": 1e-4, "f64": 1e-10}
+
+STATUS_OK = "ok"
+
+
+def shape_key(shape):
+    """`K=5120,M=4096,N=14336`: a shape as one string, its names sorted."""
+    return ",".join("%s=%d" % (name, shape[name]) for name in sorted(shape))
+
+
+# --- Winners ---------------------------------------------------------------------------
+
+
+def choose_winners(results, tie=TIE_FRACTION):
+    """{shape key: the winning result, or None when every candidate failed}.
+
+    Only results with status "ok" and a time count. The fastest wins, unless the
+    heuristics' candidate (knobs {}) is within `tie` of it: then the heuristics' stays.
+    """
+    by_shape = {}
+    for result in results:
+        by_shape.setdefault(shape_key(result["shape"]), []).append(result)
+    winners = {}
+    for key, candidates in by_shape.items():
+        timed = [r for r in candidates if r.get("status") == STATUS_OK and r.get("time_ms") is not None]
+        if not timed:
+            winners[key] = None
+            continue
+        best = min(timed, key=lambda r: r["time_ms"])
+        heuristics = next((r for r in timed if r.get("heuristics")), None)
+        if heuristics is not None and best["time_ms"] >= heuristics["time_ms"] * (1 - tie):
+            best = heuristics
+        winners[key] = best
+    return winners
+
+
+# --- The database text -----------------------------------------------------------------
+
+
+def knob_value_text(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def guard_text(shape):
+    return " && ".join("%s == %d" % (name, shape[name]) for name in sorted(shape))
+
+
+def measurement_text(winner, heuristics, peers, machine):
+    """The comment that records a winner's measurement."""
+    parts = ["measured: %.4f ms (median of %d rounds)" % (winner["time_ms"], len(winner.get("rounds_ms", [])) or 1)]
+    if heuristics is not None and heuristics is not winner and heuristics.get("time_ms"):
+        change = (winner["time_ms"] / heuristics["time_ms"] - 1) * 100
+        parts.append("heuristics %.4f ms (%+.1f %%)" % (heuristics["time_ms"], change))
+    elif winner.get("heuristics"):
+        parts.append("the heuristics' choice")
+    for name in sorted(peers or {}):
+        parts.append("peer %s %.4f ms" % (name, peers[name]))
+    gpu = machine.get("gpu", "unknown GPU")
+    if machine.get("driver"):
+        gpu += ", driver %s" % machine["driver"]
+    parts.append(gpu)
+    if machine.get("date"):
+        parts.append(machine["date"])
+    return "; ".join(parts)
+
+
+def entry_text(fusion, kind, target, shape, knobs, measurement):
+    """One database entry: the target line, the measurement, and `= auto(kind) { knobs }`
+    under a guard of the shape's exact sizes."""
+    knob_text = " ".join("%s = %s;" % (name, knob_value_text(knobs[name])) for name in sorted(knobs))
+    body = " { %s }" % knob_text if knob_text else ";"
+    return "// target: %s\n// %s\nschedule %s when %s = auto(%s)%s\n" % (
+        target, measurement, fusion, guard_text(shape), kind, body)
+
+
+# The guard ends at `= auto` or `{` (its own `==` does not end it).
+_SCHEDULE = re.compile(r"^\s*schedule\s+(\w+)(?:\s+when\s+(.*?))?\s*(?:=\s*auto\b|\{)")
+_TARGET = re.compile(r"^\s*//\s*target:\s*(\S+)")
+
+
+def entry_key(chunk):
+    """(fusion, target, guard without spaces) of an entry's text, or None for text that is
+    no entry (a file comment)."""
+    fusion = target = guard = None
+    for line in chunk.splitlines():
+        match = _TARGET.match(line)
+        if match and target is None:
+            target = match.group(1)
+        match = _SCHEDULE.match(line)
+        if match and fusion is None:
+            fusion, guard = match.group(1), re.sub(r"\s+", "", match.group(2) or "")
+    if fusion is None:
+        return None
+    return (fusion, target, guard)
+
+
+def update_database(text, entries):
+    """The database `text` with `entries` (entry_text's) in it: an entry replaces the one
+    of the same fusion, target and guard, the others are appended; the rest is kept.
+    Entries are separated by blank lines (fslc tune writes them so)."""
+    chunks = [c for c in re.split(r"\n\s*\n", text.strip("\n")) if c.strip()] if text.strip() else []
+    positions = {}
+    for index, chunk in enumerate(chunks):
+        key = entry_key(chunk)
+        if key is not None:
+            positions[key] = index
+    for entry in entries:
+        key = entry_key(entry)
+        chunk = entry.rstrip("\n")
+        if key in positions:
+            chunks[positions[key]] = chunk
+        else:
+            positions[key] = len(chunks)
+            chunks.append(chunk)
+    return "\n\n".join(chunks) + "\n"
+
+
+def record(results_document, database_text):
+    """The database text with the winners of a results document (`run`'s output)."""
+    results = results_document["results"]
+    winners = choose_winners(results)
+    entries = []
+    for key in sorted(winners):
+        winner = winners[key]
+        if winner is None:
+            continue
+        heuristics = next((r for r in results if shape_key(r["shape"]) == key and r.get("heuristics")
+                           and r.get("status") == STATUS_OK), None)
+        peers = results_document.get("peers", {}).get(key, {})
+        measurement = measurement_text(winner, heuristics, peers, results_document.get("machine", {}))
+        entries.append(entry_text(results_document["fusion"], results_document["kind"],
+                                  results_document["target"], winner["shape"], winner["knobs"],
+                                  measurement))
+    return update_database(database_text, entries)
+
+
+# --- The runner (needs torch and a GPU) ------------------------------------------------
+
+
+def _torch_dtype(torch, name):
+    return {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
+            "f64": torch.float64, "i32": torch.int32, "i64": torch.int64, "bool": torch.bool}[name]
+
+
+def _size(signature, shape, dim):
+    extent = signature.dims.get(dim)
+    return extent if extent is not None else shape[dim]
+
+
+def _make_inputs(torch, signature, shape, generator):
+    """One set of the fusion's inputs (tensors by name; scalars take their defaults)."""
+    tensors = {}
+    for param in signature.tensors:
+        if param.role == "out":
+            continue
+        sizes = [_size(signature, shape, dim) for dim in param.dims]
+        dtype = _torch_dtype(torch, param.dtype)
+        if dtype.is_floating_point:
+            value = torch.randn(sizes, generator=generator, device="cuda", dtype=torch.float32).to(dtype)
+        elif dtype == torch.bool:
+            value = torch.randint(0, 2, sizes, generator=generator, device="cuda").bool()
+        else:
+            value = torch.randint(0, 16, sizes, generator=generator, device="cuda", dtype=dtype)
+        tensors[param.name] = value
+    return tensors
+
+
+def _call(fusion, signature, tensors):
+    args = [tensors[p.name] for p in signature.inputs if p.kind == "tensor"]
+    outputs = fusion(*args)
+    if outputs is None:
+        outputs = ()
+    elif not isinstance(outputs, (tuple, list)):
+        outputs = (outputs,)
+    named = {p.name: out for p, out in zip(signature.outputs, outputs)}
+    for param in signature.inout:
+        named[param.name] = tensors[param.name]
+    return named
+
+
+def _mismatch(torch, signature, got, expected, rtol_override=None):
+    """Why the outputs differ from the reference (None when they match)."""
+    dtypes = {p.name: p.dtype for p in signature.tensors}
+    for name, reference in expected.items():
+        if name not in got:
+            return "output %s missing" % name
+        value = got[name].double()
+        reference = reference.double()
+        if value.shape != reference.shape:
+            return "output %s: shape %s, expected %s" % (name, tuple(value.shape), tuple(reference.shape))
+        rtol = rtol_override if rtol_override is not None else RTOL.get(dtypes.get(name), 1e-4)
+        atol = rtol * float(reference.pow(2).mean().sqrt())
+        error = (value - reference).abs()
+        bad = error > atol + rtol * reference.abs()
+        if bool(bad.any()) or bool(torch.isnan(value).any() != torch.isnan(reference).any()):
+            return "output %s: %d of %d elements out of tolerance (max error %.3g, rtol %g)" % (
+                name, int(bad.sum()), bad.numel(), float(error.max()), rtol)
+    return None
+
+
+def _time_graph(torch, launch, sets, rounds):
+    """Median milliseconds of one call, from CUDA graphs replaying it over every set."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for tensors in sets:  # warm-up outside capture: the JIT compiles here
+            launch(tensors)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for tensors in sets:
+            launch(tensors)
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(rounds):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / len(sets))
+    return statistics.median(times), times
+
+
+def _load_callable(spec):
+    module, _, name = spec.partition(":")
+    if not name:
+        raise SystemExit("expected MODULE:FUNCTION, not %r" % spec)
+    return getattr(importlib.import_module(module), name)
+
+
+def _input_sets(torch, signature, shape, l2_bytes, seed):
+    """Enough input sets that one pass over them is twice L2: each call reads from DRAM."""
+    generator = torch.Generator(device="cuda")
+    generator.manual_seed(seed)
+    first = _make_inputs(torch, signature, shape, generator)
+    set_bytes = sum(t.numel() * t.element_size() for t in first.values()) or 1
+    count = max(1, min(64, math.ceil(2 * l2_bytes / set_bytes)))
+    return [first] + [_make_inputs(torch, signature, shape, generator) for _ in range(count - 1)]
+
+
+def run(manifest_path, reference, peers=None, rounds=5, budget_s=60.0, rtol=None, seed=0, log=sys.stderr):
+    """Compiles, checks and times every candidate of a manifest; the results document."""
+    import torch
+    import fslc
+
+    directory = os.path.dirname(os.path.abspath(manifest_path))
+    with open(manifest_path) as f:
+        manifest = json.load(f)
+    properties = torch.cuda.get_device_properties(torch.cuda.current_device())
+    l2_bytes = getattr(properties, "L2_cache_size", 0) or 64 << 20
+    by_shape = {}
+    for candidate in manifest["candidates"]:
+        by_shape.setdefault(shape_key(candidate["shape"]), []).append(candidate)
+    results, peer_times = [], {}
+    for key, candidates in by_shape.items():
+        started = time.monotonic()
+        shape = candidates[0]["shape"]
+        sets = None
+        # The heuristics' candidate first: the tie rule needs its time.
+        for candidate in sorted(candidates, key=lambda c: not c.get("heuristics")):
+            result = {"id": candidate["id"], "shape": shape, "knobs": candidate["knobs"],
+                      "heuristics": candidate.get("heuristics", False)}
+            results.append(result)
+            if time.monotonic() - started > budget_s:
+                result["status"] = "over-budget"
+                continue
+            try:
+                with open(os.path.join(directory, candidate["source"])) as f:
+                    program = fslc.load_text("%s_c%d" % (manifest["fusion"], candidate["id"]), f.read(),
+                                             target=manifest["target"], policy="all")
+                fusion = program[manifest["fusion"]]
+                signature = fusion.signature
+            except Exception as error:  # a candidate that does not compile is skipped
+                result.update(status="compile-error", error=str(error))
+                continue
+            if sets is None:
+                sets = _input_sets(torch, signature, shape, l2_bytes, seed)
+                # Inout tensors change at every call: each check starts from these values.
+                pristine = {name: t.clone() for name, t in sets[0].items()}
+                expected = None
+            try:
+                for name, t in pristine.items():
+                    sets[0][name].copy_(t)
+                got = _call(fusion, signature, sets[0])
+                torch.cuda.synchronize()
+                if expected is None:
+                    expected = reference({name: t.double() for name, t in pristine.items()}, shape)
+            except Exception as error:
+                result.update(status="launch-error", error=str(error))
+                continue
+            why = _mismatch(torch, signature, got, expected, rtol)
+            if why is not None:
+                result.update(status="mismatch", error=why)
+                continue
+            try:
+                median, times = _time_graph(torch, lambda t: _call(fusion, signature, t), sets, rounds)
+            except Exception as error:
+                result.update(status="launch-error", error=str(error))
+                continue
+            result.update(status=STATUS_OK, time_ms=median, rounds_ms=times)
+            print("%s c%d %s: %.4f ms" % (key, candidate["id"], candidate["knobs"], median), file=log)
+        for name, function in (peers or {}).items() if sets else ():
+            try:
+                median, _ = _time_graph(torch, lambda t: function(t, shape), sets or [], rounds)
+                peer_times.setdefault(key, {})[name] = median
+            except Exception as error:
+                print("%s peer %s failed: %s" % (key, name, error), file=log)
+    driver = torch.cuda.get_device_properties(0)
+    return {
+        "fusion": manifest["fusion"], "kind": manifest["kind"], "target": manifest["target"],
+        "machine": {"gpu": driver.name, "driver": _driver_version(),
+                    "date": datetime.date.today().isoformat()},
+        "peers": peer_times, "results": results,
+    }
+
+
+def _driver_version():
+    try:
+        import ctypes
+        version = ctypes.c_int()
+        ctypes.CDLL("libcuda.so.1").cuDriverGetVersion(ctypes.byref(version))
+        return "%d.%d" % (version.value // 1000, version.value % 1000 // 10)
+    except OSError:
+        return ""
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m fslc.tune", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run_parser = commands.add_parser("run", help="compile, check and time a manifest's candidates (GPU)")
+    run_parser.add_argument("manifest")
+    run_parser.add_argument("--reference", required=True,
+                            help="MODULE:FUNCTION(inputs as float64 tensors by name, shape) -> outputs by name")
+    run_parser.add_argument("--peer", action="append", default=[],
+                            help="NAME=MODULE:FUNCTION(inputs, shape), timed the same way (cuBLAS, ...)")
+    run_parser.add_argument("--rounds", type=int, default=5)
+    run_parser.add_argument("--budget", type=float, default=60.0, help="seconds a shape")
+    run_parser.add_argument("--rtol", type=float, default=None)
+    run_parser.add_argument("-o", "--output", required=True)
+    record_parser = commands.add_parser("record", help="write the winners into a tuning database")
+    record_parser.add_argument("results")
+    record_parser.add_argument("-o", "--output", required=True, help="the database (updated if it exists)")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        peers = {}
+        for spec in args.peer:
+            name, _, function = spec.partition("=")
+            peers[name] = _load_callable(function)
+        document = run(args.manifest, _load_callable(args.reference), peers, args.rounds, args.budget, args.rtol)
+        with open(args.output, "w") as f:
+            json.dump(document, f, indent=2)
+        return 0
+    with open(args.results) as f:
+        document = json.load(f)
+    existing = ""
+    if os.path.exists(args.output):
+        with open(args.output) as f:
+            existing = f.read()
+    with open(args.output, "w") as f:
+        f.write(record(document, existing))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

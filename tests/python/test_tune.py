@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""The pure logic of python/fslc/tune.py and python/fslc/report.py, without torch or a GPU: choosing the winners
+(the fastest, unless within 2 % of the heuristics' choice; failures never chosen), the
+database entries and their update, and the whole path `fslc tune` -> a results file ->
+`record` -> a database that fslc reads back with --tuning-db; the report's SVG plots of a
+fake results file (valid XML, one series an implementation, the roofline).
+
+usage: test_tune.py FSLC REPO_ROOT WORK_DIR
+"""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+FSLC, REPO, WORK = sys.argv[1:4] if len(sys.argv) >= 4 else (None, None, None)
+
+
+def load_module(name):
+    # By path: importing the package would load libfsl.so, which this test does not need.
+    path = os.path.join(REPO, "python", "fslc", name + ".py")
+    spec = importlib.util.spec_from_file_location("fslc_" + name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+tune = None
+report = None
+SHAPE = {"M": 4096, "N": 14336, "K": 5120}
+SMALL = {"M": 64, "N": 4096, "K": 4096}
+
+
+def result(id, time_ms, shape=SHAPE, knobs=None, heuristics=False, status="ok"):
+    r = {"id": id, "shape": shape, "knobs": knobs if knobs is not None else {"tile_n": 128 + id},
+         "heuristics": heuristics, "status": status, "rounds_ms": [time_ms] * 5}
+    if time_ms is not None:
+        r["time_ms"] = time_ms
+    return r
+
+
+class Winners(unittest.TestCase):
+    def test_faster_by_more_than_two_percent_wins(self):
+        winners = tune.choose_winners([result(0, 1.0, knobs={}, heuristics=True), result(1, 0.97)])
+        self.assertEqual(winners[tune.shape_key(SHAPE)]["id"], 1)
+
+    def test_within_two_percent_keeps_the_heuristics(self):
+        winners = tune.choose_winners([result(0, 1.0, knobs={}, heuristics=True), result(1, 0.985)])
+        self.assertEqual(winners[tune.shape_key(SHAPE)]["id"], 0)
+
+    def test_failures_are_never_chosen(self):
+        results = [result(0, 1.0, knobs={}, heuristics=True), result(1, 0.5, status="mismatch"),
+                   result(2, 0.1, status="compile-error"), result(3, None, status="launch-error"),
+                   result(4, 0.9)]
+        self.assertEqual(tune.choose_winners(results)[tune.shape_key(SHAPE)]["id"], 4)
+
+    def test_failed_heuristics_leave_the_fastest(self):
+        results = [result(0, 1.0, knobs={}, heuristics=True, status="mismatch"), result(1, 0.99), result(2, 1.2)]
+        self.assertEqual(tune.choose_winners(results)[tune.shape_key(SHAPE)]["id"], 1)
+
+    def test_a_shape_where_everything_failed_has_no_winner(self):
+        results = [result(0, None, knobs={}, heuristics=True, status="compile-error"),
+                   result(1, 0.9, shape=SMALL)]
+        winners = tune.choose_winners(results)
+        self.assertIsNone(winners[tune.shape_key(SHAPE)])
+        self.assertEqual(winners[tune.shape_key(SMALL)]["id"], 1)
+
+
+class DatabaseText(unittest.TestCase):
+    def test_entry(self):
+        text = tune.entry_text("matmul", "matmul", "h200", SHAPE, {"tile_n": 224, "pingpong": False},
+                               "measured: 1.0 ms")
+        self.assertEqual(text, "// target: h200\n// measured: 1.0 ms\nschedule matmul when K == 5120 && "
+                               "M == 4096 && N == 14336 = auto(matmul) { pingpong = false; tile_n = 224; }\n")
+        self.assertTrue(tune.entry_text("m", "matmul", "h200", SHAPE, {}, "x").endswith("= auto(matmul);\n"))
+
+    def test_measurement(self):
+        winner, heuristics = result(1, 0.95), result(0, 1.0, knobs={}, heuristics=True)
+        text = tune.measurement_text(winner, heuristics, {"cublas": 0.97},
+                                     {"gpu": "NVIDIA H200", "driver": "12.6", "date": "2026-12-02"})
+        self.assertEqual(text, "measured: 0.9500 ms (median of 5 rounds); heuristics 1.0000 ms (-5.0 %); "
+                               "peer cublas 0.9700 ms; NVIDIA H200, driver 12.6; 2026-12-02")
+
+    def test_update_replaces_the_same_key_and_appends_others(self):
+        old = ("// The project's database.\n\n"
+               "// target: h200\n// measured: 2.0 ms\nschedule matmul when M == 4096 && N == 14336 && K == 5120 = auto(matmul);\n\n"
+               "// target: a100\nschedule matmul when K == 5120 && M == 4096 && N == 14336 = auto(matmul);\n")
+        new = tune.entry_text("matmul", "matmul", "h200", SHAPE, {"stages": 4}, "measured: 1.0 ms")
+        small = tune.entry_text("matmul", "matmul", "h200", SMALL, {}, "measured: 0.1 ms")
+        updated = tune.update_database(old, [small])
+        self.assertEqual(updated.count("schedule matmul"), 3)
+        # The same guard written in another order is another key: as written, as fslc keys it.
+        updated = tune.update_database(updated, [new])
+        self.assertEqual(updated.count("schedule matmul"), 4)
+        again = tune.update_database(updated, [tune.entry_text("matmul", "matmul", "h200", SHAPE, {"stages": 5},
+                                                               "measured: 0.9 ms")])
+        self.assertEqual(again.count("schedule matmul"), 4)
+        self.assertIn("stages = 5", again)
+        self.assertNotIn("stages = 4", again)
+        self.assertTrue(again.startswith("// The project's database.\n\n"))
+        self.assertIn("// target: a100", again)
+
+
+class Report(unittest.TestCase):
+    DOCUMENT = {
+        "fusion": "matmul", "kind": "matmul", "target": "h200",
+        "machine": {"gpu": "NVIDIA H200", "driver": "12.6", "date": "2026-12-02"},
+        "roofline": {"peak_tflops": 989.0, "bandwidth_gbps": 4800.0},
+        "peers": {"K=5120,M=4096,N=14336": {"cublas": 0.80}, "K=4096,M=64,N=4096": {"cublas": 0.020}},
+        "results": [result(0, 0.85, knobs={}, heuristics=True), result(1, 0.78),
+                    result(2, 0.10, status="mismatch"),
+                    result(3, 0.025, shape=SMALL, knobs={}, heuristics=True), result(4, 0.0249, shape=SMALL)],
+    }
+
+    def parse(self, text):
+        import xml.etree.ElementTree as ET
+        root = ET.fromstring(text)
+        svg = "{http://www.w3.org/2000/svg}"
+        self.assertEqual(root.tag, svg + "svg")
+        return {p.get("data-name"): p.get("points") for p in root.iter(svg + "polyline")
+                if p.get("class") == "series"}, [p for p in root.iter(svg + "polyline") if p.get("class") == "roofline"]
+
+    def test_one_series_an_implementation_and_the_roofline(self):
+        files = report.plots(self.DOCUMENT)
+        self.assertEqual(sorted(files), ["matmul-tflops.svg", "matmul-time.svg"])
+        for text in files.values():
+            series, roofline = self.parse(text)
+            self.assertEqual(sorted(series), ["cublas", "fslc heuristics", "fslc tuned"])
+            self.assertEqual(len(roofline), 1)
+            for points in series.values():  # a point at each of the two shapes
+                self.assertEqual(len(points.split()), 2)
+
+    def test_tuned_is_the_winner_never_a_failure(self):
+        series, _ = report.series_of(self.DOCUMENT)
+        self.assertEqual(series["fslc tuned"], {"K=5120,M=4096,N=14336": 0.78, "K=4096,M=64,N=4096": 0.025})
+        self.assertAlmostEqual(report.roofline_ms({"flops": 2.0 * 4096 * 14336 * 5120, "bytes": 1.0}, 989.0, 4800.0),
+                               2.0 * 4096 * 14336 * 5120 / 989e12 * 1e3)
+
+    def test_without_work_only_time(self):
+        document = dict(self.DOCUMENT, kind="inner_persistent", roofline={})
+        files = report.plots(document)
+        self.assertEqual(sorted(files), ["matmul-time.svg"])
+        _, roofline = self.parse(files["matmul-time.svg"])
+        self.assertEqual(roofline, [])
+
+    def test_command(self):
+        path = os.path.join(WORK or ".", "report-input.json")
+        with open(path, "w") as f:
+            json.dump(self.DOCUMENT, f)
+        out = os.path.join(WORK or ".", "plots")
+        report.main([path, "-o", out])
+        self.assertTrue(os.path.exists(os.path.join(out, "matmul-tflops.svg")))
+
+
+@unittest.skipUnless(FSLC, "needs fslc")
+class EndToEnd(unittest.TestCase):
+    def test_tune_record_and_compile(self):
+        source = os.path.join(REPO, "tests", "lit", "tune", "Inputs", "matmul.fsl")
+        out = os.path.join(WORK, "candidates")
+        subprocess.run([FSLC, "tune", source, "--fusion", "matmul", "--shapes",
+                        "M=4096,N=14336,K=5120;M=64,N=4096,K=4096", "-o", out], check=True,
+                       stdout=subprocess.DEVNULL)
+        with open(os.path.join(out, "manifest.json")) as f:
+            manifest = json.load(f)
+        # A fake measurement: tile_n = 128 fastest at the large shape, a mismatch faster still
+        # (never chosen); at the small shape nothing beats the heuristics by 2 %.
+        results = []
+        for candidate in manifest["candidates"]:
+            r = {"id": candidate["id"], "shape": candidate["shape"], "knobs": candidate["knobs"],
+                 "heuristics": candidate["heuristics"], "status": "ok", "time_ms": 1.0, "rounds_ms": [1.0]}
+            if candidate["shape"]["M"] == 4096 and candidate["knobs"] == {"tile_n": 128}:
+                r["time_ms"] = 0.9
+            if candidate["shape"]["M"] == 4096 and candidate["knobs"] == {"tile_n": 192}:
+                r.update(status="mismatch", time_ms=0.5)
+            if candidate["shape"]["M"] == 64 and not candidate["heuristics"]:
+                r["time_ms"] = 0.99
+            results.append(r)
+        document = {"fusion": manifest["fusion"], "kind": manifest["kind"], "target": manifest["target"],
+                    "machine": {"gpu": "NVIDIA H200", "driver": "12.6", "date": "2026-12-02"},
+                    "peers": {}, "results": results}
+        results_path = os.path.join(WORK, "results.json")
+        with open(results_path, "w") as f:
+            json.dump(document, f)
+        database = os.path.join(WORK, "tuned.fsl")
+        if os.path.exists(database):
+            os.remove(database)
+        tune.main(["record", results_path, "-o", database])
+        with open(database) as f:
+            text = f.read()
+        self.assertIn("schedule matmul when K == 5120 && M == 4096 && N == 14336 = auto(matmul) { tile_n = 128; }",
+                      text)
+        self.assertIn("schedule matmul when K == 4096 && M == 64 && N == 4096 = auto(matmul);", text)
+        self.assertNotIn("tile_n = 192", text)
+        # Recording twice changes nothing.
+        tune.main(["record", results_path, "-o", database])
+        with open(database) as f:
+            self.assertEqual(f.read(), text)
+        # fslc reads it back: the large shape takes the 128-wide tiles under its guard.
+        printed = subprocess.run([FSLC, "--emit=schedule", "--tuning-db", database, source], check=True,
+                                 capture_output=True, text=True).stdout
+        self.assertIn("// from the tuning database %s:" % database, printed)
+        block = printed.split("schedule matmul when K == 5120 && M == 4096 && N == 14336 {", 1)[1].split("}")[0]
+        self.assertIn("tile (128, 128, 64)", block)
+
+
+if __name__ == "__main__":
+    if WORK:
+        os.makedirs(WORK, exist_ok=True)
+    tune = load_module("tune")
+    report = load_module("report")
+    unittest.main(argv=[sys.argv[0]], verbosity=1)
