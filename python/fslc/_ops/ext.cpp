@@ -31,7 +31,6 @@
 #include <mutex>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -250,6 +249,67 @@ struct Output {
 //   out NAME DTYPE SLOT DIM...      DIM: indices of dim lines
 //   specialize DIM...
 //   counts TENSORS SCALARS
+/// A decimal integer, the whole of `text`.
+bool parseInteger(const std::string &text, int64_t &value) {
+  if (text.empty())
+    return false;
+  size_t i = text[0] == '-' ? 1 : 0;
+  if (i == text.size())
+    return false;
+  int64_t result = 0;
+  for (; i < text.size(); ++i) {
+    if (text[i] < '0' || text[i] > '9')
+      return false;
+    result = result * 10 + (text[i] - '0');
+  }
+  value = text[0] == '-' ? -result : result;
+  return true;
+}
+
+/// The whitespace-separated words of one line of the op plan.
+class Tokens {
+public:
+  explicit Tokens(std::string line) : line_(std::move(line)) {}
+  bool word(std::string &out) {
+    skipSpace();
+    size_t from = at_;
+    while (at_ < line_.size() && !std::isspace(static_cast<unsigned char>(line_[at_])))
+      ++at_;
+    out = line_.substr(from, at_ - from);
+    return !out.empty();
+  }
+  template <typename Integer> bool integer(Integer &out) {
+    size_t was = at_;
+    std::string text;
+    int64_t value = 0;
+    if (!word(text) || !parseInteger(text, value)) {
+      at_ = was;
+      return false;
+    }
+    out = static_cast<Integer>(value);
+    return true;
+  }
+  /// The rest of the line after one run of spaces.
+  std::string rest() {
+    skipSpace();
+    std::string out = line_.substr(at_);
+    at_ = line_.size();
+    return out;
+  }
+  bool done() {
+    skipSpace();
+    return at_ == line_.size();
+  }
+
+private:
+  void skipSpace() {
+    while (at_ < line_.size() && std::isspace(static_cast<unsigned char>(line_[at_])))
+      ++at_;
+  }
+  std::string line_;
+  size_t at_ = 0;
+};
+
 struct Plan {
   std::string fusion, source;
   std::vector<Input> inputs;
@@ -259,25 +319,33 @@ struct Plan {
   int tensorCount = 0, scalarCount = 0;
 
   static Plan parse(const std::string &text) {
+    // Read by hand, not with iostreams: an extension compiled by another compiler than the
+    // libstdc++ the process loaded crashed inside istream's number extraction (its locale
+    // facets), seen with torch 2.11 on the GPU machine.
     Plan plan;
-    std::istringstream lines(text);
-    std::string line;
     int number = 0;
-    while (std::getline(lines, line)) {
+    size_t start = 0;
+    while (start <= text.size()) {
+      size_t end = text.find('\n', start);
+      if (end == std::string::npos)
+        end = text.size();
+      std::string line = text.substr(start, end - start);
+      start = end + 1;
       ++number;
-      std::istringstream in(line);
+      Tokens in(line);
       std::string what;
-      if (!(in >> what))
+      if (!in.word(what))
         continue;
       bool ok = true;
       if (what == "fusion") {
-        ok = static_cast<bool>(in >> plan.fusion);
-        std::getline(in >> std::ws, plan.source);
+        ok = in.word(plan.fusion);
+        plan.source = in.rest();
       } else if (what == "tensor") {
         Input input;
         std::string dtype, role;
         input.tensor = true;
-        ok = static_cast<bool>(in >> input.name >> dtype >> role >> input.rank >> input.slot);
+        ok = in.word(input.name) && in.word(dtype) && in.word(role) && in.integer(input.rank) &&
+             in.integer(input.slot);
         if (ok) {
           input.dtype = dtypeNamed(dtype);
           input.inout = role == "inout";
@@ -285,36 +353,39 @@ struct Plan {
         plan.inputs.push_back(input);
       } else if (what == "scalar") {
         Input input;
-        ok = static_cast<bool>(in >> input.name >> input.slot);
+        ok = in.word(input.name) && in.integer(input.slot);
         plan.inputs.push_back(input);
       } else if (what == "dim") {
         Dim dim;
-        ok = static_cast<bool>(in >> dim.name >> dim.extent);
+        ok = in.word(dim.name) && in.integer(dim.extent);
         std::string axis;
-        while (ok && in >> axis) {
+        while (ok && in.word(axis)) {
           size_t colon = axis.find(':');
-          ok = colon != std::string::npos;
+          int64_t input = 0, index = 0;
+          ok = colon != std::string::npos && parseInteger(axis.substr(0, colon), input) &&
+               parseInteger(axis.substr(colon + 1), index);
           if (ok)
-            dim.axes.emplace_back(std::stoi(axis.substr(0, colon)),
-                                  std::stoll(axis.substr(colon + 1)));
+            dim.axes.emplace_back(static_cast<int>(input), index);
         }
         plan.dims.push_back(dim);
       } else if (what == "out") {
         Output out;
         std::string dtype;
-        ok = static_cast<bool>(in >> out.name >> dtype >> out.slot);
+        ok = in.word(out.name) && in.word(dtype) && in.integer(out.slot);
         if (ok)
           out.dtype = dtypeNamed(dtype);
         int dim = 0;
-        while (ok && in >> dim)
+        while (ok && in.integer(dim))
           out.dims.push_back(dim);
+        ok = ok && in.done();
         plan.outputs.push_back(out);
       } else if (what == "specialize") {
         int dim = 0;
-        while (in >> dim)
+        while (in.integer(dim))
           plan.specialized.push_back(dim);
+        ok = in.done();
       } else if (what == "counts") {
-        ok = static_cast<bool>(in >> plan.tensorCount >> plan.scalarCount);
+        ok = in.integer(plan.tensorCount) && in.integer(plan.scalarCount);
       } else {
         ok = false;
       }
