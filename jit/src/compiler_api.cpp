@@ -354,6 +354,7 @@ fsl_status compile(const fsl_program &program, const Request &request, Compiled 
       options.stdlibDir = compiled.settings.stdlibDir;
       options.includeDirs = compiled.settings.includeDirs;
       options.defines = compiled.settings.defines;
+      options.tuningDatabase = compiled.settings.tuningDatabase;
       options.runtimeDims = program.runtimeDims;
       options.specializeDims = request.specializeDims;
       bool kernels = !request.onlyFusion.empty();
