@@ -1100,6 +1100,30 @@ private:
     }
   }
 
+  /// Whether a window's offset is of the forms the launcher evaluates to check the
+  /// window: integer literals, sizes, integer scalar parameters, + - * / max min.
+  bool checkableOffset(const ir::Value *value) const {
+    switch (value->op) {
+    case Op::Constant:
+    case Op::DimSize:
+    case Op::Scalar:
+      return true;
+    case Op::Cast:
+      return ir::isInteger(value->operands[0]->dtype) && checkableOffset(value->operands[0]);
+    case Op::Neg:
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Div:
+    case Op::Max:
+    case Op::Min:
+      return llvm::all_of(value->operands,
+                          [&](const ir::Value *operand) { return checkableOffset(operand); });
+    default:
+      return false;
+    }
+  }
+
   std::optional<Typed> buildIndex(const IndexExpr &indexed) {
     std::optional<Typed> base = buildName(NameExpr(indexed.base));
     if (!base)
@@ -1179,6 +1203,10 @@ private:
       auto report = diagnostics_.report(DiagId::IndexNotInteger, index->range, what,
                                         describe(*index) + " (an offset is one number)");
       noteDeclaration(report, *index);
+      return std::nullopt;
+    }
+    if (indexed.isWindow && !checkableOffset(position)) {
+      diagnostics_.report(DiagId::WindowOffsetForm, index->range);
       return std::nullopt;
     }
     if (position->dtype != DType::I64)
