@@ -299,7 +299,7 @@ LaunchContract describeSignature(const ir::Fusion &fusion, const CodegenOptions 
   for (const auto &value : fusion.values)
     if (value->op == ir::Op::Window)
       contract.windows.push_back({fusion.params[value->operands[0]->paramIndex].name,
-                                  value->reduced[0], value->reduced[1], value->operands[1]});
+                                  value->indexed[0], value->indexed[1], value->operands[1]});
 
   // An output and any other tensor, each pair once (an inout parameter is its own
   // output).

@@ -344,7 +344,7 @@ private:
     case ir::Op::Constant:
       return "(int64_t)" + std::to_string(static_cast<int64_t>(value.constant));
     case ir::Op::DimSize: {
-      const ContractDim &d = contract_.dims[value.reduced[0]];
+      const ContractDim &d = contract_.dims[value.indexed[0]];
       return d.staticExtent ? "(int64_t)" + std::to_string(*d.staticExtent) : d.cName;
     }
     case ir::Op::Scalar:

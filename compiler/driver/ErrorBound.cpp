@@ -177,8 +177,14 @@ std::vector<std::vector<double>> roundingErrorBounds(const ir::Fusion &fusion,
       break;
     }
     case ir::Op::DimSize:
-      out.value = {static_cast<double>(extents[value.reduced[0]])};
+      out.value = {static_cast<double>(extents[value.indexed[0]])};
       out.error = {0};
+      break;
+    case ir::Op::DimIndex:
+      out.value.resize(count);
+      for (int64_t i = 0; i < count; ++i)
+        out.value[i] = static_cast<double>(i);
+      out.error.assign(count, 0);
       break;
     case ir::Op::Gather:
     case ir::Op::Window: {

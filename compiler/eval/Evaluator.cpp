@@ -223,6 +223,7 @@ double applyOp(ir::Op op, const double *x) {
   case Op::Gather:
   case Op::Window:
   case Op::DimSize:
+  case Op::DimIndex:
     break;
   }
   FSL_UNREACHABLE("applyOp of an operation that is not pointwise");
@@ -230,7 +231,7 @@ double applyOp(ir::Op op, const double *x) {
 
 std::optional<std::string> windowOutOfRange(const ir::Fusion &fusion, const ir::Value &window,
                                             const std::vector<int64_t> &extents, double offset) {
-  ir::DimId along = window.reduced[0], as = window.reduced[1];
+  ir::DimId along = window.indexed[0], as = window.indexed[1];
   int64_t from = static_cast<int64_t>(roundTo(offset, ir::DType::I64));
   if (from >= 0 && from <= extents[along] - extents[as])
     return std::nullopt;
@@ -248,7 +249,7 @@ std::vector<double> indexElements(const ir::Value &value, const std::vector<int6
   // index replaced: the gathered index, or the window's offset plus the element's index
   // along the window.
   const ir::Value &source = *value.operands[0];
-  ir::DimId along = value.reduced[0];
+  ir::DimId along = value.indexed[0];
   bool isWindow = value.op == ir::Op::Window;
   int64_t extent = extents[along];
   std::vector<double> out(elementCount(value.dims, extents), 0);
@@ -262,7 +263,7 @@ std::vector<double> indexElements(const ir::Value &value, const std::vector<int6
     ir::DimId dim = source.dims[i];
     if (dim == along)
       alongStride = stride;
-    ir::DimId seenAs = dim == along && isWindow ? value.reduced[1] : dim;
+    ir::DimId seenAs = dim == along && isWindow ? value.indexed[1] : dim;
     for (size_t j = 0; j < value.dims.size(); ++j)
       if (value.dims[j] == seenAs && (dim != along || isWindow))
         inputStrides[j] = stride;
@@ -389,7 +390,12 @@ llvm::Expected<EvalResult> evaluateWithin(const ir::Fusion &fusion, const EvalRe
         element = roundTo(element, value.dtype);
       break;
     case ir::Op::DimSize:
-      out.data = {static_cast<double>(result.extents[value.reduced[0]])};
+      out.data = {static_cast<double>(result.extents[value.indexed[0]])};
+      break;
+    case ir::Op::DimIndex:
+      out.data.resize(count);
+      for (int64_t i = 0; i < count; ++i)
+        out.data[i] = static_cast<double>(i);
       break;
     case ir::Op::Gather:
     case ir::Op::Window: {

@@ -128,6 +128,8 @@ llvm::StringRef opName(Op op) {
     return "window";
   case Op::DimSize:
     return "dim_size";
+  case Op::DimIndex:
+    return "dim_index";
   }
   return "?";
 }

@@ -83,14 +83,16 @@ enum class Op {
   MatMul,
   // Indexing a tensor parameter (operands[0], always an Input) along one dimension:
   // Gather `x[D = i]`: the element at index operands[1] (an integer value) along
-  // reduced[0]; D leaves the result, which gains the index's dims. An index outside
+  // indexed[0]; D leaves the result, which gains the index's dims. An index outside
   // [0, extent) reads as 0 (no memory is read).
   Gather,
   // Window `x[D -> W from off]`: element w of dimension W is element off + w of D
-  // (reduced = {D, W}); operands[1] is the offset (an i64 scalar value).
+  // (indexed = {D, W}); operands[1] is the offset (an i64 scalar value).
   Window,
-  // The extent of dimension reduced[0], as an i64 scalar (a dimension's name in an index).
+  // The extent of dimension indexed[0], as an i64 scalar (a dimension's name).
   DimSize,
+  // Each element's index along dimension indexed[0] (`index(D)`): i64 with dims {D}.
+  DimIndex,
 };
 llvm::StringRef opName(Op op);
 bool isReduction(Op op);
@@ -128,7 +130,8 @@ struct Value {
   unsigned paramIndex = 0;      // Input, Scalar
   double constant = 0;          // Constant
   std::string constantSpelling; // Constant
-  std::vector<DimId> reduced;   // reductions, MatMul (the contracted dim), Gather, Window, DimSize
+  std::vector<DimId> reduced;   // reductions, MatMul (the contracted dim)
+  std::vector<DimId> indexed;   // Gather, Window, DimSize, DimIndex: the dimensions they name
   std::optional<MatMulOperand> lhsLayout, rhsLayout; // MatMul
 };
 

@@ -62,10 +62,10 @@ void printFusion(const Fusion &fusion, llvm::raw_ostream &out) {
     for (size_t i = 0; i < value->operands.size(); ++i)
       out << (i ? ", " : " ") << ref(value->operands[i]);
     if (value->op == Op::Window)
-      out << " along " << fusion.dims[value->reduced[0]].name << " as "
-          << fusion.dims[value->reduced[1]].name;
-    else if (value->op == Op::Gather || value->op == Op::DimSize)
-      out << " of " << fusion.dims[value->reduced[0]].name;
+      out << " along " << fusion.dims[value->indexed[0]].name << " as "
+          << fusion.dims[value->indexed[1]].name;
+    else if (value->op == Op::Gather || value->op == Op::DimSize || value->op == Op::DimIndex)
+      out << " of " << fusion.dims[value->indexed[0]].name;
     else if (!value->reduced.empty())
       out << " over " << dimList(fusion, value->reduced);
     out << " : " << typeString(fusion, value->dtype, value->dims);

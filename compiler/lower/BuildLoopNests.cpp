@@ -388,7 +388,9 @@ private:
       } else if (ir::isIndexing(value->op)) {
         expr = indexedLoad(*value, valueOf(value->operands[1]));
       } else if (value->op == ir::Op::DimSize) {
-        expr = cx_.dimExtent(value->reduced[0]);
+        expr = cx_.dimExtent(value->indexed[0]);
+      } else if (value->op == ir::Op::DimIndex) {
+        expr = cx_.rootIndex[value->indexed[0]];
       } else if (value->op == ir::Op::Scalar) {
         expr = kir::var(cx_.scalarVars[value->paramIndex]);
       } else if (value->op == ir::Op::Constant) {
@@ -419,10 +421,10 @@ private:
   Expr indexedLoad(const ir::Value &value, Expr position) const {
     const ir::Value &input = *value.operands[0];
     const ir::Param &param = f_.params[input.paramIndex];
-    ir::DimId along = value.reduced[0];
+    ir::DimId along = value.indexed[0];
     Expr extent = cx_.dimExtent(along);
     Expr at = value.op == ir::Op::Window
-                  ? cx_.rootIndex[value.reduced[1]] + position
+                  ? cx_.rootIndex[value.indexed[1]] + position
                   : kir::binary(kir::BinaryOp::Min,
                                 kir::binary(kir::BinaryOp::Max, position, kir::index(0)),
                                 extent - kir::index(1));

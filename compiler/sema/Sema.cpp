@@ -574,8 +574,8 @@ private:
   /// computations), else a new one. Its range is that of the first occurrence.
   ir::Value *add(Op op, DType dtype, std::vector<const ir::Value *> operands, llvm::SMRange range,
                  std::vector<DimId> dims, std::vector<DimId> reduced = {}, double constant = 0,
-                 llvm::StringRef spelling = "") {
-    ValueKey key{op, dtype, {}, dims, reduced, 0, spelling.str()};
+                 llvm::StringRef spelling = "", std::vector<DimId> indexed = {}) {
+    ValueKey key{op, dtype, {}, dims, reduced, 0, spelling.str(), indexed};
     for (const ir::Value *operand : operands)
       key.operands.push_back(operand->id);
     std::memcpy(&key.constantBits, &constant, sizeof constant);
@@ -588,6 +588,7 @@ private:
     value->range = range;
     value->dims = std::move(dims);
     value->reduced = std::move(reduced);
+    value->indexed = std::move(indexed);
     value->constant = constant;
     value->constantSpelling = spelling.str();
     ir::Value *added = fusion_->addValue(std::move(value));
@@ -603,10 +604,11 @@ private:
     std::vector<DimId> dims, reduced;
     uint64_t constantBits;
     std::string spelling;
+    std::vector<DimId> indexed;
     bool operator<(const ValueKey &other) const {
-      return std::tie(op, dtype, operands, dims, reduced, constantBits, spelling) <
+      return std::tie(op, dtype, operands, dims, reduced, constantBits, spelling, indexed) <
              std::tie(other.op, other.dtype, other.operands, other.dims, other.reduced,
-                      other.constantBits, other.spelling);
+                      other.constantBits, other.spelling, other.indexed);
     }
   };
 
@@ -890,9 +892,6 @@ private:
 
   // --- Calls ------------------------------------------------------------------------
 
-  /// > 0 inside an index or a window's offset, where dimension names are extents.
-  int indexDepth_ = 0;
-
   struct FnFrame {
     const FnDecl *fn;
     std::map<std::string, Typed> args;
@@ -921,6 +920,8 @@ private:
     static const std::map<std::string, Op> unaryMath = {
         {"exp", Op::Exp},   {"log", Op::Log},         {"sqrt", Op::Sqrt}, {"rsqrt", Op::Rsqrt},
         {"tanh", Op::Tanh}, {"sigmoid", Op::Sigmoid}, {"erf", Op::Erf},   {"abs", Op::Abs}};
+    if (name == "index")
+      return buildDimIndex(call);
     bool isReductionName = reductions.count(name) != 0;
     bool isKnown = isReductionName || unaryMath.count(name) || name == "pow" || name == "where";
     if (!isKnown) {
@@ -1054,17 +1055,15 @@ private:
 
   // --- Indexing: x[D = i] and x[D -> W from k] --------------------------------------
 
-  /// Inside an index or a window's offset, a dimension's name that names no value is
-  /// the dimension's extent, an i64 scalar (`x[V = V - 1]`, `x[H2 -> H from H]`).
+  /// A dimension's name that names no value is the dimension's extent, an i64 scalar
+  /// (`x[V = V - 1]`, `x[H2 -> H from H]`, `index(D) < D / 2`).
   std::optional<Typed> dimExtentInIndex(const NameExpr &name) {
-    if (indexDepth_ == 0)
-      return std::nullopt;
     std::optional<DimId> dim = fusion_->findDim(name.name.text);
     if (!dim)
       return std::nullopt;
     Typed typed;
     typed.range = name.range;
-    typed.value = add(Op::DimSize, DType::I64, {}, name.range, {}, {*dim});
+    typed.value = add(Op::DimSize, DType::I64, {}, name.range, {}, {}, 0, "", {*dim});
     return typed;
   }
 
@@ -1075,7 +1074,7 @@ private:
     case Op::Constant:
       return static_cast<int64_t>(value->constant);
     case Op::DimSize:
-      return fusion_->dims[value->reduced[0]].staticExtent;
+      return fusion_->dims[value->indexed[0]].staticExtent;
     case Op::Cast:
       return staticInteger(value->operands[0]);
     case Op::Neg: {
@@ -1098,6 +1097,26 @@ private:
     default:
       return std::nullopt;
     }
+  }
+
+  /// `index(D)`: each element's index along D, i64 with dimension D.
+  std::optional<Typed> buildDimIndex(const CallExpr &call) {
+    const auto *dimName = call.args.size() == 1 && call.overDims.empty()
+                              ? llvm::dyn_cast<NameExpr>(call.args[0].get())
+                              : nullptr;
+    if (!dimName) {
+      diagnostics_.report(DiagId::IndexOfDim, call.range);
+      return std::nullopt;
+    }
+    std::optional<DimId> dim = fusion_->findDim(dimName->name.text);
+    if (!dim) {
+      reportUnknownDim(dimName->name);
+      return std::nullopt;
+    }
+    Typed result;
+    result.range = call.range;
+    result.value = add(Op::DimIndex, DType::I64, {}, call.range, {*dim}, {}, 0, "", {*dim});
+    return result;
   }
 
   /// Whether a window's offset is of the forms the launcher evaluates to check the
@@ -1165,9 +1184,7 @@ private:
     // The index (or offset): an integer; dimension names in it are their extents.
     std::optional<Typed> index;
     if (indexed.index) {
-      ++indexDepth_;
       index = build(*indexed.index);
-      --indexDepth_;
       if (!index)
         return std::nullopt;
     } else {
@@ -1190,12 +1207,6 @@ private:
     if (!ir::isInteger(position->dtype)) {
       auto report =
           diagnostics_.report(DiagId::IndexNotInteger, index->range, what, describe(*index));
-      noteDeclaration(report, *index);
-      return std::nullopt;
-    }
-    if (std::count(position->dims.begin(), position->dims.end(), *along)) {
-      auto report = diagnostics_.report(DiagId::IndexHasDim, index->range, indexed.base.text,
-                                        indexed.dim.text, describe(*index));
       noteDeclaration(report, *index);
       return std::nullopt;
     }
@@ -1242,7 +1253,7 @@ private:
     std::vector<DimId> dims;
     for (DimId dim : input->dims)
       dims.push_back(dim == *along ? (window ? *window : dim) : dim);
-    if (!window)
+    if (!window) // an index along D itself puts D back: a permutation of D
       dims.erase(std::find(dims.begin(), dims.end(), *along));
     dims.insert(dims.end(), position->dims.begin(), position->dims.end());
     std::vector<DimId> indexedDims = {*along};
@@ -1251,7 +1262,7 @@ private:
     Typed result;
     result.range = indexed.range;
     result.value = add(window ? Op::Window : Op::Gather, input->dtype, {input, position},
-                       indexed.range, sorted(dims), indexedDims);
+                       indexed.range, sorted(dims), {}, 0, "", indexedDims);
     return result;
   }
 

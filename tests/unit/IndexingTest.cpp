@@ -85,3 +85,17 @@ TEST_CASE("a gather whose index has dimensions the parameter lacks") {
   REQUIRE(out.error.empty());
   CHECK(out.outputs[0] == std::vector<double>{3, 2, 6, 5});
 }
+
+TEST_CASE("rotate-half by positions: a gather along its own dimension") {
+  // index(D) is each element's position; x[D = f(index(D))] permutes D (and an index
+  // outside D reads 0, so each branch of the where reads only its half).
+  const char *rope = "fn rotate_half(x) = where(index(D) < D / 2, -x[D = index(D) + D / 2],\n"
+                     "                         x[D = index(D) - D / 2]);\n"
+                     "fusion rope(x: f64[T, D], c: f64[D], s: f64[D]) -> (y: f64[T, D]) {\n"
+                     "    y = x * c + rotate_half(x) * s;\n"
+                     "}\n";
+  Outcome out = run(rope, {{{"T", 1}, {"D", 4}}, {{1, 2, 3, 4}, {1, 1, 1, 1}, {1, 1, 2, 2}}});
+  REQUIRE(out.error.empty());
+  // rotate_half = (-3, -4, 1, 2); y = x + (-3, -4, 2, 4).
+  CHECK(out.outputs[0] == std::vector<double>{-2, -2, 5, 8});
+}
