@@ -70,6 +70,7 @@ primary
     : literal                                            # literalPrimary
     | ELEMENT_TYPE LPAREN expr RPAREN                    # castPrimary
     | name LPAREN arguments? RPAREN                      # callPrimary
+    | name LBRACK indexClause RBRACK                     # indexPrimary
     | name                                               # namePrimary
     | LPAREN expr RPAREN                                 # parenPrimary
     ;
@@ -77,6 +78,14 @@ primary
 // `over` ends the argument list of a reduction: sum(x * x, over H).
 arguments
     : expr (COMMA expr)* (COMMA overClause)?
+    ;
+
+// Indexing a tensor parameter along one named dimension:
+//   x[V = label]          select / gather: the element at an index (V leaves the result)
+//   x[H2 -> H from off]   window: H elements of H2 from `off`, as dimension H
+indexClause
+    : dim=name ASSIGN expr                               # selectIndex
+    | dim=name ARROW window=name (K_FROM expr)?          # windowIndex
     ;
 
 overClause : OVER (name | LPAREN name (COMMA name)* RPAREN) ;
@@ -157,6 +166,7 @@ name
     | K_PRODUCER | K_CONSUMERS | K_REGS | K_TILES | K_ONE_PER_CTA | K_SWIZZLE
     | K_STREAM_K | K_SPLIT_K | K_CLUSTER | K_MULTICAST | K_SWAP_AB | K_EPILOGUE | K_TMA_STORE
     | K_REDUCE | K_ONE_PASS | K_TWO_PASS | K_FAST_EXP | K_FAST_TANH | K_FAST_DIV
+    | K_FROM
     ;
 
 // ---------------------------------------------------------------------------
@@ -208,6 +218,7 @@ K_TWO_PASS : 'two_pass' ;
 K_FAST_EXP : 'fast_exp' ;
 K_FAST_TANH : 'fast_tanh' ;
 K_FAST_DIV : 'fast_div' ;
+K_FROM : 'from' ;
 K_MMA : 'mma' ;
 K_TILE : 'tile' ;
 K_WARP : 'warp' ;

@@ -56,7 +56,7 @@ struct Type {
 
 class Expr {
 public:
-  enum class Kind { Literal, NameRef, Call, Cast, Unary, Binary, Paren };
+  enum class Kind { Literal, NameRef, Call, Cast, Unary, Binary, Paren, Index };
   virtual ~Expr() = default;
   Kind kind() const { return kind_; }
   llvm::SMRange range;
@@ -144,6 +144,22 @@ public:
       : Expr(Kind::Paren, range), inner(std::move(inner)) {}
   static bool classof(const Expr *e) { return e->kind() == Kind::Paren; }
   ExprPtr inner;
+};
+
+/// A tensor parameter indexed along one named dimension:
+///  - `x[V = label]` selects (gathers) the element at `index` along `dim`; the result
+///    loses `dim` (isWindow false);
+///  - `x[H2 -> H from off]` takes the window of `window`'s extent starting at `index`
+///    (null: 0) along `dim`, as dimension `window` (isWindow true).
+class IndexExpr : public Expr {
+public:
+  IndexExpr(Name base, llvm::SMRange range) : Expr(Kind::Index, range), base(std::move(base)) {}
+  static bool classof(const Expr *e) { return e->kind() == Kind::Index; }
+  Name base;
+  Name dim;
+  bool isWindow = false;
+  Name window;
+  ExprPtr index; // the selected index, or the window's offset (null: from 0)
 };
 
 // ---------------------------------------------------------------------------

@@ -145,6 +145,16 @@ private:
       line(depth) << "Paren " << where(e.range) << '\n';
       expr(*llvm::cast<ParenExpr>(e).inner, depth + 1);
       return;
+    case Expr::Kind::Index: {
+      const auto &indexed = llvm::cast<IndexExpr>(e);
+      line(depth) << "Index " << indexed.base.text << " [" << indexed.dim.text;
+      if (indexed.isWindow)
+        out_ << " -> " << indexed.window.text;
+      out_ << "] " << where(e.range) << '\n';
+      if (indexed.index)
+        expr(*indexed.index, depth + 1);
+      return;
+    }
     }
     out_ << ' ' << where(e.range) << '\n';
   }

@@ -356,6 +356,22 @@ void printExpr(const Expr &expr, llvm::raw_ostream &out) {
     printExpr(*llvm::cast<ParenExpr>(expr).inner, out);
     out << ')';
     return;
+  case Expr::Kind::Index: {
+    const auto &indexed = llvm::cast<IndexExpr>(expr);
+    out << indexed.base.text << '[' << indexed.dim.text;
+    if (indexed.isWindow) {
+      out << " -> " << indexed.window.text;
+      if (indexed.index) {
+        out << " from ";
+        printExpr(*indexed.index, out);
+      }
+    } else {
+      out << " = ";
+      printExpr(*indexed.index, out);
+    }
+    out << ']';
+    return;
+  }
   }
 }
 

@@ -296,6 +296,11 @@ LaunchContract describeSignature(const ir::Fusion &fusion, const CodegenOptions 
     contract.dims.push_back(std::move(described));
   }
 
+  for (const auto &value : fusion.values)
+    if (value->op == ir::Op::Window)
+      contract.windows.push_back({fusion.params[value->operands[0]->paramIndex].name,
+                                  value->indexed[0], value->indexed[1], value->operands[1]});
+
   // An output and any other tensor, each pair once (an inout parameter is its own
   // output).
   for (size_t i = 0; i < contract.tensors.size(); ++i)

@@ -162,6 +162,16 @@ struct ContractVariant {
   std::vector<unsigned> launches; // into LaunchContract::kernels, in order
 };
 
+/// A window `x[D -> W from k]` of the fusion: the launcher checks that it fits,
+/// 0 <= k and k + W <= D, before anything else than the sizes.
+struct ContractWindow {
+  std::string tensor; // the user's name of the parameter it reads
+  ir::DimId along = 0, size = 0;
+  /// The offset: an i64 scalar of integer literals, sizes, integer scalar parameters,
+  /// + - * / and max, min (sema refuses anything else).
+  const ir::Value *offset = nullptr;
+};
+
 struct LaunchContract {
   std::string fusion;
   std::string launcher; // the launcher's C symbol
@@ -170,6 +180,7 @@ struct LaunchContract {
   std::vector<ContractScalar> scalars; // in the launcher's order
   std::vector<ContractDim> dims;       // the fusion's, by ir::DimId
   std::vector<OverlapPair> overlaps;   // each pair once, in the order they are checked
+  std::vector<ContractWindow> windows; // the fusion's windows, in value order
   std::vector<ContractWorkspace> workspaces;
   std::vector<ContractKernel> kernels;
   /// Guarded ones first, tried in order (those after an unguarded one never run).

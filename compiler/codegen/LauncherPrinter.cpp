@@ -103,6 +103,7 @@ public:
          << "  fsl_status status;\n";
     writeTensorChecks();
     writeSizes();
+    writeWindows();
     // Nothing to do: no data pointer is looked at (PyTorch's empty tensors have null data).
     writeEmpty();
     writeDataChecks();
@@ -206,6 +207,9 @@ private:
              << "  return a0 <= b0 ? b0 - a0 < (uint64_t)fsl_bytes(a, ab) : a0 - b0 < "
                 "(uint64_t)fsl_bytes(b, bb);\n}\n";
     writeArithmeticHelpers();
+    if (usesDivision_)
+      final_ << "\n// A window's offset divides as the kernels do (truncating), and by 0 gives 0.\n"
+             << "int64_t fsl_div_or_0(int64_t a, int64_t b) { return b == 0 ? 0 : a / b; }\n";
     if (!contract_.workspaces.empty())
       final_
           << "\n// The workspaces' memory pool, one a device, created at the first call: it keeps "
@@ -330,6 +334,62 @@ private:
              << d.name << ", expected %lld" << (d.staticExtent ? " (static)" : "")
              << "\", (long long)" << size << ", (long long)" << expected << ");\n";
       }
+    }
+  }
+
+  /// An integer offset of a window (ContractWindow::offset) as a C expression.
+  std::string offsetExpr(const ir::Value &value) const {
+    auto operand = [&](size_t i) { return offsetExpr(*value.operands[i]); };
+    switch (value.op) {
+    case ir::Op::Constant:
+      return "(int64_t)" + std::to_string(static_cast<int64_t>(value.constant));
+    case ir::Op::DimSize: {
+      const ContractDim &d = contract_.dims[value.indexed[0]];
+      return d.staticExtent ? "(int64_t)" + std::to_string(*d.staticExtent) : d.cName;
+    }
+    case ir::Op::Scalar:
+      for (const ContractScalar &scalar : contract_.scalars)
+        if (scalar.param->value == &value)
+          return "(int64_t)" + scalar.cName;
+      break;
+    case ir::Op::Cast:
+      return operand(0);
+    case ir::Op::Neg:
+      return "(-" + operand(0) + ")";
+    case ir::Op::Add:
+      return "(" + operand(0) + " + " + operand(1) + ")";
+    case ir::Op::Sub:
+      return "(" + operand(0) + " - " + operand(1) + ")";
+    case ir::Op::Mul:
+      return "(" + operand(0) + " * " + operand(1) + ")";
+    case ir::Op::Div: // the kernels' truncating division; 0 for a zero divisor
+      return "fsl_div_or_0(" + operand(0) + ", " + operand(1) + ")";
+    case ir::Op::Max:
+    case ir::Op::Min: {
+      std::string a = operand(0), b = operand(1);
+      return "(" + a + (value.op == ir::Op::Max ? " > " : " < ") + b + " ? " + a + " : " + b + ")";
+    }
+    default:
+      break;
+    }
+    FSL_UNREACHABLE("a window offset sema should have refused");
+  }
+
+  /// Windows that do not fit the sizes of this call: refused, with the sizes.
+  void writeWindows() {
+    for (const ContractWindow &window : contract_.windows) {
+      const ContractDim &along = contract_.dims[window.along];
+      const ContractDim &size = contract_.dims[window.size];
+      auto extent = [](const ContractDim &d) {
+        return d.staticExtent ? "(int64_t)" + std::to_string(*d.staticExtent) : d.cName;
+      };
+      std::string from = offsetExpr(*window.offset);
+      out_ << "  if (" << from << " < 0 || " << from << " > " << extent(along) << " - "
+           << extent(size) << ")\n    return fsl_fail(FSL_ERROR_SIZE, \"" << window.tensor
+           << ": the window along " << along.name << " from %lld of size " << size.name
+           << " = %lld is outside " << along.name << " = %lld\", (long long)" << from
+           << ", (long long)" << extent(size) << ", (long long)" << extent(along) << ");\n";
+      usesDivision_ |= from.find("fsl_div_or_0") != std::string::npos;
     }
   }
 
@@ -819,6 +879,7 @@ private:
   NameScope names_;                   // the contract's, with the launch blocks' tensor maps
   std::set<std::string> helpersUsed_; // the checked-arithmetic helpers it calls
   bool overflowDeclared_ = false;     // in the variant being written
+  bool usesDivision_ = false;         // a window's offset divides: fsl_div_or_0
 };
 
 } // namespace

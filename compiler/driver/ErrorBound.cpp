@@ -176,6 +176,25 @@ std::vector<std::vector<double>> roundingErrorBounds(const ir::Fusion &fusion,
       }
       break;
     }
+    case ir::Op::DimSize:
+      out.value = {static_cast<double>(extents[value.indexed[0]])};
+      out.error = {0};
+      break;
+    case ir::Op::DimIndex:
+      out.value.resize(count);
+      for (int64_t i = 0; i < count; ++i)
+        out.value[i] = static_cast<double>(i);
+      out.error.assign(count, 0);
+      break;
+    case ir::Op::Gather:
+    case ir::Op::Window: {
+      // A read of the parameter elsewhere: its values and their bounds move together.
+      const Bounded &input = values[value.operands[0]->id];
+      const std::vector<double> &index = values[value.operands[1]->id].value;
+      out.value = eval::indexElements(value, extents, input.value, index);
+      out.error = eval::indexElements(value, extents, input.error, index);
+      break;
+    }
     case ir::Op::ReduceArgMax:
     case ir::Op::ReduceArgMin:
       // An index, compared exactly (toleranceFor): its value does not matter here.

@@ -220,9 +220,68 @@ double applyOp(ir::Op op, const double *x) {
   case Op::ReduceArgMax:
   case Op::ReduceArgMin:
   case Op::MatMul:
+  case Op::Gather:
+  case Op::Window:
+  case Op::DimSize:
+  case Op::DimIndex:
     break;
   }
   FSL_UNREACHABLE("applyOp of an operation that is not pointwise");
+}
+
+std::optional<std::string> windowOutOfRange(const ir::Fusion &fusion, const ir::Value &window,
+                                            const std::vector<int64_t> &extents, double offset) {
+  ir::DimId along = window.indexed[0], as = window.indexed[1];
+  int64_t from = static_cast<int64_t>(roundTo(offset, ir::DType::I64));
+  if (from >= 0 && from <= extents[along] - extents[as])
+    return std::nullopt;
+  return llvm::formatv("the window of {0} along {1} from {2} of size {3} = {4} is outside "
+                       "{1} = {5}",
+                       fusion.params[window.operands[0]->paramIndex].name, fusion.dims[along].name,
+                       from, fusion.dims[as].name, extents[as], extents[along])
+      .str();
+}
+
+std::vector<double> indexElements(const ir::Value &value, const std::vector<int64_t> &extents,
+                                  const std::vector<double> &input,
+                                  const std::vector<double> &index) {
+  // Each element reads the parameter at its own position, with the indexed dimension's
+  // index replaced: the gathered index, or the window's offset plus the element's index
+  // along the window.
+  const ir::Value &source = *value.operands[0];
+  ir::DimId along = value.indexed[0];
+  bool isWindow = value.op == ir::Op::Window;
+  int64_t extent = extents[along];
+  std::vector<double> out(elementCount(value.dims, extents), 0);
+  IndexWalker walker(value.dims, extents);
+  std::vector<int64_t> indexStrides = walker.stridesOf(value.operands[1]->dims);
+  // The input's strides as seen from the result (the window's dimension steps along the
+  // indexed one), and the stride of the indexed dimension.
+  std::vector<int64_t> inputStrides(value.dims.size(), 0);
+  int64_t alongStride = 0, stride = 1;
+  for (size_t i = source.dims.size(); i-- > 0;) {
+    ir::DimId dim = source.dims[i];
+    if (dim == along)
+      alongStride = stride;
+    ir::DimId seenAs = dim == along && isWindow ? value.indexed[1] : dim;
+    for (size_t j = 0; j < value.dims.size(); ++j)
+      if (value.dims[j] == seenAs && (dim != along || isWindow))
+        inputStrides[j] = stride;
+    stride *= extents[dim];
+  }
+  int64_t offset = isWindow ? static_cast<int64_t>(roundTo(index[0], ir::DType::I64)) : 0;
+  for (size_t i = 0; i < out.size(); ++i, walker.next()) {
+    int64_t at = IndexWalker::offset(walker.index(), inputStrides);
+    if (isWindow) {
+      out[i] = input[at + offset * alongStride];
+      continue;
+    }
+    double position = index[IndexWalker::offset(walker.index(), indexStrides)];
+    // Outside [0, extent) reads as 0: -100 (PyTorch's ignore_index) as any other.
+    if (position >= 0 && position < static_cast<double>(extent))
+      out[i] = input[at + static_cast<int64_t>(position) * alongStride];
+  }
+  return out;
 }
 
 namespace {
@@ -330,6 +389,24 @@ llvm::Expected<EvalResult> evaluateWithin(const ir::Fusion &fusion, const EvalRe
       for (double &element : out.data)
         element = roundTo(element, value.dtype);
       break;
+    case ir::Op::DimSize:
+      out.data = {static_cast<double>(result.extents[value.indexed[0]])};
+      break;
+    case ir::Op::DimIndex:
+      out.data.resize(count);
+      for (int64_t i = 0; i < count; ++i)
+        out.data[i] = static_cast<double>(i);
+      break;
+    case ir::Op::Gather:
+    case ir::Op::Window: {
+      const std::vector<double> &index = values[value.operands[1]->id].data;
+      if (value.op == ir::Op::Window)
+        if (std::optional<std::string> outside =
+                windowOutOfRange(fusion, value, result.extents, index[0]))
+          return fail(*outside);
+      out.data = indexElements(value, result.extents, values[value.operands[0]->id].data, index);
+      break;
+    }
     case ir::Op::ReduceArgMax:
     case ir::Op::ReduceArgMin: {
       // Walk the reduced dimension in increasing order and replace the best element only

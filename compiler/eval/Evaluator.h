@@ -45,6 +45,18 @@ llvm::Expected<EvalResult> evaluate(const ir::Fusion &fusion, const EvalRequest 
 /// precision; max and min propagate NaN. Shared with the simulator.
 double applyOp(ir::Op op, const double *operands);
 
+/// The elements of a Gather or Window value: its parameter's elements `input` (in fusion
+/// order) read at the index `index` (the gathered indices, or the window's offset). A
+/// gathered index outside [0, extent) gives 0. Shared with the error bounds.
+std::vector<double> indexElements(const ir::Value &value, const std::vector<int64_t> &extents,
+                                  const std::vector<double> &input,
+                                  const std::vector<double> &index);
+
+/// Why the window `window` with offset `offset` does not fit its dimension at `extents`
+/// (a message naming the parameter and the sizes), or nullopt when it fits.
+std::optional<std::string> windowOutOfRange(const ir::Fusion &fusion, const ir::Value &window,
+                                            const std::vector<int64_t> &extents, double offset);
+
 /// Element count of a parameter or output with `dims` under `extents`.
 int64_t elementCount(const std::vector<ir::DimId> &dims, const std::vector<int64_t> &extents);
 

@@ -122,6 +122,14 @@ llvm::StringRef opName(Op op) {
     return "argmin";
   case Op::MatMul:
     return "matmul";
+  case Op::Gather:
+    return "gather";
+  case Op::Window:
+    return "window";
+  case Op::DimSize:
+    return "dim_size";
+  case Op::DimIndex:
+    return "dim_index";
   }
   return "?";
 }
@@ -133,6 +141,8 @@ bool isReduction(Op op) {
 }
 
 bool isArgReduction(Op op) { return op == Op::ReduceArgMax || op == Op::ReduceArgMin; }
+
+bool isIndexing(Op op) { return op == Op::Gather || op == Op::Window; }
 
 int64_t reductionScratchBytesPerThread(const Fusion &fusion) {
   for (const auto &value : fusion.values)

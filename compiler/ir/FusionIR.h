@@ -81,11 +81,25 @@ enum class Op {
   ReduceArgMin,
   // sum(a * b, over K) with a, b each lacking one of the other's dims
   MatMul,
+  // Indexing a tensor parameter (operands[0], always an Input) along one dimension:
+  // Gather `x[D = i]`: the element at index operands[1] (an integer value) along
+  // indexed[0]; D leaves the result, which gains the index's dims. An index outside
+  // [0, extent) reads as 0 (no memory is read).
+  Gather,
+  // Window `x[D -> W from off]`: element w of dimension W is element off + w of D
+  // (indexed = {D, W}); operands[1] is the offset (an i64 scalar value).
+  Window,
+  // The extent of dimension indexed[0], as an i64 scalar (a dimension's name).
+  DimSize,
+  // Each element's index along dimension indexed[0] (`index(D)`): i64 with dims {D}.
+  DimIndex,
 };
 llvm::StringRef opName(Op op);
 bool isReduction(Op op);
 /// argmax, argmin: a reduction that carries a value and its index.
 bool isArgReduction(Op op);
+/// Gather and Window: their first operand is a parameter read at another index.
+bool isIndexing(Op op);
 
 /// Bytes a thread of shared scratch that block reductions of `fusion` use: 8 (one
 /// accumulator of up to 8 bytes), 16 when a reduction carries a value and its index
@@ -113,10 +127,11 @@ struct Value {
   std::vector<std::string> aliases;
   llvm::SMRange range; // the expression that produced it
   // Op-specific:
-  unsigned paramIndex = 0;                           // Input, Scalar
-  double constant = 0;                               // Constant
-  std::string constantSpelling;                      // Constant
-  std::vector<DimId> reduced;                        // reductions, MatMul (the contracted dim)
+  unsigned paramIndex = 0;      // Input, Scalar
+  double constant = 0;          // Constant
+  std::string constantSpelling; // Constant
+  std::vector<DimId> reduced;   // reductions, MatMul (the contracted dim)
+  std::vector<DimId> indexed;   // Gather, Window, DimSize, DimIndex: the dimensions they name
   std::optional<MatMulOperand> lhsLayout, rhsLayout; // MatMul
 };
 

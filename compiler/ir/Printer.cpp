@@ -61,7 +61,12 @@ void printFusion(const Fusion &fusion, llvm::raw_ostream &out) {
       out << ' ' << value->constantSpelling;
     for (size_t i = 0; i < value->operands.size(); ++i)
       out << (i ? ", " : " ") << ref(value->operands[i]);
-    if (!value->reduced.empty())
+    if (value->op == Op::Window)
+      out << " along " << fusion.dims[value->indexed[0]].name << " as "
+          << fusion.dims[value->indexed[1]].name;
+    else if (value->op == Op::Gather || value->op == Op::DimSize || value->op == Op::DimIndex)
+      out << " of " << fusion.dims[value->indexed[0]].name;
+    else if (!value->reduced.empty())
       out << " over " << dimList(fusion, value->reduced);
     out << " : " << typeString(fusion, value->dtype, value->dims);
     if (value->op == Op::MatMul) {

@@ -385,6 +385,12 @@ private:
       } else if (value->op == ir::Op::Input) {
         const kir::BufferPtr &buffer = cx_.paramBuffers[value->paramIndex];
         expr = kir::load(buffer, cx_.offsetOf(f_.params[value->paramIndex].dims));
+      } else if (ir::isIndexing(value->op)) {
+        expr = indexedLoad(*value, valueOf(value->operands[1]));
+      } else if (value->op == ir::Op::DimSize) {
+        expr = cx_.dimExtent(value->indexed[0]);
+      } else if (value->op == ir::Op::DimIndex) {
+        expr = cx_.rootIndex[value->indexed[0]];
       } else if (value->op == ir::Op::Scalar) {
         expr = kir::var(cx_.scalarVars[value->paramIndex]);
       } else if (value->op == ir::Op::Constant) {
@@ -408,6 +414,34 @@ private:
     }
   }
 
+  /// A parameter read elsewhere than at the current element (Gather, Window): along the
+  /// indexed dimension, at the window's offset plus the window's index, or at the gathered
+  /// index. A gathered index outside [0, extent) gives 0: the load is clamped into the
+  /// dimension (no memory outside the tensor is read) and its value not used.
+  Expr indexedLoad(const ir::Value &value, Expr position) const {
+    const ir::Value &input = *value.operands[0];
+    const ir::Param &param = f_.params[input.paramIndex];
+    ir::DimId along = value.indexed[0];
+    Expr extent = cx_.dimExtent(along);
+    Expr at = value.op == ir::Op::Window
+                  ? cx_.rootIndex[value.indexed[1]] + position
+                  : kir::binary(kir::BinaryOp::Min,
+                                kir::binary(kir::BinaryOp::Max, position, kir::index(0)),
+                                extent - kir::index(1));
+    Expr offset;
+    for (ir::DimId dim : param.dims) {
+      Expr index = dim == along ? at : cx_.rootIndex[dim];
+      offset = offset ? offset * cx_.dimExtent(dim) + index : index;
+    }
+    Expr load = kir::load(cx_.paramBuffers[input.paramIndex], offset);
+    if (value.op == ir::Op::Window)
+      return load;
+    Expr inside =
+        kir::binary(kir::BinaryOp::And, kir::binary(kir::BinaryOp::Ge, position, kir::index(0)),
+                    kir::binary(kir::BinaryOp::Lt, position, extent));
+    return kir::select(inside, load, kir::constant(0, load->dtype));
+  }
+
   /// The values `roots` need, through operands, stopping at `available` values (read
   /// from a buffer or finished reductions of earlier phases).
   std::set<unsigned> closure(const std::vector<const ir::Value *> &roots, int p,
@@ -419,8 +453,9 @@ private:
       bool earlier = ir::isReduction(value->op) && plan_.phaseOf.at(value->id) < p;
       if (available.count(value->id) || earlier)
         return;
-      for (const ir::Value *operand : value->operands)
-        need(operand);
+      // An indexed parameter is read by the indexing value itself, at its own index.
+      for (size_t i = ir::isIndexing(value->op) ? 1 : 0; i < value->operands.size(); ++i)
+        need(value->operands[i]);
     };
     for (const ir::Value *root : roots)
       need(root);

@@ -89,6 +89,10 @@ kir::Expr pointwiseOperation(const ir::Value &value, const std::vector<kir::Expr
   case ir::Op::ReduceArgMax:
   case ir::Op::ReduceArgMin:
   case ir::Op::MatMul:
+  case ir::Op::Gather:
+  case ir::Op::Window:
+  case ir::Op::DimSize:
+  case ir::Op::DimIndex:
     break;
   }
   FSL_UNREACHABLE("not a pointwise operation");

@@ -249,6 +249,21 @@ private:
     }
     if (auto *nameContext = dynamic_cast<FSLParser::NamePrimaryContext *>(context))
       return std::make_unique<NameExpr>(name(nameContext->name()));
+    if (auto *indexed = dynamic_cast<FSLParser::IndexPrimaryContext *>(context)) {
+      auto result = std::make_unique<IndexExpr>(name(indexed->name()), where);
+      if (auto *select = dynamic_cast<FSLParser::SelectIndexContext *>(indexed->indexClause())) {
+        result->dim = name(select->dim);
+        result->index = expr(select->expr());
+      } else {
+        auto *window = static_cast<FSLParser::WindowIndexContext *>(indexed->indexClause());
+        result->isWindow = true;
+        result->dim = name(window->dim);
+        result->window = name(window->window);
+        if (window->expr())
+          result->index = expr(window->expr());
+      }
+      return result;
+    }
     auto *paren = static_cast<FSLParser::ParenPrimaryContext *>(context);
     return std::make_unique<ParenExpr>(expr(paren->expr()), where);
   }

@@ -3,6 +3,7 @@
 
 #include "support/Identifiers.h"
 
+#include "ir/Describe.h"
 #include "ir/Printer.h"
 #include "parse/Parser.h"
 #include "support/Diagnostics.h"
@@ -573,8 +574,8 @@ private:
   /// computations), else a new one. Its range is that of the first occurrence.
   ir::Value *add(Op op, DType dtype, std::vector<const ir::Value *> operands, llvm::SMRange range,
                  std::vector<DimId> dims, std::vector<DimId> reduced = {}, double constant = 0,
-                 llvm::StringRef spelling = "") {
-    ValueKey key{op, dtype, {}, dims, reduced, 0, spelling.str()};
+                 llvm::StringRef spelling = "", std::vector<DimId> indexed = {}) {
+    ValueKey key{op, dtype, {}, dims, reduced, 0, spelling.str(), indexed};
     for (const ir::Value *operand : operands)
       key.operands.push_back(operand->id);
     std::memcpy(&key.constantBits, &constant, sizeof constant);
@@ -587,6 +588,7 @@ private:
     value->range = range;
     value->dims = std::move(dims);
     value->reduced = std::move(reduced);
+    value->indexed = std::move(indexed);
     value->constant = constant;
     value->constantSpelling = spelling.str();
     ir::Value *added = fusion_->addValue(std::move(value));
@@ -602,10 +604,11 @@ private:
     std::vector<DimId> dims, reduced;
     uint64_t constantBits;
     std::string spelling;
+    std::vector<DimId> indexed;
     bool operator<(const ValueKey &other) const {
-      return std::tie(op, dtype, operands, dims, reduced, constantBits, spelling) <
+      return std::tie(op, dtype, operands, dims, reduced, constantBits, spelling, indexed) <
              std::tie(other.op, other.dtype, other.operands, other.dims, other.reduced,
-                      other.constantBits, other.spelling);
+                      other.constantBits, other.spelling, other.indexed);
     }
   };
 
@@ -691,6 +694,8 @@ private:
       return buildBinary(llvm::cast<BinaryExpr>(expr));
     case Expr::Kind::Call:
       return buildCall(llvm::cast<CallExpr>(expr));
+    case Expr::Kind::Index:
+      return buildIndex(llvm::cast<IndexExpr>(expr));
     }
     return std::nullopt;
   }
@@ -724,11 +729,15 @@ private:
         typed.range = name.range;
         return typed;
       }
+      if (std::optional<Typed> extent = dimExtentInIndex(name))
+        return extent;
       diagnostics_.report(DiagId::UnknownName, name.range, name.name.text);
       return std::nullopt;
     }
     auto it = env_.find(name.name.text);
     if (it == env_.end()) {
+      if (std::optional<Typed> extent = dimExtentInIndex(name))
+        return extent;
       diagnostics_.report(DiagId::UnknownName, name.range, name.name.text);
       return std::nullopt;
     }
@@ -911,6 +920,8 @@ private:
     static const std::map<std::string, Op> unaryMath = {
         {"exp", Op::Exp},   {"log", Op::Log},         {"sqrt", Op::Sqrt}, {"rsqrt", Op::Rsqrt},
         {"tanh", Op::Tanh}, {"sigmoid", Op::Sigmoid}, {"erf", Op::Erf},   {"abs", Op::Abs}};
+    if (name == "index")
+      return buildDimIndex(call);
     bool isReductionName = reductions.count(name) != 0;
     bool isKnown = isReductionName || unaryMath.count(name) || name == "pow" || name == "where";
     if (!isKnown) {
@@ -1039,6 +1050,219 @@ private:
     // argmax and argmin give an index: i64, like torch.argmax, so any extent fits.
     DType type = ir::isArgReduction(op) ? DType::I64 : input->dtype;
     result.value = add(op, type, {input}, call.range, kept, reduced);
+    return result;
+  }
+
+  // --- Indexing: x[D = i] and x[D -> W from k] --------------------------------------
+
+  /// A dimension's name that names no value is the dimension's extent, an i64 scalar
+  /// (`x[V = V - 1]`, `x[H2 -> H from H]`, `index(D) < D / 2`).
+  std::optional<Typed> dimExtentInIndex(const NameExpr &name) {
+    std::optional<DimId> dim = fusion_->findDim(name.name.text);
+    if (!dim)
+      return std::nullopt;
+    Typed typed;
+    typed.range = name.range;
+    typed.value = add(Op::DimSize, DType::I64, {}, name.range, {}, {}, 0, "", {*dim});
+    return typed;
+  }
+
+  /// The value of an integer scalar expression when the sizes make it a constant:
+  /// literals, static extents and arithmetic on them (division truncates, as in kernels).
+  std::optional<int64_t> staticInteger(const ir::Value *value) const {
+    switch (value->op) {
+    case Op::Constant:
+      return static_cast<int64_t>(value->constant);
+    case Op::DimSize:
+      return fusion_->dims[value->indexed[0]].staticExtent;
+    case Op::Cast:
+      return staticInteger(value->operands[0]);
+    case Op::Neg: {
+      std::optional<int64_t> a = staticInteger(value->operands[0]);
+      return a ? std::optional<int64_t>(-*a) : std::nullopt;
+    }
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Div: {
+      std::optional<int64_t> a = staticInteger(value->operands[0]);
+      std::optional<int64_t> b = staticInteger(value->operands[1]);
+      if (!a || !b || (value->op == Op::Div && *b == 0))
+        return std::nullopt;
+      return value->op == Op::Add   ? *a + *b
+             : value->op == Op::Sub ? *a - *b
+             : value->op == Op::Mul ? *a * *b
+                                    : *a / *b;
+    }
+    default:
+      return std::nullopt;
+    }
+  }
+
+  /// `index(D)`: each element's index along D, i64 with dimension D.
+  std::optional<Typed> buildDimIndex(const CallExpr &call) {
+    const auto *dimName = call.args.size() == 1 && call.overDims.empty()
+                              ? llvm::dyn_cast<NameExpr>(call.args[0].get())
+                              : nullptr;
+    if (!dimName) {
+      diagnostics_.report(DiagId::IndexOfDim, call.range);
+      return std::nullopt;
+    }
+    std::optional<DimId> dim = fusion_->findDim(dimName->name.text);
+    if (!dim) {
+      reportUnknownDim(dimName->name);
+      return std::nullopt;
+    }
+    Typed result;
+    result.range = call.range;
+    result.value = add(Op::DimIndex, DType::I64, {}, call.range, {*dim}, {}, 0, "", {*dim});
+    return result;
+  }
+
+  /// Whether a window's offset is of the forms the launcher evaluates to check the
+  /// window: integer literals, sizes, integer scalar parameters, + - * / max min.
+  bool checkableOffset(const ir::Value *value) const {
+    switch (value->op) {
+    case Op::Constant:
+    case Op::DimSize:
+    case Op::Scalar:
+      return true;
+    case Op::Cast:
+      return ir::isInteger(value->operands[0]->dtype) && checkableOffset(value->operands[0]);
+    case Op::Neg:
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Div:
+    case Op::Max:
+    case Op::Min:
+      return llvm::all_of(value->operands,
+                          [&](const ir::Value *operand) { return checkableOffset(operand); });
+    default:
+      return false;
+    }
+  }
+
+  std::optional<Typed> buildIndex(const IndexExpr &indexed) {
+    std::optional<Typed> base = buildName(NameExpr(indexed.base));
+    if (!base)
+      return std::nullopt;
+    if (base->isLiteral() || base->value->op != Op::Input) {
+      auto report =
+          diagnostics_.report(DiagId::IndexNotParameter, indexed.base.range, indexed.base.text);
+      noteDeclaration(report, *base);
+      return std::nullopt;
+    }
+    const ir::Value *input = base->value;
+    std::optional<DimId> along = fusion_->findDim(indexed.dim.text);
+    if (!along) {
+      reportUnknownDim(indexed.dim);
+      return std::nullopt;
+    }
+    if (!std::count(input->dims.begin(), input->dims.end(), *along)) {
+      auto report = diagnostics_.report(DiagId::IndexMissingDim, indexed.dim.range,
+                                        indexed.base.text, indexed.dim.text, describe(*base));
+      noteDeclaration(report, *base);
+      return std::nullopt;
+    }
+    std::optional<DimId> window;
+    if (indexed.isWindow) {
+      window = fusion_->findDim(indexed.window.text);
+      if (!window) {
+        reportUnknownDim(indexed.window);
+        return std::nullopt;
+      }
+      if (std::count(input->dims.begin(), input->dims.end(), *window)) {
+        diagnostics_.report(DiagId::WindowDimInUse, indexed.window.range, indexed.base.text,
+                            indexed.dim.text, indexed.window.text,
+                            *window == *along
+                                ? "a window is a new dimension; name it after its size"
+                                : "'" + indexed.base.text + "' already has that dimension");
+        return std::nullopt;
+      }
+    }
+    // The index (or offset): an integer; dimension names in it are their extents.
+    std::optional<Typed> index;
+    if (indexed.index) {
+      index = build(*indexed.index);
+      if (!index)
+        return std::nullopt;
+    } else {
+      index.emplace();
+      index->spelling = "0";
+      index->range = indexed.range;
+    }
+    std::string what = indexed.isWindow ? "the offset of a window" : "an index";
+    if (index->isLiteral()) {
+      if (index->literalIsFloat || index->literalIsBool) {
+        diagnostics_.report(DiagId::IndexNotInteger, index->range, what,
+                            "the literal " + index->spelling);
+        return std::nullopt;
+      }
+      index = materialize(*index, DType::I64);
+      if (!index)
+        return std::nullopt;
+    }
+    const ir::Value *position = index->value;
+    if (!ir::isInteger(position->dtype)) {
+      auto report =
+          diagnostics_.report(DiagId::IndexNotInteger, index->range, what, describe(*index));
+      noteDeclaration(report, *index);
+      return std::nullopt;
+    }
+    if (indexed.isWindow && !position->dims.empty()) {
+      auto report = diagnostics_.report(DiagId::IndexNotInteger, index->range, what,
+                                        describe(*index) + " (an offset is one number)");
+      noteDeclaration(report, *index);
+      return std::nullopt;
+    }
+    if (indexed.isWindow && !checkableOffset(position)) {
+      diagnostics_.report(DiagId::WindowOffsetForm, index->range);
+      return std::nullopt;
+    }
+    if (position->dtype != DType::I64)
+      position = add(Op::Cast, DType::I64, {position}, index->range, position->dims);
+    // Out of range with static sizes: refused here (at runtime the launcher checks).
+    std::optional<int64_t> extent = fusion_->dims[*along].staticExtent;
+    std::optional<int64_t> at = staticInteger(position);
+    const std::string &dimName = indexed.dim.text;
+    if (indexed.isWindow) {
+      std::optional<int64_t> size = fusion_->dims[*window].staticExtent;
+      bool outside = (at && *at < 0) || (at && size && extent && *at + *size > *extent) ||
+                     (size && extent && *size > *extent);
+      if (outside) {
+        std::string from = at ? std::to_string(*at) : ir::sourceText(index->range);
+        std::string sized = size ? std::to_string(*size) : std::string("?");
+        diagnostics_.report(
+            DiagId::IndexOutOfRange, indexed.range,
+            llvm::formatv("the window {0}[{1} -> {2} from {3}] ({4} elements from {3}) does not "
+                          "fit in {1} = {5}",
+                          indexed.base.text, dimName, indexed.window.text, from, sized,
+                          extent ? std::to_string(*extent) : std::string("?"))
+                .str());
+        return std::nullopt;
+      }
+    } else if (at && (*at < 0 || (extent && *at >= *extent))) {
+      diagnostics_.report(
+          DiagId::IndexOutOfRange, index->range,
+          llvm::formatv("index {0} is outside {1} (0 ..< {2})", *at, dimName,
+                        extent ? std::to_string(*extent) : std::string("its extent"))
+              .str());
+      return std::nullopt;
+    }
+    std::vector<DimId> dims;
+    for (DimId dim : input->dims)
+      dims.push_back(dim == *along ? (window ? *window : dim) : dim);
+    if (!window) // an index along D itself puts D back: a permutation of D
+      dims.erase(std::find(dims.begin(), dims.end(), *along));
+    dims.insert(dims.end(), position->dims.begin(), position->dims.end());
+    std::vector<DimId> indexedDims = {*along};
+    if (window)
+      indexedDims.push_back(*window);
+    Typed result;
+    result.range = indexed.range;
+    result.value = add(window ? Op::Window : Op::Gather, input->dtype, {input, position},
+                       indexed.range, sorted(dims), {}, 0, "", indexedDims);
     return result;
   }
 
