@@ -140,6 +140,18 @@ private:
     case ast::Expr::Kind::Paren:
       indexExpr(*llvm::cast<ast::ParenExpr>(expr).inner, scope);
       return;
+    case ast::Expr::Kind::Index: {
+      // `x[D = i]`, `x[H2 -> H from k]`: the tensor, the dimensions and the index.
+      const auto &index = llvm::cast<ast::IndexExpr>(expr);
+      if (scope.values.count(index.base.text))
+        add({scope.valueKind, index.base.text, scope.owner}, index.base.range, false);
+      for (const ast::Name *dim : {&index.dim, index.isWindow ? &index.window : nullptr})
+        if (dim && scope.dims.count(dim->text))
+          add({Symbol::Kind::Dim, dim->text, scope.owner}, dim->range, false);
+      if (index.index)
+        indexExpr(*index.index, scope);
+      return;
+    }
     }
   }
 

@@ -327,11 +327,15 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     // its N side (M rounded up to 8), so a stage is (M + 64) x 64 elements instead of
     // (64 + tile_n) x 64 with most of the 64 rows of a empty, and each SM keeps up to
     // kSwapStages of them in flight for each of its CTAs.
-    bool swap = knobs.swapAB ? *knobs.swapAB
-                             : fewRows && mDim.extent && *mDim.extent <= tuned::kSwapRowsAtMost &&
-                                   mm.rhsKContiguous && !tileNKnob && !knobs.swizzle &&
-                                   !knobs.clusterM && !knobs.streamK.value_or(false) &&
-                                   !knobs.pingpong.value_or(false);
+    // A runtime M has its own ranges of swapped tiles (at most 8, 16 and 32 rows).
+    std::optional<int64_t> swapRows = mDim.extent ? std::optional<int64_t>(*mDim.extent)
+                                      : high      ? std::optional<int64_t>(*high - 1)
+                                                  : std::nullopt;
+    bool swap = knobs.swapAB
+                    ? *knobs.swapAB
+                    : fewRows && swapRows && *swapRows <= tuned::kSwapRowsAtMost &&
+                          mm.rhsKContiguous && !tileNKnob && !knobs.swizzle && !knobs.clusterM &&
+                          !knobs.streamK.value_or(false) && !knobs.pingpong.value_or(false);
     if (knobs.swapAB && !*knobs.swapAB)
       verdicts.honour("swap_ab");
     if (swap && !twoProducts && mm.rhsKContiguous) {
@@ -339,18 +343,18 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
         verdicts.honour("swap_ab");
       c.swapAB = true;
       c.groups = 1;
-      c.tileM = mDim.extent ? std::clamp<int64_t>((*mDim.extent + 7) / 8 * 8, 8, 64) : 64;
+      c.tileM = swapRows ? std::clamp<int64_t>((*swapRows + 7) / 8 * 8, 8, 64) : 64;
       c.tileN = tileNKnob && *tileNKnob % 64 == 0 ? *tileNKnob : 64;
       c.epilogue = sched::EpilogueKind::Registers;
-      int64_t tiles = tilesOf(mDim, c.tileM).value_or(1) *
-                      tilesOf(nDim, c.tileN).value_or(target.smCount);
+      int64_t tiles =
+          tilesOf(mDim, c.tileM).value_or(1) * tilesOf(nDim, c.tileN).value_or(target.smCount);
       int64_t parts = 1;
       if (knobs.splitK) {
         parts = *knobs.splitK;
         verdicts.honour("split_k");
       } else if (nDim.extent && 2 * tiles < target.smCount) {
-        parts = std::clamp<int64_t>((target.smCount + tiles - 1) / tiles, 1,
-                                    tuned::kSplitKMaxParts);
+        parts =
+            std::clamp<int64_t>((target.smCount + tiles - 1) / tiles, 1, tuned::kSplitKMaxParts);
         if (std::optional<int64_t> kTiles = tilesOf(kDim, 64))
           parts = std::max<int64_t>(1, std::min(parts, *kTiles / tuned::kSplitKMinKTiles));
       }
@@ -359,12 +363,12 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       // The CTAs an SM hosts at once share its shared memory: the stages a CTA gets.
       // At most two: measured with two (run S1); more CTAs an SM would each get fewer stages.
       int64_t ctasPerSm =
-          nDim.extent ? std::clamp<int64_t>((tiles * parts + target.smCount - 1) / target.smCount,
-                                            1, 2)
-                      : 2;
+          nDim.extent
+              ? std::clamp<int64_t>((tiles * parts + target.smCount - 1) / target.smCount, 1, 2)
+              : 2;
       int64_t stage = (c.tileM + c.tileN) * 64 * operandBytes + 16;
-      int64_t perCta = std::min(target.sharedMemoryPerBlock,
-                                target.sharedMemoryPerSm / ctasPerSm - 1024);
+      int64_t perCta =
+          std::min(target.sharedMemoryPerBlock, target.sharedMemoryPerSm / ctasPerSm - 1024);
       int64_t fit = std::max<int64_t>(1, target.sharedMemoryPerBlock / stage);
       c.stages = std::clamp<int64_t>(perCta / stage, 1, tuned::kSwapStages);
       if (knobs.stages) {
@@ -383,9 +387,11 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
         verdicts.honour("tile_n");
       variant.reasons.push_back(
           knobs.swapAB ? "auto(matmul), the operands swapped (swap_ab)."
-                       : llvm::formatv("auto(matmul), at most {0} rows: the product is bound by "
-                                       "reading {1} once; the operands swapped.",
-                                       tuned::kSwapRowsAtMost, mm.rhsInput)
+                       : llvm::formatv("auto(matmul), {0} rows: the product is bound by reading "
+                                       "{1} once; the operands swapped.",
+                                       low ? std::to_string(*low) + " to " + std::to_string(c.tileM)
+                                           : "at most " + std::to_string(c.tileM),
+                                       mm.rhsInput)
                              .str());
       variant.reasons.push_back(
           llvm::formatv("{0} x {1} tiles computed as {1} x {0} (wgmma m64n{0}k16 on {2}'s rows, "
