@@ -57,3 +57,9 @@ if [ -f "$library" ]; then
 else
   echo "SKIPPED: tests/gpu/jit_matmul_test.py needs libfsl.so ($library; set FSL_LIBRARY)"
 fi
+# The stdlib's training forward fusions (swiglu_fused, rope, cross_entropy) through the
+# Python package, against PyTorch in float64.
+if [ -f "$library" ]; then
+  PYTHONUNBUFFERED=1 python3 "$root/tests/gpu/training_test.py" --library "$library" \
+    --stdlib "$root/stdlib" 2>&1 | tee "$out/training.txt"
+fi
