@@ -481,6 +481,12 @@ llvm::Expected<EvalResult> evaluateWithin(const ir::Fusion &fusion, const EvalRe
               values[value.operands[k]->id].data[IndexWalker::offset(walker.index(), inStrides[k])];
         out.data[i] = applyOp(value.op, args);
       }
+      // An integer division truncates toward zero, as C++ and the kernels do (x / 2 * 2
+      // is not x for odd x); a division by zero stays infinite or NaN.
+      if (value.op == ir::Op::Div && ir::isInteger(value.dtype))
+        for (double &v : out.data)
+          if (std::isfinite(v))
+            v = std::trunc(v) + 0.0; // no -0 for an integer
       break;
     }
     }
