@@ -544,6 +544,13 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   // 128 x 256 tiles (128 x 128 tiles), the rest. Knobs that fix what a range changes
   // merge it with its neighbour.
   std::vector<int64_t> bounds;
+  // A runtime M: swapped tiles of 8, 16 and 32 rows for the fewest rows (run S1: each the
+  // fastest at its rows), unless a knob fixes what they change.
+  if (!mDim.extent && !twoProducts && mm.rhsKContiguous && knobs.swapAB.value_or(true) &&
+      !knobs.splitK && !knobs.streamK.value_or(false) && !knobs.swizzle && !knobs.clusterM &&
+      !tileNKnob && !knobs.pingpong.value_or(false))
+    for (int64_t rows = 8; rows <= tuned::kSwapRowsAtMost; rows *= 2)
+      bounds.push_back(rows + 1);
   if (!knobs.splitK && !knobs.streamK.value_or(false) && !knobs.swizzle && !knobs.clusterM &&
       !twoProducts)
     bounds.push_back(tuned::kFewRowsBelow);

@@ -108,8 +108,9 @@ def measurement_text(winner, heuristics, peers, machine):
 def entry_text(fusion, kind, target, shape, knobs, measurement):
     """One database entry: the target line, the measurement, and `= auto(kind) { knobs }`
     under a guard of the shape's exact sizes."""
-    knob_text = " ".join("%s = %s;" % (name, knob_value_text(knobs[name])) for name in sorted(knobs))
-    body = " { %s }" % knob_text if knob_text else ";"
+    # In canonical form (fslc --emit=format): one knob a line.
+    knob_text = "".join("    %s = %s;\n" % (name, knob_value_text(knobs[name])) for name in sorted(knobs))
+    body = " {\n%s}" % knob_text if knob_text else ";"
     return "// target: %s\n// %s\nschedule %s when %s = auto(%s)%s\n" % (
         target, measurement, fusion, guard_text(shape), kind, body)
 

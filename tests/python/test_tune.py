@@ -73,7 +73,7 @@ class DatabaseText(unittest.TestCase):
         text = tune.entry_text("matmul", "matmul", "h200", SHAPE, {"tile_n": 224, "pingpong": False},
                                "measured: 1.0 ms")
         self.assertEqual(text, "// target: h200\n// measured: 1.0 ms\nschedule matmul when K == 5120 && "
-                               "M == 4096 && N == 14336 = auto(matmul) { pingpong = false; tile_n = 224; }\n")
+                               "M == 4096 && N == 14336 = auto(matmul) {\n    pingpong = false;\n    tile_n = 224;\n}\n")
         self.assertTrue(tune.entry_text("m", "matmul", "h200", SHAPE, {}, "x").endswith("= auto(matmul);\n"))
 
     def test_measurement(self):
@@ -189,7 +189,7 @@ class EndToEnd(unittest.TestCase):
         tune.main(["record", results_path, "-o", database])
         with open(database) as f:
             text = f.read()
-        self.assertIn("schedule matmul when K == 5120 && M == 4096 && N == 14336 = auto(matmul) { tile_n = 128; }",
+        self.assertIn("schedule matmul when K == 5120 && M == 4096 && N == 14336 = auto(matmul) {\n    tile_n = 128;\n}",
                       text)
         self.assertIn("schedule matmul when K == 4096 && M == 64 && N == 4096 = auto(matmul);", text)
         self.assertNotIn("tile_n = 192", text)
