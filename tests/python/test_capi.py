@@ -237,12 +237,12 @@ class CapiTest(unittest.TestCase):
         info = matmul.prepare([bf16(1, 5120), bf16(14336, 5120), bf16(1, 14336)])
         self.assertEqual(info["specialization"], "matmul.K5120")
         self.assertEqual([(l["kernel"], l["grid"], l["tensor_maps"], l["cluster"]) for l in info["launches"]],
-                         [("matmul_v0", (1, 112, 1), 2, (1, 1, 1))])
+                         [("matmul_v0", (224, 1, 1), 2, (1, 1, 1))])
         self.assertEqual(info["workspaces"], [])
         info = matmul.prepare([bf16(4096, 5120), bf16(14336, 5120), bf16(4096, 14336)])
         self.assertTrue(info["memory_hit"])
         self.assertEqual([(l["kernel"], l["grid"], l["tensor_maps"]) for l in info["launches"]],
-                         [("matmul_v3", (132, 1, 1), 3)])
+                         [("matmul_v6", (132, 1, 1), 3)])
         # The launcher's refusals, as its exceptions: a misaligned a (TMA), a static K whose
         # rows TMA cannot step (the compiler's lowering-unsupported).
         base = 0x7F0000000000

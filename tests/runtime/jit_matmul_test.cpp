@@ -128,17 +128,17 @@ int main(int argc, char **argv) {
   const std::string inputs = root + "/tests/lit/matmul/Inputs/";
   std::string launch, error;
 
-  // --- examples/matmul.fsl at K = 5120: five variants by M and N % 8 ---------------------------
+  // --- examples/matmul.fsl at K = 5120: eight variants by M and N % 8 --------------------------
   std::unique_ptr<LaunchPlan> mm = planOf(matmul, "matmul", 5120, launch);
   if (!mm)
     return fsl_test::report("jit matmul");
-  expect(mm->pdl && mm->kernels.size() == 5 && mm->variants.size() == 5 &&
-             mm->variants[0].guard->text == "(< M 65)" &&
-             mm->variants[3].guard->text == "(&& (>= M 512) (== (% N 8) 0))" &&
+  expect(mm->pdl && mm->kernels.size() == 8 && mm->variants.size() == 8 &&
+             mm->variants[0].guard->text == "(< M 9)" &&
+             mm->variants[6].guard->text == "(&& (>= M 512) (== (% N 8) 0))" &&
              mm->workspaces.empty(),
-         "matmul: programmatic dependent launch, the launcher's five variants by M and N % 8");
-  expect(mm->kernels[0].tensorMaps.size() == 2 && mm->kernels[3].tensorMaps.size() == 3 &&
-             mm->kernels[4].tensorMaps.size() == 2 && mm->kernels[3].tensorMaps[2].tensor == "y" &&
+         "matmul: programmatic dependent launch, the launcher's eight variants by M and N % 8");
+  expect(mm->kernels[0].tensorMaps.size() == 2 && mm->kernels[6].tensorMaps.size() == 3 &&
+             mm->kernels[7].tensorMaps.size() == 2 && mm->kernels[6].tensorMaps[2].tensor == "y" &&
              mm->kernels[0].args[0].kind == fsl::jit::PlanArg::Kind::TensorMap &&
              mm->kernels[0].args[0].name == "a_map",
          "matmul: tensor maps of a and w, and of y where the output leaves by TMA stores");
@@ -154,14 +154,15 @@ int main(int argc, char **argv) {
       {1,
        14336,
        "matmul_v0",
-       {1, 112, 1},
+       {224, 1, 1},
        256,
-       196736,
-       {"a_map sizes 5120 1 strides 10240 box 64 64 swizzle 128",
-        "w_map sizes 5120 14336 strides 10240 box 64 128 swizzle 128"}},
+       110784,
+       // the operands swapped: 64 rows of w by 8 of a a tile
+       {"a_map sizes 5120 1 strides 10240 box 64 8 swizzle 128",
+        "w_map sizes 5120 14336 strides 10240 box 64 64 swizzle 128"}},
       {100,
        4096,
-       "matmul_v1",
+       "matmul_v4",
        {1 * 32, 1, 1},
        384,
        196688,
@@ -170,7 +171,7 @@ int main(int argc, char **argv) {
         "y_map sizes 4096 100 strides 8192 box 64 128 swizzle 128"}},
       {100,
        4100,
-       "matmul_v2",
+       "matmul_v5",
        {33, 1, 1},
        384,
        196688,
@@ -178,7 +179,7 @@ int main(int argc, char **argv) {
         "w_map sizes 5120 4100 strides 10240 box 64 128 swizzle 128"}},
       {4096,
        14336,
-       "matmul_v3",
+       "matmul_v6",
        {132, 1, 1},
        384,
        213040,
@@ -187,7 +188,7 @@ int main(int argc, char **argv) {
         "y_map sizes 14336 4096 strides 28672 box 64 128 swizzle 128"}},
       {4097,
        14343,
-       "matmul_v4",
+       "matmul_v7",
        {132, 1, 1},
        384,
        213040,
@@ -275,15 +276,15 @@ int main(int argc, char **argv) {
     Product p(4096, 14344, 5120, false);
     PlannedCall call;
     fsl_status status = plan(*mm, p, call, error);
-    expect(status == FSL_OK && call.launches[0].kernel->name == "matmul_v3" &&
+    expect(status == FSL_OK && call.launches[0].kernel->name == "matmul_v6" &&
                describe(call.launches[0].tensorMaps[2]) ==
                    "y_map sizes 14344 4096 strides 28688 box 64 128 swizzle 128",
            "N = 14344 (a multiple of 8): y leaves by TMA, its map's rows 28688 bytes", error);
     Product q(4096, 14340, 5120, false);
     status = plan(*mm, q, call, error);
-    expect(status == FSL_OK && call.launches[0].kernel->name == "matmul_v4" &&
+    expect(status == FSL_OK && call.launches[0].kernel->name == "matmul_v7" &&
                call.launches[0].tensorMaps.size() == 2,
-           "N = 14340 (N % 8 == 4): matmul_v4, y written without a tensor map", error);
+           "N = 14340 (N % 8 == 4): matmul_v7, y written without a tensor map", error);
   }
 
   // --- split_k 3: the partial kernel, then the sum kernel, and their workspace -------------
@@ -413,19 +414,19 @@ int main(int argc, char **argv) {
     expect(status == FSL_OK && std::string(info.specialization) == "matmul.K5120" &&
                !info.memory_hit && info.launch_count == 1 &&
                std::string(info.launches[0].kernel) == "matmul_v0" &&
-               info.launches[0].grid[1] == 112 && info.launches[0].tensor_maps == 2 &&
+               info.launches[0].grid[0] == 224 && info.launches[0].tensor_maps == 2 &&
                info.launches[0].cluster[0] == 1 && !info.launches[0].grid_from_occupancy &&
                info.workspace_count == 0,
-           "M = 1, N = 14336, K = 5120: specialized on K, compiled by NVRTC, matmul_v0 with two "
-           "tensor maps",
+           "M = 1, N = 14336, K = 5120: specialized on K, compiled by NVRTC, matmul_v0 (the "
+           "operands swapped: 224 tiles of 64 rows of w) with two tensor maps",
            message);
     Product big(4096, 14336, 5120, false);
     status = fsl_jit_session_prepare(session, "matmul", big.all.data(), 3, nullptr, 0, &info,
                                      message, sizeof message);
     expect(status == FSL_OK && info.memory_hit &&
-               std::string(info.launches[0].kernel) == "matmul_v3" &&
+               std::string(info.launches[0].kernel) == "matmul_v6" &&
                info.launches[0].grid[0] == 132 && info.launches[0].tensor_maps == 3,
-           "M = 4096: a memory hit, matmul_v3 on 132 CTAs with three tensor maps", message);
+           "M = 4096: a memory hit, matmul_v6 on 132 CTAs with three tensor maps", message);
     big.a.data = static_cast<char *>(big.a.data) + 2;
     status = fsl_jit_session_prepare(session, "matmul", big.all.data(), 3, nullptr, 0, &info,
                                      message, sizeof message);
