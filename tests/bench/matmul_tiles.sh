@@ -8,12 +8,10 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="$root/bench-build/tiles"
-schedule() { # name example tile warp instruction-N stages consumers regs tiles epilogue
-  local body="    mma over K: tile ($3, 64), warp ($4), instruction wgmma(64, $5, 16);
-    pipeline $6 stages via tma;
-    warp_specialize producer(regs 40), consumers($7, regs $8);
-    tiles $9;
-    epilogue via ${10};"
+# Writes examples/<example>.fsl with its schedule replaced by the directives in $3 (fast_tanh
+# added for the GELU), and the CUDA fslc prints for it, as bench-build/tiles/<name>.
+write_schedule() { # name example directives
+  local body="$3"
   [ "$2" = linear_bias_gelu ] && body="$body
     fast_tanh;"
   mkdir -p "$dir/$1"
@@ -23,20 +21,19 @@ schedule() { # name example tile warp instruction-N stages consumers regs tiles 
     !skip { print }' "$root/examples/$2.fsl" > "$dir/$1.fsl"
   "$fslc" --diagnostics-color=never -o "$dir/$1" "$dir/$1.fsl"
 }
+schedule() { # name example tile warp instruction-N stages consumers regs tiles epilogue
+  write_schedule "$1" "$2" "    mma over K: tile ($3, 64), warp ($4), instruction wgmma(64, $5, 16);
+    pipeline $6 stages via tma;
+    warp_specialize producer(regs 40), consumers($7, regs $8);
+    tiles $9;
+    epilogue via ${10};"
+}
 swapped() { # name example tile-M tile-N consumers stages tiles: the operands swapped (swap_ab)
-  local body="    mma over K: tile ($3, $4, 64), warp ($3, 64), instruction wgmma(64, $3, 16), swap_ab;
+  write_schedule "$1" "$2" "    mma over K: tile ($3, $4, 64), warp ($3, 64), instruction wgmma(64, $3, 16), swap_ab;
     pipeline $6 stages via tma;
     warp_specialize producer(regs 40), consumers($5, regs 232);
     tiles $7;
     epilogue via registers;"
-  [ "$2" = linear_bias_gelu ] && body="$body
-    fast_tanh;"
-  mkdir -p "$dir/$1"
-  awk -v body="$body" -v fusion="$2" '
-    /^schedule/ { print "schedule " fusion " {"; print body; print "}"; skip = 1; next }
-    skip && /^}/ { skip = 0; next }
-    !skip { print }' "$root/examples/$2.fsl" > "$dir/$1.fsl"
-  "$fslc" --diagnostics-color=never -o "$dir/$1" "$dir/$1.fsl"
 }
 case "${1:-}" in
 generate)
