@@ -343,12 +343,7 @@ private:
 
   /// What each input's compilation is given.
   pipeline::Options compileOptions() const {
-    pipeline::Options options;
-    options.target = settings_.target;
-    options.stdlibDir = settings_.stdlibDir;
-    options.includeDirs = settings_.includeDirs;
-    options.defines = settings_.defines;
-    options.tuningDatabase = settings_.tuningDatabase;
+    pipeline::Options options = compileOptionsFrom(settings_);
     options.scheduleEveryFusion = needsKernels() || options_.emit == EmitKind::Schedule;
     options.printAfter.passes.insert(options_.printAfter.begin(), options_.printAfter.end());
     options.printAfter.all = options_.printAfterAll;

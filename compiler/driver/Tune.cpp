@@ -283,11 +283,9 @@ public:
 
 private:
   pipeline::Options baseOptions() const {
-    pipeline::Options options;
-    options.target = settings_.target;
-    options.stdlibDir = settings_.stdlibDir;
-    options.includeDirs = settings_.includeDirs;
-    options.defines = settings_.defines;
+    pipeline::Options options = compileOptionsFrom(settings_);
+    // The candidates are the heuristics' choice and its knobs, never a database's entry.
+    options.tuningDatabase.clear();
     return options;
   }
 

@@ -153,4 +153,14 @@ bool listTargets(const std::string &stdlibDir, llvm::SourceMgr &sources,
   return diagnostics.errorCount() == errorsBefore;
 }
 
+pipeline::Options compileOptionsFrom(const Settings &settings) {
+  pipeline::Options options;
+  options.target = settings.target;
+  options.stdlibDir = settings.stdlibDir;
+  options.includeDirs = settings.includeDirs;
+  options.defines = settings.defines;
+  options.tuningDatabase = settings.tuningDatabase;
+  return options;
+}
+
 } // namespace fsl

@@ -5,6 +5,7 @@
 // way, so that a program compiles alike under fslc and the JIT.
 #pragma once
 
+#include "pipeline/Options.h"
 #include "support/Target.h"
 
 #include <cstdint>
@@ -52,6 +53,10 @@ struct Settings {
 /// and checks the include folders and defines. False after reporting errors.
 bool configure(const SettingsRequest &request, llvm::SourceMgr &sources,
                DiagnosticEngine &diagnostics, Settings &settings);
+
+/// What a compilation under `settings` is given: the target, the stdlib, the include
+/// folders, the defines and the tuning database (the driver, `fslc tune` and the JIT).
+pipeline::Options compileOptionsFrom(const Settings &settings);
 
 /// --print-targets: one line per target file of `stdlibDir`, on `out`. False after
 /// reporting a target file that does not read.

@@ -349,12 +349,7 @@ fsl_status compile(const fsl_program &program, const Request &request, Compiled 
       settings.stdlibDir = program.stdlibDir;
       if (!fsl::configure(settings, compiled.sources, diagnostics, compiled.settings))
         return FSL_ERROR_ARGUMENT;
-      fsl::pipeline::Options options;
-      options.target = compiled.settings.target;
-      options.stdlibDir = compiled.settings.stdlibDir;
-      options.includeDirs = compiled.settings.includeDirs;
-      options.defines = compiled.settings.defines;
-      options.tuningDatabase = compiled.settings.tuningDatabase;
+      fsl::pipeline::Options options = fsl::compileOptionsFrom(compiled.settings);
       options.runtimeDims = program.runtimeDims;
       options.specializeDims = request.specializeDims;
       bool kernels = !request.onlyFusion.empty();
