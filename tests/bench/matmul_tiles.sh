@@ -4,7 +4,7 @@
 # is not a power of two (128 x 224, 128 x 192) and small tiles with deep pipelines for few
 # rows, next to the heuristics' choice; then matmul_ab.py alternates them with the peers.
 #   generate (here):      tests/bench/matmul_tiles.sh generate build/bin/fslc
-#   run (GPU machine):    OUT=... [RUN=T3|T4|S1] tests/bench/matmul_tiles.sh run
+#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1] tests/bench/matmul_tiles.sh run
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="$root/bench-build/tiles"
@@ -71,6 +71,13 @@ generate)
   schedule plain_t192x192 matmul "192, 192" "64, 192" 192 3 3 152 "persistent swizzle 8" "shared tma_store"
   schedule gelu_t256x128 linear_bias_gelu "256, 128" "128, 128" 128 3 2 232 "persistent swizzle 8" "shared tma_store"
   schedule gelu_t192x192 linear_bias_gelu "192, 192" "64, 192" 192 3 3 152 "persistent swizzle 8" "shared tma_store"
+  # Run K1: stream-K (its fix-up kernel after the first) and split-K against the
+  # persistent tiles at the shapes whose tiles fill their waves worst.
+  schedule plain_t192sk matmul "128, 192" "64, 192" 192 4 2 232 "stream_k swizzle 8" "registers"
+  schedule plain_t128sk matmul "128, 128" "64, 128" 128 5 2 232 "stream_k swizzle 8" "registers"
+  schedule plain_t256sk matmul "128, 256" "64, 256" 256 3 2 232 "stream_k swizzle 8" "registers"
+  schedule plain_t192k2 matmul "128, 192" "64, 192" 192 4 2 232 "split_k 2" "registers"
+  schedule gelu_t192sk linear_bias_gelu "128, 192" "64, 192" 192 4 2 232 "stream_k swizzle 8" "registers"
   ;;
 run)
   out="${OUT:-$dir}"
@@ -96,6 +103,13 @@ run)
       $(lib plain_s64x112 plain) $(lib plain_s64x112d plain) \
       $(lib gelu_s64x112 gelu) $(lib gelu_s64x112d gelu) \
       --rounds "${ROUNDS:-7}" --shapes "${SHAPES:-1,14336,5120;16,14336,5120;64,14336,5120;32,4096,4096;16,28672,8192}"
+    exit
+  fi
+  if [ "${RUN:-T2}" = K1 ]; then
+    python3 "$root/tests/bench/matmul_ab.py" "$out" \
+      $(lib plain_auto plain) $(lib plain_t192 plain) $(lib plain_t192sk plain) $(lib plain_t128sk plain) \
+      $(lib plain_t256sk plain) $(lib plain_t192k2 plain) $(lib gelu_t192 gelu) $(lib gelu_t192sk gelu) \
+      --rounds "${ROUNDS:-5}" --shapes "${SHAPES:-1000,5000,3000;3000,7000,2000;4000,14000,5000;256,14336,5120;128,14336,5120}"
     exit
   fi
   if [ "${RUN:-T2}" = T3 ]; then
