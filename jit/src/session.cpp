@@ -277,6 +277,25 @@ fsl_status Session::entryFor(const std::string &fusion, const LaunchPlan &signat
   return FSL_OK;
 }
 
+void Session::describeLayout(const fsl_tensor *const *tensors, int tensorCount,
+                             std::vector<int64_t> &layout) {
+  layout.clear();
+  layout.push_back(tensorCount);
+  for (int i = 0; tensors && i < tensorCount; ++i) {
+    const fsl_tensor *t = tensors[i];
+    if (!t) {
+      layout.push_back(-1);
+      continue;
+    }
+    layout.push_back(t->dtype);
+    layout.push_back(t->rank);
+    for (int d = 0; d < t->rank && d < FSL_MAX_RANK; ++d) {
+      layout.push_back(t->sizes[d]);
+      layout.push_back(t->strides[d]);
+    }
+  }
+}
+
 fsl_status Session::run(const std::string &fusion, const fsl_tensor *const *tensors,
                         int tensorCount, const double *scalars, int scalarCount, void *stream,
                         bool launch, fsl_jit_launch_info *info, std::string &error) {
@@ -330,28 +349,46 @@ fsl_status Session::run(const std::string &fusion, const fsl_tensor *const *tens
     checkData |= tensors[i] && tensors[i]->data;
   // The signature's checks (descriptors and sizes) come before anything is compiled: a
   // wrong call costs nothing. The data's (alignment to the kernels' vectors, overlaps)
-  // follow with the specialized plan, in the launcher's order.
-  std::map<std::string, int64_t> dims;
-  bool empty = false;
-  if (fsl_status status = checkCall(*signature->second, tensors, tensorCount, scalarCount,
-                                    /*checkData=*/false, dims, empty, error);
-      status != FSL_OK)
-    return refuse(status);
-  if (empty)
-    return FSL_OK; // nothing to do, as the launcher: no kernel is specialized either
-  std::string arch = arch_;
-  if (arch.empty() && launch) {
-    if (fsl_status status = deviceArch(arch, error); status != FSL_OK)
-      return refuse(status);
-  } else if (arch.empty()) {
-    arch = targetArch_;
-  }
+  // follow with the specialized plan, in the launcher's order. A call laid out as the
+  // fusion's last one (LastCall) passes the first checks as that call did, and takes its
+  // specialization when the architecture is the same.
+  std::string arch = arch_.empty() && !launch ? targetArch_ : arch_;
+  auto findArch = [&]() -> fsl_status { return arch.empty() ? deviceArch(arch, error) : FSL_OK; };
+  thread_local std::vector<int64_t> layout;
+  describeLayout(tensors, tensorCount, layout);
+  LastCall &last = lastCalls_[fusion];
   Entry *entry = nullptr;
   bool memoryHit = false;
-  if (fsl_status status = entryFor(fusion, *signature->second, dims, arch, entry, memoryHit, error);
-      status != FSL_OK)
-    return refuse(status);
+  if (last.entry && last.scalarCount == scalarCount && last.layout == layout) {
+    if (fsl_status status = findArch(); status != FSL_OK)
+      return refuse(status);
+    if (last.arch == arch) {
+      entry = last.entry;
+      memoryHit = true;
+    }
+  }
+  std::map<std::string, int64_t> dims;
+  if (!entry) {
+    bool empty = false;
+    if (fsl_status status = checkCall(*signature->second, tensors, tensorCount, scalarCount,
+                                      /*checkData=*/false, dims, empty, error);
+        status != FSL_OK)
+      return refuse(status);
+    if (empty)
+      return FSL_OK; // nothing to do, as the launcher: no kernel is specialized either
+    if (fsl_status status = findArch(); status != FSL_OK)
+      return refuse(status);
+    if (fsl_status status =
+            entryFor(fusion, *signature->second, dims, arch, entry, memoryHit, error);
+        status != FSL_OK)
+      return refuse(status);
+    last.layout = layout;
+    last.scalarCount = scalarCount;
+    last.arch = arch;
+    last.entry = entry;
+  }
   stats_.memory_hits += memoryHit;
+  bool empty = false;
   // The specialized plan's own checks (its static extents), then its launches.
   if (fsl_status status =
           checkCall(*entry->plan, tensors, tensorCount, scalarCount, checkData, dims, empty, error);

@@ -75,12 +75,28 @@ private:
                       Entry *&entry, bool &memoryHit, std::string &error);
   fsl_status deviceArch(std::string &arch, std::string &error);
 
+  /// The last call of a fusion that passed its signature's checks and found its
+  /// specialization: what those two steps depend on (each descriptor's dtype, rank, sizes
+  /// and strides, the scalar count and the architecture; not the data pointers) and the
+  /// specialization they found (entries live as long as the session). A call that matches it skips
+  /// both (the host time of an eager call: a string key built and looked up, every descriptor
+  /// checked twice); the specialized plan's checks, the data's included, run on every call.
+  struct LastCall {
+    std::vector<int64_t> layout;
+    int scalarCount = -1;
+    std::string arch;
+    Entry *entry = nullptr;
+  };
+  static void describeLayout(const fsl_tensor *const *tensors, int tensorCount,
+                             std::vector<int64_t> &layout);
+
   std::map<std::string, std::unique_ptr<LaunchPlan>> signatures_;
   std::string targetArch_, arch_, cacheDir_;
   fsl_specialize_policy policy_ = FSL_SPECIALIZE_REDUCED;
   Specializer specializer_;
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<Entry>> entries_;
+  std::map<std::string, LastCall, std::less<>> lastCalls_; // by fusion
   std::map<void *, std::string> archOf_; // by CUDA context: the device's, checked once
   /// TMA descriptors encoded before, for reuse (bounded: session.cpp).
   std::map<TensorMapKey, TensorMapBytes> tensorMaps_;

@@ -33,6 +33,10 @@ parser.add_argument("--python", default=os.path.join(ROOT, "python"),
 parser.add_argument("--calls", type=int, default=100, help="calls a round")
 parser.add_argument("--rounds", type=int, default=101)
 parser.add_argument("--hidden", type=int, default=4096, help="H (and K = N of the matmul)")
+parser.add_argument("--breakdown", action="store_true",
+                    help="also time the parts of a compiled call: the C API's launch called "
+                         "directly through ctypes (less a trivial C API call through ctypes), "
+                         "and the output's allocation")
 args = parser.parse_args()
 
 if args.python:
@@ -104,6 +108,9 @@ def main():
                 row[path] = row[path + "_op"] = None
         rows.append(row)
 
+    if args.breakdown:
+        breakdown(programs["compiled"], cases)
+
     def cell(value, reference):
         return "n/a" if value is None else "%.1f (%.2fx)" % (value, value / reference)
 
@@ -120,6 +127,56 @@ def main():
             r["op"], r["torch"], r["torch_us"], cell(r["compiled"], r["torch_us"]),
             cell(r["compiled_op"], r["torch_us"]), cell(r["ctypes"], r["torch_us"]),
             cell(r["ctypes_op"], r["torch_us"])))
+
+
+def breakdown(compiled, cases):
+    """Where a compiled call's host time goes: fsl_jit_session_launch called directly with
+    descriptors built once (its own time is that less a trivial C API call through the same
+    ctypes), and torch.empty of the output."""
+    import ctypes
+
+    from fslc import _capi
+    from fslc._torch import _descriptor
+
+    print()
+    print("| op | compiled `prog.f` µs | C API launch, direct µs | ctypes floor µs | C API launch less floor µs | torch.empty µs |")
+    print("|---|---|---|---|---|---|")
+    for name, _, _, fusion, index, call_args in cases:
+        prog = compiled[index]
+        f = prog[fusion]
+        out = f(*call_args)
+        outs = out if isinstance(out, tuple) else (() if out is None else (out,))
+        sig = f.signature
+        by_name = {}
+        tensors = [a for a in call_args if isinstance(a, torch.Tensor)]
+        params = [p for p in sig.params if p.kind == "tensor"]
+        inputs = iter(tensors)
+        outputs = iter(outs)
+        descriptors = []
+        for p in params:
+            t = next(outputs) if p.role == "out" else next(inputs)
+            descriptors.append(_descriptor(t, p.dtype))
+        scalars = [p.default for p in sig.params if p.kind == "scalar"]
+        array = (ctypes.POINTER(_capi.Tensor) * len(descriptors))(*[ctypes.pointer(d) for d in descriptors])
+        values = (ctypes.c_double * max(len(scalars), 1))(*[float(v) for v in scalars])
+        error = _capi.error_buffer()
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        lib, session, name_bytes = prog._lib, prog._session, fusion.encode()
+        launch = lib.fsl_jit_session_launch
+
+        def direct():
+            status = launch(session, name_bytes, array, len(descriptors), values, len(scalars), stream, error, len(error))
+            if status != 0:
+                raise RuntimeError(error.value.decode())
+
+        stats = _capi.Stats()
+        stats_ref = ctypes.byref(stats)
+        floor = per_call_us(lambda: lib.fsl_jit_session_stats(session, stats_ref))
+        shape, dtype = outs[0].shape, outs[0].dtype if outs else (None, None)
+        total = per_call_us(lambda: f(*call_args))
+        c_api = per_call_us(direct)
+        empty = per_call_us(lambda: torch.empty(shape, dtype=dtype, device="cuda"))
+        print("| %s | %.1f | %.1f | %.1f | %.1f | %.1f |" % (name, total, c_api, floor, c_api - floor, empty), flush=True)
 
 
 if __name__ == "__main__":
