@@ -348,6 +348,37 @@ int main(int argc, char **argv) {
     expect(status == refusal.status && contains(error, refusal.message),
            std::string(refusal.what) + ": refused", error);
   }
+  // A call laid out as the fusion's last good one skips the signature's checks and the
+  // specialization's key (the session's LastCall), never the data's: alignment and overlap
+  // are checked on every call, and a good call after them still finds its kernel.
+  {
+    Call good(8, 4096, 0x100000000ull);
+    status = fsl_jit_session_prepare(session, "rms_norm_add", good.all, 4, nullptr, 0, &info, error,
+                                     sizeof error);
+    expect(status == FSL_OK, "a good call before the repeated layouts", error);
+    Call shifted(8, 4096, 0x100000000ull);
+    shifted.x.data = static_cast<char *>(shifted.x.data) + 2;
+    status = fsl_jit_session_prepare(session, "rms_norm_add", shifted.all, 4, nullptr, 0, &info,
+                                     error, sizeof error);
+    expect(status == FSL_ERROR_ALIGNMENT && contains(error, "is not aligned to 16 bytes"),
+           "the same layout, x 2 bytes off 16: refused", error);
+    Call over(8, 4096, 0x100000000ull);
+    over.y.data = over.x.data;
+    status = fsl_jit_session_prepare(session, "rms_norm_add", over.all, 4, nullptr, 0, &info, error,
+                                     sizeof error);
+    expect(status == FSL_ERROR_OVERLAP && contains(error, "y overlaps x in memory"),
+           "the same layout, y over x: refused", error);
+    Call again(8, 4096, 0x200000000ull);
+    status = fsl_jit_session_prepare(session, "rms_norm_add", again.all, 4, nullptr, 0, &info,
+                                     error, sizeof error);
+    expect(status == FSL_OK && info.memory_hit, "the same layout at other addresses: a memory hit",
+           error);
+    Call wider(8, 7168, 0x100000000ull);
+    status = fsl_jit_session_prepare(session, "rms_norm_add", wider.all, 4, nullptr, 0, &info,
+                                     error, sizeof error);
+    expect(status == FSL_OK && std::string(info.specialization) == "rms_norm_add.H7168",
+           "another H after the repeated layout: its own specialization", info.specialization);
+  }
   {
     Call call(8, 5120, 0x100000000ull);
     status = fsl_jit_session_prepare(session, "rms_norm_add", call.all, 3, nullptr, 0, &info, error,
@@ -371,7 +402,8 @@ int main(int argc, char **argv) {
            "T = 0: nothing to do, whatever the data pointers (and nothing specialized)", error);
   }
   fsl_jit_session_stats(session, &stats);
-  expect(stats.refused == 11 && stats.specializations == 2 && stats.nvrtc_compiles == 2 &&
+  // 11 refusals, and the two of the repeated layout (its good calls specialize nothing new).
+  expect(stats.refused == 13 && stats.specializations == 2 && stats.nvrtc_compiles == 2 &&
              entries(cache) == files,
          "refused calls specialize, compile and write nothing",
          "refused " + std::to_string(stats.refused));
