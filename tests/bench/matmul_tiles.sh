@@ -4,7 +4,7 @@
 # is not a power of two (128 x 224, 128 x 192) and small tiles with deep pipelines for few
 # rows, next to the heuristics' choice; then matmul_ab.py alternates them with the peers.
 #   generate (here):      tests/bench/matmul_tiles.sh generate build/bin/fslc
-#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1] tests/bench/matmul_tiles.sh run
+#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2] tests/bench/matmul_tiles.sh run
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="$root/bench-build/tiles"
@@ -78,6 +78,16 @@ generate)
   schedule plain_t256sk matmul "128, 256" "64, 256" 256 3 2 232 "stream_k swizzle 8" "registers"
   schedule plain_t192k2 matmul "128, 192" "64, 192" 192 4 2 232 "split_k 2" "registers"
   schedule gelu_t192sk linear_bias_gelu "128, 192" "64, 192" 192 4 2 232 "stream_k swizzle 8" "registers"
+  # Run K2: deeper pipelines (the epilogue in registers frees the output tile's shared
+  # memory for stages) and clusters of two M tiles sharing w's tile, for one-wave shapes.
+  schedule plain_t224r5 matmul "128, 224" "64, 224" 224 5 2 232 "persistent swizzle 8" "registers"
+  schedule plain_t192r5 matmul "128, 192" "64, 192" 192 5 2 232 "persistent swizzle 8" "registers"
+  schedule plain_t256r4 matmul "128, 256" "64, 256" 256 4 2 232 "persistent swizzle 8" "registers"
+  schedule plain_t224c2 matmul "128, 224" "64, 224" 224 3 2 232 "persistent swizzle 8;
+    cluster (2, 1) multicast" "shared tma_store"
+  schedule plain_t224r4c2 matmul "128, 224" "64, 224" 224 4 2 232 "persistent swizzle 8;
+    cluster (2, 1) multicast" "registers"
+  schedule gelu_t224r5 linear_bias_gelu "128, 224" "64, 224" 224 5 2 232 "persistent swizzle 8" "registers"
   ;;
 run)
   out="${OUT:-$dir}"
@@ -103,6 +113,14 @@ run)
       $(lib plain_s64x112 plain) $(lib plain_s64x112d plain) \
       $(lib gelu_s64x112 gelu) $(lib gelu_s64x112d gelu) \
       --rounds "${ROUNDS:-7}" --shapes "${SHAPES:-1,14336,5120;16,14336,5120;64,14336,5120;32,4096,4096;16,28672,8192}"
+    exit
+  fi
+  if [ "${RUN:-T2}" = K2 ]; then
+    python3 "$root/tests/bench/matmul_ab.py" "$out" \
+      $(lib plain_auto plain) $(lib plain_t224 plain) $(lib plain_t224r5 plain) $(lib plain_t192r5 plain) \
+      $(lib plain_t256r4 plain) $(lib plain_t224c2 plain) $(lib plain_t224r4c2 plain) \
+      $(lib gelu_t224 gelu) $(lib gelu_t224r5 gelu) \
+      --rounds "${ROUNDS:-5}" --shapes "${SHAPES:-256,14336,5120;128,14336,5120;512,14336,5120;1024,14336,5120;4096,14336,5120;256,4096,4096}"
     exit
   fi
   if [ "${RUN:-T2}" = K1 ]; then
