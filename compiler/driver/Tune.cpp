@@ -1,6 +1,6 @@
 // Tune.cpp — `fslc tune`: for each shape, the fusion's file recompiled with its schedules
-// replaced by `= auto(kind) { knobs }` for every candidate (tuning/Candidates.h), at the
-// shape's sizes; what a heuristic refuses, the checker rejects or the lowering cannot do
+// replaced by `= auto(kind) { knobs }` for every candidate (tuning/Candidates.h: each knob
+// alone, and with --pairs every two knobs together), at the shape's sizes; what a heuristic refuses, the checker rejects or the lowering cannot do
 // is pruned, and a candidate whose schedule comes out as an earlier one's is a duplicate.
 // Each survivor's source, schedule and CUDA are written with a manifest (JSON).
 #include "driver/Tune.h"
@@ -39,7 +39,7 @@ namespace {
 using Shape = std::map<std::string, int64_t>;
 
 struct TuneArguments {
-  std::string input, fusion, shapes, shapesFile, outputDir, target, configPath, stdlibDir;
+  std::string input, fusion, shapes, shapesFile, outputDir, target, configPath, stdlibDir, pairs;
   std::vector<std::string> includeDirs, defines;
 };
 
@@ -50,7 +50,7 @@ std::optional<std::string> parseArguments(llvm::ArrayRef<const char *> args,
       {"--fusion", &parsed.fusion},          {"--shapes", &parsed.shapes},
       {"--shapes-file", &parsed.shapesFile}, {"-o", &parsed.outputDir},
       {"--target", &parsed.target},          {"--config", &parsed.configPath},
-      {"--stdlib", &parsed.stdlibDir}};
+      {"--stdlib", &parsed.stdlibDir},       {"--pairs", &parsed.pairs}};
   std::map<std::string, std::vector<std::string> *> repeated = {{"-I", &parsed.includeDirs},
                                                                 {"-D", &parsed.defines}};
   for (size_t i = 0; i < args.size(); ++i) {
@@ -72,8 +72,8 @@ std::optional<std::string> parseArguments(llvm::ArrayRef<const char *> args,
         repeated[key]->push_back(value);
     } else if (arg.starts_with("-") && arg != "-") {
       return "fslc tune: unknown option '" + arg.str() +
-             "'; options: --fusion, --shapes, --shapes-file, -o, --target, -I, -D, --config, "
-             "--stdlib";
+             "'; options: --fusion, --shapes, --shapes-file, -o, --pairs, --target, -I, -D, "
+             "--config, --stdlib";
     } else if (parsed.input.empty()) {
       parsed.input = arg.str();
     } else {
@@ -83,8 +83,13 @@ std::optional<std::string> parseArguments(llvm::ArrayRef<const char *> args,
   if (parsed.input.empty() || parsed.fusion.empty() || parsed.outputDir.empty() ||
       (parsed.shapes.empty() == parsed.shapesFile.empty()))
     return "usage: fslc tune FILE --fusion NAME (--shapes \"M=4096,N=14336;...\" | "
-           "--shapes-file FILE) -o DIR [--target NAME] [-I DIR] [-D NAME=VALUE] [--config "
-           "fsl.toml] [--stdlib DIR]";
+           "--shapes-file FILE) -o DIR [--pairs K] [--target NAME] [-I DIR] [-D NAME=VALUE] "
+           "[--config fsl.toml] [--stdlib DIR]";
+  int64_t pairs;
+  if (!parsed.pairs.empty() && (llvm::StringRef(parsed.pairs).getAsInteger(10, pairs) || pairs < 2))
+    return "fslc tune: --pairs takes how many of the fastest single knobs are paired, 2 or "
+           "more, not '" +
+           parsed.pairs + "'";
   return std::nullopt;
 }
 
@@ -204,6 +209,15 @@ public:
     withoutSchedules.append(from, text.end());
     unsourced_ = llvm::StringRef(withoutSchedules).rtrim().str() + "\n";
 
+    // The first round: the heuristics' choice and each knob alone; with --pairs, the second:
+    // every two knobs together (the runner times those whose knobs both did well alone).
+    std::vector<std::pair<tuning::KnobSettings, int>> rounds;
+    for (tuning::KnobSettings &knobs : tuning::candidateKnobs(family_))
+      rounds.emplace_back(std::move(knobs), 1);
+    if (!arguments_.pairs.empty())
+      for (tuning::KnobSettings &knobs : tuning::pairedKnobs(family_))
+        rounds.emplace_back(std::move(knobs), 2);
+
     llvm::json::Array candidates, pruned, duplicates;
     unsigned nextId = 0;
     for (const Shape &sizes : shapes) {
@@ -213,7 +227,7 @@ public:
         err_ << "fslc tune: cannot create '" << folder << "': " << error.message() << "\n";
         return kExitUsage;
       }
-      for (const tuning::KnobSettings &knobs : tuning::candidateKnobs(family_)) {
+      for (const auto &[knobs, round] : rounds) {
         std::string source = candidateSource(knobs);
         pipeline::Options options = base;
         options.specializeDims = sizes;
@@ -258,6 +272,7 @@ public:
                                                 {"shape", shapeJson(sizes)},
                                                 {"knobs", std::move(knobObject)},
                                                 {"heuristics", knobs.empty()},
+                                                {"round", round},
                                                 {"source", relative + ".fsl"},
                                                 {"cuda", relative + ".cu"},
                                                 {"schedule", printed}});
@@ -270,6 +285,8 @@ public:
                                 {"candidates", std::move(candidates)},
                                 {"pruned", std::move(pruned)},
                                 {"duplicates", std::move(duplicates)}};
+    if (!arguments_.pairs.empty())
+      manifest["pairs"] = std::stoll(arguments_.pairs);
     std::string json;
     llvm::raw_string_ostream jsonOut(json);
     jsonOut << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest))) << "\n";

@@ -73,6 +73,31 @@ def choose_winners(results, tie=TIE_FRACTION):
     return winners
 
 
+# --- The pairs round -------------------------------------------------------------------
+
+STATUS_NOT_PAIRED = "not-paired"
+
+
+def fastest_single_knobs(results, count):
+    """The (knob, value) settings of the `count` fastest candidates of one shape that vary
+    one knob alone and ran and matched: the knobs `fslc tune --pairs` combines."""
+    singles = [r for r in results if r.get("status") == STATUS_OK and r.get("time_ms") is not None
+               and len(r.get("knobs", {})) == 1 and not r.get("heuristics")]
+    singles.sort(key=lambda r: r["time_ms"])
+    return [next(iter(r["knobs"].items())) for r in singles[:count]]
+
+
+def is_paired(candidate, selected):
+    """Whether a second-round candidate combines only knob settings in `selected`."""
+    return all((name, value) in selected for name, value in candidate["knobs"].items())
+
+
+def timing_order(candidates):
+    """A shape's candidates as the runner times them: the heuristics' first (the tie rule
+    needs its time), then the first round, then the pairs (chosen from the first round)."""
+    return sorted(candidates, key=lambda c: (not c.get("heuristics"), c.get("round", 1), c["id"]))
+
+
 # --- The database text -----------------------------------------------------------------
 
 
@@ -282,7 +307,8 @@ def _input_sets(torch, signature, shape, l2_bytes, seed):
     return [first] + [_make_inputs(torch, signature, shape, generator) for _ in range(count - 1)]
 
 
-def run(manifest_path, reference, peers=None, rounds=5, budget_s=60.0, rtol=None, seed=0, log=sys.stderr):
+def run(manifest_path, reference, peers=None, rounds=5, budget_s=60.0, rtol=None, seed=0, log=sys.stderr,
+        pairs=None):
     """Compiles, checks and times every candidate of a manifest; the results document."""
     import torch
     import fslc
@@ -300,11 +326,19 @@ def run(manifest_path, reference, peers=None, rounds=5, budget_s=60.0, rtol=None
         started = time.monotonic()
         shape = candidates[0]["shape"]
         sets = None
-        # The heuristics' candidate first: the tie rule needs its time.
-        for candidate in sorted(candidates, key=lambda c: not c.get("heuristics")):
+        shape_results, selected = [], None
+        for candidate in timing_order(candidates):
             result = {"id": candidate["id"], "shape": shape, "knobs": candidate["knobs"],
-                      "heuristics": candidate.get("heuristics", False)}
+                      "heuristics": candidate.get("heuristics", False), "round": candidate.get("round", 1)}
             results.append(result)
+            shape_results.append(result)
+            if result["round"] == 2:
+                if selected is None:
+                    selected = fastest_single_knobs(shape_results, pairs or manifest.get("pairs", 0))
+                    print("%s pairs of %s" % (key, selected), file=log)
+                if not is_paired(candidate, selected):
+                    result["status"] = STATUS_NOT_PAIRED
+                    continue
             if time.monotonic() - started > budget_s:
                 result["status"] = "over-budget"
                 continue
@@ -380,6 +414,9 @@ def main(argv=None):
     run_parser.add_argument("--rounds", type=int, default=5)
     run_parser.add_argument("--budget", type=float, default=60.0, help="seconds a shape")
     run_parser.add_argument("--rtol", type=float, default=None)
+    run_parser.add_argument("--pairs", type=int, default=None,
+                            help="how many of the fastest single knobs the second round pairs "
+                                 "(default: the manifest's, from fslc tune --pairs)")
     run_parser.add_argument("-o", "--output", required=True)
     record_parser = commands.add_parser("record", help="write the winners into a tuning database")
     record_parser.add_argument("results")
@@ -390,7 +427,8 @@ def main(argv=None):
         for spec in args.peer:
             name, _, function = spec.partition("=")
             peers[name] = _load_callable(function)
-        document = run(args.manifest, _load_callable(args.reference), peers, args.rounds, args.budget, args.rtol)
+        document = run(args.manifest, _load_callable(args.reference), peers, args.rounds, args.budget, args.rtol,
+                       pairs=args.pairs)
         with open(args.output, "w") as f:
             json.dump(document, f, indent=2)
         return 0

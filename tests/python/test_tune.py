@@ -68,6 +68,26 @@ class Winners(unittest.TestCase):
         self.assertEqual(winners[tune.shape_key(SMALL)]["id"], 1)
 
 
+class Pairs(unittest.TestCase):
+    def test_the_fastest_single_knobs_that_ran(self):
+        results = [result(0, 1.0, knobs={}, heuristics=True), result(1, 0.9, knobs={"stages": 3}),
+                   result(2, 0.8, knobs={"tile_n": 128}), result(3, 0.5, knobs={"swizzle": 4}, status="mismatch"),
+                   result(4, 0.95, knobs={"pingpong": False}), result(5, 0.7, knobs={"tile_n": 192, "stages": 3})]
+        self.assertEqual(tune.fastest_single_knobs(results, 2), [("tile_n", 128), ("stages", 3)])
+        self.assertEqual(tune.fastest_single_knobs(results, 5), [("tile_n", 128), ("stages", 3), ("pingpong", False)])
+
+    def test_a_pair_is_timed_when_both_knobs_were_selected(self):
+        selected = [("tile_n", 128), ("stages", 3)]
+        self.assertTrue(tune.is_paired({"knobs": {"tile_n": 128, "stages": 3}}, selected))
+        self.assertFalse(tune.is_paired({"knobs": {"tile_n": 128, "stages": 4}}, selected))
+        self.assertFalse(tune.is_paired({"knobs": {"tile_n": 192, "swizzle": 8}}, selected))
+
+    def test_timing_order(self):
+        candidates = [{"id": 3, "round": 2}, {"id": 1, "round": 1}, {"id": 0, "round": 1, "heuristics": True},
+                      {"id": 2}]
+        self.assertEqual([c["id"] for c in tune.timing_order(candidates)], [0, 1, 2, 3])
+
+
 class DatabaseText(unittest.TestCase):
     def test_entry(self):
         text = tune.entry_text("matmul", "matmul", "h200", SHAPE, {"tile_n": 224, "pingpong": False},
@@ -203,6 +223,32 @@ class EndToEnd(unittest.TestCase):
         self.assertIn("// from the tuning database %s:" % database, printed)
         block = printed.split("schedule matmul when K == 5120 && M == 4096 && N == 14336 {", 1)[1].split("}")[0]
         self.assertIn("tile (128, 128, 64)", block)
+
+
+@unittest.skipUnless(FSLC, "needs fslc")
+class PairsRound(unittest.TestCase):
+    def test_the_manifest_holds_both_rounds(self):
+        source = os.path.join(REPO, "tests", "lit", "tune", "Inputs", "rms.fsl")
+        out = os.path.join(WORK, "pairs")
+        subprocess.run([FSLC, "tune", source, "--fusion", "rms", "--shapes", "T=4096,H=4096", "--pairs", "2",
+                        "-o", out], check=True, stdout=subprocess.DEVNULL)
+        with open(os.path.join(out, "manifest.json")) as f:
+            manifest = json.load(f)
+        self.assertEqual(manifest["pairs"], 2)
+        first = [c for c in manifest["candidates"] if c["round"] == 1]
+        second = [c for c in manifest["candidates"] if c["round"] == 2]
+        self.assertTrue(all(len(c["knobs"]) <= 1 for c in first))
+        self.assertTrue(second and all(len(c["knobs"]) == 2 for c in second))
+        # The two fastest single knobs (a fake measurement) select the pairs the runner times:
+        # those that combine exactly them, and nothing else.
+        singles = [c for c in first if c["knobs"]]
+        timed = [dict(c, status="ok", time_ms=1.0 - 0.01 * index) for index, c in enumerate(singles)]
+        selected = tune.fastest_single_knobs(timed, manifest["pairs"])
+        self.assertEqual(len(selected), 2)
+        chosen = [c for c in second if tune.is_paired(c, selected)]
+        for c in chosen:
+            self.assertEqual(sorted(c["knobs"].items()), sorted(selected))
+        self.assertLessEqual(len(chosen), 1)
 
 
 if __name__ == "__main__":
