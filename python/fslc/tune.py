@@ -73,6 +73,49 @@ def choose_winners(results, tie=TIE_FRACTION):
     return winners
 
 
+# --- Repeatability -----------------------------------------------------------------------
+
+
+def _knob_key(knobs):
+    return json.dumps(knobs, sort_keys=True)
+
+
+def compare_runs(first, second, tie=TIE_FRACTION):
+    """[(shape key, agree, text)] for two results documents of the same candidates: per
+    shape, the runs agree when they choose the same knobs, or when each run times the
+    other's winner within `tie` of its own (a tie, which the measurement cannot split)."""
+    def times(document):
+        by_shape = {}
+        for r in document["results"]:
+            if r.get("status") == STATUS_OK and r.get("time_ms") is not None:
+                by_shape.setdefault(shape_key(r["shape"]), {})[_knob_key(r["knobs"])] = r["time_ms"]
+        return by_shape
+
+    winners = [choose_winners(first["results"], tie), choose_winners(second["results"], tie)]
+    timed = [times(first), times(second)]
+    lines = []
+    for key in sorted(set(winners[0]) | set(winners[1])):
+        a, b = winners[0].get(key), winners[1].get(key)
+        if a is None or b is None:
+            lines.append((key, False, "no winner in %s" % ("the first run" if a is None else "the second run")))
+            continue
+        ka, kb = _knob_key(a["knobs"]), _knob_key(b["knobs"])
+        if ka == kb:
+            lines.append((key, True, "the same winner %s (%.4f and %.4f ms)" % (ka, a["time_ms"], b["time_ms"])))
+            continue
+        # Each run's time of the other run's winner, against its own winner's.
+        gaps = []
+        for run, own, other in ((0, a, kb), (1, b, ka)):
+            other_ms = timed[run].get(key, {}).get(other)
+            gaps.append(None if other_ms is None else other_ms / own["time_ms"] - 1)
+        agree = all(g is not None and g <= tie for g in gaps)
+        text = "winners %s (%.4f ms) and %s (%.4f ms); the other's winner %s" % (
+            ka, a["time_ms"], kb, b["time_ms"],
+            ", ".join("not timed" if g is None else "%+.1f %%" % (g * 100) for g in gaps))
+        lines.append((key, agree, ("a tie: " if agree else "") + text))
+    return lines
+
+
 # --- The pairs round -------------------------------------------------------------------
 
 STATUS_NOT_PAIRED = "not-paired"
@@ -418,6 +461,10 @@ def main(argv=None):
                             help="how many of the fastest single knobs the second round pairs "
                                  "(default: the manifest's, from fslc tune --pairs)")
     run_parser.add_argument("-o", "--output", required=True)
+    compare_parser = commands.add_parser(
+        "compare", help="whether two runs agree on each shape's winner (or a tie within 2 %%); exit 1 if not")
+    compare_parser.add_argument("first")
+    compare_parser.add_argument("second")
     record_parser = commands.add_parser("record", help="write the winners into a tuning database")
     record_parser.add_argument("results")
     record_parser.add_argument("-o", "--output", required=True, help="the database (updated if it exists)")
@@ -432,6 +479,17 @@ def main(argv=None):
         with open(args.output, "w") as f:
             json.dump(document, f, indent=2)
         return 0
+    if args.command == "compare":
+        documents = []
+        for path in (args.first, args.second):
+            with open(path) as f:
+                documents.append(json.load(f))
+        lines = compare_runs(*documents)
+        for key, agree, text in lines:
+            print("%s: %s: %s" % (key, "agree" if agree else "DISAGREE", text))
+        disagree = sum(1 for _, agree, _ in lines if not agree)
+        print("%d of %d shapes agree" % (len(lines) - disagree, len(lines)))
+        return 1 if disagree else 0
     with open(args.results) as f:
         document = json.load(f)
     existing = ""

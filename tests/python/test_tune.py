@@ -68,6 +68,65 @@ class Winners(unittest.TestCase):
         self.assertEqual(winners[tune.shape_key(SMALL)]["id"], 1)
 
 
+class Compare(unittest.TestCase):
+    def document(self, *results):
+        return {"fusion": "matmul", "kind": "matmul", "target": "h200", "results": list(results)}
+
+    def run_compare(self, first, second):
+        paths = []
+        for index, document in enumerate((first, second)):
+            paths.append(os.path.join(WORK or ".", "compare-%d.json" % index))
+            with open(paths[-1], "w") as f:
+                json.dump(document, f)
+        import contextlib
+        import io
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = tune.main(["compare"] + paths)
+        return code, out.getvalue()
+
+    def test_the_same_winner_agrees(self):
+        first = self.document(result(0, 1.0, knobs={}, heuristics=True), result(1, 0.9, knobs={"stages": 3}))
+        second = self.document(result(5, 1.01, knobs={}, heuristics=True), result(6, 0.92, knobs={"stages": 3}))
+        code, out = self.run_compare(first, second)
+        self.assertEqual(code, 0)
+        self.assertIn('K=5120,M=4096,N=14336: agree: the same winner {"stages": 3}', out)
+        self.assertIn("1 of 1 shapes agree", out)
+
+    def test_a_tie_within_two_percent_agrees(self):
+        first = self.document(result(0, 1.0, knobs={}, heuristics=True), result(1, 0.90, knobs={"stages": 3}),
+                              result(2, 0.91, knobs={"tile_n": 128}))
+        second = self.document(result(0, 1.0, knobs={}, heuristics=True), result(1, 0.91, knobs={"stages": 3}),
+                               result(2, 0.90, knobs={"tile_n": 128}))
+        code, out = self.run_compare(first, second)
+        self.assertEqual(code, 0)
+        self.assertIn("agree: a tie: winners", out)
+
+    def test_different_winners_apart_disagree(self):
+        first = self.document(result(0, 1.0, knobs={}, heuristics=True), result(1, 0.80, knobs={"stages": 3}),
+                              result(2, 0.90, knobs={"tile_n": 128}), result(3, 0.5, shape=SMALL))
+        second = self.document(result(0, 1.0, knobs={}, heuristics=True), result(1, 0.90, knobs={"stages": 3}),
+                               result(2, 0.80, knobs={"tile_n": 128}), result(3, 0.5, shape=SMALL))
+        code, out = self.run_compare(first, second)
+        self.assertEqual(code, 1)
+        self.assertIn("K=5120,M=4096,N=14336: DISAGREE: winners", out)
+        self.assertIn("+12.5 %, +12.5 %", out)
+        self.assertIn("K=4096,M=64,N=4096: agree", out)
+        self.assertIn("1 of 2 shapes agree", out)
+
+    def test_a_winner_missing_from_the_other_run_disagrees(self):
+        first = self.document(result(0, 1.0, knobs={}, heuristics=True), result(1, 0.90, knobs={"stages": 3}))
+        second = self.document(result(0, 0.9, knobs={}, heuristics=True),
+                               result(1, None, knobs={"stages": 3}, status="launch-error"))
+        code, out = self.run_compare(first, second)
+        self.assertEqual(code, 1)
+        self.assertIn("not timed", out)
+        first = self.document(result(0, None, knobs={}, heuristics=True, status="compile-error"))
+        code, out = self.run_compare(first, second)
+        self.assertEqual(code, 1)
+        self.assertIn("no winner in the first run", out)
+
+
 class Pairs(unittest.TestCase):
     def test_the_fastest_single_knobs_that_ran(self):
         results = [result(0, 1.0, knobs={}, heuristics=True), result(1, 0.9, knobs={"stages": 3}),
