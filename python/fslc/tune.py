@@ -14,7 +14,14 @@ median of several rounds, within a time budget a shape). Then
 
 writes the winners into a tuning database (a new file, or an update of an existing one):
 per shape the fastest candidate, unless it is within 2 % of the heuristics' choice, which
-then stays (the database records only changes worth their maintenance).
+then stays (the database records only changes worth their maintenance). With `fslc tune
+--pairs K` the runner also times the pairs of the K fastest single knobs of each shape;
+with `fslc tune --variants H` the candidates are launch-time variants `when H == N` and
+`record` writes one entry an H (the geometric mean over the shapes of that H). And
+
+    python -m fslc.tune compare first.json second.json
+
+says per shape whether two runs agree on the winner or on a tie within 2 % (exit 1 if not).
 
 The choice of winners and the database text are plain Python (no torch, no GPU); only
 `run` imports torch and the compiled library.
@@ -225,8 +232,106 @@ def update_database(text, entries):
     return "\n\n".join(chunks) + "\n"
 
 
+# --- Launch-time variants (fslc tune --variants) ------------------------------------------
+
+HEURISTICS_KEY = "heuristics"
+
+
+def geomean(values):
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def choose_variant_winners(results, duplicates, dims, tie=TIE_FRACTION):
+    """{guard key: winner, or None} for a run of launch-time variants (`fslc tune
+    --variants`): the shapes that share the sizes of `dims` (H = 4096 at every T) are one
+    variant, `when H == 4096`. A candidate's time there is the geometric mean over those
+    shapes, counted only when it ran and matched at all of them (a duplicate takes the time
+    of the candidate it is the same schedule as). The fastest wins, unless the heuristics'
+    own variants (the file without an entry) are within `tie` of it. A winner is
+    {"guard", "knobs", "heuristics", "time_ms", "heuristics_ms", "shapes", "rounds"}."""
+    by_id = {(shape_key(r["shape"]), r["id"]): r for r in results}
+    groups = {}
+
+    def group_of(shape):
+        guard = {d: shape[d] for d in dims}
+        return groups.setdefault(shape_key(guard), {"guard": guard, "shapes": set(), "times": {}, "knobs": {}})
+
+    def add(group, shape, key, knobs, result):
+        group["times"].setdefault(key, {})[shape_key(shape)] = result["time_ms"]
+        group["knobs"][key] = knobs
+
+    for r in results:
+        group = group_of(r["shape"])
+        group["shapes"].add(shape_key(r["shape"]))
+        if r.get("status") == STATUS_OK and r.get("time_ms") is not None:
+            add(group, r["shape"], HEURISTICS_KEY if r.get("heuristics") else _knob_key(r["knobs"]), r["knobs"], r)
+    for d in duplicates or []:
+        same = by_id.get((shape_key(d["shape"]), d["same_as"]))
+        if same is not None and same.get("status") == STATUS_OK and same.get("time_ms") is not None:
+            add(group_of(d["shape"]), d["shape"], _knob_key(d["knobs"]), d["knobs"], same)
+    rounds = max((len(r.get("rounds_ms", [])) for r in results), default=0) or 1
+    winners = {}
+    for key, group in groups.items():
+        complete = {c: geomean(list(t.values())) for c, t in group["times"].items() if set(t) == group["shapes"]}
+        if not complete:
+            winners[key] = None
+            continue
+        best = min(complete, key=lambda c: (complete[c], c != HEURISTICS_KEY))
+        baseline = complete.get(HEURISTICS_KEY)
+        if baseline is not None and complete[best] >= baseline * (1 - tie):
+            best = HEURISTICS_KEY
+        winners[key] = {"guard": group["guard"], "knobs": group["knobs"][best],
+                        "heuristics": best == HEURISTICS_KEY, "time_ms": complete[best],
+                        "heuristics_ms": baseline, "shapes": sorted(group["shapes"]), "rounds": rounds}
+    return winners
+
+
+def variant_measurement_text(winner, dims, peers, machine):
+    """The comment of a variant's entry: geometric means over the variant's shapes."""
+    others = [",".join(part for part in key.split(",") if part.split("=")[0] not in dims)
+              for key in winner["shapes"]]
+    over = "%d shape%s" % (len(others), "" if len(others) == 1 else "s")
+    if any(others):
+        over += ": " + ", ".join(others)
+    parts = ["measured: %.4f ms (geomean of %s; median of %d rounds each)" % (winner["time_ms"], over, winner["rounds"])]
+    if winner.get("heuristics_ms"):
+        parts.append("heuristics' variants %.4f ms (%+.1f %%)"
+                     % (winner["heuristics_ms"], (winner["time_ms"] / winner["heuristics_ms"] - 1) * 100))
+    names = sorted({name for key in winner["shapes"] for name in (peers or {}).get(key, {})})
+    for name in names:
+        times = [peers.get(key, {}).get(name) for key in winner["shapes"]]
+        if all(t is not None for t in times):
+            parts.append("peer %s %.4f ms" % (name, geomean(times)))
+    gpu = machine.get("gpu", "unknown GPU")
+    if machine.get("driver"):
+        gpu += ", driver %s" % machine["driver"]
+    parts.append(gpu)
+    if machine.get("date"):
+        parts.append(machine["date"])
+    return "; ".join(parts)
+
+
+def record_variants(results_document, database_text):
+    """The database with an entry `when H == N` for each variant whose winner is not the
+    heuristics' own variants (there the database needs no entry: they apply without one)."""
+    dims = results_document["variants"]
+    winners = choose_variant_winners(results_document["results"], results_document.get("duplicates"), dims)
+    entries = []
+    for key in sorted(winners):
+        winner = winners[key]
+        if winner is None or winner["heuristics"]:
+            continue
+        measurement = variant_measurement_text(winner, dims, results_document.get("peers", {}),
+                                               results_document.get("machine", {}))
+        entries.append(entry_text(results_document["fusion"], results_document["kind"],
+                                  results_document["target"], winner["guard"], winner["knobs"], measurement))
+    return update_database(database_text, entries) if entries else database_text
+
+
 def record(results_document, database_text):
     """The database text with the winners of a results document (`run`'s output)."""
+    if results_document.get("variants"):
+        return record_variants(results_document, database_text)
     results = results_document["results"]
     winners = choose_winners(results)
     entries = []
@@ -387,8 +492,12 @@ def run(manifest_path, reference, peers=None, rounds=5, budget_s=60.0, rtol=None
                 continue
             try:
                 with open(os.path.join(directory, candidate["source"])) as f:
+                    # Variants run as compiled ahead of time: no size specialized.
+                    variants = manifest.get("variants")
                     program = fslc.load_text("%s_c%d" % (manifest["fusion"], candidate["id"]), f.read(),
-                                             target=manifest["target"], policy="all")
+                                             target=manifest["target"],
+                                             **({"runtime_dims": variants, "policy": "none"} if variants
+                                                else {"policy": "all"}))
                 fusion = program[manifest["fusion"]]
                 signature = fusion.signature
             except Exception as error:  # a candidate that does not compile is skipped
@@ -432,6 +541,9 @@ def run(manifest_path, reference, peers=None, rounds=5, budget_s=60.0, rtol=None
         "machine": {"gpu": driver.name, "driver": _driver_version(),
                     "date": datetime.date.today().isoformat()},
         "peers": peer_times, "results": results,
+        # What `record` needs of the manifest: the variants' dimensions, the duplicates.
+        **({"variants": manifest["variants"]} if manifest.get("variants") else {}),
+        "duplicates": manifest.get("duplicates", []),
     }
 
 

@@ -147,6 +147,49 @@ class Pairs(unittest.TestCase):
         self.assertEqual([c["id"] for c in tune.timing_order(candidates)], [0, 1, 2, 3])
 
 
+def row(id, time_ms, T, H, knobs=None, heuristics=False, status="ok"):
+    return result(id, time_ms, shape={"T": T, "H": H}, knobs=knobs if knobs is not None else {},
+                  heuristics=heuristics, status=status)
+
+
+class Variants(unittest.TestCase):
+    def test_one_winner_a_guard_by_the_geometric_mean(self):
+        # H = 4096 at T = 1 and 1024: the guarded variant with no knob is faster in the geometric mean
+        # (0.8 and 8.0 against 1.0 and 8.5), the vector width 4 is faster at T = 1 only and missed T = 1024.
+        results = [row(0, 1.0, 1, 4096, heuristics=True), row(1, 0.8, 1, 4096), row(2, 0.5, 1, 4096, {"vector_width": 4}),
+                   row(3, 8.5, 1024, 4096, heuristics=True), row(4, 8.0, 1024, 4096),
+                   row(5, 7.0, 1024, 4096, {"vector_width": 4}, status="mismatch")]
+        winners = tune.choose_variant_winners(results, [], ["H"])
+        winner = winners["H=4096"]
+        self.assertEqual((winner["guard"], winner["knobs"], winner["heuristics"]), ({"H": 4096}, {}, False))
+        self.assertAlmostEqual(winner["time_ms"], (0.8 * 8.0) ** 0.5)
+        self.assertAlmostEqual(winner["heuristics_ms"], (1.0 * 8.5) ** 0.5)
+        self.assertEqual(winner["shapes"], ["H=4096,T=1", "H=4096,T=1024"])
+
+    def test_a_duplicate_takes_its_twins_time(self):
+        # At T = 1024 the vector width 4 came out as candidate 4's schedule: it has that time.
+        results = [row(0, 1.0, 1, 4096, heuristics=True), row(1, 0.9, 1, 4096), row(2, 0.5, 1, 4096, {"vector_width": 4}),
+                   row(3, 8.5, 1024, 4096, heuristics=True), row(4, 8.0, 1024, 4096)]
+        duplicates = [{"shape": {"T": 1024, "H": 4096}, "knobs": {"vector_width": 4}, "same_as": 4}]
+        winner = tune.choose_variant_winners(results, duplicates, ["H"])["H=4096"]
+        self.assertEqual(winner["knobs"], {"vector_width": 4})
+        self.assertAlmostEqual(winner["time_ms"], (0.5 * 8.0) ** 0.5)
+
+    def test_the_heuristics_variants_within_the_tie_stay_and_need_no_entry(self):
+        results = [row(0, 1.0, 1, 8192, heuristics=True), row(1, 0.99, 1, 8192),
+                   row(2, 1.0, 1, 4096, heuristics=True), row(3, 0.9, 1, 4096, {"vector_width": 4})]
+        document = {"fusion": "rms", "kind": "inner_persistent", "target": "h200", "variants": ["H"],
+                    "machine": {"gpu": "NVIDIA H200", "driver": "12.6", "date": "2026-12-02"},
+                    "peers": {"H=4096,T=1": {"eager": 2.0}}, "results": results, "duplicates": []}
+        self.assertTrue(tune.choose_variant_winners(results, [], ["H"])["H=8192"]["heuristics"])
+        text = tune.record(document, "")
+        self.assertEqual(text, "// target: h200\n// measured: 0.9000 ms (geomean of 1 shape: T=1; median of 5 rounds "
+                               "each); heuristics' variants 1.0000 ms (-10.0 %); peer eager 2.0000 ms; NVIDIA H200, "
+                               "driver 12.6; 2026-12-02\nschedule rms when H == 4096 = auto(inner_persistent) {\n"
+                               "    vector_width = 4;\n}\n")
+        self.assertEqual(tune.record(dict(document, results=results[:2]), "// kept\n"), "// kept\n")
+
+
 class DatabaseText(unittest.TestCase):
     def test_entry(self):
         text = tune.entry_text("matmul", "matmul", "h200", SHAPE, {"tile_n": 224, "pingpong": False},
@@ -308,6 +351,49 @@ class PairsRound(unittest.TestCase):
         for c in chosen:
             self.assertEqual(sorted(c["knobs"].items()), sorted(selected))
         self.assertLessEqual(len(chosen), 1)
+
+
+@unittest.skipUnless(FSLC, "needs fslc")
+class VariantsEndToEnd(unittest.TestCase):
+    def test_tune_record_and_compile_variants(self):
+        source = os.path.join(REPO, "tests", "lit", "tune", "Inputs", "rms-runtime.fsl")
+        out = os.path.join(WORK, "variants")
+        subprocess.run([FSLC, "tune", source, "--fusion", "rms", "--shapes", "T=1,H=4096;T=1024,H=4096;T=1,H=8192",
+                        "--variants", "H", "-o", out], check=True, stdout=subprocess.DEVNULL)
+        with open(os.path.join(out, "manifest.json")) as f:
+            manifest = json.load(f)
+        self.assertEqual(manifest["variants"], ["H"])
+        # A fake measurement: at H = 4096 the variant under the guard beats the heuristics' own
+        # variants by 10 %, at H = 8192 by 1 % (a tie: no entry).
+        results = []
+        for c in manifest["candidates"]:
+            fast = 0.9 if c["shape"]["H"] == 4096 else 0.99
+            results.append({"id": c["id"], "shape": c["shape"], "knobs": c["knobs"], "heuristics": c["heuristics"],
+                            "status": "ok", "time_ms": 1.0 if c["heuristics"] else fast, "rounds_ms": [1.0] * 5})
+            self.assertEqual(c.get("guard"), None if c["heuristics"] else "H == %d" % c["shape"]["H"])
+        document = {"fusion": "rms", "kind": manifest["kind"], "target": manifest["target"], "variants": ["H"],
+                    "machine": {"gpu": "NVIDIA H200"}, "peers": {}, "results": results,
+                    "duplicates": manifest["duplicates"]}
+        results_path = os.path.join(WORK, "variant-results.json")
+        with open(results_path, "w") as f:
+            json.dump(document, f)
+        database = os.path.join(WORK, "variants.fsl")
+        if os.path.exists(database):
+            os.remove(database)
+        tune.main(["record", results_path, "-o", database])
+        with open(database) as f:
+            text = f.read()
+        self.assertIn("schedule rms when H == 4096 = auto(inner_persistent);", text)
+        self.assertNotIn("H == 8192", text)
+        printed = subprocess.run([FSLC, "--emit=schedule", "--tuning-db", database, source], check=True,
+                                 capture_output=True, text=True).stdout
+        self.assertIn("// from the tuning database %s:" % database, printed)
+        self.assertIn("schedule rms when H == 4096 {", printed)
+        self.assertIn("H != 4096 {", printed)  # the heuristics' variants, cut around the entry
+        simulated = subprocess.run([FSLC, "--simulate", "T=2,H=4096", "--tuning-db", database, source], check=True,
+                                   capture_output=True, text=True).stdout
+        self.assertIn("simulate rms (rms_v0): T=2, H=4096", simulated)
+        self.assertIn("matches the float64 reference", simulated)
 
 
 if __name__ == "__main__":
