@@ -1,8 +1,9 @@
 // Tune.cpp — `fslc tune`: for each shape, the fusion's file recompiled with its schedules
-// replaced by `= auto(kind) { knobs }` for every candidate (tuning/Candidates.h), at the
-// shape's sizes; what a heuristic refuses, the checker rejects or the lowering cannot do
-// is pruned, and a candidate whose schedule comes out as an earlier one's is a duplicate.
-// Each survivor's source, schedule and CUDA are written with a manifest (JSON).
+// replaced by `= auto(kind) { knobs }` for every candidate (tuning/Candidates.h: each knob
+// alone, and with --pairs every two knobs together), at the shape's sizes; what a heuristic
+// refuses, the checker rejects or the lowering cannot do is pruned, and a candidate whose schedule
+// comes out as an earlier one's is a duplicate. Each survivor's source, schedule and CUDA are
+// written with a manifest (JSON).
 #include "driver/Tune.h"
 
 #include "ast/AST.h"
@@ -39,7 +40,8 @@ namespace {
 using Shape = std::map<std::string, int64_t>;
 
 struct TuneArguments {
-  std::string input, fusion, shapes, shapesFile, outputDir, target, configPath, stdlibDir;
+  std::string input, fusion, shapes, shapesFile, outputDir, target, configPath, stdlibDir, pairs,
+      variants;
   std::vector<std::string> includeDirs, defines;
 };
 
@@ -50,7 +52,8 @@ std::optional<std::string> parseArguments(llvm::ArrayRef<const char *> args,
       {"--fusion", &parsed.fusion},          {"--shapes", &parsed.shapes},
       {"--shapes-file", &parsed.shapesFile}, {"-o", &parsed.outputDir},
       {"--target", &parsed.target},          {"--config", &parsed.configPath},
-      {"--stdlib", &parsed.stdlibDir}};
+      {"--stdlib", &parsed.stdlibDir},       {"--pairs", &parsed.pairs},
+      {"--variants", &parsed.variants}};
   std::map<std::string, std::vector<std::string> *> repeated = {{"-I", &parsed.includeDirs},
                                                                 {"-D", &parsed.defines}};
   for (size_t i = 0; i < args.size(); ++i) {
@@ -72,8 +75,8 @@ std::optional<std::string> parseArguments(llvm::ArrayRef<const char *> args,
         repeated[key]->push_back(value);
     } else if (arg.starts_with("-") && arg != "-") {
       return "fslc tune: unknown option '" + arg.str() +
-             "'; options: --fusion, --shapes, --shapes-file, -o, --target, -I, -D, --config, "
-             "--stdlib";
+             "'; options: --fusion, --shapes, --shapes-file, -o, --pairs, --variants, --target, "
+             "-I, -D, --config, --stdlib";
     } else if (parsed.input.empty()) {
       parsed.input = arg.str();
     } else {
@@ -83,8 +86,14 @@ std::optional<std::string> parseArguments(llvm::ArrayRef<const char *> args,
   if (parsed.input.empty() || parsed.fusion.empty() || parsed.outputDir.empty() ||
       (parsed.shapes.empty() == parsed.shapesFile.empty()))
     return "usage: fslc tune FILE --fusion NAME (--shapes \"M=4096,N=14336;...\" | "
-           "--shapes-file FILE) -o DIR [--target NAME] [-I DIR] [-D NAME=VALUE] [--config "
-           "fsl.toml] [--stdlib DIR]";
+           "--shapes-file FILE) -o DIR [--pairs K] [--variants D,...] [--target NAME] [-I DIR] [-D "
+           "NAME=VALUE] "
+           "[--config fsl.toml] [--stdlib DIR]";
+  int64_t pairs;
+  if (!parsed.pairs.empty() && (llvm::StringRef(parsed.pairs).getAsInteger(10, pairs) || pairs < 2))
+    return "fslc tune: --pairs takes how many of the fastest single knobs are paired, 2 or "
+           "more, not '" +
+           parsed.pairs + "'";
   return std::nullopt;
 }
 
@@ -152,15 +161,20 @@ bool writeFile(const std::string &path, llvm::StringRef text, llvm::raw_ostream 
 
 class Tuner {
 public:
-  Tuner(const TuneArguments &arguments, const Settings &settings, llvm::SourceMgr &sources,
-        llvm::raw_ostream &out, llvm::raw_ostream &err)
-      : arguments_(arguments), settings_(settings), sources_(sources), out_(out), err_(err) {}
+  Tuner(const TuneArguments &arguments, const Settings &settings,
+        std::vector<std::string> variantDims, llvm::SourceMgr &sources, llvm::raw_ostream &out,
+        llvm::raw_ostream &err)
+      : arguments_(arguments), settings_(settings), sources_(sources), out_(out), err_(err),
+        variantDims_(std::move(variantDims)) {}
 
   int run(llvm::StringRef text, const std::vector<Shape> &shapes) {
     pipeline::Options base = baseOptions();
     // Static dimensions without a value take the first shape's (as the JIT specializes).
+    // Launch-time variants are compiled as ahead of time: no size is specialized, and the
+    // variants' dimensions are runtime sizes even where the file declares a value.
     pipeline::Options firstShape = base;
-    firstShape.specializeDims = shapes.front();
+    if (variantDims_.empty())
+      firstShape.specializeDims = shapes.front();
     // The fusion, its family and the text of its schedules, from the file as written.
     CollectingDiagnosticConsumer collected;
     DiagnosticEngine diagnostics(collected);
@@ -187,6 +201,19 @@ public:
                << "' is no dimension of '" << fusion->name << "'\n";
           return kExitUsage;
         }
+    for (const std::string &dim : variantDims_) {
+      if (llvm::none_of(fusion->dims, [&](const ir::Dim &each) { return each.name == dim; })) {
+        err_ << "fslc tune: --variants: '" << dim << "' is no dimension of '" << fusion->name
+             << "'\n";
+        return kExitUsage;
+      }
+      for (const Shape &shape : shapes)
+        if (!shape.count(dim)) {
+          err_ << "fslc tune: shape " << shapeText(shape) << " gives no size of '" << dim
+               << "', whose launch-time variants are tuned (--variants)\n";
+          return kExitUsage;
+        }
+    }
     heuristics::FusionShape shape = heuristics::shapeOf(*fusion);
     family_ = shape.matmul ? heuristics::Family::Matmul : shape.family;
     // The candidates replace the fusion's schedules; the rest of the file stays.
@@ -204,6 +231,27 @@ public:
     withoutSchedules.append(from, text.end());
     unsourced_ = llvm::StringRef(withoutSchedules).rtrim().str() + "\n";
 
+    // The first round: the heuristics' choice and each knob alone; with --pairs, the second:
+    // every two knobs together (the runner times those whose knobs both did well alone).
+    // For launch-time variants the heuristics' choice is the file as compiled without a
+    // database (their own variants), and every other candidate is a variant under the
+    // shape's guard, `= auto(kind)` without knobs first.
+    struct Planned {
+      tuning::KnobSettings knobs;
+      int round;
+      bool heuristics;
+    };
+    std::vector<Planned> rounds;
+    for (tuning::KnobSettings &knobs : tuning::candidateKnobs(family_)) {
+      bool heuristics = knobs.empty();
+      rounds.push_back({std::move(knobs), 1, heuristics});
+      if (heuristics && !variantDims_.empty())
+        rounds.push_back({{}, 1, false});
+    }
+    if (!arguments_.pairs.empty())
+      for (tuning::KnobSettings &knobs : tuning::pairedKnobs(family_))
+        rounds.push_back({std::move(knobs), 2, false});
+
     llvm::json::Array candidates, pruned, duplicates;
     unsigned nextId = 0;
     for (const Shape &sizes : shapes) {
@@ -213,10 +261,13 @@ public:
         err_ << "fslc tune: cannot create '" << folder << "': " << error.message() << "\n";
         return kExitUsage;
       }
-      for (const tuning::KnobSettings &knobs : tuning::candidateKnobs(family_)) {
-        std::string source = candidateSource(knobs);
+      for (const auto &[knobs, round, heuristics] : rounds) {
+        std::string guard =
+            variantDims_.empty() || heuristics ? std::string() : variantGuard(sizes);
+        std::string source = candidateSource(knobs, guard);
         pipeline::Options options = base;
-        options.specializeDims = sizes;
+        if (variantDims_.empty())
+          options.specializeDims = sizes;
         options.onlyFusions = {fusion->name};
         options.scheduleEveryFusion = true;
         options.symbolPrefix = "c" + std::to_string(nextId) + "_";
@@ -254,13 +305,17 @@ public:
             !writeFile(stem + ".h", cuda.header, err_))
           return kExitUsage;
         std::string relative = shapeFolder(sizes) + "/" + cuda.name;
-        candidates.push_back(llvm::json::Object{{"id", id},
-                                                {"shape", shapeJson(sizes)},
-                                                {"knobs", std::move(knobObject)},
-                                                {"heuristics", knobs.empty()},
-                                                {"source", relative + ".fsl"},
-                                                {"cuda", relative + ".cu"},
-                                                {"schedule", printed}});
+        llvm::json::Object entry{{"id", id},
+                                 {"shape", shapeJson(sizes)},
+                                 {"knobs", std::move(knobObject)},
+                                 {"heuristics", heuristics},
+                                 {"round", round},
+                                 {"source", relative + ".fsl"},
+                                 {"cuda", relative + ".cu"},
+                                 {"schedule", printed}};
+        if (!guard.empty())
+          entry["guard"] = guard;
+        candidates.push_back(std::move(entry));
       }
     }
     llvm::json::Object manifest{{"fusion", fusion->name},
@@ -270,6 +325,14 @@ public:
                                 {"candidates", std::move(candidates)},
                                 {"pruned", std::move(pruned)},
                                 {"duplicates", std::move(duplicates)}};
+    if (!arguments_.pairs.empty())
+      manifest["pairs"] = std::stoll(arguments_.pairs);
+    if (!variantDims_.empty()) {
+      llvm::json::Array dims;
+      for (const std::string &dim : variantDims_)
+        dims.push_back(dim);
+      manifest["variants"] = std::move(dims);
+    }
     std::string json;
     llvm::raw_string_ostream jsonOut(json);
     jsonOut << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest))) << "\n";
@@ -284,15 +347,32 @@ public:
 private:
   pipeline::Options baseOptions() const {
     pipeline::Options options = compileOptionsFrom(settings_);
+    options.runtimeDims.insert(options.runtimeDims.end(), variantDims_.begin(), variantDims_.end());
     // The candidates are the heuristics' choice and its knobs, never a database's entry.
     options.tuningDatabase.clear();
     return options;
   }
 
-  std::string candidateSource(const tuning::KnobSettings &knobs) const {
+  /// The file with the candidate's schedule: `= auto(kind) { knobs }`, or for a variant
+  /// that under `guard` and the heuristics' `= auto(kind)` for every other size (what a
+  /// database entry `when guard` makes of the runtime-size fusion).
+  std::string candidateSource(const tuning::KnobSettings &knobs, const std::string &guard) const {
     std::string knobText = tuning::knobBlockText(knobs);
-    return unsourced_ + "\nschedule " + arguments_.fusion + " = auto(" +
-           heuristics::familyName(family_) + ")" + (knobText.empty() ? ";" : " " + knobText) + "\n";
+    std::string kind = heuristics::familyName(family_);
+    std::string schedule = "\nschedule " + arguments_.fusion;
+    if (guard.empty())
+      return unsourced_ + schedule + " = auto(" + kind + ")" +
+             (knobText.empty() ? ";" : " " + knobText) + "\n";
+    return unsourced_ + schedule + " when " + guard + " = auto(" + kind + ")" +
+           (knobText.empty() ? ";" : " " + knobText) + schedule + " = auto(" + kind + ");\n";
+  }
+
+  /// `H == 4096 && ...`: the shape's sizes of the variants' dimensions.
+  std::string variantGuard(const Shape &sizes) const {
+    std::vector<std::string> conditions;
+    for (const std::string &dim : variantDims_)
+      conditions.push_back(dim + " == " + std::to_string(sizes.at(dim)));
+    return llvm::join(conditions, " && ");
   }
 
   /// The fusion's schedule blocks printed without the heuristics' reasons (what tells two
@@ -341,7 +421,21 @@ private:
   llvm::raw_ostream &out_, &err_;
   heuristics::Family family_ = heuristics::Family::Pointwise;
   std::string unsourced_; // the file without the fusion's schedules
+  /// The dimensions whose launch-time variants are tuned (--variants), sorted.
+  std::vector<std::string> variantDims_;
 };
+
+/// `--variants H,S`: the names, sorted (the order of the guards `record` writes).
+std::vector<std::string> variantDimsOf(llvm::StringRef text) {
+  llvm::SmallVector<llvm::StringRef> names;
+  text.split(names, ',', -1, false);
+  std::vector<std::string> dims;
+  for (llvm::StringRef name : names)
+    dims.push_back(name.trim().str());
+  llvm::sort(dims);
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  return dims;
+}
 
 } // namespace
 
@@ -396,7 +490,8 @@ int runTune(llvm::ArrayRef<const char *> args, const char *executablePath, llvm:
         << "\n";
     return kExitUsage;
   }
-  return Tuner(arguments, settings, sources, out, err).run((*input)->getBuffer(), shapes);
+  return Tuner(arguments, settings, variantDimsOf(arguments.variants), sources, out, err)
+      .run((*input)->getBuffer(), shapes);
 }
 
 } // namespace fsl

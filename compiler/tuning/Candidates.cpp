@@ -48,6 +48,17 @@ std::vector<KnobSettings> candidateKnobs(heuristics::Family family) {
   return candidates;
 }
 
+std::vector<KnobSettings> pairedKnobs(heuristics::Family family) {
+  std::vector<KnobValues> knobs = valuesFor(family);
+  std::vector<KnobSettings> pairs;
+  for (size_t first = 0; first < knobs.size(); ++first)
+    for (size_t second = first + 1; second < knobs.size(); ++second)
+      for (const char *firstValue : knobs[first].values)
+        for (const char *secondValue : knobs[second].values)
+          pairs.push_back({{knobs[first].knob, firstValue}, {knobs[second].knob, secondValue}});
+  return pairs;
+}
+
 std::string knobBlockText(const KnobSettings &knobs) {
   if (knobs.empty())
     return "";

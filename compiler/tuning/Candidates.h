@@ -1,6 +1,6 @@
 // Candidates.h — the knob settings `fslc tune` tries for a fusion: the heuristics' own
 // choice (no knob), then each knob of the family's heuristic varied alone over the values
-// worth measuring (docs/tuning.md).
+// worth measuring, and on request every two knobs varied together (docs/tuning.md).
 //
 // One knob at a time keeps the count small (a few dozen a shape) and each candidate one
 // readable change from what the heuristics chose; the compiler prunes those a heuristic
@@ -22,6 +22,13 @@ using KnobSettings = std::vector<KnobSetting>;
 
 /// The candidates for a fusion of `family`, the heuristics' choice first.
 std::vector<KnobSettings> candidateKnobs(heuristics::Family family);
+
+/// The second round's candidates (`fslc tune --pairs`): every value of one knob with every
+/// value of another, for each two knobs of the family's heuristic, in the order of
+/// candidateKnobs. The runner times a pair only where both its knobs' single candidates
+/// were among the fastest of the first round (python/fslc/tune.py), so the compiler
+/// writes them all and one timing run does both rounds.
+std::vector<KnobSettings> pairedKnobs(heuristics::Family family);
 
 /// `{ tile_n = 128; stages = 4; }`, or `` for no knob: what follows `= auto(kind)`.
 std::string knobBlockText(const KnobSettings &knobs);

@@ -159,9 +159,11 @@ heuristics::Choice consult(const Database &database, const ir::Fusion &fusion, c
                   " could not be applied"};
     std::move(variant.begin(), variant.end(), std::back_inserter(blocks));
   }
-  heuristics::Knobs rest = knobs;
-  rest.otherGuards.insert(rest.otherGuards.end(), rangeGuards.begin(), rangeGuards.end());
-  heuristics::Choice choice = heuristic(rest);
+  // The heuristics are asked as without the entries: their variants are then carved
+  // around the ranges below. Told of the ranges, the row heuristics would leave out every
+  // variant that overlaps one (one `when H == 4096` entry would turn every other runtime H
+  // into the loop over the row).
+  heuristics::Choice choice = heuristic(knobs);
   if (choice.blocks.empty())
     return choice;
   std::vector<std::string> origin = {

@@ -6,7 +6,9 @@
 // kept as the guard of the schedule it gives (a launch-time variant). The first entry
 // whose guard names static sizes only replaces the heuristics; otherwise every matching
 // entry with runtime conditions gives a variant, and the heuristics schedule the sizes
-// none of them covers.
+// none of them covers: their own launch-time variants (a runtime row's vector ranges,
+// auto(matmul)'s row ranges) are planned as without the database and cut around the
+// entries' ranges.
 #pragma once
 
 #include "heuristics/Heuristics.h"

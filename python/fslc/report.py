@@ -68,14 +68,17 @@ def series_of(document):
     for key, ms in list(tuned.items()):
         if key in heuristics and ms >= heuristics[key] * (1 - TIE_FRACTION):
             tuned[key] = heuristics[key]
-    series = {"fslc tuned": tuned, "fslc heuristics": heuristics}
+    # Without a candidate other than the heuristics' (a benchmark), "tuned" is the same line.
+    tuned_any = any(not r.get("heuristics") and r.get("status") == "ok" for r in document.get("results", []))
+    series = {"fslc tuned": tuned, "fslc heuristics": heuristics} if tuned_any else {"fslc heuristics": heuristics}
     for key, peers in document.get("peers", {}).items():
         for name, ms in peers.items():
             series.setdefault(name, {})[key] = ms
             if key not in shapes:
                 shapes[key] = dict(part.split("=") for part in key.split(","))
                 shapes[key] = {d: int(v) for d, v in shapes[key].items()}
-    return {name: points for name, points in series.items() if points}, shapes
+    labels = document.get("labels", {})
+    return {labels.get(name, name): points for name, points in series.items() if points}, shapes
 
 
 def roofline_ms(work, peak_tflops, bandwidth_gbps):
@@ -109,20 +112,49 @@ def nice_ticks(low, high, count=5):
     return ticks
 
 
-def svg_plot(title, y_label, labels, series, roofline=None, width=880, height=500):
+def log_ticks(low, high):
+    """1, 2 and 5 times powers of ten covering [low, high] (both > 0)."""
+    exponent = math.floor(math.log10(low))
+    values = []
+    while not values or values[-1] < high:
+        for factor in (1, 2, 5):
+            values.append(float("%.12g" % (factor * 10.0 ** exponent)))
+            if values[-1] >= high:
+                break
+        exponent += 1
+    first = max(i for i, v in enumerate(values) if v <= low)
+    return values[first:]
+
+
+# Values spread wider than this share a logarithmic axis (µs to ms in one plot).
+LOG_SPREAD = 30.0
+
+
+def svg_plot(title, y_label, labels, series, roofline=None, width=None, height=500):
     """An SVG line plot: categorical x (`labels`), one polyline a series ({name: [y or
-    None per label]}), and the roofline as a dashed line. Returns the text."""
-    left, right, top, bottom = 80, 200, 50, 110
+    None per label]}), and the roofline as a dashed line; the y axis is logarithmic when
+    the values spread over more than LOG_SPREAD (the axis label says so). Returns the text."""
+    left, right, top, bottom = 80, 220, 50, 110
+    width = width or max(880, left + right + 16 * len(labels))
     plot_w, plot_h = width - left - right, height - top - bottom
     values = [v for ys in series.values() for v in ys if v is not None]
     values += [v for v in (roofline or []) if v is not None]
-    ticks = nice_ticks(0.0, max(values) if values else 1.0)
+    positive = [v for v in values if v > 0]
+    log = bool(positive) and len(positive) == len(values) and max(positive) / min(positive) > LOG_SPREAD
+    if log:
+        ticks = log_ticks(min(positive), max(positive))
+        y_label += ", logarithmic"
+        low, high = math.log10(ticks[0]), math.log10(ticks[-1])
+    else:
+        ticks = nice_ticks(0.0, max(values) if values else 1.0)
     y_max = ticks[-1] or 1.0
 
     def x_at(i):
         return left + (plot_w * (i + 0.5) / max(1, len(labels)))
 
     def y_at(v):
+        if log:
+            return top + plot_h * (1 - (math.log10(v) - low) / ((high - low) or 1.0))
         return top + plot_h * (1 - v / y_max)
 
     out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
@@ -132,13 +164,13 @@ def svg_plot(title, y_label, labels, series, roofline=None, width=880, height=50
     for tick in ticks:
         y = y_at(tick)
         out.append('<line class="grid" x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>' % (left, y, left + plot_w, y))
-        out.append('<text x="%d" y="%.1f" text-anchor="end">%s</text>' % (left - 6, y + 4, "%g" % tick))
+        out.append('<text class="y-tick" x="%d" y="%.1f" text-anchor="end">%s</text>' % (left - 6, y + 4, "%g" % tick))
     out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (left, top, left, top + plot_h))
     out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (left, top + plot_h, left + plot_w, top + plot_h))
-    out.append('<text transform="translate(20,%d) rotate(-90)" text-anchor="middle">%s</text>'
+    out.append('<text class="y-label" transform="translate(20,%d) rotate(-90)" text-anchor="middle">%s</text>'
                % (top + plot_h / 2, escape(y_label)))
     for i, label in enumerate(labels):
-        out.append('<text transform="translate(%.1f,%d) rotate(35)" font-size="10">%s</text>'
+        out.append('<text class="x-label" transform="translate(%.1f,%d) rotate(35)" font-size="10">%s</text>'
                    % (x_at(i) - 4, top + plot_h + 14, escape(label)))
     legend_y = top
     if roofline and any(v is not None for v in roofline):
@@ -187,21 +219,58 @@ def plots(document, peak_tflops=None, bandwidth_gbps=None):
     return files
 
 
+def table(document):
+    """A markdown table of one document: a row a shape (in the plots' order), a column an
+    implementation, milliseconds to 4 significant digits ("-" where it did not run)."""
+    series, shapes = series_of(document)
+    keys = sorted(shapes, key=lambda k: (shape_size(shapes[k]), k))
+    names = list(series)
+    lines = ["| shape | %s |" % " | ".join("%s ms" % name for name in names),
+             "|---|" + "---|" * len(names)]
+    for key in keys:
+        cells = ["-" if series[name].get(key) is None else "%.4g" % series[name][key] for name in names]
+        lines.append("| %s | %s |" % (key, " | ".join(cells)))
+    return "\n".join(lines) + "\n"
+
+
+def tables_text(documents, paths):
+    """The tables file: a section a document, titled with its fusion, file and origin."""
+    out = ["# Result tables", "",
+           "Written by `scripts/report.sh` (`python -m fslc.report ... --table`) from the result files "
+           "beside it; edit those, not this file.", ""]
+    for document, path in zip(documents, paths):
+        machine = document.get("machine", {})
+        out.append("## %s (%s)" % (document.get("fusion", "fusion"), os.path.basename(path)))
+        out.append("")
+        about = [machine.get("gpu"), machine.get("date"), document.get("source")]
+        if any(about):
+            out.append("; ".join(a for a in about if a) + ".")
+            out.append("")
+        out.append(table(document))
+    return "\n".join(out)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m fslc.report", description=__doc__.split("\n\n")[0])
     parser.add_argument("results", nargs="+", help="results or benchmark JSON files")
     parser.add_argument("-o", "--output", required=True, help="the folder of the SVG files")
     parser.add_argument("--peak-tflops", type=float, default=None, help="the GPU's peak arithmetic rate")
     parser.add_argument("--bandwidth-gbps", type=float, default=None, help="the GPU's memory bandwidth")
+    parser.add_argument("--table", default=None, help="also write the markdown tables of every document here")
     args = parser.parse_args(argv)
     os.makedirs(args.output, exist_ok=True)
+    documents = []
     for path in args.results:
         with open(path) as f:
-            document = json.load(f)
-        for name, text in plots(document, args.peak_tflops, args.bandwidth_gbps).items():
+            documents.append(json.load(f))
+        for name, text in plots(documents[-1], args.peak_tflops, args.bandwidth_gbps).items():
             with open(os.path.join(args.output, name), "w") as f:
                 f.write(text)
             print(os.path.join(args.output, name))
+    if args.table:
+        with open(args.table, "w") as f:
+            f.write(tables_text(documents, args.results))
+        print(args.table)
     return 0
 
 

@@ -14,7 +14,14 @@ median of several rounds, within a time budget a shape). Then
 
 writes the winners into a tuning database (a new file, or an update of an existing one):
 per shape the fastest candidate, unless it is within 2 % of the heuristics' choice, which
-then stays (the database records only changes worth their maintenance).
+then stays (the database records only changes worth their maintenance). With `fslc tune
+--pairs K` the runner also times the pairs of the K fastest single knobs of each shape;
+with `fslc tune --variants H` the candidates are launch-time variants `when H == N` and
+`record` writes one entry an H (the geometric mean over the shapes of that H). And
+
+    python -m fslc.tune compare first.json second.json
+
+says per shape whether two runs agree on the winner or on a tie within 2 % (exit 1 if not).
 
 The choice of winners and the database text are plain Python (no torch, no GPU); only
 `run` imports torch and the compiled library.
@@ -71,6 +78,74 @@ def choose_winners(results, tie=TIE_FRACTION):
             best = heuristics
         winners[key] = best
     return winners
+
+
+# --- Repeatability -----------------------------------------------------------------------
+
+
+def _knob_key(knobs):
+    return json.dumps(knobs, sort_keys=True)
+
+
+def compare_runs(first, second, tie=TIE_FRACTION):
+    """[(shape key, agree, text)] for two results documents of the same candidates: per
+    shape, the runs agree when they choose the same knobs, or when each run times the
+    other's winner within `tie` of its own (a tie, which the measurement cannot split)."""
+    def times(document):
+        by_shape = {}
+        for r in document["results"]:
+            if r.get("status") == STATUS_OK and r.get("time_ms") is not None:
+                by_shape.setdefault(shape_key(r["shape"]), {})[_knob_key(r["knobs"])] = r["time_ms"]
+        return by_shape
+
+    winners = [choose_winners(first["results"], tie), choose_winners(second["results"], tie)]
+    timed = [times(first), times(second)]
+    lines = []
+    for key in sorted(set(winners[0]) | set(winners[1])):
+        a, b = winners[0].get(key), winners[1].get(key)
+        if a is None or b is None:
+            lines.append((key, False, "no winner in %s" % ("the first run" if a is None else "the second run")))
+            continue
+        ka, kb = _knob_key(a["knobs"]), _knob_key(b["knobs"])
+        if ka == kb:
+            lines.append((key, True, "the same winner %s (%.4f and %.4f ms)" % (ka, a["time_ms"], b["time_ms"])))
+            continue
+        # Each run's time of the other run's winner, against its own winner's.
+        gaps = []
+        for run, own, other in ((0, a, kb), (1, b, ka)):
+            other_ms = timed[run].get(key, {}).get(other)
+            gaps.append(None if other_ms is None else other_ms / own["time_ms"] - 1)
+        agree = all(g is not None and g <= tie for g in gaps)
+        text = "winners %s (%.4f ms) and %s (%.4f ms); the other's winner %s" % (
+            ka, a["time_ms"], kb, b["time_ms"],
+            ", ".join("not timed" if g is None else "%+.1f %%" % (g * 100) for g in gaps))
+        lines.append((key, agree, ("a tie: " if agree else "") + text))
+    return lines
+
+
+# --- The pairs round -------------------------------------------------------------------
+
+STATUS_NOT_PAIRED = "not-paired"
+
+
+def fastest_single_knobs(results, count):
+    """The (knob, value) settings of the `count` fastest candidates of one shape that vary
+    one knob alone and ran and matched: the knobs `fslc tune --pairs` combines."""
+    singles = [r for r in results if r.get("status") == STATUS_OK and r.get("time_ms") is not None
+               and len(r.get("knobs", {})) == 1 and not r.get("heuristics")]
+    singles.sort(key=lambda r: r["time_ms"])
+    return [next(iter(r["knobs"].items())) for r in singles[:count]]
+
+
+def is_paired(candidate, selected):
+    """Whether a second-round candidate combines only knob settings in `selected`."""
+    return all((name, value) in selected for name, value in candidate["knobs"].items())
+
+
+def timing_order(candidates):
+    """A shape's candidates as the runner times them: the heuristics' first (the tie rule
+    needs its time), then the first round, then the pairs (chosen from the first round)."""
+    return sorted(candidates, key=lambda c: (not c.get("heuristics"), c.get("round", 1), c["id"]))
 
 
 # --- The database text -----------------------------------------------------------------
@@ -157,8 +232,106 @@ def update_database(text, entries):
     return "\n\n".join(chunks) + "\n"
 
 
+# --- Launch-time variants (fslc tune --variants) ------------------------------------------
+
+HEURISTICS_KEY = "heuristics"
+
+
+def geomean(values):
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def choose_variant_winners(results, duplicates, dims, tie=TIE_FRACTION):
+    """{guard key: winner, or None} for a run of launch-time variants (`fslc tune
+    --variants`): the shapes that share the sizes of `dims` (H = 4096 at every T) are one
+    variant, `when H == 4096`. A candidate's time there is the geometric mean over those
+    shapes, counted only when it ran and matched at all of them (a duplicate takes the time
+    of the candidate it is the same schedule as). The fastest wins, unless the heuristics'
+    own variants (the file without an entry) are within `tie` of it. A winner is
+    {"guard", "knobs", "heuristics", "time_ms", "heuristics_ms", "shapes", "rounds"}."""
+    by_id = {(shape_key(r["shape"]), r["id"]): r for r in results}
+    groups = {}
+
+    def group_of(shape):
+        guard = {d: shape[d] for d in dims}
+        return groups.setdefault(shape_key(guard), {"guard": guard, "shapes": set(), "times": {}, "knobs": {}})
+
+    def add(group, shape, key, knobs, result):
+        group["times"].setdefault(key, {})[shape_key(shape)] = result["time_ms"]
+        group["knobs"][key] = knobs
+
+    for r in results:
+        group = group_of(r["shape"])
+        group["shapes"].add(shape_key(r["shape"]))
+        if r.get("status") == STATUS_OK and r.get("time_ms") is not None:
+            add(group, r["shape"], HEURISTICS_KEY if r.get("heuristics") else _knob_key(r["knobs"]), r["knobs"], r)
+    for d in duplicates or []:
+        same = by_id.get((shape_key(d["shape"]), d["same_as"]))
+        if same is not None and same.get("status") == STATUS_OK and same.get("time_ms") is not None:
+            add(group_of(d["shape"]), d["shape"], _knob_key(d["knobs"]), d["knobs"], same)
+    rounds = max((len(r.get("rounds_ms", [])) for r in results), default=0) or 1
+    winners = {}
+    for key, group in groups.items():
+        complete = {c: geomean(list(t.values())) for c, t in group["times"].items() if set(t) == group["shapes"]}
+        if not complete:
+            winners[key] = None
+            continue
+        best = min(complete, key=lambda c: (complete[c], c != HEURISTICS_KEY))
+        baseline = complete.get(HEURISTICS_KEY)
+        if baseline is not None and complete[best] >= baseline * (1 - tie):
+            best = HEURISTICS_KEY
+        winners[key] = {"guard": group["guard"], "knobs": group["knobs"][best],
+                        "heuristics": best == HEURISTICS_KEY, "time_ms": complete[best],
+                        "heuristics_ms": baseline, "shapes": sorted(group["shapes"]), "rounds": rounds}
+    return winners
+
+
+def variant_measurement_text(winner, dims, peers, machine):
+    """The comment of a variant's entry: geometric means over the variant's shapes."""
+    others = [",".join(part for part in key.split(",") if part.split("=")[0] not in dims)
+              for key in winner["shapes"]]
+    over = "%d shape%s" % (len(others), "" if len(others) == 1 else "s")
+    if any(others):
+        over += ": " + ", ".join(others)
+    parts = ["measured: %.4f ms (geomean of %s; median of %d rounds each)" % (winner["time_ms"], over, winner["rounds"])]
+    if winner.get("heuristics_ms"):
+        parts.append("heuristics' variants %.4f ms (%+.1f %%)"
+                     % (winner["heuristics_ms"], (winner["time_ms"] / winner["heuristics_ms"] - 1) * 100))
+    names = sorted({name for key in winner["shapes"] for name in (peers or {}).get(key, {})})
+    for name in names:
+        times = [peers.get(key, {}).get(name) for key in winner["shapes"]]
+        if all(t is not None for t in times):
+            parts.append("peer %s %.4f ms" % (name, geomean(times)))
+    gpu = machine.get("gpu", "unknown GPU")
+    if machine.get("driver"):
+        gpu += ", driver %s" % machine["driver"]
+    parts.append(gpu)
+    if machine.get("date"):
+        parts.append(machine["date"])
+    return "; ".join(parts)
+
+
+def record_variants(results_document, database_text):
+    """The database with an entry `when H == N` for each variant whose winner is not the
+    heuristics' own variants (there the database needs no entry: they apply without one)."""
+    dims = results_document["variants"]
+    winners = choose_variant_winners(results_document["results"], results_document.get("duplicates"), dims)
+    entries = []
+    for key in sorted(winners):
+        winner = winners[key]
+        if winner is None or winner["heuristics"]:
+            continue
+        measurement = variant_measurement_text(winner, dims, results_document.get("peers", {}),
+                                               results_document.get("machine", {}))
+        entries.append(entry_text(results_document["fusion"], results_document["kind"],
+                                  results_document["target"], winner["guard"], winner["knobs"], measurement))
+    return update_database(database_text, entries) if entries else database_text
+
+
 def record(results_document, database_text):
     """The database text with the winners of a results document (`run`'s output)."""
+    if results_document.get("variants"):
+        return record_variants(results_document, database_text)
     results = results_document["results"]
     winners = choose_winners(results)
     entries = []
@@ -282,7 +455,8 @@ def _input_sets(torch, signature, shape, l2_bytes, seed):
     return [first] + [_make_inputs(torch, signature, shape, generator) for _ in range(count - 1)]
 
 
-def run(manifest_path, reference, peers=None, rounds=5, budget_s=60.0, rtol=None, seed=0, log=sys.stderr):
+def run(manifest_path, reference, peers=None, rounds=5, budget_s=60.0, rtol=None, seed=0, log=sys.stderr,
+        pairs=None):
     """Compiles, checks and times every candidate of a manifest; the results document."""
     import torch
     import fslc
@@ -300,18 +474,30 @@ def run(manifest_path, reference, peers=None, rounds=5, budget_s=60.0, rtol=None
         started = time.monotonic()
         shape = candidates[0]["shape"]
         sets = None
-        # The heuristics' candidate first: the tie rule needs its time.
-        for candidate in sorted(candidates, key=lambda c: not c.get("heuristics")):
+        shape_results, selected = [], None
+        for candidate in timing_order(candidates):
             result = {"id": candidate["id"], "shape": shape, "knobs": candidate["knobs"],
-                      "heuristics": candidate.get("heuristics", False)}
+                      "heuristics": candidate.get("heuristics", False), "round": candidate.get("round", 1)}
             results.append(result)
+            shape_results.append(result)
+            if result["round"] == 2:
+                if selected is None:
+                    selected = fastest_single_knobs(shape_results, pairs or manifest.get("pairs", 0))
+                    print("%s pairs of %s" % (key, selected), file=log)
+                if not is_paired(candidate, selected):
+                    result["status"] = STATUS_NOT_PAIRED
+                    continue
             if time.monotonic() - started > budget_s:
                 result["status"] = "over-budget"
                 continue
             try:
                 with open(os.path.join(directory, candidate["source"])) as f:
+                    # Variants run as compiled ahead of time: no size specialized.
+                    variants = manifest.get("variants")
                     program = fslc.load_text("%s_c%d" % (manifest["fusion"], candidate["id"]), f.read(),
-                                             target=manifest["target"], policy="all")
+                                             target=manifest["target"],
+                                             **({"runtime_dims": variants, "policy": "none"} if variants
+                                                else {"policy": "all"}))
                 fusion = program[manifest["fusion"]]
                 signature = fusion.signature
             except Exception as error:  # a candidate that does not compile is skipped
@@ -355,6 +541,9 @@ def run(manifest_path, reference, peers=None, rounds=5, budget_s=60.0, rtol=None
         "machine": {"gpu": driver.name, "driver": _driver_version(),
                     "date": datetime.date.today().isoformat()},
         "peers": peer_times, "results": results,
+        # What `record` needs of the manifest: the variants' dimensions, the duplicates.
+        **({"variants": manifest["variants"]} if manifest.get("variants") else {}),
+        "duplicates": manifest.get("duplicates", []),
     }
 
 
@@ -380,7 +569,14 @@ def main(argv=None):
     run_parser.add_argument("--rounds", type=int, default=5)
     run_parser.add_argument("--budget", type=float, default=60.0, help="seconds a shape")
     run_parser.add_argument("--rtol", type=float, default=None)
+    run_parser.add_argument("--pairs", type=int, default=None,
+                            help="how many of the fastest single knobs the second round pairs "
+                                 "(default: the manifest's, from fslc tune --pairs)")
     run_parser.add_argument("-o", "--output", required=True)
+    compare_parser = commands.add_parser(
+        "compare", help="whether two runs agree on each shape's winner (or a tie within 2 %%); exit 1 if not")
+    compare_parser.add_argument("first")
+    compare_parser.add_argument("second")
     record_parser = commands.add_parser("record", help="write the winners into a tuning database")
     record_parser.add_argument("results")
     record_parser.add_argument("-o", "--output", required=True, help="the database (updated if it exists)")
@@ -390,10 +586,22 @@ def main(argv=None):
         for spec in args.peer:
             name, _, function = spec.partition("=")
             peers[name] = _load_callable(function)
-        document = run(args.manifest, _load_callable(args.reference), peers, args.rounds, args.budget, args.rtol)
+        document = run(args.manifest, _load_callable(args.reference), peers, args.rounds, args.budget, args.rtol,
+                       pairs=args.pairs)
         with open(args.output, "w") as f:
             json.dump(document, f, indent=2)
         return 0
+    if args.command == "compare":
+        documents = []
+        for path in (args.first, args.second):
+            with open(path) as f:
+                documents.append(json.load(f))
+        lines = compare_runs(*documents)
+        for key, agree, text in lines:
+            print("%s: %s: %s" % (key, "agree" if agree else "DISAGREE", text))
+        disagree = sum(1 for _, agree, _ in lines if not agree)
+        print("%d of %d shapes agree" % (len(lines) - disagree, len(lines)))
+        return 1 if disagree else 0
     with open(args.results) as f:
         document = json.load(f)
     existing = ""

@@ -1,11 +1,13 @@
-"""References and peers for `python -m fslc.tune run` over the examples' matrix products.
+"""References and peers for `python -m fslc.tune run`: the examples' matrix products and the
+normalizations of stdlib/std/norms.fsl (rms_norm, rms_norm_add, layer_norm, softmax).
 
     python -m fslc.tune run DIR/manifest.json --reference tune_references:matmul \
         --peer cublas=tune_references:cublas -o results.json        (tests/bench on PYTHONPATH)
 
 A reference takes the inputs as float64 tensors by name and the shape, and returns the
 outputs by name; a peer takes the (bf16) inputs and the shape and runs the PyTorch call the
-fusion replaces.
+fusion replaces (for the norms: the eager library call, and torch.compile(dynamic=False) of
+the fusion's math).
 """
 import torch
 import torch.nn.functional as F
@@ -27,3 +29,126 @@ def cublas(t, shape):
 
 def linear_gelu(t, shape):
     return F.gelu(F.linear(t["a"], t["w"], t["bias"]), approximate="tanh")
+
+
+# --- The normalizations of stdlib/std/norms.fsl -----------------------------------------
+#
+#     fslc tune stdlib/std/norms.fsl --fusion rms_norm --shapes "T=4096,H=4096;..." -o tune/
+#     python -m fslc.tune run tune/manifest.json --reference tune_references:rms_norm \
+#         --peer eager=tune_references:rms_norm_eager \
+#         --peer compile=tune_references:rms_norm_compiled -o results.json
+#
+# The references are the fusions' math in float64 with their default eps (the runner passes
+# tensors only, so the scalars keep their defaults). rms_norm_add's residual is inout: the
+# reference returns its new value (x + residual) with y. The shape is {"T", "H"} ({"T", "S"}
+# for softmax); the math reads the sizes from the tensors.
+
+RMS_EPS = 1e-6  # stdlib/std/norms.fsl: rms_norm and rms_norm_add
+LAYER_EPS = 1e-5  # layer_norm
+
+
+def rms_norm(t, shape):
+    """y = x / sqrt(mean(x^2) + eps) * weight."""
+    x = t["x"]
+    return {"y": x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + RMS_EPS) * t["weight"]}
+
+
+def rms_norm_add(t, shape):
+    """h = x + residual; residual = h; y = h / sqrt(mean(h^2) + eps) * weight."""
+    h = t["x"] + t["residual"]
+    return {"residual": h, "y": h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + RMS_EPS) * t["weight"]}
+
+
+def layer_norm(t, shape):
+    """y = (x - mean) / sqrt(var + eps) * gamma + beta, var the biased variance."""
+    x = t["x"]
+    d = x - x.mean(-1, keepdim=True)
+    return {"y": d * torch.rsqrt(d.pow(2).mean(-1, keepdim=True) + LAYER_EPS) * t["gamma"] + t["beta"]}
+
+
+def softmax(t, shape):
+    """y = exp(x - max(x)) / sum(exp(x - max(x))) over the row."""
+    x = t["x"]
+    e = torch.exp(x - x.amax(-1, keepdim=True))
+    return {"y": e / e.sum(-1, keepdim=True)}
+
+
+# Eager peers: the PyTorch library calls a model makes (bf16 in, bf16 out).
+
+def rms_norm_eager(t, shape):
+    x = t["x"]
+    return F.rms_norm(x, (x.shape[-1],), t["weight"], RMS_EPS)
+
+
+def rms_norm_add_eager(t, shape):
+    residual = t["residual"]
+    residual.add_(t["x"])
+    return F.rms_norm(residual, (residual.shape[-1],), t["weight"], RMS_EPS)
+
+
+def layer_norm_eager(t, shape):
+    x = t["x"]
+    return F.layer_norm(x, (x.shape[-1],), t["gamma"], t["beta"], LAYER_EPS)
+
+
+def softmax_eager(t, shape):
+    return torch.softmax(t["x"], dim=-1)
+
+
+# torch.compile(dynamic=False) peers: the fusions' own math (f32 inside, bf16 out), as
+# Inductor fuses it. The runner's warm-up calls compile (outside the timed graph); each
+# shape is a static recompilation, so dynamo's limit on recompilations of one function is
+# raised above the 54 shapes of a norm's sweep (at the limit it would fall back to eager).
+
+def _math_rms_norm(x, weight):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + RMS_EPS) * weight.float()).to(x.dtype)
+
+
+def _math_rms_norm_add(x, residual, weight):
+    h = x.float() + residual.float()
+    residual.copy_(h.to(residual.dtype))
+    return (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + RMS_EPS) * weight.float()).to(x.dtype)
+
+
+def _math_layer_norm(x, gamma, beta):
+    xf = x.float()
+    d = xf - xf.mean(-1, keepdim=True)
+    y = d * torch.rsqrt(d.pow(2).mean(-1, keepdim=True) + LAYER_EPS) * gamma.float() + beta.float()
+    return y.to(x.dtype)
+
+
+def _math_softmax(x):
+    xf = x.float()
+    e = torch.exp(xf - xf.amax(-1, keepdim=True))
+    return (e / e.sum(-1, keepdim=True)).to(x.dtype)
+
+
+_COMPILED = {}
+
+
+def _compiled(math):
+    """torch.compile(math, dynamic=False), made once."""
+    if math not in _COMPILED:
+        import torch._dynamo
+        for limit in ("cache_size_limit", "recompile_limit"):
+            if hasattr(torch._dynamo.config, limit):
+                setattr(torch._dynamo.config, limit, max(getattr(torch._dynamo.config, limit), 1024))
+        _COMPILED[math] = torch.compile(math, dynamic=False)
+    return _COMPILED[math]
+
+
+def rms_norm_compiled(t, shape):
+    return _compiled(_math_rms_norm)(t["x"], t["weight"])
+
+
+def rms_norm_add_compiled(t, shape):
+    return _compiled(_math_rms_norm_add)(t["x"], t["residual"], t["weight"])
+
+
+def layer_norm_compiled(t, shape):
+    return _compiled(_math_layer_norm)(t["x"], t["gamma"], t["beta"])
+
+
+def softmax_compiled(t, shape):
+    return _compiled(_math_softmax)(t["x"])

@@ -68,6 +68,128 @@ class Winners(unittest.TestCase):
         self.assertEqual(winners[tune.shape_key(SMALL)]["id"], 1)
 
 
+class Compare(unittest.TestCase):
+    def document(self, *results):
+        return {"fusion": "matmul", "kind": "matmul", "target": "h200", "results": list(results)}
+
+    def run_compare(self, first, second):
+        paths = []
+        for index, document in enumerate((first, second)):
+            paths.append(os.path.join(WORK or ".", "compare-%d.json" % index))
+            with open(paths[-1], "w") as f:
+                json.dump(document, f)
+        import contextlib
+        import io
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = tune.main(["compare"] + paths)
+        return code, out.getvalue()
+
+    def test_the_same_winner_agrees(self):
+        first = self.document(result(0, 1.0, knobs={}, heuristics=True), result(1, 0.9, knobs={"stages": 3}))
+        second = self.document(result(5, 1.01, knobs={}, heuristics=True), result(6, 0.92, knobs={"stages": 3}))
+        code, out = self.run_compare(first, second)
+        self.assertEqual(code, 0)
+        self.assertIn('K=5120,M=4096,N=14336: agree: the same winner {"stages": 3}', out)
+        self.assertIn("1 of 1 shapes agree", out)
+
+    def test_a_tie_within_two_percent_agrees(self):
+        first = self.document(result(0, 1.0, knobs={}, heuristics=True), result(1, 0.90, knobs={"stages": 3}),
+                              result(2, 0.91, knobs={"tile_n": 128}))
+        second = self.document(result(0, 1.0, knobs={}, heuristics=True), result(1, 0.91, knobs={"stages": 3}),
+                               result(2, 0.90, knobs={"tile_n": 128}))
+        code, out = self.run_compare(first, second)
+        self.assertEqual(code, 0)
+        self.assertIn("agree: a tie: winners", out)
+
+    def test_different_winners_apart_disagree(self):
+        first = self.document(result(0, 1.0, knobs={}, heuristics=True), result(1, 0.80, knobs={"stages": 3}),
+                              result(2, 0.90, knobs={"tile_n": 128}), result(3, 0.5, shape=SMALL))
+        second = self.document(result(0, 1.0, knobs={}, heuristics=True), result(1, 0.90, knobs={"stages": 3}),
+                               result(2, 0.80, knobs={"tile_n": 128}), result(3, 0.5, shape=SMALL))
+        code, out = self.run_compare(first, second)
+        self.assertEqual(code, 1)
+        self.assertIn("K=5120,M=4096,N=14336: DISAGREE: winners", out)
+        self.assertIn("+12.5 %, +12.5 %", out)
+        self.assertIn("K=4096,M=64,N=4096: agree", out)
+        self.assertIn("1 of 2 shapes agree", out)
+
+    def test_a_winner_missing_from_the_other_run_disagrees(self):
+        first = self.document(result(0, 1.0, knobs={}, heuristics=True), result(1, 0.90, knobs={"stages": 3}))
+        second = self.document(result(0, 0.9, knobs={}, heuristics=True),
+                               result(1, None, knobs={"stages": 3}, status="launch-error"))
+        code, out = self.run_compare(first, second)
+        self.assertEqual(code, 1)
+        self.assertIn("not timed", out)
+        first = self.document(result(0, None, knobs={}, heuristics=True, status="compile-error"))
+        code, out = self.run_compare(first, second)
+        self.assertEqual(code, 1)
+        self.assertIn("no winner in the first run", out)
+
+
+class Pairs(unittest.TestCase):
+    def test_the_fastest_single_knobs_that_ran(self):
+        results = [result(0, 1.0, knobs={}, heuristics=True), result(1, 0.9, knobs={"stages": 3}),
+                   result(2, 0.8, knobs={"tile_n": 128}), result(3, 0.5, knobs={"swizzle": 4}, status="mismatch"),
+                   result(4, 0.95, knobs={"pingpong": False}), result(5, 0.7, knobs={"tile_n": 192, "stages": 3})]
+        self.assertEqual(tune.fastest_single_knobs(results, 2), [("tile_n", 128), ("stages", 3)])
+        self.assertEqual(tune.fastest_single_knobs(results, 5), [("tile_n", 128), ("stages", 3), ("pingpong", False)])
+
+    def test_a_pair_is_timed_when_both_knobs_were_selected(self):
+        selected = [("tile_n", 128), ("stages", 3)]
+        self.assertTrue(tune.is_paired({"knobs": {"tile_n": 128, "stages": 3}}, selected))
+        self.assertFalse(tune.is_paired({"knobs": {"tile_n": 128, "stages": 4}}, selected))
+        self.assertFalse(tune.is_paired({"knobs": {"tile_n": 192, "swizzle": 8}}, selected))
+
+    def test_timing_order(self):
+        candidates = [{"id": 3, "round": 2}, {"id": 1, "round": 1}, {"id": 0, "round": 1, "heuristics": True},
+                      {"id": 2}]
+        self.assertEqual([c["id"] for c in tune.timing_order(candidates)], [0, 1, 2, 3])
+
+
+def row(id, time_ms, T, H, knobs=None, heuristics=False, status="ok"):
+    return result(id, time_ms, shape={"T": T, "H": H}, knobs=knobs if knobs is not None else {},
+                  heuristics=heuristics, status=status)
+
+
+class Variants(unittest.TestCase):
+    def test_one_winner_a_guard_by_the_geometric_mean(self):
+        # H = 4096 at T = 1 and 1024: the guarded variant with no knob is faster in the geometric mean
+        # (0.8 and 8.0 against 1.0 and 8.5), the vector width 4 is faster at T = 1 only and missed T = 1024.
+        results = [row(0, 1.0, 1, 4096, heuristics=True), row(1, 0.8, 1, 4096), row(2, 0.5, 1, 4096, {"vector_width": 4}),
+                   row(3, 8.5, 1024, 4096, heuristics=True), row(4, 8.0, 1024, 4096),
+                   row(5, 7.0, 1024, 4096, {"vector_width": 4}, status="mismatch")]
+        winners = tune.choose_variant_winners(results, [], ["H"])
+        winner = winners["H=4096"]
+        self.assertEqual((winner["guard"], winner["knobs"], winner["heuristics"]), ({"H": 4096}, {}, False))
+        self.assertAlmostEqual(winner["time_ms"], (0.8 * 8.0) ** 0.5)
+        self.assertAlmostEqual(winner["heuristics_ms"], (1.0 * 8.5) ** 0.5)
+        self.assertEqual(winner["shapes"], ["H=4096,T=1", "H=4096,T=1024"])
+
+    def test_a_duplicate_takes_its_twins_time(self):
+        # At T = 1024 the vector width 4 came out as candidate 4's schedule: it has that time.
+        results = [row(0, 1.0, 1, 4096, heuristics=True), row(1, 0.9, 1, 4096), row(2, 0.5, 1, 4096, {"vector_width": 4}),
+                   row(3, 8.5, 1024, 4096, heuristics=True), row(4, 8.0, 1024, 4096)]
+        duplicates = [{"shape": {"T": 1024, "H": 4096}, "knobs": {"vector_width": 4}, "same_as": 4}]
+        winner = tune.choose_variant_winners(results, duplicates, ["H"])["H=4096"]
+        self.assertEqual(winner["knobs"], {"vector_width": 4})
+        self.assertAlmostEqual(winner["time_ms"], (0.5 * 8.0) ** 0.5)
+
+    def test_the_heuristics_variants_within_the_tie_stay_and_need_no_entry(self):
+        results = [row(0, 1.0, 1, 8192, heuristics=True), row(1, 0.99, 1, 8192),
+                   row(2, 1.0, 1, 4096, heuristics=True), row(3, 0.9, 1, 4096, {"vector_width": 4})]
+        document = {"fusion": "rms", "kind": "inner_persistent", "target": "h200", "variants": ["H"],
+                    "machine": {"gpu": "NVIDIA H200", "driver": "12.6", "date": "2026-12-02"},
+                    "peers": {"H=4096,T=1": {"eager": 2.0}}, "results": results, "duplicates": []}
+        self.assertTrue(tune.choose_variant_winners(results, [], ["H"])["H=8192"]["heuristics"])
+        text = tune.record(document, "")
+        self.assertEqual(text, "// target: h200\n// measured: 0.9000 ms (geomean of 1 shape: T=1; median of 5 rounds "
+                               "each); heuristics' variants 1.0000 ms (-10.0 %); peer eager 2.0000 ms; NVIDIA H200, "
+                               "driver 12.6; 2026-12-02\nschedule rms when H == 4096 = auto(inner_persistent) {\n"
+                               "    vector_width = 4;\n}\n")
+        self.assertEqual(tune.record(dict(document, results=results[:2]), "// kept\n"), "// kept\n")
+
+
 class DatabaseText(unittest.TestCase):
     def test_entry(self):
         text = tune.entry_text("matmul", "matmul", "h200", SHAPE, {"tile_n": 224, "pingpong": False},
@@ -203,6 +325,75 @@ class EndToEnd(unittest.TestCase):
         self.assertIn("// from the tuning database %s:" % database, printed)
         block = printed.split("schedule matmul when K == 5120 && M == 4096 && N == 14336 {", 1)[1].split("}")[0]
         self.assertIn("tile (128, 128, 64)", block)
+
+
+@unittest.skipUnless(FSLC, "needs fslc")
+class PairsRound(unittest.TestCase):
+    def test_the_manifest_holds_both_rounds(self):
+        source = os.path.join(REPO, "tests", "lit", "tune", "Inputs", "rms.fsl")
+        out = os.path.join(WORK, "pairs")
+        subprocess.run([FSLC, "tune", source, "--fusion", "rms", "--shapes", "T=4096,H=4096", "--pairs", "2",
+                        "-o", out], check=True, stdout=subprocess.DEVNULL)
+        with open(os.path.join(out, "manifest.json")) as f:
+            manifest = json.load(f)
+        self.assertEqual(manifest["pairs"], 2)
+        first = [c for c in manifest["candidates"] if c["round"] == 1]
+        second = [c for c in manifest["candidates"] if c["round"] == 2]
+        self.assertTrue(all(len(c["knobs"]) <= 1 for c in first))
+        self.assertTrue(second and all(len(c["knobs"]) == 2 for c in second))
+        # The two fastest single knobs (a fake measurement) select the pairs the runner times:
+        # those that combine exactly them, and nothing else.
+        singles = [c for c in first if c["knobs"]]
+        timed = [dict(c, status="ok", time_ms=1.0 - 0.01 * index) for index, c in enumerate(singles)]
+        selected = tune.fastest_single_knobs(timed, manifest["pairs"])
+        self.assertEqual(len(selected), 2)
+        chosen = [c for c in second if tune.is_paired(c, selected)]
+        for c in chosen:
+            self.assertEqual(sorted(c["knobs"].items()), sorted(selected))
+        self.assertLessEqual(len(chosen), 1)
+
+
+@unittest.skipUnless(FSLC, "needs fslc")
+class VariantsEndToEnd(unittest.TestCase):
+    def test_tune_record_and_compile_variants(self):
+        source = os.path.join(REPO, "tests", "lit", "tune", "Inputs", "rms-runtime.fsl")
+        out = os.path.join(WORK, "variants")
+        subprocess.run([FSLC, "tune", source, "--fusion", "rms", "--shapes", "T=1,H=4096;T=1024,H=4096;T=1,H=8192",
+                        "--variants", "H", "-o", out], check=True, stdout=subprocess.DEVNULL)
+        with open(os.path.join(out, "manifest.json")) as f:
+            manifest = json.load(f)
+        self.assertEqual(manifest["variants"], ["H"])
+        # A fake measurement: at H = 4096 the variant under the guard beats the heuristics' own
+        # variants by 10 %, at H = 8192 by 1 % (a tie: no entry).
+        results = []
+        for c in manifest["candidates"]:
+            fast = 0.9 if c["shape"]["H"] == 4096 else 0.99
+            results.append({"id": c["id"], "shape": c["shape"], "knobs": c["knobs"], "heuristics": c["heuristics"],
+                            "status": "ok", "time_ms": 1.0 if c["heuristics"] else fast, "rounds_ms": [1.0] * 5})
+            self.assertEqual(c.get("guard"), None if c["heuristics"] else "H == %d" % c["shape"]["H"])
+        document = {"fusion": "rms", "kind": manifest["kind"], "target": manifest["target"], "variants": ["H"],
+                    "machine": {"gpu": "NVIDIA H200"}, "peers": {}, "results": results,
+                    "duplicates": manifest["duplicates"]}
+        results_path = os.path.join(WORK, "variant-results.json")
+        with open(results_path, "w") as f:
+            json.dump(document, f)
+        database = os.path.join(WORK, "variants.fsl")
+        if os.path.exists(database):
+            os.remove(database)
+        tune.main(["record", results_path, "-o", database])
+        with open(database) as f:
+            text = f.read()
+        self.assertIn("schedule rms when H == 4096 = auto(inner_persistent);", text)
+        self.assertNotIn("H == 8192", text)
+        printed = subprocess.run([FSLC, "--emit=schedule", "--tuning-db", database, source], check=True,
+                                 capture_output=True, text=True).stdout
+        self.assertIn("// from the tuning database %s:" % database, printed)
+        self.assertIn("schedule rms when H == 4096 {", printed)
+        self.assertIn("H != 4096 {", printed)  # the heuristics' variants, cut around the entry
+        simulated = subprocess.run([FSLC, "--simulate", "T=2,H=4096", "--tuning-db", database, source], check=True,
+                                   capture_output=True, text=True).stdout
+        self.assertIn("simulate rms (rms_v0): T=2, H=4096", simulated)
+        self.assertIn("matches the float64 reference", simulated)
 
 
 if __name__ == "__main__":
