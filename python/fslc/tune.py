@@ -352,6 +352,21 @@ def record(results_document, database_text):
 # --- The runner (needs torch and a GPU) ------------------------------------------------
 
 
+def with_static_sizes(text, fusion, shape):
+    """`text` with the static sizes of `fusion`'s declaration (`fusion f<H = 4096>`) set to
+    the shape's values; dimensions the shape does not give keep their sizes."""
+    pattern = re.compile(r"(\bfusion\s+%s\s*<)([^>]*)(>)" % re.escape(fusion))
+
+    def sizes(match):
+        def one(dim):
+            name = dim.group(1)
+            return "%s = %d" % (name, shape[name]) if name in shape else dim.group(0)
+
+        return match.group(1) + re.sub(r"(\w+)\s*=\s*\d+", one, match.group(2)) + match.group(3)
+
+    return pattern.sub(sizes, text, count=1)
+
+
 def _torch_dtype(torch, name):
     return {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
             "f64": torch.float64, "i32": torch.int32, "i64": torch.int64, "bool": torch.bool}[name]
@@ -492,12 +507,18 @@ def run(manifest_path, reference, peers=None, rounds=5, budget_s=60.0, rtol=None
                 continue
             try:
                 with open(os.path.join(directory, candidate["source"])) as f:
-                    # Variants run as compiled ahead of time: no size specialized.
-                    variants = manifest.get("variants")
-                    program = fslc.load_text("%s_c%d" % (manifest["fusion"], candidate["id"]), f.read(),
-                                             target=manifest["target"],
-                                             **({"runtime_dims": variants, "policy": "none"} if variants
-                                                else {"policy": "all"}))
+                    text = f.read()
+                # Variants run as compiled ahead of time: no size specialized. Otherwise the
+                # fusion's static sizes are the shape's (knobs such as vector_width need them
+                # static when the program is checked) and the others are specialized.
+                variants = manifest.get("variants")
+                if variants:
+                    options = {"runtime_dims": variants, "policy": "none"}
+                else:
+                    text = with_static_sizes(text, manifest["fusion"], shape)
+                    options = {"runtime_dims": None, "policy": "all"}
+                program = fslc.load_text("%s_c%d" % (manifest["fusion"], candidate["id"]), text,
+                                         target=manifest["target"], **options)
                 fusion = program[manifest["fusion"]]
                 signature = fusion.signature
             except Exception as error:  # a candidate that does not compile is skipped

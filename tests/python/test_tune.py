@@ -68,6 +68,28 @@ class Winners(unittest.TestCase):
         self.assertEqual(winners[tune.shape_key(SMALL)]["id"], 1)
 
 
+class StaticSizes(unittest.TestCase):
+    """The runner gives a candidate's fusion the shape's static sizes (knobs such as
+    vector_width are checked against them when the program loads)."""
+
+    TEXT = ("fusion rms_norm<H = 4096>(x: bf16[T, H]) -> (y: bf16[T, H]) { y = x; }\n"
+            "fusion rms_norm_add<H = 4096>(x: bf16[T, H]) -> (y: bf16[T, H]) { y = x; }\n")
+
+    def test_only_the_tuned_fusion_and_the_shapes_dimensions(self):
+        text = tune.with_static_sizes(self.TEXT, "rms_norm", {"H": 2048, "T": 1024})
+        self.assertIn("fusion rms_norm<H = 2048>", text)
+        self.assertIn("fusion rms_norm_add<H = 4096>", text)
+
+    def test_dimensions_the_shape_does_not_give_keep_their_sizes(self):
+        text = tune.with_static_sizes("fusion mm<M = 4, N = 8>(a: f32[M]) -> (y: f32[M]) { y = a; }",
+                                      "mm", {"N": 16, "K": 3})
+        self.assertIn("fusion mm<M = 4, N = 16>", text)
+
+    def test_a_fusion_without_static_sizes_is_unchanged(self):
+        text = "fusion f(x: f32[T]) -> (y: f32[T]) { y = x; }"
+        self.assertEqual(tune.with_static_sizes(text, "f", {"T": 8}), text)
+
+
 class Compare(unittest.TestCase):
     def document(self, *results):
         return {"fusion": "matmul", "kind": "matmul", "target": "h200", "results": list(results)}
