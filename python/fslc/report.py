@@ -195,26 +195,30 @@ def svg_plot(title, y_label, labels, series, roofline=None, width=None, height=5
     return "\n".join(out) + "\n"
 
 
-def plots(document, peak_tflops=None, bandwidth_gbps=None):
-    """{file name: SVG text} for one document."""
+def plots(document, peak_tflops=None, bandwidth_gbps=None, stem=None):
+    """{file name: SVG text} for one document, named `<stem>-time.svg` (the stem: the
+    fusion's name unless given)."""
     roof = document.get("roofline", {})
     peak_tflops = peak_tflops or roof.get("peak_tflops")
     bandwidth_gbps = bandwidth_gbps or roof.get("bandwidth_gbps")
     series, shapes = series_of(document)
     keys = sorted(shapes, key=lambda k: (shape_size(shapes[k]), k))
     fusion = document.get("fusion", "fusion")
+    stem = stem or fusion
     machine = document.get("machine", {}).get("gpu", "")
     suffix = " on %s" % machine if machine else ""
     times = {name: [points.get(k) for k in keys] for name, points in series.items()}
     works = [work_of(document, k, shapes[k]) for k in keys]
     roof_ms = [roofline_ms(w, peak_tflops, bandwidth_gbps) for w in works]
-    files = {"%s-time.svg" % fusion: svg_plot("%s: time%s" % (fusion, suffix), "milliseconds (lower is better)",
+    if stem != fusion:
+        suffix += " (%s)" % stem
+    files = {"%s-time.svg" % stem: svg_plot("%s: time%s" % (fusion, suffix), "milliseconds (lower is better)",
                                                keys, times, roof_ms)}
     if all(w and w.get("flops") for w in works) and keys:
         rates = {name: [None if ms is None else w["flops"] / (ms * 1e-3) / 1e12 for ms, w in zip(ys, works)]
                  for name, ys in times.items()}
         roof_rate = [None if ms is None else w["flops"] / (ms * 1e-3) / 1e12 for ms, w in zip(roof_ms, works)]
-        files["%s-tflops.svg" % fusion] = svg_plot("%s: TFLOP/s%s" % (fusion, suffix), "TFLOP/s (higher is better)",
+        files["%s-tflops.svg" % stem] = svg_plot("%s: TFLOP/s%s" % (fusion, suffix), "TFLOP/s (higher is better)",
                                                    keys, rates, roof_rate)
     return files
 
@@ -263,7 +267,13 @@ def main(argv=None):
     for path in args.results:
         with open(path) as f:
             documents.append(json.load(f))
-        for name, text in plots(documents[-1], args.peak_tflops, args.bandwidth_gbps).items():
+    # A fusion with one document: its plots are named by the fusion; with several (runs
+    # kept side by side), each by its file's name, so that none overwrites another.
+    fusions = [d.get("fusion", "fusion") for d in documents]
+    for document, path in zip(documents, args.results):
+        fusion = document.get("fusion", "fusion")
+        stem = fusion if fusions.count(fusion) == 1 else os.path.splitext(os.path.basename(path))[0]
+        for name, text in plots(document, args.peak_tflops, args.bandwidth_gbps, stem).items():
             with open(os.path.join(args.output, name), "w") as f:
                 f.write(text)
             print(os.path.join(args.output, name))

@@ -62,6 +62,26 @@ def per_call_us(call):
     return statistics.median(times)
 
 
+def paired_us(reference, candidate):
+    """Both calls timed as per_call_us does, round by round alternated (reference, then
+    candidate), so that a slower or faster moment of the host weighs on both: the medians
+    of each and the median of the per-round ratios candidate / reference."""
+    for call in (reference, candidate):
+        for _ in range(50):
+            call()
+    torch.cuda.synchronize()
+    times = {reference: [], candidate: []}
+    for _ in range(args.rounds):
+        for call in (reference, candidate):
+            start = time.perf_counter_ns()
+            for _ in range(args.calls):
+                call()
+            times[call].append((time.perf_counter_ns() - start) / args.calls / 1e3)
+            torch.cuda.synchronize()
+    ratios = [c / r for r, c in zip(times[reference], times[candidate])]
+    return statistics.median(times[reference]), statistics.median(times[candidate]), statistics.median(ratios)
+
+
 def randn(*shape):
     return torch.randn(*shape, device="cuda").to(torch.bfloat16)
 
@@ -103,6 +123,8 @@ def main():
                 f(*call_args)
                 row[path] = per_call_us(lambda: f(*call_args))
                 row[path + "_op"] = per_call_us(lambda: f.op(*call_args))
+                if path == "compiled":
+                    row["paired"] = paired_us(reference, lambda: f(*call_args))
             except Exception as error:  # noqa: BLE001 (a row that cannot run says why)
                 print("%s through %s: %s: %s" % (name, path, type(error).__name__, error), flush=True)
                 row[path] = row[path + "_op"] = None
@@ -118,6 +140,16 @@ def main():
     print("Host µs per eager call at T = 1 (M = 1), H = %d; torch %s, CUDA %s, %s; median of %d rounds "
           "of %d calls" % (H, torch.__version__, torch.version.cuda, torch.cuda.get_device_name(),
                            args.rounds, args.calls))
+    print()
+    print("Alternated round by round with the PyTorch call (the ratio: the median of the rounds' ratios):")
+    print()
+    print("| op | PyTorch call | PyTorch µs | compiled `prog.f` µs | ratio |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        if r.get("paired"):
+            print("| %s | %s | %.1f | %.1f | %.2fx |" % ((r["op"], r["torch"]) + tuple(r["paired"])))
+    print()
+    print("Each timed alone:")
     print()
     print("| op | PyTorch call | PyTorch µs | compiled `prog.f` µs (ratio) | compiled `torch.ops` µs "
           "(ratio) | ctypes `prog.f` µs (ratio) | ctypes `torch.ops` µs (ratio) |")
