@@ -21,9 +21,9 @@ cmake --build "$build" --target fslc fsl_unit_tests fsl_fuzz_driver
 
 source "$root/scripts/sanitizer-env.sh"
 # The sanitized simulator runs a matrix product about 13 times slower than the release
-# build (1.2 s against 16.6 s of CPU for one stream-K case of matmul/stream-k.test), so the
-# eight lit tests that simulate the largest products many times (each 18-73 s in the
-# release build) run only in the release build's suite; the other matmul tests simulate the same wgmma, TMA and
-# mbarrier code at smaller sizes under the sanitizers.
+# build (16.6 s against 1.2 s of CPU for one stream-K case of matmul/stream-k.test), so
+# the eight lit tests that simulate the largest products many times (each 18-73 s in the
+# release build) run only in the release build's suite; the other matmul tests simulate
+# the same wgmma, TMA and mbarrier code at smaller sizes under the sanitizers.
 export LIT_FILTER_OUT='matmul/(stream-k|pingpong|epilogues|examples|kn|two-products)\.test|heuristics/(long-rows|matmul-knobs)\.test'
 ctest --test-dir "$build" --output-on-failure -R '^(unit|lit|robustness)$'
