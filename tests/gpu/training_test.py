@@ -151,8 +151,7 @@ def std_program(name, **options):
 norms = std_program("norms.fsl")
 losses = std_program("losses.fsl")
 ropes = std_program("rope.fsl")
-# SwiGLU's and GeGLU's H (the width of y) is given by no input: it stays static (11008).
-glus = std_program("activations.fsl", runtime_dims=None)
+glus = std_program("activations.fsl")
 
 
 def leaf(t):
@@ -270,13 +269,13 @@ def rope_autograd_case(T, D):
                   ref, [x, cos, sin], [dy], [0])
 
 
-def glu_autograd_case(T):
-    H = 11008
+def glu_autograd_case(T, H):
     x = randn(T, 2 * H, seed=T + 2)
+    like = torch.empty(H, device="cuda", dtype=torch.bfloat16)  # gives H to the forward
     dy = randn(T, H, seed=12, dtype=torch.float64)
-    autograd_case("swiglu T=%d H=%d" % (T, H), lambda x: glus.swiglu(x),
+    autograd_case("swiglu T=%d H=%d" % (T, H), lambda x: glus.swiglu(x, like),
                   lambda x: F.silu(x[:, :H]) * x[:, H:], [x], [dy], [0])
-    autograd_case("geglu T=%d H=%d" % (T, H), lambda x: glus.geglu(x),
+    autograd_case("geglu T=%d H=%d" % (T, H), lambda x: glus.geglu(x, like),
                   lambda x: F.gelu(x[:, :H]) * x[:, H:], [x], [dy], [0])
 
 
@@ -287,8 +286,8 @@ for T, V, smoothing in [(1, 32000, 0.0), (7, 1001, 0.1), (64, 32000, 0.0), (13, 
     run("autograd cross_entropy T=%d V=%d" % (T, V), lambda: xent_autograd_case(T, V, smoothing))
 for T, D in [(1, 128), (9, 66), (512, 128)]:
     run("autograd rope T=%d D=%d" % (T, D), lambda: rope_autograd_case(T, D))
-for T in [1, 7]:
-    run("autograd swiglu/geglu T=%d" % T, lambda: glu_autograd_case(T))
+for T, H in [(1, 4096), (7, 11008), (33, 77)]:
+    run("autograd swiglu/geglu T=%d H=%d" % (T, H), lambda: glu_autograd_case(T, H))
 
 print("%d checks, %d passed, %d failed" % (len(results), sum(results), len(results) - sum(results)))
 sys.exit(0 if all(results) else 1)
