@@ -130,7 +130,8 @@ struct LaunchPlan {
   /// Fusion dimensions in order: a static one has its extent.
   std::vector<std::pair<std::string, std::optional<int64_t>>> dims;
   std::vector<std::string> reduced;
-  std::vector<std::string> backward; // the fusions computing its gradients
+  /// The fusions computing its gradients (a `backward` clause; signatures only).
+  std::vector<std::string> backward;
   std::vector<PlanTensor> tensors; // in the launcher's order
   std::vector<PlanScalar> scalars; // in the launcher's order
   std::vector<PlanWorkspace> workspaces;
