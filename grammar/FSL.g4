@@ -29,9 +29,11 @@ importDecl : IMPORT STRING SEMI ;
 fnDecl : FN name LPAREN (name (COMMA name)*)? RPAREN ASSIGN expr SEMI ;
 
 // fusion f<H = 4096>(x: bf16[T, H], eps: f32 = 1e-6) -> (y: bf16[T, H]) { ... }
+// `backward g, h` names the fusions that compute f's gradients (docs/language.md, Gradients).
 fusionDecl
     : FUSION name staticDims? LPAREN (param (COMMA param)*)? COMMA? RPAREN
       (ARROW LPAREN output (COMMA output)* COMMA? RPAREN)?
+      (K_BACKWARD backward+=name (COMMA backward+=name)*)?
       fusionBody
     ;
 
@@ -166,7 +168,7 @@ name
     | K_PRODUCER | K_CONSUMERS | K_REGS | K_TILES | K_ONE_PER_CTA | K_SWIZZLE
     | K_STREAM_K | K_SPLIT_K | K_CLUSTER | K_MULTICAST | K_SWAP_AB | K_EPILOGUE | K_TMA_STORE
     | K_REDUCE | K_ONE_PASS | K_TWO_PASS | K_FAST_EXP | K_FAST_TANH | K_FAST_DIV
-    | K_FROM
+    | K_FROM | K_BACKWARD
     ;
 
 // ---------------------------------------------------------------------------
@@ -219,6 +221,7 @@ K_FAST_EXP : 'fast_exp' ;
 K_FAST_TANH : 'fast_tanh' ;
 K_FAST_DIV : 'fast_div' ;
 K_FROM : 'from' ;
+K_BACKWARD : 'backward' ;
 K_MMA : 'mma' ;
 K_TILE : 'tile' ;
 K_WARP : 'warp' ;

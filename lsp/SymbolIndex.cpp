@@ -194,6 +194,9 @@ private:
       add({Symbol::Kind::Value, output.name.text, name}, output.name.range, true);
       indexType(output.type, name);
     }
+    // `backward g, h`: references to fusions of this file.
+    for (const ast::Name &backward : fusion.backward)
+      add({Symbol::Kind::Fusion, backward.text, analysis_.path()}, backward.range, false);
     for (const ast::Param &param : fusion.params) {
       scope.values.insert(param.name.text);
       for (const ast::Name &dim : param.type.dims)

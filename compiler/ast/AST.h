@@ -495,6 +495,9 @@ public:
   std::vector<StaticDim> staticDims;
   std::vector<Param> params;
   std::vector<Output> outputs;
+  /// `backward g, h`: the fusions of this file that compute the gradients of the
+  /// inputs (sema checks the pairing, docs/language.md "Gradients"); empty: none.
+  std::vector<Name> backward;
   std::vector<Statement> body;
 };
 

@@ -92,6 +92,8 @@ private:
       printType(output.type, out_);
       out_ << ' ' << where(output.range) << '\n';
     }
+    for (const Name &backward : fusion.backward)
+      line(depth + 1) << "Backward " << backward.text << ' ' << where(backward.range) << '\n';
     for (const Statement &statement : fusion.body) {
       line(depth + 1) << (statement.isLet ? "Let " : "Assign ") << statement.target.text;
       if (statement.declaredType) {

@@ -196,8 +196,12 @@ private:
     }
     std::string paramLine = "(" + llvm::join(params, ", ") + ")";
     std::string outputLine = outputs.empty() ? "" : " -> (" + llvm::join(outputs, ", ") + ")";
+    std::string backwardText;
+    for (size_t i = 0; i < fusion.backward.size(); ++i)
+      backwardText += (i == 0 ? " backward " : ", ") + fusion.backward[i].text;
     bool wrapParams =
-        paramComments || head.size() + paramLine.size() + outputLine.size() + 2 > kLineLimit;
+        paramComments ||
+        head.size() + paramLine.size() + outputLine.size() + backwardText.size() + 2 > kLineLimit;
     out_ << head;
     if (!wrapParams || params.empty()) {
       out_ << paramLine;
@@ -211,7 +215,8 @@ private:
       out_ << ')';
     }
     if (!outputs.empty()) {
-      bool wrapOutputs = outputComments || 2 + outputLine.size() + 2 > kLineLimit;
+      bool wrapOutputs =
+          outputComments || 2 + outputLine.size() + backwardText.size() + 2 > kLineLimit;
       if (!wrapOutputs) {
         out_ << outputLine;
       } else {
@@ -224,7 +229,7 @@ private:
         out_ << ')';
       }
     }
-    out_ << " {\n";
+    out_ << backwardText << " {\n";
     for (size_t i = 0; i < fusion.body.size(); ++i) {
       const Statement &statement = fusion.body[i];
       itemPrologue(statement.comments, i == 0, kIndent);

@@ -352,7 +352,7 @@ private:
 
   DeclPtr fusionDecl(FSLParser::FusionDeclContext *context) {
     auto result = std::make_unique<FusionDecl>(range(context));
-    result->name = name(context->name());
+    result->name = name(context->name(0));
     if (auto *dims = context->staticDims()) {
       for (auto *dim : dims->staticDim()) {
         StaticDim staticDim{name(dim->name()), std::nullopt, range(dim)};
@@ -383,6 +383,8 @@ private:
       output.range = range(outputContext);
       result->outputs.push_back(std::move(output));
     }
+    for (auto *backward : context->backward)
+      result->backward.push_back(name(backward));
     auto *body = context->fusionBody();
     enterBody(body->LBRACE()->getSymbol());
     for (auto *statementContext : body->statement())

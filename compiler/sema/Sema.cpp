@@ -1,6 +1,8 @@
 // Sema.cpp — imports and scopes, then one FusionBuilder per fusion.
 #include "sema/Sema.h"
 
+#include "sema/Gradients.h"
+
 #include "support/Identifiers.h"
 
 #include "ir/Describe.h"
@@ -1450,6 +1452,7 @@ std::unique_ptr<Program> analyze(std::unique_ptr<ast::File> file, llvm::SourceMg
     if (auto built = FusionBuilder(*fusion, *scope, diagnostics, options).build())
       program->fusions.push_back(std::move(built));
   }
+  program->backwardOf = checkGradients(program->main->decls, program->fusions, diagnostics);
   for (const DeclPtr &decl : program->main->decls)
     if (const auto *schedule = llvm::dyn_cast<ScheduleDecl>(decl.get()))
       if (!fusions.count(schedule->fusion.text)) {

@@ -40,6 +40,9 @@ struct Program {
   std::vector<std::unique_ptr<ir::Fusion>> fusions;
   /// Names of every static dimension the main file declares (to check -D names).
   std::set<std::string> staticDimNames;
+  /// The checked `backward` clauses: a forward fusion's name to its backward fusions'
+  /// names, in the order written (sema/Gradients.h).
+  std::map<std::string, std::vector<std::string>> backwardOf;
 };
 
 /// Analyses `file` (parsed from a buffer of `sources`). Returns the program, or null if

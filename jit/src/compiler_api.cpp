@@ -461,6 +461,10 @@ fsl_status load(std::string name, std::string text, const fsl_program_options *o
     std::ostringstream out;
     out << "fsl-launch 1\n";
     writeSignature(fsl::codegen::describeSignature(*fusion, {}), out);
+    // The fusions computing its gradients (the Python package registers autograd).
+    auto backward = compiled.compilation->program()->backwardOf.find(fusion->name);
+    if (backward != compiled.compilation->program()->backwardOf.end())
+      out << "backward " << llvm::join(backward->second, " ") << "\n";
     out << "end\n";
     program->fusions.push_back(fusion->name);
     program->signatures[fusion->name] = out.str();

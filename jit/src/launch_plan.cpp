@@ -270,6 +270,10 @@ std::unique_ptr<LaunchPlan> parseLaunchPlan(const std::string &text, std::string
       }
     } else if (what == "reduced") {
       plan->reduced.push_back(tokens.next());
+    } else if (what == "backward") {
+      do
+        plan->backward.push_back(tokens.next());
+      while (!tokens.done());
     } else if (what == "tensor") {
       PlanTensor t;
       t.name = tokens.next();

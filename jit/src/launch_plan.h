@@ -28,6 +28,8 @@
 //   pdl 0|1                            launches use programmatic dependent launch
 //   dim NAME runtime | dim NAME static N
 //   reduced NAME                       a dimension some reduction reduces
+//   backward NAME...                   the fusions computing its gradients (signatures
+//                                      only: a `backward` clause, docs/language.md)
 //   tensor NAME DTYPE in|inout|out ALIGN DIM...   in launcher order (scalars between)
 //   scalar NAME DTYPE [DEFAULT]
 //   workspace NAME E                   a temporary of E bytes for each call
@@ -128,6 +130,8 @@ struct LaunchPlan {
   /// Fusion dimensions in order: a static one has its extent.
   std::vector<std::pair<std::string, std::optional<int64_t>>> dims;
   std::vector<std::string> reduced;
+  /// The fusions computing its gradients (a `backward` clause; signatures only).
+  std::vector<std::string> backward;
   std::vector<PlanTensor> tensors; // in the launcher's order
   std::vector<PlanScalar> scalars; // in the launcher's order
   std::vector<PlanWorkspace> workspaces;

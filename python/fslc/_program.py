@@ -54,6 +54,7 @@ class Signature:
         self.fusion = None
         self.dims = {}  # name -> extent or None, in order
         self.reduced = []
+        self.backward = []  # the fusions computing its gradients (a `backward` clause)
         self.params = []  # tensors and scalars in declaration order, outputs last
         for number, line in enumerate(text.splitlines(), 1):
             tokens = line.split()
@@ -67,6 +68,10 @@ class Signature:
                     self.dims[tokens[1]] = int(tokens[3]) if tokens[2] == "static" else None
                 elif what == "reduced":
                     self.reduced.append(tokens[1])
+                elif what == "backward":
+                    if len(tokens) < 2:
+                        raise IndexError
+                    self.backward = tokens[1:]
                 elif what == "tensor":
                     self.params.append(
                         Param("tensor", tokens[1], tokens[2], tokens[3], int(tokens[4]), tokens[5:])
@@ -107,6 +112,52 @@ class Signature:
     def __repr__(self):
         outs = ", ".join(repr(p) for p in self.outputs)
         return "%s(%s) -> (%s)" % (self.fusion, ", ".join(repr(p) for p in self.inputs), outs)
+
+
+class GradientPlan:
+    """How autograd runs a forward fusion's backward fusions (its `backward` clause, checked
+    by the compiler: docs/language.md, Gradients), from the signatures alone:
+
+    - saved: the forward tensors (inputs, then outputs, by name) some backward fusion
+      reads, which the forward saves for backward;
+    - calls: per backward fusion, in order, its name and its inputs' sources:
+      ("saved", name), ("grad", index of the forward output) or ("scalar", name);
+    - results: per backward fusion, the forward input each of its outputs is the gradient
+      of (grad_<input>);
+    - differentiable: the indexes of the forward outputs whose gradients some backward
+      fusion reads; the others (row statistics such as rstd) are not differentiable.
+    """
+
+    def __init__(self, forward, backwards):
+        inputs = [p.name for p in forward.inputs if p.kind == "tensor"]
+        outputs = [p.name for p in forward.outputs]
+        scalars = [p.name for p in forward.scalars]
+        used, self.calls, self.results, grads = set(), [], [], set()
+        for backward in backwards:
+            sources = []
+            for p in backward.inputs:
+                if p.kind == "scalar" and p.name in scalars:
+                    sources.append(("scalar", p.name))
+                elif p.name in inputs or p.name in outputs:
+                    sources.append(("saved", p.name))
+                    used.add(p.name)
+                elif p.name.startswith("grad_") and p.name[5:] in outputs:
+                    sources.append(("grad", outputs.index(p.name[5:])))
+                    grads.add(outputs.index(p.name[5:]))
+                else:
+                    raise FslError("%s: parameter %s of backward fusion %s is no input, output "
+                                   "or output gradient of %s" % (forward.fusion, p.name,
+                                                                 backward.fusion, forward.fusion))
+            results = []
+            for p in backward.outputs:
+                if not (p.name.startswith("grad_") and p.name[5:] in inputs):
+                    raise FslError("%s: output %s of backward fusion %s is not the gradient of "
+                                   "an input" % (forward.fusion, p.name, backward.fusion))
+                results.append(p.name[5:])
+            self.calls.append((backward.fusion, sources))
+            self.results.append(results)
+        self.saved = [n for n in inputs + outputs if n in used]
+        self.differentiable = sorted(grads)
 
 
 # The torch.library schema type of each scalar type (the JIT refuses f16 and bf16 ones).
@@ -174,6 +225,7 @@ class Fusion:
         self.op = None  # the torch op, once registered
         self.op_name = None  # "fsl::rms_norm_add"
         self.op_path = None  # "compiled" or "ctypes" (fslc/_torch.py)
+        self.autograd = False  # torch.library.register_autograd done (a `backward` clause)
         self._compiled_entry = None  # the compiled path's op overload, called directly
         self._is_compiling = None
         self._warm = set()  # (device, specialized values) launched outside graph capture

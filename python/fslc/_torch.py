@@ -353,6 +353,52 @@ def _register_ctypes(fusion, qualname):
     fusion.custom_op = custom
 
 
+def _register_autograd(program, fusion):
+    """torch.library.register_autograd for a fusion with a `backward` clause: the forward
+    saves the tensors its backward fusions read (fslc._program.GradientPlan), and backward
+    calls those fusions' ops with them, the outputs' gradients (made contiguous, as every
+    op wants its tensors) and the forward's scalars. An input no backward fusion computes
+    the gradient of (a scalar, cos and sin of RoPE) gets None; an output whose gradient no
+    backward fusion reads (a row statistic) is marked non-differentiable."""
+    from ._program import GradientPlan
+
+    signature = fusion.signature
+    plan = GradientPlan(signature, [program[name].signature for name in signature.backward])
+    names = [p.name for p in signature.inputs]
+    outputs = [p.name for p in signature.outputs]
+    positions = {name: i for i, name in enumerate(names)}
+
+    def setup_context(ctx, inputs, output):
+        produced = output if isinstance(output, tuple) else (output,)
+        values = dict(zip(names, inputs))
+        values.update(zip(outputs, produced))
+        ctx.save_for_backward(*[values[name] for name in plan.saved])
+        ctx.fsl_scalars = {p.name: values[p.name] for p in signature.scalars}
+        still = [t for i, t in enumerate(produced) if i not in plan.differentiable]
+        if still:
+            ctx.mark_non_differentiable(*still)
+
+    def backward(ctx, *grads):
+        saved = dict(zip(plan.saved, ctx.saved_tensors))
+        result = [None] * len(names)
+        for (name, sources), targets in zip(plan.calls, plan.results):
+            args = []
+            for kind, what in sources:
+                if kind == "saved":
+                    args.append(saved[what])
+                elif kind == "scalar":
+                    args.append(ctx.fsl_scalars[what])
+                else:  # materialized by autograd (zeros for an unused output)
+                    args.append(grads[what].contiguous())
+            computed = program[name].op(*args)
+            computed = computed if isinstance(computed, tuple) else (computed,)
+            for target, grad in zip(targets, computed):
+                result[positions[target]] = grad
+        return tuple(result)
+
+    torch.library.register_autograd(fusion.op_name, backward, setup_context=setup_context)
+
+
 def register_program(program):
     """Registers every fusion of `program` as the op `<namespace>::<fusion>` (`<fusion>_2`,
     ... when another program took the name), through the compiled path or the ctypes one
@@ -376,3 +422,8 @@ def register_program(program):
             overload = fusion.op.default
             fusion._compiled_entry = getattr(overload, "_op", overload)
             fusion._is_compiling = _is_compiling
+    # Autograd once every op exists: a forward's backward fusions are ops of the program.
+    for fusion in program.fusions.values():
+        if fusion.signature.backward and not fusion.autograd:
+            _register_autograd(program, fusion)
+            fusion.autograd = True

@@ -1,7 +1,11 @@
-"""The stdlib's training forward fusions on a GPU through the Python package: SwiGLU from one
-fused [T, 2H] projection (std/activations.fsl's swiglu_fused), RoPE (std/rope.fsl) and
+"""The stdlib's training fusions on a GPU through the Python package: SwiGLU from one fused
+[T, 2H] projection (std/activations.fsl's swiglu_fused), RoPE (std/rope.fsl) and
 cross-entropy with an ignore index (std/losses.fsl), each against PyTorch in float64 at
-LLM sizes, odd sizes and one row.
+LLM sizes, odd sizes and one row; then autograd: every forward fusion with a `backward`
+clause (norms, cross-entropy with label smoothing and ignore_index, RoPE, SwiGLU, GeGLU),
+its gradients through loss.backward() against torch.autograd of the same computation in
+float64, eagerly and through torch.compile(fullgraph=True), and the in-place
+cross-entropy backward called directly.
 
 usage: python3 tests/gpu/training_test.py [--library build/lib/libfsl.so] [--stdlib stdlib]
 Prints one PASS or FAIL line per check and a summary; exits 1 when any check fails.
@@ -131,6 +135,159 @@ for T, D in [(1, 128), (9, 128), (2048, 128), (5, 66)]:
     run("rope T=%d D=%d" % (T, D), lambda: rope_case(T, D))
 for T, V in [(1, 32000), (7, 32000), (512, 128256), (13, 1001)]:
     run("cross_entropy T=%d V=%d" % (T, V), lambda: xent_case(T, V))
+
+
+# --- Autograd ---------------------------------------------------------------------------
+
+cache = tempfile.mkdtemp(prefix="fsl-training-autograd-")
+stdlib = args.stdlib
+
+
+def std_program(name, **options):
+    return fslc.load(os.path.join(stdlib, "std", name), library=args.library, stdlib=stdlib,
+                     cache_dir=cache, **options)
+
+
+norms = std_program("norms.fsl")
+losses = std_program("losses.fsl")
+ropes = std_program("rope.fsl")
+glus = std_program("activations.fsl")
+
+
+def leaf(t):
+    return t.detach().clone().requires_grad_(True)
+
+
+def grads_of(call, inputs, weights):
+    """Runs `call` on leaf copies of `inputs`, backpropagates sum(output * weight) over the
+    outputs that have a weight (float64 sums), and returns the inputs' gradients."""
+    leaves = [leaf(t) if t.is_floating_point() else t for t in inputs]
+    outputs = call(*leaves)
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+    loss = sum((o.double() * w).sum() for o, w in zip(outputs, weights) if w is not None)
+    loss.backward()
+    return [t.grad if t.is_floating_point() else None for t in leaves]
+
+
+def scaled_close(name, out, ref, rtol=3e-2):
+    """Gradients of bf16 tensors: errors relative to the gradient's scale."""
+    if out is None:
+        return check(name, False, "no gradient")
+    scale = float(ref.abs().max()) or 1.0
+    close(name, out, ref, atol=rtol * scale, rtol=rtol)
+
+
+def autograd_case(name, fsl_call, ref_call, inputs, weights, wanted):
+    """Gradients of `wanted` (indexes into inputs) through the fslc ops, eagerly and
+    compiled, against ref_call's in float64."""
+    ref_inputs = [t.double() if t.is_floating_point() else t for t in inputs]
+    ref = grads_of(ref_call, ref_inputs, weights)
+    eager = grads_of(fsl_call, inputs, weights)
+    for i in wanted:
+        scaled_close("%s: grad of input %d" % (name, i), eager[i], ref[i])
+    for i, g in enumerate(eager):
+        if i not in wanted and inputs[i].is_floating_point():
+            check("%s: input %d has no gradient" % (name, i), g is None)
+    compiled = torch.compile(fsl_call, fullgraph=True, dynamic=False)
+    again = grads_of(compiled, inputs, weights)
+    for i in wanted:
+        scaled_close("%s: grad of input %d (torch.compile)" % (name, i), again[i], ref[i])
+
+
+def rms_ref(x, w, eps=1e-6):
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * w
+
+
+def norms_case(T, H):
+    x, r = randn(T, H, seed=T), randn(T, H, seed=T + 1)
+    w, b = randn(H, seed=H), randn(H, seed=H + 1)
+    dy, dh = randn(T, H, seed=3, dtype=torch.float64), randn(T, H, seed=4, dtype=torch.float64)
+    autograd_case("rms_norm_train T=%d H=%d" % (T, H),
+                  lambda x, w: norms.rms_norm_train(x, w)[0], rms_ref, [x, w], [dy], [0, 1])
+    autograd_case("rms_norm_add_train T=%d H=%d" % (T, H),
+                  lambda x, r, w: norms.rms_norm_add_train(x, r, w)[:2],
+                  lambda x, r, w: (rms_ref(x + r, w), x + r), [x, r, w], [dy, dh], [0, 1, 2])
+    autograd_case("layer_norm_train T=%d H=%d" % (T, H),
+                  lambda x, g, b: norms.layer_norm_train(x, g, b)[0],
+                  lambda x, g, b: F.layer_norm(x, (H,), g, b, 1e-5), [x, w, b], [dy], [0, 1, 2])
+    autograd_case("softmax T=%d S=%d" % (T, H), lambda x: norms.softmax(x),
+                  lambda x: torch.softmax(x, -1), [x * 3], [dy], [0])
+
+
+def stats_case(T, H):
+    """The row statistics are the float64 ones, and not differentiable."""
+    x, w, b = randn(T, H, seed=5), randn(H, seed=6), randn(H, seed=7)
+    _, rstd = norms.rms_norm_train(x, w)
+    xd = x.double()
+    close("rms_norm_train T=%d H=%d: rstd" % (T, H), rstd,
+          torch.rsqrt((xd * xd).mean(-1) + 1e-6), atol=1e-4, rtol=1e-4)
+    _, mean, rstd = norms.layer_norm_train(x, w, b)
+    close("layer_norm_train T=%d H=%d: mean" % (T, H), mean, xd.mean(-1), atol=1e-5, rtol=1e-5)
+    close("layer_norm_train T=%d H=%d: rstd" % (T, H), rstd,
+          torch.rsqrt(xd.var(-1, unbiased=False) + 1e-5), atol=1e-4, rtol=1e-4)
+    y, rstd = norms.rms_norm_train(leaf(x), w)
+    check("rms_norm_train: rstd is not differentiable", not rstd.requires_grad and y.requires_grad)
+
+
+def xent_autograd_case(T, V, smoothing):
+    logits = randn(T, V, seed=V + T) * 4
+    g = torch.Generator(device="cuda")
+    g.manual_seed(T)
+    label = torch.randint(0, V, (T,), device="cuda", generator=g)
+    label[::3] = -100  # ignore_index: those rows' gradients are 0
+    dloss = randn(T, seed=9, dtype=torch.float64)
+    name = "cross_entropy_train T=%d V=%d smoothing=%g" % (T, V, smoothing)
+    autograd_case(name, lambda l, y: losses.cross_entropy_train(l, y, -100, smoothing)[0],
+                  lambda l, y: F.cross_entropy(l, y, ignore_index=-100, reduction="none",
+                                               label_smoothing=smoothing),
+                  [logits, label], [dloss], [0])
+    # The in-place backward, called directly, equals the gradient above.
+    ld = leaf(logits.double())
+    F.cross_entropy(ld, label, ignore_index=-100, reduction="none",
+                    label_smoothing=smoothing).mul(dloss).sum().backward()
+    _, lse = losses.cross_entropy_train(logits, label, -100, smoothing)
+    inplace = logits.clone()
+    losses.cross_entropy_backward_inplace(inplace, label, lse, dloss.float(), -100, smoothing)
+    torch.cuda.synchronize()
+    scaled_close(name + ": backward in place", inplace, ld.grad)
+    check(name + ": ignored rows are 0", bool((inplace[::3] == 0).all()))
+
+
+def rope_autograd_case(T, D):
+    x = randn(T, D, seed=D + 1)
+    angle = torch.arange(T, device="cuda", dtype=torch.float64)[:, None] * \
+        (10000.0 ** (-torch.arange(D // 2, device="cuda", dtype=torch.float64) * 2 / D))[None, :]
+    angle = torch.cat([angle, angle], -1)
+    cos, sin = angle.cos().to(torch.bfloat16), angle.sin().to(torch.bfloat16)
+    dy = randn(T, D, seed=11, dtype=torch.float64)
+
+    def ref(x, c, s):
+        return x * c + torch.cat([-x[:, D // 2:], x[:, :D // 2]], -1) * s
+
+    # cos and sin get no gradient from the op (the reference computes one, not compared).
+    autograd_case("rope_forward T=%d D=%d" % (T, D), lambda x, c, s: ropes.rope_forward(x, c, s),
+                  ref, [x, cos, sin], [dy], [0])
+
+
+def glu_autograd_case(T, H):
+    x = randn(T, 2 * H, seed=T + 2)
+    like = torch.empty(H, device="cuda", dtype=torch.bfloat16)  # gives H to the forward
+    dy = randn(T, H, seed=12, dtype=torch.float64)
+    autograd_case("swiglu T=%d H=%d" % (T, H), lambda x: glus.swiglu(x, like),
+                  lambda x: F.silu(x[:, :H]) * x[:, H:], [x], [dy], [0])
+    autograd_case("geglu T=%d H=%d" % (T, H), lambda x: glus.geglu(x, like),
+                  lambda x: F.gelu(x[:, :H]) * x[:, H:], [x], [dy], [0])
+
+
+for T, H in [(1, 4096), (7, 1000), (33, 77), (256, 5120)]:
+    run("autograd norms T=%d H=%d" % (T, H), lambda: norms_case(T, H))
+    run("row statistics T=%d H=%d" % (T, H), lambda: stats_case(T, H))
+for T, V, smoothing in [(1, 32000, 0.0), (7, 1001, 0.1), (64, 32000, 0.0), (13, 128256, 0.05)]:
+    run("autograd cross_entropy T=%d V=%d" % (T, V), lambda: xent_autograd_case(T, V, smoothing))
+for T, D in [(1, 128), (9, 66), (512, 128)]:
+    run("autograd rope T=%d D=%d" % (T, D), lambda: rope_autograd_case(T, D))
+for T, H in [(1, 4096), (7, 11008), (33, 77)]:
+    run("autograd swiglu/geglu T=%d H=%d" % (T, H), lambda: glu_autograd_case(T, H))
 
 print("%d checks, %d passed, %d failed" % (len(results), sum(results), len(results) - sum(results)))
 sys.exit(0 if all(results) else 1)
