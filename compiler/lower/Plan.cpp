@@ -1,5 +1,6 @@
 // Plan.cpp — reference nest, support checks, phases and the persistent buffer.
 #include "lower/Plan.h"
+#include "lower/Pointwise.h"
 
 #include "ir/Describe.h"
 #include "support/Diagnostics.h"
@@ -254,7 +255,8 @@ private:
       // A column reduction reduces over no TIDx loop, and over a TIDy loop or keeps a
       // dimension on a serial loop that no serial loop over a reduced dimension follows
       // (a row reduction's kept rows are walked outside its reduced loops).
-      bool overX = false, overY = false, keptInside = false, reducedInside = false;
+      bool overX = false, overY = false, keptInside = false, reducedInside = false,
+           reducedSerially = false;
       for (const PlannedLoop &loop : plan_->loops) {
         if (loop.extent.isStatic() && *loop.extent.value == 1)
           continue;
@@ -266,6 +268,7 @@ private:
         overY |= any(value->reduced) && loop.parallel == Parallel::TIDy;
         if (loop.parallel != Parallel::Serial)
           continue;
+        reducedSerially |= any(value->reduced);
         if (any(value->dims)) {
           keptInside = true;
           reducedInside = false;
@@ -273,7 +276,14 @@ private:
           reducedInside = true;
         }
       }
-      if (!overX && (overY || (keptInside && !reducedInside)))
+      // Or it reduces serially over the rows that another reduction keeps (a row loop
+      // around a row reduction, with the columns on threads alone).
+      bool rowsOfAnother = llvm::any_of(fusion_.values, [&](const auto &other) {
+        return other.get() != value.get() && ir::isReduction(other->op) &&
+               llvm::any_of(value->reduced,
+                            [&](ir::DimId dim) { return llvm::is_contained(other->dims, dim); });
+      });
+      if (!overX && (overY || (keptInside && !reducedInside) || (reducedSerially && rowsOfAnother)))
         columns.push_back(value.get());
     }
     if (columns.empty())
@@ -337,6 +347,20 @@ private:
         plan_->gridLoop = static_cast<int>(i);
       }
     }
+    // The rows of TIDy are added through the block reductions' scratch, in the column
+    // reductions' accumulator type: every block reduction of the kernel must use that type.
+    if (plan_->columnThreadLoop >= 0)
+      for (const auto &value : fusion_.values)
+        if (ir::isReduction(value->op) && (ir::isArgReduction(value->op) ||
+                                           registerType(value->dtype) != registerType(first.dtype)))
+          return unsupported(
+              why + describe(*value) +
+              (ir::isArgReduction(value->op)
+                   ? " combines (value, index) pairs"
+                   : " accumulates in " + ir::dtypeName(registerType(value->dtype)).str()) +
+              ", but the columns are added over threadIdx.y in " +
+              ir::dtypeName(registerType(first.dtype)).str() +
+              " through the same scratch; use one accumulator type");
     // The partial sums of a thread: one an iteration of the phases' serial loops.
     plan_->columnReduced.insert(first.id); // (serialLoops() now excludes the row loops)
     for (const ir::Value *column : columns)
