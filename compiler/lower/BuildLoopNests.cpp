@@ -716,8 +716,10 @@ private:
     Stmt nest = kir::block(std::move(rows));
     for (auto it = plan_.rowLoops.rbegin(); it != plan_.rowLoops.rend(); ++it) {
       const PlannedLoop &loop = plan_.loops[*it];
-      nest = kir::forLoop(cx_.loopVars[*it], cx_.extentOf(loop.extent), kir::LoopKind::Serial,
-                          kir::block({nest}), loop.origin);
+      nest = kir::forLoop(cx_.loopVars[*it], cx_.extentOf(loop.extent),
+                          loop.unrolled ? kir::LoopKind::Unrolled : kir::LoopKind::Serial,
+                          kir::block({nest}), loop.origin,
+                          loop.unrolled ? loop.unrollFactor : std::nullopt);
     }
     out.push_back(kir::withComment(nest, "the rows of this block, each through every phase"));
     makeColumnTotals(out);

@@ -321,6 +321,11 @@ private:
                                  "' is inside a loop over the columns; the rows are walked "
                                  "around every phase, so reorder the row loops outermost",
                              loop.origin.range);
+        if (loop.vectorized || loop.unswitched)
+          return unsupported(why + "the row loop '" + loop.name + "' is " +
+                                 (loop.vectorized ? "vectorized" : "unswitched") +
+                                 "; the rows are walked one at a time around every phase",
+                             loop.origin.range);
         plan_->rowLoops.push_back(static_cast<int>(i));
         continue;
       }
