@@ -370,8 +370,12 @@ private:
         // The remaining rules are about memory accesses: inputs and outputs, along the
         // loops that index them. An output's reduction loop walks what it reduces (a
         // reduction stored as `s = sum(f32(x), over H)` is stored once a row): it is
-        // the inputs' vectors that access memory there.
-        if ((!tensor.isInput && !tensor.isOutput) || loop.isReduction)
+        // the inputs' vectors that access memory there. A reduction stored as an output
+        // is stored an element at a time after it is complete (a row's value, or a column
+        // of `dweight = sum(.., over T)` by the column totals or the grid reduction's
+        // second kernel), so its kept loops make no vector access either.
+        if ((!tensor.isInput && !tensor.isOutput) || loop.isReduction ||
+            (tensor.isOutput && ir::isReduction(tensor.value->op)))
           continue;
         if (i + 1 != tensor.loops.size()) {
           if (once(where, 4))

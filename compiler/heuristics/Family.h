@@ -1,5 +1,5 @@
 // Family.h — the heuristic families of `= auto(kind)`: pointwise, reduction,
-// inner_persistent and matmul, their names and sets of them.
+// inner_persistent, matmul and inner_outer, their names and sets of them.
 //
 // Header-only: schedule/FromAst.cpp checks knobs by family without linking the heuristics.
 #pragma once
@@ -13,11 +13,12 @@
 namespace fsl::heuristics {
 
 /// One heuristic, the kind named in `= auto(kind)`.
-enum class Family : uint8_t { Pointwise, Reduction, InnerPersistent, Matmul };
+enum class Family : uint8_t { Pointwise, Reduction, InnerPersistent, Matmul, InnerOuter };
 
 /// Every family, in the order their names are listed to users.
-inline constexpr std::array<Family, 4> kFamilies = {Family::Pointwise, Family::Reduction,
-                                                    Family::InnerPersistent, Family::Matmul};
+inline constexpr std::array<Family, 5> kFamilies = {Family::Pointwise, Family::Reduction,
+                                                    Family::InnerPersistent, Family::Matmul,
+                                                    Family::InnerOuter};
 
 /// The name written in `auto(kind)`.
 inline const char *familyName(Family family) {
@@ -30,6 +31,8 @@ inline const char *familyName(Family family) {
     return "inner_persistent";
   case Family::Matmul:
     return "matmul";
+  case Family::InnerOuter:
+    return "inner_outer";
   }
   return "";
 }
@@ -71,6 +74,7 @@ inline constexpr FamilySet Pointwise = familyBit(Family::Pointwise);
 inline constexpr FamilySet Reduction = familyBit(Family::Reduction);
 inline constexpr FamilySet InnerPersistent = familyBit(Family::InnerPersistent);
 inline constexpr FamilySet Matmul = familyBit(Family::Matmul);
+inline constexpr FamilySet InnerOuter = familyBit(Family::InnerOuter);
 } // namespace family_sets
 
 } // namespace fsl::heuristics

@@ -4,6 +4,7 @@
 
 #include "heuristics/FastMath.h"
 #include "heuristics/FusionShape.h"
+#include "heuristics/InnerOuter.h"
 #include "heuristics/InnerPersistent.h"
 #include "heuristics/Matmul.h"
 #include "heuristics/Pointwise.h"
@@ -60,6 +61,9 @@ Choice chooseSchedules(const ir::Fusion &fusion, const Target &target, const Kno
     if (!shape.hasOutput)
       return {{}, "the fusion has no output"};
     kind = knobs.kind.empty() ? familyName(shape.family) : knobs.kind;
+    // A row reduction next to a column reduction (a norm's backward): auto(inner_outer).
+    if (knobs.kind.empty() && innerOuterMismatch(fusion).empty())
+      kind = familyName(Family::InnerOuter);
     auto rows = [&](const RowParams &params) { return rowBlocks(shape, params, context); };
     switch (familyNamed(kind).value_or(Family::Matmul)) {
     case Family::Pointwise:
@@ -71,6 +75,11 @@ Choice chooseSchedules(const ir::Fusion &fusion, const Target &target, const Kno
       return blocksOf(chooseReduction(shape, target, knobs), rows, verdicts);
     case Family::InnerPersistent:
       return blocksOf(chooseInnerPersistent(shape, target, knobs), rows, verdicts);
+    case Family::InnerOuter:
+      return blocksOf(
+          chooseInnerOuter(fusion, target, knobs),
+          [&](const InnerOuterParams &params) { return innerOuterBlocks(params, context); },
+          verdicts);
     case Family::Matmul: // without a matrix product
       break;
     }

@@ -1,6 +1,6 @@
 // Heuristics.h — schedules chosen by the compiler for `= auto` (or no schedule): the
 // entry point, which classifies the fusion and dispatches to its family's heuristic
-// (Pointwise.h, Reduction.h, InnerPersistent.h, Matmul.h).
+// (Pointwise.h, Reduction.h, InnerPersistent.h, Matmul.h, InnerOuter.h).
 //
 // The heuristics return typed schedule blocks (schedule/ScheduleBlock.h), the same
 // directives a user's schedule converts to, with the reasons for each choice; the driver
@@ -23,6 +23,9 @@
 //                     groups of 8, the epilogue through shared memory (and TMA stores when
 //                     N is static); 128 x 256 tiles, 128 x 128 below two waves of those
 //                     (a `when M < ...` variant). No knobs yet.
+//   inner_outer       a row reduction next to a column reduction (a norm's backward):
+//                     rows walked serially by an SM's worth of blocks, the column sums in
+//                     registers across them, then added across blocks (InnerOuter.h).
 #pragma once
 
 #include "heuristics/Knobs.h"

@@ -66,11 +66,15 @@ public:
       return false;
     std::vector<Stmt> inner;
     makeBuffers(inner);
-    // A grid reduction's kernel ends with the blocks' partial results (phase 0); the
-    // second kernel (runGridRows) does the rest.
-    size_t phases = plan_.gridLoop >= 0 ? 1 : plan_.phases.size();
-    for (size_t p = 0; p < phases; ++p)
-      makePhase(static_cast<int>(p), inner);
+    if (plan_.innerOuter()) {
+      makeColumnRows(inner);
+    } else {
+      // A grid reduction's kernel ends with the blocks' partial results (phase 0); the
+      // second kernel (runGridRows) does the rest.
+      size_t phases = plan_.gridLoop >= 0 ? 1 : plan_.phases.size();
+      for (size_t p = 0; p < phases; ++p)
+        makePhase(static_cast<int>(p), inner);
+    }
     Stmt body = kir::block(std::move(inner));
     for (int i = static_cast<int>(plan_.loops.size()) - 1; i >= 0; --i) {
       const PlannedLoop &loop = plan_.loops[i];
@@ -120,7 +124,11 @@ public:
       const ir::Value &reduction = *partials.reduction;
       bool isArg = ir::isArgReduction(reduction.op);
       kir::VarPtr piece = var("piece");
-      auto at = [&](Expr p) { return kir::var(row) * pieces + p; };
+      // Row grid reductions: [row][piece]; column reductions: [piece][column], so that
+      // both kernels' neighbouring threads touch neighbouring columns.
+      auto at = [&](Expr p) {
+        return plan_.innerOuter() ? p * rows + kir::var(row) : kir::var(row) * pieces + p;
+      };
       kir::VarPtr acc = kir::makeVar(valueName(reduction) + "_acc", partials.values->dtype);
       body.push_back(fromFusion(
           kir::declare(acc, kir::load(partials.values, at(kir::index(0))),
@@ -158,14 +166,23 @@ public:
                                 reduction.range));
       body.push_back(finishReduction(reduction, acc, index));
     }
-    // The row outputs: phase 1's values from the results.
-    const PlannedPhase &after = plan_.phases[1];
+    // The row outputs: phase 1's values from the results (the column outputs: the values
+    // computed from the column reductions alone).
+    std::vector<const ir::Output *> outputs =
+        plan_.innerOuter() ? plan_.columnOutputs : plan_.phases[1].stores;
+    int after = plan_.innerOuter() ? static_cast<int>(plan_.phases.size()) : 1;
+    std::vector<const ir::Value *> order = plan_.phases[1].values;
+    if (plan_.innerOuter()) {
+      order.clear();
+      for (const auto &value : f_.values)
+        order.push_back(value.get());
+    }
     std::vector<const ir::Value *> roots;
-    for (const ir::Output *output : after.stores)
+    for (const ir::Output *output : outputs)
       roots.push_back(output->value);
     std::map<unsigned, Expr> values;
-    computeValues(1, after.values, closure(roots, 1, {}), {}, values, body);
-    for (const ir::Output *output : after.stores) {
+    computeValues(after, order, closure(roots, after, {}), {}, values, body);
+    for (const ir::Output *output : outputs) {
       auto found = values.find(output->value->id);
       body.push_back(storeOutput(*output, found != values.end()
                                               ? found->second
@@ -473,6 +490,8 @@ private:
     for (const ir::OnePassPair &pair : phase.combined)
       tuples.push_back(declareOnePass(pair, out));
     for (const ir::Value *reduction : phase.reductions) {
+      if (plan_.columnReduced.count(reduction->id))
+        continue; // a register array across the rows (makeColumnRows)
       if (ir::isArgReduction(reduction->op)) {
         declareArgAccumulators(*reduction, accumulators, indices, out);
         continue;
@@ -549,6 +568,15 @@ private:
     for (const ir::Value *reduction : phase.reductions) {
       const kir::VarPtr &acc = accumulators[reduction->id];
       Expr operand = valueOf(reduction->operands[0]);
+      if (plan_.columnReduced.count(reduction->id)) {
+        const kir::BufferPtr &partial = columnPartials_.at(reduction->id);
+        Expr at = bufferIndex(reduction->id);
+        element.push_back(fromFusion(
+            kir::store(partial, at,
+                       kir::binary(combineOf(reduction->op), kir::load(partial, at), operand)),
+            reduction->range));
+        continue;
+      }
       if (ir::isArgReduction(reduction->op)) {
         accumulateArg(*reduction, acc, indices.at(reduction->id), operand, element);
         continue;
@@ -584,6 +612,8 @@ private:
       finishOnePass(phase.combined[i], tuples[i], out);
     std::vector<Stmt> partialStores; // a grid reduction's
     for (const ir::Value *reduction : phase.reductions) {
+      if (plan_.columnReduced.count(reduction->id))
+        continue;
       const kir::VarPtr &acc = accumulators[reduction->id];
       bool isArg = ir::isArgReduction(reduction->op);
       if (plan_.blockReduced.count(reduction->id)) {
@@ -594,7 +624,7 @@ private:
                                 scratch_.at(acc->dtype), blockReductions_++ % 2);
         out.push_back(fromFusion(kir::withComment(r, "over threadIdx.x"), reduction->range));
       }
-      if (plan_.gridLoop >= 0) {
+      if (plan_.gridLoop >= 0 && !plan_.innerOuter()) {
         storePartials(*reduction, acc, isArg ? indices.at(reduction->id) : nullptr, partialStores);
         continue;
       }
@@ -615,6 +645,228 @@ private:
         stores = kir::ifThen(first, stores, nullptr, "one thread stores the row's partial results");
       out.push_back(stores);
     }
+  }
+
+  static kir::BinaryOp combineOf(ir::Op op) {
+    return op == ir::Op::ReduceMax   ? kir::BinaryOp::Max
+           : op == ir::Op::ReduceMin ? kir::BinaryOp::Min
+                                     : kir::BinaryOp::Add;
+  }
+
+  /// A reduction's starting value in its accumulator type: -inf for max, +inf for min (an
+  /// integer's lowest and highest value), 0 for sums and means.
+  static double initialValue(ir::Op op, ir::DType type) {
+    double init = op == ir::Op::ReduceMax ? -INFINITY : op == ir::Op::ReduceMin ? INFINITY : 0;
+    if (ir::isInteger(type) && std::isinf(init))
+      init = type == ir::DType::I32 ? (init < 0 ? -2147483648.0 : 2147483647.0)
+                                    : std::copysign(9223372036854775808.0, init);
+    return init;
+  }
+
+  /// The inner-outer form (Plan::columnReduced): the column reductions' partial sums, a
+  /// register array a thread (one element an iteration of the phases' serial loops), set
+  /// to the starting value; the row loops around every phase, each row accumulating into
+  /// them; then makeColumnTotals.
+  ///
+  ///   dweight_partial[E] = {0...}
+  ///   for Ts: phase 0 (row reductions, dweight_partial[e] += ..), block reductions, phase 1
+  ///   per element e: the rows of threadIdx.y added through shared memory, then the
+  ///   block's partial row to the workspace (or the outputs, without a grid loop)
+  /// A column reduction's name in the kernel: an output's name where it is stored as one
+  /// (`dweight = sum(.., over T)`), else its value's.
+  std::string columnName(const ir::Value &column) const {
+    if (column.name.empty())
+      for (const ir::Output *output : plan_.columnOutputs)
+        if (output->value == &column)
+          return output->name;
+    return valueName(column);
+  }
+
+  void makeColumnRows(std::vector<Stmt> &out) {
+    kir::VarPtr e = kir::makeVar("e", ir::DType::I64);
+    for (const auto &value : f_.values) {
+      if (!plan_.columnReduced.count(value->id))
+        continue;
+      auto buffer = std::make_shared<kir::Buffer>();
+      buffer->name = columnName(*value) + "_partial";
+      buffer->dtype = accumulatorType(value->dtype);
+      buffer->space = kir::MemorySpace::Local;
+      buffer->shape = {plan_.bufferElements};
+      std::string who = columnName(*value);
+      out.push_back(fromFusion(kir::allocate(buffer, ir::opName(value->op).str() + " of " + who +
+                                                         ": this thread's partial columns, "
+                                                         "across the rows of the block"),
+                               value->range));
+      out.push_back(kir::forLoop(
+          e, kir::index(plan_.bufferElements), kir::LoopKind::Unrolled,
+          kir::block(
+              {kir::store(buffer, kir::var(e),
+                          kir::constant(initialValue(value->op, buffer->dtype), buffer->dtype))})));
+      columnPartials_[value->id] = buffer;
+    }
+    std::vector<Stmt> rows;
+    for (size_t p = 0; p < plan_.phases.size(); ++p) {
+      const PlannedPhase &phase = plan_.phases[p];
+      // The phase after the column reductions alone has nothing to do in the rows.
+      if (p > 0 && phase.values.empty() && phase.reductions.empty() && phase.stores.empty() &&
+          phase.combined.empty() && phase.saves.empty())
+        continue;
+      makePhase(static_cast<int>(p), rows);
+    }
+    Stmt nest = kir::block(std::move(rows));
+    for (auto it = plan_.rowLoops.rbegin(); it != plan_.rowLoops.rend(); ++it) {
+      const PlannedLoop &loop = plan_.loops[*it];
+      nest = kir::forLoop(cx_.loopVars[*it], cx_.extentOf(loop.extent),
+                          loop.unrolled ? kir::LoopKind::Unrolled : kir::LoopKind::Serial,
+                          kir::block({nest}), loop.origin,
+                          loop.unrolled ? loop.unrollFactor : std::nullopt);
+    }
+    out.push_back(kir::withComment(nest, "the rows of this block, each through every phase"));
+    makeColumnTotals(out);
+  }
+
+  /// After the row loops, per element of a thread's partial columns: the rows of
+  /// threadIdx.y added in order through the block reduction scratch (every thread writes
+  /// its partial, then reads its column's, between barriers, so no thread diverges at a
+  /// barrier), then, by the threads of row 0 whose column is in bounds, the block's total
+  /// to the grid reduction's workspace ([block of the grid loop][column]) or, without a
+  /// grid loop, the column outputs. The loops are the phases' serial loops again, with
+  /// variables of their own (the bounds and vectorize passes leave them alone).
+  void makeColumnTotals(std::vector<Stmt> &out) {
+    std::vector<int> serial = plan_.serialLoops();
+    std::map<const kir::Var *, kir::VarPtr> fresh;
+    for (int loop : serial)
+      fresh[cx_.loopVars[loop].get()] = kir::makeVar(cx_.loopVars[loop]->name, ir::DType::I64);
+    auto renamed = [&](const Expr &expr) {
+      return kir::substitute(expr, [&](const kir::VarPtr &v) -> Expr {
+        auto found = fresh.find(v.get());
+        return found == fresh.end() ? nullptr : kir::var(found->second);
+      });
+    };
+    using kir::Builtin;
+    auto builtin = [](const char *name, Builtin b) {
+      return kir::var(kir::makeVar(name, ir::DType::I64, b));
+    };
+    Expr tx = builtin("threadIdx.x", Builtin::ThreadIdxX);
+    Expr bdx = builtin("blockDim.x", Builtin::BlockDimX);
+    bool threadRows = plan_.columnThreadLoop >= 0;
+    kir::BufferPtr scratch;
+    if (threadRows)
+      out.push_back(kir::withComment(kir::barrier(),
+                                     "the block reductions' scratch is free for the columns"));
+    std::vector<Stmt> body;
+    std::vector<const ir::Value *> columns;
+    for (const auto &value : f_.values)
+      if (plan_.columnReduced.count(value->id))
+        columns.push_back(value.get());
+    for (const ir::Value *column : columns) {
+      const kir::BufferPtr &partial = columnPartials_.at(column->id);
+      Expr mine = kir::load(partial, renamed(bufferIndex(column->id)));
+      kir::VarPtr total = kir::makeVar(columnName(*column) + "_total", partial->dtype);
+      std::string who = columnName(*column);
+      if (!threadRows) {
+        body.push_back(
+            fromFusion(kir::let(total, mine, who + ": this block's column"), column->range));
+      } else {
+        scratch = columnScratch(partial->dtype, out);
+        const PlannedLoop &ty = plan_.loops[plan_.columnThreadLoop];
+        body.push_back(kir::store(scratch, threadId(), mine));
+        body.push_back(kir::withComment(kir::barrier(), "every row's partial is written"));
+        body.push_back(fromFusion(
+            kir::declare(total, kir::load(scratch, tx),
+                         who + ": the rows of threadIdx.y added in order (" + ty.name + ")"),
+            column->range));
+        kir::VarPtr y = kir::makeVar("y", ir::DType::I64);
+        Expr next = kir::var(y) + kir::index(1);
+        body.push_back(kir::forLoop(
+            y, cx_.extentOf(ty.extent) - kir::index(1), kir::LoopKind::Serial,
+            kir::block({kir::assign(total, kir::binary(combineOf(column->op), kir::var(total),
+                                                       kir::load(scratch, next * bdx + tx)))})));
+        body.push_back(kir::withComment(kir::barrier(), "every thread has read the scratch"));
+      }
+      totals_[column->id] = total;
+    }
+    std::vector<Stmt> stores;
+    if (plan_.gridLoop >= 0) {
+      Expr rows = kir::index(1);
+      for (ir::DimId dim : plan_.gridRowDims)
+        rows = rows * cx_.dimExtent(dim);
+      Expr at =
+          kir::var(cx_.loopVars[plan_.gridLoop]) * rows + renamed(cx_.offsetOf(plan_.gridRowDims));
+      for (const Plan::GridPartials &partials : plan_.gridPartials)
+        stores.push_back(fromFusion(
+            kir::store(partials.values, at, kir::var(totals_.at(partials.reduction->id))),
+            partials.reduction->range));
+    } else {
+      for (const ir::Value *column : columns)
+        stores.push_back(finishReduction(*column, totals_.at(column->id), nullptr));
+      std::vector<const ir::Value *> order, roots;
+      for (const auto &value : f_.values)
+        order.push_back(value.get());
+      for (const ir::Output *output : plan_.columnOutputs)
+        roots.push_back(output->value);
+      int after = static_cast<int>(plan_.phases.size());
+      std::map<unsigned, Expr> values;
+      computeValues(after, order, closure(roots, after, {}), {}, values, stores);
+      for (const ir::Output *output : plan_.columnOutputs) {
+        auto found = values.find(output->value->id);
+        Expr value =
+            found != values.end() ? found->second : kir::var(results_.at(output->value->id));
+        unsigned o = static_cast<unsigned>(output - f_.outputs.data());
+        stores.push_back(
+            fromFusion(kir::store(cx_.outputBuffers[o], renamed(cx_.offsetOf(output->dims)), value),
+                       output->value->range));
+      }
+    }
+    Expr guard;
+    if (threadRows)
+      guard = kir::binary(kir::BinaryOp::Eq, kir::var(cx_.loopVars[plan_.columnThreadLoop]),
+                          kir::index(0));
+    for (ir::DimId dim : plan_.gridRowDims)
+      if (plan_.inexactRoots.count(dim))
+        guard = guard && (renamed(cx_.rootIndex[dim]) < cx_.dimExtent(dim));
+    Stmt stored = kir::block(std::move(stores));
+    if (guard)
+      stored = kir::ifThen(guard, stored, nullptr,
+                           threadRows ? "row 0 of threadIdx.y stores the block's column"
+                                      : "the column is in bounds");
+    body.push_back(stored);
+    Stmt nest = kir::block(std::move(body));
+    for (auto it = serial.rbegin(); it != serial.rend(); ++it) {
+      const PlannedLoop &loop = plan_.loops[*it];
+      nest = kir::forLoop(fresh.at(cx_.loopVars[*it].get()), cx_.extentOf(loop.extent),
+                          kir::LoopKind::Unrolled, kir::block({nest}),
+                          {"the column totals over " + loop.name +
+                               ", unrolled: the partials "
+                               "are registers",
+                           loop.origin.range});
+    }
+    out.push_back(kir::withComment(
+        nest, plan_.gridLoop >= 0 ? "the block's partial columns, for the grid reduction over " +
+                                        plan_.loops[plan_.gridLoop].name
+                                  : "the column outputs"));
+  }
+
+  /// The block reduction scratch in `type` (makeBuffers made it when a row reduction has a
+  /// block reduction; else it is allocated here, at the start of the dynamic shared memory
+  /// that every reduction's scratch has).
+  kir::BufferPtr columnScratch(ir::DType type, std::vector<Stmt> &out) {
+    auto found = scratch_.find(type);
+    if (found != scratch_.end())
+      return found->second;
+    FSL_INTERNAL_ASSERT(scratch_.empty() && !pairScratch_,
+                        "column scratch next to another type's scratch");
+    auto scratch = std::make_shared<kir::Buffer>();
+    scratch->name = "fsl_scratch_" + ir::dtypeName(type).str();
+    scratch->dtype = type;
+    scratch->space = kir::MemorySpace::Shared;
+    int64_t bytes = ir::reductionScratchBytesPerThread(f_, plan_.onePass());
+    out.push_back(
+        kir::withComment(kir::allocateStmt(scratch, kir::index(0),
+                                           threads() * kir::index(bytes / ir::dtypeBytes(type))),
+                         "column reduction scratch: " + std::to_string(bytes) + " bytes a thread"));
+    scratch_[type] = scratch;
+    return scratch;
   }
 
   /// A grid reduction's block result, to its workspace: [row][block of the grid loop].
@@ -969,6 +1221,8 @@ private:
   std::map<ir::DType, kir::BufferPtr> scratch_;
   kir::BufferPtr pairScratch_; // argmax/argmin block reductions
   std::map<unsigned, kir::VarPtr> results_;
+  std::map<unsigned, kir::BufferPtr> columnPartials_; // the inner-outer form's
+  std::map<unsigned, kir::VarPtr> totals_;            // a block's column, per element
   int blockReductions_ = 0;
 };
 

@@ -149,25 +149,29 @@ void addGridPartials(lower::Plan &plan, const lower::LowerContext &context, cons
     rows = rows * context.dimExtent(dim);
   const lower::PlannedLoop &grid = plan.loops[plan.gridLoop];
   kir::Expr elements = rows * context.extentOf(grid.extent);
-  for (const auto &value : context.fusion.values) {
-    if (!ir::isReduction(value->op))
-      continue;
+  for (const ir::Value *value : plan.gridReduced) {
     std::string who = value->name.empty() ? "v" + std::to_string(value->id)
                                           : value->name + "_" + std::to_string(value->id);
+    // A column reduction stored as an output is named after it (`dweight`).
+    for (const ir::Output *output : plan.columnOutputs)
+      if (value->name.empty() && output->value == value)
+        who = output->name;
     auto workspace = [&](const std::string &suffix, ir::DType dtype, const std::string &what) {
       auto buffer = std::make_shared<kir::Buffer>();
       buffer->name = name + "_" + who + suffix;
       buffer->dtype = dtype;
       buffer->space = kir::MemorySpace::Global;
       buffer->written = true;
-      program.workspaces.push_back({buffer, elements,
-                                    "grid reduction over " + grid.name + ": " + what + " of " +
-                                        who + " a row and block, for " + name + "_rows"});
+      program.workspaces.push_back(
+          {buffer, elements,
+           "grid reduction over " + grid.name + ": " + what + " of " + who +
+               (plan.innerOuter() ? " a block and column, for " : " a row and block, for ") + name +
+               "_rows"});
       return buffer;
     };
     bool isArg = ir::isArgReduction(value->op);
     lower::Plan::GridPartials partials;
-    partials.reduction = value.get();
+    partials.reduction = value;
     partials.values = workspace(
         "_partials", lower::registerType(isArg ? value->operands[0]->dtype : value->dtype),
         "the partial " + ir::opName(value->op).str());

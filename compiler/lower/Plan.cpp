@@ -1,5 +1,6 @@
 // Plan.cpp — reference nest, support checks, phases and the persistent buffer.
 #include "lower/Plan.h"
+#include "lower/Pointwise.h"
 
 #include "ir/Describe.h"
 #include "support/Diagnostics.h"
@@ -23,7 +24,7 @@ bool reportUnsupported(DiagnosticEngine &diagnostics, const sched::Schedule &sch
 std::vector<int> Plan::serialLoops() const {
   std::vector<int> result;
   for (size_t i = 0; i < loops.size(); ++i)
-    if (loops[i].parallel == Parallel::Serial)
+    if (loops[i].parallel == Parallel::Serial && !llvm::is_contained(rowLoops, int(i)))
       result.push_back(static_cast<int>(i));
   return result;
 }
@@ -51,8 +52,8 @@ public:
     plan_->schedule = &schedule_;
     plan_->fusion = &fusion_;
     assertChecked();
-    if (!chooseReference() || !checkTensors() || !checkReductions() || !assignPhases() ||
-        !checkGridReduction())
+    if (!chooseReference() || !checkTensors() || !planColumns() || !checkReductions() ||
+        !assignPhases() || !checkGridReduction())
       return nullptr;
     chooseClampedRoots();
     return std::move(plan_);
@@ -244,14 +245,182 @@ private:
     return true;
   }
 
-  bool checkReductions() {
+  /// The inner-outer form (Plan::columnReduced): the column reductions, the serial loops
+  /// over their rows around the phases, and what reduces them across threads and blocks.
+  bool planColumns() {
+    std::vector<const ir::Value *> columns;
     for (const auto &value : fusion_.values) {
       if (!ir::isReduction(value->op))
+        continue;
+      // A column reduction reduces over no TIDx loop, and over a TIDy loop or keeps a
+      // dimension on a serial loop that no serial loop over a reduced dimension follows
+      // (a row reduction's kept rows are walked outside its reduced loops).
+      bool overX = false, overY = false, keptInside = false, reducedInside = false,
+           reducedSerially = false;
+      for (const PlannedLoop &loop : plan_->loops) {
+        if (loop.extent.isStatic() && *loop.extent.value == 1)
+          continue;
+        auto any = [&](const std::vector<ir::DimId> &dims) {
+          return llvm::any_of(loop.roots,
+                              [&](ir::DimId dim) { return llvm::is_contained(dims, dim); });
+        };
+        overX |= any(value->reduced) && loop.parallel == Parallel::TIDx;
+        overY |= any(value->reduced) && loop.parallel == Parallel::TIDy;
+        if (loop.parallel != Parallel::Serial)
+          continue;
+        reducedSerially |= any(value->reduced);
+        if (any(value->dims)) {
+          keptInside = true;
+          reducedInside = false;
+        } else if (any(value->reduced) && keptInside) {
+          reducedInside = true;
+        }
+      }
+      // Or it reduces serially over the rows that another reduction keeps (a row loop
+      // around a row reduction, with the columns on threads alone).
+      bool rowsOfAnother = llvm::any_of(fusion_.values, [&](const auto &other) {
+        return other.get() != value.get() && ir::isReduction(other->op) &&
+               llvm::any_of(value->reduced,
+                            [&](ir::DimId dim) { return llvm::is_contained(other->dims, dim); });
+      });
+      if (!overX && (overY || (keptInside && !reducedInside) || (reducedSerially && rowsOfAnother)))
+        columns.push_back(value.get());
+    }
+    if (columns.empty())
+      return true;
+    const ir::Value &first = *columns.front();
+    std::string why = "column reduction " + describe(first) + ": ";
+    for (const ir::Value *column : columns) {
+      if (column->reduced != first.reduced || column->dims != first.dims)
+        return unsupported(why + describe(*column) +
+                           " reduces or keeps other dimensions; the column reductions of a "
+                           "kernel reduce the same rows and keep the same columns");
+      if (ir::isArgReduction(column->op))
+        return unsupported("column reduction " + describe(*column) +
+                           ": argmax and argmin over the rows of a block are not lowered");
+    }
+    if (schedule_.onePass())
+      return unsupported(why + "'reduce one_pass' is not lowered next to column reductions");
+    auto reducedHere = [&](ir::DimId dim) { return llvm::is_contained(first.reduced, dim); };
+    bool innerSeen = false;
+    for (size_t i = 0; i < plan_->loops.size(); ++i) {
+      const PlannedLoop &loop = plan_->loops[i];
+      bool anyReduced = llvm::any_of(loop.roots, reducedHere);
+      bool allReduced = llvm::all_of(loop.roots, reducedHere);
+      if (anyReduced && !allReduced)
+        return unsupported(why + "loop '" + loop.name +
+                               "' merges a reduced dimension with a kept one",
+                           loop.origin.range);
+      if (loop.parallel == Parallel::Serial) {
+        if (!allReduced) {
+          innerSeen = true;
+          continue;
+        }
+        if (innerSeen)
+          return unsupported(why + "the row loop '" + loop.name +
+                                 "' is inside a loop over the columns; the rows are walked "
+                                 "around every phase, so reorder the row loops outermost",
+                             loop.origin.range);
+        if (loop.vectorized || loop.unswitched)
+          return unsupported(why + "the row loop '" + loop.name + "' is " +
+                                 (loop.vectorized ? "vectorized" : "unswitched") +
+                                 "; the rows are walked one at a time around every phase",
+                             loop.origin.range);
+        plan_->rowLoops.push_back(static_cast<int>(i));
+        continue;
+      }
+      if (loop.parallel == Parallel::TIDz)
+        return unsupported(why + "a loop on TIDz next to column reductions is not lowered",
+                           loop.origin.range);
+      if (loop.parallel == Parallel::TIDy && !anyReduced)
+        return unsupported(why + "'" + loop.name +
+                               "' on TIDy keeps a column; the column reductions add the rows "
+                               "of threadIdx.y, so bind a reduced loop to TIDy",
+                           loop.origin.range);
+      if (!anyReduced)
+        continue;
+      if (loop.parallel == Parallel::TIDy)
+        plan_->columnThreadLoop = static_cast<int>(i);
+      else {
+        // (A reduction over TIDx is a row reduction, and TIDz was refused above.)
+        FSL_INTERNAL_ASSERT(sched::isBlockIndex(loop.parallel),
+                            "a column reduction over a thread index other than TIDy");
+        if (plan_->gridLoop >= 0)
+          return unsupported(why + "a second reduced loop on a block index ('" + loop.name +
+                                 "'): a grid reduction splits one loop across blocks",
+                             loop.origin.range);
+        plan_->gridLoop = static_cast<int>(i);
+      }
+    }
+    // The rows of TIDy are added through the block reductions' scratch, in the column
+    // reductions' accumulator type: every block reduction of the kernel must use that type.
+    if (plan_->columnThreadLoop >= 0)
+      for (const auto &value : fusion_.values)
+        if (ir::isReduction(value->op) && (ir::isArgReduction(value->op) ||
+                                           registerType(value->dtype) != registerType(first.dtype)))
+          return unsupported(
+              why + describe(*value) +
+              (ir::isArgReduction(value->op)
+                   ? " combines (value, index) pairs"
+                   : " accumulates in " + ir::dtypeName(registerType(value->dtype)).str()) +
+              ", but the columns are added over threadIdx.y in " +
+              ir::dtypeName(registerType(first.dtype)).str() +
+              " through the same scratch; use one accumulator type");
+    // The partial sums of a thread: one an iteration of the phases' serial loops.
+    plan_->columnReduced.insert(first.id); // (serialLoops() now excludes the row loops)
+    for (const ir::Value *column : columns)
+      plan_->columnReduced.insert(column->id);
+    for (int index : plan_->serialLoops())
+      if (!plan_->loops[index].extent.isStatic())
+        return unsupported(why + "its partial sums stay in registers, one an iteration of loop '" +
+                               plan_->loops[index].name +
+                               "', whose extent is a runtime size; split it by a constant",
+                           plan_->loops[index].origin.range);
+    for (const auto &value : fusion_.values)
+      if (ir::isReduction(value->op) && !plan_->columnReduced.count(value->id) &&
+          llvm::any_of(value->reduced, reducedHere))
+        return unsupported("row reduction " + describe(*value) + " reduces over " +
+                           fusion_.dims[value->reduced.front()].name +
+                           ", which the column reductions' row loops walk");
+    // What the column reductions' results feed is computed after them, from them alone.
+    std::set<unsigned> after(plan_->columnReduced);
+    for (const auto &value : fusion_.values) {
+      if (after.count(value->id) ||
+          !llvm::any_of(value->operands, [&](const ir::Value *v) { return after.count(v->id); }))
+        continue;
+      for (const ir::Value *operand : value->operands)
+        if (!after.count(operand->id) && operand->op != ir::Op::Constant &&
+            operand->op != ir::Op::Scalar)
+          return unsupported(why + "'" + ir::userName(fusion_, *value) +
+                             "' combines a column reduction's result with other values; only "
+                             "outputs computed from the column reductions are lowered");
+      if (ir::isReduction(value->op))
+        return unsupported(why + describe(*value) + " reduces a column reduction's result");
+      after.insert(value->id);
+    }
+    for (const ir::Output &output : fusion_.outputs) {
+      if (!after.count(output.value->id))
+        continue;
+      if (output.isInout)
+        return unsupported(why + "inout '" + output.name +
+                           "' is written from the column reductions' results");
+      plan_->columnOutputs.push_back(&output);
+    }
+    if (plan_->gridLoop >= 0)
+      plan_->gridReduced = columns;
+    plan_->gridRowDims = first.dims;
+    return true;
+  }
+
+  bool checkReductions() {
+    for (const auto &value : fusion_.values) {
+      if (!ir::isReduction(value->op) || plan_->columnReduced.count(value->id))
         continue;
       for (ir::DimId kept : value->dims)
         for (const PlannedLoop &loop : plan_->loops)
           if (llvm::is_contained(loop.roots, kept) && loop.parallel == Parallel::Serial &&
-              !(loop.extent.isStatic() && *loop.extent.value == 1))
+              !(loop.extent.isStatic() && *loop.extent.value == 1) &&
+              !llvm::is_contained(plan_->rowLoops, int(&loop - plan_->loops.data())))
             return unsupported("reduction '" + ir::userName(fusion_, *value) +
                                    "' keeps dimension " + fusion_.dims[kept].name +
                                    " on serial loop '" + loop.name +
@@ -269,6 +438,12 @@ private:
             continue;
           if (sched::isBlockIndex(loop.parallel)) {
             int index = static_cast<int>(&loop - plan_->loops.data());
+            if (plan_->innerOuter())
+              return unsupported("row reduction " + describe(*value) + " over " +
+                                     sched::parallelName(loop.parallel).str() +
+                                     " next to column reductions: a kernel has one grid "
+                                     "reduction, the column reductions'",
+                                 loop.origin.range);
             if (plan_->gridLoop >= 0 && plan_->gridLoop != index)
               return unsupported("a second reduced loop on a block index ('" + loop.name +
                                      "'): a grid reduction splits one loop across blocks",
@@ -396,8 +571,8 @@ private:
   }
 
   bool checkGridReduction() {
-    if (plan_->gridLoop < 0)
-      return true;
+    if (plan_->gridLoop < 0 || plan_->innerOuter())
+      return true; // the inner-outer form's grid loop was checked by planColumns
     const PlannedLoop &grid = plan_->loops[plan_->gridLoop];
     std::string why = "grid reduction over '" + grid.name + "': ";
     if (plan_->onePass())
@@ -423,6 +598,9 @@ private:
     }
     FSL_INTERNAL_ASSERT(first, "a grid loop without a reduction");
     plan_->gridRowDims = first->dims;
+    for (const auto &value : fusion_.values)
+      if (ir::isReduction(value->op))
+        plan_->gridReduced.push_back(value.get());
     // The blocks keep nothing for the rows kernel but their partial accumulators.
     for (unsigned id : plan_->persistent)
       return unsupported(why + describe(*fusion_.values[id]) +
@@ -475,7 +653,8 @@ private:
         if (phase[value->id] == p && ir::isReduction(value->op) && !paired.count(value->id))
           current.reductions.push_back(value.get());
       for (const ir::Output &output : fusion_.outputs)
-        if (storePhase.at(&output) == p)
+        if (storePhase.at(&output) == p &&
+            !llvm::is_contained(plan_->columnOutputs, &output)) // stored after the row loops
           current.stores.push_back(&output);
       for (const auto &value : fusion_.values)
         if (phase[value->id] == p && kept.count(value->id) && usedAfter(value.get(), p, phase)) {

@@ -79,7 +79,31 @@ struct Plan {
   };
   /// Set by the lowering (Lower.cpp) before the passes run: the workspaces.
   std::vector<GridPartials> gridPartials;
+  /// The reductions whose partial results go to the workspaces, in the fusion's order:
+  /// every reduction of a row grid reduction, the column reductions of the inner-outer form.
+  std::vector<const ir::Value *> gridReduced;
 
+  /// The inner-outer form (a row reduction and a column reduction in one kernel: RMSNorm's
+  /// and LayerNorm's backward). A column reduction keeps a dimension that a serial loop of
+  /// the phases walks (`dweight = sum(.., over T)` keeping H on `Hp` and `Hv`) or reduces
+  /// over threadIdx.y. Its partial sums stay in a register array a thread, one element an
+  /// iteration of the phases' serial loops, across the rows the block handles (`rowLoops`,
+  /// serial loops over the reduced dimensions, around every phase); after them the rows of
+  /// threadIdx.y are added through shared memory and the block's partial row goes to a
+  /// workspace for the grid reduction's second kernel (a reduced loop on a block index),
+  /// or, without one, the outputs are stored at once.
+  std::set<unsigned> columnReduced;
+  /// Serial loops over the column reductions' reduced dimensions, outermost first: each
+  /// iteration is a row (or rows) of every phase. Not in serialLoops().
+  std::vector<int> rowLoops;
+  /// The loop on threadIdx.y that the column reductions reduce over (-1 without one).
+  int columnThreadLoop = -1;
+  /// The outputs computed from the column reductions (stored after them, not by a phase).
+  std::vector<const ir::Output *> columnOutputs;
+  bool innerOuter() const { return !columnReduced.empty(); }
+
+  /// The serial loops of a phase's loop nest, outermost first (the row loops of the
+  /// inner-outer form are around the phases, not in them).
   std::vector<int> serialLoops() const;
   std::optional<int64_t> staticThreads() const;
 };

@@ -335,10 +335,12 @@ bool checkAutoSchedule(const ast::ScheduleDecl &decl, DiagnosticEngine &diagnost
   // Knobs of each heuristic and their specs, by name.
   static const std::map<std::string, std::map<std::string, const KnobSpec *>> kinds = [] {
     std::map<std::string, std::map<std::string, const KnobSpec *>> kinds;
-    for (heuristics::Family family : heuristics::kFamilies)
+    for (heuristics::Family family : heuristics::kFamilies) {
+      kinds[heuristics::familyName(family)]; // a kind without knobs (inner_outer) is a kind
       for (const KnobSpec &spec : knobSpecs())
         if (heuristics::contains(spec.families, family))
           kinds[heuristics::familyName(family)][spec.name] = &spec;
+    }
     return kinds;
   }();
   unsigned errorsBefore = diagnostics.errorCount();
@@ -368,8 +370,9 @@ bool checkAutoSchedule(const ast::ScheduleDecl &decl, DiagnosticEngine &diagnost
       }
     }
     if (!spec) {
-      diagnostics.report(DiagId::UnknownKnob, knob.name.range, knob.name.text,
-                         kind.empty() ? "any" : kind, llvm::join(names, ", "));
+      diagnostics.report(
+          DiagId::UnknownKnob, knob.name.range, knob.name.text, kind.empty() ? "any" : kind,
+          names.empty() ? "none (its choice reads no knob)" : llvm::join(names, ", "));
       continue;
     }
     const auto &literal = llvm::cast<ast::LiteralExpr>(*knob.value);
