@@ -34,6 +34,8 @@ std::vector<KnobValues> valuesFor(heuristics::Family family) {
     return {{"vector_width", {"2", "4", "8"}}, {"one_pass", {"true", "false"}}};
   case Family::Pointwise:
     return {{"vector_width", {"2", "4", "8"}}, {"unroll", {"1", "2", "4"}}};
+  case Family::InnerOuter:
+    return {}; // its heuristic reads no knob yet: the heuristics' choice is the one candidate
   }
   return {};
 }

@@ -403,7 +403,7 @@ def test_completion(client, folder):
     assert items["vector_width"]["detail"] == "int, a power of two", items["vector_width"]
     assert items["static_bdimx"]["detail"] == "bool, true or false"
     items = complete(text + "\nschedule rms_norm_add = auto(", "= auto(")
-    assert set(items) == {"pointwise", "reduction", "inner_persistent", "matmul"}
+    assert set(items) == {"pointwise", "reduction", "inner_persistent", "inner_outer", "matmul"}
     # Values, fns (imported too) and builtins in a fusion body.
     items = complete(text.replace("    let g =", "    let g = ge\n    let g2 =", 1), "let g = ge")
     assert items["gelu"]["detail"].startswith("fn from "), items.get("gelu")
