@@ -227,6 +227,8 @@ class Fusion:
         self.op_path = None  # "compiled" or "ctypes" (fslc/_torch.py)
         self.autograd = False  # torch.library.register_autograd done (a `backward` clause)
         self._compiled_entry = None  # the compiled path's op overload, called directly
+        self._records_graph = None  # (args, kwargs) -> whether autograd records this call
+        self._below_autograd = None  # a context that dispatches below the autograd keys
         self._is_compiling = None
         self._warm = set()  # (device, specialized values) launched outside graph capture
 
@@ -265,6 +267,12 @@ class Fusion:
             # Its kernel raises "<FslError class>: message" in the built-in exception the
             # class derives from; the caller gets the class.
             try:
+                # An op with a backward pairing has a Python autograd kernel on the way;
+                # a call that records no graph (grad mode off, or no tensor that
+                # requires grad) goes below it, as the kernel itself would.
+                if self.autograd and not self._records_graph(args, kwargs):
+                    with self._below_autograd():
+                        return self._compiled_entry(*args, **kwargs)
                 return self._compiled_entry(*args, **kwargs)
             except (TypeError, ValueError, RuntimeError) as error:
                 mapped = op_error(error)

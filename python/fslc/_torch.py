@@ -399,6 +399,20 @@ def _register_autograd(program, fusion):
     torch.library.register_autograd(fusion.op_name, backward, setup_context=setup_context)
 
 
+def _records_graph(args, kwargs):
+    """Whether autograd records a call with these arguments (what the op's autograd kernel
+    would decide): grad mode on and a tensor argument that requires grad."""
+    if not torch.is_grad_enabled():
+        return False
+    for value in args:
+        if isinstance(value, torch.Tensor) and value.requires_grad:
+            return True
+    for value in kwargs.values():
+        if isinstance(value, torch.Tensor) and value.requires_grad:
+            return True
+    return False
+
+
 def register_program(program):
     """Registers every fusion of `program` as the op `<namespace>::<fusion>` (`<fusion>_2`,
     ... when another program took the name), through the compiled path or the ctypes one
@@ -426,4 +440,6 @@ def register_program(program):
     for fusion in program.fusions.values():
         if fusion.signature.backward and not fusion.autograd:
             _register_autograd(program, fusion)
+            fusion._records_graph = _records_graph
+            fusion._below_autograd = torch._C._AutoDispatchBelowAutograd
             fusion.autograd = True
