@@ -399,6 +399,20 @@ def _register_autograd(program, fusion):
     torch.library.register_autograd(fusion.op_name, backward, setup_context=setup_context)
 
 
+_warned_no_autograd = False
+
+
+def _warn_no_autograd():
+    """Once a process: this torch predates torch.library.register_autograd (2.4), so the
+    ops of fusions with a `backward` clause work without an autograd formula."""
+    global _warned_no_autograd
+    if not _warned_no_autograd:
+        _warned_no_autograd = True
+        warnings.warn("torch %s has no torch.library.register_autograd (torch 2.4 or later): the "
+                      "ops of fusions with a backward clause have no autograd formula" % torch.__version__,
+                      stacklevel=3)
+
+
 def _records_graph(args, kwargs):
     """Whether autograd records a call with these arguments (what the op's autograd kernel
     would decide): grad mode on and a tensor argument that requires grad."""
@@ -439,6 +453,9 @@ def register_program(program):
     # Autograd once every op exists: a forward's backward fusions are ops of the program.
     for fusion in program.fusions.values():
         if fusion.signature.backward and not fusion.autograd:
+            if not hasattr(torch.library, "register_autograd"):
+                _warn_no_autograd()
+                continue
             _register_autograd(program, fusion)
             fusion._records_graph = _records_graph
             fusion._below_autograd = torch._C._AutoDispatchBelowAutograd
