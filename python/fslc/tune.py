@@ -161,6 +161,15 @@ def guard_text(shape):
     return " && ".join("%s == %d" % (name, shape[name]) for name in sorted(shape))
 
 
+def machine_text(machine):
+    """The parts of a measurement comment that say where and when: the GPU and its driver,
+    the date."""
+    gpu = machine.get("gpu", "unknown GPU")
+    if machine.get("driver"):
+        gpu += ", driver %s" % machine["driver"]
+    return [gpu] + ([machine["date"]] if machine.get("date") else [])
+
+
 def measurement_text(winner, heuristics, peers, machine):
     """The comment that records a winner's measurement."""
     parts = ["measured: %.4f ms (median of %d rounds)" % (winner["time_ms"], len(winner.get("rounds_ms", [])) or 1)]
@@ -171,12 +180,7 @@ def measurement_text(winner, heuristics, peers, machine):
         parts.append("the heuristics' choice")
     for name in sorted(peers or {}):
         parts.append("peer %s %.4f ms" % (name, peers[name]))
-    gpu = machine.get("gpu", "unknown GPU")
-    if machine.get("driver"):
-        gpu += ", driver %s" % machine["driver"]
-    parts.append(gpu)
-    if machine.get("date"):
-        parts.append(machine["date"])
+    parts += machine_text(machine)
     return "; ".join(parts)
 
 
@@ -302,12 +306,7 @@ def variant_measurement_text(winner, dims, peers, machine):
         times = [peers.get(key, {}).get(name) for key in winner["shapes"]]
         if all(t is not None for t in times):
             parts.append("peer %s %.4f ms" % (name, geomean(times)))
-    gpu = machine.get("gpu", "unknown GPU")
-    if machine.get("driver"):
-        gpu += ", driver %s" % machine["driver"]
-    parts.append(gpu)
-    if machine.get("date"):
-        parts.append(machine["date"])
+    parts += machine_text(machine)
     return "; ".join(parts)
 
 
