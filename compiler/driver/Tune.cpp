@@ -9,6 +9,7 @@
 #include "ast/AST.h"
 #include "driver/Driver.h"
 #include "heuristics/FusionShape.h"
+#include "heuristics/InnerOuter.h"
 #include "pipeline/Compilation.h"
 #include "pipeline/Settings.h"
 #include "pipeline/Sources.h"
@@ -216,6 +217,8 @@ public:
     }
     heuristics::FusionShape shape = heuristics::shapeOf(*fusion);
     family_ = shape.matmul ? heuristics::Family::Matmul : shape.family;
+    if (!shape.matmul && heuristics::innerOuterMismatch(*fusion).empty())
+      family_ = heuristics::Family::InnerOuter; // what plain `= auto` takes for it
     // The candidates replace the fusion's schedules; the rest of the file stays.
     std::string withoutSchedules;
     text = sources_.getMemoryBuffer(buffer)->getBuffer(); // where the ranges point

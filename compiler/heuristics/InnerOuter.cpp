@@ -10,11 +10,21 @@
 namespace fsl::heuristics {
 namespace {
 
-/// Partial column sums a thread keeps in registers, at most (each column reduction's
-/// batch x vector elements): a budget like the inner-persistent heuristic's buffers.
-constexpr int64_t kPartialRegisters = 64;
-/// Threads of a block, at most (threadIdx.x x threadIdx.y).
-constexpr int64_t kBlockThreads = 512;
+/// Partial column sums a thread keeps in registers (each column reduction's batch x vector
+/// elements) unless a knob says otherwise: with 8 to 16, ptxas gives RMSNorm's backward
+/// 50-64 registers; with 32, 128 (measured with nvcc 13 for sm_90a).
+constexpr int64_t kPartialColumns = 16;
+/// The most a `persistent_batch` knob may give them (beyond it, they spill).
+constexpr int64_t kBatchRegisters = 128;
+/// Bytes of a vector access along the columns, unless a knob says otherwise.
+constexpr int64_t kVectorBytes = 8;
+/// Threads of a block the rows on threadIdx.y fill up to.
+constexpr int64_t kBlockThreads = 256;
+/// Threads an SM keeps resident at 64 registers a thread: the blocks an SM.
+constexpr int64_t kResidentThreads = 1024;
+/// Blocks an SM a `blocks_per_sm` knob may ask for: each block stores a partial row of
+/// every column reduction, and the second kernel adds them.
+constexpr int64_t kMaxBlocksPerSm = 8;
 
 struct Layout {
   std::string why; // empty: the fusion has the shape
@@ -65,7 +75,8 @@ Layout layoutOf(const ir::Fusion &fusion) {
 
 std::string innerOuterMismatch(const ir::Fusion &fusion) { return layoutOf(fusion).why; }
 
-InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target, const Knobs &) {
+InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target,
+                                  const Knobs &knobs) {
   InnerOuterParams params;
   Layout layout = layoutOf(fusion);
   if (!layout.why.empty()) {
@@ -85,8 +96,11 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
     return params;
   }
   int64_t extent = *columns.staticExtent;
-  // Vectors of up to 16 bytes of the widest input or element output along the columns,
-  // a width that divides them (the column outputs are stored an element at a time).
+  // Vectors of up to 8 bytes of the widest input or element output along the columns, a
+  // width that divides them (the column outputs are stored an element at a time). Not 16:
+  // on the H200 8-byte vectors ran RMSNorm's and LayerNorm's backward 10-45 % faster for
+  // T = 1024 to 4096 and 4-6 % slower only for RMSNorm at T = 16384 (docs/performance.md,
+  // run B3); each thread's partial columns are then stored 16 bytes apart, not 32.
   int64_t widest = 1;
   for (const ir::Param &param : fusion.params)
     if (!param.dims.empty() && param.dims.back() == layout.columns)
@@ -95,39 +109,112 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
     if (!ir::isReduction(output.value->op) && !output.dims.empty() &&
         output.dims.back() == layout.columns)
       widest = std::max<int64_t>(widest, ir::dtypeBytes(output.dtype));
-  params.vector = 16 / widest;
-  while (params.vector > 1 && extent % params.vector != 0)
-    params.vector /= 2;
+  params.vector = std::max<int64_t>(1, kVectorBytes / widest);
+  if (knobs.vectorWidth) {
+    int64_t asked = *knobs.vectorWidth;
+    if (asked * widest > 16)
+      params.verdicts.refuse(
+          "vector_width", llvm::formatv("{0} elements of {1} bytes are {2} bytes an access, over "
+                                        "the 16 of one load; use vector_width = {3} or less",
+                                        asked, widest, asked * widest, 16 / widest)
+                              .str());
+    else if (extent % asked != 0)
+      params.verdicts.refuse(
+          "vector_width",
+          llvm::formatv("{0} = {1} is not a multiple of {2}", columns.name, extent, asked).str());
+    else {
+      params.verdicts.honour("vector_width");
+      params.vector = asked;
+    }
+  }
+  if (!knobs.vectorWidth || params.vector != *knobs.vectorWidth)
+    while (params.vector > 1 && extent % params.vector != 0)
+      params.vector /= 2;
   int64_t vectors = extent / params.vector;
-  // The fewest threads, from 128, whose batch keeps the partial columns within budget.
-  params.threads = 128;
-  for (;;) {
-    params.batch = ceilDiv(vectors, params.threads);
-    if (params.columnReductions * params.batch * params.vector <= kPartialRegisters ||
-        params.threads >= 1024)
-      break;
-    params.threads *= 2;
+  // A batch that keeps kPartialColumns partial columns a thread (ptxas then needs 50-64
+  // registers, so several blocks share an SM), on at most 1024 threads a row.
+  params.batch = std::max<int64_t>(1, kPartialColumns / (params.columnReductions * params.vector));
+  if (ceilDiv(vectors, params.batch) > 1024)
+    params.batch = ceilDiv(vectors, 1024);
+  if (knobs.persistentBatch) {
+    int64_t asked = *knobs.persistentBatch;
+    int64_t threads = ceilDiv(vectors, asked);
+    if (threads > 1024)
+      params.verdicts.refuse(
+          "persistent_batch",
+          llvm::formatv("{0} vectors of {1} in batches of {2} need {3} threads a row, over "
+                        "1024; use persistent_batch = {4} or more",
+                        vectors, columns.name, asked, threads, ceilDiv(vectors, 1024))
+              .str());
+    else if (params.columnReductions * asked * params.vector > kBatchRegisters)
+      params.verdicts.refuse(
+          "persistent_batch",
+          llvm::formatv("a batch of {0} vectors of {1} gives each thread {2} partial columns "
+                        "for {3} column reduction(s), over the {4} registers the knob may take "
+                        "for them",
+                        asked, params.vector, params.columnReductions * asked * params.vector,
+                        params.columnReductions, kBatchRegisters)
+              .str());
+    else if (ceilDiv(vectors, ceilDiv(vectors, asked)) != asked)
+      params.verdicts.refuse("persistent_batch",
+                             llvm::formatv("{0} threads cover the {1} vectors with {2} a thread; "
+                                           "use persistent_batch = {2}",
+                                           ceilDiv(vectors, asked), vectors,
+                                           ceilDiv(vectors, ceilDiv(vectors, asked)))
+                                 .str());
+    else {
+      params.verdicts.honour("persistent_batch");
+      params.batch = asked;
+    }
   }
   // No idle warps: the threads the batch needs, whole warps.
   params.threads = std::max<int64_t>(32, ceilDiv(ceilDiv(vectors, params.batch), 32) * 32);
-  if (params.columnReductions * params.batch * params.vector > kPartialRegisters) {
+  if (params.columnReductions * params.batch * params.vector > kBatchRegisters) {
     params.declined = llvm::formatv("{0} = {1} gives each of 1024 threads {2} partial columns "
                                     "for {3} column reduction(s), over the {4} registers "
                                     "auto(inner_outer) keeps for them",
                                     columns.name, extent, params.batch * params.vector,
-                                    params.columnReductions, kPartialRegisters)
+                                    params.columnReductions, kBatchRegisters)
                           .str();
     return params;
   }
-  // Rows on threadIdx.y fill the block to 512 threads (at least 2: the columns are then
-  // added across threadIdx.y), then the blocks: one an SM, fewer for few static rows.
-  params.rowsPerBlock = std::clamp<int64_t>(kBlockThreads / params.threads, 2, 8);
-  if (params.rowsPerBlock * params.threads > 1024)
-    params.rowsPerBlock = 1024 / params.threads;
-  params.blocks = target.smCount;
+  // Rows on threadIdx.y fill the block to kBlockThreads threads, then several blocks an SM
+  // (each walks its rows serially, a block reduction a row: other blocks' loads fill the
+  // wait), as many as kResidentThreads allow; fewer for few static rows.
+  params.rowsPerBlock = std::max<int64_t>(1, kBlockThreads / params.threads);
+  if (knobs.rowsPerBlock) {
+    int64_t asked = *knobs.rowsPerBlock;
+    if (asked > 1024 / params.threads)
+      params.verdicts.refuse("rows_per_block",
+                             llvm::formatv("{0} rows of {1} threads are over the 1024 threads "
+                                           "of a block; use rows_per_block = {2} or less",
+                                           asked, params.threads, 1024 / params.threads)
+                                 .str());
+    else {
+      params.verdicts.honour("rows_per_block");
+      params.rowsPerBlock = asked;
+    }
+  }
+  int64_t blocksPerSm = std::clamp<int64_t>(
+      kResidentThreads / (params.threads * params.rowsPerBlock), 1, kMaxBlocksPerSm);
+  if (knobs.blocksPerSm) {
+    int64_t asked = *knobs.blocksPerSm;
+    if (asked > kMaxBlocksPerSm)
+      params.verdicts.refuse("blocks_per_sm",
+                             llvm::formatv("{0} blocks an SM: the partial columns' workspace "
+                                           "grows with the blocks; use blocks_per_sm = {1} or "
+                                           "less",
+                                           asked, kMaxBlocksPerSm)
+                                 .str());
+    else {
+      params.verdicts.honour("blocks_per_sm");
+      blocksPerSm = asked;
+    }
+  }
+  params.blocks = target.smCount * blocksPerSm;
   if (rows.staticExtent)
     params.blocks =
-        std::clamp<int64_t>(ceilDiv(*rows.staticExtent, params.rowsPerBlock), 1, target.smCount);
+        std::clamp<int64_t>(ceilDiv(*rows.staticExtent, params.rowsPerBlock), 1, params.blocks);
   params.reasons.push_back(llvm::formatv(
       "auto(inner_outer): {0} in vectors of {1}, {2} threads x {3} vector{8} a thread (unrolled: "
       "the {4} partial column{5} a thread of the {6} column reduction{7} stay in registers)",
@@ -136,12 +223,18 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
       params.columnReductions * params.batch * params.vector == 1 ? "" : "s",
       params.columnReductions, params.columnReductions == 1 ? "" : "s",
       params.batch == 1 ? "" : "s"));
+  std::string grid = blocksPerSm == 1 ? "one an SM" : llvm::formatv("{0} an SM", blocksPerSm).str();
+  std::string rowsText =
+      params.rowsPerBlock == 1
+          ? "one row of " + rows.name + " a block"
+          : llvm::formatv("{0} rows of {1} a block on threadIdx.y", params.rowsPerBlock, rows.name)
+                .str();
   params.reasons.push_back(llvm::formatv(
-      "{0} rows of {1} a block on threadIdx.y, {2} blocks{3}, each walking its rows serially; "
-      "the row reductions over threadIdx.x, the column sums over threadIdx.y, then across the "
-      "blocks by a second kernel.",
-      params.rowsPerBlock, rows.name, params.blocks,
-      rows.staticExtent ? "" : " (one an SM: " + rows.name + " is a runtime size)"));
+      "{0}, {1} blocks{2}, each walking its rows serially; the row reductions over threadIdx.x, "
+      "the column sums {3}across the blocks by a second kernel.",
+      rowsText, params.blocks,
+      rows.staticExtent ? "" : " (" + grid + ": " + rows.name + " is a runtime size)",
+      params.rowsPerBlock == 1 ? "" : "over threadIdx.y, then "));
   return params;
 }
 
@@ -157,12 +250,18 @@ std::vector<sched::ScheduleBlock> innerOuterBlocks(const InnerOuterParams &param
     base = h + "o";
   }
   block.split(base, params.threads, h + "p", h + "x", at);
-  block.split(t, params.rowsPerBlock, t + "o", t + "y", at);
-  block.split(t + "o", params.blocks, t + "b", t + "s", at, /*factorIsOuter=*/true);
-  block.parallelize({{t + "b", sched::Parallel::BIDx},
-                     {t + "y", sched::Parallel::TIDy},
-                     {h + "x", sched::Parallel::TIDx}},
-                    at);
+  // One row a block: no threadIdx.y (the column sums then need no exchange in the block).
+  if (params.rowsPerBlock > 1) {
+    block.split(t, params.rowsPerBlock, t + "o", t + "y", at);
+    block.split(t + "o", params.blocks, t + "b", t + "s", at, /*factorIsOuter=*/true);
+    block.parallelize({{t + "b", sched::Parallel::BIDx},
+                       {t + "y", sched::Parallel::TIDy},
+                       {h + "x", sched::Parallel::TIDx}},
+                      at);
+  } else {
+    block.split(t, params.blocks, t + "b", t + "s", at, /*factorIsOuter=*/true);
+    block.parallelize({{t + "b", sched::Parallel::BIDx}, {h + "x", sched::Parallel::TIDx}}, at);
+  }
   if (params.vector > 1)
     block.vectorize(h + "v", at);
   if (params.batch > 1)

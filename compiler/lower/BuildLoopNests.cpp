@@ -97,6 +97,8 @@ public:
   ///       the row's indices; acc = partials[row][0] (+) ... (+) partials[row][G - 1]
   ///       the values after the reductions; the row outputs' stores
   bool runGridRows() {
+    if (plan_.innerOuter())
+      return runColumnRows();
     cx_.addParameters();
     addGridPartialParameters();
     constexpr int64_t kThreads = 128;
@@ -205,6 +207,137 @@ public:
     launch.grid = {blocks, kir::index(1), kir::index(1)};
     launch.block = {kir::index(kThreads), kir::index(1), kir::index(1)};
     launch.maxThreads = kThreads;
+    return true;
+  }
+
+  /// The inner-outer form's second kernel: the first kernel's blocks each stored a partial
+  /// row of every column reduction ([block][column]), one block a few blocks an SM, so
+  /// there are hundreds of them. A block takes 32 neighbouring columns on 8 lanes of
+  /// threads: lane l adds the pieces l, l + 8, l + 16, ... (loads of 32 neighbouring
+  /// columns, 8 in flight a thread), then the 8 lanes' sums are added in lane order
+  /// through shared memory (a fixed order: the same result at every run), and lane 0
+  /// computes and stores the column outputs.
+  ///
+  ///   for block parallel BIDx [ceil(columns / 32)], thread parallel TIDx [256]
+  ///     row = block * 32 + thread % 32; lane = thread / 32
+  ///     acc = identity; if row < columns: acc (+)= partials[lane + 8 p][row], p = 0, 1, ...
+  ///     scratch[thread] = acc; barrier; total = scratch[row] (+) ... (+) scratch[7 * 32 + row]
+  ///     barrier; if lane == 0 and row < columns: the column outputs
+  bool runColumnRows() {
+    cx_.addParameters();
+    addGridPartialParameters();
+    constexpr int64_t kColumns = 32, kLanes = 8, kThreads = kColumns * kLanes;
+    auto var = [](const char *name) { return kir::makeVar(name, ir::DType::I64); };
+    kir::VarPtr block = var("block"), thread = var("thread"), row = var("row"), lane = var("lane"),
+                column = var("column");
+    Expr rows = kir::index(1);
+    for (ir::DimId dim : plan_.gridRowDims)
+      rows = rows * cx_.dimExtent(dim);
+    const PlannedLoop &grid = plan_.loops[plan_.gridLoop];
+    Expr pieces = cx_.extentOf(grid.extent);
+    std::vector<Stmt> body;
+    body.push_back(
+        kir::let(column, kir::var(thread) % kir::index(kColumns), "of the block's 32 columns"));
+    body.push_back(kir::let(lane, kir::var(thread) / kir::index(kColumns),
+                            "which of every 8 pieces this thread adds"));
+    body.push_back(kir::let(row, kir::var(block) * kir::index(kColumns) + kir::var(column)));
+    // The column's index along each kept dimension (row-major), the others unused.
+    cx_.rootIndex.assign(f_.dims.size(), kir::index(0));
+    std::vector<Stmt> indices;
+    Expr rest = kir::var(row);
+    for (size_t k = plan_.gridRowDims.size(); k-- > 0;) {
+      ir::DimId dim = plan_.gridRowDims[k];
+      kir::VarPtr index = kir::makeVar(f_.dims[dim].name + "_i", ir::DType::I64);
+      Expr value = k == 0 ? rest : rest % cx_.dimExtent(dim);
+      indices.push_back(kir::let(index, value));
+      cx_.rootIndex[dim] = kir::var(index);
+      rest = rest / cx_.dimExtent(dim);
+    }
+    std::reverse(indices.begin(), indices.end());
+    std::vector<Stmt> last(indices.begin(), indices.end());
+    Expr sharedOffset = kir::index(0);
+    int64_t sharedBytes = 0;
+    for (const Plan::GridPartials &partials : plan_.gridPartials) {
+      const ir::Value &reduction = *partials.reduction;
+      FSL_INTERNAL_ASSERT(!ir::isArgReduction(reduction.op),
+                          "an arg reduction over the rows reached the inner-outer form");
+      ir::DType type = partials.values->dtype;
+      kir::BinaryOp op = combineOf(reduction.op);
+      kir::VarPtr acc = kir::makeVar(valueName(reduction) + "_acc", type);
+      kir::VarPtr piece = var("piece");
+      body.push_back(fromFusion(
+          kir::declare(acc, kir::constant(initialValue(reduction.op, type), type),
+                       ir::opName(reduction.op).str() + " of " +
+                           (reduction.name.empty() ? valueName(reduction) : reduction.name) +
+                           ": this lane's pieces of the " + grid.name + " blocks"),
+          reduction.range));
+      Expr at = (kir::var(lane) + kir::var(piece) * kir::index(kLanes)) * rows + kir::var(row);
+      Stmt add = kir::forLoop(
+          piece, (pieces - kir::var(lane) + kir::index(kLanes - 1)) / kir::index(kLanes),
+          kir::LoopKind::Unrolled,
+          kir::block(
+              {kir::assign(acc, kir::binary(op, kir::var(acc), kir::load(partials.values, at)))}),
+          {}, kLanes);
+      body.push_back(fromFusion(
+          kir::ifThen(kir::var(row) < rows, add, nullptr, "columns past the last add nothing"),
+          reduction.range));
+      auto scratch = std::make_shared<kir::Buffer>();
+      scratch->name = valueName(reduction) + "_lanes";
+      scratch->dtype = type;
+      scratch->space = kir::MemorySpace::Shared;
+      body.push_back(
+          kir::withComment(kir::allocateStmt(scratch, sharedOffset, kir::index(kThreads)),
+                           "the lanes' sums of " +
+                               (reduction.name.empty() ? valueName(reduction) : reduction.name)));
+      sharedOffset = sharedOffset + kir::index(kThreads * ir::dtypeBytes(type));
+      sharedBytes += kThreads * ir::dtypeBytes(type);
+      body.push_back(kir::store(scratch, kir::var(thread), kir::var(acc)));
+      kir::VarPtr total = kir::makeVar(valueName(reduction) + "_total", type);
+      kir::VarPtr other = var("other");
+      last.push_back(fromFusion(
+          kir::declare(total, kir::load(scratch, kir::var(column)), "the lanes added in order"),
+          reduction.range));
+      last.push_back(kir::forLoop(
+          other, kir::index(kLanes - 1), kir::LoopKind::Unrolled,
+          kir::block(
+              {kir::assign(total, kir::binary(op, kir::var(total),
+                                              kir::load(scratch, (kir::var(other) + kir::index(1)) *
+                                                                         kir::index(kColumns) +
+                                                                     kir::var(column))))})));
+      last.push_back(finishReduction(reduction, total, nullptr));
+    }
+    body.push_back(kir::withComment(kir::barrier(), "every lane's sums are written"));
+    std::vector<const ir::Value *> order, roots;
+    for (const auto &value : f_.values)
+      order.push_back(value.get());
+    for (const ir::Output *output : plan_.columnOutputs)
+      roots.push_back(output->value);
+    int after = static_cast<int>(plan_.phases.size());
+    std::map<unsigned, Expr> values;
+    computeValues(after, order, closure(roots, after, {}), {}, values, last);
+    for (const ir::Output *output : plan_.columnOutputs) {
+      auto found = values.find(output->value->id);
+      last.push_back(storeOutput(*output, found != values.end()
+                                              ? found->second
+                                              : kir::var(results_.at(output->value->id))));
+    }
+    body.push_back(kir::ifThen(
+        kir::binary(kir::BinaryOp::Eq, kir::var(lane), kir::index(0)) && kir::var(row) < rows,
+        kir::block(std::move(last)), nullptr, "lane 0 of each column in bounds"));
+    Stmt nest = kir::parallelLoop(thread, kir::index(kThreads), kir::Axis::TIDx,
+                                  kir::block(std::move(body)));
+    Expr blocks = (rows + kir::index(kColumns - 1)) / kir::index(kColumns);
+    kir::Origin origin{"the columns of the grid reduction over " + grid.name +
+                           ", 32 a block on 8 lanes of threads",
+                       grid.origin.range};
+    nest = kir::parallelLoop(block, blocks, kir::Axis::BIDx, nest, origin);
+    cx_.kernel.body =
+        kir::block({kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents), nest});
+    kir::LaunchShape &launch = cx_.kernel.launch;
+    launch.grid = {blocks, kir::index(1), kir::index(1)};
+    launch.block = {kir::index(kThreads), kir::index(1), kir::index(1)};
+    launch.maxThreads = kThreads;
+    launch.sharedBytes = kir::index(sharedBytes);
     return true;
   }
 

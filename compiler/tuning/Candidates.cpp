@@ -35,7 +35,10 @@ std::vector<KnobValues> valuesFor(heuristics::Family family) {
   case Family::Pointwise:
     return {{"vector_width", {"2", "4", "8"}}, {"unroll", {"1", "2", "4"}}};
   case Family::InnerOuter:
-    return {}; // its heuristic reads no knob yet: the heuristics' choice is the one candidate
+    return {{"vector_width", {"4", "8"}},
+            {"persistent_batch", {"1", "2", "4", "8"}},
+            {"rows_per_block", {"1", "2", "4", "8"}},
+            {"blocks_per_sm", {"1", "2", "4", "8"}}};
   }
   return {};
 }

@@ -152,3 +152,87 @@ def layer_norm_compiled(t, shape):
 
 def softmax_compiled(t, shape):
     return _compiled(_math_softmax)(t["x"])
+
+
+# --- The whole backward of RMSNorm and LayerNorm as one fusion (stdlib/std/norms.fsl's
+# rms_norm_grad and layer_norm_grad, the pairings of rms_norm_train and layer_norm_train)
+#
+#     fslc tune stdlib/std/norms.fsl --fusion rms_norm_grad --shapes "T=16384,H=4096" -o tune/
+#     python -m fslc.tune run tune/manifest.json --reference tune_references:rms_norm_grad \
+#         --peer eager=tune_references:rms_norm_grad_eager \
+#         --peer compile=tune_references:rms_norm_grad_compiled \
+#         --peer pair=tune_references:rms_norm_grad_pair -o results.json
+#
+# The peers compute the same gradients from the same saved statistics: eager PyTorch ops,
+# torch.compile(dynamic=False) of them, and the stdlib's two fusions that compute them apart
+# (x's gradient, then the weights' column sums: the pairing before the one-kernel form).
+
+def _math_rms_norm_grad(x, weight, rstd, grad_y):
+    xf, dy, r = x.float(), grad_y.float(), rstd.float().unsqueeze(-1)
+    g = weight.float() * dy
+    dot = (g * xf).mean(-1, keepdim=True)
+    grad_x = r * (g - xf * (r * r) * dot)
+    grad_weight = (dy * xf * r).sum(0)
+    return grad_x.to(x.dtype), grad_weight.to(x.dtype)
+
+
+def _math_layer_norm_grad(x, gamma, mean, rstd, grad_y):
+    xf, dy = x.float(), grad_y.float()
+    mu, r = mean.float().unsqueeze(-1), rstd.float().unsqueeze(-1)
+    g = gamma.float() * dy
+    xhat = (xf - mu) * r
+    grad_x = r * (g - g.mean(-1, keepdim=True) - xhat * (g * xhat).mean(-1, keepdim=True))
+    return grad_x.to(x.dtype), (dy * xhat).sum(0).to(x.dtype), dy.sum(0).to(x.dtype)
+
+
+def rms_norm_grad(t, shape):
+    grad_x, grad_weight = _math_rms_norm_grad(t["x"], t["weight"], t["rstd"], t["grad_y"])
+    return {"grad_x": grad_x, "grad_weight": grad_weight}
+
+
+def layer_norm_grad(t, shape):
+    grad_x, grad_gamma, grad_beta = _math_layer_norm_grad(t["x"], t["gamma"], t["mean"], t["rstd"], t["grad_y"])
+    return {"grad_x": grad_x, "grad_gamma": grad_gamma, "grad_beta": grad_beta}
+
+
+def rms_norm_grad_eager(t, shape):
+    return _math_rms_norm_grad(t["x"], t["weight"], t["rstd"], t["grad_y"])
+
+
+def layer_norm_grad_eager(t, shape):
+    return _math_layer_norm_grad(t["x"], t["gamma"], t["mean"], t["rstd"], t["grad_y"])
+
+
+def rms_norm_grad_compiled(t, shape):
+    return _compiled(_math_rms_norm_grad)(t["x"], t["weight"], t["rstd"], t["grad_y"])
+
+
+def layer_norm_grad_compiled(t, shape):
+    return _compiled(_math_layer_norm_grad)(t["x"], t["gamma"], t["mean"], t["rstd"], t["grad_y"])
+
+
+_STDLIB_NORMS = []
+
+
+def _stdlib_norms():
+    """The stdlib's norms through the package (its JIT specializes H on the first call)."""
+    if not _STDLIB_NORMS:
+        import os
+        import fslc
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        _STDLIB_NORMS.append(fslc.load(os.path.join(root, "stdlib", "std", "norms.fsl")))
+    return _STDLIB_NORMS[0]
+
+
+def rms_norm_grad_pair(t, shape):
+    norms = _stdlib_norms()
+    grad_x = norms.rms_norm_backward(t["x"], t["weight"], t["rstd"], t["grad_y"])
+    grad_weight = norms.rms_norm_backward_weight(t["x"], t["rstd"], t["grad_y"])
+    return grad_x, grad_weight
+
+
+def layer_norm_grad_pair(t, shape):
+    norms = _stdlib_norms()
+    grad_x = norms.layer_norm_backward(t["x"], t["gamma"], t["mean"], t["rstd"], t["grad_y"])
+    grad_gamma, grad_beta = norms.layer_norm_backward_weight(t["x"], t["mean"], t["rstd"], t["grad_y"])
+    return grad_x, grad_gamma, grad_beta

@@ -85,13 +85,11 @@ class BackwardTest(unittest.TestCase):
 
     def test_signatures_carry_the_pairing(self):
         norms = self.norms
-        self.assertEqual(norms.rms_norm_train.signature.backward,
-                         ["rms_norm_backward", "rms_norm_backward_weight"])
-        self.assertEqual(norms.layer_norm_train.signature.backward,
-                         ["layer_norm_backward", "layer_norm_backward_weight"])
+        self.assertEqual(norms.rms_norm_train.signature.backward, ["rms_norm_grad"])
+        self.assertEqual(norms.rms_norm_add_train.signature.backward, ["rms_norm_add_grad"])
+        self.assertEqual(norms.layer_norm_train.signature.backward, ["layer_norm_grad"])
         self.assertEqual(norms.softmax.signature.backward, ["softmax_backward"])
-        self.assertIn("\nbackward rms_norm_backward rms_norm_backward_weight\n",
-                      norms.rms_norm_train.signature.text)
+        self.assertIn("\nbackward rms_norm_grad\n", norms.rms_norm_train.signature.text)
         # Fusions without a clause (the backward fusions themselves among them) have none.
         for name in ("rms_norm", "rms_norm_add", "layer_norm", "rms_norm_backward"):
             self.assertEqual(norms[name].signature.backward, [], name)
@@ -115,6 +113,16 @@ class BackwardTest(unittest.TestCase):
         ])
         self.assertEqual(plan.results, [["x"], ["weight"]])
         self.assertEqual(plan.differentiable, [0])  # y; rstd is not
+
+    def test_plan_rms_norm_train_one_kernel(self):
+        # The stdlib's pairing: x's and the weight's gradients from one fusion.
+        norms = self.norms
+        plan = GradientPlan(norms.rms_norm_train.signature, [norms.rms_norm_grad.signature])
+        self.assertEqual(plan.saved, ["x", "weight", "rstd"])
+        self.assertEqual(plan.calls, [
+            ("rms_norm_grad", [("saved", "x"), ("saved", "weight"), ("saved", "rstd"), ("grad", 0)]),
+        ])
+        self.assertEqual(plan.results, [["x", "weight"]])
 
     def test_plan_cross_entropy_scalars_pass_through(self):
         losses = self.losses

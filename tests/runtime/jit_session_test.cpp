@@ -100,10 +100,10 @@ int main(int argc, char **argv) {
   expect(status == FSL_OK && program, "norms.fsl loads with H runtime", error);
   if (!program)
     return 1;
-  expect(fsl_program_fusion_count(program) == 14 &&
+  expect(fsl_program_fusion_count(program) == 17 &&
              std::string(fsl_program_fusion_name(program, 1)) == "rms_norm_add" &&
-             std::string(fsl_program_fusion_name(program, 13)) == "softmax_backward",
-         "its fourteen fusions (the forward ones, then the training ones), in order");
+             std::string(fsl_program_fusion_name(program, 16)) == "softmax_backward",
+         "its seventeen fusions (the forward ones, then the training ones), in order");
   expect(std::string(fsl_program_arch(program)) == "sm_90a", "the target's architecture",
          fsl_program_arch(program));
   std::string signature = fsl_program_signature(program, "rms_norm_add");
@@ -198,9 +198,12 @@ int main(int argc, char **argv) {
             contains(error,
                      "no fusion 'nope' in " + norms +
                          " (fusions: rms_norm, rms_norm_add, layer_norm, softmax, rms_norm_train, "
-                         "rms_norm_backward, rms_norm_backward_weight, rms_norm_add_train, "
-                         "rms_norm_add_backward, rms_norm_add_backward_weight, layer_norm_train, "
-                         "layer_norm_backward, layer_norm_backward_weight, softmax_backward)"),
+                         "rms_norm_backward, rms_norm_backward_weight, rms_norm_grad, "
+                         "rms_norm_add_train, "
+                         "rms_norm_add_backward, rms_norm_add_backward_weight, rms_norm_add_grad, "
+                         "layer_norm_train, "
+                         "layer_norm_backward, layer_norm_backward_weight, layer_norm_grad, "
+                         "softmax_backward)"),
         "an unknown fusion is refused, naming the fusions", error);
     status =
         fsl_program_specialize(program, "rms_norm_add", names, values, 1, &s, error, sizeof error);
