@@ -20,6 +20,11 @@ std::map<ir::DimId, int64_t> pinnedSizes(const ir::Fusion &fusion,
     if (!inserted && at->second != guard.bound)
       contradicted[guard.dim] = true;
   }
+  // `H == 4100 && H % 8 == 0` holds for no size either: H stays a runtime size, as the
+  // heuristics plan it (PinnedHeuristics.h).
+  for (const sched::SizeGuard &guard : when)
+    if (auto size = pinned.find(guard.dim); size != pinned.end() && !guard.holds(size->second))
+      contradicted[guard.dim] = true;
   for (const auto &[dim, yes] : contradicted)
     pinned.erase(dim);
   return pinned;

@@ -21,8 +21,8 @@
 namespace fsl::pipeline {
 
 /// The runtime dimensions of `fusion` that `when` pins, with their sizes: a condition
-/// `D == N` on the size itself (not `D % 8 == 0`), N >= 1, and no other `D == M` with M
-/// != N in the guard (that guard holds for no size at all).
+/// `D == N` on the size itself (not `D % 8 == 0`), N >= 1, that the guard's other
+/// conditions on D accept (`D == 4100 && D % 8 == 0` holds for no size at all).
 std::map<ir::DimId, int64_t> pinnedSizes(const ir::Fusion &fusion,
                                          const std::vector<sched::SizeGuard> &when);
 

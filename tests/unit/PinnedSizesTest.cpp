@@ -79,6 +79,13 @@ TEST_CASE("pinned sizes: `D == N` on a runtime dimension, not a range, a remaind
   CHECK(pipeline::pinnedSizes(runtime.fusion(), {runtime.guard("H", Comparison::Eq, 4096),
                                                  runtime.guard("H", Comparison::Eq, 2048)})
             .empty());
+  CHECK(pipeline::pinnedSizes(runtime.fusion(), {runtime.guard("H", Comparison::Eq, 4100),
+                                                 runtime.guard("H", Comparison::Eq, 0, 8)})
+            .empty());
+  CHECK(pipeline::pinnedSizes(runtime.fusion(), {runtime.guard("H", Comparison::Eq, 4096),
+                                                 runtime.guard("H", Comparison::Eq, 0, 8),
+                                                 runtime.guard("H", Comparison::Le, 8192)}) ==
+        std::map<ir::DimId, int64_t>{{h, 4096}});
   Analyzed declared("<H = 4096>");
   CHECK(pipeline::pinnedSizes(declared.fusion(), {declared.guard("H", Comparison::Eq, 4096)})
             .empty());
