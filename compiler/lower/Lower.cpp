@@ -190,7 +190,12 @@ std::optional<std::vector<kir::Kernel>> lowerKernels(const sched::Schedule &sche
                                                      const lower::LowerOptions &options,
                                                      DiagnosticEngine &diagnostics,
                                                      const PrintAfter &print) {
-  const std::vector<kir::VarPtr> &dims = program.dims;
+  // A schedule built with a dimension static that the fusion has at run time (a guard
+  // `when H == 4096` pins it) neither reads nor takes it.
+  std::vector<kir::VarPtr> dims = program.dims;
+  for (ir::DimId dim = 0; dim < dims.size(); ++dim)
+    if (schedule.fusion->dims[dim].staticExtent)
+      dims[dim] = nullptr;
   if (lower::hasMatmul(*schedule.fusion)) {
     // A matrix product has a path of its own (lower/matmul/Matmul.h): its loops are the mma
     // tiles, planned from the declarative schedule rather than from loop nests.

@@ -104,8 +104,10 @@ bool Compilation::lower(DiagnosticEngine &diagnostics) {
   lowerOptions.registersPerSm = options_.target.registersPerSm;
   lowerOptions.smCount = options_.target.smCount;
   std::map<const ir::Fusion *, std::vector<const sched::Schedule *>> schedulesOf;
-  for (const auto &schedule : plan_.schedules)
-    schedulesOf[schedule->fusion].push_back(schedule.get());
+  // By the planned fusion: a schedule under a pinning guard is built against its copy.
+  for (const PlannedSchedule &planned : plan_.planned)
+    if (planned.built)
+      schedulesOf[planned.fusion].push_back(planned.built);
   for (const auto &fusion : program_->fusions) {
     if (!wanted(*fusion))
       continue;

@@ -5,6 +5,7 @@
 #include "ast/Printer.h"
 #include "check/Checker.h"
 #include "heuristics/Heuristics.h"
+#include "pipeline/PinnedHeuristics.h"
 #include "schedule/FromAst.h"
 #include "schedule/Printer.h"
 #include "schedule/ScheduleBuilder.h"
@@ -43,7 +44,7 @@ std::vector<sched::ScheduleBlock> heuristicSchedules(SchedulePlan &plan, const i
                                                      DiagnosticEngine &diagnostics,
                                                      const tuning::Database *database) {
   auto heuristic = [&](const heuristics::Knobs &asked) {
-    return heuristics::chooseSchedules(fusion, target, asked, &diagnostics);
+    return chooseUnderGuard(fusion, target, asked, plan.pinned, &diagnostics);
   };
   heuristics::Choice choice =
       database ? tuning::consult(*database, fusion, target, knobs, diagnostics, heuristic)
@@ -122,7 +123,10 @@ void buildSchedules(SchedulePlan &plan, const Program &program, const Target &ta
     std::unique_ptr<sched::Schedule> built;
     {
       llvm::TimeTraceScope scope("Build schedule", planned.fusion->name);
-      built = sched::buildSchedule(planned.block, *planned.fusion, diagnostics);
+      // A guard that pins a runtime size (`when H == 4096`): built as for that static size.
+      built = sched::buildSchedule(planned.block,
+                                   plan.pinned.under(*planned.fusion, planned.block.header.when),
+                                   diagnostics);
     }
     bool legal = false;
     if (built) {

@@ -3,6 +3,7 @@
 // into schedules and checked against the target.
 #pragma once
 
+#include "pipeline/PinnedSizes.h"
 #include "schedule/ScheduleBlock.h"
 #include "schedule/ScheduleIR.h"
 
@@ -38,7 +39,9 @@ struct PlannedSchedule {
   const ir::Fusion *fusion = nullptr;
   /// An `= auto` declaration the heuristics did not replace has only its header.
   sched::ScheduleBlock block;
-  const sched::Schedule *built = nullptr; // once built and checked
+  /// Once built and checked; against the fusion with the dimensions its guard pins
+  /// static (PinnedSizes.h), so `built->fusion` may be a copy of `fusion`.
+  const sched::Schedule *built = nullptr;
 };
 
 /// An `= auto` declaration (or a fusion without any schedule) no heuristic could
@@ -52,6 +55,8 @@ struct SchedulePlan {
   std::vector<PlannedSchedule> planned;                          // in source order, then the chosen
   std::vector<std::unique_ptr<sched::Schedule>> schedules;       // built from `planned`, checked
   std::map<std::string, std::vector<DeclinedSchedule>> declined; // by fusion
+  /// The fusions with guard-pinned dimensions static that `schedules` are built against.
+  PinnedFusions pinned;
 };
 
 /// The typed block of every schedule declaration of the main file; an `= auto` one is

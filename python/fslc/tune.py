@@ -16,8 +16,9 @@ writes the winners into a tuning database (a new file, or an update of an existi
 per shape the fastest candidate, unless it is within 2 % of the heuristics' choice, which
 then stays (the database records only changes worth their maintenance). With `fslc tune
 --pairs K` the runner also times the pairs of the K fastest single knobs of each shape;
-with `fslc tune --variants H` the candidates are launch-time variants `when H == N` and
-`record` writes one entry an H (the geometric mean over the shapes of that H). And
+with `fslc tune --variants H` the candidates are launch-time variants `when H == N` (each
+planned and lowered with H static at N, so every knob of the static size is a candidate)
+and `record` writes one entry an H (the geometric mean over the shapes of that H). And
 
     python -m fslc.tune compare first.json second.json
 

@@ -385,11 +385,26 @@ class VariantsEndToEnd(unittest.TestCase):
         with open(os.path.join(out, "manifest.json")) as f:
             manifest = json.load(f)
         self.assertEqual(manifest["variants"], ["H"])
-        # A fake measurement: at H = 4096 the variant under the guard beats the heuristics' own
-        # variants by 10 %, at H = 8192 by 1 % (a tie: no entry).
+        # The guard pins H: every knob is planned at the static size, none is refused as
+        # needing one (one_pass is refused: RMSNorm has no pair of reductions).
+        self.assertFalse([p for p in manifest["pruned"] if "runtime size" in p["reason"]])
+        self.assertEqual({tuple(p["knobs"]) for p in manifest["pruned"]}, {("one_pass",)})
+        for h in (4096, 8192):
+            knobbed = [c for c in manifest["candidates"] if c["shape"]["H"] == h and c["knobs"]]
+            self.assertTrue(knobbed and all(c["guard"] == "H == %d" % h for c in knobbed))
+        batch2 = [c for c in manifest["candidates"]
+                  if c["shape"] == {"H": 4096, "T": 1} and c["knobs"] == {"persistent_batch": 2}]
+        self.assertEqual(len(batch2), 1)
+        self.assertIn("schedule rms when H == 4096 {\n    split H by 8 -> (Ho, Hv);  // Ho: 512, Hv: 8\n"
+                      "    split Ho by 256 -> (Hp, Hx);  // Hp: 2, Hx: 256", batch2[0]["schedule"])
+        # A fake measurement: at H = 4096 the variant with persistent_batch = 2 beats the
+        # heuristics' own variants by 20 % (the other candidates by 10 %), at H = 8192 every
+        # variant by 1 % (a tie: no entry).
         results = []
         for c in manifest["candidates"]:
-            fast = 0.9 if c["shape"]["H"] == 4096 else 0.99
+            fast = 0.99
+            if c["shape"]["H"] == 4096:
+                fast = 0.8 if c["knobs"] == {"persistent_batch": 2} else 0.9
             results.append({"id": c["id"], "shape": c["shape"], "knobs": c["knobs"], "heuristics": c["heuristics"],
                             "status": "ok", "time_ms": 1.0 if c["heuristics"] else fast, "rounds_ms": [1.0] * 5})
             self.assertEqual(c.get("guard"), None if c["heuristics"] else "H == %d" % c["shape"]["H"])
@@ -405,12 +420,13 @@ class VariantsEndToEnd(unittest.TestCase):
         tune.main(["record", results_path, "-o", database])
         with open(database) as f:
             text = f.read()
-        self.assertIn("schedule rms when H == 4096 = auto(inner_persistent);", text)
+        self.assertIn("schedule rms when H == 4096 = auto(inner_persistent) {\n    persistent_batch = 2;\n}", text)
         self.assertNotIn("H == 8192", text)
         printed = subprocess.run([FSLC, "--emit=schedule", "--tuning-db", database, source], check=True,
                                  capture_output=True, text=True).stdout
         self.assertIn("// from the tuning database %s:" % database, printed)
-        self.assertIn("schedule rms when H == 4096 {", printed)
+        self.assertIn("schedule rms when H == 4096 {\n    split H by 8 -> (Ho, Hv);  // Ho: 512, Hv: 8\n"
+                      "    split Ho by 256 -> (Hp, Hx);  // Hp: 2, Hx: 256", printed)
         self.assertIn("H != 4096 {", printed)  # the heuristics' variants, cut around the entry
         simulated = subprocess.run([FSLC, "--simulate", "T=2,H=4096", "--tuning-db", database, source], check=True,
                                    capture_output=True, text=True).stdout
