@@ -51,11 +51,12 @@ usage: python3 tests/bench/training_bench.py [--library build/lib/libfsl.so] [--
            [-o training_bench.json] [--quick] [--only NAME[,NAME...]] [--rounds N]
            [--budget-s S]
        python3 tests/bench/training_bench.py --cpu-check    (no GPU: the references, the eager
-           peers and the compile peers' math, uncompiled, in float32 on small shapes)
+           peers, the compile peers' math uncompiled and CPU stand-ins of the fusions, in
+           float32 on small shapes, each against float64; then the sweep itself on the CPU)
 Writes a markdown table to stdout and the results as JSON (-o, rewritten after each shape,
 so a run cut short keeps what it measured). The whole sweep stays within --budget-s
-(default 300 s, torch.compile's compilations included): each row kind gets an equal share
-of what is left, and the shapes it cannot reach are listed as skipped.
+(default 300 s, torch.compile's compilations included): each row kind gets a share of what
+is left in proportion to its shapes, and the shapes it cannot reach are listed as skipped.
 """
 
 import argparse
@@ -93,10 +94,9 @@ RMS_EPS = 1e-6  # std/norms.fsl's defaults
 LAYER_EPS = 1e-5
 IGNORE = -100
 HIDDEN = [2048, 4096, 8192]
-ROWS = [1, 16, 128, 1024, 4096, 16384]
-# The order a sweep measures them: the training sizes first (T >= 1024, where the issue sets
-# its targets), so that a budget cut drops the small ones; the table sorts them back.
-ROWS_FIRST = [1024, 4096, 16384, 128, 16, 1]
+# T in the order a sweep measures them: the training sizes first (T >= 1024), so that a
+# budget cut drops the small ones; the table sorts the rows back.
+ROWS = [1024, 4096, 16384, 128, 16, 1]
 VOCABS = [32000, 128256]
 ROPE_HEADS, ROPE_DIM = 32, 128
 MAX_LOGIT_BYTES = 4e9
@@ -206,7 +206,7 @@ class NormKind(Kind):
     def shapes(self, quick):
         if quick:
             return [{"T": 16, "H": 2048}, {"T": 4096, "H": 4096}]
-        return [{"T": t, "H": h} for t in ROWS_FIRST for h in HIDDEN]
+        return [{"T": t, "H": h} for t in ROWS for h in HIDDEN]
 
 
 class RmsNormBackward(NormKind):
@@ -415,7 +415,7 @@ class CrossEntropy(Kind):
     def shapes(self, quick):
         if quick:
             return [{"T": 16, "V": 32000}, {"T": 1024, "V": 128256}]
-        return [{"T": t, "V": v} for t in ROWS_FIRST for v in VOCABS]
+        return [{"T": t, "V": v} for t in ROWS for v in VOCABS]
 
     def skipped(self, s):
         if 2 * s["T"] * s["V"] > MAX_LOGIT_BYTES:
@@ -471,7 +471,7 @@ class RopeKind(Kind):
     dims = ("T",)
 
     def shapes(self, quick):
-        return [{"T": t} for t in ([16, 4096] if quick else ROWS_FIRST)]
+        return [{"T": t} for t in ([16, 4096] if quick else ROWS)]
 
     def text(self, s):
         return "T=%d x %d heads x %d" % (s["T"], ROPE_HEADS, ROPE_DIM)
@@ -868,7 +868,9 @@ def sweep(kinds, shapes_of, programs, compiled, timer, machine, output, budget_s
     failures = 0
     for position, kind in enumerate(kinds):
         kind_started = time.monotonic()
-        share = (budget_s - (kind_started - started)) / (len(kinds) - position)
+        # This kind's part of what is left of the budget, in proportion to its shapes.
+        left = sum(len(shapes_of(k)) for k in kinds[position:])
+        share = (budget_s - (kind_started - started)) * len(shapes_of(kind)) / max(left, 1)
         for shape in shapes_of(kind):
             why = kind.skipped(shape) if hasattr(kind, "skipped") else None
             if why is None and time.monotonic() - kind_started > share:
