@@ -49,7 +49,7 @@ fslc call is to moving its bytes at the copy's speed.
 
 usage: python3 tests/bench/training_bench.py [--library build/lib/libfsl.so] [--stdlib stdlib]
            [-o training_bench.json] [--quick] [--only NAME[,NAME...]] [--rounds N]
-           [--budget-s S]
+           [--budget-s S] [--ops ctypes|compiled|auto]
        python3 tests/bench/training_bench.py --cpu-check    (no GPU: the references, the eager
            peers, the compile peers' math uncompiled and CPU stand-ins of the fusions, in
            float32 on small shapes, each against float64; then the sweep itself on the CPU)
@@ -81,6 +81,9 @@ parser.add_argument("-o", "--output", default="training_bench.json", help="the J
 parser.add_argument("--quick", action="store_true", help="two shapes a row kind (a smoke run)")
 parser.add_argument("--only", default="", help="comma-separated row kinds (the list above)")
 parser.add_argument("--rounds", type=int, default=10, help="timed graph replays a measurement")
+parser.add_argument("--ops", default="ctypes", choices=["auto", "compiled", "ctypes"],
+                    help="the fslc ops' path (default ctypes: a graph replay times only the device's "
+                         "work, the same on either path, and ctypes needs no extension built first)")
 parser.add_argument("--budget-s", type=float, default=300.0, help="wall-clock budget of the sweep")
 parser.add_argument("--cpu-check", action="store_true",
                     help="no GPU: check the references and peers' math on CPU in float32")
@@ -672,7 +675,8 @@ class Programs:
         import fslc
 
         def load(name):
-            return fslc.load(os.path.join(args.stdlib, "std", name), library=args.library, stdlib=args.stdlib)
+            return fslc.load(os.path.join(args.stdlib, "std", name), library=args.library, stdlib=args.stdlib,
+                             ops=args.ops)
 
         self.norms, self.losses, self.ropes = load("norms.fsl"), load("losses.fsl"), load("rope.fsl")
 
@@ -857,7 +861,8 @@ def sweep(kinds, shapes_of, programs, compiled, timer, machine, output, budget_s
     started = time.monotonic()
     document = {"machine": machine,
                 "method": {"rounds": timer.rounds, "l2_bytes": timer.l2_bytes, "max_sets": MAX_SETS,
-                           "quick": args.quick, "budget_s": budget_s, "device": timer.device},
+                           "quick": args.quick, "budget_s": budget_s, "device": timer.device,
+                           "ops": args.ops},
                 "rows": [], "skipped": []}
 
     def save():
