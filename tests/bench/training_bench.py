@@ -5,10 +5,9 @@ torch.compile(dynamic=False) of the same math, one process.
 Rows (--only picks them by name):
 
   rms_norm_backward      the whole backward of std/norms.fsl's rms_norm_train as autograd runs
-                         it: rms_norm_backward (dx) then rms_norm_backward_weight (dweight)
-  rms_norm_add_backward  rms_norm_add_train's: rms_norm_add_backward (dx, dresidual) then
-                         rms_norm_add_backward_weight
-  layer_norm_backward    layer_norm_train's: layer_norm_backward, layer_norm_backward_weight
+                         it: rms_norm_grad (dx and dweight, one inner-outer kernel)
+  rms_norm_add_backward  rms_norm_add_train's: rms_norm_add_grad (dx, dresidual, dweight)
+  layer_norm_backward    layer_norm_train's: layer_norm_grad (dx, dgamma, dbeta)
   softmax_backward       softmax's: softmax_backward
       H (S) in {2048, 4096, 8192} x T in {1, 16, 128, 1024, 4096, 16384}
   cross_entropy          forward and backward: std/losses.fsl's cross_entropy_train then
@@ -234,8 +233,10 @@ class RmsNormBackward(NormKind):
 
     def fslc(self, p):
         def prepare(s):
-            return lambda: {"dx": p.norms.rms_norm_backward(s["x"], s["w"], s["rstd"], s["dy"]),
-                            "dw": p.norms.rms_norm_backward_weight(s["x"], s["rstd"], s["dy"])}
+            def call():
+                dx, dw = p.norms.rms_norm_grad(s["x"], s["w"], s["rstd"], s["dy"])
+                return {"dx": dx, "dw": dw}
+            return call
         return prepare
 
     def eager(self):
@@ -286,9 +287,8 @@ class RmsNormAddBackward(NormKind):
     def fslc(self, p):
         def prepare(s):
             def call():
-                dx, dr = p.norms.rms_norm_add_backward(s["h"], s["w"], s["rstd"], s["dy"], s["dh"])
-                return {"dx": dx, "dr": dr,
-                        "dw": p.norms.rms_norm_add_backward_weight(s["h"], s["rstd"], s["dy"])}
+                dx, dr, dw = p.norms.rms_norm_add_grad(s["h"], s["w"], s["rstd"], s["dy"], s["dh"])
+                return {"dx": dx, "dr": dr, "dw": dw}
             return call
         return prepare
 
@@ -340,9 +340,8 @@ class LayerNormBackward(NormKind):
     def fslc(self, p):
         def prepare(s):
             def call():
-                dg, db = p.norms.layer_norm_backward_weight(s["x"], s["mean"], s["rstd"], s["dy"])
-                return {"dx": p.norms.layer_norm_backward(s["x"], s["gamma"], s["mean"], s["rstd"], s["dy"]),
-                        "dgamma": dg, "dbeta": db}
+                dx, dg, db = p.norms.layer_norm_grad(s["x"], s["gamma"], s["mean"], s["rstd"], s["dy"])
+                return {"dx": dx, "dgamma": dg, "dbeta": db}
             return call
         return prepare
 
@@ -712,6 +711,20 @@ class StandInPrograms:
     def layer_norm_backward_weight(x, mean, rstd, grad_y):
         dy = grad_y.float()
         return ((dy * (x.float() - mean[:, None]) * rstd[:, None]).sum(0).to(x.dtype), dy.sum(0).to(x.dtype))
+
+    @classmethod
+    def rms_norm_grad(cls, x, weight, rstd, grad_y):
+        return cls.rms_norm_backward(x, weight, rstd, grad_y), cls.rms_norm_backward_weight(x, rstd, grad_y)
+
+    @classmethod
+    def rms_norm_add_grad(cls, h, weight, rstd, grad_y, grad_h):
+        dx, dr = cls.rms_norm_add_backward(h, weight, rstd, grad_y, grad_h)
+        return dx, dr, cls.rms_norm_add_backward_weight(h, rstd, grad_y)
+
+    @classmethod
+    def layer_norm_grad(cls, x, gamma, mean, rstd, grad_y):
+        dg, db = cls.layer_norm_backward_weight(x, mean, rstd, grad_y)
+        return cls.layer_norm_backward(x, gamma, mean, rstd, grad_y), dg, db
 
     @staticmethod
     def softmax_backward(y, grad_y):
