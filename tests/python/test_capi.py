@@ -55,7 +55,7 @@ class CapiTest(unittest.TestCase):
 
     def test_01_program(self):
         prog = self.prog
-        self.assertEqual(list(prog.fusions), ['rms_norm', 'rms_norm_add', 'layer_norm', 'softmax', 'rms_norm_train', 'rms_norm_backward', 'rms_norm_backward_weight', 'rms_norm_add_train', 'rms_norm_add_backward', 'rms_norm_add_backward_weight', 'layer_norm_train', 'layer_norm_backward', 'layer_norm_backward_weight', 'softmax_backward'])
+        self.assertEqual(list(prog.fusions), ['rms_norm', 'rms_norm_add', 'layer_norm', 'softmax', 'rms_norm_train', 'rms_norm_backward', 'rms_norm_backward_weight', 'rms_norm_add_train', 'rms_norm_add_backward', 'rms_norm_add_backward_weight', 'layer_norm_train', 'layer_norm_backward', 'layer_norm_backward_weight', 'softmax_backward', 'qk_norm'])
         self.assertEqual((prog.arch, prog.target), ("sm_90a", "h200"))
         self.assertIs(prog.rms_norm_add, prog["rms_norm_add"])
         sig = prog.rms_norm_add.signature
@@ -169,7 +169,7 @@ class CapiTest(unittest.TestCase):
         self.assertEqual(stats["refused"] - before["refused"], 8)
 
     def test_06_unknown_fusion(self):
-        self.assertRefused(fslc.FslArgumentError, "no fusion 'nope' in %s (fusions: rms_norm, rms_norm_add, layer_norm, softmax, rms_norm_train, rms_norm_backward, rms_norm_backward_weight, rms_norm_add_train, rms_norm_add_backward, rms_norm_add_backward_weight, layer_norm_train, layer_norm_backward, layer_norm_backward_weight, softmax_backward)" % NORMS,
+        self.assertRefused(fslc.FslArgumentError, "no fusion 'nope' in %s (fusions: rms_norm, rms_norm_add, layer_norm, softmax, rms_norm_train, rms_norm_backward, rms_norm_backward_weight, rms_norm_add_train, rms_norm_add_backward, rms_norm_add_backward_weight, layer_norm_train, layer_norm_backward, layer_norm_backward_weight, softmax_backward, qk_norm)" % NORMS,
                            lambda: self.prog["nope"])
         with self.assertRaises(AttributeError) as caught:
             self.prog.nope

@@ -200,7 +200,7 @@ int main(int argc, char **argv) {
                          " (fusions: rms_norm, rms_norm_add, layer_norm, softmax, rms_norm_train, "
                          "rms_norm_backward, rms_norm_backward_weight, rms_norm_add_train, "
                          "rms_norm_add_backward, rms_norm_add_backward_weight, layer_norm_train, "
-                         "layer_norm_backward, layer_norm_backward_weight, softmax_backward)"),
+                         "layer_norm_backward, layer_norm_backward_weight, softmax_backward, qk_norm)"),
         "an unknown fusion is refused, naming the fusions", error);
     status =
         fsl_program_specialize(program, "rms_norm_add", names, values, 1, &s, error, sizeof error);
