@@ -205,10 +205,23 @@ class CapiTest(unittest.TestCase):
 
     def test_08_auto_runtime_dims_and_policies(self):
         prog = fslc.load(NORMS, arch="sm_90a", cache_dir=CACHE, library=LIBRARY, torch_ops=False)
-        self.assertEqual(prog.runtime_dims, ["H", "S"])
+        self.assertEqual(prog.runtime_dims, ["H", "S", "NH", "D"])
         self.assertEqual(prog.softmax.signature.dims, {"T": None, "S": None})
         info = prog.softmax.prepare([bf16(4, 7168), bf16(4, 7168)])
         self.assertEqual(info["specialization"], "softmax.S7168")
+        # A strided parameter: q of qkv = [T, 3 * NH * D] at its strides; the others contiguous.
+        x = prog.qk_norm.signature.tensors[0]
+        self.assertEqual((x.strided, x.dims, repr(x)), (True, ("T", "NH", "D"), "x: strided bf16[T, NH, D]"))
+        q = fslc.descriptor((4, 8, 128), "bf16", strides=(3 * 8 * 128, 128, 1))
+        info = prog.qk_norm.prepare([q, bf16(128), bf16(4, 8, 128)])
+        self.assertEqual(info["specialization"], "qk_norm.D128")
+        wide = fslc.descriptor((4, 8, 128), "bf16", strides=(8 * 256, 256, 2))
+        self.assertRefused(fslc.FslLayoutError, "x: stride 2 in dimension 2, expected 1 (a strided tensor's "
+                           "innermost dimension is contiguous)", prog.qk_norm.prepare,
+                           [wide, bf16(128), bf16(4, 8, 128)])
+        self.assertRefused(fslc.FslLayoutError, "y: stride 1 in dimension 0, expected 1024 (contiguous row-major)",
+                           prog.qk_norm.prepare,
+                           [q, bf16(128), fslc.descriptor((4, 8, 128), "bf16", strides=(1, 128, 1))])
         prog = fslc.load(NORMS, runtime_dims="H", policy="all", arch="sm_90a", cache_dir=CACHE,
                         library=LIBRARY, torch_ops=False)
         self.assertEqual(prog.rms_norm_add.prepare(rms_norm_add_call(8, 7168))["specialization"],
