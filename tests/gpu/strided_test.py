@@ -1,5 +1,5 @@
-"""Strided inputs on a GPU through the Python package: the stdlib's QK-norm (std/norms.fsl's
-qk_norm, `x: strided bf16[T, NH, D]`) on the q and k views of one attention projection
+"""Strided inputs on a GPU through the Python package: the stdlib's QK-norm (std/qk_norm.fsl,
+`x: strided bf16[T, NH, D]`) on the q and k views of one attention projection
 qkv: [T, 3 * NH * D] (q = qkv.view(T, 3, NH, D)[:, 0], strides (3 * NH * D, D, 1)), read
 in place without a .contiguous() copy, against PyTorch in float64, at T in {1, 7, 1024},
 NH in {8, 32}, D in {128, 64}; once through torch.compile(fullgraph=True). Then the calls
@@ -72,8 +72,8 @@ def reference(x, weight, eps=1e-6):
 
 
 print("torch %s, CUDA %s, %s" % (torch.__version__, torch.version.cuda, torch.cuda.get_device_name()), flush=True)
-norms = fslc.load(os.path.join(args.stdlib, "std", "norms.fsl"), library=args.library, stdlib=args.stdlib,
-                  cache_dir=tempfile.mkdtemp(prefix="fsl-strided-test-"))
+prog = fslc.load(os.path.join(args.stdlib, "std", "qk_norm.fsl"), library=args.library, stdlib=args.stdlib,
+                 cache_dir=tempfile.mkdtemp(prefix="fsl-strided-test-"))
 
 
 def views(T, NH, D, seed):
@@ -88,7 +88,7 @@ def qk_norm_case(T, NH, D):
     before = qkv.clone()
     weight = randn(D, seed=D + 1)
     for name, x in (("q", q), ("k", k)):
-        y = norms.qk_norm(x, weight)
+        y = prog.qk_norm(x, weight)
         torch.cuda.synchronize()
         check("qk_norm %s T=%d NH=%d D=%d: a contiguous output" % (name, T, NH, D),
               y.shape == x.shape and y.is_contiguous(), "shape %s strides %s" % (tuple(y.shape), y.stride()))
@@ -101,7 +101,7 @@ def compiled_case(T, NH, D):
     weight = randn(D, seed=6)
 
     def f(qkv_q, w):
-        return norms.qk_norm(qkv_q, w, 1e-5) * 2
+        return prog.qk_norm(qkv_q, w, 1e-5) * 2
 
     y = torch.compile(f, fullgraph=True)(q, weight)
     torch.cuda.synchronize()
@@ -132,21 +132,21 @@ def refusals():
     x = wide[:, :, ::2]
     refused("inner stride 2 is refused", fslc.FslLayoutError,
             "x: stride 2 in dimension 2, expected 1 (a strided tensor's innermost dimension is contiguous)",
-            lambda: norms.qk_norm(x, weight), wide)
+            lambda: prog.qk_norm(x, weight), wide)
     # Heads 132 elements apart: rows that 16-byte vectors cannot start on.
     padded = randn(T, NH, D + 4, seed=5)
     x = padded[:, :, :D]
     refused("a row stride of 132 elements is refused", fslc.FslAlignmentError,
-            "x: stride 132 in dimension 1 is not a multiple of 8 elements", lambda: norms.qk_norm(x, weight), padded)
+            "x: stride 132 in dimension 1 is not a multiple of 8 elements", lambda: prog.qk_norm(x, weight), padded)
     # A parameter that is not strided stays contiguous.
     _, q, _ = views(T, NH, D, seed=6)
     spaced = randn(2 * D, seed=7)
     refused("a non-contiguous weight is refused", fslc.FslLayoutError,
             "weight: stride 2 in dimension 0, expected 1 (contiguous row-major)",
-            lambda: norms.qk_norm(q, spaced[::2]), spaced)
+            lambda: prog.qk_norm(q, spaced[::2]), spaced)
     # The out-of-place variant that users wrote before: the same numbers as the view.
-    y_view = norms.qk_norm(q, weight)
-    y_copy = norms.qk_norm(q.contiguous(), weight)
+    y_view = prog.qk_norm(q, weight)
+    y_copy = prog.qk_norm(q.contiguous(), weight)
     torch.cuda.synchronize()
     check("the view and its contiguous copy give the same output", torch.equal(y_view, y_copy))
 

@@ -30,6 +30,7 @@ PACKAGE = os.path.dirname(os.path.abspath(fslc.__file__))
 # Installed: the package's own libfsl.so, which its lookup finds first.
 LIBRARY = os.path.join(PACKAGE, "lib", "libfsl.so") if INSTALLED else os.path.abspath(sys.argv[1])
 NORMS = os.path.join(ROOT, "stdlib", "std", "norms.fsl")
+QK_NORM = os.path.join(ROOT, "stdlib", "std", "qk_norm.fsl")
 CACHE = os.path.join(WORK, "cache")
 
 
@@ -55,7 +56,7 @@ class CapiTest(unittest.TestCase):
 
     def test_01_program(self):
         prog = self.prog
-        self.assertEqual(list(prog.fusions), ['rms_norm', 'rms_norm_add', 'layer_norm', 'softmax', 'rms_norm_train', 'rms_norm_backward', 'rms_norm_backward_weight', 'rms_norm_add_train', 'rms_norm_add_backward', 'rms_norm_add_backward_weight', 'layer_norm_train', 'layer_norm_backward', 'layer_norm_backward_weight', 'softmax_backward', 'qk_norm'])
+        self.assertEqual(list(prog.fusions), ['rms_norm', 'rms_norm_add', 'layer_norm', 'softmax', 'rms_norm_train', 'rms_norm_backward', 'rms_norm_backward_weight', 'rms_norm_add_train', 'rms_norm_add_backward', 'rms_norm_add_backward_weight', 'layer_norm_train', 'layer_norm_backward', 'layer_norm_backward_weight', 'softmax_backward'])
         self.assertEqual((prog.arch, prog.target), ("sm_90a", "h200"))
         self.assertIs(prog.rms_norm_add, prog["rms_norm_add"])
         sig = prog.rms_norm_add.signature
@@ -169,7 +170,7 @@ class CapiTest(unittest.TestCase):
         self.assertEqual(stats["refused"] - before["refused"], 8)
 
     def test_06_unknown_fusion(self):
-        self.assertRefused(fslc.FslArgumentError, "no fusion 'nope' in %s (fusions: rms_norm, rms_norm_add, layer_norm, softmax, rms_norm_train, rms_norm_backward, rms_norm_backward_weight, rms_norm_add_train, rms_norm_add_backward, rms_norm_add_backward_weight, layer_norm_train, layer_norm_backward, layer_norm_backward_weight, softmax_backward, qk_norm)" % NORMS,
+        self.assertRefused(fslc.FslArgumentError, "no fusion 'nope' in %s (fusions: rms_norm, rms_norm_add, layer_norm, softmax, rms_norm_train, rms_norm_backward, rms_norm_backward_weight, rms_norm_add_train, rms_norm_add_backward, rms_norm_add_backward_weight, layer_norm_train, layer_norm_backward, layer_norm_backward_weight, softmax_backward)" % NORMS,
                            lambda: self.prog["nope"])
         with self.assertRaises(AttributeError) as caught:
             self.prog.nope
@@ -205,11 +206,25 @@ class CapiTest(unittest.TestCase):
 
     def test_08_auto_runtime_dims_and_policies(self):
         prog = fslc.load(NORMS, arch="sm_90a", cache_dir=CACHE, library=LIBRARY, torch_ops=False)
-        self.assertEqual(prog.runtime_dims, ["H", "S", "NH", "D"])
+        self.assertEqual(prog.runtime_dims, ["H", "S"])
         self.assertEqual(prog.softmax.signature.dims, {"T": None, "S": None})
         info = prog.softmax.prepare([bf16(4, 7168), bf16(4, 7168)])
         self.assertEqual(info["specialization"], "softmax.S7168")
-        # A strided parameter: q of qkv = [T, 3 * NH * D] at its strides; the others contiguous.
+        prog = fslc.load(NORMS, runtime_dims="H", policy="all", arch="sm_90a", cache_dir=CACHE,
+                        library=LIBRARY, torch_ops=False)
+        self.assertEqual(prog.rms_norm_add.prepare(rms_norm_add_call(8, 7168))["specialization"],
+                         "rms_norm_add.H7168.T8")
+        prog = fslc.load(NORMS, runtime_dims=None, arch="sm_90a", cache_dir=CACHE, library=LIBRARY,
+                        torch_ops=False)
+        self.assertEqual(prog.rms_norm.signature.dims, {"T": None, "H": 4096})
+        self.assertRefused(fslc.FslSizeError, "expected 4096 (static)", prog.rms_norm.prepare,
+                           [bf16(8, 7168), bf16(7168), bf16(8, 7168)])
+
+    def test_08a_strided_parameter(self):
+        # A strided parameter (std/qk_norm.fsl): q of qkv = [T, 3 * NH * D] at its strides; the
+        # others contiguous.
+        prog = fslc.load(QK_NORM, arch="sm_90a", cache_dir=CACHE, library=LIBRARY, torch_ops=False)
+        self.assertEqual(prog.runtime_dims, ["NH", "D"])
         x = prog.qk_norm.signature.tensors[0]
         self.assertEqual((x.strided, x.dims, repr(x)), (True, ("T", "NH", "D"), "x: strided bf16[T, NH, D]"))
         q = fslc.descriptor((4, 8, 128), "bf16", strides=(3 * 8 * 128, 128, 1))
@@ -222,15 +237,6 @@ class CapiTest(unittest.TestCase):
         self.assertRefused(fslc.FslLayoutError, "y: stride 1 in dimension 0, expected 1024 (contiguous row-major)",
                            prog.qk_norm.prepare,
                            [q, bf16(128), fslc.descriptor((4, 8, 128), "bf16", strides=(1, 128, 1))])
-        prog = fslc.load(NORMS, runtime_dims="H", policy="all", arch="sm_90a", cache_dir=CACHE,
-                        library=LIBRARY, torch_ops=False)
-        self.assertEqual(prog.rms_norm_add.prepare(rms_norm_add_call(8, 7168))["specialization"],
-                         "rms_norm_add.H7168.T8")
-        prog = fslc.load(NORMS, runtime_dims=None, arch="sm_90a", cache_dir=CACHE, library=LIBRARY,
-                        torch_ops=False)
-        self.assertEqual(prog.rms_norm.signature.dims, {"T": None, "H": 4096})
-        self.assertRefused(fslc.FslSizeError, "expected 4096 (static)", prog.rms_norm.prepare,
-                           [bf16(8, 7168), bf16(7168), bf16(8, 7168)])
 
     def test_08b_closed(self):
         prog = fslc.load(NORMS, runtime_dims="H", arch="sm_90a", cache_dir=CACHE, library=LIBRARY,
