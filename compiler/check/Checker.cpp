@@ -463,37 +463,37 @@ private:
     }
   }
 
-  /// A strided parameter is a property of the fusion, but only the kernels need
-  /// contiguous tensors (the evaluator takes any): it is refused for every schedule, at
-  /// the parameter. The normalizations' kernel reads every tensor parameter; a matrix
-  /// product's reads the ones its products and outputs reach.
+  /// A strided input is read at its runtime strides by the loop-nest kernels (pointwise,
+  /// row and column reductions); a matrix product's kernel reads its operands and
+  /// epilogue inputs as contiguous rows (TMA boxes, vector loads), so a strided parameter
+  /// it reads is refused at the parameter, for each schedule. Kernels write outputs and
+  /// inout tensors contiguous: a strided inout parameter is refused whatever the kernel.
   void checkStridedParameters() {
     const ir::Fusion &fusion = *schedule_.fusion;
+    for (const ir::Param &param : fusion.params)
+      if (param.isStrided && param.isInout && !param.dims.empty())
+        diagnostics_.report(DiagId::StridedInout, param.range, param.name);
+    if (!matmulValue())
+      return;
     std::set<unsigned> read;
-    if (matmulValue()) {
-      std::vector<const ir::Value *> work;
-      for (const ir::Output &output : fusion.outputs)
-        work.push_back(output.value);
-      for (const auto &value : fusion.values)
-        if (value->op == ir::Op::MatMul)
-          work.push_back(value.get());
-      std::set<unsigned> seen;
-      while (!work.empty()) {
-        const ir::Value *value = work.back();
-        work.pop_back();
-        if (!seen.insert(value->id).second)
-          continue;
-        if (value->op == ir::Op::Input)
-          read.insert(value->paramIndex);
-        work.insert(work.end(), value->operands.begin(), value->operands.end());
-      }
-    } else {
-      for (const TensorSchedule &tensor : schedule_.tensors)
-        if (tensor.isInput)
-          read.insert(tensor.value->paramIndex);
+    std::vector<const ir::Value *> work;
+    for (const ir::Output &output : fusion.outputs)
+      work.push_back(output.value);
+    for (const auto &value : fusion.values)
+      if (value->op == ir::Op::MatMul)
+        work.push_back(value.get());
+    std::set<unsigned> seen;
+    while (!work.empty()) {
+      const ir::Value *value = work.back();
+      work.pop_back();
+      if (!seen.insert(value->id).second)
+        continue;
+      if (value->op == ir::Op::Input)
+        read.insert(value->paramIndex);
+      work.insert(work.end(), value->operands.begin(), value->operands.end());
     }
     for (unsigned index : read)
-      if (fusion.params[index].isStrided)
+      if (fusion.params[index].isStrided && !fusion.params[index].isInout)
         diagnostics_.report(DiagId::StridedParameter, fusion.params[index].range,
                             fusion.params[index].name);
   }

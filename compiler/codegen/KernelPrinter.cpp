@@ -1223,6 +1223,7 @@ std::vector<std::string> kernelParameters(const kir::Kernel &kernel, NameScope *
                        names->declare(param.var.get(), param.var->name));
       break;
     case kir::KernelParam::Kind::Dim:
+    case kir::KernelParam::Kind::Stride:
       result.push_back("int64_t " + names->declare(param.var.get(), param.var->name));
       break;
     case kir::KernelParam::Kind::TensorMap:

@@ -204,6 +204,13 @@ ContractKernel describeKernel(const kir::Program &program, const kir::Kernel &ke
       arg.name = fusion.params[param.fusionParam].name;
       arg.cName = nameOf(contract, &fusion.params[param.fusionParam]);
       break;
+    case kir::KernelParam::Kind::Stride:
+      FSL_INTERNAL_ASSERT(param.fusionParam < fusion.params.size(), "no such strided tensor");
+      arg.kind = ContractArg::Kind::Stride;
+      arg.name = fusion.params[param.fusionParam].name;
+      arg.cName = nameOf(contract, &fusion.params[param.fusionParam]);
+      arg.axis = param.axis;
+      break;
     case kir::KernelParam::Kind::Dim:
       arg.kind = ContractArg::Kind::Dim;
       arg.varName = param.var->name;

@@ -48,7 +48,10 @@ struct ContractTensor {
   /// The widest vector access any kernel makes to it, in bytes (0: none): the data
   /// pointer must be aligned to it where it is wider than an element.
   int64_t vectorBytes = 0;
-  bool strided = false; // declared strided (the JIT checks contiguous tensors only)
+  /// Declared `strided`: an input whose outer axes take runtime strides (positive, in
+  /// elements, each a multiple of vectorBytes / elementBytes) and whose innermost has
+  /// stride 1; the kernels take the strides as arguments (ContractArg::Kind::Stride).
+  bool strided = false;
 
   bool written() const { return role != TensorRole::In; }
 };
@@ -127,14 +130,17 @@ struct ContractTensorMap {
 
 /// One argument of a kernel, as the launcher passes it.
 struct ContractArg {
-  enum class Kind { Tensor, Scalar, Dim, TensorMap } kind = Kind::Tensor;
+  /// Stride: the runtime stride (in elements) of an outer axis of a `strided` input.
+  enum class Kind { Tensor, Scalar, Dim, TensorMap, Stride } kind = Kind::Tensor;
   /// The user's name: the tensor's or workspace's, the scalar's, the dimension's
   /// (Dim: empty when the kernel's variable is no runtime dimension of the program; see
-  /// varName), the tensor map's.
+  /// varName), the tensor map's; Stride: the tensor's.
   std::string name;
   /// The launcher's C name of the value passed (the tensor's descriptor, the workspace,
-  /// the scalar, the dimension's local); TensorMap: empty (the printer declares it).
+  /// the scalar, the dimension's local; Stride: the tensor's descriptor); TensorMap: empty
+  /// (the printer declares it).
   std::string cName;
+  size_t axis = 0;                  // Stride: the tensor's axis, outermost 0
   ir::DType dtype = ir::DType::F32; // Tensor: the element type
   bool written = false;             // Tensor: the kernel writes it
   bool workspace = false;           // Tensor: a workspace (its data is `.data`)

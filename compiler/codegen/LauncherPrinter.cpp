@@ -178,11 +178,15 @@ private:
         << "    if (expected > INT64_MAX / element_bytes / t->sizes[i])\n"
         << "      return fsl_fail(FSL_ERROR_SIZE, \"%s: size %lld in dimension %d makes more "
            "than 2^63 - 1 bytes\", name, (long long)t->sizes[i], i);\n"
-        << "    expected *= t->sizes[i];\n  }\n  return FSL_OK;\n}\n\n"
-        << "// Bytes of a tensor that fsl_check_tensor accepted: fewer than 2^63.\n"
-        << "int64_t fsl_bytes(const fsl_tensor *t, int element_bytes) {\n"
-        << "  int64_t n = element_bytes;\n  for (int i = 0; i < t->rank; ++i) n *= "
-           "t->sizes[i];\n  return n;\n}\n\n"
+        << "    expected *= t->sizes[i];\n  }\n  return FSL_OK;\n}\n\n";
+    if (hasStridedTensor())
+      writeStridedHelpers();
+    else
+      final_ << "// Bytes of a tensor that fsl_check_tensor accepted: fewer than 2^63.\n"
+             << "int64_t fsl_bytes(const fsl_tensor *t, int element_bytes) {\n"
+             << "  int64_t n = element_bytes;\n  for (int i = 0; i < t->rank; ++i) n *= "
+                "t->sizes[i];\n  return n;\n}\n\n";
+    final_
         << "// The data of a tensor with elements: not null, aligned to its element, and its\n"
         << "// bytes within the address space.\n"
         << "fsl_status fsl_check_data(const fsl_tensor *t, const char *name, int element_bytes) "
@@ -299,11 +303,80 @@ private:
     final_ << "} // namespace\n\n";
   }
 
-  void writeTensorChecks() {
+  bool hasStridedTensor() const {
     for (const ContractTensor &t : contract_.tensors)
+      if (t.strided)
+        return true;
+    return false;
+  }
+
+  /// A launcher with a `strided` input checks it with a helper of its own, and counts a
+  /// tensor's bytes from its data pointer to its last element (for a contiguous tensor,
+  /// all of its bytes), which data checks and overlaps use.
+  void writeStridedHelpers() {
+    final_
+        << "// Checks a strided input's descriptor: type, rank, sizes, then its strides: the\n"
+        << "// innermost 1, every other positive and a multiple of the elements of the vectors\n"
+        << "// the kernel reads (so that every row starts aligned). Strides of dimensions of size\n"
+        << "// 1 are never used. The elements it reaches must lie within 2^63 - 1 bytes.\n"
+        << "fsl_status fsl_check_strided_tensor(const fsl_tensor *t, const char *name, "
+           "fsl_dtype dtype, int rank, int element_bytes, int vector_elements) {\n"
+        << "  if (!t)\n    return fsl_fail(FSL_ERROR_NULL_POINTER, \"%s: null tensor "
+           "descriptor\", name);\n"
+        << "  if (t->dtype != dtype)\n    return fsl_fail(FSL_ERROR_DTYPE, \"%s: dtype %s, "
+           "expected %s\", name, fsl_dtype_name(t->dtype), fsl_dtype_name(dtype));\n"
+        << "  if (t->rank != rank)\n    return fsl_fail(FSL_ERROR_RANK, \"%s: rank %d, expected "
+           "%d\", name, (int)t->rank, rank);\n"
+        << "  bool empty = false;\n"
+        << "  for (int i = 0; i < rank; ++i) {\n"
+        << "    if (t->sizes[i] < 0)\n      return fsl_fail(FSL_ERROR_SIZE, \"%s: negative "
+           "size %lld in dimension %d\", name, (long long)t->sizes[i], i);\n"
+        << "    empty = empty || t->sizes[i] == 0;\n  }\n"
+        << "  if (empty)\n    return FSL_OK;\n"
+        << "  if (t->sizes[rank - 1] > 1 && t->strides[rank - 1] != 1)\n"
+        << "    return fsl_fail(FSL_ERROR_LAYOUT, \"%s: stride %lld in dimension %d, expected 1 "
+           "(a strided tensor's innermost dimension is contiguous)\", name, (long "
+           "long)t->strides[rank - 1], rank - 1);\n"
+        << "  int64_t last = 0;  // the offset of the last element\n"
+        << "  for (int i = rank - 2; i >= 0; --i) {\n"
+        << "    if (t->sizes[i] == 1)\n      continue;\n"
+        << "    if (t->strides[i] < 1)\n"
+        << "      return fsl_fail(FSL_ERROR_LAYOUT, \"%s: stride %lld in dimension %d, expected a "
+           "positive stride\", name, (long long)t->strides[i], i);\n"
+        << "    if (t->strides[i] % vector_elements != 0)\n"
+        << "      return fsl_fail(FSL_ERROR_ALIGNMENT, \"%s: stride %lld in dimension %d is not a "
+           "multiple of %d elements (the kernel reads %d-byte vectors of each row)\", name, "
+           "(long long)t->strides[i], i, vector_elements, vector_elements * element_bytes);\n"
+        << "    if (t->strides[i] > (INT64_MAX / element_bytes - 1 - last) / (t->sizes[i] - 1))\n"
+        << "      return fsl_fail(FSL_ERROR_SIZE, \"%s: stride %lld in dimension %d makes more "
+           "than 2^63 - 1 bytes\", name, (long long)t->strides[i], i);\n"
+        << "    last += (t->sizes[i] - 1) * t->strides[i];\n  }\n"
+        << "  if (t->sizes[rank - 1] - 1 > INT64_MAX / element_bytes - 1 - last)\n"
+        << "    return fsl_fail(FSL_ERROR_SIZE, \"%s: size %lld in dimension %d makes more than "
+           "2^63 - 1 bytes\", name, (long long)t->sizes[rank - 1], rank - 1);\n"
+        << "  return FSL_OK;\n}\n\n"
+        << "// Bytes from the data pointer of a tensor with elements, accepted by\n"
+        << "// fsl_check_tensor or fsl_check_strided_tensor, to the end of its last element:\n"
+        << "// fewer than 2^63.\n"
+        << "int64_t fsl_bytes(const fsl_tensor *t, int element_bytes) {\n"
+        << "  int64_t last = 0;\n  for (int i = 0; i < t->rank; ++i)\n"
+        << "    if (t->sizes[i] > 1)\n      last += (t->sizes[i] - 1) * t->strides[i];\n"
+        << "  return (last + 1) * element_bytes;\n}\n\n";
+  }
+
+  void writeTensorChecks() {
+    for (const ContractTensor &t : contract_.tensors) {
+      if (t.strided) {
+        out_ << "  if ((status = fsl_check_strided_tensor(" << t.cName << ", \"" << t.name << "\", "
+             << runtimeDType(t.dtype) << ", " << t.dims.size() << ", " << t.elementBytes << ", "
+             << std::max<int64_t>(1, t.vectorBytes / t.elementBytes)
+             << ")) != FSL_OK)\n    return status;\n";
+        continue;
+      }
       out_ << "  if ((status = fsl_check_tensor(" << t.cName << ", \"" << t.name << "\", "
            << runtimeDType(t.dtype) << ", " << t.dims.size() << ", " << t.elementBytes
            << ")) != FSL_OK)\n    return status;\n";
+    }
   }
 
   /// Every tensor's data, once the call has work (no tensor is empty): a kernel reads
@@ -760,6 +833,9 @@ private:
       case ContractArg::Kind::Dim:
         args.push_back(arg.cName);
         break;
+      case ContractArg::Kind::Stride:
+        args.push_back(arg.cName + "->strides[" + std::to_string(arg.axis) + "]");
+        break;
       case ContractArg::Kind::TensorMap:
         args.push_back(nameOf(kernel.tensorMaps[arg.tensorMap].map));
         break;
@@ -910,7 +986,10 @@ std::string printLauncherHeader(const LaunchContract &contract, const std::strin
                    (tensor.role == TensorRole::InOut ? "inout "
                     : tensor.role == TensorRole::Out ? "output "
                                                      : "") +
-                   typeString(tensor.dtype, tensor.dims) + ", contiguous (row-major)");
+                   typeString(tensor.dtype, tensor.dims) +
+                   (tensor.strided ? ", strided (outer strides in elements, positive; the "
+                                     "innermost stride 1)"
+                                   : ", contiguous (row-major)"));
   }
   std::string signature = launcherSignature(contract);
   std::string header;

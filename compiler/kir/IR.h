@@ -338,12 +338,15 @@ Stmt withBody(const Stmt &node, std::vector<Stmt> body);
 // --- Kernels and programs ----------------------------------------------------------
 
 struct KernelParam {
-  enum class Kind { Tensor, Scalar, Dim, TensorMap };
+  /// Stride: the runtime stride, in elements, of an outer axis of a `strided` input (its
+  /// innermost axis has stride 1 and takes none).
+  enum class Kind { Tensor, Scalar, Dim, TensorMap, Stride };
   Kind kind = Kind::Tensor;
   BufferPtr buffer;         // Tensor
-  VarPtr var;               // Scalar, Dim
+  VarPtr var;               // Scalar, Dim, Stride
   TensorMapPtr tensorMap;   // TensorMap
-  unsigned fusionParam = 0; // Tensor/Scalar: index into the fusion's parameters (or outputs)
+  unsigned fusionParam = 0; // Tensor/Scalar/Stride: index into the fusion's parameters (or outputs)
+  unsigned axis = 0;        // Stride: the tensor's axis, outermost 0
   bool isOutput = false;    // Tensor: an output of the fusion (not an inout parameter)
 };
 

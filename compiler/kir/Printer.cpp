@@ -458,6 +458,9 @@ void printKernel(const Kernel &kernel, llvm::raw_ostream &out) {
     case KernelParam::Kind::Dim:
       out << param.var->name << ": dim";
       break;
+    case KernelParam::Kind::Stride:
+      out << param.var->name << ": stride of axis " << param.axis;
+      break;
     case KernelParam::Kind::TensorMap:
       out << param.tensorMap->name << ": tensor map of " << param.tensorMap->global->name;
       break;

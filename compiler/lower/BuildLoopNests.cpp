@@ -534,7 +534,7 @@ private:
         type = expr->dtype;
       } else if (value->op == ir::Op::Input) {
         const kir::BufferPtr &buffer = cx_.paramBuffers[value->paramIndex];
-        expr = kir::load(buffer, cx_.offsetOf(f_.params[value->paramIndex].dims));
+        expr = kir::load(buffer, cx_.paramOffset(value->paramIndex));
       } else if (ir::isIndexing(value->op)) {
         expr = indexedLoad(*value, valueOf(value->operands[1]));
       } else if (value->op == ir::Op::DimSize) {
@@ -578,12 +578,11 @@ private:
                   : kir::binary(kir::BinaryOp::Min,
                                 kir::binary(kir::BinaryOp::Max, position, kir::index(0)),
                                 extent - kir::index(1));
-    Expr offset;
-    for (ir::DimId dim : param.dims) {
-      Expr index = dim == along ? at : cx_.rootIndex[dim];
-      offset = offset ? offset * cx_.dimExtent(dim) + index : index;
-    }
-    Expr load = kir::load(cx_.paramBuffers[input.paramIndex], offset);
+    std::vector<Expr> index;
+    for (ir::DimId dim : param.dims)
+      index.push_back(dim == along ? at : cx_.rootIndex[dim]);
+    Expr load =
+        kir::load(cx_.paramBuffers[input.paramIndex], cx_.paramOffset(input.paramIndex, index));
     if (value.op == ir::Op::Window)
       return load;
     Expr inside =

@@ -75,6 +75,25 @@ void LowerContext::addParameters(
       kp.var = dimVars[d];
       kernel.params.push_back(kp);
     }
+  // After everything else, so that the parameters of a fusion without strided inputs are
+  // what they always were.
+  strideVars.assign(fusion.params.size(), {});
+  for (unsigned i = 0; i < fusion.params.size(); ++i) {
+    const ir::Param &param = fusion.params[i];
+    if (!param.isStrided || param.dims.empty())
+      continue;
+    for (unsigned axis = 0; axis + 1 < param.dims.size(); ++axis) {
+      kir::VarPtr stride = kir::makeVar(
+          param.name + "_stride_" + fusion.dims[param.dims[axis]].name, ir::DType::I64);
+      strideVars[i].push_back(stride);
+      kir::KernelParam kp;
+      kp.kind = kir::KernelParam::Kind::Stride;
+      kp.var = stride;
+      kp.fusionParam = i;
+      kp.axis = axis;
+      kernel.params.push_back(kp);
+    }
+  }
 }
 
 kir::Expr LowerContext::dimExtent(ir::DimId dim) const {
@@ -109,6 +128,32 @@ kir::Expr LowerContext::offsetOf(const std::vector<ir::DimId> &dims) const {
   for (ir::DimId dim : dims)
     offset = offset ? offset * dimExtent(dim) + rootIndex[dim] : rootIndex[dim];
   return offset ? offset : kir::index(0);
+}
+
+kir::Expr LowerContext::paramOffset(unsigned param, const std::vector<kir::Expr> &index) const {
+  const std::vector<ir::DimId> &dims = fusion.params[param].dims;
+  FSL_INTERNAL_ASSERT(index.size() == dims.size(), "an index per axis of the parameter");
+  const std::vector<kir::VarPtr> *strides =
+      param < strideVars.size() && !strideVars[param].empty() ? &strideVars[param] : nullptr;
+  kir::Expr offset;
+  for (size_t axis = 0; axis < dims.size(); ++axis) {
+    if (!strides) {
+      offset = offset ? offset * dimExtent(dims[axis]) + index[axis] : index[axis];
+      continue;
+    }
+    // A strided input: each outer axis at its runtime stride, the innermost at 1.
+    kir::Expr term =
+        axis + 1 < dims.size() ? index[axis] * kir::var((*strides)[axis]) : index[axis];
+    offset = offset ? offset + term : term;
+  }
+  return offset ? offset : kir::index(0);
+}
+
+kir::Expr LowerContext::paramOffset(unsigned param) const {
+  std::vector<kir::Expr> index;
+  for (ir::DimId dim : fusion.params[param].dims)
+    index.push_back(rootIndex[dim]);
+  return paramOffset(param, index);
 }
 
 kir::VarPtr LowerContext::vectorVar() const {

@@ -59,6 +59,9 @@ struct LowerContext {
   /// not an inout parameter: its buffer.
   std::vector<kir::BufferPtr> paramBuffers;
   std::vector<kir::VarPtr> scalarVars;
+  /// Per fusion parameter declared `strided`: the runtime stride variable of each axis but
+  /// the innermost (stride 1), outermost first; empty for every other parameter.
+  std::vector<std::vector<kir::VarPtr>> strideVars;
   std::vector<kir::BufferPtr> outputBuffers;
   /// The dimensions of each global buffer, in memory order.
   std::map<const kir::Buffer *, std::vector<ir::DimId>> bufferDims;
@@ -78,7 +81,8 @@ struct LowerContext {
   /// The kernel's parameters, in the order every kernel of a fusion has them: the
   /// fusion's parameters (tensors as global buffers, scalars as variables; a tensor that
   /// `tensorMapOf` maps is passed as a TMA tensor map instead), the outputs that are not
-  /// inout parameters, then the runtime dimensions. Fills the handles below.
+  /// inout parameters, the runtime dimensions, then the strides of the `strided` inputs
+  /// (each outer axis, outermost first). Fills the handles below.
   void addParameters(const std::function<kir::TensorMapPtr(unsigned param, const kir::BufferPtr &)>
                          &tensorMapOf = {});
 
@@ -87,6 +91,12 @@ struct LowerContext {
   kir::Expr extentOf(const sched::SizeExpr &size) const;
   /// Row-major element offset of the current element in a tensor with `dims`.
   kir::Expr offsetOf(const std::vector<ir::DimId> &dims) const;
+  /// The element offset of fusion parameter `param` at `index` (one expression per axis,
+  /// outermost first): row-major over its extents, or at its runtime strides when it is
+  /// declared `strided`.
+  kir::Expr paramOffset(unsigned param, const std::vector<kir::Expr> &index) const;
+  /// paramOffset at the current element.
+  kir::Expr paramOffset(unsigned param) const;
   /// The variable of the vector loop (null without one).
   kir::VarPtr vectorVar() const;
 };

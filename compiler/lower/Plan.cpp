@@ -66,7 +66,7 @@ private:
 
   /// Directives the lowering cannot honour are the checker's rules (rfactor-not-lowered,
   /// compute-at-not-lowered, cache-not-lowered, inline-persistent, inline-reduction,
-  /// split-overruns-piece, strided-parameter, mma-without-matmul), and every path to the
+  /// split-overruns-piece, strided-inout, mma-without-matmul), and every path to the
   /// lowering (pipeline/SchedulePlanning.cpp) lowers only schedules the checker passed.
   void assertChecked() const {
     for (const sched::TensorSchedule &tensor : schedule_.tensors) {
@@ -77,8 +77,9 @@ private:
                                                 tensor.persistent != sched::MemoryKind::Shared &&
                                                 !ir::isReduction(tensor.value->op)),
                           "an unchecked inline reached the lowering");
-      FSL_INTERNAL_ASSERT(!tensor.isInput || !fusion_.params[tensor.value->paramIndex].isStrided,
-                          "an unchecked strided parameter reached the lowering");
+      FSL_INTERNAL_ASSERT(!tensor.isInput || !fusion_.params[tensor.value->paramIndex].isStrided ||
+                              !fusion_.params[tensor.value->paramIndex].isInout,
+                          "an unchecked strided inout parameter reached the lowering");
       for (const sched::Loop &loop : tensor.loops)
         FSL_INTERNAL_ASSERT(!loop.overrunningSplit,
                             "an unchecked overrunning split reached the lowering");

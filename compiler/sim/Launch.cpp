@@ -36,6 +36,7 @@ void Interpreter::checkParameters() {
       break;
     case kir::KernelParam::Kind::Scalar:
     case kir::KernelParam::Kind::Dim:
+    case kir::KernelParam::Kind::Stride:
       if (!param.var)
         fail("a scalar parameter without a variable");
       if (!memory_.scalars.count(param.var.get()))

@@ -35,6 +35,46 @@ llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
 }
 
+/// The strides (elements, outermost first) at which a `strided` input with `dims` lies in
+/// its storage: every row padded (NaN) past its extent rounded up to 16 elements by 16
+/// more, each outer dimension likewise, so that a kernel that indexed it as contiguous
+/// would read the wrong elements or the padding, and rows start as aligned as in a
+/// contiguous tensor whose rows the vectors divide (16 elements: any vector of 16 bytes).
+std::vector<int64_t> paddedStrides(const std::vector<ir::DimId> &dims,
+                                   const std::vector<int64_t> &extents) {
+  constexpr int64_t kPadding = 16;
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t axis = dims.size(); axis-- > 1;) {
+    int64_t inner = strides[axis] * extents[dims[axis]];
+    strides[axis - 1] = (inner + kPadding - 1) / kPadding * kPadding + kPadding;
+  }
+  return strides;
+}
+
+/// `data` (row-major over `dims`) laid out at `strides`, NaN between the rows.
+std::vector<double> placeStrided(const std::vector<double> &data,
+                                 const std::vector<ir::DimId> &dims,
+                                 const std::vector<int64_t> &extents,
+                                 const std::vector<int64_t> &strides) {
+  int64_t span = 1;
+  for (size_t axis = 0; axis < dims.size(); ++axis) {
+    if (extents[dims[axis]] == 0)
+      return {};
+    span += (extents[dims[axis]] - 1) * strides[axis];
+  }
+  std::vector<double> placed(static_cast<size_t>(span), NAN);
+  for (size_t element = 0; element < data.size(); ++element) {
+    int64_t rest = static_cast<int64_t>(element), at = 0;
+    for (size_t axis = dims.size(); axis-- > 0;) {
+      int64_t extent = extents[dims[axis]];
+      at += rest % extent * strides[axis];
+      rest /= extent;
+    }
+    placed[static_cast<size_t>(at)] = data[element];
+  }
+  return placed;
+}
+
 } // namespace
 
 llvm::Error runKernel(const kir::Kernel &kernel, Memory &memory, int64_t misalign,
@@ -87,7 +127,9 @@ llvm::Expected<eval::EvalResult> simulate(const kir::Program &program,
 
   // Storage: the parameters (rounded to their types), the outputs (NaN until written;
   // an inout output is its parameter's storage), the workspaces (zeros).
+  // A strided input is laid out with padding between its rows (paddedStrides).
   std::vector<std::vector<double>> storage;
+  std::vector<std::vector<int64_t>> strides(fusion.params.size());
   for (size_t i = 0; i < fusion.params.size(); ++i) {
     const ir::Param &param = fusion.params[i];
     std::vector<double> data = request.params[i];
@@ -95,6 +137,10 @@ llvm::Expected<eval::EvalResult> simulate(const kir::Program &program,
       data = {*param.defaultValue};
     for (double &element : data)
       element = eval::roundTo(element, param.dtype);
+    if (param.isStrided && !param.dims.empty()) {
+      strides[i] = paddedStrides(param.dims, extents);
+      data = placeStrided(data, param.dims, extents, strides[i]);
+    }
     storage.push_back(std::move(data));
   }
   std::vector<size_t> outputSlot;
@@ -164,6 +210,12 @@ llvm::Expected<eval::EvalResult> simulate(const kir::Program &program,
         if (param.fusionParam >= fusion.params.size() || storage[param.fusionParam].empty())
           return error(kernel.name + ": no value for scalar " + param.var->name);
         memory.scalars[param.var.get()] = storage[param.fusionParam][0];
+      } else if (param.kind == kir::KernelParam::Kind::Stride && param.var) {
+        if (param.fusionParam >= fusion.params.size() ||
+            param.axis >= strides[param.fusionParam].size())
+          return error(kernel.name + ": no stride for parameter " + param.var->name);
+        memory.scalars[param.var.get()] =
+            static_cast<double>(strides[param.fusionParam][param.axis]);
       } else if (param.kind == kir::KernelParam::Kind::Dim && param.var &&
                  !memory.scalars.count(param.var.get())) {
         // A dimension variable of the program is bound above; another one is found by

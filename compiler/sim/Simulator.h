@@ -147,7 +147,10 @@ struct SimulatorLimits {
 /// workspace already binds that buffer) is fusion parameter `fusionParam`, or output
 /// `fusionParam` when `isOutput`; an inout output is its parameter's memory. A Scalar is
 /// the parameter's value (or default). A Dim is the extent of the program dimension whose
-/// variable it is, else of the fusion dimension of its name. Workspaces (static shapes)
+/// variable it is, else of the fusion dimension of its name. A `strided` input lies in a
+/// larger buffer, each row padded with NaN (its extent rounded up to 16 elements, plus 16),
+/// and a Stride parameter is the stride of that layout: a kernel that indexed it as
+/// contiguous reads other elements than the reference. Workspaces (static shapes)
 /// start as zeros and live across the variant's launches.
 llvm::Expected<eval::EvalResult> simulate(const kir::Program &program,
                                           const eval::EvalRequest &request, int64_t misalign = 0,

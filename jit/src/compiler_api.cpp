@@ -95,7 +95,8 @@ void writeSignature(const fsl::codegen::LaunchContract &contract, std::ostream &
     }
     const ContractTensor &tensor = contract.tensors[param.index];
     out << "tensor " << tensor.name << " " << fsl::ir::dtypeName(tensor.dtype).str() << " "
-        << roleName(tensor.role).str() << " " << tensor.vectorBytes;
+        << roleName(tensor.role).str() << " " << tensor.vectorBytes
+        << (tensor.strided ? " strided" : "");
     for (fsl::ir::DimId dim : tensor.dims)
       out << " " << contract.dims[dim].name;
     out << "\n";
@@ -196,15 +197,6 @@ bool writeLaunch(const fsl::codegen::LaunchContract &contract, const std::string
                  std::string &text, std::string &why) {
   using namespace fsl::codegen;
   using fsl::kir::Expr;
-  for (const ContractParam &param : contract.signature) {
-    bool tensor = param.kind == ContractParam::Kind::Tensor;
-    if (tensor ? contract.tensors[param.index].strided : contract.scalars[param.index].strided) {
-      why = "strided parameter " +
-            (tensor ? contract.tensors[param.index].name : contract.scalars[param.index].name) +
-            " (the JIT checks contiguous tensors only)";
-      return false;
-    }
-  }
   std::map<const fsl::kir::Var *, std::string> dims;
   for (const ContractDim &dim : contract.dims)
     if (dim.var)
@@ -271,6 +263,9 @@ bool writeLaunch(const fsl::codegen::LaunchContract &contract, const std::string
         break;
       case ContractArg::Kind::TensorMap:
         out << "arg tensormap " << arg.tensorMap << "\n";
+        break;
+      case ContractArg::Kind::Stride:
+        out << "arg stride " << arg.name << " " << arg.axis << "\n";
         break;
       }
     }

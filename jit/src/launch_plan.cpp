@@ -181,11 +181,14 @@ bool parseThree(Tokens &tokens, std::array<LaunchExpr, 3> &three, std::string &e
   return true;
 }
 
+/// Bytes from the data pointer of a tensor with elements that checkCall accepted to the
+/// end of its last element (all of its bytes for a contiguous tensor): fewer than 2^63.
 int64_t bytesOf(const fsl_tensor *t, int elementBytes) {
-  int64_t n = elementBytes;
+  int64_t last = 0;
   for (int i = 0; i < t->rank; ++i)
-    n *= t->sizes[i];
-  return n;
+    if (t->sizes[i] > 1)
+      last += (t->sizes[i] - 1) * t->strides[i];
+  return (last + 1) * elementBytes;
 }
 
 bool overlap(const fsl_tensor *a, int ab, const fsl_tensor *b, int bb) {
@@ -285,6 +288,12 @@ std::unique_ptr<LaunchPlan> parseLaunchPlan(const std::string &text, std::string
       t.dtype = *dtype;
       t.elementBytes = kDTypeBytes[*dtype];
       t.written = role != "in";
+      if (!tokens.done() && tokens.items[tokens.at] == "strided") {
+        tokens.next();
+        if (t.written)
+          return fail("tensor " + t.name + ": only inputs are strided");
+        t.strided = true;
+      }
       while (!tokens.done())
         t.dims.push_back(tokens.next());
       if (t.dims.empty() || t.dims.size() > FSL_MAX_RANK)
@@ -325,7 +334,8 @@ std::unique_ptr<LaunchPlan> parseLaunchPlan(const std::string &text, std::string
             {"scalar", PlanArg::Kind::Scalar},
             {"dim", PlanArg::Kind::Dim},
             {"workspace", PlanArg::Kind::Workspace},
-            {"tensormap", PlanArg::Kind::TensorMap}};
+            {"tensormap", PlanArg::Kind::TensorMap},
+            {"stride", PlanArg::Kind::Stride}};
         std::string kind = tokens.next();
         auto found = kinds.find(kind);
         if (found == kinds.end())
@@ -340,6 +350,12 @@ std::unique_ptr<LaunchPlan> parseLaunchPlan(const std::string &text, std::string
             return fail("kernel " + kernel->name + " has no tensormap " + arg.name);
           arg.tensorMap = static_cast<size_t>(index);
           arg.name = kernel->tensorMaps[arg.tensorMap].name;
+        }
+        if (arg.kind == PlanArg::Kind::Stride) {
+          int64_t axis = -1;
+          if (!parseInt(tokens.next(), axis) || axis < 0)
+            return fail("arg stride " + arg.name + ": expected an axis");
+          arg.axis = static_cast<size_t>(axis);
         }
         kernel->args.push_back(std::move(arg));
       } else if (what == "tensormap") {
@@ -419,6 +435,9 @@ std::unique_ptr<LaunchPlan> parseLaunchPlan(const std::string &text, std::string
           known |= w.name == arg.name;
       else if (arg.kind == PlanArg::Kind::TensorMap)
         known = true; // checked where it was read
+      else if (arg.kind == PlanArg::Kind::Stride)
+        for (const PlanTensor &t : plan->tensors)
+          known |= t.name == arg.name && t.strided && arg.axis + 1 < t.dims.size();
       else
         known = plan->isRuntimeDim(arg.name);
       if (!known)
@@ -484,6 +503,42 @@ fsl_status checkCall(const LaunchPlan &plan, const fsl_tensor *const *tensors, i
     }
     if (none)
       continue;
+    if (p.strided) {
+      // As the launcher's fsl_check_strided_tensor: the innermost stride 1, the others
+      // positive multiples of the vectors' elements; strides of size-1 dimensions unused.
+      int rank = t->rank;
+      if (t->sizes[rank - 1] > 1 && t->strides[rank - 1] != 1)
+        return fail(FSL_ERROR_LAYOUT,
+                    format("%s: stride %lld in dimension %d, expected 1 (a strided tensor's "
+                           "innermost dimension is contiguous)",
+                           name, (long long)t->strides[rank - 1], rank - 1));
+      int64_t vectorElements = std::max<int64_t>(1, p.alignment / p.elementBytes);
+      int64_t last = 0, most = INT64_MAX / p.elementBytes - 1;
+      for (int d = rank - 2; d >= 0; --d) {
+        if (t->sizes[d] == 1)
+          continue;
+        if (t->strides[d] < 1)
+          return fail(FSL_ERROR_LAYOUT,
+                      format("%s: stride %lld in dimension %d, expected a positive stride", name,
+                             (long long)t->strides[d], d));
+        if (t->strides[d] % vectorElements != 0)
+          return fail(FSL_ERROR_ALIGNMENT,
+                      format("%s: stride %lld in dimension %d is not a multiple of %d elements "
+                             "(the kernel reads %d-byte vectors of each row)",
+                             name, (long long)t->strides[d], d, (int)vectorElements,
+                             (int)(vectorElements * p.elementBytes)));
+        if (t->strides[d] > (most - last) / (t->sizes[d] - 1))
+          return fail(FSL_ERROR_SIZE,
+                      format("%s: stride %lld in dimension %d makes more than 2^63 - 1 bytes", name,
+                             (long long)t->strides[d], d));
+        last += (t->sizes[d] - 1) * t->strides[d];
+      }
+      if (t->sizes[rank - 1] - 1 > most - last)
+        return fail(FSL_ERROR_SIZE,
+                    format("%s: size %lld in dimension %d makes more than 2^63 - 1 bytes", name,
+                           (long long)t->sizes[rank - 1], rank - 1));
+      continue;
+    }
     int64_t elements = 1;
     for (int d = t->rank - 1; d >= 0; --d) {
       if (t->sizes[d] > 1 && t->strides[d] != elements)

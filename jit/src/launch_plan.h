@@ -30,7 +30,11 @@
 //   reduced NAME                       a dimension some reduction reduces
 //   backward NAME...                   the fusions computing its gradients (signatures
 //                                      only: a `backward` clause, docs/language.md)
-//   tensor NAME DTYPE in|inout|out ALIGN DIM...   in launcher order (scalars between)
+//   tensor NAME DTYPE in|inout|out ALIGN [strided] DIM...
+//                                      in launcher order (scalars between); `strided`: an
+//                                      input whose outer strides the kernels take
+//                                      (innermost 1, the others positive multiples of
+//                                      ALIGN's elements)
 //   scalar NAME DTYPE [DEFAULT]
 //   workspace NAME E                   a temporary of E bytes for each call
 //   kernel NAME MAXTHREADS             (0: no __launch_bounds__)
@@ -39,6 +43,7 @@
 //                                      or 128 (bytes), RANK extents then RANK box sizes,
 //                                      innermost last (as the IR lists them)
 //   arg tensor NAME | arg scalar NAME | arg dim NAME | arg workspace NAME
+//   arg stride NAME AXIS               the stride (elements) of axis AXIS of strided NAME
 //   arg tensormap INDEX                the kernel's INDEX-th tensormap (from 0)
 //   grid E E E / block E E E / cluster E E E / shared E
 //   occupancy                          grid x is an upper bound: the launch takes at most
@@ -74,6 +79,7 @@ struct PlanTensor {
   int elementBytes = 4;
   bool written = false;  // an output or an inout parameter
   int64_t alignment = 0; // the widest vector access (bytes); 0: only elements
+  bool strided = false;  // an input at the caller's strides (innermost 1)
   std::vector<std::string> dims;
 };
 
@@ -84,9 +90,10 @@ struct PlanScalar {
 };
 
 struct PlanArg {
-  enum class Kind { Tensor, Scalar, Dim, Workspace, TensorMap } kind = Kind::Tensor;
-  std::string name;
+  enum class Kind { Tensor, Scalar, Dim, Workspace, TensorMap, Stride } kind = Kind::Tensor;
+  std::string name;     // Stride: the tensor's
   size_t tensorMap = 0; // TensorMap: into PlanKernel::tensorMaps
+  size_t axis = 0;      // Stride: the tensor's axis (outermost 0), not its innermost
 };
 
 /// A global temporary the launcher allocates for each call (split-K partial products,
@@ -175,9 +182,10 @@ struct PlannedCall {
 };
 
 /// Checks a call as the generated launcher does: every descriptor (null, dtype, rank,
-/// sizes, contiguity, byte counts), the sizes of shared dimensions across tensors and
-/// the static extents, then (when `checkData`) data pointers, alignment and overlaps.
-/// `dims` receives the runtime dimensions' values. FSL_OK with `empty` set: nothing to do.
+/// sizes, contiguity or a strided input's strides, byte counts), the sizes of shared dimensions
+/// across tensors and the static extents, then (when `checkData`) data pointers, alignment and
+/// overlaps. `dims` receives the runtime dimensions' values. FSL_OK with `empty` set: nothing to
+/// do.
 fsl_status checkCall(const LaunchPlan &plan, const fsl_tensor *const *tensors, int tensorCount,
                      int scalarCount, bool checkData, std::map<std::string, int64_t> &dims,
                      bool &empty, std::string &error);

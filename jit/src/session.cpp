@@ -687,6 +687,13 @@ fsl_status Session::launchPlanned(Entry &entry, const PlannedCall &call,
       case PlanArg::Kind::TensorMap:
         args[a] = &maps[l][arg.tensorMap];
         continue;
+      case PlanArg::Kind::Stride:
+        for (size_t t = 0; t < plan.tensors.size(); ++t)
+          if (plan.tensors[t].name == arg.name) {
+            int64_t stride = tensors[t]->strides[arg.axis];
+            std::memcpy(slot, &stride, sizeof stride);
+          }
+        continue;
       case PlanArg::Kind::Scalar:
         break;
       }

@@ -17,7 +17,8 @@ from .errors import FslArgumentError, FslError, op_error
 class Param:
     """A tensor or scalar of a fusion's signature."""
 
-    def __init__(self, kind, name, dtype, role=None, alignment=0, dims=(), default=None):
+    def __init__(self, kind, name, dtype, role=None, alignment=0, dims=(), default=None,
+                 strided=False):
         self.kind = kind  # "tensor" or "scalar"
         self.name = name
         self.dtype = dtype  # "bf16", "f32", ...
@@ -25,12 +26,15 @@ class Param:
         self.alignment = alignment
         self.dims = tuple(dims)
         self.default = default  # scalars: a float, or None
+        # tensors: a `strided` input, passed at its own strides (the innermost 1); every
+        # other tensor is passed contiguous, as the C API checks
+        self.strided = strided
 
     def __repr__(self):
         if self.kind == "tensor":
             return "%s: %s%s[%s]" % (
                 self.name,
-                "" if self.role == "in" else self.role + " ",
+                ("strided " if self.strided else "") if self.role == "in" else self.role + " ",
                 self.dtype,
                 ", ".join(self.dims),
             )
@@ -73,8 +77,13 @@ class Signature:
                         raise IndexError
                     self.backward = tokens[1:]
                 elif what == "tensor":
+                    strided = len(tokens) > 5 and tokens[5] == "strided"
+                    dims = tokens[6:] if strided else tokens[5:]
+                    if not dims:
+                        raise IndexError
                     self.params.append(
-                        Param("tensor", tokens[1], tokens[2], tokens[3], int(tokens[4]), tokens[5:])
+                        Param("tensor", tokens[1], tokens[2], tokens[3], int(tokens[4]), dims,
+                              strided=strided)
                     )
                 elif what == "scalar":
                     default = float(tokens[3]) if len(tokens) > 3 else None

@@ -54,8 +54,7 @@ class FslLaunchError(FslError, RuntimeError):
 
 class FslCompileError(FslError, RuntimeError):
     """FSL_ERROR_COMPILE: the .fsl file has errors, or a specialization does not compile
-    (a matmul at a K whose rows TMA cannot step), or needs what the JIT cannot launch yet
-    (strided parameters)."""
+    (a matmul at a K whose rows TMA cannot step), or needs what the JIT cannot launch yet."""
 
 
 class FslCacheError(FslError, RuntimeError):

@@ -30,6 +30,7 @@ PACKAGE = os.path.dirname(os.path.abspath(fslc.__file__))
 # Installed: the package's own libfsl.so, which its lookup finds first.
 LIBRARY = os.path.join(PACKAGE, "lib", "libfsl.so") if INSTALLED else os.path.abspath(sys.argv[1])
 NORMS = os.path.join(ROOT, "stdlib", "std", "norms.fsl")
+QK_NORM = os.path.join(ROOT, "stdlib", "std", "qk_norm.fsl")
 CACHE = os.path.join(WORK, "cache")
 
 
@@ -218,6 +219,24 @@ class CapiTest(unittest.TestCase):
         self.assertEqual(prog.rms_norm.signature.dims, {"T": None, "H": 4096})
         self.assertRefused(fslc.FslSizeError, "expected 4096 (static)", prog.rms_norm.prepare,
                            [bf16(8, 7168), bf16(7168), bf16(8, 7168)])
+
+    def test_08a_strided_parameter(self):
+        # A strided parameter (std/qk_norm.fsl): q of qkv = [T, 3 * NH * D] at its strides; the
+        # others contiguous.
+        prog = fslc.load(QK_NORM, arch="sm_90a", cache_dir=CACHE, library=LIBRARY, torch_ops=False)
+        self.assertEqual(prog.runtime_dims, ["NH", "D"])
+        x = prog.qk_norm.signature.tensors[0]
+        self.assertEqual((x.strided, x.dims, repr(x)), (True, ("T", "NH", "D"), "x: strided bf16[T, NH, D]"))
+        q = fslc.descriptor((4, 8, 128), "bf16", strides=(3 * 8 * 128, 128, 1))
+        info = prog.qk_norm.prepare([q, bf16(128), bf16(4, 8, 128)])
+        self.assertEqual(info["specialization"], "qk_norm.D128")
+        wide = fslc.descriptor((4, 8, 128), "bf16", strides=(8 * 256, 256, 2))
+        self.assertRefused(fslc.FslLayoutError, "x: stride 2 in dimension 2, expected 1 (a strided tensor's "
+                           "innermost dimension is contiguous)", prog.qk_norm.prepare,
+                           [wide, bf16(128), bf16(4, 8, 128)])
+        self.assertRefused(fslc.FslLayoutError, "y: stride 1 in dimension 0, expected 1024 (contiguous row-major)",
+                           prog.qk_norm.prepare,
+                           [q, bf16(128), fslc.descriptor((4, 8, 128), "bf16", strides=(1, 128, 1))])
 
     def test_08b_closed(self):
         prog = fslc.load(NORMS, runtime_dims="H", arch="sm_90a", cache_dir=CACHE, library=LIBRARY,

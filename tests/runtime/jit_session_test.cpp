@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -525,6 +526,109 @@ int main(int argc, char **argv) {
       fsl_jit_session_destroy(session);
     }
     fsl_program_free(scaled);
+  }
+
+  // --- A strided input -----------------------------------------------------------------------
+  // std/qk_norm.fsl's x is a view of qkv: [T, 3 * NH * D] (q = qkv.view(T, 3, NH, D)[:, 0]): the
+  // metadata marks it strided, its kernel takes both outer strides, and a call is checked
+  // as the launcher checks it (innermost stride 1, outer ones positive multiples of the
+  // 8-element vectors) and passes the descriptor's strides.
+  {
+    fsl_program *qk = nullptr;
+    status = fsl_program_load((root + "/stdlib/std/qk_norm.fsl").c_str(), nullptr, &qk, error,
+                              sizeof error);
+    expect(status == FSL_OK && qk, "std/qk_norm.fsl loads", error);
+    fsl_specialization *s = nullptr;
+    if (qk) {
+      status = fsl_program_specialize(qk, "qk_norm", nullptr, nullptr, 0, &s, error, sizeof error);
+      fsl_program_free(qk);
+    }
+    expect(status == FSL_OK && s, "qk_norm specializes (NH = 32, D = 128)", error);
+    std::string launch = s ? fsl_specialization_launch(s) : "";
+    if (s)
+      fsl_specialization_free(s);
+    std::string why;
+    std::unique_ptr<fsl::jit::LaunchPlan> plan = fsl::jit::parseLaunchPlan(launch, why);
+    expect(plan && contains(launch, "tensor x bf16 in 16 strided T NH D\n") &&
+               contains(launch, "arg stride x 0\narg stride x 1\n") && plan->tensors[0].strided &&
+               !plan->tensors[1].strided,
+           "qk_norm's metadata: x strided, its kernel takes x's two outer strides",
+           why.empty() ? launch : why);
+    if (plan) {
+      const int64_t T = 7, NH = 32, D = 128;
+      fsl_tensor x{reinterpret_cast<void *>(uintptr_t(1) << 32),
+                   FSL_BF16,
+                   3,
+                   {T, NH, D},
+                   {3 * NH * D, D, 1}};
+      fsl_tensor weight{reinterpret_cast<void *>((uintptr_t(1) << 32) + (uintptr_t(1) << 24)),
+                        FSL_BF16,
+                        1,
+                        {D},
+                        {1}};
+      fsl_tensor y{reinterpret_cast<void *>((uintptr_t(1) << 32) + (uintptr_t(1) << 25)),
+                   FSL_BF16,
+                   3,
+                   {T, NH, D},
+                   {NH * D, D, 1}};
+      const fsl_tensor *all[] = {&x, &weight, &y};
+      std::map<std::string, int64_t> dims;
+      bool empty = false;
+      auto check = [&](std::string &message) {
+        return fsl::jit::checkCall(*plan, all, 3, 0, true, dims, empty, message);
+      };
+      std::string message;
+      status = check(message);
+      fsl::jit::PlannedCall call;
+      fsl_status planned =
+          status == FSL_OK ? fsl::jit::planLaunches(*plan, dims, all, true, call, message) : status;
+      expect(status == FSL_OK && planned == FSL_OK && dims["T"] == T && call.launches.size() == 1,
+             "the view q of qkv is accepted and planned", message);
+      x.strides[2] = 2;
+      status = check(message);
+      expect(status == FSL_ERROR_LAYOUT &&
+                 message == "x: stride 2 in dimension 2, expected 1 (a strided tensor's innermost "
+                            "dimension is contiguous)",
+             "an innermost stride of 2 is refused", message);
+      x.strides[2] = 1;
+      x.strides[1] = 132;
+      status = check(message);
+      expect(status == FSL_ERROR_ALIGNMENT &&
+                 message == "x: stride 132 in dimension 1 is not a multiple of 8 elements (the "
+                            "kernel reads 16-byte vectors of each row)",
+             "a head stride of 132 elements is refused (rows the vectors cannot start on)",
+             message);
+      x.strides[1] = 0;
+      status = check(message);
+      expect(status == FSL_ERROR_LAYOUT &&
+                 message == "x: stride 0 in dimension 1, expected a positive stride",
+             "a zero stride is refused", message);
+      x.strides[1] = D;
+      x.strides[0] = int64_t(1) << 61;
+      status = check(message);
+      expect(status == FSL_ERROR_SIZE && contains(message, "x: stride 2305843009213693952 in "
+                                                           "dimension 0 makes more than 2^63 - 1"),
+             "strides reaching past 2^63 bytes are refused", message);
+      x.strides[0] = 3 * NH * D;
+      x.sizes[0] = 1; // a dimension of size 1: its stride is never used
+      x.strides[0] = -5;
+      y.sizes[0] = 1;
+      status = check(message);
+      expect(status == FSL_OK, "the stride of a dimension of size 1 is not checked", message);
+      x.sizes[0] = y.sizes[0] = T;
+      x.strides[0] = 3 * NH * D;
+      weight.strides[0] = 2;
+      status = check(message);
+      expect(status == FSL_ERROR_LAYOUT &&
+                 message == "weight: stride 2 in dimension 0, expected 1 (contiguous row-major)",
+             "a parameter that is not strided stays contiguous", message);
+      weight.strides[0] = 1;
+      // y placed between q's rows: within x's reach, an overlap.
+      y.data = reinterpret_cast<void *>((uintptr_t(1) << 32) + 2 * NH * D * 2);
+      status = check(message);
+      expect(status == FSL_ERROR_OVERLAP && contains(message, "y overlaps x"),
+             "an output within the reach of a strided input overlaps it", message);
+    }
   }
 
   fsl_program_free(program);

@@ -72,8 +72,7 @@ const char *fsl_program_signature(const fsl_program *program, const char *fusion
  * Each name must be a dimension of the fusion (FSL_ERROR_ARGUMENT otherwise, as for an
  * unknown fusion); a static one takes the value as with -D. FSL_ERROR_COMPILE with the
  * diagnostics when the specialized fusion does not compile (a schedule the checker
- * refuses at that size, say), or when its kernels need what the JIT cannot launch yet
- * (strided parameters). */
+ * refuses at that size, say), or when its kernels need what the JIT cannot launch yet. */
 fsl_status fsl_program_specialize(const fsl_program *program, const char *fusion,
                                   const char *const *dim_names, const int64_t *dim_values,
                                   int dim_count, fsl_specialization **specialization, char *error,
