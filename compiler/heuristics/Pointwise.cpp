@@ -76,6 +76,36 @@ std::vector<sched::ScheduleBlock> pointwiseBlocks(const FusionShape &shape,
   if (vector > 1)
     block.split(d.name, vector, d.name + "o", d.name + "v", context.at("vector_width"));
   std::string base = vector > 1 ? d.name + "o" : d.name;
+  // Short static rows (RoPE's head of 128: 16 accesses) would leave most of a block's 128
+  // threads idle: a row takes the next power of two of its accesses on threadIdx.x and
+  // rows fill the block on threadIdx.y (neighbouring rows are neighbouring in memory, so
+  // a warp's accesses stay contiguous).
+  std::optional<int64_t> rowThreads;
+  if (!shape.rows.empty() && d.extent && unroll == 1 &&
+      ceilDiv(*d.extent, vector) <= params.threads / 2) {
+    rowThreads = 1;
+    while (*rowThreads < ceilDiv(*d.extent, vector))
+      *rowThreads *= 2;
+  }
+  if (rowThreads) {
+    const std::string &t = shape.rows[0].name;
+    int64_t rows = params.threads / *rowThreads;
+    block.reasons.back() = "auto(pointwise): " + params.vectorWhy +
+                           llvm::formatv("; {0} threads a row ({1} = {2}), {3} rows a block on "
+                                         "threadIdx.y: 128 threads a block, one access each.",
+                                         *rowThreads, d.name, *d.extent, rows)
+                               .str();
+    block.split(base, *rowThreads, d.name + "b", d.name + "x", decl);
+    block.split(t, rows, t + "b", t + "y", decl);
+    block.parallelize({{t + "b", sched::Parallel::BIDx},
+                       {d.name + "b", sched::Parallel::BIDy},
+                       {t + "y", sched::Parallel::TIDy},
+                       {d.name + "x", sched::Parallel::TIDx}},
+                      decl);
+    if (vector > 1)
+      block.vectorize(d.name + "v", context.at("vector_width"));
+    return {context.finish(std::move(block), knobs.when)};
+  }
   if (unroll > 1) {
     block.split(base, params.threads, d.name + "q", d.name + "x", decl);
     block.split(d.name + "q", unroll, d.name + "b", d.name + "u", context.at("unroll"));
