@@ -229,15 +229,25 @@ fsl_status Session::deviceArch(std::string &arch, std::string &error) {
 fsl_status Session::entryFor(const std::string &fusion, const LaunchPlan &signature,
                              const std::map<std::string, int64_t> &dims, const std::string &arch,
                              Entry *&entry, bool &memoryHit, std::string &error) {
-  // The dimensions to specialize on, by the policy, in the fusion's order.
-  std::vector<std::pair<std::string, int64_t>> chosen;
+  // The dimensions to specialize on, by the policy, in the fusion's order. "reduced": the
+  // dimensions some reduction reduces, and the innermost of each tensor of two or more
+  // dimensions (its extent decides the vector width and how a short row is laid on the
+  // threads: left runtime, RoPE's head of 128 and cross-entropy's gradient over V ran at
+  // one scalar access a thread). A specialization that does not compile with the
+  // innermost dimensions static (windows of a row the lowering cannot vectorize yet:
+  // std/activations.fsl's swiglu) is made again with the reduced dimensions alone.
+  std::vector<std::pair<std::string, int64_t>> chosen, reducedOnly;
   for (const auto &[dim, extent] : signature.dims) {
     if (extent || policy_ == FSL_SPECIALIZE_NONE)
       continue;
-    bool reduced = false;
+    bool reduced = false, innermost = false;
     for (const std::string &r : signature.reduced)
       reduced |= r == dim;
+    for (const PlanTensor &tensor : signature.tensors)
+      innermost |= tensor.dims.size() >= 2 && tensor.dims.back() == dim;
     if (policy_ == FSL_SPECIALIZE_ALL || reduced)
+      reducedOnly.emplace_back(dim, dims.at(dim));
+    if (policy_ == FSL_SPECIALIZE_ALL || reduced || innermost)
       chosen.emplace_back(dim, dims.at(dim));
   }
   std::string key = fusion + "|" + arch;
@@ -252,8 +262,12 @@ fsl_status Session::entryFor(const std::string &fusion, const LaunchPlan &signat
   memoryHit = false;
   auto created = std::make_unique<Entry>();
   Specialized specialized;
-  if (fsl_status status = specializer_(fusion, chosen, specialized, error); status != FSL_OK)
-    return status;
+  if (fsl_status status = specializer_(fusion, chosen, specialized, error); status != FSL_OK) {
+    if (status != FSL_ERROR_COMPILE || reducedOnly.size() == chosen.size())
+      return status;
+    if (fsl_status again = specializer_(fusion, reducedOnly, specialized, error); again != FSL_OK)
+      return again;
+  }
   ++stats_.specializations;
   created->name = specialized.name;
   created->plan = parseLaunchPlan(specialized.launch, error);

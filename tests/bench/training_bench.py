@@ -906,7 +906,9 @@ def sweep(kinds, shapes_of, programs, compiled, timer, machine, output, budget_s
                        "error": "%s: %s" % (type(error).__name__, error), "impls": {}}
             row["wall_s"] = round(time.monotonic() - shape_started, 2)
             document["rows"].append(row)
-            failures += sum(1 for r in row["impls"].values() if r.get("status") != "ok") + ("error" in row)
+            # fslc's results fail the run; a peer's mismatch (eager bf16 softmax backward
+            # strays past the tolerance at a few elements) is shown as "(wrong)" only.
+            failures += (row["impls"].get("fslc", {}).get("status") != "ok") + ("error" in row)
             impl = row["impls"]
             times = "  ".join("%s %s" % (n, us_text(impl.get(n))) for n in IMPLEMENTATIONS)
             if "copy_us" in row:
@@ -927,7 +929,7 @@ def sweep(kinds, shapes_of, programs, compiled, timer, machine, output, budget_s
           "math); cross_entropy: forward + backward; rope_forward: the forward." % timer.rounds)
     for s in document["skipped"]:
         print("skipped: %s %s (%s)" % (s["kind"], KIND_BY_NAME[s["kind"]].text(s["shape"]), s["why"]))
-    print("%d rows in %.0f s, %d implementation results not ok; JSON: %s" % (
+    print("%d rows in %.0f s, %d fslc results not ok; JSON: %s" % (
         len(document["rows"]), time.monotonic() - started, failures, output), flush=True)
     return document, failures
 

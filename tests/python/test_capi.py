@@ -248,20 +248,21 @@ class CapiTest(unittest.TestCase):
         self.assertRefused(fslc.FslError, "is closed", prog.specialize, "rms_norm_add", H=8)
 
     def test_09_matmul(self):
-        # Matrix products: specialized on K (the reduced dimension), launched as their
-        # launcher launches them: the `when` variant, TMA descriptors, workspaces, clusters.
+        # Matrix products: specialized on K (the reduced dimension) and N (the output's
+        # innermost), launched as their launcher launches them: the `when` variant, TMA
+        # descriptors, workspaces, clusters.
         prog = fslc.load(os.path.join(ROOT, "examples", "matmul.fsl"), arch="sm_90a",
                         cache_dir=CACHE, library=LIBRARY, torch_ops=False)
         matmul = prog.matmul
         info = matmul.prepare([bf16(1, 5120), bf16(14336, 5120), bf16(1, 14336)])
-        self.assertEqual(info["specialization"], "matmul.K5120")
+        self.assertEqual(info["specialization"], "matmul.K5120.N14336")
         self.assertEqual([(l["kernel"], l["grid"], l["tensor_maps"], l["cluster"]) for l in info["launches"]],
                          [("matmul_v0", (224, 1, 1), 2, (1, 1, 1))])
         self.assertEqual(info["workspaces"], [])
         info = matmul.prepare([bf16(4096, 5120), bf16(14336, 5120), bf16(4096, 14336)])
         self.assertTrue(info["memory_hit"])
         self.assertEqual([(l["kernel"], l["grid"], l["tensor_maps"]) for l in info["launches"]],
-                         [("matmul_v6", (132, 1, 1), 3)])
+                         [("matmul_v5", (132, 1, 1), 3)])
         # The launcher's refusals, as its exceptions: a misaligned a (TMA), a static K whose
         # rows TMA cannot step (the compiler's lowering-unsupported).
         base = 0x7F0000000000
@@ -374,6 +375,22 @@ class CapiTest(unittest.TestCase):
             self.assertEqual(PACKAGE, os.path.join(ROOT, "python", "fslc"))
             self.assertEqual(prog.stdlib, os.path.join(ROOT, "stdlib"))
         self.assertTrue(os.path.isfile(os.path.join(prog.stdlib, "targets", "h200.toml")))
+
+    def test_09b_policy_innermost(self):
+        # The default policy also specializes the innermost dimension of a 2-D tensor (RoPE's
+        # D: its vectors and rows a block); SwiGLU does not compile with its halves' H
+        # static, so it falls back to its reduced dimensions (none): one kernel for all H.
+        rope = fslc.load(os.path.join(ROOT, "stdlib", "std", "rope.fsl"), arch="sm_90a",
+                         cache_dir=CACHE, library=LIBRARY, torch_ops=False)
+        info = rope.rope_forward.prepare([bf16(5, 128), bf16(5, 128), bf16(5, 128), bf16(5, 128)])
+        self.assertEqual(info["specialization"], "rope_forward.D128")
+        acts = fslc.load(os.path.join(ROOT, "stdlib", "std", "activations.fsl"), arch="sm_90a",
+                         cache_dir=CACHE, library=LIBRARY, torch_ops=False)
+        info = acts.swiglu.prepare([bf16(3, 256), bf16(128), bf16(3, 128)])
+        self.assertEqual(info["specialization"], "swiglu")
+        self.assertEqual([l["kernel"] for l in info["launches"]], ["swiglu_v0"])
+        info = acts.swiglu.prepare([bf16(3, 256), bf16(128), bf16(3, 128)])
+        self.assertTrue(info["memory_hit"])
 
     def test_14_compiler(self):
         """`python -m fslc` runs the compiler the package finds: installed, its own

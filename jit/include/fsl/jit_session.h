@@ -37,7 +37,8 @@ extern "C" {
 #endif
 
 typedef enum fsl_specialize_policy {
-  FSL_SPECIALIZE_REDUCED = 0, /* the runtime dimensions some reduction reduces (default) */
+  FSL_SPECIALIZE_REDUCED = 0, /* the runtime dimensions some reduction reduces, and the innermost
+                                 of each tensor of 2 or more dimensions (default) */
   FSL_SPECIALIZE_ALL = 1,     /* every runtime dimension */
   FSL_SPECIALIZE_NONE = 2     /* none: one kernel for all sizes, as fslc compiles it */
 } fsl_specialize_policy;
