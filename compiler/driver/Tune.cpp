@@ -8,8 +8,7 @@
 
 #include "ast/AST.h"
 #include "driver/Driver.h"
-#include "heuristics/FusionShape.h"
-#include "heuristics/InnerOuter.h"
+#include "heuristics/Heuristics.h"
 #include "pipeline/Compilation.h"
 #include "pipeline/Settings.h"
 #include "pipeline/Sources.h"
@@ -215,10 +214,7 @@ public:
           return kExitUsage;
         }
     }
-    heuristics::FusionShape shape = heuristics::shapeOf(*fusion);
-    family_ = shape.matmul ? heuristics::Family::Matmul : shape.family;
-    if (!shape.matmul && heuristics::innerOuterMismatch(*fusion).empty())
-      family_ = heuristics::Family::InnerOuter; // what plain `= auto` takes for it
+    family_ = heuristics::plainAutoFamily(*fusion);
     // The candidates replace the fusion's schedules; the rest of the file stays.
     std::string withoutSchedules;
     text = sources_.getMemoryBuffer(buffer)->getBuffer(); // where the ranges point

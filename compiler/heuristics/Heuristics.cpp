@@ -60,10 +60,7 @@ Choice chooseSchedules(const ir::Fusion &fusion, const Target &target, const Kno
     }
     if (!shape.hasOutput)
       return {{}, "the fusion has no output"};
-    kind = knobs.kind.empty() ? familyName(shape.family) : knobs.kind;
-    // A row reduction next to a column reduction (a norm's backward): auto(inner_outer).
-    if (knobs.kind.empty() && innerOuterMismatch(fusion).empty())
-      kind = familyName(Family::InnerOuter);
+    kind = knobs.kind.empty() ? familyName(plainAutoFamily(fusion)) : knobs.kind;
     auto rows = [&](const RowParams &params) { return rowBlocks(shape, params, context); };
     switch (familyNamed(kind).value_or(Family::Matmul)) {
     case Family::Pointwise:
@@ -107,6 +104,16 @@ Choice chooseSchedules(const ir::Fusion &fusion, const Target &target, const Kno
   return {{},
           "knob '" + verdicts.refused.front().first +
               "' cannot be honoured: " + verdicts.refused.front().second};
+}
+
+Family plainAutoFamily(const ir::Fusion &fusion) {
+  FusionShape shape = shapeOf(fusion);
+  if (shape.matmul)
+    return Family::Matmul;
+  // A row reduction next to a column reduction (a norm's backward).
+  if (innerOuterMismatch(fusion).empty())
+    return Family::InnerOuter;
+  return shape.family;
 }
 
 } // namespace fsl::heuristics

@@ -24,10 +24,11 @@
 //                     N is static); 128 x 256 tiles, 128 x 128 below two waves of those
 //                     (a `when M < ...` variant). No knobs yet.
 //   inner_outer       a row reduction next to a column reduction (a norm's backward):
-//                     rows walked serially by an SM's worth of blocks, the column sums in
+//                     rows walked serially by a few blocks an SM, the column sums in
 //                     registers across them, then added across blocks (InnerOuter.h).
 #pragma once
 
+#include "heuristics/Family.h"
 #include "heuristics/Knobs.h"
 #include "ir/FusionIR.h"
 #include "schedule/ScheduleBlock.h"
@@ -50,5 +51,10 @@ struct Choice {
 /// way the choice is then empty and `why` names the knob.
 Choice chooseSchedules(const ir::Fusion &fusion, const Target &target, const Knobs &knobs,
                        DiagnosticEngine *diagnostics = nullptr);
+
+/// The heuristic plain `= auto` takes for `fusion`: matmul for a matrix product,
+/// inner_outer for a row reduction next to a column reduction, else the family of its
+/// shape (pointwise, reduction or inner_persistent).
+Family plainAutoFamily(const ir::Fusion &fusion);
 
 } // namespace fsl::heuristics
