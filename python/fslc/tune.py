@@ -352,10 +352,35 @@ def record(results_document, database_text):
 # --- The runner (needs torch and a GPU) ------------------------------------------------
 
 
+_PAIRING = re.compile(r"\bfusion\s+(\w+)\b[^{]*?\)\s*backward\s+([\w\s,]+?)\s*\{")
+
+
+def paired_fusions(text, fusion):
+    """`fusion` and every fusion a `backward` pairing links to it, directly or through
+    another (a forward, its backward fusions, their siblings): their shared dimensions
+    must keep one size, or the compiler refuses the pairing (backward-type-mismatch)."""
+    edges = {}
+    for match in _PAIRING.finditer(text):
+        forward = match.group(1)
+        for backward in (name.strip() for name in match.group(2).split(",")):
+            if backward:
+                edges.setdefault(forward, set()).add(backward)
+                edges.setdefault(backward, set()).add(forward)
+    group, todo = {fusion}, [fusion]
+    while todo:
+        for other in edges.get(todo.pop(), ()):
+            if other not in group:
+                group.add(other)
+                todo.append(other)
+    return group
+
+
 def with_static_sizes(text, fusion, shape):
-    """`text` with the static sizes of `fusion`'s declaration (`fusion f<H = 4096>`) set to
-    the shape's values; dimensions the shape does not give keep their sizes."""
-    pattern = re.compile(r"(\bfusion\s+%s\s*<)([^>]*)(>)" % re.escape(fusion))
+    """`text` with the static sizes of `fusion`'s declaration (`fusion f<H = 4096>`), and of
+    the fusions paired with it by `backward` clauses, set to the shape's values; other
+    fusions and dimensions the shape does not give keep their sizes."""
+    names = "|".join(re.escape(name) for name in sorted(paired_fusions(text, fusion)))
+    pattern = re.compile(r"(\bfusion\s+(?:%s)\s*<)([^>]*)(>)" % names)
 
     def sizes(match):
         def one(dim):
@@ -364,7 +389,7 @@ def with_static_sizes(text, fusion, shape):
 
         return match.group(1) + re.sub(r"(\w+)\s*=\s*\d+", one, match.group(2)) + match.group(3)
 
-    return pattern.sub(sizes, text, count=1)
+    return pattern.sub(sizes, text)
 
 
 def _torch_dtype(torch, name):

@@ -85,6 +85,20 @@ class StaticSizes(unittest.TestCase):
                                       "mm", {"N": 16, "K": 3})
         self.assertIn("fusion mm<M = 4, N = 16>", text)
 
+    def test_fusions_paired_by_backward_take_the_sizes_too(self):
+        # A backward fusion's saved tensors must keep its forward's sizes (and so its
+        # siblings'): tuning rms_norm_grad at H = 2048 sets H in rms_norm_train too.
+        text = ("fusion rms_norm_train<H = 4096>(x: bf16[T, H]) -> (y: bf16[T, H]) backward rms_norm_grad {\n}\n"
+                "fusion rms_norm_grad<H = 4096>(x: bf16[T, H], grad_y: bf16[T, H]) -> (grad_x: bf16[T, H]) {\n}\n"
+                "fusion softmax<S = 4096>(x: bf16[T, S]) -> (y: bf16[T, S]) backward softmax_backward, other {\n}\n"
+                "fusion rms_norm<H = 4096>(x: bf16[T, H]) -> (y: bf16[T, H]) {\n}\n")
+        self.assertEqual(tune.paired_fusions(text, "rms_norm_grad"), {"rms_norm_grad", "rms_norm_train"})
+        self.assertEqual(tune.paired_fusions(text, "other"), {"other", "softmax", "softmax_backward"})
+        out = tune.with_static_sizes(text, "rms_norm_grad", {"H": 2048, "T": 64})
+        self.assertIn("fusion rms_norm_train<H = 2048>", out)
+        self.assertIn("fusion rms_norm_grad<H = 2048>", out)
+        self.assertIn("fusion rms_norm<H = 4096>", out)
+
     def test_a_fusion_without_static_sizes_is_unchanged(self):
         text = "fusion f(x: f32[T]) -> (y: f32[T]) { y = x; }"
         self.assertEqual(tune.with_static_sizes(text, "f", {"T": 8}), text)
