@@ -107,19 +107,7 @@ public:
     Expr rows = kir::index(1);
     for (ir::DimId dim : plan_.gridRowDims)
       rows = rows * cx_.dimExtent(dim);
-    std::vector<Stmt> body;
-    // The row's index along each kept dimension (row-major), the others unused.
-    cx_.rootIndex.assign(f_.dims.size(), kir::index(0));
-    Expr rest = kir::var(row);
-    for (size_t k = plan_.gridRowDims.size(); k-- > 0;) {
-      ir::DimId dim = plan_.gridRowDims[k];
-      kir::VarPtr index = kir::makeVar(f_.dims[dim].name + "_i", ir::DType::I64);
-      Expr value = k == 0 ? rest : rest % cx_.dimExtent(dim);
-      body.push_back(kir::let(index, value));
-      cx_.rootIndex[dim] = kir::var(index);
-      rest = rest / cx_.dimExtent(dim);
-    }
-    std::reverse(body.begin(), body.end());
+    std::vector<Stmt> body = gridRowIndices(row);
     const PlannedLoop &grid = plan_.loops[plan_.gridLoop];
     Expr pieces = cx_.extentOf(grid.extent);
     for (const Plan::GridPartials &partials : plan_.gridPartials) {
@@ -241,20 +229,7 @@ public:
     body.push_back(kir::let(lane, kir::var(thread) / kir::index(kColumns),
                             "which of every 8 pieces this thread adds"));
     body.push_back(kir::let(row, kir::var(block) * kir::index(kColumns) + kir::var(column)));
-    // The column's index along each kept dimension (row-major), the others unused.
-    cx_.rootIndex.assign(f_.dims.size(), kir::index(0));
-    std::vector<Stmt> indices;
-    Expr rest = kir::var(row);
-    for (size_t k = plan_.gridRowDims.size(); k-- > 0;) {
-      ir::DimId dim = plan_.gridRowDims[k];
-      kir::VarPtr index = kir::makeVar(f_.dims[dim].name + "_i", ir::DType::I64);
-      Expr value = k == 0 ? rest : rest % cx_.dimExtent(dim);
-      indices.push_back(kir::let(index, value));
-      cx_.rootIndex[dim] = kir::var(index);
-      rest = rest / cx_.dimExtent(dim);
-    }
-    std::reverse(indices.begin(), indices.end());
-    std::vector<Stmt> last(indices.begin(), indices.end());
+    std::vector<Stmt> last = gridRowIndices(row);
     Expr sharedOffset = kir::index(0);
     int64_t sharedBytes = 0;
     for (const Plan::GridPartials &partials : plan_.gridPartials) {
@@ -342,6 +317,25 @@ public:
   }
 
 private:
+  /// The lets of a grid reduction's row (a column in the inner-outer form) along each
+  /// dimension it keeps (row-major) from its flat index `row`; they become the root
+  /// indices, the other dimensions' 0.
+  std::vector<Stmt> gridRowIndices(const kir::VarPtr &row) {
+    cx_.rootIndex.assign(f_.dims.size(), kir::index(0));
+    std::vector<Stmt> lets;
+    Expr rest = kir::var(row);
+    for (size_t k = plan_.gridRowDims.size(); k-- > 0;) {
+      ir::DimId dim = plan_.gridRowDims[k];
+      kir::VarPtr index = kir::makeVar(f_.dims[dim].name + "_i", ir::DType::I64);
+      Expr value = k == 0 ? rest : rest % cx_.dimExtent(dim);
+      lets.push_back(kir::let(index, value));
+      cx_.rootIndex[dim] = kir::var(index);
+      rest = rest / cx_.dimExtent(dim);
+    }
+    std::reverse(lets.begin(), lets.end());
+    return lets;
+  }
+
   /// The grid reduction's workspaces, parameters of both kernels.
   void addGridPartialParameters() {
     for (const Plan::GridPartials &partials : plan_.gridPartials)
