@@ -24,6 +24,9 @@ source "$root/scripts/sanitizer-env.sh"
 # build (16.6 s against 1.2 s of CPU for one stream-K case of matmul/stream-k.test), so
 # the eight lit tests that simulate the largest products many times (each 18-73 s in the
 # release build) run only in the release build's suite; the other matmul tests simulate
-# the same wgmma, TMA and mbarrier code at smaller sizes under the sanitizers.
-export LIT_FILTER_OUT='matmul/(stream-k|pingpong|epilogues|examples|kn|two-products)\.test|heuristics/(long-rows|matmul-knobs)\.test'
+# the same wgmma, TMA and mbarrier code at smaller sizes under the sanitizers. So do the
+# two that simulate whole norm files at thousands of columns (inner-outer 15 s, clamped
+# rows 11 s in the release build, about 3 minutes each sanitized); lower/inner-outer/ and
+# the other lower/ tests simulate the same kernels at small sizes under the sanitizers.
+export LIT_FILTER_OUT='matmul/(stream-k|pingpong|epilogues|examples|kn|two-products)\.test|heuristics/(long-rows|matmul-knobs|inner-outer)\.test|lower/clamped-rows\.test'
 ctest --test-dir "$build" --output-on-failure -R '^(unit|lit|robustness)$'
