@@ -29,13 +29,16 @@ importDecl : IMPORT STRING SEMI ;
 fnDecl : FN name LPAREN (name (COMMA name)*)? RPAREN ASSIGN expr SEMI ;
 
 // fusion f<H = 4096>(x: bf16[T, H], eps: f32 = 1e-6) -> (y: bf16[T, H]) { ... }
-// `backward g, h` names the fusions that compute f's gradients (docs/language.md, Gradients).
+// `backward g, h` names the fusions that compute f's gradients, and `grad_r = grad_x` says
+// that input r's gradient is input x's (docs/language.md, Gradients).
 fusionDecl
     : FUSION name staticDims? LPAREN (param (COMMA param)*)? COMMA? RPAREN
       (ARROW LPAREN output (COMMA output)* COMMA? RPAREN)?
-      (K_BACKWARD backward+=name (COMMA backward+=name)*)?
+      (K_BACKWARD backward+=backwardItem (COMMA backward+=backwardItem)*)?
       fusionBody
     ;
+
+backwardItem : target=name (ASSIGN source=name)? ;
 
 staticDims : LT staticDim (COMMA staticDim)* GT ;
 staticDim  : name (ASSIGN INT)? ;

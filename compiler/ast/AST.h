@@ -498,6 +498,13 @@ public:
   /// `backward g, h`: the fusions of this file that compute the gradients of the
   /// inputs (sema checks the pairing, docs/language.md "Gradients"); empty: none.
   std::vector<Name> backward;
+  /// `grad_residual = grad_x` in the same clause: input residual's gradient is input x's
+  /// (add's two operands), which a backward fusion then computes and writes once.
+  struct SameGradient {
+    Name target, source;
+    llvm::SMRange range;
+  };
+  std::vector<SameGradient> sameGradients;
   std::vector<Statement> body;
 };
 

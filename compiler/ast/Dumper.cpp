@@ -94,6 +94,9 @@ private:
     }
     for (const Name &backward : fusion.backward)
       line(depth + 1) << "Backward " << backward.text << ' ' << where(backward.range) << '\n';
+    for (const FusionDecl::SameGradient &same : fusion.sameGradients)
+      line(depth + 1) << "SameGradient " << same.target.text << " = " << same.source.text << ' '
+                      << where(same.range) << '\n';
     for (const Statement &statement : fusion.body) {
       line(depth + 1) << (statement.isLet ? "Let " : "Assign ") << statement.target.text;
       if (statement.declaredType) {

@@ -197,8 +197,14 @@ private:
     std::string paramLine = "(" + llvm::join(params, ", ") + ")";
     std::string outputLine = outputs.empty() ? "" : " -> (" + llvm::join(outputs, ", ") + ")";
     std::string backwardText;
-    for (size_t i = 0; i < fusion.backward.size(); ++i)
-      backwardText += (i == 0 ? " backward " : ", ") + fusion.backward[i].text;
+    // Canonical order: the backward fusions, then the inputs that share a gradient.
+    std::vector<std::string> backwardItems;
+    for (const Name &backward : fusion.backward)
+      backwardItems.push_back(backward.text);
+    for (const FusionDecl::SameGradient &same : fusion.sameGradients)
+      backwardItems.push_back(same.target.text + " = " + same.source.text);
+    for (size_t i = 0; i < backwardItems.size(); ++i)
+      backwardText += (i == 0 ? " backward " : ", ") + backwardItems[i];
     bool wrapParams =
         paramComments ||
         head.size() + paramLine.size() + outputLine.size() + backwardText.size() + 2 > kLineLimit;

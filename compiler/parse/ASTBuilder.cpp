@@ -352,7 +352,7 @@ private:
 
   DeclPtr fusionDecl(FSLParser::FusionDeclContext *context) {
     auto result = std::make_unique<FusionDecl>(range(context));
-    result->name = name(context->name(0));
+    result->name = name(context->name());
     if (auto *dims = context->staticDims()) {
       for (auto *dim : dims->staticDim()) {
         StaticDim staticDim{name(dim->name()), std::nullopt, range(dim)};
@@ -383,8 +383,17 @@ private:
       output.range = range(outputContext);
       result->outputs.push_back(std::move(output));
     }
-    for (auto *backward : context->backward)
-      result->backward.push_back(name(backward));
+    for (auto *item : context->backward) {
+      if (!item->source) {
+        result->backward.push_back(name(item->target));
+        continue;
+      }
+      ast::FusionDecl::SameGradient same;
+      same.target = name(item->target);
+      same.source = name(item->source);
+      same.range = range(item);
+      result->sameGradients.push_back(std::move(same));
+    }
     auto *body = context->fusionBody();
     enterBody(body->LBRACE()->getSymbol());
     for (auto *statementContext : body->statement())

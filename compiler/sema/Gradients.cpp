@@ -5,6 +5,8 @@
 
 #include <llvm/ADT/StringExtras.h>
 
+#include <optional>
+
 namespace fsl {
 namespace {
 
@@ -158,12 +160,69 @@ private:
   DiagnosticEngine &diagnostics_;
 };
 
+/// `grad_a = grad_b` of `forward`'s clause: input a's gradient is input b's, which a
+/// backward fusion computes (`computed`, filled by the fusions' checks; an item it admits
+/// is added, so a second item for a is refused). The pair {a, b}, or none after an error.
+std::optional<std::pair<std::string, std::string>>
+checkSameGradient(const ir::Fusion &forward, const ast::FusionDecl::SameGradient &item,
+                  std::map<std::string, std::string> &computed, DiagnosticEngine &diagnostics) {
+  std::string text = item.target.text + " = " + item.source.text;
+  auto refuse = [&](llvm::SMRange range, const std::string &why) {
+    diagnostics.report(DiagId::BackwardSameGradient, range, text, forward.name, why);
+    return std::nullopt;
+  };
+  std::vector<std::string> gradients;
+  for (const ir::Param &p : forward.params)
+    if (!p.dims.empty())
+      gradients.push_back(kGradPrefix.str() + p.name);
+  // The tensor input a side names, or null.
+  auto inputOf = [&](const ast::Name &side) -> const ir::Param * {
+    llvm::StringRef name(side.text);
+    if (!name.starts_with(kGradPrefix))
+      return nullptr;
+    for (const ir::Param &p : forward.params)
+      if (!p.dims.empty() && p.name == name.drop_front(kGradPrefix.size()))
+        return &p;
+    return nullptr;
+  };
+  const ir::Param *target = inputOf(item.target), *source = inputOf(item.source);
+  std::string known = gradients.empty() ? std::string("it has no tensor inputs")
+                                        : "its inputs' gradients: " + llvm::join(gradients, ", ");
+  if (!target)
+    return refuse(item.target.range, "'" + item.target.text +
+                                         "' is not the gradient of a tensor input of '" +
+                                         forward.name + "' (" + known + ")");
+  if (!source)
+    return refuse(item.source.range, "'" + item.source.text +
+                                         "' is not the gradient of a tensor input of '" +
+                                         forward.name + "' (" + known + ")");
+  if (target == source)
+    return refuse(item.range, "an input's gradient cannot be its own");
+  auto computedBy = computed.find(item.target.text);
+  if (computedBy != computed.end())
+    return refuse(item.target.range, "'" + item.target.text + "' is computed already (" +
+                                         (computedBy->second.empty()
+                                              ? std::string("by an earlier item of the clause")
+                                              : "by backward fusion '" + computedBy->second + "'") +
+                                         ")");
+  auto sourceBy = computed.find(item.source.text);
+  if (sourceBy == computed.end() || sourceBy->second.empty())
+    return refuse(item.source.range,
+                  "no backward fusion of the clause computes '" + item.source.text + "'");
+  Entity a = ofParam(forward, *target), b = ofParam(forward, *source);
+  bool sameDims = a.dims == b.dims;
+  if (a.dtype != b.dtype || !sameDims)
+    return refuse(item.range, "'" + target->name + "' is " + a.type() + " but '" + source->name +
+                                  "' is " + b.type() + "; inputs sharing a gradient have one type");
+  computed.emplace(item.target.text, ""); // given by this item, not a fusion
+  return std::make_pair(target->name, source->name);
+}
+
 } // namespace
 
-std::map<std::string, std::vector<std::string>>
-checkGradients(const std::vector<ast::DeclPtr> &decls,
-               const std::vector<std::unique_ptr<ir::Fusion>> &fusions,
-               DiagnosticEngine &diagnostics) {
+CheckedGradients checkGradients(const std::vector<ast::DeclPtr> &decls,
+                                const std::vector<std::unique_ptr<ir::Fusion>> &fusions,
+                                DiagnosticEngine &diagnostics) {
   std::map<std::string, const ast::FusionDecl *> declared;
   for (const ast::DeclPtr &decl : decls)
     if (const auto *fusion = llvm::dyn_cast<ast::FusionDecl>(decl.get()))
@@ -172,10 +231,10 @@ checkGradients(const std::vector<ast::DeclPtr> &decls,
   for (const auto &fusion : fusions)
     built.emplace(fusion->name, fusion.get());
 
-  std::map<std::string, std::vector<std::string>> pairings;
+  CheckedGradients pairings;
   for (const ast::DeclPtr &decl : decls) {
     const auto *fusion = llvm::dyn_cast<ast::FusionDecl>(decl.get());
-    if (!fusion || fusion->backward.empty())
+    if (!fusion || (fusion->backward.empty() && fusion->sameGradients.empty()))
       continue;
     auto forward = built.find(fusion->name.text);
     if (forward == built.end() || declared.at(fusion->name.text) != fusion)
@@ -184,8 +243,10 @@ checkGradients(const std::vector<ast::DeclPtr> &decls,
     for (const ir::Param &param : forward->second->params)
       if (param.isInout) {
         diagnostics
-            .report(DiagId::BackwardOfInout, fusion->backward.front().range, fusion->name.text,
-                    param.name)
+            .report(DiagId::BackwardOfInout,
+                    (fusion->backward.empty() ? fusion->sameGradients.front().range
+                                              : fusion->backward.front().range),
+                    fusion->name.text, param.name)
             .note(DiagId::NoteDeclaredHere, param.range, param.name, "");
         ok = false;
       }
@@ -209,8 +270,26 @@ checkGradients(const std::vector<ast::DeclPtr> &decls,
       ok &= PairingChecker(*forward->second, name, diagnostics).check(*backward->second, computed);
       names.push_back(name.text);
     }
-    if (ok)
-      pairings.emplace(fusion->name.text, std::move(names));
+    std::vector<std::pair<std::string, std::string>> same;
+    if (!fusion->sameGradients.empty() && fusion->backward.empty()) {
+      const ast::FusionDecl::SameGradient &first = fusion->sameGradients.front();
+      diagnostics.report(DiagId::BackwardSameGradient, first.range,
+                         first.target.text + " = " + first.source.text, fusion->name.text,
+                         "the clause names no backward fusion to compute '" + first.source.text +
+                             "'");
+      ok = false;
+    } else {
+      for (const ast::FusionDecl::SameGradient &item : fusion->sameGradients)
+        if (auto pair = checkSameGradient(*forward->second, item, computed, diagnostics))
+          same.push_back(*pair);
+        else
+          ok = false;
+    }
+    if (ok) {
+      pairings.backwardOf.emplace(fusion->name.text, std::move(names));
+      if (!same.empty())
+        pairings.sameGradientOf.emplace(fusion->name.text, std::move(same));
+    }
   }
   return pairings;
 }

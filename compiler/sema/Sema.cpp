@@ -1452,7 +1452,9 @@ std::unique_ptr<Program> analyze(std::unique_ptr<ast::File> file, llvm::SourceMg
     if (auto built = FusionBuilder(*fusion, *scope, diagnostics, options).build())
       program->fusions.push_back(std::move(built));
   }
-  program->backwardOf = checkGradients(program->main->decls, program->fusions, diagnostics);
+  CheckedGradients gradients = checkGradients(program->main->decls, program->fusions, diagnostics);
+  program->backwardOf = std::move(gradients.backwardOf);
+  program->sameGradientOf = std::move(gradients.sameGradientOf);
   for (const DeclPtr &decl : program->main->decls)
     if (const auto *schedule = llvm::dyn_cast<ScheduleDecl>(decl.get()))
       if (!fusions.count(schedule->fusion.text)) {

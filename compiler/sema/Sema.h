@@ -41,8 +41,10 @@ struct Program {
   /// Names of every static dimension the main file declares (to check -D names).
   std::set<std::string> staticDimNames;
   /// The checked `backward` clauses: a forward fusion's name to its backward fusions'
-  /// names, in the order written (sema/Gradients.h).
+  /// names, in the order written, and to the inputs whose gradient is another input's
+  /// (`grad_residual = grad_x`: {"residual", "x"}) (sema/Gradients.h).
   std::map<std::string, std::vector<std::string>> backwardOf;
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> sameGradientOf;
 };
 
 /// Analyses `file` (parsed from a buffer of `sources`). Returns the program, or null if

@@ -460,6 +460,10 @@ fsl_status load(std::string name, std::string text, const fsl_program_options *o
     auto backward = compiled.compilation->program()->backwardOf.find(fusion->name);
     if (backward != compiled.compilation->program()->backwardOf.end())
       out << "backward " << llvm::join(backward->second, " ") << "\n";
+    auto same = compiled.compilation->program()->sameGradientOf.find(fusion->name);
+    if (same != compiled.compilation->program()->sameGradientOf.end())
+      for (const auto &[input, source] : same->second)
+        out << "same_gradient " << input << " " << source << "\n";
     out << "end\n";
     program->fusions.push_back(fusion->name);
     program->signatures[fusion->name] = out.str();

@@ -277,6 +277,11 @@ std::unique_ptr<LaunchPlan> parseLaunchPlan(const std::string &text, std::string
       do
         plan->backward.push_back(tokens.next());
       while (!tokens.done());
+    } else if (what == "same_gradient") {
+      std::string input = tokens.next(), source = tokens.next();
+      if (input.empty() || source.empty())
+        return fail("same_gradient: expected two input names");
+      plan->sameGradients.emplace_back(input, source);
     } else if (what == "tensor") {
       PlanTensor t;
       t.name = tokens.next();

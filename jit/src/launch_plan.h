@@ -137,8 +137,10 @@ struct LaunchPlan {
   /// Fusion dimensions in order: a static one has its extent.
   std::vector<std::pair<std::string, std::optional<int64_t>>> dims;
   std::vector<std::string> reduced;
-  /// The fusions computing its gradients (a `backward` clause; signatures only).
+  /// The fusions computing its gradients (a `backward` clause; signatures only), and the
+  /// inputs whose gradient is another input's (`grad_residual = grad_x`: {residual, x}).
   std::vector<std::string> backward;
+  std::vector<std::pair<std::string, std::string>> sameGradients;
   std::vector<PlanTensor> tensors; // in the launcher's order
   std::vector<PlanScalar> scalars; // in the launcher's order
   std::vector<PlanWorkspace> workspaces;

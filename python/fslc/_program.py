@@ -59,6 +59,7 @@ class Signature:
         self.dims = {}  # name -> extent or None, in order
         self.reduced = []
         self.backward = []  # the fusions computing its gradients (a `backward` clause)
+        self.same_gradients = []  # (input, source): input's gradient is source's
         self.params = []  # tensors and scalars in declaration order, outputs last
         for number, line in enumerate(text.splitlines(), 1):
             tokens = line.split()
@@ -76,6 +77,8 @@ class Signature:
                     if len(tokens) < 2:
                         raise IndexError
                     self.backward = tokens[1:]
+                elif what == "same_gradient":
+                    self.same_gradients.append((tokens[1], tokens[2]))
                 elif what == "tensor":
                     strided = len(tokens) > 5 and tokens[5] == "strided"
                     dims = tokens[6:] if strided else tokens[5:]
@@ -133,6 +136,9 @@ class GradientPlan:
       ("saved", name), ("grad", index of the forward output) or ("scalar", name);
     - results: per backward fusion, the forward input each of its outputs is the gradient
       of (grad_<input>);
+    - same: (input, source) pairs, input's gradient being source's (`grad_residual =
+      grad_x` in the clause: the tensor a backward fusion computes for x, returned for
+      residual too, as autograd does for an add's operands);
     - differentiable: the indexes of the forward outputs whose gradients some backward
       fusion reads; the others (row statistics such as rstd) are not differentiable.
     """
@@ -165,6 +171,13 @@ class GradientPlan:
                 results.append(p.name[5:])
             self.calls.append((backward.fusion, sources))
             self.results.append(results)
+        computed = {name for results in self.results for name in results}
+        self.same = []
+        for input, source in getattr(forward, "same_gradients", []):
+            if input not in inputs or source not in computed:
+                raise FslError("%s: the gradient of %s is said to be %s's, which no backward "
+                               "fusion computes" % (forward.fusion, input, source))
+            self.same.append((input, source))
         self.saved = [n for n in inputs + outputs if n in used]
         self.differentiable = sorted(grads)
 

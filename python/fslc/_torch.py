@@ -358,7 +358,8 @@ def _register_autograd(program, fusion):
     saves the tensors its backward fusions read (fslc._program.GradientPlan), and backward
     calls those fusions' ops with them, the outputs' gradients (made contiguous, as every
     op wants its tensors) and the forward's scalars. An input no backward fusion computes
-    the gradient of (a scalar, cos and sin of RoPE) gets None; an output whose gradient no
+    the gradient of (a scalar, cos and sin of RoPE) gets None, one named as another's
+    (`grad_residual = grad_x`) that tensor; an output whose gradient no
     backward fusion reads (a row statistic) is marked non-differentiable."""
     from ._program import GradientPlan
 
@@ -394,6 +395,8 @@ def _register_autograd(program, fusion):
             computed = computed if isinstance(computed, tuple) else (computed,)
             for target, grad in zip(targets, computed):
                 result[positions[target]] = grad
+        for input, source in plan.same:
+            result[positions[input]] = result[positions[source]]
         return tuple(result)
 
     torch.library.register_autograd(fusion.op_name, backward, setup_context=setup_context)

@@ -6,7 +6,7 @@ Rows (--only picks them by name):
 
   rms_norm_backward      the whole backward of std/norms.fsl's rms_norm_train as autograd runs
                          it: rms_norm_grad (dx and dweight, one inner-outer kernel)
-  rms_norm_add_backward  rms_norm_add_train's: rms_norm_add_grad (dx, dresidual, dweight)
+  rms_norm_add_backward  rms_norm_add_train's: rms_norm_add_grad (dx = dresidual, dweight)
   layer_norm_backward    layer_norm_train's: layer_norm_grad (dx, dgamma, dbeta)
   softmax_backward       softmax's: softmax_backward
       H (S) in {2048, 4096, 8192} x T in {1, 16, 128, 1024, 4096, 16384}
@@ -132,7 +132,7 @@ def rms_norm_add_backward_math(h, w, rstd, dy, dh):
     hf, dyf, r = h.float(), dy.float(), rstd.float()[:, None]
     d = (rms_dx(hf, w.float(), r, dyf) + dh.float()).to(h.dtype)
     dw = (dyf * hf * r).sum(0)
-    return d, d.clone(), dw.to(w.dtype)  # grad_x and grad_residual: two tensors, as the fusion writes
+    return d, d, dw.to(w.dtype)  # grad_x and grad_residual: one tensor, as autograd gives an add's operands
 
 
 def layer_norm_backward_math(x, gamma, mean, rstd, dy):
@@ -266,7 +266,7 @@ class RmsNormAddBackward(NormKind):
 
     def bytes(self, s):
         t, h = s["T"], s["H"]
-        return 10 * t * h + 4 * h + 4 * t  # h, dy, dh read; dx, dresidual written; weight, dweight; rstd
+        return 8 * t * h + 4 * h + 4 * t  # h, dy, dh read; dx written (dresidual is dx); weight, dweight; rstd
 
     def make(self, s, gen, device, dtype):
         x = randn((s["T"], s["H"]), gen, device, dtype)
@@ -287,8 +287,9 @@ class RmsNormAddBackward(NormKind):
     def fslc(self, p):
         def prepare(s):
             def call():
-                dx, dr, dw = p.norms.rms_norm_add_grad(s["h"], s["w"], s["rstd"], s["dy"], s["dh"])
-                return {"dx": dx, "dr": dr, "dw": dw}
+                # The pairing's `grad_residual = grad_x`: one tensor for both.
+                dx, dw = p.norms.rms_norm_add_grad(s["h"], s["w"], s["rstd"], s["dy"], s["dh"])
+                return {"dx": dx, "dr": dx, "dw": dw}
             return call
         return prepare
 
@@ -718,8 +719,8 @@ class StandInPrograms:
 
     @classmethod
     def rms_norm_add_grad(cls, h, weight, rstd, grad_y, grad_h):
-        dx, dr = cls.rms_norm_add_backward(h, weight, rstd, grad_y, grad_h)
-        return dx, dr, cls.rms_norm_add_backward_weight(h, rstd, grad_y)
+        dx, _ = cls.rms_norm_add_backward(h, weight, rstd, grad_y, grad_h)
+        return dx, cls.rms_norm_add_backward_weight(h, rstd, grad_y)
 
     @classmethod
     def layer_norm_grad(cls, x, gamma, mean, rstd, grad_y):

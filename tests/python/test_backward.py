@@ -3,7 +3,8 @@
 usage: python3 tests/python/test_backward.py LIBFSL SOURCE_DIR WORK_DIR
 
 The signatures libfsl.so gives (fsl_program_signature) carry each forward fusion's backward
-fusions (`backward NAME...`), which the JIT session accepts; fslc._program.GradientPlan
+fusions (`backward NAME...`) and the inputs sharing a gradient (`same_gradient INPUT SOURCE`),
+which the JIT session accepts; fslc._program.GradientPlan
 says what the forward saves and how each backward fusion is called; and
 fslc._torch._register_autograd, run against a stand-in `torch` that records the
 registration, saves those tensors and calls the backward fusions' ops with them, the
@@ -11,6 +12,7 @@ outputs' gradients (made contiguous) and the scalars, returning None for inputs 
 gradient. A pairing the compiler refuses fails the load with its diagnostic.
 """
 
+import contextlib
 import os
 import shutil
 import sys
@@ -75,6 +77,27 @@ def fake_torch():
     return torch
 
 
+@contextlib.contextmanager
+def stand_in_torch():
+    """fslc._torch imported against fake_torch(), then forgotten (the module and the
+    package's attribute, so that the next import sees the next stand-in)."""
+    torch = fake_torch()
+    saved_module = sys.modules.get("torch")
+    sys.modules["torch"] = torch
+    sys.modules.pop("fslc._torch", None)
+    try:
+        from fslc import _torch
+        yield torch, _torch
+    finally:
+        if saved_module is None:
+            sys.modules.pop("torch", None)
+        else:
+            sys.modules["torch"] = saved_module
+        sys.modules.pop("fslc._torch", None)
+        if hasattr(fslc, "_torch"):
+            delattr(fslc, "_torch")
+
+
 class BackwardTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -136,12 +159,7 @@ class BackwardTest(unittest.TestCase):
         self.assertEqual(plan.differentiable, [0])
 
     def test_register_autograd_with_a_stand_in_torch(self):
-        torch = fake_torch()
-        saved_module = sys.modules.get("torch")
-        sys.modules["torch"] = torch
-        sys.modules.pop("fslc._torch", None)
-        try:
-            from fslc import _torch
+        with stand_in_torch() as (torch, _torch):
             prog = self.losses
             calls = []
             backward_fusion = prog.cross_entropy_backward
@@ -165,12 +183,44 @@ class BackwardTest(unittest.TestCase):
             self.assertTrue(args[3].made_contiguous)
             # One gradient per input: the logits' from the op, None for label and scalars.
             self.assertEqual([repr(g) for g in grads], ["grad_logits", "None", "None", "None"])
-        finally:
-            if saved_module is None:
-                sys.modules.pop("torch", None)
-            else:
-                sys.modules["torch"] = saved_module
-            sys.modules.pop("fslc._torch", None)
+
+    def test_plan_rms_norm_add_train_one_gradient_for_both_operands(self):
+        # `backward rms_norm_add_grad, grad_residual = grad_x`: the fusion writes x's
+        # gradient once; residual gets that tensor.
+        norms = self.norms
+        signature = norms.rms_norm_add_train.signature
+        self.assertEqual(signature.same_gradients, [("residual", "x")])
+        self.assertIn("\nsame_gradient residual x\n", signature.text)
+        self.assertEqual([p.name for p in norms.rms_norm_add_grad.signature.outputs],
+                         ["grad_x", "grad_weight"])
+        plan = GradientPlan(signature, [norms.rms_norm_add_grad.signature])
+        self.assertEqual(plan.results, [["x", "weight"]])
+        self.assertEqual(plan.same, [("residual", "x")])
+
+    def test_register_autograd_returns_one_tensor_for_both_operands(self):
+        with stand_in_torch() as (torch, _torch):
+            prog = self.norms
+            prog.rms_norm_add_grad.op = lambda *args: (Tensor("grad_x"), Tensor("grad_weight"))
+            forward = prog.rms_norm_add_train
+            forward.op_name = "fsl::rms_norm_add_train"
+            _torch._register_autograd(prog, forward)
+            backward, setup_context = torch.registered["fsl::rms_norm_add_train"]
+            ctx = Ctx()
+            x, residual, weight = Tensor("x"), Tensor("residual"), Tensor("weight")
+            y, h, rstd = Tensor("y"), Tensor("h"), Tensor("rstd")
+            setup_context(ctx, (x, residual, weight, 1e-6), (y, h, rstd))
+            grads = backward(ctx, Tensor("grad_y"), Tensor("grad_h"), Tensor("grad_rstd"))
+            self.assertEqual([repr(g) for g in grads], ["grad_x", "grad_x", "grad_weight", "None"])
+            self.assertIs(grads[0], grads[1])
+
+    def test_a_same_gradient_line_without_a_computed_source_is_refused(self):
+        forward = fslc._program.Signature(
+            "fusion f\ntensor x bf16 in 2 T\ntensor r bf16 in 2 T\ntensor y bf16 out 2 T\n"
+            "backward g\nsame_gradient r x\n")
+        backward = fslc._program.Signature(
+            "fusion g\ntensor grad_y bf16 in 2 T\ntensor grad_r bf16 out 2 T\n")
+        with self.assertRaises(fslc.FslError):
+            GradientPlan(forward, [backward])
 
     def test_a_refused_pairing_fails_the_load(self):
         text = """
