@@ -12,6 +12,7 @@
 #include "sema/Sema.h"
 #include "support/Diagnostics.h"
 #include "tuning/Consult.h"
+#include "tuning/GuardCarving.h"
 
 #include <llvm/Support/TimeProfiler.h>
 #include <llvm/Support/raw_ostream.h>
@@ -52,7 +53,32 @@ std::vector<sched::ScheduleBlock> heuristicSchedules(SchedulePlan &plan, const i
   if (choice.blocks.empty())
     plan.declined[fusion.name].push_back(
         {choice.why, knobs.declRange.isValid() ? knobs.declRange : fusion.range});
-  return std::move(choice.blocks);
+  if (!knobs.when.empty() || knobs.otherGuards.empty())
+    return std::move(choice.blocks);
+  // The user's other guarded schedules of the fusion win for their sizes: a launch-time
+  // variant of the heuristics' own (auto(matmul)'s `when M < 9`) keeps the rest of its
+  // sizes, in disjoint pieces, and none where they cover it. The unguarded fallback
+  // applies where no guard does, so it stays whole. (The row heuristics leave out a
+  // variant that overlaps one already; for them this changes nothing.)
+  std::vector<sched::ScheduleBlock> blocks;
+  for (sched::ScheduleBlock &block : choice.blocks) {
+    if (block.header.when.empty()) {
+      blocks.push_back(std::move(block));
+      continue;
+    }
+    std::vector<std::vector<sched::SizeGuard>> pieces =
+        tuning::carve(block.header.when, knobs.otherGuards);
+    bool whole = pieces.size() == 1 && pieces.front().size() == block.header.when.size();
+    for (std::vector<sched::SizeGuard> &piece : pieces) {
+      sched::ScheduleBlock copy = block;
+      copy.header.when = std::move(piece);
+      if (!whole)
+        copy.reasons.push_back("Cut around another guarded schedule of '" + fusion.name +
+                               "', which applies to the rest of this variant's sizes.");
+      blocks.push_back(std::move(copy));
+    }
+  }
+  return blocks;
 }
 
 } // namespace
