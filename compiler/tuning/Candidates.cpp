@@ -10,14 +10,15 @@ struct KnobValues {
 };
 
 /// The values worth measuring for each knob of a family's heuristic. Matmul: the tile
-/// widths the lowering takes (128 to 256 in steps a wave of tiles fills), the pipeline
+/// widths the lowering takes (128 to 256 in steps a wave of tiles fills; 160 and 176 for
+/// shapes whose waves the wider tiles fill badly), the pipeline
 /// depths shared memory allows, the tile orders and clusters. Rows: vector widths of
 /// 4 to 16 bytes, batches and rows a block around the heuristics' usual choice.
 std::vector<KnobValues> valuesFor(heuristics::Family family) {
   using heuristics::Family;
   switch (family) {
   case Family::Matmul:
-    return {{"tile_n", {"128", "192", "224", "256"}},
+    return {{"tile_n", {"128", "160", "176", "192", "224", "256"}},
             {"stages", {"2", "3", "4", "5", "6"}},
             {"pingpong", {"true", "false"}},
             {"cluster_m", {"1", "2", "4"}},

@@ -236,3 +236,57 @@ def layer_norm_grad_pair(t, shape):
     grad_x = norms.layer_norm_backward(t["x"], t["gamma"], t["mean"], t["rstd"], t["grad_y"])
     grad_gamma, grad_beta = norms.layer_norm_backward_weight(t["x"], t["mean"], t["rstd"], t["grad_y"])
     return grad_x, grad_gamma, grad_beta
+
+
+# --- rms_norm_add_grad (stdlib/std/norms.fsl): add + RMSNorm's backward as one fusion -----
+#
+# dh = RMSNorm's dx of h plus the gradient arriving at h: x's gradient, and residual's (the
+# pairing's `grad_residual = grad_x`: written once).
+
+def _math_rms_norm_add_grad(h, weight, rstd, grad_y, grad_h):
+    hf, dy, r = h.float(), grad_y.float(), rstd.float().unsqueeze(-1)
+    g = weight.float() * dy
+    dot = (g * hf).mean(-1, keepdim=True)
+    dh = r * (g - hf * (r * r) * dot) + grad_h.float()
+    grad_weight = (dy * hf * r).sum(0)
+    return dh.to(h.dtype), grad_weight.to(h.dtype)
+
+
+def rms_norm_add_grad(t, shape):
+    grad_x, grad_weight = _math_rms_norm_add_grad(t["h"], t["weight"], t["rstd"], t["grad_y"], t["grad_h"])
+    return {"grad_x": grad_x, "grad_weight": grad_weight}
+
+
+def rms_norm_add_grad_eager(t, shape):
+    return _math_rms_norm_add_grad(t["h"], t["weight"], t["rstd"], t["grad_y"], t["grad_h"])
+
+
+def rms_norm_add_grad_compiled(t, shape):
+    return _compiled(_math_rms_norm_add_grad)(t["h"], t["weight"], t["rstd"], t["grad_y"], t["grad_h"])
+
+
+# --- cross_entropy_train (stdlib/std/losses.fsl): each row's loss and logsumexp ---------
+#
+#     fslc tune stdlib/std/losses.fsl --fusion cross_entropy_train --shapes "T=4096,V=128256" -o tune/
+#
+# The runner's labels are 0..15 (inside V); ignore_index and smoothing keep their defaults
+# (-100 and 0), so the loss is logsumexp minus the label's logit.
+
+def _math_cross_entropy(logits, label):
+    lf = logits.float()
+    lse = torch.logsumexp(lf, -1)
+    loss = lse - lf.gather(1, label.unsqueeze(1)).squeeze(1)
+    return torch.where(label == -100, torch.zeros_like(loss), loss), lse
+
+
+def cross_entropy_train(t, shape):
+    loss, lse = _math_cross_entropy(t["logits"], t["label"].long())
+    return {"loss": loss, "lse": lse}
+
+
+def cross_entropy_train_eager(t, shape):
+    return F.cross_entropy(t["logits"].float(), t["label"], reduction="none"), torch.logsumexp(t["logits"].float(), -1)
+
+
+def cross_entropy_train_compiled(t, shape):
+    return _compiled(_math_cross_entropy)(t["logits"], t["label"])
