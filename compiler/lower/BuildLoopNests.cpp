@@ -363,8 +363,19 @@ private:
         index[t->secondInput] = index[t->result] % inner;
       }
     }
+    // The dimensions some computed value walks; the others are read only along a select,
+    // gather or window (Plan.cpp gives them no loop), whose own index is the position.
+    std::set<ir::DimId> walked;
+    for (const sched::TensorSchedule &tensor : plan_.schedule->tensors)
+      if (!tensor.isInput)
+        for (const sched::Loop &loop : tensor.loops)
+          walked.insert(loop.roots.begin(), loop.roots.end());
     for (ir::DimId d = 0; d < f_.dims.size(); ++d) {
       auto found = index.find(f_.dims[d].name);
+      if (found == index.end() && !walked.count(d)) {
+        cx_.rootIndex.push_back(kir::index(0)); // no element is at a position along it
+        continue;
+      }
       if (found == index.end()) {
         cx_.diagnostics.report(DiagId::LoweringUnsupported, plan_.schedule->header.fusionRange,
                                "no loop of the kernel walks dimension " + f_.dims[d].name);

@@ -102,13 +102,18 @@ private:
     if (!reference)
       return unsupported("no output of the fusion is a tensor");
     // A reduction stored as an output keeps its reduced loops; take any loops the
-    // reference lacks from the reductions, so every root has its loops.
+    // reference lacks from the reductions, so every root has its loops. Not from the
+    // inputs: a dimension that only an input has is read through a select, gather or
+    // window at the index that gives (the H of a concatenation's `a[H = index(H2)]`), and
+    // a loop over it would repeat the body (inside a vector loop, which then cannot take
+    // whole vectors).
     for (const sched::Loop &loop : reference->loops)
       addLoop(loop);
     for (const sched::TensorSchedule &tensor : schedule_.tensors)
-      for (const sched::Loop &loop : tensor.loops)
-        if (findLoop(loop.name) < 0)
-          addLoop(loop);
+      if (!tensor.isInput)
+        for (const sched::Loop &loop : tensor.loops)
+          if (findLoop(loop.name) < 0)
+            addLoop(loop);
     // The transforms that made the loops, each once (they act on every tensor by name).
     std::set<std::string> seen;
     auto addTransforms = [&](const sched::TensorSchedule &tensor) {
