@@ -63,6 +63,7 @@ public:
     checkNotLowered();
     checkStridedParameters();
     checkPersistentBuffers();
+    checkCache();
     checkMatmul();
     checkMatmulSchedule();
     checkReduceForm();
@@ -437,9 +438,6 @@ private:
         diagnostics_.report(DiagId::RfactorNotLowered, tensor.rfactorBy->range, tensor.name);
       if (tensor.computeAtBy)
         diagnostics_.report(DiagId::ComputeAtNotLowered, tensor.computeAtBy->range, tensor.name);
-      // A cached output is output-not-global (checkPlacement): one error a mistake.
-      if (tensor.cache && !(tensor.isOutput && tensor.cacheBy))
-        diagnostics_.report(DiagId::CacheNotLowered, at(tensor.cacheBy), tensor.name);
       bool kept = tensor.persistent == sched::MemoryKind::Registers ||
                   tensor.persistent == sched::MemoryKind::Shared;
       bool reduction = ir::isReduction(tensor.value->op);
@@ -616,6 +614,102 @@ private:
         }
       }
     }
+    perThreadShared_ = sharedSoFar;
+    perThreadSharedReported_ = sharedReported;
+  }
+
+  /// `cache t in shared`: the kernel stages the input t in shared memory once a block
+  /// (lower/CacheInputs.cpp), which holds only for a tensor parameter the kernel reads and
+  /// never writes, and that every block reads whole: no dimension of it varies with a block
+  /// index. Its bytes (16-byte aligned) come after the per-thread buffers
+  /// (checkPersistentBuffers) and must fit the target's shared memory. A matrix product's
+  /// schedule refuses it as matmul-loop-directive; a cached output is output-not-global.
+  void checkCache() {
+    if (matmulValue())
+      return;
+    const ir::Fusion &fusion = *schedule_.fusion;
+    std::optional<int64_t> perThread = alignTo16(perThreadShared_.value_or(0));
+    std::optional<int64_t> sharedSoFar = perThread, cachedSoFar = 0;
+    std::vector<std::string> cachedBefore;
+    bool sharedReported = perThreadSharedReported_;
+    for (const TensorSchedule &tensor : schedule_.tensors) {
+      if (!tensor.cacheBy || tensor.isOutput)
+        continue;
+      llvm::SMRange where = tensor.cacheBy->range;
+      if (tensor.cache == sched::MemoryKind::Registers) {
+        diagnostics_.report(DiagId::CacheNotLowered, where, tensor.name);
+        continue;
+      }
+      const ir::Value &value = *tensor.value;
+      // Scalars are no tensors of the schedule (schedule-unknown-tensor).
+      if (value.op != ir::Op::Input || fusion.params[value.paramIndex].isInout) {
+        std::string why =
+            value.op != ir::Op::Input
+                ? "'" + tensor.name + "' is computed by the fusion, not read from a parameter"
+                : "'" + tensor.name + "' is an inout parameter, which the kernel writes back";
+        diagnostics_.report(DiagId::CacheNotInput, where, tensor.name, why);
+        continue;
+      }
+      if (const Loop *varying = blockLoopOver(fusion.params[value.paramIndex].dims)) {
+        std::vector<std::string> along;
+        for (ir::DimId dim : varying->roots)
+          if (llvm::is_contained(fusion.params[value.paramIndex].dims, dim))
+            along.push_back(fusion.dims[dim].name);
+        diagnostics_.report(DiagId::CacheBlockVarying, where, tensor.name, llvm::join(along, ", "),
+                            varying->name, sched::parallelName(varying->parallel));
+        continue;
+      }
+      // Elements of the whole tensor; runtime extents are checked by the launcher.
+      std::optional<int64_t> elements = 1;
+      bool known = true;
+      for (ir::DimId dim : fusion.params[value.paramIndex].dims) {
+        if (!fusion.dims[dim].staticExtent) {
+          known = false;
+          break;
+        }
+        elements = mul(elements, *fusion.dims[dim].staticExtent);
+      }
+      if (!known)
+        continue;
+      std::optional<int64_t> own = mul(elements, ir::dtypeBytes(tensor.dtype));
+      sharedSoFar = add(sharedSoFar, alignTo16(own));
+      if (!sharedReported && (!sharedSoFar || *sharedSoFar > target_.sharedMemoryPerBlock)) {
+        sharedReported = true;
+        std::string parts = llvm::formatv("{0} values of {1} at {2} bytes", sizeText(elements),
+                                          ir::dtypeName(tensor.dtype), ir::dtypeBytes(tensor.dtype))
+                                .str();
+        if (perThread && *perThread > 0)
+          parts += llvm::formatv(", after {0} bytes of reduction scratch and persistent buffers",
+                                 *perThread)
+                       .str();
+        if (!cachedBefore.empty())
+          parts += llvm::formatv(" and {0} bytes of {1}", sizeText(cachedSoFar),
+                                 llvm::join(cachedBefore, ", "))
+                       .str();
+        diagnostics_.report(DiagId::CacheTooLarge, where, tensor.name, sizeText(sharedSoFar), parts,
+                            target_.name, target_.sharedMemoryPerBlock);
+      }
+      cachedSoFar = add(cachedSoFar, alignTo16(own));
+      cachedBefore.push_back("cache " + tensor.name);
+    }
+  }
+
+  /// A loop of the kernel on a block index over one of `dims` (a loop that only iterates a
+  /// merge of them counts: its block index picks their elements), or null.
+  const Loop *blockLoopOver(const std::vector<ir::DimId> &dims) const {
+    for (const TensorSchedule &tensor : schedule_.tensors)
+      for (const Loop &loop : tensor.loops)
+        if (sched::isBlockIndex(loop.parallel))
+          for (ir::DimId dim : loop.roots)
+            if (llvm::is_contained(dims, dim))
+              return &loop;
+    return nullptr;
+  }
+
+  /// `bytes` rounded up to 16 (each cached input starts 16-byte aligned for vector copies).
+  static std::optional<int64_t> alignTo16(std::optional<int64_t> bytes) {
+    std::optional<int64_t> padded = add(bytes, 15);
+    return padded ? std::optional<int64_t>(*padded / 16 * 16) : std::nullopt;
   }
 
   /// A cluster's blocks: each extent at least 1, at most the target's cluster size.
@@ -996,7 +1090,12 @@ private:
       placement(tensor.computeAtBy, "compute_at");
       placement(tensor.computeWithBy, "compute_with");
       placement(tensor.persistentBy, "persistent");
-      placement(tensor.cacheBy, "cache");
+      // The product's TMA pipeline stages its operands in shared memory already.
+      if (tensor.cacheBy)
+        refuse(tensor.cacheBy->range, "cache '" + tensor.name + "'",
+               ": a matrix product stages its operands in shared memory by its TMA pipeline "
+               "(pipeline N stages), and its epilogue reads each other input once an element "
+               "of the tile (remove it)");
       placement(tensor.inlinedBy, "inline");
     }
     if (schedule_.inlineAll)
@@ -1311,6 +1410,11 @@ private:
   /// The cluster broke a target limit (invalid-cluster) or needs sm_90a: its shape is
   /// not checked against what the lowering takes.
   bool clusterRefused_ = false;
+  /// Shared memory of the per-thread buffers (block reduction scratch, persistent buffers in
+  /// shared) when the block's threads are static, else 0; and whether it was already
+  /// reported over the target's (checkPersistentBuffers). The cached inputs come after it.
+  std::optional<int64_t> perThreadShared_ = 0;
+  bool perThreadSharedReported_ = false;
   const Target &target_;
   DiagnosticEngine &diagnostics_;
 };

@@ -386,23 +386,8 @@ private:
     return true;
   }
 
-  Expr threads() const {
-    using kir::Builtin;
-    return kir::var(kir::makeVar("blockDim.x", ir::DType::I64, Builtin::BlockDimX)) *
-           kir::var(kir::makeVar("blockDim.y", ir::DType::I64, Builtin::BlockDimY)) *
-           kir::var(kir::makeVar("blockDim.z", ir::DType::I64, Builtin::BlockDimZ));
-  }
-
-  Expr threadId() const {
-    using kir::Builtin;
-    auto b = [](const char *name, Builtin builtin) {
-      return kir::var(kir::makeVar(name, ir::DType::I64, builtin));
-    };
-    return (b("threadIdx.z", Builtin::ThreadIdxZ) * b("blockDim.y", Builtin::BlockDimY) +
-            b("threadIdx.y", Builtin::ThreadIdxY)) *
-               b("blockDim.x", Builtin::BlockDimX) +
-           b("threadIdx.x", Builtin::ThreadIdxX);
-  }
+  Expr threads() const { return blockThreads(); }
+  Expr threadId() const { return linearThreadId(); }
 
   /// Scratch for block reductions (the first 8 bytes a thread of the dynamic shared
   /// memory), then persistent buffers: in shared memory interleaved by thread, so

@@ -162,4 +162,26 @@ kir::VarPtr LowerContext::vectorVar() const {
 
 std::string labelOf(const kir::Stmt &s) { return s ? s->label : ""; }
 
+kir::Expr blockThreads() {
+  using kir::Builtin;
+  return kir::var(kir::makeVar("blockDim.x", ir::DType::I64, Builtin::BlockDimX)) *
+         kir::var(kir::makeVar("blockDim.y", ir::DType::I64, Builtin::BlockDimY)) *
+         kir::var(kir::makeVar("blockDim.z", ir::DType::I64, Builtin::BlockDimZ));
+}
+
+kir::Expr linearThreadId() {
+  using kir::Builtin;
+  auto b = [](const char *name, Builtin builtin) {
+    return kir::var(kir::makeVar(name, ir::DType::I64, builtin));
+  };
+  return (b("threadIdx.z", Builtin::ThreadIdxZ) * b("blockDim.y", Builtin::BlockDimY) +
+          b("threadIdx.y", Builtin::ThreadIdxY)) *
+             b("blockDim.x", Builtin::BlockDimX) +
+         b("threadIdx.x", Builtin::ThreadIdxX);
+}
+
+kir::Expr alignTo16(kir::Expr bytes) {
+  return (bytes + kir::index(15)) / kir::index(16) * kir::index(16);
+}
+
 } // namespace fsl::lower

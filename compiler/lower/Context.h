@@ -69,6 +69,11 @@ struct LowerContext {
   /// per dimension, so a pass can recognise it inside an address).
   std::vector<kir::Expr> rootIndex;
 
+  /// Bytes of the inputs staged in shared memory (`cache t in shared`), after the per-thread
+  /// shared memory (Plan::sharedBytesPerThread, 16-byte aligned): set by cache-inputs, read
+  /// by launch-shape; null without any.
+  kir::Expr cachedInputBytes;
+
   /// The matmul path: what its passes hand each other (matmul/MatmulKernel.h).
   std::shared_ptr<MatmulKernelState> matmulKernel;
 
@@ -102,5 +107,12 @@ struct LowerContext {
 };
 
 std::string labelOf(const kir::Stmt &s);
+
+/// The threads of the block (blockDim.x * blockDim.y * blockDim.z).
+kir::Expr blockThreads();
+/// The thread's index in its block, x fastest: consecutive threads of a warp are consecutive.
+kir::Expr linearThreadId();
+/// `bytes` rounded up to a multiple of 16 (a 16-byte vector's alignment); folded when static.
+kir::Expr alignTo16(kir::Expr bytes);
 
 } // namespace fsl::lower

@@ -1,7 +1,8 @@
 // LaunchShape.cpp — the `launch-shape` pass: grid, block, shared memory, launch bounds.
 //
 // The grid and block are the extents of the parallel loops; dynamic shared memory is
-// the block reduction scratch (8 or 16 bytes a thread) and the shared persistent buffers.
+// the block reduction scratch (8 or 16 bytes a thread) and the shared persistent buffers,
+// then the inputs staged in shared memory (`cache t in shared`).
 // `launch_bounds N` and `maxrregcount R` become __launch_bounds__(N, blocks an SM that
 // R registers a thread allow) — which makes ptxas keep each thread within about R
 // registers — or __maxnreg__(R) when the thread count is not static.
@@ -34,14 +35,11 @@ bool computeLaunchShape(LowerContext &context) {
     }
   });
   const Plan &plan = context.plan;
-  int64_t bytesPerThread = ir::reductionScratchBytesPerThread(context.fusion, plan.onePass());
-  for (unsigned id : plan.persistentShared) {
-    ir::DType type = context.fusion.values[id]->dtype;
-    bytesPerThread +=
-        plan.bufferElements * (type == ir::DType::F64 || type == ir::DType::I64 ? 8 : 4);
-  }
   launch.sharedBytes =
-      launch.block[0] * launch.block[1] * launch.block[2] * kir::index(bytesPerThread);
+      launch.block[0] * launch.block[1] * launch.block[2] * kir::index(plan.sharedBytesPerThread());
+  // The inputs staged in shared memory follow, 16-byte aligned (CacheInputs.cpp).
+  if (context.cachedInputBytes)
+    launch.sharedBytes = alignTo16(launch.sharedBytes) + context.cachedInputBytes;
   const sched::Schedule &schedule = *plan.schedule;
   std::optional<int64_t> threads = plan.staticThreads();
   std::optional<int64_t> registers;

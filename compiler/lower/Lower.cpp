@@ -30,6 +30,7 @@ const std::vector<PassInfo> &passList() {
       {"reciprocal-division", reciprocalDivision},
       {"store-rounding", storeRounding},
       {"vectorize", vectorizeAccesses},
+      {"cache-inputs", cacheInputs},
       {"early-loads", earlyLoads},
       {"prefetch", prefetchBatches},
       {"unswitch", unswitchNests},

@@ -12,6 +12,8 @@
 //   reciprocal-division a / b -> a * (1 / b) for a divisor that is the same for a row
 //   store-rounding      a store of bf16(x) stores x (the store rounds once)
 //   vectorize           element loads and stores of the vector loop become vector copies
+//   cache-inputs        `cache t in shared`: t copied into shared memory once a block, its
+//                       reads redirected to the copy
 //   early-loads         inputs first read after a reduction are loaded before phase 0
 //   prefetch            a short unrolled batch loads all its vectors before using any
 //   unswitch            a copy of the nest without predicates for threads in bounds
@@ -49,6 +51,7 @@ bool insertBounds(LowerContext &context);
 bool reciprocalDivision(LowerContext &context);
 bool storeRounding(LowerContext &context);
 bool vectorizeAccesses(LowerContext &context);
+bool cacheInputs(LowerContext &context);
 bool earlyLoads(LowerContext &context);
 bool prefetchBatches(LowerContext &context);
 bool unswitchNests(LowerContext &context);

@@ -40,6 +40,15 @@ std::optional<int64_t> Plan::staticThreads() const {
   return threads;
 }
 
+int64_t Plan::sharedBytesPerThread() const {
+  int64_t bytes = ir::reductionScratchBytesPerThread(*fusion, onePass());
+  for (unsigned id : persistentShared) {
+    ir::DType type = fusion->values[id]->dtype;
+    bytes += bufferElements * (type == ir::DType::F64 || type == ir::DType::I64 ? 8 : 4);
+  }
+  return bytes;
+}
+
 namespace {
 
 class Planner {
@@ -52,6 +61,11 @@ public:
     plan_->schedule = &schedule_;
     plan_->fusion = &fusion_;
     assertChecked();
+    for (const sched::TensorSchedule &tensor : schedule_.tensors)
+      if (tensor.cache)
+        plan_->cachedInputs.push_back(
+            {tensor.value->paramIndex,
+             {"cache " + tensor.name + " in shared", tensor.cacheBy->range}});
     if (!chooseReference() || !checkTensors() || !planColumns() || !checkReductions() ||
         !assignPhases() || !checkGridReduction())
       return nullptr;
@@ -65,14 +79,18 @@ private:
   }
 
   /// Directives the lowering cannot honour are the checker's rules (rfactor-not-lowered,
-  /// compute-at-not-lowered, cache-not-lowered, inline-persistent, inline-reduction,
-  /// split-overruns-piece, strided-inout, mma-without-matmul), and every path to the
-  /// lowering (pipeline/SchedulePlanning.cpp) lowers only schedules the checker passed.
+  /// compute-at-not-lowered, cache-not-lowered and the cache-* rules next to it,
+  /// inline-persistent, inline-reduction, split-overruns-piece, strided-inout,
+  /// mma-without-matmul), and every path to the lowering (pipeline/SchedulePlanning.cpp)
+  /// lowers only schedules the checker passed.
   void assertChecked() const {
     for (const sched::TensorSchedule &tensor : schedule_.tensors) {
       FSL_INTERNAL_ASSERT(!tensor.rfactorBy, "an unchecked rfactor reached the lowering");
       FSL_INTERNAL_ASSERT(!tensor.computeAtBy, "an unchecked compute_at reached the lowering");
-      FSL_INTERNAL_ASSERT(!tensor.cache, "an unchecked cache reached the lowering");
+      FSL_INTERNAL_ASSERT(!tensor.cache || (tensor.cache == sched::MemoryKind::Shared &&
+                                            tensor.value->op == ir::Op::Input &&
+                                            !fusion_.params[tensor.value->paramIndex].isInout),
+                          "an unchecked cache reached the lowering");
       FSL_INTERNAL_ASSERT(!tensor.inlinedBy || (tensor.persistent != sched::MemoryKind::Registers &&
                                                 tensor.persistent != sched::MemoryKind::Shared &&
                                                 !ir::isReduction(tensor.value->op)),

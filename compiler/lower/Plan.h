@@ -58,6 +58,13 @@ struct Plan {
   std::set<unsigned> computedWith;
   /// Values substituted into every use instead of bound once an element (`inline`).
   std::set<unsigned> inlined;
+  /// Input tensor parameters staged in shared memory once a block (`cache t in shared`,
+  /// lower/CacheInputs.cpp), in the schedule's order: the parameter and the directive.
+  struct CachedInput {
+    unsigned param = 0;
+    kir::Origin origin;
+  };
+  std::vector<CachedInput> cachedInputs;
   /// `reduce one_pass`: the pairs of ir::findOnePassPairs are computed together.
   bool onePassForm = false;
   bool onePass() const { return onePassForm; }
@@ -106,6 +113,9 @@ struct Plan {
   /// inner-outer form are around the phases, not in them).
   std::vector<int> serialLoops() const;
   std::optional<int64_t> staticThreads() const;
+  /// Dynamic shared memory a thread of the block takes: the block reduction scratch and
+  /// the persistent buffers in shared memory (values at their register width, 4 or 8 bytes).
+  int64_t sharedBytesPerThread() const;
 };
 
 /// Reports `lowering-unsupported` with `why` at `at`, or at the schedule's fusion name when
