@@ -881,7 +881,10 @@ private:
     int64_t bytes = s.lanes * ir::dtypeBytes(s.buffer->dtype);
     FSL_INTERNAL_ASSERT(bytes == 2 || bytes == 4 || bytes == 8 || bytes == 16,
                         "a vector copy of other than 2, 4, 8 or 16 bytes");
-    bool load = s.source->space == kir::MemorySpace::Global;
+    // A load reads memory into a thread's registers (from global memory or a shared
+    // copy), or global memory into a shared copy; the other copies write memory.
+    bool load = s.buffer->space == kir::MemorySpace::Local ||
+                s.source->space == kir::MemorySpace::Global;
     line() << (load ? "fsl_load_vector<" : "fsl_store_vector<") << bytes << ">("
            << pointerPlus(nameOf(s.buffer), s.index) << ", "
            << pointerPlus(nameOf(s.source), s.sourceIndex) << ");";

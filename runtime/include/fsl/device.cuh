@@ -142,8 +142,9 @@ struct FslMin {
 /* --- 3. Vector accesses --------------------------------------------------------------- */
 
 /* One 16-, 8-, 4- or 2-byte access: `Bytes` from `from` to `to`, both aligned to it.
- * fsl_load_vector reads global memory into registers; fsl_store_vector writes registers
- * to memory (the same instruction shape; two names so the kernels read as they run). */
+ * fsl_load_vector reads memory (global, or a block's shared copy) into registers, or
+ * global memory into a shared copy; fsl_store_vector writes registers to memory (the same
+ * instruction shape; two names so the kernels read as they run). */
 template <int Bytes> struct FslVector;
 template <> struct FslVector<16> { using type = uint4; };
 template <> struct FslVector<8> { using type = uint2; };
