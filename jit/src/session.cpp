@@ -234,8 +234,8 @@ fsl_status Session::entryFor(const std::string &fusion, const LaunchPlan &signat
   // dimensions (its extent decides the vector width and how a short row is laid on the
   // threads: left runtime, RoPE's head of 128 and cross-entropy's gradient over V ran at
   // one scalar access a thread). A specialization that does not compile with the
-  // innermost dimensions static (windows of a row the lowering cannot vectorize yet:
-  // std/activations.fsl's swiglu) is made again with the reduced dimensions alone.
+  // innermost dimensions static is made again with the reduced dimensions alone
+  // (tests/runtime/jit_session_test.cpp refuses one on purpose).
   std::vector<std::pair<std::string, int64_t>> chosen, reducedOnly;
   for (const auto &[dim, extent] : signature.dims) {
     if (extent || policy_ == FSL_SPECIALIZE_NONE)

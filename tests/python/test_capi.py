@@ -378,8 +378,8 @@ class CapiTest(unittest.TestCase):
 
     def test_09b_policy_innermost(self):
         # The default policy also specializes the innermost dimension of a 2-D tensor (RoPE's
-        # D: its vectors and rows a block); SwiGLU does not compile with its halves' H
-        # static, so it falls back to its reduced dimensions (none): one kernel for all H.
+        # D: its vectors and rows a block; SwiGLU's H2 and H, whose halves of a row then
+        # move as vectors).
         rope = fslc.load(os.path.join(ROOT, "stdlib", "std", "rope.fsl"), arch="sm_90a",
                          cache_dir=CACHE, library=LIBRARY, torch_ops=False)
         info = rope.rope_forward.prepare([bf16(5, 128), bf16(5, 128), bf16(5, 128), bf16(5, 128)])
@@ -387,7 +387,7 @@ class CapiTest(unittest.TestCase):
         acts = fslc.load(os.path.join(ROOT, "stdlib", "std", "activations.fsl"), arch="sm_90a",
                          cache_dir=CACHE, library=LIBRARY, torch_ops=False)
         info = acts.swiglu.prepare([bf16(3, 256), bf16(128), bf16(3, 128)])
-        self.assertEqual(info["specialization"], "swiglu")
+        self.assertEqual(info["specialization"], "swiglu.H128.H2256")
         self.assertEqual([l["kernel"] for l in info["launches"]], ["swiglu_v0"])
         info = acts.swiglu.prepare([bf16(3, 256), bf16(128), bf16(3, 128)])
         self.assertTrue(info["memory_hit"])

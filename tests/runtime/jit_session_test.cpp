@@ -13,6 +13,7 @@
 #include "fsl/jit_session.h"
 
 #include "launch_plan.h" // jit/src: the metadata's parser
+#include "session.h"     // jit/src: the session, with a specializer of the test's
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -456,6 +457,59 @@ int main(int argc, char **argv) {
     expect(status == FSL_OK && info.launch_count == 0, "no rows and H = 0: nothing to do", error);
     fsl_jit_session_destroy(rows);
     fsl_program_free(sums);
+  }
+
+  {
+    // The "reduced" policy's fallback: a specialization that does not compile with the
+    // innermost sizes static is made again with the reduced ones alone. A pointwise fusion
+    // has none reduced, so the second try has no sizes; the specializer here refuses every
+    // specialization that names one (as the compiler refuses a fusion it cannot lower).
+    fsl_program *scale = nullptr;
+    status = fsl_program_load_text(
+        "scale.fsl", "fusion scale(x: f32[T, H]) -> (y: f32[T, H]) { y = x * 2.0; }", nullptr,
+        &scale, error, sizeof error);
+    expect(status == FSL_OK && scale, "a pointwise fusion loads", error);
+    std::vector<std::vector<std::pair<std::string, int64_t>>> asked;
+    fsl::jit::Specializer refuseSizes =
+        [&](const std::string &fusion, const std::vector<std::pair<std::string, int64_t>> &dims,
+            fsl::jit::Specialized &out, std::string &why) -> fsl_status {
+      asked.push_back(dims);
+      if (!dims.empty()) {
+        why = "refused by the test";
+        return FSL_ERROR_COMPILE;
+      }
+      fsl_specialization *made = nullptr;
+      char message[4096];
+      fsl_status result = fsl_program_specialize(scale, fusion.c_str(), nullptr, nullptr, 0,
+                                                 &made, message, sizeof message);
+      if (result != FSL_OK) {
+        why = message;
+        return result;
+      }
+      out.name = fsl_specialization_name(made);
+      out.source = fsl_specialization_source(made);
+      out.launch = fsl_specialization_launch(made);
+      fsl_specialization_free(made);
+      return FSL_OK;
+    };
+    std::unique_ptr<fsl::jit::Session> direct;
+    std::string why;
+    if (scale)
+      status = fsl::jit::Session::create({{"scale", fsl_program_signature(scale, "scale")}},
+                                         "sm_90a", refuseSizes, sessionOptions, direct, why);
+    fsl_tensor x{reinterpret_cast<void *>(0x100000000ull), FSL_F32, 2, {3, 40}, {40, 1}};
+    fsl_tensor y{reinterpret_cast<void *>(0x200000000ull), FSL_F32, 2, {3, 40}, {40, 1}};
+    const fsl_tensor *tensors[2] = {&x, &y};
+    fsl_jit_launch_info fallback{};
+    status = direct ? direct->run("scale", tensors, 2, nullptr, 0, nullptr, /*launch=*/false,
+                                  &fallback, why)
+                    : FSL_ERROR_ARGUMENT;
+    expect(status == FSL_OK && asked.size() == 2 && asked[0].size() == 1 &&
+               asked[0][0] == std::make_pair(std::string("H"), int64_t(40)) && asked[1].empty() &&
+               std::string(fallback.specialization) == "scale",
+           "innermost H refused: specialized again on the reduced dimensions (none)", why);
+    direct.reset();
+    fsl_program_free(scale);
   }
 
   // --- A second session: the disk cache, then the other policies ----------------------------
