@@ -25,8 +25,10 @@ source "$root/scripts/sanitizer-env.sh"
 # the eight lit tests that simulate the largest products many times (each 18-73 s in the
 # release build) run only in the release build's suite; the other matmul tests simulate
 # the same wgmma, TMA and mbarrier code at smaller sizes under the sanitizers. So do the
-# two that simulate whole norm files at thousands of columns (inner-outer 15 s, clamped
-# rows 11 s in the release build, about 3 minutes each sanitized); lower/inner-outer/ and
-# the other lower/ tests simulate the same kernels at small sizes under the sanitizers.
-export LIT_FILTER_OUT='matmul/(stream-k|pingpong|epilogues|examples|kn|two-products)\.test|heuristics/(long-rows|matmul-knobs|inner-outer)\.test|lower/clamped-rows\.test'
+# ones that simulate whole norm files at thousands of columns or many cluster products
+# (heuristics/inner-outer 15 s, lower/clamped-rows 11 s, matmul/cluster 7 s,
+# stdlib/training-simulate 6 s in the release build, each minutes sanitized):
+# lower/inner-outer/, the other lower/ tests, matmul/persistent and matmul/swap-ab
+# simulate the same kernels (clusters included) at small sizes under the sanitizers.
+export LIT_FILTER_OUT='matmul/(stream-k|pingpong|epilogues|examples|kn|two-products)\.test|matmul/cluster\.fsl|heuristics/(long-rows|matmul-knobs|inner-outer)\.test|lower/clamped-rows\.test|stdlib/training-simulate\.test'
 ctest --test-dir "$build" --output-on-failure -R '^(unit|lit|robustness)$'
