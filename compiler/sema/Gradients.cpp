@@ -278,7 +278,7 @@ CheckedGradients checkGradients(const std::vector<ast::DeclPtr> &decls,
                          "the clause names no backward fusion to compute '" + first.source.text +
                              "'");
       ok = false;
-    } else {
+    } else if (ok) { // (after an error above, what the fusions compute is not known)
       for (const ast::FusionDecl::SameGradient &item : fusion->sameGradients)
         if (auto pair = checkSameGradient(*forward->second, item, computed, diagnostics))
           same.push_back(*pair);
