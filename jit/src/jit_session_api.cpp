@@ -2,6 +2,7 @@
 // libfslc (fsl_program_specialize).
 #include "fsl/jit_session.h"
 
+#include "program_specializer.h"
 #include "session.h"
 
 #include <cstdio>
@@ -20,19 +21,10 @@ fsl_status report(fsl_status status, const std::string &message, char *error, si
 
 } // namespace
 
-extern "C" fsl_status fsl_jit_session_create(const fsl_program *program,
-                                             const fsl_jit_session_options *options,
-                                             fsl_jit_session **session, char *error,
-                                             size_t error_size) {
-  if (!program || !session)
-    return report(FSL_ERROR_NULL_POINTER, "program and session are required", error, error_size);
-  *session = nullptr;
-  std::map<std::string, std::string> signatures;
-  for (int i = 0; i < fsl_program_fusion_count(program); ++i) {
-    const char *name = fsl_program_fusion_name(program, i);
-    signatures[name] = fsl_program_signature(program, name);
-  }
-  fsl::jit::Specializer specializer =
+namespace fsl::jit {
+
+Specializer programSpecializer(const fsl_program *program) {
+  return
       [program](const std::string &fusion, const std::vector<std::pair<std::string, int64_t>> &dims,
                 fsl::jit::Specialized &out, std::string &why) {
         std::vector<const char *> names;
@@ -56,6 +48,23 @@ extern "C" fsl_status fsl_jit_session_create(const fsl_program *program,
         fsl_specialization_free(specialization);
         return FSL_OK;
       };
+}
+
+} // namespace fsl::jit
+
+extern "C" fsl_status fsl_jit_session_create(const fsl_program *program,
+                                             const fsl_jit_session_options *options,
+                                             fsl_jit_session **session, char *error,
+                                             size_t error_size) {
+  if (!program || !session)
+    return report(FSL_ERROR_NULL_POINTER, "program and session are required", error, error_size);
+  *session = nullptr;
+  std::map<std::string, std::string> signatures;
+  for (int i = 0; i < fsl_program_fusion_count(program); ++i) {
+    const char *name = fsl_program_fusion_name(program, i);
+    signatures[name] = fsl_program_signature(program, name);
+  }
+  fsl::jit::Specializer specializer = fsl::jit::programSpecializer(program);
   fsl_jit_session_options defaults{};
   auto created = std::make_unique<fsl_jit_session>();
   std::string why;

@@ -12,8 +12,8 @@
 #include "fsl/jit.h"
 #include "fsl/jit_session.h"
 
-#include "launch_plan.h" // jit/src: the metadata's parser
-#include "session.h"     // jit/src: the session, with a specializer of the test's
+#include "launch_plan.h"         // jit/src: the metadata's parser
+#include "program_specializer.h" // jit/src: the session, with a specializer of the test's
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -465,11 +465,12 @@ int main(int argc, char **argv) {
     // has none reduced, so the second try has no sizes; the specializer here refuses every
     // specialization that names one (as the compiler refuses a fusion it cannot lower).
     fsl_program *scale = nullptr;
-    status = fsl_program_load_text(
-        "scale.fsl", "fusion scale(x: f32[T, H]) -> (y: f32[T, H]) { y = x * 2.0; }", nullptr,
-        &scale, error, sizeof error);
+    status = fsl_program_load_text("scale.fsl",
+                                   "fusion scale(x: f32[T, H]) -> (y: f32[T, H]) { y = x * 2.0; }",
+                                   nullptr, &scale, error, sizeof error);
     expect(status == FSL_OK && scale, "a pointwise fusion loads", error);
     std::vector<std::vector<std::pair<std::string, int64_t>>> asked;
+    fsl::jit::Specializer compile = scale ? fsl::jit::programSpecializer(scale) : nullptr;
     fsl::jit::Specializer refuseSizes =
         [&](const std::string &fusion, const std::vector<std::pair<std::string, int64_t>> &dims,
             fsl::jit::Specialized &out, std::string &why) -> fsl_status {
@@ -478,19 +479,7 @@ int main(int argc, char **argv) {
         why = "refused by the test";
         return FSL_ERROR_COMPILE;
       }
-      fsl_specialization *made = nullptr;
-      char message[4096];
-      fsl_status result = fsl_program_specialize(scale, fusion.c_str(), nullptr, nullptr, 0,
-                                                 &made, message, sizeof message);
-      if (result != FSL_OK) {
-        why = message;
-        return result;
-      }
-      out.name = fsl_specialization_name(made);
-      out.source = fsl_specialization_source(made);
-      out.launch = fsl_specialization_launch(made);
-      fsl_specialization_free(made);
-      return FSL_OK;
+      return compile(fusion, dims, out, why);
     };
     std::unique_ptr<fsl::jit::Session> direct;
     std::string why;
