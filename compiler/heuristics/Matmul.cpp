@@ -15,6 +15,12 @@ namespace {
 /// 32-byte boxes (a multiple of 16 bf16), at least 64.
 bool validTileN(int64_t tileN) { return tileN >= 64 && tileN <= 256 && tileN % 16 == 0; }
 
+/// The widest tile of three consumer warpgroups: each holds 64 x tile_n accumulators,
+/// tile_n / 2 f32 registers a thread, and ptxas compiles the 512-thread kernel within 128
+/// registers a thread (setmaxnreg raises them only at run time): 96 accumulators fit
+/// without spills, 104 (tile_n = 208) do not compile (`fslc --resource-usage`).
+constexpr int64_t kTallTileNMost = 192;
+
 /// The matmul knobs' values: refused at the knob when out of range or in conflict.
 void checkMatmulKnobs(const Knobs &knobs, const MatmulShape &mm, KnobVerdicts &verdicts) {
   const bool twoProducts = mm.twoProducts;
@@ -38,6 +44,27 @@ void checkMatmulKnobs(const Knobs &knobs, const MatmulShape &mm, KnobVerdicts &v
       refuse("pingpong", why);
     if (knobs.clusterM && *knobs.clusterM > 1)
       refuse("cluster_m", why);
+  }
+  if (knobs.tileM) {
+    int64_t rows = *knobs.tileM;
+    if (rows != 64 && rows != 128 && rows != 192 && rows != 256)
+      refuse("tile_m", "the CTA tile's M is 64 (one consumer warpgroup), 128 (two), 192 (three) "
+                       "or 256 (two consumer warpgroups of 128 rows)");
+    else if (twoProducts && rows != 128)
+      refuse("tile_m", "two products of one a keep two accumulator sets: 128 x 128 tiles");
+    else if (knobs.pingpong.value_or(false))
+      refuse("tile_m", "pingpong's two consumer groups take 64-row tiles each: leave tile_m out");
+    else if (knobs.swapAB.value_or(false))
+      refuse("tile_m", "with swap_ab the tile's M is the rows rounded up to 8 (at most 64): leave "
+                       "tile_m out");
+    else if (rows == 256 && knobs.tileN && *knobs.tileN > 128)
+      refuse("tile_m", "256-row tiles are two consumer warpgroups of 128 x tile_n: at most 128 "
+                       "f32 accumulators a thread fit, so tile_n is at most 128");
+    else if (rows == 192 && knobs.tileN && *knobs.tileN > kTallTileNMost)
+      refuse("tile_m", llvm::formatv("192-row tiles are three consumer warpgroups of 64 x tile_n "
+                                     "at 152 registers a thread: tile_n is at most {0}",
+                                     kTallTileNMost)
+                           .str());
   }
   if (knobs.splitK && *knobs.splitK > 64)
     refuse("split_k", "split_k takes 1 to 64 parts of K");
@@ -102,24 +129,28 @@ void matmulDirectives(Block &block, const std::string &k, const MatmulTile &c,
                          swapAt},
               swapAt);
   } else {
+    llvm::SMRange rowsAt = knobs.tileM ? at("tile_m") : groupsAt;
     block.add(sched::Mma{{k, header},
-                         {count(c.tileM, groupsAt), count(c.tileN, tileAt), count(64, header)},
-                         {count(64, header), count(c.tileN, tileAt)},
+                         {count(c.tileM, rowsAt), count(c.tileN, tileAt), count(64, header)},
+                         {count(c.warpM, rowsAt), count(c.tileN, tileAt)},
                          {"wgmma", header},
                          {count(64, header), count(c.tileN, tileAt), count(16, header)},
                          false,
                          {}},
               knobs.tileN ? tileAt : header);
   }
-  // Consumer warpgroups: the tile's 64-row warp tiles, in each of the groups. Three take
-  // 152 registers each: with the producer's 40, 128 x (40 + 3 x 152) of the 65536.
-  int64_t consumers = (c.swapAB ? c.tileN : c.tileM) / 64 * c.groups;
+  // Consumer warpgroups: the tile's warp tiles, in each of the groups. Three take 152
+  // registers each: with the producer's 40, 128 x (40 + 3 x 152) of the 65536.
+  int64_t consumers = (c.swapAB ? c.tileN / 64 : c.tileM / c.warpM) * c.groups;
   int64_t consumerRegisters = consumers == 3 ? 152 : 232;
   block.add(sched::Pipeline{count(c.stages, at("stages")), true},
             knobs.stages ? at("stages") : header);
-  block.add(sched::WarpSpecialize{count(40, header), count(consumers, groupsAt),
+  block.add(sched::WarpSpecialize{count(40, header),
+                                  count(consumers, knobs.tileM ? at("tile_m") : groupsAt),
                                   count(consumerRegisters, header)},
-            knobs.pingpong ? groupsAt : header);
+            knobs.pingpong ? groupsAt
+            : knobs.tileM  ? at("tile_m")
+                           : header);
   llvm::SMRange orderAt = c.order == sched::TileOrder::SplitK && knobs.splitK     ? at("split_k")
                           : c.order == sched::TileOrder::StreamK && knobs.streamK ? at("stream_k")
                           : knobs.swizzle && c.order != sched::TileOrder::SplitK  ? at("swizzle")
@@ -155,7 +186,8 @@ void matmulDirectives(Block &block, const std::string &k, const MatmulTile &c,
 ///   otherwise       128 x 256 tiles, both consumer warpgroups on one tile, persistent;
 ///                   with static M and N the width of 256, 224, 192 or 128 whose rate and
 ///                   last-wave fill finish first (TunedConstants.h).
-/// Knobs override single choices: tile_n (a multiple of 16 from 64 to 256), stages,
+/// Knobs override single choices: tile_m (64, 128, 192: three consumer warpgroups, 256:
+/// two of 128 rows, for every M), tile_n (a multiple of 16 from 64 to 256), stages,
 /// swizzle, split_k, stream_k (true or false), cluster_m (1, 2 or 4: cluster (C, 1)
 /// multicast), pingpong (two consumer groups on alternate 64-row tiles), fast_exp,
 /// fast_tanh, fast_div.
@@ -242,7 +274,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     // two of 128 x 128 at 2048^3 (run M3: 692 against 721 TFLOP/s; the second wave's
     // products overlap the first's epilogue, which the estimate does not count).
     bool belowTwoWaves = c.tileN == 128;
-    if (!tileNKnob && !twoProducts && !fewRows && mDim.extent && nDim.extent &&
+    if (!tileNKnob && !knobs.tileM && !twoProducts && !fewRows && mDim.extent && nDim.extent &&
         !knobs.pingpong.value_or(false) && !knobs.clusterM) {
       // The range's own width stays unless another is estimated faster by more than the
       // estimate's error (TunedConstants.h: kTileWidthMargin).
@@ -483,6 +515,18 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     if (fewRows && c.groups == 1 && c.order != sched::TileOrder::OnePerCta &&
         c.order != sched::TileOrder::SplitK)
       c.tileM = 128; // a knob's tile order: the 128-row tiles it was measured with
+    if (knobs.tileM) {
+      // The knob's rows for every M (its ranges are merged below); the width, unless
+      // tile_n sets it, the widest the tile's consumers hold: 128 for two of 128 rows,
+      // 192 for three (the tall tiles measured for operand rows not whole lines apart).
+      c.tileM = *knobs.tileM;
+      c.warpM = c.tileM == 256 ? 128 : 64;
+      if (!tileNKnob && c.tileM == 256)
+        c.tileN = std::min<int64_t>(c.tileN, 128);
+      if (!tileNKnob && c.tileM == 192)
+        c.tileN = std::min<int64_t>(c.tileN, 192);
+      verdicts.honour("tile_m");
+    }
     int64_t fit = stagesFit(c);
     int64_t deepest = c.tileM == 64 && c.groups == 1   ? tuned::kFewRowsStages
                       : c.tileN <= 128 || c.groups > 1 ? 5
@@ -526,17 +570,18 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     if (!tileWhy.empty())
       variant.reasons.push_back(tileWhy);
     variant.reasons.push_back(
-        llvm::formatv("{5} x {0} tiles, {7} of 64 x {0} and a producer "
-                      "(40 / 232 registers){6}, {1} stages (the shared memory left by the "
+        llvm::formatv("{5} x {0} tiles, {7} of {9} x {0} and a producer "
+                      "(40 / {8} registers){6}, {1} stages (the shared memory left by the "
                       "epilogue), {2}{3}; the epilogue {4}.",
                       c.tileN, c.stages, orderWhy,
                       c.clusterM > 1 ? ", clusters of " + std::to_string(c.clusterM) +
                                            " M tiles sharing the b tile (multicast)"
                                      : "",
                       epilogueHow, c.tileM, groupsWhy.empty() ? "" : ": " + groupsWhy,
-                      c.tileM / 64 * c.groups == 1   ? "one consumer warpgroup"
-                      : c.tileM / 64 * c.groups == 3 ? "three consumer warpgroups"
-                                                     : "two consumer warpgroups")
+                      c.tileM / c.warpM * c.groups == 1   ? "one consumer warpgroup"
+                      : c.tileM / c.warpM * c.groups == 3 ? "three consumer warpgroups"
+                                                          : "two consumer warpgroups",
+                      c.tileM / c.warpM * c.groups == 3 ? 152 : 232, c.warpM)
             .str());
     return variant;
   };
@@ -548,13 +593,13 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   // fastest at its rows), unless a knob fixes what they change.
   if (!mDim.extent && !twoProducts && mm.rhsKContiguous && knobs.swapAB.value_or(true) &&
       !knobs.splitK && !knobs.streamK.value_or(false) && !knobs.swizzle && !knobs.clusterM &&
-      !tileNKnob && !knobs.pingpong.value_or(false))
+      !tileNKnob && !knobs.tileM && !knobs.pingpong.value_or(false))
     for (int64_t rows = 8; rows <= tuned::kSwapRowsAtMost; rows *= 2)
       bounds.push_back(rows + 1);
   if (!knobs.splitK && !knobs.streamK.value_or(false) && !knobs.swizzle && !knobs.clusterM &&
-      !twoProducts)
+      !knobs.tileM && !twoProducts)
     bounds.push_back(tuned::kFewRowsBelow);
-  if (!tileNKnob && !twoProducts)
+  if (!tileNKnob && !knobs.tileM && !twoProducts)
     bounds.push_back(twoWaves);
   std::vector<std::pair<std::optional<int64_t>, std::optional<int64_t>>> ranges;
   std::optional<int64_t> low;
@@ -566,8 +611,8 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   if (!knobs.when.empty()) {
     // The user's guard: one choice, as for a runtime M below two waves (128 x 128 tiles
     // unless tile_n says otherwise).
-    MatmulVariant variant =
-        choose(std::nullopt, tileNKnob ? std::nullopt : std::optional<int64_t>(twoWaves));
+    MatmulVariant variant = choose(
+        std::nullopt, tileNKnob || knobs.tileM ? std::nullopt : std::optional<int64_t>(twoWaves));
     variant.userGuard = true;
     params.variants.push_back(std::move(variant));
     return params;

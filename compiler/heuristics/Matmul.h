@@ -22,6 +22,9 @@ namespace fsl::heuristics {
 /// and a producer warpgroup, and the tile order.
 struct MatmulTile {
   int64_t tileM = 128, tileN = 256, stages = 3;
+  /// The rows of a consumer warpgroup's tile: 64, or 128 (two wgmma rows of instructions)
+  /// for 256-row tiles of two consumers (tile_m = 256).
+  int64_t warpM = 64;
   /// Consumer groups: 2 takes alternate tiles of 64 x tileN (ping-pong).
   int64_t groups = 1;
   sched::TileOrder order = sched::TileOrder::Persistent;

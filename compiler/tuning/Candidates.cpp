@@ -10,6 +10,7 @@ struct KnobValues {
 };
 
 /// The values worth measuring for each knob of a family's heuristic. Matmul: the tile
+/// heights other than the usual 128 (one, three or two 128-row consumer warpgroups), the
 /// widths the lowering takes (128 to 256 in steps a wave of tiles fills; 160 and 176 for
 /// shapes whose waves the wider tiles fill badly), the pipeline
 /// depths shared memory allows, the tile orders and clusters. Rows: vector widths of
@@ -18,7 +19,8 @@ std::vector<KnobValues> valuesFor(heuristics::Family family) {
   using heuristics::Family;
   switch (family) {
   case Family::Matmul:
-    return {{"tile_n", {"128", "160", "176", "192", "224", "256"}},
+    return {{"tile_m", {"64", "192", "256"}},
+            {"tile_n", {"128", "160", "176", "192", "224", "256"}},
             {"stages", {"2", "3", "4", "5", "6"}},
             {"pingpong", {"true", "false"}},
             {"cluster_m", {"1", "2", "4"}},
