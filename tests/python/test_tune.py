@@ -60,6 +60,14 @@ class Winners(unittest.TestCase):
         results = [result(0, 1.0, knobs={}, heuristics=True, status="mismatch"), result(1, 0.99), result(2, 1.2)]
         self.assertEqual(tune.choose_winners(results)[tune.shape_key(SHAPE)]["id"], 1)
 
+    def test_confirmed_times_decide(self):
+        # Screened, c2 looked fastest; side by side with the heuristics (confirm_ms) c1 was
+        # re-timed at 0.99: the heuristics stay, and c2's lone screening time is not compared.
+        heuristics = dict(result(0, 1.0, knobs={}, heuristics=True), confirm_ms=[1.0, 1.0])
+        confirmed = dict(result(1, 0.99), confirm_ms=[0.99, 0.99], screen_ms=0.9)
+        winners = tune.choose_winners([heuristics, confirmed, result(2, 0.95)])
+        self.assertEqual(winners[tune.shape_key(SHAPE)]["id"], 0)
+
     def test_a_shape_where_everything_failed_has_no_winner(self):
         results = [result(0, None, knobs={}, heuristics=True, status="compile-error"),
                    result(1, 0.9, shape=SMALL)]
@@ -98,6 +106,16 @@ class StaticSizes(unittest.TestCase):
         self.assertIn("fusion rms_norm_train<H = 2048>", out)
         self.assertIn("fusion rms_norm_grad<H = 2048>", out)
         self.assertIn("fusion rms_norm<H = 4096>", out)
+
+    def test_same_gradient_items_name_no_fusion(self):
+        # `grad_residual = grad_x` in the clause: the pairing still links the two fusions.
+        text = ("fusion rms_norm_add_train<H = 4096>(x: bf16[T, H], residual: bf16[T, H]) -> (y: bf16[T, H])"
+                " backward rms_norm_add_grad, grad_residual = grad_x {\n}\n"
+                "fusion rms_norm_add_grad<H = 4096>(h: bf16[T, H]) -> (grad_x: bf16[T, H]) {\n}\n")
+        self.assertEqual(tune.paired_fusions(text, "rms_norm_add_grad"),
+                         {"rms_norm_add_grad", "rms_norm_add_train"})
+        out = tune.with_static_sizes(text, "rms_norm_add_grad", {"H": 2048, "T": 64})
+        self.assertIn("fusion rms_norm_add_train<H = 2048>", out)
 
     def test_a_fusion_without_static_sizes_is_unchanged(self):
         text = "fusion f(x: f32[T]) -> (y: f32[T]) { y = x; }"
