@@ -109,13 +109,20 @@ void layoutOf(const ir::Fusion &fusion, const ir::Output &reference, FusionShape
   shape.innerOuterIn = outerIn(fusion, dims.back());
 }
 
+/// Whether no output has the row's dimension `inner` (nor is an inout): every output is a
+/// row's (a loss, a logsumexp, argmax's token).
+bool noOutputAlongRow(const ir::Fusion &fusion, ir::DimId inner) {
+  return llvm::none_of(fusion.outputs, [&](const ir::Output &output) {
+    return llvm::is_contained(output.dims, inner) || output.isInout;
+  });
+}
+
 /// Whether every reduction's result reaches only values without the reduced dimension
 /// `inner` (row outputs: argmax's token, a row's sum), and no output has it.
 bool rowOutputsOnly(const ir::Fusion &fusion, ir::DimId inner) {
   // An inout row (written back by every block of a grid loop) is left to one block a row.
-  for (const ir::Output &output : fusion.outputs)
-    if (llvm::is_contained(output.dims, inner) || output.isInout)
-      return false;
+  if (!noOutputAlongRow(fusion, inner))
+    return false;
   for (const auto &reduction : fusion.values) {
     if (!ir::isReduction(reduction->op))
       continue;
@@ -320,6 +327,7 @@ FusionShape shapeOf(const ir::Fusion &fusion) {
   bufferFacts(fusion, pairs, shape);
   shape.scratchBytesTwoPass = ir::reductionScratchBytesPerThread(fusion, false);
   shape.scratchBytesOnePass = ir::reductionScratchBytesPerThread(fusion, true);
+  shape.noOutputAlongRow = noOutputAlongRow(fusion, shape.inner.id);
   shape.rowOutputsOnly = rowOutputsOnly(fusion, shape.inner.id);
   return shape;
 }

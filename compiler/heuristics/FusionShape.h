@@ -92,6 +92,9 @@ struct FusionShape {
   /// Every reduction reaches only values without `inner`, and no output has it (nor is an
   /// inout): what a grid reduction can do (lower/Plan.cpp).
   bool rowOutputsOnly = false;
+  /// No output has `inner` (nor is an inout): every output is a row's, whatever the
+  /// reductions' results reach on the way (cross-entropy's loss and logsumexp).
+  bool noOutputAlongRow = false;
 };
 
 /// The shape of `fusion`.

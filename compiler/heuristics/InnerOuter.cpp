@@ -10,10 +10,14 @@
 namespace fsl::heuristics {
 namespace {
 
-/// Partial column sums a thread keeps in registers (each column reduction's batch x vector
-/// elements) unless a knob says otherwise: with 8 to 16, ptxas gives RMSNorm's backward
-/// 50-64 registers; with 32, 128 (measured with nvcc 13 for sm_90a).
-constexpr int64_t kPartialColumns = 16;
+/// Values a thread keeps across its row, unless a knob says otherwise: each batch element
+/// of every [rows, columns] input (read once, used by the row reduction and then the column
+/// sums) and each partial column sum. 48 is the old rule's 16 partial columns for RMSNorm's
+/// backward (x and dy kept: 16 x 3) and LayerNorm's (two column sums: 8 x 4), where ptxas
+/// gives 50-64 registers; add + RMSNorm's backward (h, dy and dh kept) ran 1.0-1.48x faster
+/// with half its old batch (H = 2048 to 8192, T = 1024 and 16384: docs/performance.md,
+/// run U5), where the rule now lands.
+constexpr int64_t kKeptValues = 48;
 /// The most a `persistent_batch` knob may give them (beyond it, they spill).
 constexpr int64_t kBatchRegisters = 128;
 /// Bytes of a vector access along the columns, unless a knob says otherwise.
@@ -30,6 +34,7 @@ struct Layout {
   std::string why; // empty: the fusion has the shape
   ir::DimId rows = 0, columns = 0;
   int64_t columnReductions = 0;
+  int64_t rowTensors = 0; // inputs over the rows and the columns: [T, H]
 };
 
 Layout layoutOf(const ir::Fusion &fusion) {
@@ -66,6 +71,9 @@ Layout layoutOf(const ir::Fusion &fusion) {
     rowReductions += row;
     layout.columnReductions += column;
   }
+  for (const ir::Param &param : fusion.params)
+    layout.rowTensors += llvm::is_contained(param.dims, layout.rows) &&
+                         llvm::is_contained(param.dims, layout.columns);
   if (rowReductions == 0 || layout.columnReductions == 0)
     layout.why = "auto(inner_outer) needs a reduction over " + columns + " and one over " + rows;
   return layout;
@@ -131,9 +139,13 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
     while (params.vector > 1 && extent % params.vector != 0)
       params.vector /= 2;
   int64_t vectors = extent / params.vector;
-  // A batch that keeps kPartialColumns partial columns a thread (ptxas then needs 50-64
-  // registers, so several blocks share an SM), on at most 1024 threads a row.
-  params.batch = std::max<int64_t>(1, kPartialColumns / (params.columnReductions * params.vector));
+  // The largest power-of-two batch whose kept values stay within kKeptValues a thread
+  // (ptxas then needs 50-64 registers, so several blocks share an SM), on at most 1024
+  // threads a row.
+  int64_t keptPerElement = (layout.rowTensors + params.columnReductions) * params.vector;
+  params.batch = 1;
+  while (2 * params.batch * keptPerElement <= kKeptValues)
+    params.batch *= 2;
   if (ceilDiv(vectors, params.batch) > 1024)
     params.batch = ceilDiv(vectors, 1024);
   if (knobs.persistentBatch) {

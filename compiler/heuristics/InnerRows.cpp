@@ -24,9 +24,14 @@ sched::SizeGuard guard(const DimShape &dim, sched::Comparison comparison, int64_
   return {dim.id, dim.name, comparison, bound, llvm::SMRange(), modulus};
 }
 
-/// `one_pass`: the knob's choice, refused without a pair; else kOnePassByDefault.
-bool chooseOnePass(const FusionShape &shape, const Knobs &knobs, KnobVerdicts &verdicts) {
-  bool onePass = !shape.onePassPairs.empty() && knobs.onePass.value_or(tuned::kOnePassByDefault);
+/// `one_pass`: the knob's choice, refused without a pair; else one pass where a kept row
+/// would serve its reductions alone (inner_persistent, every output a row's: cross-entropy's
+/// loss and logsumexp; kOnePassForRowOutputs), two passes elsewhere (kOnePassByDefault).
+bool chooseOnePass(const FusionShape &shape, const Knobs &knobs, KnobVerdicts &verdicts,
+                   bool persistent) {
+  bool byDefault = tuned::kOnePassByDefault ||
+                   (persistent && shape.noOutputAlongRow && tuned::kOnePassForRowOutputs);
+  bool onePass = !shape.onePassPairs.empty() && knobs.onePass.value_or(byDefault);
   if (!knobs.onePass)
     return onePass;
   if (shape.onePassPairs.empty())
@@ -179,7 +184,7 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
     return params;
   }
   const DimShape &r = shape.reduced[0];
-  params.onePass = chooseOnePass(shape, knobs, verdicts);
+  params.onePass = chooseOnePass(shape, knobs, verdicts, persistent);
   if (r.id != shape.inner.id) {
     chooseOuterReduction(shape, r, knobs, params);
     return params;
@@ -235,10 +240,11 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   // than 128 threads a row for every fusion once block reductions are cheap.
   bool warpPerRow = ceilDiv(vectors, 32) <= batchLimit && vectors > 32;
   RowSplit normal = choose(warpPerRow ? 32 : 128);
-  // Rows read once (no persistent buffers: argmax over a vocabulary) of more than 4
+  // Rows read once (no persistent buffers: argmax over a vocabulary, or a row whose
+  // reductions one pass computes with nothing kept: cross-entropy's forward) of more than 4
   // vectors a thread at 256 threads: 256 threads and a serial loop unrolled by 4
   // (TunedConstants.h).
-  if (!persistent && staticBdimx && !knobs.persistentBatch &&
+  if ((!persistent || kept.empty()) && staticBdimx && !knobs.persistentBatch &&
       vectors > tuned::kStreamedRowThreads * tuned::kStreamedRowUnroll) {
     normal.threads = tuned::kStreamedRowThreads;
     normal.batch = ceilDiv(vectors, normal.threads);
@@ -249,6 +255,11 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   RowSplit wide = choose(std::clamp<int64_t>(roundUp(ceilDiv(vectors, tuned::kWideBatch), 32),
                                              tuned::kWideMinThreads, tuned::kWideMaxThreads));
   wide.rowsPerBlock = 1;
+  // One pass with nothing kept: the wide split's loop is unrolled as the streamed rows'
+  // (unrolled whole, 16 vectors a thread at V = 128256 spilled 104 bytes).
+  if (persistent && kept.empty() && !knobs.persistentBatch &&
+      wide.batch > tuned::kStreamedRowUnroll)
+    wide.unrollBy = tuned::kStreamedRowUnroll;
   params.normal = normal;
   params.wide = wide;
   if (knobs.staticBdimx)

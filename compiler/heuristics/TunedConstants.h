@@ -23,6 +23,13 @@ inline constexpr int64_t kMaxUnroll = 32;
 /// per pair, but its serial update costs more (an exp and selects an element for softmax,
 /// a division for Welford).
 inline constexpr bool kOnePassByDefault = false;
+/// One pass where every output is a row's (no element of the row is written) and
+/// auto(inner_persistent) would keep the row for its reductions alone: the online form
+/// reads it once and keeps nothing. Measured on the H200 (docs/performance.md, run U2:
+/// `fslc tune` of std/losses.fsl's cross_entropy_train, forward alone): 2.3-2.5x the kept
+/// row at V = 128256 (T = 1024 and 4096: 379 -> 163 us, 1440 -> 585 us; the kept row
+/// spilled), 1.19-1.38x at V = 32000 (T = 1024 and 16384).
+inline constexpr bool kOnePassForRowOutputs = true;
 
 /// Register budget for buffers: 64 f32 values a thread keeps occupancy near 50%.
 inline constexpr int64_t kRegisterBudget = 64;
