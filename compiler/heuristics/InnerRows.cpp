@@ -255,11 +255,20 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   RowSplit wide = choose(std::clamp<int64_t>(roundUp(ceilDiv(vectors, tuned::kWideBatch), 32),
                                              tuned::kWideMinThreads, tuned::kWideMaxThreads));
   wide.rowsPerBlock = 1;
-  // One pass with nothing kept: the wide split's loop is unrolled as the streamed rows'
-  // (unrolled whole, 16 vectors a thread at V = 128256 spilled 104 bytes).
-  if (persistent && kept.empty() && !knobs.persistentBatch &&
-      wide.batch > tuned::kStreamedRowUnroll)
-    wide.unrollBy = tuned::kStreamedRowUnroll;
+  // Few rows of a row output that one pass reduces by default, with nothing kept: where
+  // the wide split's whole row a thread fits the registers, two passes over its prefetched
+  // vectors (a latency-bound row: 4.5 against 5.8 us at T = 1, V = 32000); where it does
+  // not, one pass and the loop unrolled as the streamed rows' (prefetched whole, 16 vectors
+  // a thread at V = 128256 spilled 104 bytes; one pass 1.24-1.4x faster there). Measured
+  // on the H200 (docs/performance.md, run U6).
+  bool fewRowsTwoPass = false;
+  if (persistent && kept.empty() && !knobs.persistentBatch) {
+    if (params.onePass && !knobs.onePass && shape.noOutputAlongRow &&
+        wide.batch * wide.vector <= tuned::kRegisterBudget)
+      fewRowsTwoPass = true;
+    else if (wide.batch > tuned::kStreamedRowUnroll)
+      wide.unrollBy = tuned::kStreamedRowUnroll;
+  }
   params.normal = normal;
   params.wide = wide;
   if (knobs.staticBdimx)
@@ -408,6 +417,12 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
                             kind, wave, target.smCount, target.name, wave / target.smCount)
                   .str());
     small.reasons.push_back(describe(wide, "row split"));
+    small.twoPass = fewRowsTwoPass;
+    if (fewRowsTwoPass)
+      small.reasons.push_back(llvm::formatv("two passes over the row's {0} prefetched values a "
+                                            "thread: few rows are latency-bound.",
+                                            wide.batch * wide.vector)
+                                  .str());
     small.buffers = place(wide);
     small.when = {fewRows};
     if (gridBelow > 0)
@@ -555,7 +570,8 @@ std::vector<sched::ScheduleBlock> rowBlocks(const FusionShape &shape, const RowP
       if (buffer.computeWith)
         block.computeWith(buffer.name, context.at("compute_with"));
     }
-    if (variant.kind != RowVariant::Kind::Grid && variant.kind != RowVariant::Kind::Recompute)
+    if (variant.kind != RowVariant::Kind::Grid && variant.kind != RowVariant::Kind::Recompute &&
+        !variant.twoPass)
       onePassDirective(shape, params, block, context);
     std::vector<sched::SizeGuard> when = variant.when;
     for (sched::SizeGuard &guard : when)

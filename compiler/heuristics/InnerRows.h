@@ -40,6 +40,9 @@ struct RowVariant {
   bool userGuard = false;
   RowSplit split;
   int64_t pieces = 1; // Grid: pieces a row
+  /// Two passes where the schedule's others take one: few rows of a row output whose
+  /// prefetched row fits the registers (cross-entropy at V = 32000, T < 132).
+  bool twoPass = false;
   std::vector<std::string> reasons;
   std::vector<BufferPlacement> buffers;
 };

@@ -180,7 +180,11 @@ def machine_text(machine):
 
 def measurement_text(winner, heuristics, peers, machine):
     """The comment that records a winner's measurement."""
-    parts = ["measured: %.4f ms (median of %d rounds)" % (winner["time_ms"], len(winner.get("rounds_ms", [])) or 1)]
+    if winner.get("confirm_ms"):
+        parts = ["measured: %.4f ms (median of %d timings alternated with the heuristics', %d rounds each)"
+                 % (winner["time_ms"], len(winner["confirm_ms"]), len(winner.get("rounds_ms", [])) or 1)]
+    else:
+        parts = ["measured: %.4f ms (median of %d rounds)" % (winner["time_ms"], len(winner.get("rounds_ms", [])) or 1)]
     if heuristics is not None and heuristics is not winner and heuristics.get("time_ms"):
         change = (winner["time_ms"] / heuristics["time_ms"] - 1) * 100
         parts.append("heuristics %.4f ms (%+.1f %%)" % (heuristics["time_ms"], change))

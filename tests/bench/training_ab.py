@@ -5,6 +5,10 @@
                      gives the same tensor to residual: `grad_residual = grad_x`), against
                      the fusion as it was before, which also wrote grad_residual (the same
                      values, stored twice); both `= auto`
+  cross_entropy_train  std/losses.fsl's forward (loss and logsumexp), now in one pass by
+                     default on 256 threads a row, against the schedule it had: two passes,
+                     the row's vectors prefetched whole (`one_pass = false; persistent_batch
+                     = 8 or 16`: 512 or 1024 threads a row)
   swiglu             std/activations.fsl's swiglu through the JIT: H and H2 specialized
                      (policy "reduced", the default, which now compiles them static)
                      against policy "none" (one kernel for every size: the kernel the
@@ -35,6 +39,8 @@ parser.add_argument("--stdlib", default=os.environ.get("FSLC_STDLIB") or os.path
 parser.add_argument("--python", default=os.path.join(ROOT, "python"))
 parser.add_argument("-o", "--output", default="training_ab.json")
 parser.add_argument("--rounds", type=int, default=9)
+parser.add_argument("--only", default="", help="comma-separated kernels (rms_norm_add_grad, swiglu, "
+                    "cross_entropy_train)")
 args = parser.parse_args()
 sys.path.insert(0, args.python)
 
@@ -58,6 +64,12 @@ fusion rms_norm_add_grad_two_stores(
     grad_weight = bf16(sum(f32(grad_y) * f32(h) * rstd, over T));
 }
 schedule rms_norm_add_grad_two_stores = auto;
+"""
+
+# Cross-entropy's forward as it was: two passes, the row's vectors prefetched whole by
+# one block of 512 (V = 32000) or 1024 threads (V = 128256), 8 or 16 vectors a thread.
+OLD_CROSS_ENTROPY = """
+schedule cross_entropy_train = auto(inner_persistent) { one_pass = false; persistent_batch = %d; }
 """
 
 L2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 50 << 20
@@ -87,6 +99,8 @@ def replay_us(built):
 
 
 def ab(name, shape, set_bytes, make, old_call, new_call, same):
+    if args.only and name not in args.only.split(","):
+        return None
     sets = max(1, min(64, math.ceil(2 * L2 / set_bytes)))
     inputs = [make(i) for i in range(sets)]
     old_out, new_out = old_call(inputs[0]), new_call(inputs[0])
@@ -176,8 +190,26 @@ def main():
 
             rows.append(ab("swiglu", "T=%d H=%d" % (T, H), 6 * T * H, make,
                            lambda s: (act_generic.swiglu(*s),), lambda s: (act.swiglu(*s),), exact))
+    losses = fslc.load(os.path.join(args.stdlib, "std", "losses.fsl"), **common)
+    with open(os.path.join(args.stdlib, "std", "losses.fsl")) as f:
+        losses_text = f.read()
+    for V, batch in ((32000, 8), (128256, 16)):
+        # V static (the knob needs it), at the size of this row.
+        old_losses = fslc.load_text(os.path.join(args.stdlib, "std", "ab_old_losses_%d.fsl" % V),
+                                    losses_text.replace("V = 32000", "V = %d" % V) + OLD_CROSS_ENTROPY % batch,
+                                    namespace="fsl_ab_old_losses_%d" % V, runtime_dims=None, **common)
+        for T in (1, 16, 128, 1024, 4096):
+            def make(i, T=T, V=V):
+                g = torch.Generator(device=dev)
+                g.manual_seed(i)
+                return (torch.randn(T, V, device=dev, dtype=bf, generator=g) * 4,
+                        torch.randint(0, V, (T,), device=dev, generator=g))
+
+            rows.append(ab("cross_entropy_train", "T=%d V=%d" % (T, V), 2 * T * V, make,
+                           lambda s: tuple(old_losses.cross_entropy_train(*s)),
+                           lambda s: tuple(losses.cross_entropy_train(*s)), close))
     with open(args.output, "w") as f:
-        json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+        json.dump({"device": torch.cuda.get_device_name(), "rows": [r for r in rows if r]}, f, indent=1)
 
 
 main()

@@ -68,6 +68,14 @@ class Winners(unittest.TestCase):
         winners = tune.choose_winners([heuristics, confirmed, result(2, 0.95)])
         self.assertEqual(winners[tune.shape_key(SHAPE)]["id"], 0)
 
+    def test_a_confirmed_measurement_says_so(self):
+        winner = dict(result(1, 0.99), confirm_ms=[0.99] * 4)
+        heuristics = dict(result(0, 1.1, knobs={}, heuristics=True), confirm_ms=[1.1] * 4)
+        text = tune.measurement_text(winner, heuristics, {}, {"gpu": "NVIDIA H200"})
+        self.assertIn("measured: 0.9900 ms (median of 4 timings alternated with the heuristics', 5 rounds each)",
+                      text)
+        self.assertIn("heuristics 1.1000 ms (-10.0 %)", text)
+
     def test_a_shape_where_everything_failed_has_no_winner(self):
         results = [result(0, None, knobs={}, heuristics=True, status="compile-error"),
                    result(1, 0.9, shape=SMALL)]
