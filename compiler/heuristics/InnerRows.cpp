@@ -240,10 +240,11 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   // than 128 threads a row for every fusion once block reductions are cheap.
   bool warpPerRow = ceilDiv(vectors, 32) <= batchLimit && vectors > 32;
   RowSplit normal = choose(warpPerRow ? 32 : 128);
-  // Rows read once (no persistent buffers: argmax over a vocabulary, or a row whose
-  // reductions one pass computes with nothing kept: cross-entropy's forward) of more than 4
-  // vectors a thread at 256 threads: 256 threads and a serial loop unrolled by 4
-  // (TunedConstants.h).
+  // Rows streamed from memory (no persistent buffers: argmax over a vocabulary, or an
+  // inner_persistent row that keeps nothing: cross-entropy's forward, whose passes re-read
+  // the logits or which one pass reduces) of more than 4 vectors a thread at 256 threads:
+  // 256 threads and a serial loop unrolled by 4 (TunedConstants.h; for cross-entropy at
+  // T = 1024, 142 against 335 us two-pass at V = 128256, docs/performance.md, run U6).
   if ((!persistent || kept.empty()) && staticBdimx && !knobs.persistentBatch &&
       vectors > tuned::kStreamedRowThreads * tuned::kStreamedRowUnroll) {
     normal.threads = tuned::kStreamedRowThreads;
