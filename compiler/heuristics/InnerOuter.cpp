@@ -11,12 +11,13 @@ namespace fsl::heuristics {
 namespace {
 
 /// Values a thread keeps across its row, unless a knob says otherwise: each batch element
-/// of every [rows, columns] input (read once, used by the row reduction and then the column
-/// sums) and each partial column sum. 48 is the old rule's 16 partial columns for RMSNorm's
-/// backward (x and dy kept: 16 x 3) and LayerNorm's (two column sums: 8 x 4), where ptxas
-/// gives 50-64 registers; add + RMSNorm's backward (h, dy and dh kept) ran 1.0-1.48x faster
-/// with half its old batch (H = 2048 to 8192, T = 1024 and 16384: docs/performance.md,
-/// run U5), where the rule now lands.
+/// of every [rows, columns] input (read once, held while the row's reductions finish) and
+/// each partial column sum. 48 gives the old rule's batches (16 partial columns) for
+/// RMSNorm's backward (x and dy kept, one column sum: 16 elements x 3 = 48) and LayerNorm's
+/// (two column sums: 8 x 4 = 32, the next power of two 64 being over), where ptxas gives
+/// 50-64 registers; add + RMSNorm's backward (h, dy and dh kept) ran 1.04-1.55x faster with
+/// half its old batch (H = 2048 to 8192, T = 1024 and 16384: docs/performance.md, run U5),
+/// where the rule now lands.
 constexpr int64_t kKeptValues = 48;
 /// The most a `persistent_batch` knob may give them (beyond it, they spill).
 constexpr int64_t kBatchRegisters = 128;

@@ -24,13 +24,15 @@ sched::SizeGuard guard(const DimShape &dim, sched::Comparison comparison, int64_
   return {dim.id, dim.name, comparison, bound, llvm::SMRange(), modulus};
 }
 
-/// `one_pass`: the knob's choice, refused without a pair; else one pass where a kept row
-/// would serve its reductions alone (inner_persistent, every output a row's: cross-entropy's
-/// loss and logsumexp; kOnePassForRowOutputs), two passes elsewhere (kOnePassByDefault).
+/// `one_pass`: the knob's choice, refused without a pair; else one pass where it keeps
+/// nothing of a static row whose outputs are all a row's (inner_persistent: cross-entropy's
+/// loss and logsumexp; kOnePassForRowOutputs, measured there), two passes elsewhere
+/// (kOnePassByDefault; a runtime row length is not measured yet).
 bool chooseOnePass(const FusionShape &shape, const Knobs &knobs, KnobVerdicts &verdicts,
                    bool persistent) {
   bool byDefault = tuned::kOnePassByDefault ||
-                   (persistent && shape.noOutputAlongRow && tuned::kOnePassForRowOutputs);
+                   (persistent && shape.noOutputAlongRow && shape.inner.extent &&
+                    keptBuffers(shape, /*onePass=*/true).empty() && tuned::kOnePassForRowOutputs);
   bool onePass = !shape.onePassPairs.empty() && knobs.onePass.value_or(byDefault);
   if (!knobs.onePass)
     return onePass;
@@ -256,17 +258,16 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   RowSplit wide = choose(std::clamp<int64_t>(roundUp(ceilDiv(vectors, tuned::kWideBatch), 32),
                                              tuned::kWideMinThreads, tuned::kWideMaxThreads));
   wide.rowsPerBlock = 1;
-  // Few rows of a row output that one pass reduces by default, with nothing kept: where
-  // the wide split's whole row a thread fits the registers, two passes over its prefetched
-  // vectors (a latency-bound row: 4.5 against 5.8 us at T = 1, V = 32000); where it does
-  // not, one pass and the loop unrolled as the streamed rows' (prefetched whole, 16 vectors
-  // a thread at V = 128256 spilled 104 bytes; one pass 1.24-1.4x faster there). Measured
-  // on the H200 (docs/performance.md, run U6).
+  // Few rows of a row that keeps nothing: where the wide split's whole row a thread fits
+  // the registers, two passes over its vectors prefetched whole (a latency-bound row: 4.5
+  // against 5.8 us at T = 1, V = 32000), also where one pass is the default for the other
+  // rows (not where the knob asks for it); where it does not fit, the loop unrolled as the
+  // streamed rows' (prefetched whole, 16 vectors a thread at V = 128256 spilled 104 bytes;
+  // one pass 1.24-1.4x faster there). Measured on the H200 (docs/performance.md, run U6).
   bool fewRowsTwoPass = false;
   if (persistent && kept.empty() && !knobs.persistentBatch) {
-    if (params.onePass && !knobs.onePass && shape.noOutputAlongRow &&
-        wide.batch * wide.vector <= tuned::kRegisterBudget)
-      fewRowsTwoPass = true;
+    if (wide.batch * wide.vector <= tuned::kRegisterBudget && !knobs.onePass.value_or(false))
+      fewRowsTwoPass = params.onePass;
     else if (wide.batch > tuned::kStreamedRowUnroll)
       wide.unrollBy = tuned::kStreamedRowUnroll;
   }

@@ -28,9 +28,8 @@ void checkMatmulKnobs(const Knobs &knobs, const MatmulShape &mm, KnobVerdicts &v
     verdicts.refuse(knob, why);
   };
   if (knobs.tileN && !validTileN(*knobs.tileN))
-    refuse("tile_n", "the CTA tile is 128 x tile_n with two consumer warpgroups of 64 x "
-                     "tile_n (64 x tile_n with one for at most 64 rows): a multiple of 16 from "
-                     "64 to 256");
+    refuse("tile_n", "the CTA tile's columns, each consumer warpgroup's too (wgmma's N, "
+                     "stored in whole 32-byte boxes): a multiple of 16 from 64 to 256");
   if (twoProducts) {
     const char *why = "two products of one a keep two accumulator sets: 128 x 128 tiles, "
                       "persistent, one consumer group";
@@ -532,6 +531,15 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                       : c.tileN <= 128 || c.groups > 1 ? 5
                                                        : 4;
     c.stages = std::max<int64_t>(1, std::min<int64_t>(deepest, fit));
+    // The knob's taller tile must still leave a pipeline beside the epilogue's tile.
+    if (knobs.tileM && !knobs.stages && fit < 2)
+      verdicts.refuse("tile_m",
+                      llvm::formatv("{0} x {1} tiles leave room for {2} stage{3} of operands "
+                                    "beside the epilogue's tile in the {4} bytes of shared memory "
+                                    "a block has on {5}: no pipeline; use a narrower tile_n",
+                                    c.tileM, c.tileN, fit, fit == 1 ? "" : "s",
+                                    target.sharedMemoryPerBlock, target.name)
+                          .str());
     if (knobs.stages) {
       verdicts.honour("stages");
       if (*knobs.stages > fit)
@@ -610,7 +618,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   ranges.push_back({low, std::nullopt});
   if (!knobs.when.empty()) {
     // The user's guard: one choice, as for a runtime M below two waves (128 x 128 tiles
-    // unless tile_n says otherwise).
+    // unless tile_n or tile_m says otherwise).
     MatmulVariant variant = choose(
         std::nullopt, tileNKnob || knobs.tileM ? std::nullopt : std::optional<int64_t>(twoWaves));
     variant.userGuard = true;

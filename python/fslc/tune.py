@@ -517,11 +517,15 @@ def _confirm(torch, shape_results, timed, sets, rounds, key, log):
         return
     pair = [heuristics, others[0]]
     medians = {r["id"]: [] for r in pair}
-    for turn in range(2 * CONFIRM_TIMINGS):
-        result = pair[(turn + turn // 2) % 2]  # A B B A A B B A
-        fusion, signature = timed[result["id"]]
-        median, _ = _time_graph(torch, lambda t: _call(fusion, signature, t), sets, rounds)
-        medians[result["id"]].append(median)
+    try:
+        for turn in range(2 * CONFIRM_TIMINGS):
+            result = pair[(turn + turn // 2) % 2]  # A B B A A B B A
+            fusion, signature = timed[result["id"]]
+            median, _ = _time_graph(torch, lambda t: _call(fusion, signature, t), sets, rounds)
+            medians[result["id"]].append(median)
+    except Exception as error:  # both keep their screening times; nothing is confirmed
+        print("%s confirmation failed, the screening times stay: %s" % (key, error), file=log)
+        return
     for result in pair:
         result["screen_ms"] = result["time_ms"]
         result["time_ms"] = statistics.median(medians[result["id"]])
@@ -629,7 +633,9 @@ def run(manifest_path, reference, peers=None, rounds=5, budget_s=60.0, rtol=None
             result.update(status=STATUS_OK, time_ms=median, rounds_ms=times)
             timed[candidate["id"]] = (fusion, signature)
             print("%s c%d %s: %.4f ms" % (key, candidate["id"], candidate["knobs"], median), file=log)
-        if sets:
+        # Variant manifests choose one winner a guard over several shapes (geometric means
+        # of every candidate's times): those are compared as screened.
+        if sets and not manifest.get("variants"):
             _confirm(torch, shape_results, timed, sets, rounds, key, log)
         timed.clear()
         for name, function in (peers or {}).items() if sets else ():
