@@ -146,7 +146,8 @@ directive
           K_CONSUMERS LPAREN INT COMMA K_REGS INT RPAREN SEMI                         # warpSpecializeDirective
     | K_TILES tileOrder SEMI                                                          # tilesDirective
     | K_CLUSTER intTuple K_MULTICAST? SEMI                                            # clusterDirective
-    | K_EPILOGUE K_VIA (K_REGISTERS | K_SHARED K_TMA_STORE?) SEMI                     # epilogueDirective
+    | K_EPILOGUE K_VIA (K_REGISTERS | K_SHARED K_TMA_STORE? (COMMA K_TILE intTuple)?) SEMI
+                                                                                      # epilogueDirective
     ;
 
 binding : dimRef ARROW PARALLEL_TYPE ;

@@ -424,10 +424,12 @@ struct ClusterDirective : DirectiveOf<Directive::Kind::Cluster> {
 
 enum class EpilogueKind { Registers, Shared, SharedTmaStore };
 
-/// `epilogue via registers | shared [tma_store];`
+/// `epilogue via registers | shared [tma_store] [, tile (BM, C)];`
 struct EpilogueDirective : DirectiveOf<Directive::Kind::Epilogue> {
   explicit EpilogueDirective(llvm::SMRange r) : DirectiveOf(r) {}
   EpilogueKind via = EpilogueKind::Registers;
+  /// `, tile (BM, C)`: the output tile goes out C columns at a time (empty: whole).
+  std::optional<IntTuple> tile;
 };
 
 /// `T < 132` (or `H % 8 == 0`: a divisibility condition) in a `when` guard.

@@ -556,6 +556,10 @@ void printDirective(const Directive &directive, llvm::raw_ostream &out) {
         << (d.via == EpilogueKind::Registers ? "registers"
             : d.via == EpilogueKind::Shared  ? "shared"
                                              : "shared tma_store");
+    if (d.tile) {
+      out << ", tile ";
+      printTuple(*d.tile, out);
+    }
     break;
   }
   }

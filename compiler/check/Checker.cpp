@@ -889,17 +889,21 @@ private:
         int64_t columns = n * outputBytes % 32 == 0 ? n
                                                     : (n + 128 / outputBytes - 1) /
                                                           (128 / outputBytes) * (128 / outputBytes);
+        // An epilogue tile (BM, C): two pieces of C columns a consumer group instead.
+        const std::vector<sched::Count> &pieces = mm.epilogue->tile;
+        bool inPieces = pieces.size() == 2 && pieces[1].value > 0 && pieces[1].value < n;
+        if (inPieces)
+          columns = 2 * pieces[1].value;
         std::optional<int64_t> epilogueBytes = mul(mul(mul(m, columns), groups), outputBytes);
         total = add(total, epilogueBytes);
         parts +=
-            groups > 1
-                ? llvm::formatv(
-                      " and two {0}-byte epilogue tiles (a consumer group "
-                      "each)",
-                      sizeText(
-                          mul(mul(m, n), ir::dtypeBytes(schedule_.fusion->outputs.empty()
-                                                            ? ir::DType::BF16
-                                                            : schedule_.fusion->outputs[0].dtype))))
+            inPieces ? llvm::formatv(" and two {0}-byte pieces of the epilogue tile{1}",
+                                     sizeText(mul(mul(m, pieces[1].value), outputBytes)),
+                                     groups > 1 ? " a consumer group" : "")
+                           .str()
+            : groups > 1
+                ? llvm::formatv(" and two {0}-byte epilogue tiles (a consumer group each)",
+                                sizeText(mul(mul(m, n), outputBytes)))
                       .str()
                 : llvm::formatv(" and a {0}-byte epilogue tile", sizeText(epilogueBytes)).str();
       }
@@ -1037,6 +1041,7 @@ private:
                         what, tiles->tileN, tiles->tileN * ir::dtypeBytes(output.dtype),
                         ir::dtypeName(output.dtype))
               .str());
+    checkEpilogueTile(*epilogue, output, tiles);
     std::optional<int64_t> extent = fusion.dims[n].staticExtent;
     std::optional<int64_t> rowBytes = extent ? mul(*extent, ir::dtypeBytes(output.dtype)) : 16;
     if (!rowBytes || *rowBytes % 16 != 0)
@@ -1046,6 +1051,46 @@ private:
                         "tile is written in 16-byte pieces (take the epilogue via registers)",
                         what, output.name, nName, ir::dtypeName(output.dtype), sizeText(rowBytes))
               .str());
+  }
+
+  /// `epilogue via shared tma_store, tile (BM, C)`: the output tile goes out C columns at a
+  /// time through two pieces of shared memory (lower/matmul/Epilogue.cpp), each piece the
+  /// columns of every consumer warpgroup's fragments in it, stored by TMA boxes.
+  void checkEpilogueTile(const sched::Applied<sched::Epilogue> &epilogue, const ir::Output &output,
+                         const std::optional<MmaTiles> &tiles) {
+    if (epilogue.tile.empty())
+      return;
+    llvm::SMRange at =
+        epilogue.tile.front().range.isValid() ? epilogue.tile.front().range : epilogue.origin.range;
+    auto refuse = [&](const std::string &why) {
+      diagnostics_.report(DiagId::EpilogueTileShape, at, "epilogue tile: " + why);
+    };
+    if (epilogue.via != sched::EpilogueKind::SharedTmaStore)
+      return refuse("the pieces of an epilogue tile are stored by TMA, each while the next is "
+                    "written; write 'epilogue via shared tma_store, tile (...)'");
+    if (epilogue.tile.size() != 2)
+      return refuse(llvm::formatv("({0} sizes) is not (rows, columns)", epilogue.tile.size()));
+    if (streamK())
+      return refuse("stream_k stores the pieces of K it shares from the accumulators, not "
+                    "through the output tile; take the whole tile (remove ', tile (...)')");
+    if (!tiles)
+      return;
+    int64_t rows = epilogue.tile[0].value, columns = epilogue.tile[1].value;
+    int64_t bytes = ir::dtypeBytes(output.dtype);
+    if (rows != tiles->tileM)
+      return refuse(llvm::formatv("{0} rows; each piece is every row of the {1}-row mma tile "
+                                  "(write ({1}, {2}))",
+                                  rows, tiles->tileM, columns));
+    if (tiles->warpN != tiles->tileN)
+      return refuse(llvm::formatv("the warp tile {0} is narrower than the mma tile's {1} "
+                                  "columns; pieces of columns take warp tiles as wide as the tile",
+                                  tiles->warpText(), tiles->tileN));
+    if (columns <= 0 || columns >= tiles->tileN || tiles->tileN % columns != 0 ||
+        columns * bytes % 32 != 0)
+      return refuse(llvm::formatv(
+          "{0} columns; a piece is a divisor of the tile's {1} columns, fewer than all of them, "
+          "of whole 32-byte TMA boxes ({2} {3} elements)",
+          columns, tiles->tileN, 32 / bytes, ir::dtypeName(output.dtype)));
   }
 
   /// A matrix product's loops are its mma tiles: the loop, placement and kernel

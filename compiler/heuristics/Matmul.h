@@ -31,6 +31,9 @@ struct MatmulTile {
   int64_t orderParameter = 8; // the swizzle's group of M tiles, or split_k's parts
   int64_t clusterM = 1;
   sched::EpilogueKind epilogue = sched::EpilogueKind::Registers;
+  /// The output tile stored this many columns at a time through two shared pieces
+  /// (`epilogue via shared tma_store, tile (tileM, C)`); 0: the whole tile at once.
+  int64_t epiloguePiece = 0;
   /// swap_ab: (tileM, tileN) is still the output tile, but the instruction's 64 rows run
   /// along N (one consumer warpgroup a 64 columns of N) and its N side is tileM.
   bool swapAB = false;

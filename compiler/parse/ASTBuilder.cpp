@@ -659,6 +659,8 @@ private:
     d->via = c->K_REGISTERS()   ? EpilogueKind::Registers
              : c->K_TMA_STORE() ? EpilogueKind::SharedTmaStore
                                 : EpilogueKind::Shared;
+    if (c->intTuple())
+      d->tile = intTuple(c->intTuple());
     return d;
   }
 

@@ -184,9 +184,12 @@ struct Cluster {
 
 enum class EpilogueKind { Registers, Shared, SharedTmaStore };
 
-/// `epilogue via registers | shared [tma_store]`.
+/// `epilogue via registers | shared [tma_store] [, tile (BM, C)]`.
 struct Epilogue {
   EpilogueKind via = EpilogueKind::Registers;
+  /// The epilogue's tile: the output tile goes through shared memory C columns at a time,
+  /// two such pieces in turn (empty: the whole output tile at once).
+  std::vector<Count> tile;
 };
 
 /// What a directive does, with its operands.

@@ -217,8 +217,13 @@ DirectiveOp opOf(const ast::Directive &directive) {
     const auto &d = llvm::cast<ast::ClusterDirective>(directive);
     return Cluster{countsOf(d.shape), d.multicast};
   }
-  case K::Epilogue:
-    return Epilogue{epilogueOf(llvm::cast<ast::EpilogueDirective>(directive).via)};
+  case K::Epilogue: {
+    const auto &d = llvm::cast<ast::EpilogueDirective>(directive);
+    Epilogue epilogue{epilogueOf(d.via), {}};
+    if (d.tile)
+      epilogue.tile = countsOf(*d.tile);
+    return epilogue;
+  }
   }
   FSL_UNREACHABLE("a directive kind");
 }

@@ -141,9 +141,12 @@ struct DirectiveWriter {
       return;
     case EpilogueKind::SharedTmaStore:
       out << "shared tma_store";
-      return;
+      break;
     }
-    FSL_UNREACHABLE("an epilogue kind");
+    if (!d.tile.empty()) {
+      out << ", tile ";
+      printTuple(d.tile, out);
+    }
   }
 };
 

@@ -47,6 +47,14 @@ Interpreter::SharedStorage &Interpreter::peerShared(Cta &peer, const Buffer &buf
 /// Cta::unseen). Nor may a barrier hold bytes that no arrival expected.
 void Interpreter::finishCta(Cta &cta) {
   cta.finished = true;
+  for (const auto &[thread, groups] : cta.bulkGroups)
+    if (!groups.empty())
+      fault(thread,
+            llvm::formatv("the block exits while {0} TMA store{1} (`{2}`) may still read "
+                          "its shared memory: no cp.async.bulk.wait_group.read retired "
+                          "{3} before the end",
+                          groups.size(), groups.size() > 1 ? "s" : "",
+                          statementName(groups.back().stmt), groups.size() > 1 ? "them" : "it"));
   for (const auto &[key, barrier] : cta.mbarriers)
     if (barrier.tx < 0)
       fault(-1, llvm::formatv("the block exits with {0} transaction bytes completed on "

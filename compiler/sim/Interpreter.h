@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -177,6 +178,20 @@ private:
     std::vector<double> data;
     std::vector<Tag> tags;              // per element, once a TMA load wrote the buffer
     std::vector<AccessHistory> history; // per element
+    /// Per element (once a TMA store read the buffer): the TMA stores that read it and that
+    /// no cp.async.bulk.wait_group.read has retired yet. Writing it then is a fault.
+    std::vector<int32_t> storeReads;
+  };
+  /// A bulk async-group of one thread: the shared elements its TMA store reads, which the
+  /// GPU may read until a wait_group.read retires the group.
+  struct BulkGroup {
+    struct Read {
+      const Buffer *buffer;
+      SharedStorage *shared;
+      int64_t at;
+    };
+    std::vector<Read> reads;
+    const StmtNode *stmt = nullptr;
   };
 
   /// One CTA (block) of the cluster being run: its threads' variables, its local and
@@ -204,6 +219,8 @@ private:
       bool async;    // a multicast load's bytes (else an arrival)
     };
     std::vector<Unseen> unseen;
+    /// Each thread's committed bulk groups (TMA stores), oldest first.
+    std::map<int, std::deque<BulkGroup>> bulkGroups;
   };
 
   /// Writes of one statement by all its threads: two threads writing different values to
@@ -326,6 +343,8 @@ private:
   void joinEpochs(const std::vector<Warp *> &met);
   void trackShared(const Buffer &buffer, SharedStorage &shared, int64_t at, int t, bool store);
   void trackAsyncWrite(const Buffer &buffer, SharedStorage &shared, int64_t at, int t, bool peer);
+  void checkNotStoreRead(const Buffer &buffer, const SharedStorage &shared, int64_t at, int t);
+  void retireBulkGroups(int t, int64_t pending);
   std::string statementName(const StmtNode *s) const;
   [[noreturn]] void race(const Buffer &buffer, int64_t at, int t, bool store, const Access &other,
                          bool otherStore);

@@ -88,6 +88,8 @@ double &Interpreter::element(const Buffer &buffer, int64_t index, int t, bool st
     fault(t, llvm::formatv("out-of-bounds {0} {1} {2}: element {3} of {4}",
                            store ? "store to" : "load from", kir::memorySpaceName(buffer.space),
                            buffer.name, index, size));
+  if (store && sharedStorage)
+    checkNotStoreRead(buffer, *sharedStorage, index, t);
   if (sharedStorage && !sharedStorage->tags.empty()) {
     if (store)
       sharedStorage->tags[index] = Tag{}; // the thread's own value from now on

@@ -98,6 +98,36 @@ void Interpreter::trackAsyncWrite(const Buffer &buffer, SharedStorage &shared, i
   history = AccessHistory{};
 }
 
+/// A TMA store reads its shared tile after its issue, until a cp.async.bulk.wait_group.read
+/// of the issuing thread retires its group: a write to an element it may still read (by any
+/// thread, the issuing one too) is a missing wait, or one that leaves too many pending.
+void Interpreter::checkNotStoreRead(const Buffer &buffer, const SharedStorage &shared, int64_t at,
+                                    int t) {
+  if (shared.storeReads.empty() || shared.storeReads[at] == 0)
+    return;
+  fault(t, llvm::formatv("write to shared {0}[{1}] in `{2}` while a TMA store may still read it: "
+                         "no cp.async.bulk.wait_group.read of the storing thread has retired "
+                         "the store (a missing wait, or one that leaves it pending)",
+                         buffer.name, at, statementName(current_)));
+}
+
+/// wait_group.read `pending` by thread `t`: its bulk groups but the `pending` newest have
+/// read their shared tiles. The reads count as the thread's warp's from now on, so that a
+/// later write by another warp must be ordered after this wait.
+void Interpreter::retireBulkGroups(int t, int64_t pending) {
+  auto found = cta_->bulkGroups.find(t);
+  if (found == cta_->bulkGroups.end())
+    return;
+  std::deque<BulkGroup> &groups = found->second;
+  while (static_cast<int64_t>(groups.size()) > pending) {
+    for (const BulkGroup::Read &read : groups.front().reads) {
+      --read.shared->storeReads[read.at];
+      trackShared(*read.buffer, *read.shared, read.at, t, /*store=*/false);
+    }
+    groups.pop_front();
+  }
+}
+
 /// "store to h_buffer (persistent h in shared memory)": the kind, what it sets, and where
 /// it comes from.
 std::string Interpreter::statementName(const StmtNode *s) const {

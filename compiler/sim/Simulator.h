@@ -91,7 +91,10 @@
 //     byte address themselves (swizzleAddress), so they agree with each other.
 //   - TmaLoad/TmaStore: the box goes to `buffer` at element `index`, dense row-major
 //     (innermost last) before the swizzle; the global tensor is dense with the map's
-//     extents. A swizzled map needs an inner box of exactly the swizzle's width.
+//     extents. A swizzled map needs an inner box of exactly the swizzle's width. A store
+//     copies at its issue, but its shared tile counts as read until the issuing thread's
+//     TmaStoreWait retires its group (one group a store, the printer's commit): writing
+//     the tile before is a fault, as is a block that exits with stores unretired.
 //   - Wgmma: `buffer` is the accumulator (local f32, fragment element i at `index` + i),
 //     `offsetA`/`offsetB` are element offsets into the operand buffers. K-major operands
 //     are rows of M (or N), one swizzle width apart; MN-major (transposeA/B) operands are

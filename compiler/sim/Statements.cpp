@@ -64,8 +64,11 @@ bool Interpreter::enter(Warp &warp, const StmtNode &s, LaneMask mask) {
   case StmtKind::WgmmaFence:
   case StmtKind::WgmmaCommit:
   case StmtKind::WgmmaWait:
-  case StmtKind::TmaStoreWait:
     // Ordering only: every operation here completes before the next statement runs.
+    return true;
+  case StmtKind::TmaStoreWait:
+    for (int t : lanesOf(warp, mask))
+      retireBulkGroups(t, s.pending);
     return true;
   case StmtKind::MBarrierInit:
   case StmtKind::MBarrierArrive:

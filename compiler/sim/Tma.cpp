@@ -51,6 +51,8 @@ void Interpreter::tma(const StmtNode &s, int t, bool load) {
   placeTmaBox(transfer);
   if (load)
     findTmaDestinations(transfer);
+  else
+    cta_->bulkGroups[t].push_back(BulkGroup{{}, &s}); // the printer commits a group a store
   copyTmaBox(transfer);
   completeTmaBytes(transfer);
 }
@@ -205,6 +207,7 @@ void Interpreter::copyTmaBox(TmaTransfer &x) {
     if (x.load) {
       double value = inside ? memory[offset] : 0.0; // out of the tensor: zero fill
       for (const TmaTransfer::Destination &d : x.destinations) {
+        checkNotStoreRead(tile, *d.shared, at, t);
         trackAsyncWrite(tile, *d.shared, at, t, /*peer=*/d.shared != &shared);
         d.shared->data[at] = value;
         d.shared->tags[at] = {d.barrier->id, d.barrier->phase + 1};
@@ -212,7 +215,11 @@ void Interpreter::copyTmaBox(TmaTransfer &x) {
     } else {
       if (!shared.tags.empty())
         checkVisible(tile, shared, at, t / 32, t);
-      trackShared(tile, shared, at, t, /*store=*/false); // read at its issue
+      trackShared(tile, shared, at, t, /*store=*/false); // read at its issue, and until
+      if (shared.storeReads.empty())                     // a wait retires it
+        shared.storeReads.assign(shared.elements, 0);
+      ++shared.storeReads[at];
+      cta_->bulkGroups[t].back().reads.push_back({&tile, &shared, at});
       if (inside)
         memory[offset] = eval::roundTo(shared.data[at], x.global.dtype);
     }

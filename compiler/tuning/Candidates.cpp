@@ -13,7 +13,8 @@ struct KnobValues {
 /// heights other than the usual 128 (one, three or two 128-row consumer warpgroups), the
 /// widths the lowering takes (128 to 256 in steps a wave of tiles fills; 160 and 176 for
 /// shapes whose waves the wider tiles fill badly), the pipeline
-/// depths shared memory allows, the tile orders and clusters. Rows: vector widths of
+/// depths shared memory allows, the tile orders and clusters, the output tile in pieces of
+/// 32 or 64 columns (a stage more beside it). Rows: vector widths of
 /// 4 to 16 bytes, batches and rows a block around the heuristics' usual choice.
 std::vector<KnobValues> valuesFor(heuristics::Family family) {
   using heuristics::Family;
@@ -26,7 +27,8 @@ std::vector<KnobValues> valuesFor(heuristics::Family family) {
             {"cluster_m", {"1", "2", "4"}},
             {"split_k", {"1", "2", "4"}},
             {"stream_k", {"true", "false"}},
-            {"swizzle", {"1", "4", "8", "16"}}};
+            {"swizzle", {"1", "4", "8", "16"}},
+            {"epilogue_piece", {"32", "64"}}};
   case Family::InnerPersistent:
     return {{"vector_width", {"2", "4", "8"}},
             {"persistent_batch", {"1", "2", "4", "8"}},

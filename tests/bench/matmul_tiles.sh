@@ -4,7 +4,7 @@
 # is not a power of two (128 x 224, 128 x 192) and small tiles with deep pipelines for few
 # rows, next to the heuristics' choice; then matmul_ab.py alternates them with the peers.
 #   generate (here):      tests/bench/matmul_tiles.sh generate build/bin/fslc
-#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2] tests/bench/matmul_tiles.sh run
+#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1] tests/bench/matmul_tiles.sh run
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="$root/bench-build/tiles"
@@ -88,6 +88,15 @@ generate)
   schedule plain_t224r4c2 matmul "128, 224" "64, 224" 224 4 2 232 "persistent swizzle 8;
     cluster (2, 1) multicast" "registers"
   schedule gelu_t224r5 linear_bias_gelu "128, 224" "64, 224" 224 5 2 232 "persistent swizzle 8" "registers"
+  # Run E1: the output tile stored in pieces through two smaller shared tiles, so that
+  # one more stage fits beside it (128 x 256: 4 stages instead of 3; 256 x 128 and
+  # 192 x 192 in pieces of 32 columns: 4 instead of 3).
+  schedule plain_t256e matmul "128, 256" "64, 256" 256 4 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 64)"
+  schedule plain_t256x128e matmul "256, 128" "128, 128" 128 4 2 232 "persistent swizzle 8" "shared tma_store, tile (256, 32)"
+  schedule plain_t192x192e matmul "192, 192" "64, 192" 192 4 3 152 "persistent swizzle 8" "shared tma_store, tile (192, 32)"
+  schedule gelu_t256 linear_bias_gelu "128, 256" "64, 256" 256 3 2 232 "persistent swizzle 8" "shared tma_store"
+  schedule gelu_t256e linear_bias_gelu "128, 256" "64, 256" 256 4 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 64)"
+  schedule gelu_t256x128e linear_bias_gelu "256, 128" "128, 128" 128 4 2 232 "persistent swizzle 8" "shared tma_store, tile (256, 32)"
   ;;
 run)
   out="${OUT:-$dir}"
@@ -99,6 +108,16 @@ run)
   wait
   grep -H -E "registers|spill" "$dir"/*/nvcc.txt > "$out/ptxas.txt" || true
   lib() { echo "$1=$dir/$1/libfusion.so:$2"; }
+  if [ "${RUN:-T2}" = E1 ]; then
+    python3 "$root/tests/bench/matmul_ab.py" "$out" \
+      $(lib plain_auto plain) $(lib plain_t256 plain) $(lib plain_t256e plain) \
+      $(lib plain_t256x128 plain) $(lib plain_t256x128e plain) \
+      $(lib plain_t192x192 plain) $(lib plain_t192x192e plain) \
+      $(lib gelu_example gelu) $(lib gelu_t256 gelu) $(lib gelu_t256e gelu) \
+      $(lib gelu_t256x128 gelu) $(lib gelu_t256x128e gelu) \
+      --rounds "${ROUNDS:-5}" --shapes "${SHAPES:-4096,14336,5120;8192,8192,8192;4096,5120,14336;4096,4096,4096;2048,2048,2048;1000,5000,3000;4000,14000,5000}"
+    exit
+  fi
   if [ "${RUN:-T2}" = S1 ]; then
     python3 "$root/tests/bench/matmul_ab.py" "$out" \
       $(lib plain_s64x112 plain) $(lib plain_auto plain) $(lib plain_s64x112d plain) \

@@ -216,6 +216,34 @@ private:
   std::string comment_;
 };
 
+/// Each TmaStoreWait leaves `extra` more bulk groups pending than the lowering asked for
+/// (`remove`: the waits with no pending group are dropped instead).
+class LenientStoreWaits : public kir::Mutator {
+public:
+  explicit LenientStoreWaits(int64_t extra, bool removeFinal = false)
+      : extra_(extra), removeFinal_(removeFinal) {}
+  using Mutator::mutate;
+  kir::Stmt mutate(const kir::Stmt &s) override {
+    if (s->kind != kir::StmtKind::TmaStoreWait)
+      return mutateChildren(s);
+    if (removeFinal_) {
+      if (s->pending != 0 || !llvm::StringRef(s->comment).contains("last TMA store"))
+        return s;
+      ++changed;
+      return kir::block({});
+    }
+    if (s->pending == 0)
+      return s;
+    ++changed;
+    return kir::tmaStoreWait(s->pending + extra_);
+  }
+  int changed = 0;
+
+private:
+  int64_t extra_;
+  bool removeFinal_;
+};
+
 bool contains(const std::string &text, llvm::StringRef part) {
   return llvm::StringRef(text).contains(part);
 }
@@ -335,4 +363,35 @@ TEST_CASE("simulate: a matrix product without the barrier before a stage's refil
   CHECK_MESSAGE(contains(result, "]: warp 0 writes it in `tma.load a_tiles` and warp 4 read it "
                                  "in `wgmma.mma_async"),
                 result);
+}
+
+TEST_CASE("simulate: an output tile written again before its TMA stores have read it faults") {
+  // 128 x 256 tiles stored 64 columns at a time through two shared pieces: before a piece
+  // is written, the stores of the piece before the last must have read its shared tile
+  // (wait_group.read 1: one store a piece, the last piece's left pending).
+  Simulated product("fusion mm(a: bf16[M, K], w: bf16[N, K]) -> (y: bf16[M, N]) {\n"
+                    "    y = bf16(sum(f32(a) * f32(w), over K));\n"
+                    "}\n"
+                    "schedule mm {\n"
+                    "    mma over K: tile (128, 256, 64), warp (64, 256), instruction "
+                    "wgmma(64, 256, 16);\n"
+                    "    pipeline 2 stages via tma;\n"
+                    "    warp_specialize producer(regs 40), consumers(2, regs 232);\n"
+                    "    epilogue via shared tma_store, tile (128, 64);\n"
+                    "}\n");
+  CHECK(product.compare("M=100,N=256,K=64") == "");
+  LenientStoreWaits lenient(1);
+  kir::Program early = product.mutated(lenient);
+  REQUIRE(lenient.changed == 1);
+  std::string result = product.compare("M=100,N=256,K=64", &early);
+  CHECK_MESSAGE(contains(result, "while a TMA store may still read it: no "
+                                 "cp.async.bulk.wait_group.read of the storing thread has "
+                                 "retired the store"),
+                result);
+  // Without the wait after the last tile, the block exits while its stores may read.
+  LenientStoreWaits noFinal(0, /*removeFinal=*/true);
+  kir::Program exits = product.mutated(noFinal);
+  REQUIRE(noFinal.changed == 1);
+  result = product.compare("M=100,N=256,K=64", &exits);
+  CHECK_MESSAGE(contains(result, "the block exits while 2 TMA stores"), result);
 }

@@ -6,6 +6,7 @@
 #include "lower/Pointwise.h"
 
 #include <llvm/ADT/STLExtras.h>
+#include <llvm/Support/FormatVariadic.h>
 
 namespace fsl::lower {
 
@@ -30,12 +31,21 @@ bool roundedByStore(const MatmulPlan &plan, const ir::Value &value) {
   return true;
 }
 
+/// Columns of what the shared output tile holds at once: the whole tile, or one piece of an
+/// epilogue tile (`epilogue via shared tma_store, tile (BM, C)`).
+int64_t pieceColumns(const MatmulPlan &plan) {
+  return plan.epiloguePiece ? plan.epiloguePiece : plan.tileN;
+}
+
+/// Pieces a consumer group's output tile has room for: two used in turn, or the whole tile.
+int64_t pieceSlots(const MatmulPlan &plan) { return plan.epiloguePiece ? 2 : 1; }
+
 /// The swizzle of the shared output tile: the widest whose row (one column block of the
-/// tile) divides the tile's N, so that TMA stores it in whole boxes (224 bf16 columns are
-/// 7 blocks of 64 bytes); 128 bytes when none divides it, a tile only the threads copy out
-/// (its last block partly used).
+/// tile, or of a piece) divides the tile's N (the piece's columns), so that TMA stores it
+/// in whole boxes (224 bf16 columns are 7 blocks of 64 bytes); 128 bytes when none divides
+/// it, a tile only the threads copy out (its last block partly used).
 kir::Swizzle outputTileSwizzle(const MatmulPlan &plan) {
-  int64_t rowBytes = plan.tileN * ir::dtypeBytes(plan.fusion->outputs.at(0).dtype);
+  int64_t rowBytes = pieceColumns(plan) * ir::dtypeBytes(plan.fusion->outputs.at(0).dtype);
   for (kir::Swizzle swizzle :
        {kir::Swizzle::Bytes128, kir::Swizzle::Bytes64, kir::Swizzle::Bytes32})
     if (rowBytes % kir::swizzleSpanBytes(swizzle) == 0)
@@ -49,11 +59,11 @@ int64_t outputTileSpan(const MatmulPlan &plan) {
          ir::dtypeBytes(plan.fusion->outputs.at(0).dtype);
 }
 
-/// Elements of one shared output tile: whole column blocks, the last one partly used when
-/// the tile's N is not a multiple of a block.
+/// Elements of one shared output tile (or piece): whole column blocks, the last one partly
+/// used when the tile's N is not a multiple of a block.
 int64_t outputTileElements(const MatmulPlan &plan) {
   int64_t span = outputTileSpan(plan);
-  return plan.tileM * ((plan.tileN + span - 1) / span * span);
+  return plan.tileM * ((pieceColumns(plan) + span - 1) / span * span);
 }
 
 } // namespace
@@ -82,21 +92,28 @@ void allocateOutputTile(const MatmulPlan &plan, const KernelNames &names, Epilog
   const ir::Output &output = plan.fusion->outputs.at(0);
   kir::Swizzle swizzle = outputTileSwizzle(plan);
   int64_t span = outputTileSpan(plan);
-  int64_t groups = plan.tileGroups;
-  int64_t blocks = (plan.tileN + span - 1) / span;
-  storage.outTile =
-      makeBuffer(names.fresh(output.name + "_tile"), output.dtype, kir::MemorySpace::Shared,
-                 {groups * outputTileElements(plan)}, swizzle, kir::swizzleRepeatBytes(swizzle));
+  int64_t groups = plan.tileGroups, slots = pieceSlots(plan);
+  int64_t blocks = (pieceColumns(plan) + span - 1) / span;
+  storage.outTile = makeBuffer(
+      names.fresh(output.name + "_tile"), output.dtype, kir::MemorySpace::Shared,
+      {groups * slots * outputTileElements(plan)}, swizzle, kir::swizzleRepeatBytes(swizzle));
   std::string lastBlock =
       plan.tileN % span == 0 ? "" : ", the last one " + std::to_string(plan.tileN % span) + " wide";
+  std::string what =
+      plan.epiloguePiece
+          ? std::string(groups > 1 ? "two pieces of the output tile a consumer "
+                                     "group, used in turn, each "
+                                   : "two pieces of the output tile, used in "
+                                     "turn, each ") +
+                std::to_string(plan.epiloguePiece) + " columns: "
+          : std::string(groups > 1 ? "an output tile a consumer group: " : "the output tile: ");
   layout.allocations.push_back(sharedAllocation(
       storage.outTile, layout.bytes,
-      std::string(groups > 1 ? "an output tile a consumer group: " : "the output tile: ") +
-          std::to_string(blocks) + " column blocks of " + std::to_string(plan.tileM) + " x " +
-          std::to_string(span) + lastBlock + " (" + std::to_string(kir::swizzleSpanBytes(swizzle)) +
-          "-byte swizzle)",
+      what + std::to_string(blocks) + " column block" + (blocks > 1 ? "s" : "") + " of " +
+          std::to_string(plan.tileM) + " x " + std::to_string(span) + lastBlock + " (" +
+          std::to_string(kir::swizzleSpanBytes(swizzle)) + "-byte swizzle)",
       plan.epilogueOrigin));
-  layout.bytes += groups * outputTileElements(plan) * ir::dtypeBytes(output.dtype);
+  layout.bytes += groups * slots * outputTileElements(plan) * ir::dtypeBytes(output.dtype);
 }
 
 std::vector<Stmt> fusedEpilogue(LowerContext &cx, const MatmulPlan &plan, Expr product,
@@ -146,6 +163,8 @@ std::vector<Stmt> fusedEpilogue(LowerContext &cx, const MatmulPlan &plan, Expr p
 }
 
 Stmt Epilogue::tile(const WorkTile &tile) const {
+  if (plan_.epiloguePiece)
+    return tileInPieces(tile);
   std::vector<Stmt> out;
   if (plan_.sharedEpilogue()) {
     if (plan_.epilogueVia == sched::EpilogueKind::SharedTmaStore)
@@ -168,14 +187,65 @@ Stmt Epilogue::tile(const WorkTile &tile) const {
   Stmt nest =
       plan_.sharedEpilogue() && !scheduler_.storesPartials() && !dividesIntegers
           ? forEachFragmentPair(plan_, names_, threads_, out,
-                                [&](const FragmentElement &e) { return pairBody(tile, e); })
-          : forEachFragmentElement(plan_, names_, threads_, out,
-                                   [&](const FragmentElement &e) { return elementBody(tile, e); });
+                                [&](const FragmentElement &e) { return pairBody(tile, {}, e); })
+          : forEachFragmentElement(plan_, names_, threads_, out, [&](const FragmentElement &e) {
+              return elementBody(tile, {}, e);
+            });
   out.push_back(
       fromDirective(nest, plan_.epilogueOrigin,
                     "the fragments of wgmma m64n" + std::to_string(plan_.instructionN) + "k16"));
   if (plan_.sharedEpilogue())
-    out.push_back(storeOutputTile(tile));
+    out.push_back(storeOutputTile(tile, {}));
+  return kir::block(std::move(out));
+}
+
+/// The output tile C columns at a time through two shared pieces used in turn: before a
+/// piece is written, the TMA stores of the piece before the last (the same shared piece)
+/// have read it, while the last piece's stores go on; after it is written, one thread
+/// stores it. Every piece holds the columns of each consumer warpgroup's fragments in it
+/// (the warp tiles are as wide as the tile).
+Stmt Epilogue::tileInPieces(const WorkTile &tile) const {
+  const int64_t columns = plan_.epiloguePiece, pieces = plan_.tileN / columns;
+  const int64_t boxes = columns / outputTileSpan(plan_);
+  std::vector<Stmt> out;
+  out.push_back(kir::comment(llvm::formatv("Epilogue in {0} pieces of {1} x {2}: each "
+                                           "accumulator element's row and column, the fusion's "
+                                           "epilogue, into the piece's shared tile, stored by TMA",
+                                           pieces, plan_.tileM, columns)
+                                 .str()));
+  if (pieces % 2 == 1)
+    out.push_back(waitOutputTileRead("an odd number of pieces: the previous tile's last piece "
+                                     "used the first one's shared tile"));
+  FragmentOrigin origin = fragmentOrigin(plan_, names_, threads_, out);
+  bool dividesIntegers = llvm::any_of(plan_.epilogue, [](const ir::Value *value) {
+    return value->op == ir::Op::Div && ir::isInteger(value->dtype);
+  });
+  kir::VarPtr piece = names_.var("piece");
+  Expr p = kir::var(piece);
+  Piece at{p * kir::index(columns), p % kir::index(2)};
+  std::vector<Stmt> body;
+  body.push_back(kir::ifThen(threads_.firstConsumerThread(plan_),
+                             kir::withComment(kir::tmaStoreWait(/*pending=*/boxes),
+                                              "the stores of the piece before the last "
+                                              "(this piece's shared tile) have read it")));
+  body.push_back(threads_.consumerBarrier(plan_, "the piece's shared tile is free to write"));
+  Expr firstChunk = p * kir::index(columns / 8);
+  Stmt nest = dividesIntegers
+                  ? forEachFragmentPairInColumns(
+                        plan_, names_, origin, firstChunk, columns / 8,
+                        [&](const FragmentElement &e) {
+                          return kir::block({elementBody(tile, at, e.inPair(kir::index(0))),
+                                             elementBody(tile, at, e.inPair(kir::index(1)))});
+                        })
+                  : forEachFragmentPairInColumns(
+                        plan_, names_, origin, firstChunk, columns / 8,
+                        [&](const FragmentElement &e) { return pairBody(tile, at, e); });
+  body.push_back(fromDirective(nest, plan_.epilogueOrigin,
+                               "the fragments of wgmma m64n" + std::to_string(plan_.instructionN) +
+                                   "k16 in the piece's columns"));
+  body.push_back(storeOutputTile(tile, at));
+  out.push_back(kir::forLoop(piece, kir::index(pieces), kir::LoopKind::Unrolled,
+                             kir::block(std::move(body)), plan_.epilogueOrigin));
   return kir::block(std::move(out));
 }
 
@@ -208,7 +278,7 @@ std::pair<kir::VarPtr, Expr> Epilogue::loadProducts(const FragmentElement &e,
 
 /// One accumulator element: its position, the bounds check, the epilogue and stores (to
 /// the outputs, or to the shared output tile).
-Stmt Epilogue::elementBody(const WorkTile &tile, const FragmentElement &e) const {
+Stmt Epilogue::elementBody(const WorkTile &tile, const Piece &at, const FragmentElement &e) const {
   const ir::Fusion &f = cx_.fusion;
   // (r, c) in the CTA tile, (row, col) in the output.
   kir::VarPtr r = names_.var("r"), cc = names_.var("c"), row = names_.var("row"),
@@ -233,10 +303,11 @@ Stmt Epilogue::elementBody(const WorkTile &tile, const FragmentElement &e) const
     std::vector<Stmt> computed = fusedEpilogue(cx_, plan_, kir::var(accumulated), product2,
                                                /*storeOutputs=*/false, &values);
     body.insert(body.end(), computed.begin(), computed.end());
-    body.push_back(fromFusion(kir::store(storage_.outTile,
-                                         outTileBase() + outputTileIndex(kir::var(r), kir::var(cc)),
-                                         values.at(f.outputs[0].value->id)),
-                              f.outputs[0].range));
+    body.push_back(fromFusion(
+        kir::store(storage_.outTile,
+                   outTileBase(at) + outputTileIndex(kir::var(r), inPiece(at, kir::var(cc))),
+                   values.at(f.outputs[0].value->id)),
+        f.outputs[0].range));
   } else {
     std::vector<Stmt> computed = fusedEpilogue(cx_, plan_, kir::var(accumulated), product2);
     body.insert(body.end(), computed.begin(), computed.end());
@@ -256,7 +327,7 @@ Stmt Epilogue::elementBody(const WorkTile &tile, const FragmentElement &e) const
 /// leave the tile, since both copies out of it (TMA stores, which clip at the tensor's
 /// edges, and the checked 16-byte copies) stop at the edges. A per-element check would
 /// cost a compare and a branch an element in every tile for the few tiles at the edges.
-Stmt Epilogue::pairBody(const WorkTile &tile, const FragmentElement &first) const {
+Stmt Epilogue::pairBody(const WorkTile &tile, const Piece &at, const FragmentElement &first) const {
   const ir::Fusion &f = cx_.fusion;
   const ir::Output &output = f.outputs.at(0);
   kir::VarPtr r = names_.var("r"), cc = names_.var("c"), row = names_.var("row"),
@@ -304,7 +375,8 @@ Stmt Epilogue::pairBody(const WorkTile &tile, const FragmentElement &first) cons
       readsInputs ? "past the output's edges, inputs are read at its last row and column"
                   : "the pair's two columns"));
   out.push_back(fromFusion(
-      kir::vectorCopy(storage_.outTile, outTileBase() + outputTileIndex(kir::var(r), kir::var(cc)),
+      kir::vectorCopy(storage_.outTile,
+                      outTileBase(at) + outputTileIndex(kir::var(r), inPiece(at, kir::var(cc))),
                       pair, kir::index(0), 2),
       output.range));
   return kir::block(std::move(out));
@@ -329,11 +401,21 @@ Expr Epilogue::outputTileIndex(Expr row, Expr column) const {
          swizzledChunk * kir::index(chunk) + inBlock % kir::index(chunk);
 }
 
-/// The group's output tile in the shared output tiles.
-Expr Epilogue::outTileBase() const {
+/// The group's output tile (or the piece's) in the shared output tiles.
+Expr Epilogue::outTileBase(const Piece &at) const {
+  Expr base;
   if (threads_.group)
-    return kir::var(threads_.group) * kir::index(outputTileElements(plan_));
-  return kir::index(0);
+    base = kir::var(threads_.group) * kir::index(pieceSlots(plan_) * outputTileElements(plan_));
+  if (at.slot) {
+    Expr slot = at.slot * kir::index(outputTileElements(plan_));
+    base = base ? base + slot : slot;
+  }
+  return base ? base : kir::index(0);
+}
+
+/// A column of the CTA tile as a column of the piece `at` (the tile's own without pieces).
+Expr Epilogue::inPiece(const Piece &at, Expr column) const {
+  return at.firstColumn ? column - at.firstColumn : column;
 }
 
 Stmt Epilogue::waitOutputTileRead(const std::string &comment) const {
@@ -343,30 +425,35 @@ Stmt Epilogue::waitOutputTileRead(const std::string &comment) const {
 
 /// The written output tile to global memory: TMA stores by one thread, or 16-byte copies
 /// by all consumer threads.
-Stmt Epilogue::storeOutputTile(const WorkTile &tile) const {
+Stmt Epilogue::storeOutputTile(const WorkTile &tile, const Piece &at) const {
   const ir::Output &output = cx_.fusion.outputs.at(0);
   int64_t bytes = ir::dtypeBytes(output.dtype);
   int64_t span = outputTileSpan(plan_), chunk = 16 / bytes;
-  int64_t blocks = (plan_.tileN + span - 1) / span;
+  int64_t blocks = (pieceColumns(plan_) + span - 1) / span;
   std::vector<Stmt> out;
   if (plan_.epilogueVia == sched::EpilogueKind::SharedTmaStore) {
     // Generic-proxy writes become visible to the TMA unit (the async proxy) through the
     // fence, each thread its own, before the barrier that lets the storing thread go.
     out.push_back(kir::withComment(kir::fenceProxyAsync(), "the tile's writes, for the TMA unit"));
-    out.push_back(threads_.consumerBarrier(plan_, "the whole tile is written"));
+    out.push_back(threads_.consumerBarrier(plan_, at.firstColumn ? "the whole piece is written"
+                                                                 : "the whole tile is written"));
     kir::VarPtr block = names_.var("block");
     Expr b = blocks == 1 ? kir::index(0) : kir::var(block);
+    Expr column = kir::var(tile.nTile) * kir::index(plan_.tileN);
+    if (at.firstColumn)
+      column = column + at.firstColumn;
     Stmt store = kir::withOrigin(
-        kir::tmaStore(storage_.mapOut,
-                      {kir::var(tile.mTile) * kir::index(plan_.tileM),
-                       kir::var(tile.nTile) * kir::index(plan_.tileN) + b * kir::index(span)},
-                      storage_.outTile, outTileBase() + b * kir::index(plan_.tileM * span)),
+        kir::tmaStore(
+            storage_.mapOut,
+            {kir::var(tile.mTile) * kir::index(plan_.tileM), column + b * kir::index(span)},
+            storage_.outTile, outTileBase(at) + b * kir::index(plan_.tileM * span)),
         plan_.epilogueOrigin);
     Stmt stores = blocks == 1
                       ? store
                       : kir::forLoop(block, kir::index(blocks), kir::LoopKind::Unrolled, store);
     out.push_back(kir::ifThen(threads_.firstConsumerThread(plan_), stores, nullptr,
-                              "one thread stores the tile's column blocks"));
+                              at.firstColumn ? "one thread stores the piece's column blocks"
+                                             : "one thread stores the tile's column blocks"));
     return kir::block(std::move(out));
   }
   out.push_back(threads_.consumerBarrier(plan_, "the whole tile is written"));
@@ -390,7 +477,7 @@ Stmt Epilogue::storeOutputTile(const WorkTile &tile) const {
   cx_.rootIndex[plan_.m] = globalRow;
   cx_.rootIndex[plan_.n] = globalCol;
   Expr to = cx_.offsetOf(output.dims);
-  Expr from = outTileBase() + outputTileIndex(kir::var(row), kir::var(col));
+  Expr from = outTileBase(at) + outputTileIndex(kir::var(row), kir::var(col));
   Expr m = cx_.dimExtent(plan_.m), n = cx_.dimExtent(plan_.n);
   // Whole pieces inside the output go as one 16-byte access when the rows keep 16-byte
   // alignment; the others element by element, up to the edge.

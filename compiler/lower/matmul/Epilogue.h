@@ -12,6 +12,10 @@
 //                                   edges) after the async-proxy fence; before the next
 //                                   tile overwrites it, that thread waits until the
 //                                   stores have read it
+//     , tile (BM, C)                the tile C columns at a time through two shared
+//                                   pieces used in turn: one piece's stores run while the
+//                                   next piece is written, and the pipeline keeps the
+//                                   shared memory a whole tile would take
 //
 // When another kernel finishes the tile (split-K), the tile scheduler's storePartial
 // takes each element's product instead of the fusion's epilogue.
@@ -61,13 +65,20 @@ public:
   kir::Stmt end() const;
 
 private:
-  kir::Stmt elementBody(const WorkTile &tile, const FragmentElement &e) const;
-  kir::Stmt pairBody(const WorkTile &tile, const FragmentElement &first) const;
+  /// A piece of an epilogue tile: its first column in the CTA tile and its shared piece
+  /// (0 or 1); both null for the whole tile.
+  struct Piece {
+    kir::Expr firstColumn, slot;
+  };
+  kir::Stmt tileInPieces(const WorkTile &tile) const;
+  kir::Stmt elementBody(const WorkTile &tile, const Piece &at, const FragmentElement &e) const;
+  kir::Stmt pairBody(const WorkTile &tile, const Piece &at, const FragmentElement &first) const;
   std::pair<kir::VarPtr, kir::Expr> loadProducts(const FragmentElement &e,
                                                  std::vector<kir::Stmt> &body) const;
   kir::Expr outputTileIndex(kir::Expr row, kir::Expr column) const;
-  kir::Expr outTileBase() const;
-  kir::Stmt storeOutputTile(const WorkTile &tile) const;
+  kir::Expr outTileBase(const Piece &at) const;
+  kir::Expr inPiece(const Piece &at, kir::Expr column) const;
+  kir::Stmt storeOutputTile(const WorkTile &tile, const Piece &at) const;
   kir::Stmt waitOutputTileRead(const std::string &comment) const;
 
   LowerContext &cx_;

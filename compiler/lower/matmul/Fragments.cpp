@@ -13,13 +13,7 @@ namespace {
 Stmt forEachFragment(const MatmulPlan &plan, const KernelNames &names, const CtaThreads &threads,
                      std::vector<Stmt> &out, bool pairs,
                      const std::function<Stmt(const FragmentElement &)> &body) {
-  kir::VarPtr lane = names.var("lane"), row0 = names.var("row0"), col0 = names.var("col0");
-  out.push_back(kir::let(lane, kir::var(threads.tid) % kir::index(128), "thread of the warpgroup"));
-  Expr l = kir::var(lane);
-  out.push_back(kir::let(row0, threads.warpgroupRow(plan) + kir::index(16) * (l / kir::index(32)) +
-                                   l % kir::index(32) / kir::index(4)));
-  out.push_back(
-      kir::let(col0, threads.warpgroupColumn(plan) + kir::index(2) * (l % kir::index(4))));
+  auto [row0, col0] = fragmentOrigin(plan, names, threads, out);
   int64_t in = plan.instructionN;
   return names.unrolled("mi", plan.instructionsM(), [&](Expr mi) {
     return names.unrolled("ni", plan.instructionsN(), [&](Expr ni) {
@@ -40,6 +34,44 @@ Stmt forEachFragment(const MatmulPlan &plan, const KernelNames &names, const Cta
 }
 
 } // namespace
+
+FragmentOrigin fragmentOrigin(const MatmulPlan &plan, const KernelNames &names,
+                              const CtaThreads &threads, std::vector<Stmt> &out) {
+  kir::VarPtr lane = names.var("lane"), row0 = names.var("row0"), col0 = names.var("col0");
+  out.push_back(kir::let(lane, kir::var(threads.tid) % kir::index(128), "thread of the warpgroup"));
+  Expr l = kir::var(lane);
+  out.push_back(kir::let(row0, threads.warpgroupRow(plan) + kir::index(16) * (l / kir::index(32)) +
+                                   l % kir::index(32) / kir::index(4)));
+  out.push_back(
+      kir::let(col0, threads.warpgroupColumn(plan) + kir::index(2) * (l % kir::index(4))));
+  return {row0, col0};
+}
+
+Stmt forEachFragmentPairInColumns(const MatmulPlan &plan, const KernelNames &names,
+                                  const FragmentOrigin &origin, Expr firstChunk, int64_t chunks,
+                                  const std::function<Stmt(const FragmentElement &)> &body) {
+  int64_t chunksPerInstruction = plan.instructionN / 8;
+  return names.unrolled("mi", plan.instructionsM(), [&](Expr mi) {
+    return names.unrolled("q", chunks, [&](Expr q) {
+      Expr chunk = firstChunk + q;
+      Expr ni = chunk / kir::index(chunksPerInstruction);
+      Expr ns = chunk % kir::index(chunksPerInstruction);
+      return names.unrolled("h", 2, [&](Expr h) {
+        Expr fragment =
+            (mi * kir::index(plan.instructionsN()) + ni) * kir::index(plan.instructionN / 2);
+        FragmentElement e{mi,
+                          ni,
+                          ns,
+                          h,
+                          kir::index(0),
+                          fragment + ns * kir::index(4) + h * kir::index(2),
+                          origin.row0,
+                          origin.col0};
+        return body(e);
+      });
+    });
+  });
+}
 
 Stmt forEachFragmentElement(const MatmulPlan &plan, const KernelNames &names,
                             const CtaThreads &threads, std::vector<Stmt> &out,

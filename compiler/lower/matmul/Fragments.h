@@ -41,6 +41,21 @@ kir::Stmt forEachFragmentPair(const MatmulPlan &plan, const KernelNames &names,
                               const CtaThreads &threads, std::vector<kir::Stmt> &out,
                               const std::function<kir::Stmt(const FragmentElement &)> &body);
 
+/// The pair walk over the fragment columns of one piece of the tile: `chunks` 8-column
+/// chunks of the warpgroup tile from chunk `firstChunk` (an expression of an unrolled
+/// loop's variable, so every accumulator index folds to a constant), each with its mi and
+/// h. The warpgroup's first element (row0, col0) comes from `origin`, whose lets the
+/// caller made once (fragmentOrigin).
+struct FragmentOrigin {
+  kir::VarPtr row0, col0;
+};
+FragmentOrigin fragmentOrigin(const MatmulPlan &plan, const KernelNames &names,
+                              const CtaThreads &threads, std::vector<kir::Stmt> &out);
+kir::Stmt
+forEachFragmentPairInColumns(const MatmulPlan &plan, const KernelNames &names,
+                             const FragmentOrigin &origin, kir::Expr firstChunk, int64_t chunks,
+                             const std::function<kir::Stmt(const FragmentElement &)> &body);
+
 /// The element's row and column in the CTA tile.
 std::pair<kir::Expr, kir::Expr> tilePosition(const MatmulPlan &plan, const FragmentElement &e);
 

@@ -300,11 +300,22 @@ private:
     FSL_INTERNAL_ASSERT(plan_->b.kContiguous ||
                             plan_->instructionN % (128 / ir::dtypeBytes(plan_->b.dtype)) == 0,
                         "an N-major b read in partial blocks reached the lowering");
+    if (mm.epilogue && !mm.epilogue->tile.empty()) {
+      plan_->epiloguePiece = mm.epilogue->tile.back().value;
+      FSL_INTERNAL_ASSERT(plan_->epilogueVia == sched::EpilogueKind::SharedTmaStore &&
+                              plan_->tileN % plan_->epiloguePiece == 0 &&
+                              plan_->epiloguePiece < plan_->tileN && plan_->warpN == plan_->tileN &&
+                              plan_->tileWalk != TileWalk::StreamK,
+                          "an unchecked epilogue tile reached the lowering");
+    }
     plan_->epilogueOrigin = {
         plan_->epilogueVia == sched::EpilogueKind::Registers ? "epilogue via registers"
         : plan_->epilogueVia == sched::EpilogueKind::Shared  ? "epilogue via shared"
                                                              : "epilogue via shared tma_store",
         mm.epilogue ? mm.epilogue->origin.range : mma.origin.range};
+    if (plan_->epiloguePiece)
+      plan_->epilogueOrigin.text += ", tile (" + std::to_string(plan_->tileM) + ", " +
+                                    std::to_string(plan_->epiloguePiece) + ")";
     planWarpRoles();
     planCluster();
     FSL_INTERNAL_ASSERT(!plan_->product2 || (!plan_->twoKernels() && plan_->clusterM == 1),

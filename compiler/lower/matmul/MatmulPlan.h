@@ -17,6 +17,7 @@
 //               tiles persistent [swizzle G]
 //               epilogue via registers       (also the default)
 //               epilogue via shared [tma_store]   (one output over [M, N], N contiguous)
+//               epilogue via shared tma_store, tile (BM, C)   (the tile C columns at a time)
 //               pdl                          (every sm_90 kernel has it)
 //               fast_exp                     (the epilogue's f32 exps as __expf)
 //               tiles split_k N              (two kernels: partial tiles, then their sum)
@@ -105,6 +106,10 @@ struct MatmulPlan {
   /// Persistent CTAs at most (the target's SMs).
   int64_t smCount = 132;
   sched::EpilogueKind epilogueVia = sched::EpilogueKind::Registers;
+  /// `epilogue via shared tma_store, tile (BM, C)`: the output tile goes out in pieces of
+  /// C columns through two shared pieces a consumer group, used in turn (TMA stores one
+  /// while the consumers write the next); 0: the whole tile at once.
+  int64_t epiloguePiece = 0;
   /// split_k N: K split over N CTAs a tile (grid z); each stores its f32 partial tile to
   /// `partials` ([N, M, N] f32, a workspace), and a second kernel adds them in order and
   /// applies the epilogue. 1: no split.
