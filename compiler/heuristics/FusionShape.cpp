@@ -281,6 +281,10 @@ std::optional<MatmulShape> matmulOf(const ir::Fusion &fusion) {
     shape.rhsKContiguous = product.rhsLayout->contractedIsInner;
     shape.twoProducts =
         llvm::count_if(fusion.values, [](const auto &v) { return v->op == ir::Op::MatMul; }) == 2;
+    shape.fusedEpilogue = llvm::any_of(fusion.values, [](const auto &v) {
+      return v->op != ir::Op::Input && v->op != ir::Op::Cast && v->op != ir::Op::MatMul &&
+             v->op != ir::Op::Scalar && v->op != ir::Op::Constant;
+    });
     if (fusion.outputs.size() == 1 && fusion.outputs[0].dims.size() == 2 &&
         fusion.outputs[0].dims[0] == m && fusion.outputs[0].dims[1] == n)
       shape.outputBytes = ir::dtypeBytes(fusion.outputs[0].dtype);

@@ -381,10 +381,6 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       c.tileM = swapRows ? std::clamp<int64_t>((*swapRows + 7) / 8 * 8, 8, 64) : 64;
       c.tileN = tileNKnob && *tileNKnob % 64 == 0 ? *tileNKnob : 64;
       c.epilogue = sched::EpilogueKind::Registers;
-      if (knobs.epiloguePiece)
-        verdicts.refuse("epilogue_piece",
-                        "swapped tiles store their epilogue from registers, transposed: no "
-                        "output tile to store in pieces");
       int64_t tiles =
           tilesOf(mDim, c.tileM).value_or(1) * tilesOf(nDim, c.tileN).value_or(target.smCount);
       int64_t parts = 1;
@@ -534,54 +530,6 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
         c.tileN = std::min<int64_t>(c.tileN, 192);
       verdicts.honour("tile_m");
     }
-    // The output tile in pieces: where the knob asks, and for 256-row tiles, whose whole
-    // output tile leaves 3 stages (run E1: 256 x 128 tiles in pieces of 32 columns with 4
-    // stages ran 1.02-1.13x the same tiles whole with 3, at seven shapes; 128 x 256 tiles
-    // in pieces of 64 with 4 stages moved -2 to +5 %, within the run's noise: not chosen).
-    auto piecesFit = [&](int64_t columns) {
-      return c.epilogue == sched::EpilogueKind::SharedTmaStore &&
-             c.order != sched::TileOrder::StreamK && columns > 0 && columns < c.tileN &&
-             c.tileN % columns == 0 && columns * outputBytes % 32 == 0;
-    };
-    if (knobs.epiloguePiece) {
-      if (!piecesFit(*knobs.epiloguePiece))
-        verdicts.refuse(
-            "epilogue_piece",
-            c.epilogue != sched::EpilogueKind::SharedTmaStore
-                ? std::string("the epilogue here is not stored by TMA through shared memory (it "
-                              "is in registers, or copied out by the threads): no pieces")
-            : c.order == sched::TileOrder::StreamK
-                ? std::string("stream-K stores the pieces of K it shares from the "
-                              "accumulators, not through the output tile")
-                : llvm::formatv("the {0}-column tile is stored in pieces of a divisor of its "
-                                "columns, fewer than all, of whole 32-byte boxes ({1} elements "
-                                "of the output)",
-                                c.tileN, 32 / outputBytes)
-                      .str());
-      else
-        c.epiloguePiece = *knobs.epiloguePiece;
-      verdicts.honour("epilogue_piece");
-    } else if (c.tileM == 256 && !knobs.stages) {
-      // The widest pieces that leave the most stages.
-      MatmulTile whole = c;
-      int64_t best = stagesFit(whole);
-      for (int64_t columns = c.tileN / 2; columns * outputBytes >= 32; columns /= 2) {
-        MatmulTile pieces = c;
-        pieces.epiloguePiece = columns;
-        if (piecesFit(columns) &&
-            std::min<int64_t>(stagesFit(pieces), 4) > std::min<int64_t>(best, 4)) {
-          best = stagesFit(pieces);
-          c.epiloguePiece = columns;
-        }
-        if (columns % 2 != 0)
-          break;
-      }
-    }
-    if (c.epiloguePiece)
-      epilogueHow += llvm::formatv(", {0} columns at a time through two shared pieces (the "
-                                   "shared memory left for the pipeline)",
-                                   c.epiloguePiece)
-                         .str();
     int64_t fit = stagesFit(c);
     int64_t deepest = c.tileM == 64 && c.groups == 1   ? tuned::kFewRowsStages
                       : c.tileN <= 128 || c.groups > 1 ? 5
@@ -649,6 +597,94 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
             .str());
     return variant;
   };
+  // The output tile in pieces, after the variants' tiles and epilogues are chosen (a runtime
+  // N's TMA variants included): where the knob asks, and by default in pieces of
+  // kEpiloguePieceColumns where they buy the pipeline a stage (at most 4; one consumer
+  // group) for 256-row tiles, a fused epilogue, or static sizes of few waves of tiles
+  // (TunedConstants.h has the measurements). A variant whose tile does not leave
+  // through shared memory by TMA (few rows, swapped tiles, split-K, a runtime N whose rows
+  // TMA cannot store) keeps its epilogue; the knob is refused where no variant takes it.
+  // Static sizes whose tiles make at most kEpiloguePieceWaves waves.
+  auto fewWaves = [&](const MatmulTile &c) {
+    std::optional<int64_t> alongM = tilesOf(mDim, c.tileM), alongN = tilesOf(nDim, c.tileN);
+    return alongM && alongN && *alongM * *alongN <= tuned::kEpiloguePieceWaves * target.smCount;
+  };
+  auto storeInPieces = [&](MatmulParams &chosen) {
+    std::string whyNot;
+    bool taken = false;
+    for (MatmulVariant &variant : chosen.variants) {
+      MatmulTile &c = variant.tile;
+      auto fits = [&](int64_t columns) {
+        if (c.epilogue != sched::EpilogueKind::SharedTmaStore) {
+          whyNot = c.swapAB ? "swapped tiles store their epilogue from registers, transposed: "
+                              "no output tile to store in pieces"
+                            : "the epilogue here is not stored by TMA through shared memory (it "
+                              "is in registers, or copied out by the threads): no pieces";
+          return false;
+        }
+        if (c.order == sched::TileOrder::StreamK) {
+          whyNot = "stream-K stores the pieces of K it shares from the accumulators, not "
+                   "through the output tile";
+          return false;
+        }
+        if (columns <= 0 || columns >= c.tileN || c.tileN % columns != 0 ||
+            columns * outputBytes % 32 != 0) {
+          whyNot = llvm::formatv("the {0}-column tile is stored in pieces of a divisor of its "
+                                 "columns, fewer than all, of whole 32-byte boxes ({1} "
+                                 "elements of the output)",
+                                 c.tileN, 32 / outputBytes);
+          return false;
+        }
+        return true;
+      };
+      int64_t columns = 0;
+      if (knobs.epiloguePiece) {
+        if (fits(*knobs.epiloguePiece))
+          columns = *knobs.epiloguePiece;
+      } else if (!knobs.stages && c.groups == 1 && outputBytes > 0 &&
+                 (c.tileM == 256 || mm.fusedEpilogue || fewWaves(c))) {
+        const int64_t width = tuned::kEpiloguePieceColumns;
+        MatmulTile pieces = c;
+        pieces.epiloguePiece = width;
+        std::string kept = whyNot;
+        if (fits(width) &&
+            std::min<int64_t>(stagesFit(pieces), 4) > std::min<int64_t>(stagesFit(c), 4))
+          columns = width;
+        whyNot = kept; // the knob's reason, not the default's
+      }
+      if (!columns)
+        continue;
+      taken = true;
+      int64_t before = c.stages;
+      c.epiloguePiece = columns;
+      if (!knobs.stages) {
+        int64_t deepest = c.tileN <= 128 || c.groups > 1 ? 5 : 4;
+        c.stages = std::max<int64_t>(c.stages, std::min<int64_t>(deepest, stagesFit(c)));
+      }
+      std::string was =
+          llvm::formatv("{0} stages (the shared memory left by the epilogue)", before);
+      for (std::string &reason : variant.reasons)
+        if (size_t at = reason.find(was); at != std::string::npos)
+          reason.replace(at, was.size(),
+                         llvm::formatv("{0} stages (the shared memory left by the epilogue's "
+                                       "two pieces)",
+                                       c.stages)
+                             .str());
+      variant.reasons.push_back(
+          llvm::formatv("The output tile leaves {0} columns at a time through two shared "
+                        "pieces of {1} x {0}{2}.",
+                        columns, c.tileM,
+                        knobs.epiloguePiece ? " (epilogue_piece)"
+                                            : ": the pipeline keeps a stage more beside them")
+              .str());
+    }
+    if (knobs.epiloguePiece) {
+      if (taken)
+        verdicts.honour("epilogue_piece");
+      else
+        verdicts.refuse("epilogue_piece", whyNot);
+    }
+  };
   // The ranges of M with their own choice: few rows (split_k), fewer than two waves of
   // 128 x 256 tiles (128 x 128 tiles), the rest. Knobs that fix what a range changes
   // merge it with its neighbour.
@@ -679,6 +715,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
         std::nullopt, tileNKnob || knobs.tileM ? std::nullopt : std::optional<int64_t>(twoWaves));
     variant.userGuard = true;
     params.variants.push_back(std::move(variant));
+    storeInPieces(params);
     return params;
   }
   for (const auto &[from, to] : ranges) {
@@ -727,6 +764,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     }
     params.variants = std::move(split);
   }
+  storeInPieces(params);
   return params;
 }
 

@@ -116,6 +116,21 @@ inline constexpr int64_t kSplitKMaxParts = 8;
 /// (docs/performance.md, run S1).
 inline constexpr int64_t kSwapRowsAtMost = 32;
 inline constexpr int64_t kSwapStages = 16;
+
+/// The output tile stored this many columns at a time through two shared pieces, where
+/// that buys the pipeline a stage (auto(matmul), one consumer group), for 256-row tiles, a
+/// fused epilogue, or static sizes of at most kEpiloguePieceWaves waves of tiles. Measured
+/// on the H200 (docs/performance.md, runs E1-E3): 256 x 128 tiles with 4 stages in pieces
+/// of 32 ran 1.02-1.13x the whole tile with 3 at seven shapes; pieces of 32 on 128 x 256
+/// and 128 x 224 tiles (4 stages instead of 3) against the whole tile, by the tuner: bias +
+/// GELU 1.02-1.10x at seven shapes (1.01-1.13x confirmed), the plain product 1.08-1.13x at
+/// 256 and 1024 rows of N = 14336 (one and four waves; 1.05-1.08x confirmed) but
+/// 0.99-1.03x at the large shapes, where the old and new kernels alternated (run E3) put
+/// the plain product at 0.97-1.02x (the fused at 0.97-1.03x, median 1.01). Pieces of 64
+/// ran level with 32 or slower. 128 x 128 tiles keep their 5 stages whole (pieces there
+/// buy no stage and ran 1.4 % slower).
+inline constexpr int64_t kEpiloguePieceColumns = 32;
+inline constexpr int64_t kEpiloguePieceWaves = 4;
 inline constexpr int64_t kSplitKMinKTiles = 4;
 /// The rate of 128-row tiles of each width against 128 x 256 ones when both fill their
 /// waves. 128: measured on the H200 (docs/performance.md, run M2), the same schedule with
