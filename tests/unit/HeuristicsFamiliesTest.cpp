@@ -368,21 +368,24 @@ TEST_CASE("auto(matmul): tiles, stages, order and epilogue by M, N and K") {
        "[, 65): 64 x 64, 8 stages, 1 groups, split_k 8, cluster 1, epilogue registers"},
       // Below two waves of 128 x 256 tiles, the narrower widths: 256 rows take 128 tiles
       // of 128 x 224 (97 % of a wave), not 224 of 128 x 128 (85 % of two).
+      // Pieces of 32 columns leave the pipeline a fourth stage beside the output tile where
+      // the tiles are few waves (static sizes).
       {256, 14336, 5120, 2, false,
-       "[65, 640): 128 x 224, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
-       "tma_store"},
+       "[65, 640): 128 x 224, 4 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
+       "tma_store in pieces of 32"},
       // 128 rows: 112 tiles of 128 x 128 fill 85 % of a wave; 64 of 128 x 224 48 %.
       {128, 14336, 5120, 2, false,
        "[65, 640): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
        "tma_store"},
       // 1024 rows: 448 tiles of 128 x 256 fill 85 % of four waves, 512 of 128 x 224 97 %.
       {1024, 14336, 5120, 2, false,
-       "[640, ): 128 x 224, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
-       "tma_store"},
+       "[640, ): 128 x 224, 4 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
+       "tma_store in pieces of 32"},
       // 64 k tiles: both groups on one 128 x 256 tile (ping-pong only when asked).
+      // 512 tiles: 3.9 waves, so in pieces.
       {4096, 4096, 4096, 2, false,
-       "[2176, ): 128 x 256, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
-       "tma_store"},
+       "[2176, ): 128 x 256, 4 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
+       "tma_store in pieces of 32"},
       {4096, 5120, 14336, 2, false,
        "[1792, ): 128 x 256, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
        "tma_store"},
@@ -456,6 +459,8 @@ TEST_CASE("auto(matmul): tiles, stages, order and epilogue by M, N and K") {
                             t.stages, t.groups, sched::tileOrderName(t.order), t.orderParameter,
                             t.clusterM, epilogues[static_cast<int>(t.epilogue)])
                   .str();
+      if (t.epiloguePiece)
+        text += " in pieces of " + std::to_string(t.epiloguePiece);
     }
     CHECK(text == row.variants);
   }
