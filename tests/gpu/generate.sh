@@ -28,7 +28,9 @@ done
 # The stdlib normalizations with the hidden size left runtime: the heuristics' guarded
 # variants (`when H % 8 == 0 && H <= ...`) and the loop for any other row, one kernel
 # file a fusion; check.py runs them at sizes that pick each variant.
-sed -e 's/<H = 4096>//' -e 's/<S = 4096>//' "$root/stdlib/std/norms.fsl" > "$out/runtime_norms.fsl"
+# (The forward fusions and softmax's backward: the other backward ones' inner_outer
+# schedules need a static H.)
+sed -e '/^fusion \(rms_norm\|rms_norm_add\|layer_norm\|softmax\|softmax_backward\)</s/<[HS] = 4096>//' "$root/stdlib/std/norms.fsl" > "$out/runtime_norms.fsl"
 "$fslc" --diagnostics-color=never -o "$out/runtime" "$out/runtime_norms.fsl"
 # Variants of the example schedules that exercise other lowering paths.
 variant() { # name fusion dim size sed-expression
@@ -60,8 +62,16 @@ rm -f "$out/err.txt"
 # each with the layout of w).
 mkdir -p "$out/matmul"
 : > "$out/matmul/variants.txt"
+# The variants of examples/linear_bias_gelu.fsl edit its schedule with the output tile whole
+# (3 stages beside it, `epilogue via shared tma_store;`); the example as written ("full")
+# stores it in pieces of 32 columns with 4 stages.
+whole='s|pipeline 4 stages via tma;.*|pipeline 3 stages via tma;|; s|epilogue via shared tma_store, tile (128, 32);|epilogue via shared tma_store;|'
 mm_variant() { # name layout example sed-expression [M,N,K: static sizes, that shape only]
-  sed -e "$4" "$root/examples/$3.fsl" > "$out/matmul/$1.fsl"
+  if [ "$3" = linear_bias_gelu ] && [ -n "$4" ]; then
+    sed -e "$whole" "$root/examples/$3.fsl" | sed -e "$4" > "$out/matmul/$1.fsl"
+  else
+    sed -e "$4" "$root/examples/$3.fsl" > "$out/matmul/$1.fsl"
+  fi
   "$fslc" --diagnostics-color=never -o "$out/matmul/$1" "$out/matmul/$1.fsl"
   local kind=gelu
   [ "$3" = matmul ] && kind=plain
@@ -72,6 +82,10 @@ t128='s/tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16)/tile
 mm_variant simple_t256 nk linear_bias_gelu_simple ''
 mm_variant simple_t128 nk linear_bias_gelu_simple "$t128; s/pipeline 4 stages/pipeline 3 stages/"
 mm_variant full nk linear_bias_gelu ''
+mm_variant full_whole nk linear_bias_gelu 's/^schedule linear_bias_gelu {/schedule linear_bias_gelu {/'
+# The output tile in pieces: 256 x 128 tiles of two 128 x 128 warp tiles in pieces of 32
+# columns (4 stages), and two consumer groups each with its own two pieces.
+mm_variant pieces_t256x128 nk linear_bias_gelu 's/tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16)/tile (256, 128, 64), warp (128, 128), instruction wgmma(64, 128, 16)/; s/pipeline 3 stages/pipeline 4 stages/; s/epilogue via shared tma_store;/epilogue via shared tma_store, tile (256, 32);/'
 # The exact tanhf, without the example's fast_tanh (tanh.approx.f32).
 mm_variant exact_tanh nk linear_bias_gelu '/fast_tanh;/d'
 cluster='s/    epilogue via shared tma_store;/    cluster (2, 1) multicast;\n    epilogue via shared tma_store;/'
@@ -100,6 +114,7 @@ mm_variant pp_full nk linear_bias_gelu "$pp"
 mm_variant pp_t128 nk linear_bias_gelu "$pp128"
 mm_variant pp_sk nk linear_bias_gelu "$pp; s/tiles persistent swizzle 8/tiles stream_k swizzle 8/"
 mm_variant pp_registers nk linear_bias_gelu "$pp; s/epilogue via shared tma_store/epilogue via registers/"
+mm_variant pp_pieces nk linear_bias_gelu "$pp; s/epilogue via shared tma_store;/epilogue via shared tma_store, tile (64, 128);/"
 mm_variant pp_kn kn linear_bias_gelu "$pp; s/w: bf16\\[N, K\\]/w: bf16[K, N]/"
 # The heuristics' schedules (= auto(matmul), a `when` variant for each range of M), with
 # the bias + GELU epilogue and for the plain product (examples/matmul.fsl).
