@@ -94,7 +94,25 @@ std::vector<sched::ScheduleBlock> blocksOf(const Database &database, const Match
                          choice.why);
       return {};
     }
-    blocks = std::move(choice.blocks);
+    // Under a runtime range, the heuristic's own launch-time variants (inner_persistent's
+    // `when T < 132` beside its fallback, both under the entry's `T == 1024`) may overlap
+    // each other or hold for no size of the range: each keeps the sizes the ones before it
+    // leave, in disjoint pieces, as the heuristics' variants are carved around the ranges.
+    std::vector<std::vector<sched::SizeGuard>> taken;
+    for (sched::ScheduleBlock &block : choice.blocks) {
+      std::vector<sched::SizeGuard> guard = block.header.when;
+      for (std::vector<sched::SizeGuard> &piece : carve(guard, taken)) {
+        sched::ScheduleBlock copy = block;
+        copy.header.when = std::move(piece);
+        blocks.push_back(std::move(copy));
+      }
+      taken.push_back(std::move(guard));
+    }
+    if (blocks.empty()) {
+      diagnostics.report(DiagId::TuningEntryDeclined, entry.decl->fusion.range, fusion.name,
+                         "its schedule's variants hold for none of its sizes");
+      return {};
+    }
   }
   std::vector<std::string> origin = {"from the tuning database " + locationOf(database, entry) +
                                      " (target " + entry.target + ")"};

@@ -40,6 +40,7 @@ struct fsl_program {
   std::string text;
   std::vector<std::string> runtimeDims;
   std::string target, arch, stdlibDir;
+  std::string tuningDatabase; // empty: fsl.toml's, else none
   std::vector<std::string> fusions;
   std::map<std::string, std::string> signatures; // launch metadata without kernels
   std::map<std::string, std::set<std::string>> dimsOf;
@@ -342,6 +343,7 @@ fsl_status compile(const fsl_program &program, const Request &request, Compiled 
       settings.firstInput = program.name;
       settings.target = program.target;
       settings.stdlibDir = program.stdlibDir;
+      settings.tuningDatabase = program.tuningDatabase;
       if (!fsl::configure(settings, compiled.sources, diagnostics, compiled.settings))
         return FSL_ERROR_ARGUMENT;
       fsl::pipeline::Options options = fsl::compileOptionsFrom(compiled.settings);
@@ -417,6 +419,8 @@ fsl_status load(std::string name, std::string text, const fsl_program_options *o
   else
     program->stdlibDir = FSL_STDLIB_DIR;
   program->runtimeDims = splitNames(options ? options->runtime_dims : nullptr);
+  if (options && options->tuning_database)
+    program->tuningDatabase = options->tuning_database;
 
   // A name of runtime_dims must be a static dimension the file declares: checked once
   // sema has seen the file (the declarations it drops are kept by their fusion).

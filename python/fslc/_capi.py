@@ -66,6 +66,7 @@ class ProgramOptions(ctypes.Structure):
         ("runtime_dims", ctypes.c_char_p),
         ("target", ctypes.c_char_p),
         ("stdlib_dir", ctypes.c_char_p),
+        ("tuning_database", ctypes.c_char_p),
     ]
 
 

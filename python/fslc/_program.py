@@ -308,15 +308,28 @@ class Fusion:
         return op(*args, **kwargs)
 
 
-def _program_options(runtime_dims, target, stdlib):
+def _program_options(runtime_dims, target, stdlib, tuning_db=None):
     if runtime_dims is None:
         dims = None
     elif isinstance(runtime_dims, str):
         dims = runtime_dims
     else:
         dims = ",".join(runtime_dims)
-    options = _capi.ProgramOptions(_capi.encode(dims), _capi.encode(target), _capi.encode(stdlib))
+    options = _capi.ProgramOptions(_capi.encode(dims), _capi.encode(target), _capi.encode(stdlib),
+                                   _capi.encode(tuning_db))
     return options
+
+
+def _tuning_database(tuning_db, stdlib, target):
+    """The database a program's `= auto` schedules consult: "auto" is the stdlib's for the
+    target (stdlib/tuning/<target>.fsl) when it has one; None or "" none beyond fsl.toml's;
+    else the path given."""
+    if tuning_db != "auto":
+        return os.fspath(tuning_db) if tuning_db else None
+    if stdlib is None:
+        return None
+    path = os.path.join(stdlib, "tuning", (target or "h200") + ".fsl")
+    return path if os.path.isfile(path) else None
 
 
 class Program:
@@ -326,7 +339,7 @@ class Program:
 
     def __init__(self, source, *, text=None, runtime_dims="auto", policy="reduced", target=None,
                  cache_dir=None, library=None, stdlib=None, arch=None, namespace="fsl",
-                 torch_ops=None, ops=None):
+                 torch_ops=None, ops=None, tuning_db=None):
         if policy not in _capi.POLICIES:
             raise FslArgumentError(
                 "unknown specialization policy %r (reduced, all or none)" % (policy,)
@@ -351,10 +364,11 @@ class Program:
             self.device = _device.current_device()
             if self.device is not None:
                 target = _device.device_target(stdlib, self.device)
+        self.tuning_db = _tuning_database(tuning_db, stdlib, target)
         if runtime_dims == "auto":
             # Every static dimension of the file's fusions, so that sizes come from the
             # tensors: load once to read them, then again with them left runtime.
-            self._handle = self._load(text, _program_options(None, target, stdlib))
+            self._handle = self._load(text, _program_options(None, target, stdlib, self.tuning_db))
             names = []
             for fusion in self._fusion_names():
                 sig = Signature(self._lib.fsl_program_signature(self._handle, fusion.encode()).decode())
@@ -362,10 +376,11 @@ class Program:
             if names:
                 self._lib.fsl_program_free(self._handle)
                 self._handle = None
-                self._handle = self._load(text, _program_options(names, target, stdlib))
+                self._handle = self._load(text, _program_options(names, target, stdlib, self.tuning_db))
             runtime_dims = names
         else:
-            self._handle = self._load(text, _program_options(runtime_dims, target, stdlib))
+            self._handle = self._load(text, _program_options(runtime_dims, target, stdlib,
+                                                             self.tuning_db))
         self.runtime_dims = runtime_dims
         self.arch = self._lib.fsl_program_arch(self._handle).decode()
         self.target = self._lib.fsl_program_target(self._handle).decode()
@@ -491,7 +506,7 @@ class Program:
 
 
 def load(path, runtime_dims="auto", policy="reduced", target=None, cache_dir=None, library=None,
-         stdlib=None, arch=None, namespace="fsl", torch_ops=None, ops=None):
+         stdlib=None, arch=None, namespace="fsl", torch_ops=None, ops=None, tuning_db=None):
     """Loads a .fsl file: a Program whose attributes are its fusions (docs/python.md).
 
     runtime_dims: static dimensions left runtime sizes ("H", "H,S", a list); "auto"
@@ -513,10 +528,14 @@ def load(path, runtime_dims="auto", policy="reduced", target=None, cache_dir=Non
     ops: the path of the torch ops: "compiled" (the C++ extension, built on first use),
         "ctypes" (Python through ctypes) or "auto" (compiled, else ctypes with a warning);
         None: $FSLC_OPS, else "auto". program.op_paths says which each op took.
+    tuning_db: a tuning database (docs/tuning.md) whose entries `= auto` schedules take at
+        the sizes the JIT specializes, before the heuristics: a path, "auto" (the stdlib's
+        for the target, stdlib/tuning/h200.fsl), or None (default: only fsl.toml's
+        tuning_database, if any). program.tuning_db says which was given.
     """
     return Program(path, runtime_dims=runtime_dims, policy=policy, target=target,
                    cache_dir=cache_dir, library=library, stdlib=stdlib, arch=arch,
-                   namespace=namespace, torch_ops=torch_ops, ops=ops)
+                   namespace=namespace, torch_ops=torch_ops, ops=ops, tuning_db=tuning_db)
 
 
 def load_text(name, text, **options):

@@ -29,7 +29,8 @@ import fslc  # noqa: E402
 PACKAGE = os.path.dirname(os.path.abspath(fslc.__file__))
 # Installed: the package's own libfsl.so, which its lookup finds first.
 LIBRARY = os.path.join(PACKAGE, "lib", "libfsl.so") if INSTALLED else os.path.abspath(sys.argv[1])
-NORMS = os.path.join(ROOT, "stdlib", "std", "norms.fsl")
+STDLIB = os.path.join(ROOT, "stdlib")
+NORMS = os.path.join(STDLIB, "std", "norms.fsl")
 QK_NORM = os.path.join(ROOT, "stdlib", "std", "qk_norm.fsl")
 CACHE = os.path.join(WORK, "cache")
 
@@ -128,6 +129,32 @@ class CapiTest(unittest.TestCase):
         self.assertEqual(name, "rms_norm_add.H7168")
         self.assertIn("T_i * 7168 +", source)
         self.assertIn("dim H static 7168", launch)
+
+    def test_04a_tuning_database(self):
+        # Without tuning_db=, none (beyond fsl.toml's); "auto" is the stdlib's database for
+        # the target; an entry of a database is the specialization's schedule at its sizes.
+        self.assertIsNone(self.prog.tuning_db)
+        db = os.path.join(WORK, "tuned.fsl")
+        with open(db, "w") as f:
+            f.write("// target: h200\nschedule rms_norm_add when H == 4096 = "
+                    "auto(inner_persistent) { vector_width = 4; }\n")
+        options = dict(runtime_dims="H", arch="sm_90a", cache_dir=CACHE, library=LIBRARY,
+                       torch_ops=False)
+        tuned = fslc.load(NORMS, tuning_db=db, **options)
+        plain = fslc.load(NORMS, tuning_db=None, **options)
+        self.assertEqual(tuned.tuning_db, db)
+        self.assertIsNone(plain.tuning_db)
+        self.assertNotEqual(tuned.specialize("rms_norm_add", H=4096)[1],
+                            plain.specialize("rms_norm_add", H=4096)[1])
+        self.assertEqual(tuned.specialize("rms_norm_add", H=7168)[1],
+                         plain.specialize("rms_norm_add", H=7168)[1])
+        self.assertRefused(fslc.FslArgumentError, "cannot read", fslc.load, NORMS,
+                           tuning_db=os.path.join(WORK, "missing.fsl"), **options)
+        shipped = fslc.load(NORMS, tuning_db="auto", **options)
+        self.assertEqual(shipped.tuning_db, os.path.join(shipped.stdlib, "tuning", "h200.fsl"))
+        # The shipped entry `rms_norm when H == 12288 && T == 1024`, with T left runtime.
+        source = shipped.specialize("rms_norm", H=12288)[1]
+        self.assertIn("when T == 1024", source)
 
     def assertRefused(self, cls, message, call, *args, **kwargs):
         with self.assertRaises(cls) as caught:

@@ -182,6 +182,45 @@ int main(int argc, char **argv) {
   }
   expect(sources[0] != sources[1], "the two specializations differ");
   {
+    // A tuning database: its entry for H = 4096 is that specialization's schedule, as
+    // `fslc --tuning-db` takes it; other sizes keep the heuristics'.
+    const std::string db = work + "/tuned.fsl", missing = work + "/no-such-db.fsl";
+    std::ofstream(db) << "// target: h200\nschedule rms_norm_add when H == 4096 = "
+                         "auto(inner_persistent) { vector_width = 4; }\n";
+    fsl_program_options tuned{};
+    tuned.runtime_dims = "H";
+    tuned.tuning_database = db.c_str();
+    fsl_program *withDb = nullptr;
+    status = fsl_program_load(norms.c_str(), &tuned, &withDb, error, sizeof error);
+    expect(status == FSL_OK && withDb, "norms.fsl loads with a tuning database", error);
+    std::string dbSources[2];
+    for (int i = 0; withDb && i < 2; ++i) {
+      const char *names[] = {"H"};
+      fsl_specialization *s = nullptr;
+      status = fsl_program_specialize(withDb, "rms_norm_add", names, &sizes[i], 1, &s, error,
+                                      sizeof error);
+      expect(status == FSL_OK && s, "specialized with the database", error);
+      if (s)
+        dbSources[i] = fsl_specialization_source(s);
+      fsl_specialization_free(s);
+    }
+    std::string aot = work + "/aot_db";
+    int code = std::system(
+        ("'" + fslc + "' -D H=4096 --tuning-db '" + db + "' -o '" + aot + "' '" + norms + "'")
+            .c_str());
+    std::string expected = readFile(aot + "/rms_norm_add.cu");
+    expect(code == 0 && !expected.empty() && dbSources[0] == expected && dbSources[0] != sources[0],
+           "H = 4096: the database's schedule, fslc --tuning-db's source byte for byte, not the "
+           "heuristics'");
+    expect(dbSources[1] == sources[1], "H = 7168: no entry, the heuristics' source");
+    fsl_program_free(withDb);
+    tuned.tuning_database = missing.c_str();
+    fsl_program *none = nullptr;
+    status = fsl_program_load(norms.c_str(), &tuned, &none, error, sizeof error);
+    expect(status == FSL_ERROR_ARGUMENT && !none && contains(error, "no-such-db.fsl"),
+           "a tuning database that does not read is refused at load", error);
+  }
+  {
     fsl_specialization *generic = nullptr;
     status = fsl_program_specialize(program, "rms_norm_add", nullptr, nullptr, 0, &generic, error,
                                     sizeof error);

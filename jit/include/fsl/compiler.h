@@ -40,6 +40,11 @@ typedef struct fsl_program_options {
   /* Where `import "std/..."` and the target files are; NULL: $FSLC_STDLIB, else the
    * source tree's stdlib this library was built from. */
   const char *stdlib_dir;
+  /* A tuning database (docs/tuning.md: `fslc --tuning-db`) that `= auto` consults before
+   * the heuristics, at each specialization's sizes; NULL or "": fsl.toml's
+   * `tuning_database`, else none. A file that does not read, or an entry the heuristics
+   * cannot take, is FSL_ERROR_ARGUMENT or FSL_ERROR_COMPILE at load. */
+  const char *tuning_database;
 } fsl_program_options;
 
 /* Reads and checks `path`. FSL_ERROR_COMPILE with the diagnostics in `error` when the
