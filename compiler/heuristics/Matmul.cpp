@@ -530,7 +530,16 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
         c.tileN = std::min<int64_t>(c.tileN, 192);
       verdicts.honour("tile_m");
     }
-    int64_t fit = stagesFit(c);
+    // With epilogue_piece, the stages the pieces leave (storeInPieces below gives them to
+    // the variants whose tile leaves by TMA; a runtime N's variant of rows TMA cannot store
+    // keeps the whole tile, so its stages are counted with it).
+    MatmulTile budgeted = c;
+    if (knobs.epiloguePiece && c.epilogue == sched::EpilogueKind::SharedTmaStore &&
+        c.order != sched::TileOrder::StreamK && *knobs.epiloguePiece > 0 &&
+        *knobs.epiloguePiece < c.tileN && c.tileN % *knobs.epiloguePiece == 0 &&
+        *knobs.epiloguePiece * outputBytes % 32 == 0)
+      budgeted.epiloguePiece = *knobs.epiloguePiece;
+    int64_t fit = stagesFit(budgeted);
     int64_t deepest = c.tileM == 64 && c.groups == 1   ? tuned::kFewRowsStages
                       : c.tileN <= 128 || c.groups > 1 ? 5
                                                        : 4;
@@ -658,7 +667,9 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       int64_t before = c.stages;
       c.epiloguePiece = columns;
       if (!knobs.stages) {
-        int64_t deepest = c.tileN <= 128 || c.groups > 1 ? 5 : 4;
+        int64_t deepest = c.tileM == 64 && c.groups == 1   ? tuned::kFewRowsStages
+                          : c.tileN <= 128 || c.groups > 1 ? 5
+                                                           : 4;
         c.stages = std::max<int64_t>(c.stages, std::min<int64_t>(deepest, stagesFit(c)));
       }
       std::string was =

@@ -40,7 +40,8 @@ struct fsl_program {
   std::string text;
   std::vector<std::string> runtimeDims;
   std::string target, arch, stdlibDir;
-  std::string tuningDatabase; // empty: fsl.toml's, else none
+  /// The tuning database: none given (fsl.toml's, if any), "" (none at all), or a path.
+  std::optional<std::string> tuningDatabase;
   std::vector<std::string> fusions;
   std::map<std::string, std::string> signatures; // launch metadata without kernels
   std::map<std::string, std::set<std::string>> dimsOf;
@@ -343,9 +344,11 @@ fsl_status compile(const fsl_program &program, const Request &request, Compiled 
       settings.firstInput = program.name;
       settings.target = program.target;
       settings.stdlibDir = program.stdlibDir;
-      settings.tuningDatabase = program.tuningDatabase;
+      settings.tuningDatabase = program.tuningDatabase.value_or("");
       if (!fsl::configure(settings, compiled.sources, diagnostics, compiled.settings))
         return FSL_ERROR_ARGUMENT;
+      if (program.tuningDatabase && program.tuningDatabase->empty())
+        compiled.settings.tuningDatabase.clear(); // "": not fsl.toml's either
       fsl::pipeline::Options options = fsl::compileOptionsFrom(compiled.settings);
       options.runtimeDims = program.runtimeDims;
       options.specializeDims = request.specializeDims;

@@ -322,10 +322,12 @@ def _program_options(runtime_dims, target, stdlib, tuning_db=None):
 
 def _tuning_database(tuning_db, stdlib, target):
     """The database a program's `= auto` schedules consult: "auto" is the stdlib's for the
-    target (stdlib/tuning/<target>.fsl) when it has one; None or "" none beyond fsl.toml's;
-    else the path given."""
+    target (stdlib/tuning/<target>.fsl) when it has one; None fsl.toml's, if any; "" none
+    at all; else the path given."""
+    if tuning_db is None or tuning_db == "":
+        return tuning_db
     if tuning_db != "auto":
-        return os.fspath(tuning_db) if tuning_db else None
+        return os.fspath(tuning_db)
     if stdlib is None:
         return None
     path = os.path.join(stdlib, "tuning", (target or "h200") + ".fsl")
@@ -530,8 +532,8 @@ def load(path, runtime_dims="auto", policy="reduced", target=None, cache_dir=Non
         None: $FSLC_OPS, else "auto". program.op_paths says which each op took.
     tuning_db: a tuning database (docs/tuning.md) whose entries `= auto` schedules take at
         the sizes the JIT specializes, before the heuristics: a path, "auto" (the stdlib's
-        for the target, stdlib/tuning/h200.fsl), or None (default: only fsl.toml's
-        tuning_database, if any). program.tuning_db says which was given.
+        for the target, stdlib/tuning/h200.fsl), "" (none, not fsl.toml's either), or None
+        (default: fsl.toml's tuning_database, if any). program.tuning_db says which.
     """
     return Program(path, runtime_dims=runtime_dims, policy=policy, target=target,
                    cache_dir=cache_dir, library=library, stdlib=stdlib, arch=arch,

@@ -599,10 +599,10 @@ def run(manifest_path, reference, peers=None, rounds=5, budget_s=60.0, rtol=None
                 else:
                     text = with_static_sizes(text, manifest["fusion"], shape)
                     options = {"runtime_dims": None, "policy": "all"}
-                # No tuning database: each candidate is the heuristics' schedule with its knobs,
-                # not an entry recorded earlier.
+                # No tuning database (not an fsl.toml's either): each candidate is the
+                # heuristics' schedule with its knobs, not an entry recorded earlier.
                 program = fslc.load_text("%s_c%d" % (manifest["fusion"], candidate["id"]), text,
-                                         target=manifest["target"], tuning_db=None, **options)
+                                         target=manifest["target"], tuning_db="", **options)
                 fusion = program[manifest["fusion"]]
                 signature = fusion.signature
             except Exception as error:  # a candidate that does not compile is skipped

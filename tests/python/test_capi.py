@@ -150,6 +150,7 @@ class CapiTest(unittest.TestCase):
                          plain.specialize("rms_norm_add", H=7168)[1])
         self.assertRefused(fslc.FslArgumentError, "cannot read", fslc.load, NORMS,
                            tuning_db=os.path.join(WORK, "missing.fsl"), **options)
+        self.assertEqual(fslc.load(NORMS, tuning_db="", **options).tuning_db, "")
         shipped = fslc.load(NORMS, tuning_db="auto", **options)
         self.assertEqual(shipped.tuning_db, os.path.join(shipped.stdlib, "tuning", "h200.fsl"))
         # The shipped entry `rms_norm when H == 12288 && T == 1024`, with T left runtime.

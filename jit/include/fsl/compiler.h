@@ -41,9 +41,10 @@ typedef struct fsl_program_options {
    * source tree's stdlib this library was built from. */
   const char *stdlib_dir;
   /* A tuning database (docs/tuning.md: `fslc --tuning-db`) that `= auto` consults before
-   * the heuristics, at each specialization's sizes; NULL or "": fsl.toml's
-   * `tuning_database`, else none. A file that does not read, or an entry the heuristics
-   * cannot take, is FSL_ERROR_ARGUMENT or FSL_ERROR_COMPILE at load. */
+   * the heuristics, at each specialization's sizes; NULL: fsl.toml's `tuning_database`,
+   * if any; "": none at all. A file that does not read, or an entry the heuristics cannot
+   * take, is FSL_ERROR_ARGUMENT or FSL_ERROR_COMPILE at load. (Appended to the struct: a
+   * caller built against the earlier three-field struct must be rebuilt.) */
   const char *tuning_database;
 } fsl_program_options;
 
