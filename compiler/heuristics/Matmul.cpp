@@ -244,6 +244,27 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                                      : c.groups * c.tileM * c.tileN * outputBytes;
     return (target.sharedMemoryPerBlock - tile - 16 * (c.groups - 1)) / stage;
   };
+  // Why `c`'s output tile cannot leave in pieces of `columns` (empty: it can): the
+  // epilogue through shared memory and TMA stores, not stream-K (whose shared pieces of K
+  // leave from the accumulators), a divisor of the tile's columns, fewer than all, of whole
+  // 32-byte boxes (the checker's epilogue-tile-shape).
+  auto piecesRefusal = [&](const MatmulTile &c, int64_t columns) -> std::string {
+    if (c.epilogue != sched::EpilogueKind::SharedTmaStore)
+      return c.swapAB ? "swapped tiles store their epilogue from registers, transposed: no "
+                        "output tile to store in pieces"
+                      : "the epilogue here is not stored by TMA through shared memory (it is "
+                        "in registers, or copied out by the threads): no pieces";
+    if (c.order == sched::TileOrder::StreamK)
+      return "stream-K stores the pieces of K it shares from the accumulators, not through "
+             "the output tile";
+    if (columns <= 0 || columns >= c.tileN || c.tileN % columns != 0 ||
+        columns * outputBytes % 32 != 0)
+      return llvm::formatv("the {0}-column tile is stored in pieces of a divisor of its "
+                           "columns, fewer than all, of whole 32-byte boxes ({1} elements of "
+                           "the output)",
+                           c.tileN, 32 / outputBytes);
+    return "";
+  };
   auto tilesOf = [&](const DimShape &dim, int64_t tile) -> std::optional<int64_t> {
     if (!dim.extent)
       return std::nullopt;
@@ -534,10 +555,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     // the variants whose tile leaves by TMA; a runtime N's variant of rows TMA cannot store
     // keeps the whole tile, so its stages are counted with it).
     MatmulTile budgeted = c;
-    if (knobs.epiloguePiece && c.epilogue == sched::EpilogueKind::SharedTmaStore &&
-        c.order != sched::TileOrder::StreamK && *knobs.epiloguePiece > 0 &&
-        *knobs.epiloguePiece < c.tileN && c.tileN % *knobs.epiloguePiece == 0 &&
-        *knobs.epiloguePiece * outputBytes % 32 == 0)
+    if (knobs.epiloguePiece && piecesRefusal(c, *knobs.epiloguePiece).empty())
       budgeted.epiloguePiece = *knobs.epiloguePiece;
     int64_t fit = stagesFit(budgeted);
     int64_t deepest = c.tileM == 64 && c.groups == 1   ? tuned::kFewRowsStages
@@ -624,24 +642,8 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     for (MatmulVariant &variant : chosen.variants) {
       MatmulTile &c = variant.tile;
       auto fits = [&](int64_t columns) {
-        if (c.epilogue != sched::EpilogueKind::SharedTmaStore) {
-          whyNot = c.swapAB ? "swapped tiles store their epilogue from registers, transposed: "
-                              "no output tile to store in pieces"
-                            : "the epilogue here is not stored by TMA through shared memory (it "
-                              "is in registers, or copied out by the threads): no pieces";
-          return false;
-        }
-        if (c.order == sched::TileOrder::StreamK) {
-          whyNot = "stream-K stores the pieces of K it shares from the accumulators, not "
-                   "through the output tile";
-          return false;
-        }
-        if (columns <= 0 || columns >= c.tileN || c.tileN % columns != 0 ||
-            columns * outputBytes % 32 != 0) {
-          whyNot = llvm::formatv("the {0}-column tile is stored in pieces of a divisor of its "
-                                 "columns, fewer than all, of whole 32-byte boxes ({1} "
-                                 "elements of the output)",
-                                 c.tileN, 32 / outputBytes);
+        if (std::string why = piecesRefusal(c, columns); !why.empty()) {
+          whyNot = why;
           return false;
         }
         return true;
