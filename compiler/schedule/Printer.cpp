@@ -135,10 +135,10 @@ struct DirectiveWriter {
     switch (d.via) {
     case EpilogueKind::Registers:
       out << "registers";
-      return;
+      break;
     case EpilogueKind::Shared:
       out << "shared";
-      return;
+      break;
     case EpilogueKind::SharedTmaStore:
       out << "shared tma_store";
       break;
