@@ -1328,11 +1328,6 @@ private:
       tilesAt = tileOrder()->origin.range;
     std::string tilesHere = "the tile order is here";
     int64_t parts = splitParts();
-    if (mm.epilogue && mm.epilogue->via != sched::EpilogueKind::Registers && parts > 1)
-      conflict(mm.epilogue->origin.range,
-               "split_k: the epilogue runs in the kernel that adds the partial tiles, element by "
-               "element; write 'epilogue via registers'",
-               tilesAt, tilesHere);
     bool twoGroups = false;
     if (mm.warpSpecialize && tiles) {
       const sched::Count &consumers = mm.warpSpecialize->consumerCount;

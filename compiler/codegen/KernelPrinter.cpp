@@ -723,6 +723,8 @@ private:
       return store(*s);
     case StmtKind::VectorCopy:
       return vectorCopy(*s);
+    case StmtKind::AtomicAdd:
+      return atomicAdd(*s);
     case StmtKind::Reduce:
       return reduce(*s);
     case StmtKind::Barrier:
@@ -883,11 +885,17 @@ private:
                         "a vector copy of other than 2, 4, 8 or 16 bytes");
     // A load reads memory into a thread's registers (from global memory or a shared
     // copy), or global memory into a shared copy; the other copies write memory.
-    bool load = s.buffer->space == kir::MemorySpace::Local ||
-                s.source->space == kir::MemorySpace::Global;
+    bool load =
+        s.buffer->space == kir::MemorySpace::Local || s.source->space == kir::MemorySpace::Global;
     line() << (load ? "fsl_load_vector<" : "fsl_store_vector<") << bytes << ">("
            << pointerPlus(nameOf(s.buffer), s.index) << ", "
            << pointerPlus(nameOf(s.source), s.sourceIndex) << ");";
+    end(noteOf(s));
+  }
+
+  void atomicAdd(const kir::StmtNode &s) {
+    line() << nameOf(s.buffer) << "[" << printExpr(s.index) << "] = fsl_atomic_add_acq_rel("
+           << pointerPlus(nameOf(s.source), s.sourceIndex) << ", " << printExpr(s.value) << ");";
     end(noteOf(s));
   }
 

@@ -268,6 +268,16 @@ private:
     note(s);
   }
 
+  void printAtomicAdd(const StmtNode &s, int indent) {
+    line(indent) << s.buffer->name << "[";
+    expr(s.index);
+    out_ << "] <- atom.add.acq_rel.gpu " << s.source->name << "[";
+    expr(s.sourceIndex);
+    out_ << "], ";
+    expr(s.value);
+    note(s);
+  }
+
   void printReduce(const StmtNode &s, int indent) {
     line(indent) << "reduce " << reduceKindName(s.reduceKind) << " " << s.var->name;
     for (const VarPtr &carried : s.carried)

@@ -246,6 +246,17 @@ private:
         fail("vector copy between '" + s->source->name + "' and '" + s->buffer->name +
              "' of different types or no lanes");
       return;
+    case StmtKind::AtomicAdd:
+      buffer(s->buffer, "atomic add");
+      buffer(s->source, "atomic add");
+      integer(s->index, "atomic add index");
+      integer(s->sourceIndex, "atomic add index");
+      expr(s->value);
+      if (s->source->space != MemorySpace::Global || s->source->dtype != ir::DType::I32 ||
+          s->buffer->dtype != ir::DType::I32)
+        fail("atomic add on '" + s->source->name + "' into '" + s->buffer->name +
+             "': the counter is global i32, and so is the old value's buffer");
+      return;
     case StmtKind::Reduce:
       mutableVar(s->var, "reduction");
       if (s->carried.size() + 1 != reduceArity(s->reduceKind))

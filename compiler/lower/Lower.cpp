@@ -7,6 +7,7 @@
 #include "lower/Passes.h"
 #include "lower/Pointwise.h"
 #include "lower/matmul/Matmul.h"
+#include "lower/matmul/PartialTiles.h"
 #include "support/Diagnostics.h"
 #include "support/Internal.h"
 
@@ -58,28 +59,12 @@ const std::vector<PassInfo> &matmulPassList() {
   return passes;
 }
 
-const std::vector<PassInfo> &splitKSumPassList() {
-  static const std::vector<PassInfo> passes = {
-      {"build-split-k-sum", buildSplitKSum},
-      {"simplify", simplifyIndices},
-  };
-  return passes;
-}
-
-const std::vector<PassInfo> &streamKFixupPassList() {
-  static const std::vector<PassInfo> passes = {
-      {"build-stream-k-fixup", buildStreamKFixup},
-      {"simplify", simplifyIndices},
-  };
-  return passes;
-}
-
 } // namespace lower
 
 std::vector<std::string> loweringPassNames() {
   std::vector<std::string> names;
-  for (const auto *list : {&lower::passList(), &lower::gridRowsPassList(), &lower::matmulPassList(),
-                           &lower::splitKSumPassList(), &lower::streamKFixupPassList()})
+  for (const auto *list :
+       {&lower::passList(), &lower::gridRowsPassList(), &lower::matmulPassList()})
     for (const lower::PassInfo &pass : *list)
       if (!llvm::is_contained(names, pass.name))
         names.push_back(pass.name);
@@ -182,10 +167,9 @@ void addGridPartials(lower::Plan &plan, const lower::LowerContext &context, cons
   }
 }
 
-/// The kernels of one schedule, launched in order: one, or for a split-K product the
-/// partial products and the kernel that adds them, for a stream-K product the tiles and
-/// pieces of tiles and the fix-up kernel that adds the pieces (with a workspace in
-/// `program`).
+/// The kernels of one schedule, launched in order: one, or for a grid reduction the
+/// blocks' partial results and the kernel that combines them (with workspaces in
+/// `program`, as for split-K and stream-K products' parts of tiles).
 std::optional<std::vector<kir::Kernel>> lowerKernels(const sched::Schedule &schedule,
                                                      const std::string &name, kir::Program &program,
                                                      const lower::LowerOptions &options,
@@ -208,46 +192,48 @@ std::optional<std::vector<kir::Kernel>> lowerKernels(const sched::Schedule &sche
       return dims[dim] ? kir::var(dims[dim]) : kir::index(*schedule.fusion->dims[dim].staticExtent);
     };
     bool streamK = matmul->tileWalk == lower::TileWalk::StreamK;
-    if (matmul->twoKernels()) {
-      auto partials = std::make_shared<kir::Buffer>();
-      partials->name = name + "_partials";
-      partials->dtype = ir::DType::F32;
-      partials->space = kir::MemorySpace::Global;
-      partials->written = true;
-      matmul->partials = partials;
-      if (streamK)
-        program.workspaces.push_back(
-            {partials, kir::index(matmul->smCount * 2 * matmul->tileM * matmul->tileN),
-             "stream_k: two f32 " + std::to_string(matmul->tileM) + " x " +
-                 std::to_string(matmul->tileN) + " pieces of tiles a CTA of " + name});
-      else
-        program.workspaces.push_back(
-            {partials, kir::index(matmul->splitK) * extent(matmul->m) * extent(matmul->n),
-             "split_k " + std::to_string(matmul->splitK) + ": the f32 partial products of " +
-                 name});
+    if (matmul->partialTiles()) {
+      // Parts of tiles: f32 slots of a consumer group's accumulators, and a counter a tile.
+      auto workspace = [&](const std::string &suffix, ir::DType dtype, kir::Expr elements,
+                           std::string comment, bool zeroed) {
+        auto buffer = std::make_shared<kir::Buffer>();
+        buffer->name = name + suffix;
+        buffer->dtype = dtype;
+        buffer->space = kir::MemorySpace::Global;
+        buffer->written = true;
+        program.workspaces.push_back({buffer, std::move(elements), std::move(comment), zeroed});
+        return buffer;
+      };
+      auto tilesAlong = [&](ir::DimId dim, int64_t tile) {
+        return (extent(dim) + kir::index(tile - 1)) / kir::index(tile);
+      };
+      kir::Expr tiles = tilesAlong(matmul->m, matmul->tileM) * tilesAlong(matmul->n, matmul->tileN);
+      std::string tile = std::to_string(matmul->tileM) + " x " + std::to_string(matmul->tileN);
+      kir::Expr slotElements = kir::index(lower::partialSlotElements(*matmul));
+      matmul->partials =
+          streamK
+              ? workspace("_partials", ir::DType::F32,
+                          kir::index(matmul->smCount * 2) * slotElements,
+                          "stream_k: two f32 " + tile + " pieces of tiles a CTA of " + name, false)
+              : workspace("_partials", ir::DType::F32,
+                          kir::index(matmul->splitK) * tiles * slotElements,
+                          "split_k " + std::to_string(matmul->splitK) + ": the f32 " + tile +
+                              " parts of each tile of " + name,
+                          false);
+      matmul->arrivals = workspace(
+          "_arrivals", ir::DType::I32, tiles,
+          "the parts of each tile of " + name + " stored so far (zeroed before the launch)", true);
     }
-    std::vector<kir::Kernel> kernels;
     lower::LowerContext products(*matmul, options, diagnostics);
     products.dimVars = dims;
     nameKernel(products, schedule, name,
-               matmul->splitK > 1 ? "partial products (split_k) of the schedule of "
-               : streamK          ? "whole tiles and pieces of tiles (stream_k) of the schedule of "
+               matmul->splitK > 1 ? "split_k: parts of K, added by the last, of the schedule of "
+               : streamK          ? "stream_k: whole tiles and pieces of tiles, of the schedule of "
                                   : "schedule of ");
     if (!runPasses(lower::matmulPassList(), products, print))
       return std::nullopt;
+    std::vector<kir::Kernel> kernels;
     kernels.push_back(std::move(products.kernel));
-    if (matmul->twoKernels()) {
-      lower::LowerContext second(*matmul, options, diagnostics);
-      second.dimVars = dims;
-      nameKernel(second, schedule, name + (streamK ? "_fixup" : "_sum"),
-                 streamK ? "the pieces of the tiles split between CTAs added, then the "
-                           "epilogue, of the schedule of "
-                         : "the partial products added, then the epilogue, of the schedule of ");
-      if (!runPasses(streamK ? lower::streamKFixupPassList() : lower::splitKSumPassList(), second,
-                     print))
-        return std::nullopt;
-      kernels.push_back(std::move(second.kernel));
-    }
     return kernels;
   }
   std::unique_ptr<lower::Plan> plan = lower::planKernel(schedule, diagnostics);

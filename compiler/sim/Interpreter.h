@@ -291,6 +291,7 @@ private:
   void execLet(const StmtNode &s, const Mask &mask);
   void execStore(const StmtNode &s, const Mask &mask);
   void execVectorCopy(const StmtNode &s, const Mask &mask);
+  void execAtomicAdd(const StmtNode &s, const Mask &mask);
   double builtin(int t, kir::Builtin which);
   class ThreadScope;
   double value(const kir::Expr &e, int t);

@@ -8,6 +8,7 @@
 #include <llvm/Support/FormatVariadic.h>
 
 #include <bit>
+#include <cmath>
 
 namespace fsl::sim {
 
@@ -53,6 +54,9 @@ bool Interpreter::enter(Warp &warp, const StmtNode &s, LaneMask mask) {
     return true;
   case StmtKind::VectorCopy:
     execVectorCopy(s, lanesOf(warp, mask));
+    return true;
+  case StmtKind::AtomicAdd:
+    execAtomicAdd(s, lanesOf(warp, mask));
     return true;
   case StmtKind::Reduce:
     return execReduce(warp, s, mask);
@@ -189,6 +193,28 @@ void Interpreter::execStore(const StmtNode &s, const Mask &mask) {
     int64_t at = integer(s.index, t, "a store index");
     double stored = eval::roundTo(value(s.value, t), buffer.dtype);
     writes.push_back({&element(buffer, at, t, true), stored, t, &buffer, at});
+  }
+  commit(writes);
+}
+
+/// The lanes add to the counter one after another (each sees the adds before it), each
+/// writing the count it found. A counter read before any write (NaN: a workspace the
+/// launcher does not zero) is a fault.
+void Interpreter::execAtomicAdd(const StmtNode &s, const Mask &mask) {
+  if (!s.buffer || !s.source)
+    fail("an atomic add without its buffers");
+  std::vector<Write> writes;
+  for (int t : mask) {
+    int64_t at = integer(s.sourceIndex, t, "a counter index");
+    double &counter = element(*s.source, at, t, true);
+    if (std::isnan(counter))
+      fault(t, llvm::formatv("an atomic add to {0}[{1}], which holds no count (its memory "
+                             "was never zeroed)",
+                             s.source->name, at));
+    double old = counter;
+    counter = old + exactInteger(value(s.value, t), "an atomic add's value");
+    int64_t to = integer(s.index, t, "an atomic add's result index");
+    writes.push_back({&element(*s.buffer, to, t, true), old, t, s.buffer.get(), to});
   }
   commit(writes);
 }

@@ -96,11 +96,13 @@ struct PlanArg {
   size_t axis = 0;      // Stride: the tensor's axis (outermost 0), not its innermost
 };
 
-/// A global temporary the launcher allocates for each call (split-K partial products,
-/// stream-K slots).
+/// A global temporary the launcher allocates for each call (split-K's and stream-K's parts
+/// of tiles, and their arrival counters).
 struct PlanWorkspace {
   std::string name;
   LaunchExpr bytes;
+  /// Set to zero on the stream after the allocation (counters).
+  bool zeroed = false;
 };
 
 /// A TMA descriptor a kernel takes by value (cuTensorMapEncodeTiled's arguments).

@@ -7,7 +7,8 @@ Each LIB is a libfusion.so built from fslc's CUDA (or a hand-edited copy, to mea
 idea before building it into the compiler). KIND is "gelu" (examples/linear_bias_gelu.fsl:
 y = gelu_tanh(a w^T + bias)), "plain" (examples/matmul.fsl: y = a w^T) or "swiglu"; the
 default is gelu. Every variant is first checked against PyTorch at shapes with tails in
-M, N and K (outputs poisoned with NaN); then, at each timed shape, the variants and the
+M, N and K (outputs poisoned with NaN), and ten calls at 1000 x 5000 x 3000 must agree to
+the bit; then, at each timed shape, the variants and the
 peers (cuBLAS a@w^T; F.linear + GELU and torch.compile of it; for SwiGLU, eager and
 torch.compile of silu(a w_gate^T) * (a w_up^T); TFLOP/s of SwiGLU count both products as
 2MNK each) are timed in turn, ROUNDS
@@ -97,6 +98,24 @@ def main():
                 failures += 1
                 detail = lib.err().decode() if status else f"{int(bad.sum())} elements out of tolerance"
                 say(f"FAIL {lib.name} at {M}x{N}x{K}: {detail}")
+    # The same call twice gives the same bits: every sum here (split-K's and stream-K's
+    # parts of tiles too) has a fixed order, so a difference is a race.
+    M, N, K = 1000, 5000, 3000
+    a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+    w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
+    second = torch.randn(N, device="cuda").to(torch.bfloat16)
+    for lib in libs:
+        if lib.kind == "swiglu":
+            continue
+        outputs = []
+        for _ in range(10):
+            y = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+            lib.call(a, w, second, y)()
+            outputs.append(y)
+        torch.cuda.synchronize()
+        if any(not torch.equal(outputs[0], o) for o in outputs[1:]):
+            failures += 1
+            say(f"FAIL {lib.name} at {M}x{N}x{K}: two calls gave different bits")
     say(f"correctness: {failures} failures over {len(libs)} variants\n")
     kinds = {lib.kind for lib in libs}
     compiled = torch.compile(matmul.linear_gelu)

@@ -94,6 +94,9 @@ mm_variant cluster2_one_per_cta nk linear_bias_gelu "$cluster; s/tiles persisten
 mm_variant cluster4 nk linear_bias_gelu "$cluster; s/cluster (2, 1)/cluster (4, 1)/"
 mm_variant kn_cluster kn linear_bias_gelu "$cluster; s/w: bf16\\[N, K\\]/w: bf16[K, N]/"
 mm_variant split_k3 nk linear_bias_gelu 's/tiles persistent swizzle 8/tiles split_k 3/; s/epilogue via shared tma_store/epilogue via registers/'
+# The CTA whose part arrives last runs the epilogue as for a whole tile: through shared
+# memory and TMA stores in pieces too.
+mm_variant split_k3_tma nk linear_bias_gelu 's/tiles persistent swizzle 8/tiles split_k 3/'
 mm_variant ws_registers nk linear_bias_gelu 's/epilogue via shared tma_store/epilogue via registers/; s/pipeline 3 stages/pipeline 4 stages/'
 mm_variant ws_shared nk linear_bias_gelu 's/epilogue via shared tma_store/epilogue via shared/'
 mm_variant ws_one_per_cta nk linear_bias_gelu 's/tiles persistent swizzle 8/tiles one_per_cta/'

@@ -45,7 +45,12 @@ struct Markers {
     b->dtype = DType::F32;
     b->space = MemorySpace::Shared;
     b->shape = {64};
-    b->swizzle = Swizzle::Bytes128; // wgmma's M/N-major operands need one
+    b->swizzle = Swizzle::Bytes128;    // wgmma's M/N-major operands need one
+    if (kind == StmtKind::AtomicAdd) { // a global i32 counter, its old value an i32 (verified)
+      b->dtype = DType::I32;
+      if (field == StmtField::source)
+        b->space = MemorySpace::Global;
+    }
     buffers.push_back(b);
     return b;
   }

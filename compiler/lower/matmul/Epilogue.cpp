@@ -185,7 +185,7 @@ Stmt Epilogue::tile(const WorkTile &tile) const {
     return value->op == ir::Op::Div && ir::isInteger(value->dtype);
   });
   Stmt nest =
-      plan_.sharedEpilogue() && !scheduler_.storesPartials() && !dividesIntegers
+      plan_.sharedEpilogue() && !dividesIntegers
           ? forEachFragmentPair(plan_, names_, threads_, out,
                                 [&](const FragmentElement &e) { return pairBody(tile, {}, e); })
           : forEachFragmentElement(plan_, names_, threads_, out, [&](const FragmentElement &e) {
@@ -295,9 +295,7 @@ Stmt Epilogue::elementBody(const WorkTile &tile, const Piece &at, const Fragment
   cx_.rootIndex[plan_.n] = kir::var(col);
   std::vector<Stmt> body;
   auto [accumulated, product2] = loadProducts(e, body);
-  if (Stmt partial = scheduler_.storePartial(kir::var(row), kir::var(col), kir::var(accumulated))) {
-    body.push_back(partial);
-  } else if (plan_.sharedEpilogue()) {
+  if (plan_.sharedEpilogue()) {
     // The values, stored to the shared tile instead of the output.
     std::map<unsigned, Expr> values;
     std::vector<Stmt> computed = fusedEpilogue(cx_, plan_, kir::var(accumulated), product2,

@@ -17,8 +17,8 @@
 //                                   next piece is written, and the pipeline keeps the
 //                                   shared memory a whole tile would take
 //
-// When another kernel finishes the tile (split-K), the tile scheduler's storePartial
-// takes each element's product instead of the fusion's epilogue.
+// Where CTAs share a tile's K loop (split-K, stream-K), the epilogue runs in the CTA that
+// adds the parts (PartialTiles.h), as for a whole tile.
 #pragma once
 
 #include "lower/matmul/MainLoop.h"

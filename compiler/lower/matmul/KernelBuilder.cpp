@@ -12,6 +12,7 @@
 #include "lower/matmul/Markers.h"
 #include "lower/matmul/Matmul.h"
 #include "lower/matmul/MatmulKernel.h"
+#include "lower/matmul/PartialTiles.h"
 
 #include "support/Internal.h"
 
@@ -115,12 +116,13 @@ bool buildMatmulTileScheduler(LowerContext &cx) {
     operands.mapB = operands.mapA;
   if (plan.epilogueVia == sched::EpilogueKind::SharedTmaStore)
     addOutputTensorMap(cx, plan, names, state.epilogue);
-  if (plan.twoKernels()) {
-    kir::KernelParam kp;
-    kp.kind = kir::KernelParam::Kind::Tensor;
-    kp.buffer = plan.partials;
-    cx.kernel.params.push_back(kp);
-  }
+  if (plan.partialTiles())
+    for (const kir::BufferPtr &workspace : {plan.partials, plan.arrivals}) {
+      kir::KernelParam kp;
+      kp.kind = kir::KernelParam::Kind::Tensor;
+      kp.buffer = workspace;
+      cx.kernel.params.push_back(kp);
+    }
   threads.producerWarpgroup = plan.warpSpecialized;
   state.scheduler = makeTileScheduler(cx, plan, names, threads);
   TileScheduler &scheduler = *state.scheduler;
@@ -142,6 +144,8 @@ bool buildMatmulTileScheduler(LowerContext &cx) {
   if (plan.sharedEpilogue())
     allocateOutputTile(plan, names, state.epilogue, shared);
   allocateStageBarriers(plan, names, operands, shared);
+  if (plan.partialTiles())
+    scheduler.useArrivalWord(allocateArrivalWord(plan, names, shared));
   body.insert(body.end(), shared.allocations.begin(), shared.allocations.end());
   body.push_back(initStageBarriers(plan, names, threads, operands));
   body.push_back(kir::withComment(

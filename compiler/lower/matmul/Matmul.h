@@ -14,8 +14,8 @@
 //   matmul-epilogue        the fused epilogue and the stores of each tile
 //   simplify               index arithmetic folded with the loops' ranges
 //
-// A split_k product has a second kernel, built by `build-split-k-sum` (SplitK.cpp); a
-// stream_k one by `build-stream-k-fixup` (StreamK.cpp).
+// split_k and stream_k share tiles' K loops between CTAs: each part goes to a workspace,
+// and the CTA whose part arrives last adds them and runs the epilogue (PartialTiles.h).
 //
 // The kernel, W = (BM / WM) x (BN / WN) consumer warpgroups, S stages:
 //   one_per_cta: for m_tile parallel BIDx [ceil(M / BM)], n_tile parallel BIDy [ceil(N / BN)]
@@ -56,18 +56,7 @@ namespace fsl::lower {
 bool buildMatmulTileScheduler(LowerContext &context);
 bool buildMatmulMainLoop(LowerContext &context);
 bool buildMatmulEpilogue(LowerContext &context);
-/// The second kernel of a split-K product: each output element's partial products added
-/// in split order (deterministic), then the epilogue.
-bool buildSplitKSum(LowerContext &context);
-/// The second kernel of a stream-K product: the pieces of each tile split between CTAs
-/// added in K order (deterministic), then the epilogue, one tile a CTA.
-bool buildStreamKFixup(LowerContext &context);
-
 /// Every pass of the matmul path, in order.
 const std::vector<PassInfo> &matmulPassList();
-/// The passes of a split-K product's second kernel.
-const std::vector<PassInfo> &splitKSumPassList();
-/// The passes of a stream-K product's fix-up kernel.
-const std::vector<PassInfo> &streamKFixupPassList();
 
 } // namespace fsl::lower

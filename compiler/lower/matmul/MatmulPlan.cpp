@@ -290,8 +290,6 @@ private:
       plan_->tilesOrigin.text = "tiles split_k " + std::to_string(plan_->splitK);
     }
     plan_->epilogueVia = mm.epilogue ? mm.epilogue->via : sched::EpilogueKind::Registers;
-    FSL_INTERNAL_ASSERT(plan_->splitK == 1 || plan_->epilogueVia == sched::EpilogueKind::Registers,
-                        "split_k with an epilogue via shared reached the lowering");
     FSL_INTERNAL_ASSERT(!swap || plan_->epilogueVia == sched::EpilogueKind::Registers,
                         "swap_ab with an epilogue via shared reached the lowering");
     FSL_INTERNAL_ASSERT(plan_->epilogueVia != sched::EpilogueKind::SharedTmaStore ||
@@ -318,7 +316,7 @@ private:
                                     std::to_string(plan_->epiloguePiece) + ")";
     planWarpRoles();
     planCluster();
-    FSL_INTERNAL_ASSERT(!plan_->product2 || (!plan_->twoKernels() && plan_->clusterM == 1),
+    FSL_INTERNAL_ASSERT(!plan_->product2 || (!plan_->partialTiles() && plan_->clusterM == 1),
                         "two products with split_k, stream_k or a cluster reached the lowering");
   }
 

@@ -62,8 +62,8 @@ struct MatmulOperand {
 /// How CTAs take output tiles: one each (the grid is the tiles), persistent CTAs, one an
 /// SM, walking the tiles in a grouped ("swizzled") order, or stream-K: persistent CTAs
 /// taking whole tiles in that order while every CTA gets a whole wave of them, then equal
-/// runs of k tiles of the tiles left (a tile split between CTAs is finished by a second
-/// kernel, the fix-up).
+/// runs of k tiles of the tiles left (a tile split between CTAs is finished by the CTA whose
+/// piece arrives last: PartialTiles.h).
 enum class TileWalk { OnePerCta, Persistent, StreamK };
 
 struct MatmulPlan {
@@ -110,9 +110,9 @@ struct MatmulPlan {
   /// C columns through two shared pieces a consumer group, used in turn (TMA stores one
   /// while the consumers write the next); 0: the whole tile at once.
   int64_t epiloguePiece = 0;
-  /// split_k N: K split over N CTAs a tile (grid z); each stores its f32 partial tile to
-  /// `partials` ([N, M, N] f32, a workspace), and a second kernel adds them in order and
-  /// applies the epilogue. 1: no split.
+  /// split_k N: K split over N CTAs a tile (grid z); each stores its f32 part of the tile to
+  /// `partials`, and the CTA whose part arrives last adds them in order and applies the
+  /// epilogue (PartialTiles.h). 1: no split.
   int64_t splitK = 1;
   /// cluster (C, 1) [multicast]: C CTAs of consecutive M tiles with the same N tile run as
   /// a cluster; with multicast each loads 1/C of the b tile they share and TMA writes it
@@ -120,9 +120,11 @@ struct MatmulPlan {
   int64_t clusterM = 1;
   bool multicast = false;
   kir::Origin clusterOrigin;
-  /// split_k: [S, M, N]; stream_k: two slots a CTA of BM x BN f32 each (its first and
-  /// last pieces of K, when they are not whole tiles), in fragment order.
-  kir::BufferPtr partials; // set by the lowering when there is a second kernel
+  /// Parts of tiles (workspaces set by the lowering where CTAs share a tile's K loop):
+  /// `partials`, f32 slots of a tile's accumulators in fragment order (split_k: S a tile;
+  /// stream_k: two a CTA, its run's first and last pieces), and `arrivals`, an i32 counter
+  /// a tile that the launcher zeroes.
+  kir::BufferPtr partials, arrivals;
   /// The values the epilogue computes per accumulator element, in fusion order
   /// (inputs, scalars and constants included; the product itself is the accumulator).
   std::vector<const ir::Value *> epilogue;
@@ -143,8 +145,9 @@ struct MatmulPlan {
   int64_t stageBytes() const;
   /// Threads of a CTA: the consumer warpgroups and the producer's.
   int64_t threads() const { return 128 * (warpgroups + (warpSpecialized ? 1 : 0)); }
-  /// Whether the product takes two kernels (split_k, stream_k) and a partials workspace.
-  bool twoKernels() const { return splitK > 1 || tileWalk == TileWalk::StreamK; }
+  /// Whether CTAs share tiles' K loops (split_k, stream_k): parts of tiles go through the
+  /// `partials` and `arrivals` workspaces.
+  bool partialTiles() const { return splitK > 1 || tileWalk == TileWalk::StreamK; }
   /// Whether CTAs walk several tiles (persistent and stream-K).
   bool persistentCtas() const { return tileWalk != TileWalk::OnePerCta; }
   /// Whether the output tile goes through shared memory.

@@ -1,19 +1,11 @@
 // SplitK.cpp — `tiles split_k S`: one tile a CTA (as one_per_cta) and part `split` of K
-// (grid z); each CTA's f32 partial tile goes to its slice of the workspace ([S, M, N] f32)
-// instead of the epilogue, and a second kernel adds the S partial products of each output
-// element in split order (the same sum at every run: no atomics), then runs the fusion's
-// epilogue and the stores, one element a thread:
-//
-//   for block parallel BIDx [ceil(M N / 256)], thread parallel TIDx [256]
-//     element = block * 256 + thread; if element < M N:
-//       row, col; sum = partials[0][row][col] + ... + partials[S - 1][row][col]
-//       the epilogue on sum; stores
-//
-// Consecutive threads take consecutive columns: the workspace reads and the output
-// stores are coalesced. Programmatic dependent launch orders it after the first kernel
-// (its grid dependency wait returns once that kernel's writes are visible).
+// (grid z). Each CTA stores its f32 part of the tile to the workspace (S slots a tile) and
+// counts it in on the tile's counter; the CTA whose part arrives last adds the S parts in
+// split order (the same sum at every run) and runs the fusion's epilogue on the tile
+// (PartialTiles.h): one kernel, and no CTA waits for another.
 #include "lower/matmul/Epilogue.h"
 #include "lower/matmul/Matmul.h"
+#include "lower/matmul/PartialTiles.h"
 #include "lower/matmul/TileScheduler.h"
 
 namespace fsl::lower {
@@ -55,14 +47,24 @@ public:
     return body(tile);
   }
 
-  /// The partial product goes to its slice of the workspace; the second kernel adds the
-  /// slices and applies the epilogue.
-  Stmt storePartial(Expr row, Expr col, Expr value) const override {
-    Expr m = cx_.dimExtent(plan_.m), n = cx_.dimExtent(plan_.n);
-    return kir::store(plan_.partials, (kir::var(split_) * m + row) * n + col, std::move(value));
+  /// The tile's S parts: slots tile * S .. tile * S + S - 1 of the workspace, tile the
+  /// CTA's (x, y) in the grid, row-major.
+  Stmt finishTile(const WorkTile &, const Accumulators &accumulators, Stmt epilogue) override {
+    Expr tile = kir::var(cta_) * tiles(plan_.n, plan_.tileN) + kir::var(ctaY_);
+    Expr splits = kir::index(plan_.splitK);
+    PartialTile part;
+    part.slot = tile * splits + kir::var(split_);
+    part.counter = tile;
+    part.locate = [this, tile, splits](std::vector<Stmt> &) {
+      PartialTile::Parts parts;
+      parts.laterParts = kir::index(plan_.splitK - 1);
+      parts.firstSlot = tile * splits;
+      parts.laterSlot = [tile, splits](Expr p) { return tile * splits + p; };
+      return parts;
+    };
+    return finishPartialTile(plan_, names_, threads_, accumulators, lastPart_, part, nullptr,
+                             std::move(epilogue));
   }
-
-  bool storesPartials() const override { return true; }
 
   Stmt gridLoops(Stmt body) const override {
     body = fromDirective(kir::parallelLoop(split_, kir::index(plan_.splitK), kir::Axis::BIDz, body),
@@ -80,63 +82,11 @@ private:
   kir::VarPtr split_, kFirst_;
 };
 
-constexpr int64_t kSumThreads = 256;
-
 } // namespace
 
 std::unique_ptr<TileScheduler> makeSplitK(LowerContext &cx, const MatmulPlan &plan,
                                           const KernelNames &names, const CtaThreads &threads) {
   return std::unique_ptr<TileScheduler>(new SplitK(cx, plan, names, threads));
-}
-
-bool buildSplitKSum(LowerContext &cx) {
-  const MatmulPlan &plan = *cx.matmul;
-  KernelNames names(cx.fusion);
-  cx.addParameters(nullptr);
-  kir::KernelParam kp;
-  kp.kind = kir::KernelParam::Kind::Tensor;
-  kp.buffer = plan.partials;
-  cx.kernel.params.push_back(kp);
-
-  kir::VarPtr block = names.var("block"), thread = names.var("thread"),
-              element = names.var("element"), row = names.var("row"), col = names.var("col"),
-              sum = kir::makeVar(names.fresh("sum"), ir::DType::F32), split = names.var("split");
-  Expr m = cx.dimExtent(plan.m), n = cx.dimExtent(plan.n);
-  Expr elements = m * n;
-  cx.rootIndex.assign(cx.fusion.dims.size(), kir::index(0));
-  cx.rootIndex[plan.m] = kir::var(row);
-  cx.rootIndex[plan.n] = kir::var(col);
-  auto partial = [&](Expr s) {
-    return kir::load(plan.partials, (s * m + kir::var(row)) * n + kir::var(col));
-  };
-  std::vector<Stmt> body;
-  body.push_back(kir::let(row, kir::var(element) / n));
-  body.push_back(kir::let(col, kir::var(element) % n));
-  body.push_back(kir::declare(sum, partial(kir::index(0)), "split 0's partial product"));
-  body.push_back(
-      kir::forLoop(split, kir::index(plan.splitK - 1), kir::LoopKind::Unrolled,
-                   kir::assign(sum, kir::binary(kir::BinaryOp::Add, kir::var(sum),
-                                                partial(kir::var(split) + kir::index(1))))));
-  std::vector<Stmt> values = fusedEpilogue(cx, plan, kir::var(sum));
-  body.insert(body.end(), values.begin(), values.end());
-
-  Stmt nest = kir::block({
-      kir::let(element, kir::var(block) * kir::index(kSumThreads) + kir::var(thread)),
-      kir::ifThen(kir::var(element) < elements, kir::block(std::move(body)), nullptr,
-                  "the elements past M x N do nothing"),
-  });
-  nest = kir::parallelLoop(thread, kir::index(kSumThreads), kir::Axis::TIDx, nest);
-  Expr blocks = (elements + kir::index(kSumThreads - 1)) / kir::index(kSumThreads);
-  nest =
-      fromDirective(kir::parallelLoop(block, blocks, kir::Axis::BIDx, nest), plan.tilesOrigin,
-                    std::to_string(plan.splitK) + " partial products an element, added in order");
-  cx.kernel.body =
-      kir::block({kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents), nest});
-  kir::LaunchShape &launch = cx.kernel.launch;
-  launch.grid = {blocks, kir::index(1), kir::index(1)};
-  launch.block = {kir::index(kSumThreads), kir::index(1), kir::index(1)};
-  launch.maxThreads = kSumThreads;
-  return true;
 }
 
 } // namespace fsl::lower

@@ -1,6 +1,6 @@
 // StreamK.cpp — `tiles stream_k [swizzle G]`: whole tiles in waves, then the k tiles of the
-// tiles left spread evenly over the CTAs, and the fix-up kernel that finishes the tiles
-// split between CTAs.
+// tiles left spread evenly over the CTAs; a tile split between CTAs is finished by the CTA
+// whose piece arrives last.
 //
 // With T tiles of k_tiles k tiles each and `ctas` = min(SMs, T x k_tiles) persistent CTAs:
 //
@@ -14,13 +14,12 @@
 // pieces of its run, one a tile it crosses. The stage uses continue across items. A piece
 // that covers its tile is a whole tile (the epilogue runs at once); any other goes to the
 // CTA's slot in the workspace: slot 0 for the first tile of its run, 1 for the last (a
-// run's middle tiles are whole). The fix-up kernel, one CTA a tile left, finds the CTAs
-// whose runs cross its tile (g0 .. g1, from the run boundaries), adds their pieces in K
-// order (the same sum at every run, no atomics, no waits between CTAs), and runs the
-// epilogue. Pieces are stored in fragment order, so each thread writes and reads back
-// its own accumulators with coalesced accesses, and only for elements inside the output.
+// run's middle tiles are whole), and is counted in on the tile's counter; the CTA whose
+// piece arrives last adds the tile's pieces in K order (the same sum at every run) and
+// runs the epilogue (PartialTiles.h). No CTA waits for another.
 #include "lower/matmul/Epilogue.h"
 #include "lower/matmul/Matmul.h"
+#include "lower/matmul/PartialTiles.h"
 #include "lower/matmul/TileScheduler.h"
 
 namespace fsl::lower {
@@ -86,8 +85,10 @@ public:
                 runBegin = names_.var("run_begin"), runEnd = names_.var("run_end"),
                 tileNumber = names_.var("tile"), begin = names_.var("k_begin"),
                 count = names_.var("k_count"), uses = names_.var("uses");
-    if (role == Role::Consumers)
+    if (role == Role::Consumers) {
       pieceSlot_ = names_.var("slot");
+      consumerSkTile_ = skTile;
+    }
     Expr item = kir::var(itemVar);
     Expr whole = item < kir::var(rounds);
     std::vector<Stmt> walk;
@@ -140,11 +141,35 @@ public:
     return kir::block(std::move(shape));
   }
 
-  /// A piece of a tile goes to the workspace; the fix-up kernel adds the pieces.
+  /// A whole tile runs the epilogue; a piece of one is stored and counted in, and the
+  /// piece that arrives last finishes the tile (PartialTiles.h). The tile's pieces are those
+  /// of the CTAs whose runs cross it, g0 .. g1 in K order: g0's is its slot 1 when its run
+  /// began in an earlier tile (this is its last), else its slot 0; the later CTAs' runs
+  /// begin in this tile (their slot 0).
   Stmt finishTile(const WorkTile &tile, const Accumulators &accumulators, Stmt epilogue) override {
-    return kir::ifThen(kir::binary(kir::BinaryOp::Eq, tile.kCount, kir::var(kTiles_)),
-                       std::move(epilogue), storePiece(tile, accumulators),
-                       "a whole tile, or a piece of one");
+    PartialTile part;
+    part.slot = kir::var(pieceSlot_);
+    part.counter = kir::var(consumerSkTile_);
+    part.locate = [this](std::vector<Stmt> &out) {
+      kir::VarPtr x0 = names_.var("tile_first"), g0 = names_.var("first_cta"),
+                  g1 = names_.var("last_cta");
+      // Only a piece reaches here, so there are k tiles left (sk_k_tiles > 0).
+      Expr kt = kir::var(kTiles_), ctas = kir::var(ctaCount_), sk = kir::var(skKTiles_);
+      out.push_back(kir::let(x0, kir::var(consumerSkTile_) * kt,
+                             "the tile's first k tile in the runs; the CTAs whose runs cross it"));
+      out.push_back(kir::let(g0, ((kir::var(x0) + kir::index(1)) * ctas - kir::index(1)) / sk));
+      out.push_back(kir::let(g1, ((kir::var(x0) + kt) * ctas - kir::index(1)) / sk));
+      PartialTile::Parts parts;
+      parts.laterParts = kir::var(g1) - kir::var(g0);
+      // The first piece's slot: 1 when its run began in an earlier tile.
+      parts.firstSlot =
+          kir::var(g0) * kir::index(2) +
+          kir::select(kir::var(g0) * sk / ctas < kir::var(x0), kir::index(1), kir::index(0));
+      parts.laterSlot = [g0](Expr p) { return (kir::var(g0) + p) * kir::index(2); };
+      return parts;
+    };
+    return finishPartialTile(plan_, names_, threads_, accumulators, lastPart_, part,
+                             eq(tile.kCount, kir::var(kTiles_)), std::move(epilogue));
   }
 
   Stmt gridLoops(Stmt body) const override {
@@ -169,170 +194,17 @@ public:
     return kir::select(waves, tiles, kir::max(tiles / ctas - kir::index(1), kir::index(0)) * ctas);
   }
 
-  /// Element (r, c) of a slot of the pieces workspace: slot after slot of BM x BN floats,
-  /// row-major, so the fix-up kernel reads consecutive columns with consecutive threads
-  /// (and a warp's fragment stores fill whole 32-byte sectors: 4 lanes x 2 columns a row).
-  Expr pieceIndex(Expr slot, Expr r, Expr c) const {
-    return (slot * kir::index(plan_.tileM) + r) * kir::index(plan_.tileN) + c;
-  }
-
-  // The fix-up kernel's view of the shape.
-  kir::VarPtr kTiles() const { return kTiles_; }
-  kir::VarPtr tileCountVar() const { return tileCount_; }
-  kir::VarPtr ctaCountVar() const { return ctaCount_; }
-  kir::VarPtr wholeTilesVar() const { return wholeTiles_; }
-  kir::VarPtr skKTilesVar() const { return skKTiles_; }
-  using TileScheduler::allKTiles;
-  using TileScheduler::tileCoordinates;
-  using TileScheduler::tileCount;
-
 private:
-  /// A piece of a tile, not the whole: the thread's accumulators to the CTA's slot.
-  Stmt storePiece(const WorkTile &tile, const Accumulators &accumulators) const {
-    std::vector<Stmt> out;
-    Expr m = cx_.dimExtent(plan_.m), n = cx_.dimExtent(plan_.n);
-    Stmt nest = forEachFragmentElement(plan_, names_, threads_, out, [&](const FragmentElement &e) {
-      auto [r, c] = tilePosition(plan_, e);
-      Expr row = kir::var(tile.mTile) * kir::index(plan_.tileM) + r;
-      Expr col = kir::var(tile.nTile) * kir::index(plan_.tileN) + c;
-      return kir::ifThen(row < m && col < n,
-                         kir::store(plan_.partials, pieceIndex(kir::var(pieceSlot_), r, c),
-                                    kir::load(accumulators.acc, e.accIndex)));
-    });
-    out.push_back(fromDirective(nest, plan_.tilesOrigin,
-                                "a piece of the tile: the accumulators inside the output to the "
-                                "CTA's slot, for the fix-up kernel"));
-    return kir::block(std::move(out));
-  }
-
   kir::VarPtr tileCount_, ctaCount_, wholeTiles_, skKTiles_;
-  /// The consumers' current item's slot for a piece.
-  kir::VarPtr pieceSlot_;
+  /// The consumers' current item: its piece's slot, and its tile among the tiles left.
+  kir::VarPtr pieceSlot_, consumerSkTile_;
 };
-
-/// Rows of a tile a fix-up CTA finishes.
-constexpr int64_t kFixupRows = 4;
 
 } // namespace
 
 std::unique_ptr<TileScheduler> makeStreamK(LowerContext &cx, const MatmulPlan &plan,
                                            const KernelNames &names, const CtaThreads &threads) {
   return std::unique_ptr<TileScheduler>(new StreamK(cx, plan, names, threads));
-}
-
-/// A tile left after the whole ones that is split between CTAs (not covered by one CTA's
-/// run) is finished here, by BM / 4 CTAs of 4 rows each: BN threads, one a column
-/// (coalesced reads and stores), each element the sum of the pieces in K order, then the
-/// fusion's epilogue and the stores. The bands past M have nothing to do (one band of a tile
-/// for M = 1). No division runs per element: the first peer's slot is found once a tile (the
-/// others' is slot 0, the first tile of their runs).
-bool buildStreamKFixup(LowerContext &cx) {
-  const MatmulPlan &plan = *cx.matmul;
-  KernelNames names(cx.fusion);
-  CtaThreads threads;
-  StreamK streamK(cx, plan, names, threads);
-  cx.addParameters(nullptr);
-  kir::KernelParam kp;
-  kp.kind = kir::KernelParam::Kind::Tensor;
-  kp.buffer = plan.partials;
-  cx.kernel.params.push_back(kp);
-  kir::VarPtr skTile = names.var("sk_tile"), band = names.var("band"), thread = names.var("thread");
-
-  std::vector<Stmt> body;
-  body.push_back(kir::let(streamK.kTiles(), streamK.allKTiles()));
-  streamK.shape(body);
-
-  // The CTAs whose runs cross the tile: those holding its first and its last k tile.
-  const int64_t threadCount = plan.tileN;
-  kir::VarPtr x0 = names.var("tile_first"), g0 = names.var("first_cta"), g1 = names.var("last_cta"),
-              firstSlot = names.var("first_slot"), rows = names.var("rows"),
-              columns = names.var("columns"), r = names.var("r"), c = thread,
-              row = names.var("row"), col = names.var("col"),
-              sum = kir::makeVar(names.fresh("sum"), ir::DType::F32), p = names.var("p"),
-              peer = names.var("peer"), slot = names.var("slot");
-  Expr kt = kir::var(streamK.kTiles()), ctas = kir::var(streamK.ctaCountVar()),
-       sk = kir::var(streamK.skKTilesVar());
-  Expr m = cx.dimExtent(plan.m), n = cx.dimExtent(plan.n);
-  std::vector<Stmt> tile;
-  auto [mTile, nTile] =
-      streamK.tileCoordinates(tile, kir::var(streamK.wholeTilesVar()) + kir::var(skTile));
-  tile.push_back(
-      kir::let(rows, kir::min(kir::index(plan.tileM), m - kir::var(mTile) * kir::index(plan.tileM)),
-               "the tile's rows and columns inside the output"));
-  tile.push_back(kir::let(
-      columns, kir::min(kir::index(plan.tileN), n - kir::var(nTile) * kir::index(plan.tileN))));
-  tile.push_back(kir::let(
-      firstSlot,
-      kir::var(g0) * kir::index(2) +
-          kir::select(kir::var(g0) * sk / ctas < kir::var(x0), kir::index(1), kir::index(0)),
-      "the first peer's slot: 1 when its run began in an earlier tile (this is its last)"));
-  std::vector<Stmt> inside;
-  inside.push_back(kir::let(row, kir::var(mTile) * kir::index(plan.tileM) + kir::var(r)));
-  inside.push_back(kir::let(col, kir::var(nTile) * kir::index(plan.tileN) + kir::var(c)));
-  inside.push_back(kir::declare(sum, kir::constant(0, ir::DType::F32)));
-  {
-    std::vector<Stmt> add;
-    add.push_back(kir::let(peer, kir::var(g0) + kir::var(p)));
-    add.push_back(kir::let(slot,
-                           kir::select(kir::binary(kir::BinaryOp::Eq, kir::var(p), kir::index(0)),
-                                       kir::var(firstSlot), kir::var(peer) * kir::index(2)),
-                           "the later peers' runs begin in this tile: their slot 0"));
-    add.push_back(kir::assign(
-        sum, kir::binary(kir::BinaryOp::Add, kir::var(sum),
-                         kir::load(plan.partials,
-                                   streamK.pieceIndex(kir::var(slot), kir::var(r), kir::var(c))))));
-    inside.push_back(fromDirective(kir::forLoop(p, kir::var(g1) - kir::var(g0) + kir::index(1),
-                                                kir::LoopKind::Serial, kir::block(std::move(add))),
-                                   plan.tilesOrigin,
-                                   "the pieces in K order: the same sum at every run"));
-  }
-  cx.rootIndex.assign(cx.fusion.dims.size(), kir::index(0));
-  cx.rootIndex[plan.m] = kir::var(row);
-  cx.rootIndex[plan.n] = kir::var(col);
-  std::vector<Stmt> values = fusedEpilogue(cx, plan, kir::var(sum));
-  inside.insert(inside.end(), values.begin(), values.end());
-  // The CTA's band of kFixupRows rows: many CTAs a tile keep enough loads in flight (a
-  // CTA's rows run one after the other, each waiting for its pieces).
-  kir::VarPtr i = names.var("i");
-  std::vector<Stmt> perRow;
-  perRow.push_back(kir::let(r, kir::var(band) * kir::index(kFixupRows) + kir::var(i)));
-  perRow.push_back(kir::ifThen(kir::var(r) < kir::var(rows) && kir::var(c) < kir::var(columns),
-                               kir::block(std::move(inside)), nullptr,
-                               "the rows and columns inside the output"));
-  tile.push_back(fromDirective(kir::forLoop(i, kir::index(kFixupRows), kir::LoopKind::Unrolled,
-                                            kir::block(std::move(perRow))),
-                               plan.epilogueOrigin, "the band's rows, a column a thread"));
-
-  std::vector<Stmt> split;
-  split.push_back(kir::let(x0, kir::var(skTile) * kt, "the tile's first k tile in the runs"));
-  split.push_back(kir::let(g0, ((kir::var(x0) + kir::index(1)) * ctas - kir::index(1)) / sk));
-  split.push_back(kir::let(g1, ((kir::var(x0) + kt) * ctas - kir::index(1)) / sk));
-  split.push_back(kir::ifThen(kir::var(g0) < kir::var(g1), kir::block(std::move(tile)), nullptr,
-                              "split between CTAs (one CTA's run covering it did it whole)"));
-  body.push_back(kir::ifThen(kir::var(skTile) < kir::var(streamK.tileCountVar()) -
-                                                    kir::var(streamK.wholeTilesVar()),
-                             kir::block(std::move(split)), nullptr, "one CTA a tile left"));
-
-  Stmt nest = kir::block(std::move(body));
-  nest = kir::parallelLoop(thread, kir::index(threadCount), kir::Axis::TIDx, nest);
-  Expr tiles = streamK.tileCount();
-  Expr left = tiles - streamK.wholeTiles(tiles, streamK.ctas(), streamK.allKTiles());
-  Expr blocks = kir::foldedBinary(kir::BinaryOp::Max, left, kir::index(1));
-  nest = kir::parallelLoop(
-      band, kir::index(plan.tileM / kFixupRows), kir::Axis::BIDy, nest,
-      {"bands of " + std::to_string(kFixupRows) + " rows of the tile", plan.tilesOrigin.range});
-  nest = fromDirective(kir::parallelLoop(skTile, blocks, kir::Axis::BIDx, nest), plan.tilesOrigin,
-                       "the tiles left after the whole ones");
-  cx.kernel.body =
-      kir::block({kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents), nest});
-  kir::LaunchShape &launch = cx.kernel.launch;
-  launch.grid = {blocks, kir::index(plan.tileM / kFixupRows), kir::index(1)};
-  launch.block = {kir::index(threadCount), kir::index(1), kir::index(1)};
-  launch.maxThreads = threadCount;
-  // Without a minimum of blocks ptxas kept the fix-up to 32 registers and spilled around
-  // its 64-bit divisions; many of its small CTAs fit an SM either way.
-  launch.minBlocksPerSm = 1;
-  return true;
 }
 
 } // namespace fsl::lower

@@ -4,14 +4,14 @@
 //   OneTilePerCta.cpp    one_per_cta: the block indices are the tile (the default)
 //   PersistentTiles.cpp  persistent [swizzle G]: one CTA an SM walks tiles in a grouped order
 //   StreamK.cpp          stream_k [swizzle G]: whole tiles, then even runs of k tiles; a
-//                        piece of a tile goes to a workspace, and the fix-up kernel adds them
-//   SplitK.cpp           split_k S: one tile a CTA and part of K (grid z); the partial
-//                        products go to a workspace, and the sum kernel adds them
+//                        piece of a tile goes to a workspace, and the last one adds them
+//   SplitK.cpp           split_k S: one tile a CTA and part of K (grid z); the parts go
+//                        to a workspace, and the CTA whose part arrives last adds them
 //
 // A scheduler gives the CTA's grid loops and launch grid, the lets the CTA computes once
 // (its k tiles, the walk's shape), and the walk itself: a role's body for each work tile,
 // with the tile's coordinates and K range bound (WorkTile). What becomes of a tile's
-// partial sums (split-K, stream-K) is the scheduler's too: `storePartial` and `finishTile`.
+// partial sums (split-K, stream-K) is the scheduler's too: `finishTile` (PartialTiles.h).
 #pragma once
 
 #include "lower/Context.h"
@@ -47,19 +47,14 @@ public:
   /// `body` for each work tile of this CTA in `role`.
   virtual kir::Stmt forEachWorkTile(Role role,
                                     const std::function<kir::Stmt(const WorkTile &)> &body) = 0;
-  /// The consumers' end of a work tile: `epilogue` for a whole tile (stream-K: a piece of
-  /// one goes to the workspace instead).
+  /// The consumers' end of a work tile: `epilogue` for a whole tile (split-K, stream-K: a
+  /// part of one goes to the workspace, and the last part's CTA runs it).
   virtual kir::Stmt finishTile(const WorkTile &tile, const Accumulators &accumulators,
                                kir::Stmt epilogue) {
     return epilogue;
   }
-  /// Where the epilogue stores the f32 product of output element (row, col) when another
-  /// kernel finishes it (split-K's partial products), or null.
-  virtual kir::Stmt storePartial(kir::Expr row, kir::Expr col, kir::Expr value) const {
-    return nullptr;
-  }
-  /// Whether storePartial takes every element (the fusion's epilogue runs elsewhere).
-  virtual bool storesPartials() const { return false; }
+  /// The shared word a consumer group hears its tile's arrival count in (partial tiles).
+  void useArrivalWord(kir::BufferPtr word) { lastPart_ = std::move(word); }
   /// The grid loops around the CTA's `body`, and the launch grid they make.
   virtual kir::Stmt gridLoops(kir::Stmt body) const = 0;
   virtual void launchGrid(kir::LaunchShape &launch) const = 0;
@@ -89,6 +84,7 @@ protected:
   const CtaThreads &threads_;
   /// The block indices along x and y, and the CTA's k tiles.
   kir::VarPtr cta_, ctaY_, kTiles_;
+  kir::BufferPtr lastPart_;
 };
 
 std::unique_ptr<TileScheduler> makeTileScheduler(LowerContext &cx, const MatmulPlan &plan,

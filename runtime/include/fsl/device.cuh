@@ -14,7 +14,8 @@
  *   4. Reductions: fsl_warp_reduce over the 32 lanes, fsl_block_reduce_x over threadIdx.x;
  *      the argmax/argmin pairs (value, index), Welford's (count, mean, M2) and online
  *      softmax's (max, sum), with their combines, on the same trees.
- *   5. Barriers and programmatic dependent launch: named barriers, griddepcontrol.
+ *   5. Barriers, counters and programmatic dependent launch: named barriers, an
+ *      acquire-release atomic add, griddepcontrol.
  *   6. Hopper (sm_90) asynchronous operations, as inline PTX: mbarrier, the async-proxy
  *      fence, TMA (cp.async.bulk.tensor) loads and stores, wgmma with shared-memory
  *      descriptors (and the pinning of its accumulator registers), setmaxnreg.
@@ -419,7 +420,7 @@ __device__ __forceinline__ void fsl_block_max_exp_sum_x(T &max, T &sum, void *sc
   sum = total.sum;
 }
 
-/* --- 5. Barriers and programmatic dependent launch ------------------------------------ */
+/* --- 5. Barriers, counters and programmatic dependent launch --------------------------- */
 
 /* Named barrier `id` (1..15; 0 is __syncthreads) among `threads` threads, a multiple of
  * 32, or among all the block's threads: lets the warpgroups of a block synchronize apart. */
@@ -428,6 +429,20 @@ __device__ __forceinline__ void fsl_named_barrier_sync(unsigned id, unsigned thr
 }
 __device__ __forceinline__ void fsl_named_barrier_sync(unsigned id) {
   asm volatile("bar.sync %0;" ::"r"(id) : "memory");
+}
+
+/* Adds `value` to a global counter and returns what it held, acquire-release at device
+ * scope: the writes this thread saw happen before it (a block barrier's) reach whoever
+ * later sees the new count, and the writes that the earlier adders saw reach this thread
+ * (and, after a block barrier, its block). The CTAs holding parts of one matrix-product
+ * tile count themselves in this way; the last one finds every part stored. */
+__device__ __forceinline__ int fsl_atomic_add_acq_rel(int *counter, int value) {
+  int old;
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;"
+               : "=r"(old)
+               : "l"(counter), "r"(value)
+               : "memory");
+  return old;
 }
 
 /* Programmatic dependent launch (sm_90 and later): the launcher lets this grid start
