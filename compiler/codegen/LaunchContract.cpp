@@ -337,7 +337,6 @@ LaunchContract describeLaunch(const kir::Program &program, const CodegenOptions 
     described.dtype = buffer.dtype;
     described.elements = workspace.elements;
     described.bytes = workspace.elements * kir::index(ir::dtypeBytes(buffer.dtype));
-    described.zeroed = workspace.zeroed;
     contract.workspaces.push_back(std::move(described));
   }
   for (const kir::Kernel &kernel : program.kernels)

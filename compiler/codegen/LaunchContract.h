@@ -114,7 +114,6 @@ struct ContractWorkspace {
   ir::DType dtype = ir::DType::F32;
   kir::Expr elements; // over the runtime dimensions
   kir::Expr bytes;    // elements times the element's bytes
-  bool zeroed = false; // cudaMemsetAsync to 0 after the allocation
 };
 
 /// A TMA descriptor the launcher encodes before a kernel's launch (declared in the

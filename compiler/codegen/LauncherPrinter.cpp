@@ -259,18 +259,7 @@ private:
           << "    if (error != cudaSuccess) {\n      data = nullptr;\n"
           << "      return fsl_fail(FSL_ERROR_LAUNCH, \"workspace %s of %lld bytes: %s\", name, "
              "(long long)bytes, cudaGetErrorString(error));\n    }\n"
-          << "    return FSL_OK;\n  }\n"
-          << (llvm::any_of(contract_.workspaces,
-                           [](const ContractWorkspace &w) { return w.zeroed; })
-                  ? "  // Counters start at zero: set on the stream, before the launches.\n"
-                    "  fsl_status zero(const char *name, int64_t bytes) {\n"
-                    "    cudaError_t error = cudaMemsetAsync(data, 0, (size_t)bytes, stream);\n"
-                    "    if (error != cudaSuccess)\n"
-                    "      return fsl_fail(FSL_ERROR_LAUNCH, \"workspace %s: zeroing %lld bytes: "
-                    "%s\", name, (long long)bytes, cudaGetErrorString(error));\n"
-                    "    return FSL_OK;\n  }\n"
-                  : "")
-          << "};\n";
+          << "    return FSL_OK;\n  }\n};\n";
     if (usesTensorMaps())
       final_
           << "\n// A TMA descriptor of a contiguous tensor (sizes and box innermost first).\n"
@@ -571,9 +560,6 @@ private:
            << (workspace.comment.empty() ? "a temporary" : workspace.comment) << "\n"
            << "    if ((status = " << name << ".allocate(\"" << workspace.name << "\", " << bytes
            << ")) != FSL_OK)\n      return status;\n";
-      if (workspace.zeroed)
-        out_ << "    if ((status = " << name << ".zero(\"" << workspace.name << "\", " << bytes
-             << ")) != FSL_OK)\n      return status;\n";
     }
   }
 

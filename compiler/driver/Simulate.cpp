@@ -360,7 +360,12 @@ RunResult simulateAndCompare(const ir::Fusion &fusion, const kir::Program &progr
                        "no schedule of " + fusion.name + " applies to these sizes");
     return RunResult::Refused;
   }
+  // The variant's own kernel, which names it: the others extend its name (a grid
+  // reduction's `_rows` after it, a split product's counters `_zero` before it).
   const kir::Kernel *chosen = &program.kernels[variant->launches.front()];
+  for (unsigned k : variant->launches)
+    if (program.kernels[k].name.size() < chosen->name.size())
+      chosen = &program.kernels[k];
   sim::SimulatorLimits simulatorLimits;
   simulatorLimits.maxSharedBytesPerBlock = limits.maxSharedBytesPerBlock;
   simulatorLimits.maxThreadsPerBlock = limits.maxThreadsPerBlock;

@@ -386,9 +386,6 @@ struct Workspace {
   BufferPtr buffer;
   Expr elements; // over the runtime dimensions
   std::string comment;
-  /// Zeroed on the stream before the launches (counters); otherwise whatever the
-  /// allocation holds (the simulator fills it with NaN).
-  bool zeroed = false;
 };
 
 struct Program {

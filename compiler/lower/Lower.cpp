@@ -49,6 +49,14 @@ const std::vector<PassInfo> &gridRowsPassList() {
   return passes;
 }
 
+const std::vector<PassInfo> &arrivalsZeroPassList() {
+  static const std::vector<PassInfo> passes = {
+      {"zero-arrivals", buildArrivalsZero},
+      {"simplify", simplifyIndices},
+  };
+  return passes;
+}
+
 const std::vector<PassInfo> &matmulPassList() {
   static const std::vector<PassInfo> passes = {
       {"matmul-tile-scheduler", buildMatmulTileScheduler},
@@ -63,8 +71,8 @@ const std::vector<PassInfo> &matmulPassList() {
 
 std::vector<std::string> loweringPassNames() {
   std::vector<std::string> names;
-  for (const auto *list :
-       {&lower::passList(), &lower::gridRowsPassList(), &lower::matmulPassList()})
+  for (const auto *list : {&lower::passList(), &lower::gridRowsPassList(),
+                           &lower::arrivalsZeroPassList(), &lower::matmulPassList()})
     for (const lower::PassInfo &pass : *list)
       if (!llvm::is_contained(names, pass.name))
         names.push_back(pass.name);
@@ -167,9 +175,10 @@ void addGridPartials(lower::Plan &plan, const lower::LowerContext &context, cons
   }
 }
 
-/// The kernels of one schedule, launched in order: one, or for a grid reduction the
-/// blocks' partial results and the kernel that combines them (with workspaces in
-/// `program`, as for split-K and stream-K products' parts of tiles).
+/// The kernels of one schedule, launched in order: one; for a grid reduction the blocks'
+/// partial results and the kernel that combines them; for a split-K or stream-K product
+/// the kernel that zeroes the tiles' counters, then the product's (with workspaces in
+/// `program`).
 std::optional<std::vector<kir::Kernel>> lowerKernels(const sched::Schedule &schedule,
                                                      const std::string &name, kir::Program &program,
                                                      const lower::LowerOptions &options,
@@ -192,16 +201,17 @@ std::optional<std::vector<kir::Kernel>> lowerKernels(const sched::Schedule &sche
       return dims[dim] ? kir::var(dims[dim]) : kir::index(*schedule.fusion->dims[dim].staticExtent);
     };
     bool streamK = matmul->tileWalk == lower::TileWalk::StreamK;
+    std::vector<kir::Kernel> kernels;
     if (matmul->partialTiles()) {
       // Parts of tiles: f32 slots of a consumer group's accumulators, and a counter a tile.
       auto workspace = [&](const std::string &suffix, ir::DType dtype, kir::Expr elements,
-                           std::string comment, bool zeroed) {
+                           std::string comment) {
         auto buffer = std::make_shared<kir::Buffer>();
         buffer->name = name + suffix;
         buffer->dtype = dtype;
         buffer->space = kir::MemorySpace::Global;
         buffer->written = true;
-        program.workspaces.push_back({buffer, std::move(elements), std::move(comment), zeroed});
+        program.workspaces.push_back({buffer, std::move(elements), std::move(comment)});
         return buffer;
       };
       auto tilesAlong = [&](ir::DimId dim, int64_t tile) {
@@ -211,18 +221,22 @@ std::optional<std::vector<kir::Kernel>> lowerKernels(const sched::Schedule &sche
       std::string tile = std::to_string(matmul->tileM) + " x " + std::to_string(matmul->tileN);
       kir::Expr slotElements = kir::index(lower::partialSlotElements(*matmul));
       matmul->partials =
-          streamK
-              ? workspace("_partials", ir::DType::F32,
-                          kir::index(matmul->smCount * 2) * slotElements,
-                          "stream_k: two f32 " + tile + " pieces of tiles a CTA of " + name, false)
-              : workspace("_partials", ir::DType::F32,
-                          kir::index(matmul->splitK) * tiles * slotElements,
-                          "split_k " + std::to_string(matmul->splitK) + ": the f32 " + tile +
-                              " parts of each tile of " + name,
-                          false);
-      matmul->arrivals = workspace(
-          "_arrivals", ir::DType::I32, tiles,
-          "the parts of each tile of " + name + " stored so far (zeroed before the launch)", true);
+          streamK ? workspace("_partials", ir::DType::F32,
+                              kir::index(matmul->smCount * 2) * slotElements,
+                              "stream_k: two f32 " + tile + " pieces of tiles a CTA of " + name)
+                  : workspace("_partials", ir::DType::F32,
+                              kir::index(matmul->splitK) * tiles * slotElements,
+                              "split_k " + std::to_string(matmul->splitK) + ": the f32 " + tile +
+                                  " parts of each tile of " + name);
+      matmul->arrivals = workspace("_arrivals", ir::DType::I32, tiles,
+                                   "the parts of each tile of " + name + " stored so far");
+      lower::LowerContext zero(*matmul, options, diagnostics);
+      zero.dimVars = dims;
+      nameKernel(zero, schedule, name + "_zero",
+                 "the tiles' arrival counters zeroed, before the product, of the schedule of ");
+      if (!runPasses(lower::arrivalsZeroPassList(), zero, print))
+        return std::nullopt;
+      kernels.push_back(std::move(zero.kernel));
     }
     lower::LowerContext products(*matmul, options, diagnostics);
     products.dimVars = dims;
@@ -232,7 +246,6 @@ std::optional<std::vector<kir::Kernel>> lowerKernels(const sched::Schedule &sche
                                   : "schedule of ");
     if (!runPasses(lower::matmulPassList(), products, print))
       return std::nullopt;
-    std::vector<kir::Kernel> kernels;
     kernels.push_back(std::move(products.kernel));
     return kernels;
   }

@@ -126,7 +126,7 @@ llvm::Expected<eval::EvalResult> simulate(const kir::Program &program,
     return error("no variant of " + fusion.name + " applies to these sizes");
 
   // Storage: the parameters (rounded to their types), the outputs (NaN until written;
-  // an inout output is its parameter's storage), the workspaces (NaN, or zeros where the launcher zeroes them).
+  // an inout output is its parameter's storage), the workspaces (NaN).
   // A strided input is laid out with padding between its rows (paddedStrides).
   std::vector<std::vector<double>> storage;
   std::vector<std::vector<int64_t>> strides(fusion.params.size());
@@ -165,9 +165,8 @@ llvm::Expected<eval::EvalResult> simulate(const kir::Program &program,
       return error(llvm::formatv("workspace {0} of {1} elements: the simulator holds at most 2^28",
                                  workspace.buffer->name, elements));
     workspaceSlot[workspace.buffer.get()] = storage.size();
-    // NaN, as the GPU's fresh allocation holds garbage: a read before a write shows
-    // (zeros where the launcher zeroes it: counters).
-    storage.emplace_back(static_cast<size_t>(elements), workspace.zeroed ? 0.0 : NAN);
+    // NaN, as the GPU's fresh allocation holds garbage: a read before a write shows.
+    storage.emplace_back(static_cast<size_t>(elements), NAN);
   }
 
   for (unsigned launch : variant->launches) {

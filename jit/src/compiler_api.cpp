@@ -217,7 +217,7 @@ bool writeLaunch(const fsl::codegen::LaunchContract &contract, const std::string
       << limits.maxSharedBytesPerBlock << "\n";
   out << "pdl " << (pdl ? 1 : 0) << "\n";
   for (const ContractWorkspace &workspace : contract.workspaces) {
-    std::string line = "workspace " + workspace.name + (workspace.zeroed ? " zeroed " : " ");
+    std::string line = "workspace " + workspace.name + " ";
     if (!writeExpr(workspace.bytes, dims, line, why))
       return false;
     out << line << "\n";

@@ -56,10 +56,6 @@ struct Tokens {
     static const std::string none;
     return at < items.size() ? items[at++] : none;
   }
-  const std::string &peek() const {
-    static const std::string none;
-    return at < items.size() ? items[at] : none;
-  }
 };
 
 bool parseExpr(Tokens &tokens, LaunchExpr &expr, std::string &error) {
@@ -262,10 +258,6 @@ std::unique_ptr<LaunchPlan> parseLaunchPlan(const std::string &text, std::string
       workspace.name = tokens.next();
       if (workspace.name.empty())
         return fail("a workspace without a name");
-      if (tokens.peek() == "zeroed") {
-        tokens.next();
-        workspace.zeroed = true;
-      }
       if (!parseExpr(tokens, workspace.bytes, why))
         return fail("workspace " + workspace.name + ": " + why);
       plan->workspaces.push_back(std::move(workspace));

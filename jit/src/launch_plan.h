@@ -101,8 +101,6 @@ struct PlanArg {
 struct PlanWorkspace {
   std::string name;
   LaunchExpr bytes;
-  /// Set to zero on the stream after the allocation (counters).
-  bool zeroed = false;
 };
 
 /// A TMA descriptor a kernel takes by value (cuTensorMapEncodeTiled's arguments).

@@ -33,7 +33,6 @@ struct DriverApi {
   using MemPoolSetAttribute = int (*)(CUmemoryPool, CUmemPool_attribute, void *);
   using MemAllocFromPoolAsync = int (*)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
   using MemFreeAsync = int (*)(CUdeviceptr, CUstream);
-  using MemsetD8Async = int (*)(CUdeviceptr, unsigned char, size_t, CUstream);
   std::once_flag once;
   std::string why;
   CtxGetCurrent ctxGetCurrent = nullptr;
@@ -51,7 +50,6 @@ struct DriverApi {
   MemPoolSetAttribute memPoolSetAttribute = nullptr;
   MemAllocFromPoolAsync memAllocFromPoolAsync = nullptr;
   MemFreeAsync memFreeAsync = nullptr;
-  MemsetD8Async memsetD8Async = nullptr;
 
   bool load(std::string &error) {
     std::call_once(once, [this] {
@@ -78,7 +76,6 @@ struct DriverApi {
       memAllocFromPoolAsync =
           reinterpret_cast<MemAllocFromPoolAsync>(dlsym(library, "cuMemAllocFromPoolAsync"));
       memFreeAsync = reinterpret_cast<MemFreeAsync>(dlsym(library, "cuMemFreeAsync"));
-      memsetD8Async = reinterpret_cast<MemsetD8Async>(dlsym(library, "cuMemsetD8Async"));
       if (!ctxGetCurrent || !ctxGetDevice || !deviceGetAttribute || !funcSetAttribute ||
           !launchKernel)
         why = "the CUDA driver lacks cuCtxGetCurrent, cuCtxGetDevice, cuDeviceGetAttribute, "
@@ -507,9 +504,9 @@ fsl_status Session::workspacePool(void *&pool, std::string &error) {
     return FSL_OK;
   }
   if (!driverApi.memPoolCreate || !driverApi.memPoolSetAttribute ||
-      !driverApi.memAllocFromPoolAsync || !driverApi.memFreeAsync || !driverApi.memsetD8Async) {
+      !driverApi.memAllocFromPoolAsync || !driverApi.memFreeAsync) {
     error = "the CUDA driver lacks stream-ordered memory pools (cuMemPoolCreate, "
-            "cuMemAllocFromPoolAsync, cuMemFreeAsync, cuMemsetD8Async), which workspaces need";
+            "cuMemAllocFromPoolAsync, cuMemFreeAsync), which workspaces need";
     return FSL_ERROR_DRIVER;
   }
   CUmemPoolProps props{};
@@ -668,14 +665,6 @@ fsl_status Session::launchPlanned(Entry &entry, const PlannedCall &call,
       freeWorkspaces();
       error = "workspace " + workspace.workspace->name + " of " + std::to_string(workspace.bytes) +
               " bytes: CUresult " + std::to_string(result);
-      return FSL_ERROR_LAUNCH;
-    }
-    if (workspace.workspace->zeroed &&
-        (result = driverApi.memsetD8Async(workspaces[w], 0, static_cast<size_t>(workspace.bytes),
-                                          static_cast<CUstream>(stream))) != 0) {
-      freeWorkspaces();
-      error = "workspace " + workspace.workspace->name + ": zeroing " +
-              std::to_string(workspace.bytes) + " bytes: CUresult " + std::to_string(result);
       return FSL_ERROR_LAUNCH;
     }
   }

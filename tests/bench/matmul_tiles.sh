@@ -4,7 +4,7 @@
 # is not a power of two (128 x 224, 128 x 192) and small tiles with deep pipelines for few
 # rows, next to the heuristics' choice; then matmul_ab.py alternates them with the peers.
 #   generate (here):      tests/bench/matmul_tiles.sh generate build/bin/fslc [OLD_FSLC]
-#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1|P1] tests/bench/matmul_tiles.sh run
+#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1|Q1|Q2] tests/bench/matmul_tiles.sh run
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="$root/bench-build/tiles"
@@ -97,16 +97,28 @@ generate)
   schedule gelu_t256 linear_bias_gelu "128, 256" "64, 256" 256 3 2 232 "persistent swizzle 8" "shared tma_store"
   schedule gelu_t256e linear_bias_gelu "128, 256" "64, 256" 256 4 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 64)"
   schedule gelu_t256x128e linear_bias_gelu "256, 128" "128, 128" 128 4 2 232 "persistent swizzle 8" "shared tma_store, tile (256, 32)"
-  # Run P1: parts of tiles added inside the kernel by the CTA whose part arrives last
+  # Run Q1: parts of tiles added inside the kernel by the CTA whose part arrives last
   # (stream-K and split-K without a second kernel), against the same schedules built by
   # an earlier fslc whose second kernel added them (OLD_FSLC, the old_ variants).
   schedule plain_t192skt matmul "128, 192" "64, 192" 192 4 2 232 "stream_k swizzle 8" "shared tma_store"
   schedule plain_t256skt matmul "128, 256" "64, 256" 256 3 2 232 "stream_k swizzle 8" "shared tma_store"
   schedule gelu_t192skt linear_bias_gelu "128, 192" "64, 192" 192 4 2 232 "stream_k swizzle 8" "shared tma_store"
   swapped plain_sw16k3 matmul 16 64 1 11 "split_k 3"
+  # Run Q2: split-K for few rows, the heuristics' choice before (K in ceil(SMs / tiles)
+  # parts, two CTAs an SM, the parts added by a second kernel: the old_ variants) and now
+  # (floor(SMs / tiles) parts, one CTA an SM with all its shared memory for stages).
+  swapped plain_sw8d2 matmul 8 64 1 16 "split_k 2"
+  swapped plain_sw8d3 matmul 8 64 1 12 "split_k 3"
+  swapped plain_sw16d2 matmul 16 64 1 16 "split_k 2"
+  swapped plain_sw16d3 matmul 16 64 1 11 "split_k 3"
+  swapped plain_sw32d2 matmul 32 64 1 16 "split_k 2"
+  swapped plain_sw32d3 matmul 32 64 1 9 "split_k 3"
+  schedule plain_s64d2 matmul "64, 64" "64, 64" 64 8 1 232 "split_k 2" "registers"
+  schedule plain_s64d3 matmul "64, 64" "64, 64" 64 8 1 232 "split_k 3" "registers"
   if [ -n "${3:-}" ]; then
     fslc="$3"
-    for name in plain_t192sk plain_t128sk plain_t192k2 gelu_t192sk plain_sw16k2 plain_sw16k3; do
+    for name in plain_t192sk plain_t128sk plain_t192k2 gelu_t192sk plain_sw16k2 plain_sw16k3 \
+        plain_sw8d3 plain_sw16d3 plain_sw32d3 plain_s64d3; do
       src="$dir/$name.fsl"
       mkdir -p "$dir/old_$name" && "$fslc" --diagnostics-color=never -o "$dir/old_$name" "$src"
     done
@@ -122,7 +134,7 @@ run)
   wait
   grep -H -E "registers|spill" "$dir"/*/nvcc.txt > "$out/ptxas.txt" || true
   lib() { echo "$1=$dir/$1/libfusion.so:$2"; }
-  if [ "${RUN:-T2}" = P1 ]; then
+  if [ "${RUN:-T2}" = Q1 ]; then
     FSL_AB_TAG=_large python3 "$root/tests/bench/matmul_ab.py" "$out" \
       $(lib plain_t192 plain) $(lib plain_auto plain) $(lib plain_t192sk plain) $(lib old_plain_t192sk plain) \
       $(lib plain_t192skt plain) $(lib plain_t256skt plain) $(lib plain_t128sk plain) $(lib old_plain_t128sk plain) \
@@ -133,6 +145,17 @@ run)
       $(lib plain_auto plain) $(lib plain_sw16 plain) $(lib plain_sw16k2 plain) $(lib old_plain_sw16k2 plain) \
       $(lib plain_sw16k3 plain) $(lib old_plain_sw16k3 plain) \
       --rounds "${ROUNDS:-7}" --shapes "${SHAPES_FEW:-16,14336,5120;16,4096,4096;8,4096,4096;1,4096,14336;16,5120,14336}"
+    exit
+  fi
+  if [ "${RUN:-T2}" = Q2 ]; then
+    for rows in 8 16 32; do
+      FSL_AB_TAG=_m$rows python3 "$root/tests/bench/matmul_ab.py" "$out" \
+        $(lib old_plain_sw${rows}d3 plain) $(lib plain_sw${rows}d3 plain) $(lib plain_sw${rows}d2 plain) \
+        --rounds "${ROUNDS:-9}" --shapes "$rows,4096,4096;$rows,4096,14336"
+    done
+    FSL_AB_TAG=_m64 python3 "$root/tests/bench/matmul_ab.py" "$out" \
+      $(lib old_plain_s64d3 plain) $(lib plain_s64d3 plain) $(lib plain_s64d2 plain) \
+      --rounds "${ROUNDS:-9}" --shapes "64,4096,4096;48,4096,4096;64,4096,14336"
     exit
   fi
   if [ "${RUN:-T2}" = E1 ]; then

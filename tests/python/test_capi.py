@@ -306,7 +306,8 @@ class CapiTest(unittest.TestCase):
         split = fslc.load(os.path.join(inputs, "split-k.fsl"), arch="sm_90a", cache_dir=CACHE,
                          library=LIBRARY, torch_ops=False)
         info = split.linear.prepare([bf16(256, 5120), bf16(1024, 5120), bf16(1024), bf16(256, 1024)])
-        self.assertEqual([(l["kernel"], l["grid"]) for l in info["launches"]], [("linear_v0", (2, 8, 3))])
+        self.assertEqual([(l["kernel"], l["grid"]) for l in info["launches"]],
+                         [("linear_v0_zero", (1, 1, 1)), ("linear_v0", (2, 8, 3))])
         self.assertEqual(info["workspaces"], [{"name": "linear_v0_partials", "bytes": 3 * 16 * 128 * 128 * 4},
                                               {"name": "linear_v0_arrivals", "bytes": 16 * 4}])
         cluster = fslc.load(os.path.join(inputs, "cluster-example.fsl"), arch="sm_90a",

@@ -287,40 +287,47 @@ int main(int argc, char **argv) {
            "N = 14340 (N % 8 == 4): matmul_v7, y written without a tensor map", error);
   }
 
-  // --- split_k 3: one kernel, its parts of tiles and their zeroed arrival counters ------
+  // --- split_k 3: the counters' zeroing kernel, then the product's; parts and counters
   std::unique_ptr<LaunchPlan> split = planOf(inputs + "split-k.fsl", "linear", 5120, launch);
   if (split) {
     Product p(256, 1024, 5120, true);
     PlannedCall call;
     fsl_status status = plan(*split, p, call, error);
-    bool ok = status == FSL_OK && call.launches.size() == 1 && call.workspaces.size() == 2;
-    expect(ok && call.launches[0].kernel->name == "linear_v0" &&
-               call.launches[0].grid == std::array<int64_t, 3>{2, 8, 3} &&
-               call.launches[0].tensorMaps.size() == 2,
-           "split_k 3 at M = 256, N = 1024: linear_v0 alone, on 2 x 8 x 3 CTAs", error);
+    bool ok = status == FSL_OK && call.launches.size() == 2 && call.workspaces.size() == 2;
+    expect(ok && call.launches[0].kernel->name == "linear_v0_zero" &&
+               call.launches[0].grid == std::array<int64_t, 3>{1, 1, 1} &&
+               call.launches[1].kernel->name == "linear_v0" &&
+               call.launches[1].grid == std::array<int64_t, 3>{2, 8, 3} &&
+               call.launches[1].tensorMaps.size() == 2,
+           "split_k 3 at M = 256, N = 1024: linear_v0_zero on one CTA, then linear_v0 on "
+           "2 x 8 x 3 CTAs",
+           error);
     expect(ok && call.workspaces[0].workspace->name == "linear_v0_partials" &&
                call.workspaces[0].bytes == 3 * 16 * 128 * 128 * 4 &&
-               !call.workspaces[0].workspace->zeroed &&
                call.workspaces[1].workspace->name == "linear_v0_arrivals" &&
-               call.workspaces[1].bytes == 16 * 4 && call.workspaces[1].workspace->zeroed &&
-               split->kernels[0].args.back().kind == fsl::jit::PlanArg::Kind::Workspace,
-           "split_k 3: 3 f32 128 x 128 parts a tile of 16 tiles, and 16 zeroed i32 counters",
+               call.workspaces[1].bytes == 16 * 4 &&
+               split->kernels[0].args.back().kind == fsl::jit::PlanArg::Kind::Workspace &&
+               split->kernels[1].args.back().kind == fsl::jit::PlanArg::Kind::Workspace,
+           "split_k 3: 3 f32 128 x 128 parts a tile of 16 tiles, and 16 i32 counters",
            ok ? std::to_string(call.workspaces[0].bytes) + " and " +
                     std::to_string(call.workspaces[1].bytes)
               : error);
   }
 
-  // --- stream_k: one kernel over two slots a CTA and a counter a tile -------------------
+  // --- stream_k: two slots a CTA and a counter a tile, zeroed by the first kernel -------
   std::unique_ptr<LaunchPlan> streamK = planOf(inputs + "stream-k.fsl", "linear", 5120, launch);
   if (streamK) {
     Product p(4096, 4096, 5120, true);
     PlannedCall call;
     fsl_status status = plan(*streamK, p, call, error);
-    expect(status == FSL_OK && call.launches.size() == 1 &&
-               call.launches[0].kernel->name == "linear_v0" && call.launches[0].grid[0] == 132 &&
-               call.workspaces.size() == 2 && call.workspaces[0].bytes == 132 * 2 * 128 * 128 * 4 &&
-               call.workspaces[1].bytes == 32 * 32 * 4 && call.workspaces[1].workspace->zeroed,
-           "stream_k: linear_v0 on 132 CTAs, two f32 128 x 128 slots a CTA, a counter a tile",
+    expect(status == FSL_OK && call.launches.size() == 2 &&
+               call.launches[0].kernel->name == "linear_v0_zero" &&
+               call.launches[0].grid[0] == 4 && call.launches[1].kernel->name == "linear_v0" &&
+               call.launches[1].grid[0] == 132 && call.workspaces.size() == 2 &&
+               call.workspaces[0].bytes == 132 * 2 * 128 * 128 * 4 &&
+               call.workspaces[1].bytes == 32 * 32 * 4,
+           "stream_k: linear_v0_zero on 4 CTAs (1024 counters), then linear_v0 on 132 CTAs, two "
+           "f32 128 x 128 slots a CTA",
            status == FSL_OK && !call.workspaces.empty() ? std::to_string(call.workspaces[0].bytes)
                                                         : error);
   }

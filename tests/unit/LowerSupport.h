@@ -15,7 +15,7 @@
 namespace fsl::test {
 
 /// Lowers the one fusion and the last schedule of `source`; fails the test on any
-/// diagnostic.
+/// diagnostic or without a kernel.
 struct LoweredSnippet {
   Parsed parsed;
   std::unique_ptr<Program> program;
@@ -32,11 +32,12 @@ struct LoweredSnippet {
     lowered = lowerFusion(*program->fusions[0], {schedule.get()}, lower::LowerOptions{},
                           parsed.diagnostics);
     REQUIRE_MESSAGE(lowered, parsed.firstMessage());
-    REQUIRE(lowered->kernels.size() == 1);
+    REQUIRE(!lowered->kernels.empty());
   }
 
   const ir::Fusion &fusion() const { return *program->fusions[0]; }
-  const kir::Kernel &kernel() const { return lowered->kernels.at(0); }
+  /// The last kernel: the only one, or a split-K product's after its counters' kernel.
+  const kir::Kernel &kernel() const { return lowered->kernels.back(); }
   const kir::Stmt &body() const { return kernel().body; }
   /// The kernel as `--emit=kernel-ir` prints it.
   std::string text() const {

@@ -158,10 +158,11 @@ struct Simulated : test::LoweredSnippet {
     return mismatch.empty() ? "" : "mismatch: " + mismatch;
   }
 
-  /// The lowered program with its kernel rewritten by `mutator`.
+  /// The lowered program with its kernels rewritten by `mutator`.
   kir::Program mutated(kir::Mutator &mutator) const {
     kir::Program copy = *lowered;
-    copy.kernels[0].body = mutator.mutate(copy.kernels[0].body);
+    for (kir::Kernel &kernel : copy.kernels)
+      kernel.body = mutator.mutate(kernel.body);
     return copy;
   }
 };
@@ -394,4 +395,51 @@ TEST_CASE("simulate: an output tile written again before its TMA stores have rea
   REQUIRE(noFinal.changed == 1);
   result = product.compare("M=100,N=256,K=64", &exits);
   CHECK_MESSAGE(contains(result, "the block exits while 2 TMA stores"), result);
+}
+
+/// The count a part compares with to know it is the last: one fewer, so the next to last
+/// part finishes the tile.
+class FinishEarly : public kir::Mutator {
+public:
+  using Mutator::mutate;
+  kir::Expr mutate(const kir::Expr &e) override {
+    if (e->kind == kir::ExprKind::Binary && e->binary == kir::BinaryOp::Eq &&
+        e->operands[0]->kind == kir::ExprKind::Load &&
+        e->operands[0]->buffer->name.starts_with("last_part")) {
+      ++changed;
+      return kir::binary(kir::BinaryOp::Eq, e->operands[0], e->operands[1] - kir::index(1));
+    }
+    return mutateChildren(e);
+  }
+  int changed = 0;
+};
+
+TEST_CASE("simulate: split-K's parts of a tile need zeroed counters and the last part") {
+  // Three parts of K a tile; the CTA whose part arrives last adds them. The workspaces
+  // start as NaN, so a counter nobody zeroed, or a tile finished before its last part
+  // was stored, shows.
+  Simulated product("fusion mm(a: bf16[M, K], w: bf16[N, K]) -> (y: bf16[M, N]) {\n"
+                    "    y = bf16(sum(f32(a) * f32(w), over K));\n"
+                    "}\n"
+                    "schedule mm {\n"
+                    "    mma over K: tile (64, 64, 64), warp (64, 64), instruction "
+                    "wgmma(64, 64, 16);\n"
+                    "    pipeline 2 stages via tma;\n"
+                    "    warp_specialize producer(regs 40), consumers(1, regs 232);\n"
+                    "    tiles split_k 3;\n"
+                    "}\n");
+  CHECK(product.compare("M=70,N=72,K=192") == "");
+  // Without the kernel that zeroes the counters (the variant's first launch).
+  kir::Program unzeroed = *product.lowered;
+  REQUIRE(unzeroed.kernels.size() == 2);
+  for (kir::Variant &variant : unzeroed.variants)
+    variant.launches.erase(variant.launches.begin());
+  std::string result = product.compare("M=70,N=72,K=192", &unzeroed);
+  CHECK_MESSAGE(contains(result, "which holds no count (its memory was never zeroed)"), result);
+  // A tile finished by the next to last part: the last part's slot is still NaN.
+  FinishEarly early;
+  kir::Program premature = product.mutated(early);
+  REQUIRE(early.changed == 1);
+  result = product.compare("M=70,N=72,K=192", &premature);
+  CHECK_MESSAGE(contains(result, "nan"), result);
 }

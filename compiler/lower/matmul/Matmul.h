@@ -15,7 +15,8 @@
 //   simplify               index arithmetic folded with the loops' ranges
 //
 // split_k and stream_k share tiles' K loops between CTAs: each part goes to a workspace,
-// and the CTA whose part arrives last adds them and runs the epilogue (PartialTiles.h).
+// and the CTA whose part arrives last adds them and runs the epilogue (PartialTiles.h); a
+// small kernel built by `zero-arrivals` zeroes the tiles' counters before.
 //
 // The kernel, W = (BM / WM) x (BN / WN) consumer warpgroups, S stages:
 //   one_per_cta: for m_tile parallel BIDx [ceil(M / BM)], n_tile parallel BIDy [ceil(N / BN)]
@@ -58,5 +59,8 @@ bool buildMatmulMainLoop(LowerContext &context);
 bool buildMatmulEpilogue(LowerContext &context);
 /// Every pass of the matmul path, in order.
 const std::vector<PassInfo> &matmulPassList();
+/// The passes of the kernel before a split-K or stream-K product's that zeroes its tiles'
+/// arrival counters (PartialTiles.h).
+const std::vector<PassInfo> &arrivalsZeroPassList();
 
 } // namespace fsl::lower

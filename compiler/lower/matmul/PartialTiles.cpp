@@ -3,6 +3,7 @@
 #include "lower/matmul/PartialTiles.h"
 
 #include "lower/matmul/Build.h"
+#include "lower/matmul/Matmul.h"
 #include "support/Internal.h"
 
 #include <algorithm>
@@ -112,6 +113,43 @@ Stmt finishPartialTile(const MatmulPlan &plan, const KernelNames &names, const C
       kir::block({whole ? kir::ifThen(kir::unary(kir::UnaryOp::Not, whole), combined) : combined,
                   std::move(epilogue)})));
   return kir::block(std::move(out));
+}
+
+/// Threads of a CTA of the counters' zeroing kernel.
+constexpr int64_t kZeroThreads = 256;
+
+bool buildArrivalsZero(LowerContext &cx) {
+  const MatmulPlan &plan = *cx.matmul;
+  KernelNames names(cx.fusion);
+  cx.addParameters(nullptr);
+  kir::KernelParam kp;
+  kp.kind = kir::KernelParam::Kind::Tensor;
+  kp.buffer = plan.arrivals;
+  cx.kernel.params.push_back(kp);
+  auto tilesAlong = [&](ir::DimId dim, int64_t tile) {
+    return (cx.dimExtent(dim) + kir::index(tile - 1)) / kir::index(tile);
+  };
+  Expr tiles = tilesAlong(plan.m, plan.tileM) * tilesAlong(plan.n, plan.tileN);
+  kir::VarPtr block = names.var("block"), thread = names.var("thread"), tile = names.var("tile");
+  Stmt nest = kir::block({
+      kir::let(tile, kir::var(block) * kir::index(kZeroThreads) + kir::var(thread)),
+      kir::ifThen(kir::var(tile) < tiles,
+                  kir::store(plan.arrivals, kir::var(tile), kir::constant(0, ir::DType::I32)),
+                  nullptr, "a counter a tile"),
+  });
+  nest = kir::parallelLoop(thread, kir::index(kZeroThreads), kir::Axis::TIDx, nest);
+  Expr blocks = (tiles + kir::index(kZeroThreads - 1)) / kir::index(kZeroThreads);
+  nest = fromDirective(kir::parallelLoop(block, blocks, kir::Axis::BIDx, nest), plan.tilesOrigin,
+                       "the tiles' arrival counters, zeroed for the product's kernel");
+  // Programmatic dependent launch: the product's kernel starts while this one runs, and
+  // waits for its counters at its grid dependency wait.
+  cx.kernel.body =
+      kir::block({kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents), nest});
+  kir::LaunchShape &launch = cx.kernel.launch;
+  launch.grid = {blocks, kir::index(1), kir::index(1)};
+  launch.block = {kir::index(kZeroThreads), kir::index(1), kir::index(1)};
+  launch.maxThreads = kZeroThreads;
+  return true;
 }
 
 } // namespace fsl::lower
