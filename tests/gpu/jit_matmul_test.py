@@ -2,12 +2,13 @@
 examples/linear_bias_gelu.fsl and examples/swiglu.fsl through fslc.load (libfsl.so's
 session: TMA descriptors, `when` variants by M and N % 8, persistent grids), and the
 split-K, stream-K and cluster schedules of tests/lit/matmul/Inputs (workspaces from the
-session's pool, the fix-up and sum kernels, clusters sized by occupancy), against PyTorch
-in float32 at M = 1, tails in M, N and K, and 4096 x 14336 x 5120; outputs poisoned with
-NaN before each call; inside torch.compile(fullgraph=True) and a captured CUDA graph
-(replayed with new inputs, outputs poisoned between replays); a refused call (rows TMA
-cannot step); then the 4096 x 14336 x 5120 call timed against the ahead-of-time kernels
-that tests/gpu/matmul.sh built (gpu-build/matmul/*/libfusion.so), when they are there.
+session's pool, the kernel that zeroes the tiles' counters before the product, clusters
+sized by occupancy), against PyTorch in float32 at M = 1, tails in M, N and K, and 4096 x
+14336 x 5120; outputs poisoned with NaN before each call; inside
+torch.compile(fullgraph=True) and a captured CUDA graph (replayed with new inputs, outputs
+poisoned between replays); a refused call (rows TMA cannot step); then the 4096 x 14336 x
+5120 call timed against the ahead-of-time kernels that tests/gpu/matmul.sh built
+(gpu-build/matmul/*/libfusion.so), when they are there.
 
 usage: python3 tests/gpu/jit_matmul_test.py [--library build/lib/libfsl.so] [--stdlib stdlib]
                                             [--aot gpu-build]
