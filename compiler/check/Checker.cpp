@@ -1071,8 +1071,8 @@ private:
     if (epilogue.tile.size() != 2)
       return refuse(llvm::formatv("({0} sizes) is not (rows, columns)", epilogue.tile.size()));
     if (streamK())
-      return refuse("stream_k stores the pieces of K it shares from the accumulators, not "
-                    "through the output tile; take the whole tile (remove ', tile (...)')");
+      return refuse("stream_k with the output tile in pieces is not lowered yet; take the "
+                    "whole tile (remove ', tile (...)')");
     if (!tiles)
       return;
     int64_t rows = epilogue.tile[0].value, columns = epilogue.tile[1].value;

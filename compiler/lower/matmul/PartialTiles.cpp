@@ -6,7 +6,7 @@
 #include "lower/matmul/Matmul.h"
 #include "support/Internal.h"
 
-#include <algorithm>
+#include <numeric>
 
 namespace fsl::lower {
 
@@ -70,8 +70,8 @@ Stmt finishPartialTile(const MatmulPlan &plan, const KernelNames &names, const C
   // kCombineChunk accumulators at a time, every part of them before the next chunk: the
   // loads in flight take that many registers beside the accumulators (all of a thread's
   // at once spilled within the consumers' registers).
-  const int64_t chunk = std::min(kCombineChunk, count);
-  FSL_INTERNAL_ASSERT(count % chunk == 0, "accumulators not in whole chunks");
+  // Whole chunks: a thread's accumulators are a multiple of 4 (m64nN: N / 2 a thread).
+  const int64_t chunk = std::gcd(kCombineChunk, count);
   kir::VarPtr c = names.var("chunk"), j = names.var("j");
   Expr element = kir::var(c) * kir::index(chunk) + kir::var(j);
   std::vector<Stmt> combine;
