@@ -214,10 +214,7 @@ std::optional<std::vector<kir::Kernel>> lowerKernels(const sched::Schedule &sche
         program.workspaces.push_back({buffer, std::move(elements), std::move(comment)});
         return buffer;
       };
-      auto tilesAlong = [&](ir::DimId dim, int64_t tile) {
-        return (extent(dim) + kir::index(tile - 1)) / kir::index(tile);
-      };
-      kir::Expr tiles = tilesAlong(matmul->m, matmul->tileM) * tilesAlong(matmul->n, matmul->tileN);
+      kir::Expr tiles = lower::outputTiles(*matmul, extent);
       std::string tile = std::to_string(matmul->tileM) + " x " + std::to_string(matmul->tileN);
       kir::Expr slotElements = kir::index(lower::partialSlotElements(*matmul));
       matmul->partials =

@@ -16,6 +16,13 @@ using kir::Stmt;
 /// Accumulators the last part's CTA adds at a time (see finishPartialTile).
 constexpr int64_t kCombineChunk = 8;
 
+Expr outputTiles(const MatmulPlan &plan, const std::function<Expr(ir::DimId)> &extent) {
+  auto along = [&](ir::DimId dim, int64_t tile) {
+    return (extent(dim) + kir::index(tile - 1)) / kir::index(tile);
+  };
+  return along(plan.m, plan.tileM) * along(plan.n, plan.tileN);
+}
+
 int64_t partialSlotElements(const MatmulPlan &plan) {
   return plan.accumulators() * 128 * plan.warpgroupsPerTile();
 }
@@ -126,10 +133,7 @@ bool buildArrivalsZero(LowerContext &cx) {
   kp.kind = kir::KernelParam::Kind::Tensor;
   kp.buffer = plan.arrivals;
   cx.kernel.params.push_back(kp);
-  auto tilesAlong = [&](ir::DimId dim, int64_t tile) {
-    return (cx.dimExtent(dim) + kir::index(tile - 1)) / kir::index(tile);
-  };
-  Expr tiles = tilesAlong(plan.m, plan.tileM) * tilesAlong(plan.n, plan.tileN);
+  Expr tiles = outputTiles(plan, [&](ir::DimId dim) { return cx.dimExtent(dim); });
   kir::VarPtr block = names.var("block"), thread = names.var("thread"), tile = names.var("tile");
   Stmt nest = kir::block({
       kir::let(tile, kir::var(block) * kir::index(kZeroThreads) + kir::var(thread)),

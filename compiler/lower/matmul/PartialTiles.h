@@ -62,6 +62,10 @@ kir::Stmt finishPartialTile(const MatmulPlan &plan, const KernelNames &names,
 /// kernel overlaps the product's launch.
 bool buildArrivalsZero(LowerContext &cx);
 
+/// The output tiles, ceil(M / BM) x ceil(N / BN), of the kernel's rows and columns
+/// `extent` gives: the counters' count (the workspace's size and the zeroing kernel's).
+kir::Expr outputTiles(const MatmulPlan &plan, const std::function<kir::Expr(ir::DimId)> &extent);
+
 /// Elements of a slot of `partials`: the accumulators of a consumer group's threads.
 int64_t partialSlotElements(const MatmulPlan &plan);
 
