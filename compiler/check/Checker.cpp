@@ -1173,8 +1173,10 @@ private:
 
   /// The mma tile: a K tile of one 128-byte row, wgmma m64nNk16 with N a multiple of 8 up
   /// to 256 (of 64 when b is [K, N]), warpgroup tiles of whole instructions dividing the CTA
-  /// tile, TMA boxes of at most 256 rows, at most 128 accumulators a thread (for both products) and
+  /// tile, TMA boxes of at most 256 rows (b's tile in two boxes up to 512), at most 128
+  /// accumulators a thread (160 with consumers of 232 registers; 128 for both products) and
   /// 4 warpgroups. Each rule needs the ones before it: the first broken one is reported.
+  static constexpr int64_t kWideAccumulators = 160, kWideConsumerRegisters = 232;
   std::optional<MmaTiles> checkMmaShape(const ir::Value &product) {
     const sched::Applied<sched::Mma> &mma = *schedule_.matmul.mma;
     auto refuse = [&](llvm::SMRange at, const std::string &why) -> std::optional<MmaTiles> {
@@ -1250,10 +1252,16 @@ private:
                                             "({2}, {3}){4}",
                                             wm.value, wn.value, bm.value, bn.value, swapped)
                                   .str());
-    if (bm.value > 256 || bn.value > 256)
-      return refuse(bm.range, llvm::formatv("a tile of ({0}, {1}): a TMA box has at most 256 rows",
-                                            bm.value, bn.value)
-                                  .str());
+    // A TMA box has at most 256 rows: a's tile is one box; b's loads in equal boxes of
+    // whole 8-row swizzle atoms (a 320-column tile in two of 160).
+    if (bm.value > 256 || bn.value > 512 ||
+        (bn.value > 256 && (bn.value % 2 != 0 || bn.value / 2 % 8 != 0)))
+      return refuse(bm.value > 256 ? bm.range : bn.range,
+                    llvm::formatv("a tile of ({0}, {1}): a TMA box has at most 256 rows; the "
+                                  "tile's M is one box and its N at most two equal boxes of "
+                                  "a multiple of 8 rows (up to 512)",
+                                  bm.value, bn.value)
+                        .str());
     std::optional<unsigned> a = operandParam(product.operands[0]),
                             b = operandParam(product.operands[1]);
     if (a && a == b && bm.value != bn.value)
@@ -1263,12 +1271,23 @@ private:
                                             schedule_.fusion->params[*a].name, bm.value, bn.value)
                                   .str());
     MmaTiles tiles{bm.value, bn.value, wm.value, wn.value, in.value, swap};
-    if (tiles.accumulators() > 128)
-      return refuse(wm.range, llvm::formatv("warp tile ({0}, {1}): {2} f32 accumulators a "
-                                            "thread; at most 128 fit its registers (64 x 256 a "
-                                            "warpgroup)",
-                                            wm.value, wn.value, tiles.accumulators())
-                                  .str());
+    if (tiles.accumulators() > kWideAccumulators)
+      return refuse(wm.range,
+                    llvm::formatv("warp tile ({0}, {1}): {2} f32 accumulators a "
+                                  "thread; at most {3} fit its registers (64 x 320 or "
+                                  "128 x 160 a warpgroup)",
+                                  wm.value, wn.value, tiles.accumulators(), kWideAccumulators)
+                        .str());
+    // More than 128 accumulators fit beside the addresses only in consumers raised to 232
+    // registers by warp_specialize (ptxas: 64 x 320 and 128 x 160 warp tiles without spills).
+    if (const auto &ws = schedule_.matmul.warpSpecialize;
+        tiles.accumulators() > 128 && (!ws || ws->consumerRegs.value < kWideConsumerRegisters))
+      return refuse(wm.range,
+                    llvm::formatv("warp tile ({0}, {1}): {2} f32 accumulators a thread; more "
+                                  "than 128 need warp_specialize with consumers of at least {3} "
+                                  "registers (setmaxnreg)",
+                                  wm.value, wn.value, tiles.accumulators(), kWideConsumerRegisters)
+                        .str());
     if (tiles.warpgroups() > 4)
       return refuse(
           wm.range,

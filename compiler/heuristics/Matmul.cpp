@@ -12,8 +12,19 @@ namespace fsl::heuristics {
 namespace {
 
 /// tile_n values: wgmma N (a multiple of 8 up to 256) whose output rows TMA stores in whole
-/// 32-byte boxes (a multiple of 16 bf16), at least 64.
-bool validTileN(int64_t tileN) { return tileN >= 64 && tileN <= 256 && tileN % 16 == 0; }
+/// 32-byte boxes (a multiple of 16 bf16), at least 64; or 288 and 320, two instructions of
+/// half as many columns a k step (160 f32 accumulators a thread at most, b's tile in two TMA
+/// boxes).
+bool validTileN(int64_t tileN) {
+  return tileN >= 64 && tileN % 16 == 0 && (tileN <= 256 || tileN == 288 || tileN == 320);
+}
+
+/// wgmma's N for a tile of `tileN` columns: the tile's own up to 256, half of it above.
+int64_t instructionColumns(int64_t tileN) { return tileN > 256 ? tileN / 2 : tileN; }
+
+/// The widest tile of two consumer warpgroups of 128 rows: 128 x 160 warp tiles hold 160
+/// f32 accumulators a thread, what 232 registers hold beside the addresses.
+constexpr int64_t kTall256TileNMost = 160;
 
 /// The widest tile of three consumer warpgroups: each holds 64 x tile_n accumulators,
 /// tile_n / 2 f32 registers a thread, and ptxas compiles the 512-thread kernel within 128
@@ -29,7 +40,8 @@ void checkMatmulKnobs(const Knobs &knobs, const MatmulShape &mm, KnobVerdicts &v
   };
   if (knobs.tileN && !validTileN(*knobs.tileN))
     refuse("tile_n", "the CTA tile's columns, each consumer warpgroup's too (wgmma's N, "
-                     "stored in whole 32-byte boxes): a multiple of 16 from 64 to 256");
+                     "stored in whole 32-byte boxes): a multiple of 16 from 64 to 256, or 288 "
+                     "or 320 (two instructions of half the columns)");
   if (twoProducts) {
     const char *why = "two products of one a keep two accumulator sets: 128 x 128 tiles, "
                       "persistent, one consumer group";
@@ -56,9 +68,15 @@ void checkMatmulKnobs(const Knobs &knobs, const MatmulShape &mm, KnobVerdicts &v
     else if (knobs.swapAB.value_or(false))
       refuse("tile_m", "with swap_ab the tile's M is the rows rounded up to 8 (at most 64): leave "
                        "tile_m out");
-    else if (rows == 256 && knobs.tileN && *knobs.tileN > 128)
-      refuse("tile_m", "256-row tiles are two consumer warpgroups of 128 x tile_n: at most 128 "
-                       "f32 accumulators a thread fit, so tile_n is at most 128");
+    else if (rows == 256 && knobs.tileN && *knobs.tileN > kTall256TileNMost)
+      refuse("tile_m", llvm::formatv("256-row tiles are two consumer warpgroups of 128 x tile_n: "
+                                     "at most 160 f32 accumulators a thread fit, so tile_n is at "
+                                     "most {0}",
+                                     kTall256TileNMost)
+                           .str());
+    else if (rows != 128 && knobs.tileN && *knobs.tileN > 256)
+      refuse("tile_m", "tiles wider than 256 columns have 128 rows (two consumer warpgroups of "
+                       "64 x tile_n)");
     else if (rows == 192 && knobs.tileN && *knobs.tileN > kTallTileNMost)
       refuse("tile_m", llvm::formatv("192-row tiles are three consumer warpgroups of 64 x tile_n "
                                      "at 152 registers a thread: tile_n is at most {0}",
@@ -101,7 +119,7 @@ void checkMatmulKnobs(const Knobs &knobs, const MatmulShape &mm, KnobVerdicts &v
                         "schedule by hand");
     if (knobs.swizzle)
       refuse("swizzle", "swapped tiles run one a CTA (or split_k): there is no walk to swizzle");
-    if (knobs.tileN && *knobs.tileN % 64 != 0)
+    if (knobs.tileN && (*knobs.tileN % 64 != 0 || *knobs.tileN > 256))
       refuse("tile_n", "with swap_ab a consumer warpgroup takes 64 columns of N: tile_n is 64, "
                        "128, 192 or 256");
   }
@@ -133,7 +151,8 @@ void matmulDirectives(Block &block, const std::string &k, const MatmulTile &c,
                          {count(c.tileM, rowsAt), count(c.tileN, tileAt), count(64, header)},
                          {count(c.warpM, rowsAt), count(c.tileN, tileAt)},
                          {"wgmma", header},
-                         {count(64, header), count(c.tileN, tileAt), count(16, header)},
+                         {count(64, header), count(instructionColumns(c.tileN), tileAt),
+                          count(16, header)},
                          false,
                          {}},
               knobs.tileN ? tileAt : header);
@@ -351,6 +370,39 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                         .str();
           c.tileM = 192;
           c.tileN = 192;
+        }
+      }
+      // 256 x 160 tiles (two consumer warpgroups of 128 x 160: 98 flops a loaded element)
+      // where their waves are fuller than the choice so far by more than the margin, e.g.
+      // 1000 x 5000 x 3000: 128 tiles in one wave against 216 of 128 x 192 in two (82 %).
+      // Their output leaves in pieces, which leave them 3 stages.
+      MatmulTile wide = c;
+      wide.tileM = 256;
+      wide.warpM = 128;
+      wide.tileN = tuned::kTall256TileN;
+      MatmulTile widePieces = wide;
+      widePieces.epiloguePiece = tuned::kEpiloguePieceColumns;
+      if (piecesRefusal(wide, tuned::kEpiloguePieceColumns).empty() && stagesFit(widePieces) >= 3) {
+        double chosenTime =
+            c.tileM == 192 ? 1.0 / (tuned::kTall192RateUnaligned * wavesFilled(192, 192)) : [&] {
+              for (const tuned::TileRate &width : tuned::kTileRates)
+                if (width.tileN == c.tileN)
+                  return timeOf(width);
+              return 1.0 / wavesFilled(128, c.tileN);
+            }();
+        double tall = 1.0 / (tuned::kTall256Rate * wavesFilled(256, wide.tileN));
+        if (tall < chosenTime * (1.0 - tuned::kTileWidthMargin)) {
+          tileWhy =
+              llvm::formatv("256 x {0} tiles (two consumer warpgroups of 128 x {0}) fill "
+                            "{1}% of their waves, the {2} x {3} ones {4}%; at {5}% of "
+                            "128 x 256's rate they finish first.",
+                            wide.tileN, static_cast<int>(100 * wavesFilled(256, wide.tileN)),
+                            c.tileM, c.tileN, static_cast<int>(100 * wavesFilled(c.tileM, c.tileN)),
+                            static_cast<int>(100 * tuned::kTall256Rate))
+                  .str();
+          c.tileM = 256;
+          c.warpM = 128;
+          c.tileN = wide.tileN;
         }
       }
     }

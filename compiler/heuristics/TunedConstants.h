@@ -154,6 +154,12 @@ inline constexpr double kTileWidthMargin = 0.03;
 /// are, 192 x 192 ran at 0.92-0.97x (4096 x 14336 x 5120, 8192^3, 4096 x 5120 x 14336) and
 /// is not a candidate.
 inline constexpr double kTall192RateUnaligned = 1.09;
+/// 256 x 160 tiles (two consumer warpgroups of 128 x 160, 160 accumulators a thread, the
+/// output in pieces of 32 columns, 3 stages) against 128 x 256 ones, by the share of their
+/// waves each fills: run W2 (docs/performance.md), 0.93-1.07 at nine shapes, median 0.97
+/// (1000 x 5000 x 3000: 128 tiles, one wave, 1.42x the 160 tiles of 128 x 256 in two).
+inline constexpr double kTall256Rate = 0.97;
+inline constexpr int64_t kTall256TileN = 160;
 /// Persistent tiles in groups of 8 M tiles: the hand schedule of
 /// examples/linear_bias_gelu.fsl, the fastest measured (docs/performance.md).
 inline constexpr int64_t kSwizzle = 8;

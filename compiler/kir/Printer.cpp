@@ -375,8 +375,14 @@ private:
 
   void printWgmma(const StmtNode &s, int indent) {
     line(indent) << "wgmma.mma_async m" << s.shape.m << "n" << s.shape.n << "k" << s.shape.k << " "
-                 << ir::dtypeName(s.inputType) << " " << s.buffer->name
-                 << " += " << s.operandA->name << "[";
+                 << ir::dtypeName(s.inputType) << " " << s.buffer->name;
+    // The accumulators from element `index` on: several instructions a warpgroup's tile.
+    if (s.index && !(s.index->kind == ExprKind::Const && s.index->constant == 0)) {
+      out_ << "[";
+      expr(s.index);
+      out_ << "...]";
+    }
+    out_ << " += " << s.operandA->name << "[";
     expr(s.offsetA);
     out_ << "]" << (s.transposeA ? "^T" : "") << blocks(s.blockBytesA) << " * " << s.operandB->name
          << "[";

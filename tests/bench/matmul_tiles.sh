@@ -4,7 +4,7 @@
 # is not a power of two (128 x 224, 128 x 192) and small tiles with deep pipelines for few
 # rows, next to the heuristics' choice; then matmul_ab.py alternates them with the peers.
 #   generate (here):      tests/bench/matmul_tiles.sh generate build/bin/fslc [OLD_FSLC]
-#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1|Q1|Q2] tests/bench/matmul_tiles.sh run
+#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1|Q1|Q2|W1|W2] tests/bench/matmul_tiles.sh run
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="$root/bench-build/tiles"
@@ -115,6 +115,15 @@ generate)
   swapped plain_sw32d3 matmul 32 64 1 9 "split_k 3"
   schedule plain_s64d2 matmul "64, 64" "64, 64" 64 8 1 232 "split_k 2" "registers"
   schedule plain_s64d3 matmul "64, 64" "64, 64" 64 8 1 232 "split_k 3" "registers"
+  # Run W1: tiles wider than one TMA box (128 x 320: w's tile in two boxes of 160 rows,
+  # each consumer warpgroup 64 x 320 as two m64n160k16 a k step, 160 accumulators a
+  # thread; cuBLAS's 320 x 128 at the MLP shape) and 256 x 160 (two warpgroups of
+  # 128 x 160), against the heuristics' 128 x 256.
+  schedule plain_t320 matmul "128, 320" "64, 320" 160 3 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 32)"
+  schedule plain_t320e64 matmul "128, 320" "64, 320" 160 3 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 64)"
+  schedule plain_t256x160 matmul "256, 160" "128, 160" 160 3 2 232 "persistent swizzle 8" "shared tma_store, tile (256, 32)"
+  schedule gelu_t320 linear_bias_gelu "128, 320" "64, 320" 160 3 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 32)"
+  schedule gelu_t256x160 linear_bias_gelu "256, 160" "128, 160" 160 3 2 232 "persistent swizzle 8" "shared tma_store, tile (256, 32)"
   if [ -n "${3:-}" ]; then
     fslc="$3"
     for name in plain_t192sk plain_t128sk plain_t192k2 gelu_t192sk plain_sw16k2 plain_sw16k3 \
@@ -122,6 +131,11 @@ generate)
       src="$dir/$name.fsl"
       mkdir -p "$dir/old_$name" && "$fslc" --diagnostics-color=never -o "$dir/old_$name" "$src"
     done
+    # Run W2: the epilogue's instructions (GELU in five, the K = 0 zeroing once a CTA).
+    mkdir -p "$dir/old_plain_t256" && "$fslc" -o "$dir/old_plain_t256" "$dir/plain_t256.fsl"
+    mkdir -p "$dir/old_gelu_example" &&
+      "$fslc" -o "$dir/old_gelu_example" "$root/examples/linear_bias_gelu.fsl"
+    mkdir -p "$dir/old_gelu_t256" && "$fslc" -o "$dir/old_gelu_t256" "$dir/gelu_t256.fsl"
   fi
   ;;
 run)
@@ -145,6 +159,32 @@ run)
       $(lib plain_auto plain) $(lib plain_sw16 plain) $(lib plain_sw16k2 plain) $(lib old_plain_sw16k2 plain) \
       $(lib plain_sw16k3 plain) $(lib old_plain_sw16k3 plain) \
       --rounds "${ROUNDS:-7}" --shapes "${SHAPES_FEW:-16,14336,5120;16,4096,4096;8,4096,4096;1,4096,14336;16,5120,14336}"
+    exit
+  fi
+  if [ "${RUN:-T2}" = W1 ]; then
+    for v in gelu_example gelu_t320 plain_t320; do
+      cuobjdump -sass "$dir/$v/libfusion.so" > "$out/$v.sass" 2>&1 || true
+    done
+    python3 "$root/tests/bench/matmul_ab.py" "$out" \
+      $(lib plain_t256 plain) $(lib plain_t256e plain) $(lib plain_t320 plain) $(lib plain_t320e64 plain) \
+      $(lib plain_t256x160 plain) $(lib gelu_example gelu) $(lib gelu_t320 gelu) $(lib gelu_t256x160 gelu) \
+      --rounds "${ROUNDS:-5}" --shapes "${SHAPES:-4096,14336,5120;8192,8192,8192;4096,5120,14336;8192,28672,8192;4096,4096,4096;1024,14336,5120;4000,14000,5000}"
+    exit
+  fi
+  if [ "${RUN:-T2}" = W2 ]; then
+    # The tile shapes at the shapes whose waves they fill differently, then the epilogue's
+    # instructions before (old_, the previous fslc) and after.
+    for v in gelu_example old_gelu_example; do
+      cuobjdump -sass "$dir/$v/libfusion.so" > "$out/$v.sass" 2>&1 || true
+    done
+    FSL_AB_TAG=_widths python3 "$root/tests/bench/matmul_ab.py" "$out" \
+      $(lib plain_t256 plain) $(lib plain_t224 plain) $(lib plain_t192 plain) $(lib plain_t320 plain) \
+      $(lib plain_t256x160 plain) $(lib plain_t256x128 plain) $(lib plain_t192x192 plain) \
+      --rounds "${ROUNDS:-5}" --shapes "${SHAPES:-1000,5000,3000;3000,7000,2000;4000,14000,5000;256,14336,5120;512,14336,5120;1024,14336,5120;2048,2048,2048;4096,7424,5120;4096,14336,5120;8192,8192,8192;4096,5120,14336}"
+    FSL_AB_TAG=_epilogue python3 "$root/tests/bench/matmul_ab.py" "$out" \
+      $(lib old_gelu_example gelu) $(lib gelu_example gelu) $(lib old_gelu_t256 gelu) $(lib gelu_t256 gelu) \
+      $(lib old_plain_t256 plain) $(lib plain_t256 plain) $(lib gelu_t320 gelu) $(lib gelu_t256x160 gelu) \
+      --rounds "${ROUNDS:-7}" --shapes "${SHAPES_E:-4096,14336,5120;8192,8192,8192;4096,5120,14336;8192,28672,8192;4096,4096,4096;2048,2048,2048;1024,14336,5120;256,14336,5120;1000,5000,3000}"
     exit
   fi
   if [ "${RUN:-T2}" = Q2 ]; then

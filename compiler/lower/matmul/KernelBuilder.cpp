@@ -75,6 +75,8 @@ Stmt consumerRole(const MatmulPlan &plan, MatmulKernelState &state) {
     }
   }
   state.accumulators = allocateAccumulators(plan, names, body);
+  if (kir::Expr kTiles = state.scheduler->wholeKTiles())
+    body.push_back(zeroAccumulatorsIfNoK(plan, names, state.accumulators, kTiles));
   body.push_back(state.scheduler->forEachWorkTile(Role::Consumers, [&](const WorkTile &tile) {
     Stmt mainLoop = state.markTile(labels::MatmulMainLoop, "the K loop of the tile", tile);
     Stmt epilogue = state.markTile(labels::MatmulEpilogue, "the epilogue of the tile", tile);

@@ -33,9 +33,10 @@ kir::TensorMapPtr operandTensorMap(const LowerContext &cx, const MatmulPlan &pla
     // [K, N]: 64 K rows of one 128-byte span of N; a stage takes BN / span boxes.
     map->box = {plan.tileK, kir::swizzleSpanBytes(kir::Swizzle::Bytes128) /
                                 static_cast<int64_t>(ir::dtypeBytes(operand.dtype))};
-  else if (&operand == &plan.b && plan.multicast)
-    // Each CTA of a cluster loads 1/C of the shared b tile.
-    map->box = {plan.tileN / plan.clusterM, plan.tileK};
+  else if (&operand == &plan.b || &operand == &plan.b2)
+    // Each CTA of a cluster loads 1/C of the shared b tile with multicast; in boxes of at
+    // most 256 rows.
+    map->box = {plan.bRowsLoaded() / plan.bBoxes(), plan.tileK};
   else
     map->box = {param.dims[0] == plan.m ? plan.tileM : plan.tileN, plan.tileK};
   map->swizzle = kir::Swizzle::Bytes128;
@@ -207,10 +208,18 @@ Stmt MainLoop::loadB(const WorkTile &tile, const Expr &k, const Expr &stage,
                              " of the b tile, into every CTA of the cluster");
   };
   if (plan_.b.kContiguous) {
-    int64_t rows = plan_.tileN / c;
+    int64_t rows = plan_.bRowsLoaded(), boxes = plan_.bBoxes(), boxRows = rows / boxes;
     Expr part = mask ? kir::var(threads_.clusterRank) * kir::index(rows) : kir::index(0);
-    return load({kir::var(tile.nTile) * kir::index(plan_.tileN) + part, k},
-                base + part * kir::index(plan_.tileK));
+    if (boxes == 1)
+      return load({kir::var(tile.nTile) * kir::index(plan_.tileN) + part, k},
+                  base + part * kir::index(plan_.tileK));
+    return names_.unrolled("box", boxes, [&](Expr box) {
+      Expr row = part + box * kir::index(boxRows);
+      return withComment(load({kir::var(tile.nTile) * kir::index(plan_.tileN) + row, k},
+                              base + row * kir::index(plan_.tileK)),
+                         "a TMA box has at most 256 rows: the b tile in " + std::to_string(boxes) +
+                             " boxes of " + std::to_string(boxRows));
+    });
   }
   int64_t span = kir::swizzleSpanBytes(kir::Swizzle::Bytes128) / operandBytes(),
           blocks = plan_.tileN / span;
@@ -412,18 +421,28 @@ Stmt MainLoop::singleRoleLoop(const WorkTile &tile) const {
   return kir::block(std::move(out));
 }
 
-/// With K = 0 no wgmma writes the accumulators: they are zeroed after the (empty) K loop,
-/// where no product is in flight.
-Stmt MainLoop::zeroIfNoProduct(const WorkTile &tile) const {
-  kir::VarPtr i = names_.var("i");
+Stmt zeroAccumulatorsIfNoK(const MatmulPlan &plan, const KernelNames &names,
+                           const Accumulators &accumulators, Expr kCount) {
+  kir::VarPtr i = names.var("i");
   std::vector<Stmt> zero = {
-      kir::store(accumulators_.acc, kir::var(i), kir::constant(0, ir::DType::F32))};
-  if (accumulators_.acc2)
-    zero.push_back(kir::store(accumulators_.acc2, kir::var(i), kir::constant(0, ir::DType::F32)));
-  return kir::ifThen(kir::binary(kir::BinaryOp::Eq, tile.kCount, kir::index(0)),
-                     kir::forLoop(i, kir::index(plan_.accumulators()), kir::LoopKind::Unrolled,
+      kir::store(accumulators.acc, kir::var(i), kir::constant(0, ir::DType::F32))};
+  if (accumulators.acc2)
+    zero.push_back(kir::store(accumulators.acc2, kir::var(i), kir::constant(0, ir::DType::F32)));
+  return kir::ifThen(kir::binary(kir::BinaryOp::Eq, std::move(kCount), kir::index(0)),
+                     kir::forLoop(i, kir::index(plan.accumulators()), kir::LoopKind::Unrolled,
                                   kir::block(std::move(zero))),
-                     nullptr, "K = 0: no product wrote the accumulators");
+                     nullptr, "K = 0: no product writes the accumulators");
+}
+
+/// A part of a tile (split-K, stream-K) may have no k tile where K has some: its
+/// accumulators are zeroed after its (empty) K loop, where no product is in flight. Where
+/// every tile's K loop is K's, the consumers zero them once before their first tile
+/// (KernelBuilder.cpp): per tile, the compiler turned the check into a select an
+/// accumulator, 128 instructions of every tile's epilogue.
+Stmt MainLoop::zeroIfNoProduct(const WorkTile &tile) const {
+  if (!plan_.partialTiles())
+    return kir::block({});
+  return zeroAccumulatorsIfNoK(plan_, names_, accumulators_, tile.kCount);
 }
 
 } // namespace fsl::lower

@@ -63,6 +63,10 @@ kir::Stmt initStageBarriers(const MatmulPlan &plan, const KernelNames &names,
 Accumulators allocateAccumulators(const MatmulPlan &plan, const KernelNames &names,
                                   std::vector<kir::Stmt> &out);
 
+/// With K = 0 no wgmma writes the accumulators: they are zeroed where `kCount` is 0.
+kir::Stmt zeroAccumulatorsIfNoK(const MatmulPlan &plan, const KernelNames &names,
+                                const Accumulators &accumulators, kir::Expr kCount);
+
 /// The K loops of work tiles.
 class MainLoop {
 public:

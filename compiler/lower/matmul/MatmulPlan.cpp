@@ -251,7 +251,7 @@ private:
                             wm.value % 64 == 0 && wn.value >= in.value &&
                             wn.value % in.value == 0 && bm.value >= wm.value &&
                             bn.value >= wn.value && bm.value % wm.value == 0 &&
-                            bn.value % wn.value == 0 && bm.value <= 256 && bn.value <= 256 &&
+                            bn.value % wn.value == 0 && bm.value <= 256 && bn.value <= 512 &&
                             (plan_->a.param != plan_->b.param || bm.value == bn.value),
                         "an unchecked mma shape reached the lowering");
     plan_->tileM = bm.value;
@@ -261,7 +261,7 @@ private:
     plan_->warpN = wn.value;
     plan_->instructionN = in.value;
     plan_->warpgroups = plan_->warpgroupsM() * plan_->warpgroupsN();
-    FSL_INTERNAL_ASSERT(plan_->accumulators() <= 128 && plan_->warpgroups <= 4 &&
+    FSL_INTERNAL_ASSERT(plan_->accumulators() <= 160 && plan_->warpgroups <= 4 &&
                             (!plan_->product2 || 2 * plan_->accumulators() <= 128),
                         "an unchecked warp tile reached the lowering");
     FSL_INTERNAL_ASSERT(mm.pipeline->stages.value >= 1,

@@ -143,6 +143,12 @@ struct MatmulPlan {
   int64_t accumulators() const { return warpM * warpN / 128; }
   /// Bytes one stage of operand tiles takes in shared memory.
   int64_t stageBytes() const;
+  /// Rows of b a CTA loads a stage (with multicast its 1/C of the tile), and the TMA
+  /// boxes they take: a box has at most 256 rows, so wider tiles (320 columns) load
+  /// their b rows in equal boxes, consecutive in shared memory.
+  int64_t bRowsLoaded() const { return tileN / (multicast ? clusterM : 1); }
+  int64_t bBoxes() const { return (bRowsLoaded() + kMaxBoxRows - 1) / kMaxBoxRows; }
+  static constexpr int64_t kMaxBoxRows = 256;
   /// Threads of a CTA: the consumer warpgroups and the producer's.
   int64_t threads() const { return 128 * (warpgroups + (warpSpecialized ? 1 : 0)); }
   /// Whether CTAs share tiles' K loops (split_k, stream_k): parts of tiles go through the

@@ -58,6 +58,9 @@ public:
   /// The grid loops around the CTA's `body`, and the launch grid they make.
   virtual kir::Stmt gridLoops(kir::Stmt body) const = 0;
   virtual void launchGrid(kir::LaunchShape &launch) const = 0;
+  /// K's k tiles, the K loop of every work tile where CTAs share no tile's K loop (null
+  /// with split-K and stream-K, whose parts have their own counts).
+  kir::Expr wholeKTiles() const { return plan_.partialTiles() ? nullptr : kir::var(kTiles_); }
 
 protected:
   /// Tiles of `tile` along `dim`, rounded up.
