@@ -75,7 +75,7 @@ Stmt consumerRole(const MatmulPlan &plan, MatmulKernelState &state) {
     }
   }
   state.accumulators = allocateAccumulators(plan, names, body);
-  if (kir::Expr kTiles = state.scheduler->wholeKTiles())
+  if (kir::Expr kTiles = state.scheduler->hoistedZeroingKTiles())
     body.push_back(zeroAccumulatorsIfNoK(plan, names, state.accumulators, kTiles));
   body.push_back(state.scheduler->forEachWorkTile(Role::Consumers, [&](const WorkTile &tile) {
     Stmt mainLoop = state.markTile(labels::MatmulMainLoop, "the K loop of the tile", tile);

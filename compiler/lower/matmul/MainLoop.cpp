@@ -3,6 +3,7 @@
 #include "lower/matmul/MainLoop.h"
 
 #include "kir/Layout.h"
+#include "lower/matmul/TileScheduler.h"
 
 namespace fsl::lower {
 
@@ -434,13 +435,11 @@ Stmt zeroAccumulatorsIfNoK(const MatmulPlan &plan, const KernelNames &names,
                      nullptr, "K = 0: no product writes the accumulators");
 }
 
-/// A part of a tile (split-K, stream-K) may have no k tile where K has some: its
-/// accumulators are zeroed after its (empty) K loop, where no product is in flight. Where
-/// every tile's K loop is K's, the consumers zero them once before their first tile
-/// (KernelBuilder.cpp): per tile, the compiler turned the check into a select an
-/// accumulator, 128 instructions of every tile's epilogue.
+/// The accumulators are zeroed after an (empty) K loop, where no product is in flight (a
+/// part of a split-K or stream-K tile may have no k tile where K has some); persistent
+/// walks zero them once before the CTA's tiles instead (TileScheduler.h: hoistsZeroing).
 Stmt MainLoop::zeroIfNoProduct(const WorkTile &tile) const {
-  if (!plan_.partialTiles())
+  if (hoistsZeroing(plan_))
     return kir::block({});
   return zeroAccumulatorsIfNoK(plan_, names_, accumulators_, tile.kCount);
 }

@@ -20,6 +20,12 @@ void TileScheduler::prologue(std::vector<Stmt> &out) {
       kir::let(kTiles_, allKTiles(), "k tiles; the last one's columns past K are zero-filled"));
 }
 
+bool hoistsZeroing(const MatmulPlan &plan) { return plan.tileWalk == TileWalk::Persistent; }
+
+Expr TileScheduler::hoistedZeroingKTiles() const {
+  return hoistsZeroing(plan_) ? kir::var(kTiles_) : nullptr;
+}
+
 Expr TileScheduler::tiles(ir::DimId dim, int64_t tile) const {
   return (cx_.dimExtent(dim) + kir::index(tile - 1)) / kir::index(tile);
 }

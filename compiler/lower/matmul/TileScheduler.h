@@ -58,9 +58,9 @@ public:
   /// The grid loops around the CTA's `body`, and the launch grid they make.
   virtual kir::Stmt gridLoops(kir::Stmt body) const = 0;
   virtual void launchGrid(kir::LaunchShape &launch) const = 0;
-  /// K's k tiles, the K loop of every work tile where CTAs share no tile's K loop (null
-  /// with split-K and stream-K, whose parts have their own counts).
-  kir::Expr wholeKTiles() const { return plan_.partialTiles() ? nullptr : kir::var(kTiles_); }
+  /// K's k tiles where the consumers zero their accumulators for K = 0 once, before the
+  /// CTA's tiles: persistent walks, whose tiles all have K's k tiles (null otherwise).
+  kir::Expr hoistedZeroingKTiles() const;
 
 protected:
   /// Tiles of `tile` along `dim`, rounded up.
@@ -89,6 +89,13 @@ protected:
   kir::VarPtr cta_, ctaY_, kTiles_;
   kir::BufferPtr lastPart_;
 };
+
+/// Whether the K = 0 zeroing of the accumulators goes before a CTA's tiles instead of after
+/// each tile's K loop: per tile, the compiler made it a select an accumulator in every
+/// tile's epilogue (128 instructions). Only for persistent walks: split-K and stream-K
+/// parts have their own k tiles, and with one tile a CTA (where it runs once anyway) ptxas
+/// serializes the wgmma pipeline behind a definition of the accumulators before it (C7515).
+bool hoistsZeroing(const MatmulPlan &plan);
 
 std::unique_ptr<TileScheduler> makeTileScheduler(LowerContext &cx, const MatmulPlan &plan,
                                                  const KernelNames &names,
