@@ -4,7 +4,7 @@
 # is not a power of two (128 x 224, 128 x 192) and small tiles with deep pipelines for few
 # rows, next to the heuristics' choice; then matmul_ab.py alternates them with the peers.
 #   generate (here):      tests/bench/matmul_tiles.sh generate build/bin/fslc [OLD_FSLC]
-#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1|Q1|Q2|W1|W2|W5] tests/bench/matmul_tiles.sh run
+#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1|Q1|Q2|W1|W2|W5|W6] tests/bench/matmul_tiles.sh run
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="$root/bench-build/tiles"
@@ -132,6 +132,14 @@ generate)
   schedule gelu_pp128 linear_bias_gelu "128, 128" "128, 128" 128 6 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 32)"
   schedule gelu_pp160 linear_bias_gelu "128, 160" "128, 160" 160 5 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 32)"
   schedule gelu_pp64 linear_bias_gelu "64, 256" "64, 256" 256 4 2 232 "persistent swizzle 8" "shared tma_store, tile (64, 32)"
+  # Run W6: the wide tiles in clusters of two M tiles sharing w's tile by multicast (each
+  # CTA loads one of its two boxes, 160 rows, into both), against cuBLAS's clusters of two.
+  schedule plain_t320c2 matmul "128, 320" "64, 320" 160 3 2 232 "persistent swizzle 8;
+    cluster (2, 1) multicast" "shared tma_store, tile (128, 32)"
+  schedule plain_t256x160c2 matmul "256, 160" "128, 160" 160 3 2 232 "persistent swizzle 8;
+    cluster (2, 1) multicast" "shared tma_store, tile (256, 32)"
+  schedule gelu_t320c2 linear_bias_gelu "128, 320" "64, 320" 160 3 2 232 "persistent swizzle 8;
+    cluster (2, 1) multicast" "shared tma_store, tile (128, 32)"
   if [ -n "${3:-}" ]; then
     fslc="$3"
     for name in plain_t192sk plain_t128sk plain_t192k2 gelu_t192sk plain_sw16k2 plain_sw16k3 \
@@ -200,6 +208,13 @@ run)
       $(lib gelu_example gelu) $(lib gelu_pp128 gelu) $(lib gelu_pp160 gelu) $(lib gelu_pp64 gelu) \
       $(lib gelu_t256x160 gelu) $(lib plain_t256 plain) $(lib plain_pp128 plain) $(lib plain_pp160 plain) \
       --rounds "${ROUNDS:-5}" --shapes "${SHAPES:-4096,14336,5120;4096,5120,14336;8192,8192,8192;8192,28672,8192;4096,4096,4096;2048,2048,2048;1024,14336,5120;4000,14000,5000}"
+    exit
+  fi
+  if [ "${RUN:-T2}" = W6 ]; then
+    python3 "$root/tests/bench/matmul_ab.py" "$out" \
+      $(lib plain_t256x160 plain) $(lib plain_t256x160c2 plain) $(lib plain_t320 plain) $(lib plain_t320c2 plain) \
+      $(lib plain_t256 plain) $(lib gelu_t256x160 gelu) $(lib gelu_t320c2 gelu) $(lib gelu_example gelu) \
+      --rounds "${ROUNDS:-5}" --shapes "${SHAPES:-1000,5000,3000;4000,14000,5000;3000,7000,2000;1024,14336,5120;4096,14336,5120;8192,8192,8192;4096,5120,14336}"
     exit
   fi
   if [ "${RUN:-T2}" = Q2 ]; then
