@@ -12,7 +12,8 @@ struct KnobValues {
 /// The values worth measuring for each knob of a family's heuristic. Matmul: the tile
 /// heights other than the usual 128 (one, three or two 128-row consumer warpgroups), the
 /// widths the lowering takes (128 to 256 in steps a wave of tiles fills; 160 and 176 for
-/// shapes whose waves the wider tiles fill badly), the pipeline
+/// shapes whose waves the wider tiles fill badly; 320, w's tile in two TMA boxes, and with
+/// tile_m = 256 the pair 256 x 160), the pipeline
 /// depths shared memory allows, the tile orders and clusters, the output tile in pieces of
 /// 32 or 64 columns (a stage more beside it). Rows: vector widths of
 /// 4 to 16 bytes, batches and rows a block around the heuristics' usual choice.
@@ -21,7 +22,7 @@ std::vector<KnobValues> valuesFor(heuristics::Family family) {
   switch (family) {
   case Family::Matmul:
     return {{"tile_m", {"64", "192", "256"}},
-            {"tile_n", {"128", "160", "176", "192", "224", "256"}},
+            {"tile_n", {"128", "160", "176", "192", "224", "256", "320"}},
             {"stages", {"2", "3", "4", "5", "6"}},
             {"pingpong", {"true", "false"}},
             {"cluster_m", {"1", "2", "4"}},
