@@ -1279,7 +1279,9 @@ private:
                                   wm.value, wn.value, tiles.accumulators(), kWideAccumulators)
                         .str());
     // More than 128 accumulators fit beside the addresses only in consumers raised to 232
-    // registers by warp_specialize (ptxas: 64 x 320 and 128 x 160 warp tiles without spills).
+    // registers by warp_specialize: ptxas keeps 64 x 320 and 128 x 160 warp tiles without
+    // spills in persistent and stream-K walks; split-K, one tile a CTA with the whole output
+    // tile stored by TMA, and clusters spill 8-136 bytes (`--resource-usage` shows them).
     if (const auto &ws = schedule_.matmul.warpSpecialize;
         tiles.accumulators() > 128 && (!ws || ws->consumerRegs.value < kWideConsumerRegisters))
       return refuse(wm.range,

@@ -375,14 +375,18 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       // 256 x 160 tiles (two consumer warpgroups of 128 x 160: 98 flops a loaded element)
       // where their waves are fuller than the choice so far by more than the margin, e.g.
       // 1000 x 5000 x 3000: 128 tiles in one wave against 216 of 128 x 192 in two (82 %).
-      // Their output leaves in pieces, which leave them 3 stages.
+      // Their output leaves in pieces, which leave them 3 stages: the rate was measured so,
+      // persistent, so not where a knob sets the stages, the pieces or another tile order.
+      const bool wideAsMeasured =
+          !knobs.stages && !knobs.epiloguePiece && !knobs.splitK && !knobs.streamK.value_or(false);
       MatmulTile wide = c;
       wide.tileM = 256;
       wide.warpM = 128;
       wide.tileN = tuned::kTall256TileN;
       MatmulTile widePieces = wide;
       widePieces.epiloguePiece = tuned::kEpiloguePieceColumns;
-      if (piecesRefusal(wide, tuned::kEpiloguePieceColumns).empty() && stagesFit(widePieces) >= 3) {
+      if (wideAsMeasured && piecesRefusal(wide, tuned::kEpiloguePieceColumns).empty() &&
+          stagesFit(widePieces) >= 3) {
         double chosenTime =
             c.tileM == 192 ? 1.0 / (tuned::kTall192RateUnaligned * wavesFilled(192, 192)) : [&] {
               for (const tuned::TileRate &width : tuned::kTileRates)
@@ -609,6 +613,12 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     MatmulTile budgeted = c;
     if (knobs.epiloguePiece && piecesRefusal(c, *knobs.epiloguePiece).empty())
       budgeted.epiloguePiece = *knobs.epiloguePiece;
+    // 256-row tiles leave in pieces by default where they may (storeInPieces below): the
+    // knob's tile is budgeted so, or a 256 x 160 tile of f32 would find no stage beside its
+    // whole output tile.
+    else if (knobs.tileM && c.tileM == 256 && !knobs.stages && c.groups == 1 &&
+             piecesRefusal(c, tuned::kEpiloguePieceColumns).empty())
+      budgeted.epiloguePiece = tuned::kEpiloguePieceColumns;
     int64_t fit = stagesFit(budgeted);
     int64_t deepest = c.tileM == 64 && c.groups == 1   ? tuned::kFewRowsStages
                       : c.tileN <= 128 || c.groups > 1 ? 5
