@@ -74,9 +74,6 @@ void checkMatmulKnobs(const Knobs &knobs, const MatmulShape &mm, KnobVerdicts &v
                                      "most {0}",
                                      kTall256TileNMost)
                            .str());
-    else if (rows != 128 && knobs.tileN && *knobs.tileN > 256)
-      refuse("tile_m", "tiles wider than 256 columns have 128 rows (two consumer warpgroups of "
-                       "64 x tile_n)");
     else if (rows == 192 && knobs.tileN && *knobs.tileN > kTallTileNMost)
       refuse("tile_m", llvm::formatv("192-row tiles are three consumer warpgroups of 64 x tile_n "
                                      "at 152 registers a thread: tile_n is at most {0}",
