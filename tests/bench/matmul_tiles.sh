@@ -4,7 +4,8 @@
 # is not a power of two (128 x 224, 128 x 192) and small tiles with deep pipelines for few
 # rows, next to the heuristics' choice; then matmul_ab.py alternates them with the peers.
 #   generate (here):      tests/bench/matmul_tiles.sh generate build/bin/fslc [OLD_FSLC]
-#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1|Q1|Q2|W1|W2|W5|W6] tests/bench/matmul_tiles.sh run
+#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1|Q1|Q2|W1|W2|W5|W6] [ONLY="variant ..."]
+#                         tests/bench/matmul_tiles.sh run
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="$root/bench-build/tiles"
@@ -156,13 +157,16 @@ generate)
   ;;
 run)
   out="${OUT:-$dir}"
+  # ONLY="name name ...": build just those variants (a run's own), which saves the device
+  # a minute of compiling the others.
   for d in "$dir"/*/; do
+    if [ -n "${ONLY:-}" ] && ! [[ " $ONLY " == *" $(basename "$d") "* ]]; then continue; fi
     (nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -shared -Xcompiler -fPIC \
       -I "$root/runtime/include" -I "$d" -o "$d/libfusion.so" "$d"/*.cu > "$d/nvcc.txt" 2>&1 ||
       { echo "BUILD FAILED: $d"; cat "$d/nvcc.txt"; }) &
   done
   wait
-  grep -H -E "registers|spill" "$dir"/*/nvcc.txt > "$out/ptxas.txt" || true
+  grep -H -E "registers|spill" "$dir"/*/nvcc.txt > "$out/ptxas.txt" 2>/dev/null || true
   lib() { echo "$1=$dir/$1/libfusion.so:$2"; }
   if [ "${RUN:-T2}" = Q1 ]; then
     FSL_AB_TAG=_large python3 "$root/tests/bench/matmul_ab.py" "$out" \
