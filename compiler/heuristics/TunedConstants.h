@@ -137,12 +137,16 @@ inline constexpr int64_t kSplitKMinKTiles = 4;
 /// the two widths at 4096 x 14336 x 5120, 4096 x 5120 x 14336, 8192^3 and
 /// 8192 x 28672 x 8192: 0.88, 0.89, 0.91, 0.90. 192: runs T1 and T2, 8192^3: 0.98, 1.00.
 /// 224: run T2 (TMA stores), 4096 x 14336 x 5120 and 8192^3: 1.07 and 0.99 (1.0 kept: a
-/// tie goes to the wider tile).
+/// tie goes to the wider tile). 112: run W7, 128 x 14336 x 5120, where its 128 tiles fill
+/// 97 % of one wave and 128 x 128's 112 tiles 85 %: 459 against 441 TFLOP/s (fused 448
+/// against 430), a rate of 0.81 of 128 x 256's by this estimate (0.89 x 0.85 x 1.04 / 0.97);
+/// at 1024 rows, 4096^3 and 8192^3 it ran 0.87-0.93x 128 x 128.
 struct TileRate {
   int64_t tileN;
   double rate;
 };
-inline constexpr TileRate kTileRates[] = {{256, 1.0}, {224, 1.0}, {192, 0.98}, {128, 0.89}};
+inline constexpr TileRate kTileRates[] = {
+    {256, 1.0}, {224, 1.0}, {192, 0.98}, {128, 0.89}, {112, 0.81}};
 /// Another width replaces a range's own (256 above two waves, 128 below) only when it is
 /// estimated this much faster: the rates above are good to a few per cent (192's measured
 /// 0.97-1.00 in runs T1 and T2), and at 4000 x 14000 x 5000, estimated 1 % faster, 192

@@ -7,7 +7,10 @@ alternation (ABAB... over ROUNDS rounds, each a graph of the same rotated inputs
 reports the median of the per-round ratios, so a systematic difference shows and noise
 averages out.
 
-usage: ab_before.py BUILD OUT [H,H,...] [T,T,...]
+usage: ab_before.py BUILD OUT [H,H,...] [T,T,...] [NEW OLD]
+
+NEW and OLD name the two kernels' folders, BUILD/NEW_<H> and BUILD/OLD_<H> (default: auto
+and before); any two builds of the same fusions compare this way.
 """
 import ctypes
 import json
@@ -27,12 +30,14 @@ def main():
     build, out = sys.argv[1], sys.argv[2]
     hidden = [int(h) for h in sys.argv[3].split(",")] if len(sys.argv) > 3 else [4096, 16384]
     rows = [int(t) for t in sys.argv[4].split(",")] if len(sys.argv) > 4 else [1, 1024, 32768]
+    new_dir = sys.argv[5] if len(sys.argv) > 5 else "auto"
+    old_dir = sys.argv[6] if len(sys.argv) > 6 else "before"
     torch.manual_seed(0)
     results = []
     for H in hidden:
         for fusion in bench.FUSIONS:
-            new = ctypes.CDLL(os.path.join(build, f"auto_{H}", f"lib{fusion}.so"))
-            old = ctypes.CDLL(os.path.join(build, f"before_{H}", f"lib{fusion}.so"))
+            new = ctypes.CDLL(os.path.join(build, f"{new_dir}_{H}", f"lib{fusion}.so"))
+            old = ctypes.CDLL(os.path.join(build, f"{old_dir}_{H}", f"lib{fusion}.so"))
             for T in rows:
                 moved = bench.bytes_moved(fusion, T, H)
                 sets = max(1, min(64, -(-3 * bench.L2_BYTES // moved)))
@@ -54,7 +59,7 @@ def main():
                       f"old {results[-1]['old']:9.2f}us  new/old {ratio:.3f} (+-{spread:.3f})")
                 del inputs, calls
                 torch.cuda.empty_cache()
-    with open(os.path.join(out, "ab_before.json"), "w") as f:
+    with open(os.path.join(out, f"ab_{new_dir}_{old_dir}.json"), "w") as f:
         json.dump(results, f)
     worst = max(results, key=lambda r: r["ratio"])
     print(f"worst new/old: {worst['ratio']:.3f} ({worst['fusion']} H={worst['H']} T={worst['T']}); "

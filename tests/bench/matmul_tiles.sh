@@ -4,7 +4,7 @@
 # is not a power of two (128 x 224, 128 x 192) and small tiles with deep pipelines for few
 # rows, next to the heuristics' choice; then matmul_ab.py alternates them with the peers.
 #   generate (here):      tests/bench/matmul_tiles.sh generate build/bin/fslc [OLD_FSLC]
-#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1|Q1|Q2|W1|W2|W5|W6] [ONLY="variant ..."]
+#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1|Q1|Q2|W1|W2|W5|W6|W7] [ONLY="variant ..."]
 #                         tests/bench/matmul_tiles.sh run
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -141,6 +141,17 @@ generate)
     cluster (2, 1) multicast" "shared tma_store, tile (256, 32)"
   schedule gelu_t320c2 linear_bias_gelu "128, 320" "64, 320" 160 3 2 232 "persistent swizzle 8;
     cluster (2, 1) multicast" "shared tma_store, tile (128, 32)"
+  # Run W7: widths that fill the waves at 128-1024 rows of N = 14336 (128 x 112: 128 tiles
+  # in one wave at 128 rows; 128 x 176: 656 tiles, 4.97 waves, at 1024 rows, cuBLAS's
+  # 176 x 128 there), against the heuristics' 128 x 128 and 128 x 224 (4 stages, pieces).
+  schedule plain_t224p matmul "128, 224" "64, 224" 224 4 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 32)"
+  schedule plain_t176 matmul "128, 176" "64, 176" 176 5 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 16)"
+  schedule plain_t160 matmul "128, 160" "64, 160" 160 5 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 32)"
+  schedule plain_t112 matmul "128, 112" "64, 112" 112 6 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 16)"
+  schedule gelu_t224p linear_bias_gelu "128, 224" "64, 224" 224 4 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 32)"
+  schedule gelu_t176 linear_bias_gelu "128, 176" "64, 176" 176 5 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 16)"
+  schedule gelu_t112 linear_bias_gelu "128, 112" "64, 112" 112 6 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 16)"
+  schedule gelu_t128 linear_bias_gelu "128, 128" "64, 128" 128 5 2 232 "persistent swizzle 8" "shared tma_store"
   if [ -n "${3:-}" ]; then
     fslc="$3"
     for name in plain_t192sk plain_t128sk plain_t192k2 gelu_t192sk plain_sw16k2 plain_sw16k3 \
@@ -219,6 +230,14 @@ run)
       $(lib plain_t256x160 plain) $(lib plain_t256x160c2 plain) $(lib plain_t320 plain) $(lib plain_t320c2 plain) \
       $(lib plain_t256 plain) $(lib gelu_t256x160 gelu) $(lib gelu_t320c2 gelu) $(lib gelu_example gelu) \
       --rounds "${ROUNDS:-5}" --shapes "${SHAPES:-1000,5000,3000;4000,14000,5000;3000,7000,2000;1024,14336,5120;4096,14336,5120;8192,8192,8192;4096,5120,14336}"
+    exit
+  fi
+  if [ "${RUN:-T2}" = W7 ]; then
+    python3 "$root/tests/bench/matmul_ab.py" "$out" \
+      $(lib plain_t128 plain) $(lib plain_t112 plain) $(lib plain_t224p plain) $(lib plain_t176 plain) \
+      $(lib plain_t160 plain) $(lib gelu_t128 gelu) $(lib gelu_t112 gelu) $(lib gelu_t224p gelu) \
+      $(lib gelu_t176 gelu) \
+      --rounds "${ROUNDS:-5}" --shapes "${SHAPES:-128,14336,5120;256,14336,5120;1024,14336,5120;3000,7000,2000;4096,4096,4096;8192,8192,8192}"
     exit
   fi
   if [ "${RUN:-T2}" = Q2 ]; then

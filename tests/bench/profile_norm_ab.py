@@ -16,8 +16,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402
 
 build, fusion, H, T = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+# Optional: the two folders' names (BUILD/<name>_H), as ab_before.py takes them.
+builds = sys.argv[5:7] if len(sys.argv) > 6 else ["before", "auto"]
 inputs = bench.make_inputs(fusion, T, H)
-for which in ("before", "auto"):
+for which in builds:
     lib = ctypes.CDLL(os.path.join(build, f"{which}_{H}", f"lib{fusion}.so"))
     call = bench.fsl_call(lib, fusion, inputs)
     for _ in range(3):
