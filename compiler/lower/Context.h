@@ -35,7 +35,8 @@ inline constexpr const char *MatmulEpilogueEnd = "matmul-epilogue-end";     // a
 struct LowerOptions {
   /// The register file of an SM: `maxrregcount N` becomes a minimum of blocks an SM.
   int64_t registersPerSm = 65536;
-  /// SMs of the target: persistent matmul CTAs, one each.
+  /// SMs of the target: persistent matmul CTAs, one each; a row kernel lets the next
+  /// kernel launch early only where its grid has at most one block an SM.
   int64_t smCount = 132;
 };
 
