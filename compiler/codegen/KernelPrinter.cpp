@@ -997,6 +997,13 @@ private:
       end(note.empty() ? "programmatic dependent launch: the previous kernel's writes" : note);
       return;
     case kir::GridDependencyOp::LaunchDependents:
+      if (s.condition) {
+        line() << "fsl_grid_launch_dependents_if(" << printExpr(s.condition) << ");";
+        end(note.empty() ? "the grid's last blocks let the next kernel start launching now, the "
+                           "others as they exit"
+                         : note);
+        return;
+      }
       line() << "fsl_grid_launch_dependents();";
       end(note.empty() ? "programmatic dependent launch: the next kernel may start" : note);
       return;

@@ -301,10 +301,15 @@ private:
 
   void printGridDependency(const StmtNode &s, int indent) {
     line(indent) << "griddepcontrol " << gridOpName(s.gridOp);
+    if (s.condition) {
+      out_ << " if ";
+      expr(s.condition);
+    }
     note(s);
   }
 
   void printComment(const StmtNode &s, int indent) { line(indent) << "// " << s.comment << "\n"; }
+
 
   /// The mbarrier operations: the barrier's element, a remote CTA, the count (arrivals,
   /// bytes or parity).

@@ -79,6 +79,7 @@ const llvm::StringSet<> &runtimeNames() {
                                           "fsl_fence_proxy_async_shared",
                                           "fsl_grid_dependency_wait",
                                           "fsl_grid_launch_dependents",
+                                          "fsl_grid_launch_dependents_if",
                                           "fsl_is_inf",
                                           "fsl_is_minus_inf",
                                           "fsl_is_nan",

@@ -191,8 +191,8 @@ struct PointwiseProgram {
     kernel.launch.grid = {kir::var(T), kir::index(1), kir::index(1)};
     kernel.launch.block = {kir::index(64), kir::index(1), kir::index(1)};
     kernel.launch.maxThreads = 64;
-    kernel.body =
-        kir::block({kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents), blocks});
+    kernel.body = kir::block(
+        {kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents, nullptr), blocks});
     program.fusion = fusion.get();
     program.dims = {T, nullptr};
     program.kernels.push_back(kernel);

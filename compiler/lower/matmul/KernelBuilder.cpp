@@ -181,7 +181,7 @@ bool buildMatmulTileScheduler(LowerContext &cx) {
   nest = kir::parallelLoop(threads.tid, kir::index(128 * warpgroups), kir::Axis::TIDx, nest);
   nest = scheduler.gridLoops(nest);
   cx.kernel.body =
-      kir::block({kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents), nest});
+      kir::block({kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents, nullptr), nest});
 
   kir::LaunchShape &launch = cx.kernel.launch;
   scheduler.launchGrid(launch);

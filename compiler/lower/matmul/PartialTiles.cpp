@@ -148,7 +148,7 @@ bool buildArrivalsZero(LowerContext &cx) {
   // Programmatic dependent launch: the product's kernel starts while this one runs, and
   // waits for its counters at its grid dependency wait.
   cx.kernel.body =
-      kir::block({kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents), nest});
+      kir::block({kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents, nullptr), nest});
   kir::LaunchShape &launch = cx.kernel.launch;
   launch.grid = {blocks, kir::index(1), kir::index(1)};
   launch.block = {kir::index(kZeroThreads), kir::index(1), kir::index(1)};

@@ -463,6 +463,16 @@ __device__ __forceinline__ void fsl_grid_launch_dependents() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+/* The trigger in the threads where `when` holds, as a predicated instruction: a branch
+ * around it would split the kernel into basic blocks that ptxas schedules apart. */
+__device__ __forceinline__ void fsl_grid_launch_dependents_if(bool when) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && FSL_PDL
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %0, 0;\n\t@p griddepcontrol.launch_dependents;\n\t}" ::"r"((int)when)
+               : "memory");
+#else
+  (void)when;
+#endif
+}
 
 /* --- 6. Hopper asynchronous operations -------------------------------------------------
  *
