@@ -310,7 +310,6 @@ private:
 
   void printComment(const StmtNode &s, int indent) { line(indent) << "// " << s.comment << "\n"; }
 
-
   /// The mbarrier operations: the barrier's element, a remote CTA, the count (arrivals,
   /// bytes or parity).
   void mbarrier(const StmtNode &s, int indent, const char *countName) {
