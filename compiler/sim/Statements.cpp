@@ -63,6 +63,13 @@ bool Interpreter::enter(Warp &warp, const StmtNode &s, LaneMask mask) {
   case StmtKind::Barrier:
     return execBarrier(warp, s, mask);
   case StmtKind::GridDependency:
+    // The trigger's predicate (which blocks let the next kernel launch) changes no result,
+    // but it is evaluated in every lane as the GPU does, so an expression the CUDA printer
+    // emits is one the simulator has computed.
+    if (s.condition)
+      for (LaneMask m = mask; m; m &= m - 1)
+        (void)value(s.condition, warp.first + std::countr_zero(m));
+    return true;
   case StmtKind::Comment:
   case StmtKind::FenceProxyAsync:
   case StmtKind::WgmmaFence:
