@@ -743,6 +743,10 @@ private:
       return mbarrierWait(*s);
     case StmtKind::FenceProxyAsync:
       return fenceProxyAsync(*s);
+    case StmtKind::HoldLoads:
+      line() << "fsl_hold_loads_above();";
+      end(noteOf(*s).empty() ? "the loads above stay above" : noteOf(*s));
+      return;
     case StmtKind::TmaLoad:
       return tmaLoad(*s);
     case StmtKind::TmaStore:

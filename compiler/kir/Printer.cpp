@@ -339,6 +339,7 @@ private:
     note(s);
   }
   void printFenceProxyAsync(const StmtNode &s, int indent) { named(s, indent); }
+  void printHoldLoads(const StmtNode &s, int indent) { named(s, indent); }
   void printWgmmaFence(const StmtNode &s, int indent) { named(s, indent); }
   void printWgmmaCommit(const StmtNode &s, int indent) { named(s, indent); }
 

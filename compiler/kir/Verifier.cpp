@@ -273,6 +273,7 @@ private:
       return;
     case StmtKind::GridDependency:
     case StmtKind::Comment:
+    case StmtKind::HoldLoads:
     case StmtKind::FenceProxyAsync:
     case StmtKind::WgmmaFence:
     case StmtKind::WgmmaCommit:

@@ -37,6 +37,10 @@ std::set<const kir::Buffer *> globalReads(const Stmt &s) {
   return read;
 }
 
+/// Bytes a thread of the first phase's loads and the early loads from which the early loads
+/// are held above the first phase (EarlyLoads::holdsEarlyLoads).
+constexpr int64_t kHeldLoadBytes = 128;
+
 std::string renamed(const kir::BufferPtr &local, const char *suffix) {
   llvm::StringRef name = local->name;
   name.consume_back("_vec");
@@ -90,11 +94,50 @@ public:
     hoisted.insert(hoisted.begin(),
                    kir::comment("Early loads: read after a block reduction, loaded now so that "
                                 "their latency overlaps the row's loads and reductions."));
+    if (holdsEarlyLoads(body, nests, readFirst, used))
+      hoisted.push_back(kir::withComment(
+          kir::holdLoads(), "the early loads stay here: ptxas would move them below the "
+                            "row's reduction"));
     body.insert(body.begin() + at, hoisted.begin(), hoisted.end());
     return withBody(s, std::move(body));
   }
 
 private:
+  /// Whether the early loads are held above the first phase (HoldLoads). ptxas moves loads
+  /// down to their first use when many registers are in flight: in rms_norm at H = 4096
+  /// (4 + 4 vectors of 16 bytes a thread) the weight's went below the row's reduction, and
+  /// at T = 1024 their latency then followed the row's (docs/performance.md, run X2: held,
+  /// 0.86-0.94x the time at T = 1024, H = 4096-8192, level elsewhere). Held only in the form
+  /// measured to pay: two phases (the loads used right after one block reduction), a first
+  /// phase that reads one tensor and stores nothing, and 128 bytes a thread or more of its
+  /// loads and the early ones. Where the first phase also stores (rms_norm_add's sum) the
+  /// hold ran level or up to 22 % slower; across two reductions (layer_norm) ptxas gave the
+  /// kernel 7-18 more registers and a block less an SM (up to 19 % slower at T = 1024);
+  /// first phases reading several tensors (the backward fusions) were not measured.
+  bool holdsEarlyLoads(const std::vector<Stmt> &body, const std::vector<size_t> &nests,
+                       const std::set<const kir::Buffer *> &readFirst, int64_t earlyBytes) const {
+    if (nests.size() != 2 || readFirst.size() != 1)
+      return false;
+    bool stores = false;
+    kir::forEachStmt(body[nests[0]], [&](const Stmt &st) {
+      if ((st->kind == kir::StmtKind::Store || st->kind == kir::StmtKind::VectorCopy ||
+           st->kind == kir::StmtKind::AtomicAdd) &&
+          st->buffer && st->buffer->space == kir::MemorySpace::Global)
+        stores = true;
+    });
+    if (stores)
+      return false;
+    int64_t rowBytes = 0;
+    hoistBatchLoads(
+        cx_, body[nests[0]],
+        [&](const kir::BufferPtr &, int64_t bytes) {
+          rowBytes += bytes;
+          return true;
+        },
+        [](const kir::BufferPtr &local) { return local->name; }, "prefetch");
+    return rowBytes + earlyBytes >= kHeldLoadBytes;
+  }
+
   const LowerContext &cx_;
 };
 

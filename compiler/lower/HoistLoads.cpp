@@ -49,6 +49,7 @@ void collect(const Stmt &s, std::vector<Expr> &guards, std::vector<Found> &found
   case kir::StmtKind::Barrier:
   case kir::StmtKind::GridDependency:
   case kir::StmtKind::Comment:
+  case kir::StmtKind::HoldLoads:
   case kir::StmtKind::MBarrierInit:
   case kir::StmtKind::MBarrierArrive:
   case kir::StmtKind::MBarrierArriveExpectTx:

@@ -70,6 +70,12 @@ bool Interpreter::enter(Warp &warp, const StmtNode &s, LaneMask mask) {
       for (LaneMask m = mask; m; m &= m - 1)
         (void)value(s.condition, warp.first + std::countr_zero(m));
     return true;
+  case StmtKind::HoldLoads:
+    // fsl_hold_loads_above: its branch is taken where a block's index is not below the
+    // grid's size, which no block's is; the GPU would trap there, and so does this.
+    if (hardwareIndex(kir::Axis::BIDx, warp.first) >= hardwareExtent(kir::Axis::BIDx))
+      fail("hold_loads: blockIdx.x is not below gridDim.x");
+    return true;
   case StmtKind::Comment:
   case StmtKind::FenceProxyAsync:
   case StmtKind::WgmmaFence:

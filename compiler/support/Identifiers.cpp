@@ -80,6 +80,7 @@ const llvm::StringSet<> &runtimeNames() {
                                           "fsl_grid_dependency_wait",
                                           "fsl_grid_launch_dependents",
                                           "fsl_grid_launch_dependents_if",
+                                          "fsl_hold_loads_above",
                                           "fsl_is_inf",
                                           "fsl_is_minus_inf",
                                           "fsl_is_nan",

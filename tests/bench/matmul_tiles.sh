@@ -4,7 +4,7 @@
 # is not a power of two (128 x 224, 128 x 192) and small tiles with deep pipelines for few
 # rows, next to the heuristics' choice; then matmul_ab.py alternates them with the peers.
 #   generate (here):      tests/bench/matmul_tiles.sh generate build/bin/fslc [OLD_FSLC]
-#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1|Q1|Q2|W1|W2|W5|W6|W7] [ONLY="variant ..."]
+#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1|Q1|Q2|W1|W2|W5|W6|W7|W8] [ONLY="variant ..."]
 #                         tests/bench/matmul_tiles.sh run
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -152,6 +152,11 @@ generate)
   schedule gelu_t176 linear_bias_gelu "128, 176" "64, 176" 176 5 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 16)"
   schedule gelu_t112 linear_bias_gelu "128, 112" "64, 112" 112 6 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 16)"
   schedule gelu_t128 linear_bias_gelu "128, 128" "64, 128" 128 5 2 232 "persistent swizzle 8" "shared tma_store"
+  # Run W8: 128 x 128 tiles against 128 x 256 ones at square shapes (W7 had 128 x 128 at
+  # 713 TFLOP/s at 4096^3 where the heuristics pick 128 x 256 in pieces; 613 at 8192^3).
+  schedule plain_t128p matmul "128, 128" "64, 128" 128 6 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 32)"
+  schedule plain_t256p matmul "128, 256" "64, 256" 256 4 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 32)"
+  schedule gelu_t128p linear_bias_gelu "128, 128" "64, 128" 128 6 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 32)"
   if [ -n "${3:-}" ]; then
     fslc="$3"
     for name in plain_t192sk plain_t128sk plain_t192k2 gelu_t192sk plain_sw16k2 plain_sw16k3 \
@@ -238,6 +243,13 @@ run)
       $(lib plain_t160 plain) $(lib gelu_t128 gelu) $(lib gelu_t112 gelu) $(lib gelu_t224p gelu) \
       $(lib gelu_t176 gelu) \
       --rounds "${ROUNDS:-5}" --shapes "${SHAPES:-128,14336,5120;256,14336,5120;1024,14336,5120;3000,7000,2000;4096,4096,4096;8192,8192,8192}"
+    exit
+  fi
+  if [ "${RUN:-T2}" = W8 ]; then
+    python3 "$root/tests/bench/matmul_ab.py" "$out" \
+      $(lib plain_t256p plain) $(lib plain_t128 plain) $(lib plain_t128p plain) $(lib plain_t224p plain) \
+      $(lib plain_t256x128e plain) $(lib gelu_example gelu) $(lib gelu_t128 gelu) $(lib gelu_t128p gelu) \
+      --rounds "${ROUNDS:-5}" --shapes "${SHAPES:-2048,2048,2048;3072,3072,3072;4096,4096,4096;4096,4096,8192;6144,6144,6144;8192,8192,8192;4096,14336,5120}"
     exit
   fi
   if [ "${RUN:-T2}" = Q2 ]; then

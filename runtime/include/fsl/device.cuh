@@ -474,6 +474,17 @@ __device__ __forceinline__ void fsl_grid_launch_dependents_if(bool when) {
 #endif
 }
 
+/* A branch that no block takes (blockIdx.x is always below gridDim.x) ends ptxas's basic
+ * block here, so loads issued above are not moved below it, where ptxas would otherwise
+ * sink them towards their first use and their latency would no longer overlap the loads
+ * issued after them. The condition is the same in every thread of a block: a
+ * thread-dependent one would make ptxas guard the warp's later shuffles against
+ * divergence. */
+__device__ __forceinline__ void fsl_hold_loads_above() {
+  if (blockIdx.x >= gridDim.x)
+    __trap();
+}
+
 /* --- 6. Hopper asynchronous operations -------------------------------------------------
  *
  * Shared-memory operands are generic pointers into shared memory (converted to 32-bit
