@@ -249,6 +249,7 @@ class Fusion:
         self.op_path = None  # "compiled" or "ctypes" (fslc/_torch.py)
         self.autograd = False  # torch.library.register_autograd done (a `backward` clause)
         self._compiled_entry = None  # the compiled path's op overload, called directly
+        self._no_grad_entry = None  # its `no_grad` overload (a `backward` pairing; _torch.py)
         self._records_graph = None  # (args, kwargs) -> whether autograd records this call
         self._below_autograd = None  # a context that dispatches below the autograd keys
         self._is_compiling = None
@@ -291,8 +292,10 @@ class Fusion:
             try:
                 # An op with a backward pairing has a Python autograd kernel on the way;
                 # a call that records no graph (grad mode off, or no tensor that
-                # requires grad) goes below it, as the kernel itself would.
+                # requires grad) goes to its `no_grad` overload, which has none.
                 if self.autograd and not self._records_graph(args, kwargs):
+                    if self._no_grad_entry is not None:
+                        return self._no_grad_entry(*args, **kwargs)
                     with self._below_autograd():
                         return self._compiled_entry(*args, **kwargs)
                 return self._compiled_entry(*args, **kwargs)

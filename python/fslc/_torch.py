@@ -316,6 +316,11 @@ def _register_fake(qualname, fake, lib):
         torch.library.impl_abstract(qualname, fake, lib=lib)
 
 
+# The overload of an op with a `backward` pairing that has no autograd formula (the
+# compiled path's calls that record no graph).
+NO_GRAD_OVERLOAD = "no_grad"
+
+
 def _register_compiled(program, fusion, namespace, name):
     """The op through the compiled path: the schema and fake implementation from Python,
     the CUDA kernel from the extension, given the session and the launch function of the
@@ -341,6 +346,17 @@ def _register_compiled(program, fusion, namespace, name):
         lib.impl(name, _make_impl(fusion), "CUDA")
         return "ctypes"
     program._op_releases.append(lambda: torch.ops.fslc_ops.release(handle))
+    if signature.backward:
+        # A fusion with a `backward` pairing gets a Python autograd kernel (register_autograd),
+        # which every call would pass through. Its overload `no_grad` has the same CUDA kernel
+        # and no autograd formula: `prog.f` calls it when autograd records nothing (grad
+        # mode off, or no tensor that requires grad), as the other ops go, with no context
+        # manager around the call.
+        lib.define(name + "." + NO_GRAD_OVERLOAD + signature.op_schema())
+        twin = torch.ops.fslc_ops.register_fusion(
+            namespace, name + "." + NO_GRAD_OVERLOAD, op_plan(signature, program.policy, program.source),
+            launch, program._session.value)
+        program._op_releases.append(lambda: torch.ops.fslc_ops.release(twin))
     return "compiled"
 
 
@@ -462,4 +478,7 @@ def register_program(program):
             _register_autograd(program, fusion)
             fusion._records_graph = _records_graph
             fusion._below_autograd = torch._C._AutoDispatchBelowAutograd
+            if fusion.op_path == "compiled":
+                overload = getattr(fusion.op, NO_GRAD_OVERLOAD)
+                fusion._no_grad_entry = getattr(overload, "_op", overload)
             fusion.autograd = True

@@ -190,6 +190,24 @@ def version_bumped():
 run("version counter", version_bumped)
 
 
+def no_grad_overload():
+    # softmax has a `backward` pairing: a call that records no graph goes to its overload
+    # `no_grad` (no autograd kernel on the way); one that does records softmax's node.
+    x = randn(3, 4096, seed=11)
+    check("softmax's op has the overload no_grad", hasattr(prog.softmax.op, "no_grad"))
+    close("torch.ops softmax.no_grad", prog.softmax.op.no_grad(x), ref_softmax(x))
+    xg = x.clone().requires_grad_(True)
+    y = prog.softmax(xg)
+    check("a call with a tensor that requires grad records a node (%s)" % y.grad_fn, y.grad_fn is not None)
+    with torch.no_grad():
+        y = prog.softmax(xg)
+    check("a call under torch.no_grad records none", y.grad_fn is None and not y.requires_grad)
+    close("softmax under torch.no_grad", y, ref_softmax(x))
+
+
+run("the no_grad overload", no_grad_overload)
+
+
 def closed_program():
     # A closed program's ops refuse calls (the compiled kernel holds the session).
     closing = fslc.load(norms, namespace="fsl_closing", **options)
