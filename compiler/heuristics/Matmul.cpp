@@ -200,8 +200,8 @@ void matmulDirectives(Block &block, const std::string &k, const MatmulTile &c,
 ///                   against split_k's 158 TFLOP/s at M = 64). split_k only where even
 ///                   64 x 64 tiles leave more than half the SMs idle (a short N).
 ///   M < two waves   128 x 128 tiles (twice as many CTAs busy: 364 against 205 TFLOP/s
-///                   at M = 128, N = 14336, K = 5120), or 128 x 224 / 128 x 192 where
-///                   their fuller waves make up for their rate (static sizes).
+///                   at M = 128, N = 14336, K = 5120), or 128 x 256 / 224 / 192 / 112
+///                   where their fuller waves make up for their rate (static sizes).
 ///   otherwise       128 x 256 tiles, both consumer warpgroups on one tile, persistent;
 ///                   with static M and N the width of 256, 224, 192 or 128 whose rate and
 ///                   last-wave fill finish first (TunedConstants.h).
@@ -310,9 +310,13 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       int64_t waves = (tiles + target.smCount - 1) / target.smCount;
       return static_cast<double>(tiles) / static_cast<double>(waves * target.smCount);
     };
-    // Below two waves of 128 x 256 tiles, those are no candidate: one wave of them lost to
-    // two of 128 x 128 at 2048^3 (run M3: 692 against 721 TFLOP/s; the second wave's
-    // products overlap the first's epilogue, which the estimate does not count).
+    // Below two waves of 128 x 256 tiles the range's own width is 128, and 128 x 256 is a
+    // candidate like the others: where both fill their waves alike (2048^3: one wave of 128
+    // tiles against two of 256) its rate wins. Run M3 had one wave of them lose to two of
+    // 128 x 128 (692 against 721 TFLOP/s) with 3 stages and the whole output tile; with the
+    // output in pieces and 4 stages they ran 1.03-1.06x 128 x 128 at 2048^3,
+    // 1024 x 4096 x 4096, 2048 x 4096 x 4096 and 1024 x 8192 x 8192 (run W10, and W8/W9 at
+    // 2048^3: 1.03x).
     bool belowTwoWaves = c.tileN == 128;
     if (!tileNKnob && !knobs.tileM && !twoProducts && !fewRows && mDim.extent && nDim.extent &&
         !knobs.pingpong.value_or(false) && !knobs.clusterM) {
@@ -328,7 +332,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
           best = &width;
       double bestTime = timeOf(*best) * (1.0 - tuned::kTileWidthMargin);
       for (const tuned::TileRate &width : tuned::kTileRates) {
-        if ((belowTwoWaves && width.tileN == 256) || width.tileN == was)
+        if (width.tileN == was)
           continue;
         if (double time = timeOf(width); time < bestTime) {
           best = &width;
