@@ -352,11 +352,17 @@ def _register_compiled(program, fusion, namespace, name):
         # and no autograd formula: `prog.f` calls it when autograd records nothing (grad
         # mode off, or no tensor that requires grad), as the other ops go, with no context
         # manager around the call.
-        lib.define(name + "." + NO_GRAD_OVERLOAD + signature.op_schema())
-        twin = torch.ops.fslc_ops.register_fusion(
-            namespace, name + "." + NO_GRAD_OVERLOAD, op_plan(signature, program.policy, program.source),
-            launch, program._session.value)
-        program._op_releases.append(lambda: torch.ops.fslc_ops.release(twin))
+        try:
+            lib.define(name + "." + NO_GRAD_OVERLOAD + signature.op_schema())
+            twin = torch.ops.fslc_ops.register_fusion(
+                namespace, name + "." + NO_GRAD_OVERLOAD, op_plan(signature, program.policy, program.source),
+                launch, program._session.value)
+        except Exception as error:  # noqa: BLE001 (the op works without it, a little slower)
+            warnings.warn("fslc: %s has no overload %s (%s): its calls that record no graph "
+                          "dispatch below autograd instead" % (qualname, NO_GRAD_OVERLOAD, error),
+                          RuntimeWarning, stacklevel=4)
+        else:
+            program._op_releases.append(lambda: torch.ops.fslc_ops.release(twin))
     return "compiled"
 
 
@@ -478,7 +484,7 @@ def register_program(program):
             _register_autograd(program, fusion)
             fusion._records_graph = _records_graph
             fusion._below_autograd = torch._C._AutoDispatchBelowAutograd
-            if fusion.op_path == "compiled":
-                overload = getattr(fusion.op, NO_GRAD_OVERLOAD)
+            overload = getattr(fusion.op, NO_GRAD_OVERLOAD, None) if fusion.op_path == "compiled" else None
+            if overload is not None:
                 fusion._no_grad_entry = getattr(overload, "_op", overload)
             fusion.autograd = True
