@@ -1326,11 +1326,12 @@ private:
               std::to_string(order->parameter->value);
     return text;
   }
-  /// A cluster of C > 1 M tiles in the shape the lowering takes, or 1.
+  /// The CTAs of a cluster in a shape the lowering takes ((C, 1) or (1, C)), or 1.
   int64_t clusterTiles() const {
     const auto &cluster = schedule_.matmul.cluster;
-    return cluster && cluster->shape.size() == 2 && cluster->shape[1].value == 1
-               ? cluster->shape[0].value
+    return cluster && cluster->shape.size() == 2 &&
+                   (cluster->shape[0].value == 1 || cluster->shape[1].value == 1)
+               ? cluster->shape[0].value * cluster->shape[1].value
                : 1;
   }
 
@@ -1398,12 +1399,12 @@ private:
     if (streamK())
       conflict(clusterAt,
                "cluster with stream_k: the CTAs of a cluster would take different runs of K, so "
-               "they share no b tile",
+               "they share no operand tile",
                tilesAt, tilesHere);
     if (twoGroups)
       conflict(clusterAt,
                "cluster with two consumer groups: the groups of a cluster's CTAs would release a "
-               "shared b stage at different times (not lowered)",
+               "shared stage at different times (not lowered)",
                mm.warpSpecialize->origin.range, "the consumer groups are here");
     if (twoProducts)
       conflict(clusterAt, "cluster with two products (not lowered)", std::nullopt, "");
@@ -1416,8 +1417,10 @@ private:
   }
 
   /// `cluster (C, 1) [multicast]`: C = 1, 2 or 4 consecutive M tiles of one N tile; with
-  /// multicast, each CTA loads an equal part of the b tile. The target's limits
-  /// (invalid-cluster) are checked first, and a cluster over them is not looked at again.
+  /// multicast, each CTA loads an equal part of the b tile. `cluster (1, C) [multicast]`:
+  /// C = 2 or 4 consecutive N tiles of one M tile, in persistent walks; with multicast,
+  /// each CTA loads an equal part of the a tile. The target's limits (invalid-cluster) are
+  /// checked first, and a cluster over them is not looked at again.
   void checkClusterShape(const std::optional<MmaTiles> &tiles, const ir::Value &product) {
     const auto &cluster = schedule_.matmul.cluster;
     if (!cluster || clusterRefused_)
@@ -1428,23 +1431,46 @@ private:
     std::string shape = llvm::join(extents, ", ");
     if (cluster->shape.size() != 2) {
       diagnostics_.report(DiagId::ClusterShape, cluster->origin.range, shape,
-                          "a cluster is (C, 1): C consecutive M tiles of one N tile");
+                          "a cluster is (C, 1) or (1, C): C consecutive M tiles of one N tile, "
+                          "or C consecutive N tiles of one M tile");
       return;
     }
-    if (cluster->shape[1].value != 1) {
-      diagnostics_.report(DiagId::ClusterShape, cluster->shape[1].range, shape,
-                          "a cluster along N: clusters of consecutive M tiles, (2, 1) or (4, 1), "
-                          "are lowered");
+    if (cluster->shape[0].value != 1 && cluster->shape[1].value != 1) {
+      diagnostics_.report(DiagId::ClusterShape, cluster->origin.range, shape,
+                          "a cluster along both M and N: (C, 1) or (1, C) are lowered");
       return;
     }
-    int64_t c = cluster->shape[0].value;
+    bool alongN = cluster->shape[1].value != 1;
+    const sched::Count &extent = cluster->shape[alongN ? 1 : 0];
+    int64_t c = extent.value;
     if (c != 1 && c != 2 && c != 4) {
       diagnostics_.report(
-          DiagId::ClusterShape, cluster->shape[0].range, shape,
-          llvm::formatv("a cluster of {0} M tiles: 1, 2 or 4 are lowered", c).str());
+          DiagId::ClusterShape, extent.range, shape,
+          llvm::formatv("a cluster of {0} {1} tiles: 1, 2 or 4 are lowered", c, alongN ? "N" : "M")
+              .str());
       return;
     }
-    if (!cluster->multicast || c == 1 || !tiles)
+    if (alongN) {
+      // The persistent walk hands a cluster C consecutive N tiles of one M tile; one tile a
+      // CTA puts M along x, where clusters run, and the swapped product has N there.
+      if (tiles && tiles->swapAB) {
+        diagnostics_.report(DiagId::ClusterShape, extent.range, shape,
+                            "a cluster along N with swap_ab: write (C, 1), whose CTAs share the "
+                            "swapped product's a tile");
+        return;
+      }
+      const sched::Applied<sched::Tiles> *order = tileOrder();
+      if (!order || order->order != sched::TileOrder::Persistent) {
+        auto report = diagnostics_.report(DiagId::ClusterShape, extent.range, shape,
+                                          "a cluster along N is lowered for tiles persistent");
+        if (order)
+          report.note(DiagId::NoteDirective, order->origin.range, "the tile order is here");
+        return;
+      }
+    }
+    // Along N each CTA loads 1/C of the a tile's rows: every tile height (a multiple of 64)
+    // splits into 2 or 4 parts of whole 8-row swizzle atoms.
+    if (!cluster->multicast || c == 1 || !tiles || alongN)
       return;
     // Each CTA loads 1/C of the b tile: whole 64-column blocks when N is contiguous.
     std::optional<ir::DType> b = operandType(product.operands[1]);

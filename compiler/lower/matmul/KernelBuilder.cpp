@@ -133,10 +133,10 @@ bool buildMatmulTileScheduler(LowerContext &cx) {
   threads.consumer = plan.warpSpecialized ? names.var("consumer") : threads.warpgroup;
 
   std::vector<Stmt> body;
-  if (plan.clusterM > 1) {
+  if (plan.clusterSize() > 1) {
     threads.clusterRank = names.var("cta_rank");
     body.push_back(kir::let(threads.clusterRank,
-                            kir::var(scheduler.cta()) % kir::index(plan.clusterM),
+                            kir::var(scheduler.cta()) % kir::index(plan.clusterSize()),
                             "the CTA's rank in its cluster (clusters run along x)"));
   }
   // Shared memory: the main loop's operand rings, the epilogue's output tile, the stages'
@@ -151,16 +151,16 @@ bool buildMatmulTileScheduler(LowerContext &cx) {
   body.insert(body.end(), shared.allocations.begin(), shared.allocations.end());
   body.push_back(initStageBarriers(plan, names, threads, operands));
   body.push_back(kir::withComment(
-      plan.clusterM > 1 ? kir::clusterBarrier() : kir::barrier(),
-      plan.clusterM > 1 ? "the cluster's barriers are initialized before any thread uses them"
-                        : "the barriers are initialized before any thread uses them"));
+      plan.clusterSize() > 1 ? kir::clusterBarrier() : kir::barrier(),
+      plan.clusterSize() > 1 ? "the cluster's barriers are initialized before any thread uses them"
+                             : "the barriers are initialized before any thread uses them"));
   scheduler.prologue(body);
   if (plan.warpSpecialized)
     body.push_back(producerRole(plan, state));
   body.push_back(consumerRole(plan, state));
   // No CTA of a cluster exits while a peer may still write its shared memory or arrive
   // on its barriers.
-  if (plan.clusterM > 1)
+  if (plan.clusterSize() > 1)
     body.push_back(fromDirective(kir::clusterBarrier(), plan.clusterOrigin,
                                  "the cluster's CTAs are done with each other"));
 
@@ -180,14 +180,14 @@ bool buildMatmulTileScheduler(LowerContext &cx) {
                                  nest, {roles, plan.mmaOrigin.range});
   nest = kir::parallelLoop(threads.tid, kir::index(128 * warpgroups), kir::Axis::TIDx, nest);
   nest = scheduler.gridLoops(nest);
-  cx.kernel.body =
-      kir::block({kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents, nullptr), nest});
+  cx.kernel.body = kir::block(
+      {kir::gridDependency(kir::GridDependencyOp::WaitAndLaunchDependents, nullptr), nest});
 
   kir::LaunchShape &launch = cx.kernel.launch;
   scheduler.launchGrid(launch);
   launch.block = {kir::index(plan.threads()), kir::index(1), kir::index(1)};
-  if (plan.clusterM > 1)
-    launch.cluster = {kir::index(plan.clusterM), kir::index(1), kir::index(1)};
+  if (plan.clusterSize() > 1)
+    launch.cluster = {kir::index(plan.clusterSize()), kir::index(1), kir::index(1)};
   launch.sharedBytes = kir::index(shared.bytes);
   launch.maxThreads = plan.threads();
   // setmaxnreg redistributes the registers of one resident CTA an SM.

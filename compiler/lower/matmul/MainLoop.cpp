@@ -38,6 +38,9 @@ kir::TensorMapPtr operandTensorMap(const LowerContext &cx, const MatmulPlan &pla
     // Each CTA of a cluster loads 1/C of the shared b tile with multicast; in boxes of at
     // most 256 rows.
     map->box = {plan.bRowsLoaded() / plan.bBoxes(), plan.tileK};
+  else if (&operand == &plan.a)
+    // Each CTA of a cluster along N loads 1/C of the shared a tile with multicast.
+    map->box = {plan.aRowsLoaded(), plan.tileK};
   else
     map->box = {param.dims[0] == plan.m ? plan.tileM : plan.tileN, plan.tileK};
   map->swizzle = kir::Swizzle::Bytes128;
@@ -118,7 +121,7 @@ Stmt initStageBarriers(const MatmulPlan &plan, const KernelNames &names, const C
       init(storage.full, names.var("stage"), 1, "one arrival (with the expected bytes) a phase"));
   if (plan.warpSpecialized)
     inits.push_back(init(storage.empty, names.var("stage"),
-                         plan.warpgroupsPerTile() * (plan.multicast ? plan.clusterM : 1),
+                         plan.warpgroupsPerTile() * (plan.multicast ? plan.clusterSize() : 1),
                          plan.multicast ? "one arrival a consumer warpgroup of the cluster a phase"
                          : plan.tileGroups > 1
                              ? "one arrival a warpgroup of the consumer group on the stage's tile"
@@ -179,14 +182,29 @@ Stmt MainLoop::loadStage(const WorkTile &tile, Expr kTile, Expr stage) const {
   std::vector<Stmt> loads = {
       withComment(kir::mbarrierArriveExpectTx(storage_.full, stage, kir::index(bytes)),
                   "the whole boxes count, zero-filled parts too"),
-      kir::tmaLoad(storage_.mapA, {kir::var(tile.mTile) * kir::index(plan_.tileM), k},
-                   storage_.aTiles, stage * kir::index(tileElements(plan_.tileM)), storage_.full,
-                   stage, /*multicastMask=*/nullptr),
+      loadA(tile, k, stage),
       loadB(tile, k, stage, storage_.mapB, storage_.bTiles),
   };
   if (plan_.product2)
     loads.push_back(loadB(tile, k, stage, storage_.mapB2, storage_.b2Tiles));
   return kir::block(std::move(loads));
+}
+
+/// The a tile of a stage: one box of BM rows; in a cluster along N with multicast, the CTA
+/// of rank r loads rows [r BM / C, (r + 1) BM / C) into every CTA of the cluster.
+Stmt MainLoop::loadA(const WorkTile &tile, const Expr &k, const Expr &stage) const {
+  Expr base = stage * kir::index(tileElements(plan_.tileM));
+  Expr row = kir::var(tile.mTile) * kir::index(plan_.tileM);
+  if (!(plan_.multicast && plan_.clusterN > 1))
+    return kir::tmaLoad(storage_.mapA, {row, k}, storage_.aTiles, base, storage_.full, stage,
+                        /*multicastMask=*/nullptr);
+  int64_t c = plan_.clusterN, rows = plan_.aRowsLoaded();
+  Expr part = kir::var(threads_.clusterRank) * kir::index(rows);
+  return fromDirective(kir::tmaLoad(storage_.mapA, {row + part, k}, storage_.aTiles,
+                                    base + part * kir::index(plan_.tileK), storage_.full, stage,
+                                    kir::index((int64_t(1) << c) - 1)),
+                       plan_.clusterOrigin,
+                       "1/" + std::to_string(c) + " of the a tile, into every CTA of the cluster");
 }
 
 /// The b tile of a stage: one box of BN rows when K is contiguous; with N contiguous
@@ -197,8 +215,9 @@ Stmt MainLoop::loadB(const WorkTile &tile, const Expr &k, const Expr &stage,
   Expr base = stage * kir::index(tileElements(plan_.tileN));
   // With multicast, the CTA of rank r loads part r of C of the tile into every CTA of the
   // cluster (the same offset, each CTA's full barrier counting the bytes).
-  int64_t c = plan_.multicast ? plan_.clusterM : 1;
-  Expr mask = plan_.multicast ? kir::index((int64_t(1) << c) - 1) : nullptr;
+  bool shared = plan_.multicast && plan_.clusterM > 1;
+  int64_t c = shared ? plan_.clusterM : 1;
+  Expr mask = shared ? kir::index((int64_t(1) << c) - 1) : nullptr;
   auto load = [&](std::vector<Expr> coordinates, Expr offset) {
     Stmt s = kir::tmaLoad(map, std::move(coordinates), tiles, std::move(offset), storage_.full,
                           stage, mask);
@@ -316,7 +335,7 @@ Stmt MainLoop::warpSpecializedLoop(const WorkTile &tile) const {
       return kir::ifThen(leader,
                          withComment(kir::mbarrierArrive(storage_.empty, at, nullptr), comment),
                          nullptr, "one thread a warpgroup");
-    Stmt arrivals = names_.unrolled("peer", plan_.clusterM, [&](Expr peer) {
+    Stmt arrivals = names_.unrolled("peer", plan_.clusterSize(), [&](Expr peer) {
       return withComment(kir::mbarrierArrive(storage_.empty, at, peer),
                          comment + ", in each CTA of the cluster");
     });

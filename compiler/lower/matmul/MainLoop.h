@@ -87,6 +87,7 @@ private:
   kir::Expr useNumber(const WorkTile &tile, std::vector<kir::Stmt> &body, const kir::VarPtr &it,
                       const kir::VarPtr &kTile) const;
   kir::Stmt loadStage(const WorkTile &tile, kir::Expr kTile, kir::Expr stage) const;
+  kir::Stmt loadA(const WorkTile &tile, const kir::Expr &k, const kir::Expr &stage) const;
   kir::Stmt loadB(const WorkTile &tile, const kir::Expr &k, const kir::Expr &stage,
                   const kir::TensorMapPtr &map, const kir::BufferPtr &tiles) const;
   kir::Stmt warpSpecializedLoop(const WorkTile &tile) const;

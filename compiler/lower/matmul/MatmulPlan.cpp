@@ -320,15 +320,31 @@ private:
                         "two products with split_k, stream_k or a cluster reached the lowering");
   }
 
-  /// `cluster (C, 1) [multicast]`: C consecutive M tiles of one N tile a cluster.
+  /// `cluster (C, 1) [multicast]`: C consecutive M tiles of one N tile a cluster;
+  /// `cluster (1, C) [multicast]`: C consecutive N tiles of one M tile.
   void planCluster() {
     const sched::MatmulSchedule &mm = schedule_.matmul;
     if (!mm.cluster)
       return;
     const sched::Applied<sched::Cluster> &cluster = *mm.cluster;
-    FSL_INTERNAL_ASSERT(cluster.shape.size() == 2 && cluster.shape[1].value == 1,
+    FSL_INTERNAL_ASSERT(cluster.shape.size() == 2 &&
+                            (cluster.shape[0].value == 1 || cluster.shape[1].value == 1),
                         "an unchecked cluster shape reached the lowering");
-    int64_t c = cluster.shape[0].value;
+    bool alongN = cluster.shape[1].value != 1;
+    int64_t c = cluster.shape[alongN ? 1 : 0].value;
+    if (alongN) {
+      FSL_INTERNAL_ASSERT(
+          (c == 2 || c == 4) && plan_->tileWalk == TileWalk::Persistent && !plan_->swapAB &&
+              plan_->splitK == 1 && plan_->tileGroups == 1 &&
+              (!cluster.multicast || (plan_->warpSpecialized && plan_->tileM % (8 * c) == 0)),
+          "an unchecked cluster along N reached the lowering");
+      plan_->clusterN = c;
+      plan_->multicast = cluster.multicast;
+      plan_->clusterOrigin = {"cluster (1, " + std::to_string(c) + ")" +
+                                  (cluster.multicast ? " multicast" : ""),
+                              cluster.origin.range};
+      return;
+    }
     FSL_INTERNAL_ASSERT(c == 1 || c == 2 || c == 4,
                         "an unchecked cluster extent reached the lowering");
     FSL_INTERNAL_ASSERT(c == 1 || (plan_->splitK == 1 && plan_->tileWalk != TileWalk::StreamK &&

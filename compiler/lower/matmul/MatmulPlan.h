@@ -25,8 +25,10 @@
 //                                            spread evenly over the SMs, then the pieces
 //                                            of the tiles split between CTAs added)
 //               cluster (C, 1) [multicast]  (C = 2 or 4; multicast with warp_specialize)
+//               cluster (1, C) [multicast]  (the same along N, with tiles persistent)
 //               two products of one a (a @ b, a @ b2): a second b ring and accumulator set
-//   refused     clusters with stream_k or split_k, clusters along N, a pipeline not via TMA, and
+//   refused     clusters with stream_k or split_k, clusters along N with one tile a CTA or
+//               swap_ab, a pipeline not via TMA, and
 //   the loop
 //               directives of the other schedules (split, parallelize, persistent, ...)
 //
@@ -117,7 +119,9 @@ struct MatmulPlan {
   /// cluster (C, 1) [multicast]: C CTAs of consecutive M tiles with the same N tile run as
   /// a cluster; with multicast each loads 1/C of the b tile they share and TMA writes it
   /// into all of them (their empty barriers then count the consumers of the cluster).
-  int64_t clusterM = 1;
+  /// cluster (1, C) [multicast] (persistent walks): C CTAs of consecutive N tiles with the
+  /// same M tile, each loading 1/C of the a tile they share. One of the two is 1.
+  int64_t clusterM = 1, clusterN = 1;
   bool multicast = false;
   kir::Origin clusterOrigin;
   /// Parts of tiles (workspaces set by the lowering where CTAs share a tile's K loop):
@@ -147,6 +151,10 @@ struct MatmulPlan {
   /// boxes they take: a box has at most 256 rows, so wider tiles (320 columns) load
   /// their b rows in equal boxes, consecutive in shared memory.
   int64_t bRowsLoaded() const { return tileN / (multicast ? clusterM : 1); }
+  /// Rows of a a CTA loads a stage (with multicast along N its 1/C of the tile).
+  int64_t aRowsLoaded() const { return tileM / (multicast ? clusterN : 1); }
+  /// CTAs a cluster: clusterM x clusterN, one of them 1.
+  int64_t clusterSize() const { return clusterM * clusterN; }
   int64_t bBoxes() const { return (bRowsLoaded() + kMaxBoxRows - 1) / kMaxBoxRows; }
   static constexpr int64_t kMaxBoxRows = 256;
   /// Threads of a CTA: the consumer warpgroups and the producer's.

@@ -23,19 +23,21 @@ public:
     tileCount_ = names_.var("tiles");
     ctaCount_ = names_.var("ctas");
     out.push_back(kir::let(tileCount_, tileCount(),
-                           plan_.clusterM > 1 ? "units of the cluster's M tiles" : "output tiles"));
+                           plan_.clusterM > 1   ? "units of the cluster's M tiles"
+                           : plan_.clusterN > 1 ? "units of the cluster's N tiles"
+                                                : "output tiles"));
     out.push_back(kir::let(
         ctaCount_, kir::var(kir::makeVar("gridDim.x", ir::DType::I64, kir::Builtin::GridDimX)),
         "the grid: at most one CTA an SM, fewer when the device holds fewer "
         "clusters at once"));
-    if (plan_.clusterM > 1) {
+    if (plan_.clusterSize() > 1) {
       clusterIndex_ = names_.var("cluster");
-      out.push_back(kir::let(clusterIndex_, kir::var(cta_) / kir::index(plan_.clusterM)));
+      out.push_back(kir::let(clusterIndex_, kir::var(cta_) / kir::index(plan_.clusterSize())));
     }
   }
 
   Stmt forEachWorkTile(Role role, const std::function<Stmt(const WorkTile &)> &body) override {
-    int64_t c = plan_.clusterM;
+    int64_t c = plan_.clusterSize();
     kir::VarPtr tileIter = names_.var("tile_iter");
     Expr walker = kir::var(c > 1 ? clusterIndex_ : cta_);
     Expr walkers = c > 1 ? kir::var(ctaCount_) / kir::index(c) : kir::var(ctaCount_);
@@ -73,13 +75,13 @@ public:
 
   void launchGrid(kir::LaunchShape &launch) const override {
     launch.grid = {ctaCount(), kir::index(1), kir::index(1)};
-    launch.gridFromOccupancy = plan_.clusterM > 1;
+    launch.gridFromOccupancy = plan_.clusterSize() > 1;
   }
 
 private:
   /// Persistent CTAs: one an SM, fewer when there are fewer tiles.
   Expr ctaCount() const {
-    int64_t c = plan_.clusterM;
+    int64_t c = plan_.clusterSize();
     return kir::foldedBinary(kir::BinaryOp::Min, tileCount(),
                              kir::index(std::max<int64_t>(plan_.smCount / c, 1))) *
            kir::index(c);

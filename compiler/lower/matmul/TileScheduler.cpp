@@ -31,7 +31,8 @@ Expr TileScheduler::tiles(ir::DimId dim, int64_t tile) const {
 }
 
 Expr TileScheduler::tileCount() const {
-  return tiles(plan_.m, plan_.tileM * plan_.clusterM) * tiles(plan_.n, plan_.tileN);
+  return tiles(plan_.m, plan_.tileM * plan_.clusterM) *
+         tiles(plan_.n, plan_.tileN * plan_.clusterN);
 }
 
 Expr TileScheduler::allKTiles() const {
@@ -58,20 +59,22 @@ Expr TileScheduler::groupRounds(Expr count) const {
 }
 
 /// Group tile / (G * TN) covers M tiles [G g, G g + G) (fewer in the last group) across
-/// all TN tiles of N, walking down the group's M tiles first.
+/// all TN tiles of N, walking down the group's M tiles first. With a cluster the units
+/// are the cluster's C M tiles (or C N tiles), one a CTA by its rank.
 std::pair<kir::VarPtr, kir::VarPtr> TileScheduler::tileCoordinates(std::vector<Stmt> &walk,
                                                                    Expr tile) const {
-  int64_t c = plan_.clusterM;
+  int64_t c = plan_.clusterM, cn = plan_.clusterN;
   kir::VarPtr mTile = names_.var("m_tile"), nTile = names_.var("n_tile");
   kir::VarPtr group = names_.var("group"), firstRow = names_.var("first_m"),
               groupRows = names_.var("group_rows"), inGroup = names_.var("in_group"),
-              row = c > 1 ? names_.var("m_unit") : mTile;
-  Expr rowsM = tiles(plan_.m, plan_.tileM * c), tilesN = tiles(plan_.n, plan_.tileN);
+              row = c > 1 ? names_.var("m_unit") : mTile,
+              column = cn > 1 ? names_.var("n_unit") : nTile;
+  Expr rowsM = tiles(plan_.m, plan_.tileM * c), tilesN = tiles(plan_.n, plan_.tileN * cn);
   int64_t groupUnits = std::max<int64_t>(1, plan_.tileGroup / c);
   Expr g = kir::index(groupUnits);
   if (groupUnits == 1) {
     walk.push_back(kir::let(row, tile / tilesN, "row by row"));
-    walk.push_back(kir::let(nTile, tile % tilesN));
+    walk.push_back(kir::let(column, tile % tilesN));
   } else {
     walk.push_back(kir::let(group, tile / (g * tilesN),
                             "groups of " + std::to_string(plan_.tileGroup) + " M tiles"));
@@ -81,11 +84,15 @@ std::pair<kir::VarPtr, kir::VarPtr> TileScheduler::tileCoordinates(std::vector<S
     walk.push_back(kir::let(inGroup, tile % (g * tilesN)));
     walk.push_back(kir::let(row, kir::var(firstRow) + kir::var(inGroup) % kir::var(groupRows),
                             "down the group first"));
-    walk.push_back(kir::let(nTile, kir::var(inGroup) / kir::var(groupRows)));
+    walk.push_back(kir::let(column, kir::var(inGroup) / kir::var(groupRows)));
   }
   if (c > 1)
     walk.push_back(kir::let(mTile, kir::var(row) * kir::index(c) + kir::var(threads_.clusterRank),
                             "the cluster's M tiles, one a CTA"));
+  if (cn > 1)
+    walk.push_back(kir::let(nTile,
+                            kir::var(column) * kir::index(cn) + kir::var(threads_.clusterRank),
+                            "the cluster's N tiles, one a CTA"));
   return {mTile, nTile};
 }
 
