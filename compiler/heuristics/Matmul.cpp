@@ -55,6 +55,8 @@ void checkMatmulKnobs(const Knobs &knobs, const MatmulShape &mm, KnobVerdicts &v
       refuse("pingpong", why);
     if (knobs.clusterM && *knobs.clusterM > 1)
       refuse("cluster_m", why);
+    if (knobs.clusterN && *knobs.clusterN > 1)
+      refuse("cluster_n", why);
   }
   if (knobs.tileM) {
     int64_t rows = *knobs.tileM;
@@ -88,16 +90,24 @@ void checkMatmulKnobs(const Knobs &knobs, const MatmulShape &mm, KnobVerdicts &v
     refuse("swizzle", "swizzle orders persistent and stream-K tiles; split_k runs one tile a CTA");
   if (knobs.clusterM && *knobs.clusterM != 1 && *knobs.clusterM != 2 && *knobs.clusterM != 4)
     refuse("cluster_m", "clusters of 1, 2 or 4 M tiles are lowered");
+  if (knobs.clusterN && *knobs.clusterN != 1 && *knobs.clusterN != 2 && *knobs.clusterN != 4)
+    refuse("cluster_n", "clusters of 1, 2 or 4 N tiles are lowered");
+  if (knobs.clusterN && *knobs.clusterN > 1 && knobs.clusterM && *knobs.clusterM > 1)
+    refuse("cluster_n", "a cluster runs along M or along N: keep cluster_m or cluster_n");
   if (knobs.pingpong.value_or(false) && knobs.splitK && *knobs.splitK > 1)
     refuse("pingpong", "two consumer groups take alternate tiles of a persistent or stream-K "
                        "CTA; split_k runs one tile a CTA");
-  if (knobs.pingpong.value_or(false) && knobs.clusterM && *knobs.clusterM > 1)
+  if (knobs.pingpong.value_or(false) &&
+      ((knobs.clusterM && *knobs.clusterM > 1) || (knobs.clusterN && *knobs.clusterN > 1)))
     refuse("pingpong", "two consumer groups with clusters are not lowered");
   if (knobs.pingpong.value_or(false) && knobs.tileN && *knobs.tileN != 256)
     refuse("pingpong", "two consumer groups take 64 x 256 tiles: leave tile_n at 256");
   if (knobs.clusterM && *knobs.clusterM > 1 &&
       ((knobs.splitK && *knobs.splitK > 1) || knobs.streamK.value_or(false)))
     refuse("cluster_m", "clusters run with persistent tiles, not with split_k or stream_k");
+  if (knobs.clusterN && *knobs.clusterN > 1 &&
+      ((knobs.splitK && *knobs.splitK > 1) || knobs.streamK.value_or(false)))
+    refuse("cluster_n", "clusters run with persistent tiles, not with split_k or stream_k");
   if (knobs.swapAB.value_or(false)) {
     if (twoProducts)
       refuse("swap_ab", "two products of one a share its tile; swapped, each would need its own "
@@ -111,7 +121,7 @@ void checkMatmulKnobs(const Knobs &knobs, const MatmulShape &mm, KnobVerdicts &v
                         "pingpong's 64 x 256 tiles are not swapped");
     if (knobs.streamK.value_or(false))
       refuse("swap_ab", "stream_k with swapped operands is not lowered");
-    if (knobs.clusterM && *knobs.clusterM > 1)
+    if ((knobs.clusterM && *knobs.clusterM > 1) || (knobs.clusterN && *knobs.clusterN > 1))
       refuse("swap_ab", "clusters of swapped tiles are not chosen by auto(matmul) yet; write the "
                         "schedule by hand");
     if (knobs.swizzle)
@@ -178,6 +188,9 @@ void matmulDirectives(Block &block, const std::string &k, const MatmulTile &c,
   if (c.clusterM > 1)
     block.add(sched::Cluster{{count(c.clusterM, at("cluster_m")), count(1, at("cluster_m"))}, true},
               at("cluster_m"));
+  if (c.clusterN > 1)
+    block.add(sched::Cluster{{count(1, at("cluster_n")), count(c.clusterN, at("cluster_n"))}, true},
+              at("cluster_n"));
   llvm::SMRange pieceAt = knobs.epiloguePiece ? at("epilogue_piece") : header;
   sched::Epilogue epilogue{c.epilogue, {}};
   if (c.epiloguePiece)
@@ -208,7 +221,9 @@ void matmulDirectives(Block &block, const std::string &k, const MatmulTile &c,
 /// Knobs override single choices: tile_m (64, 128, 192: three consumer warpgroups, 256:
 /// two of 128 rows, for every M), tile_n (a multiple of 16 from 64 to 256), stages,
 /// swizzle, split_k, stream_k (true or false), cluster_m (1, 2 or 4: cluster (C, 1)
-/// multicast), pingpong (two consumer groups on alternate 64-row tiles), fast_exp,
+/// multicast), cluster_n (cluster (1, C) multicast: C N tiles sharing the a tile; not
+/// measured yet, never chosen without the knob), pingpong (two consumer groups on
+/// alternate 64-row tiles), fast_exp,
 /// fast_tanh, fast_div.
 MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const Knobs &knobs) {
   MatmulParams params;
@@ -319,7 +334,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     // 2048^3: 1.03x).
     bool belowTwoWaves = c.tileN == 128;
     if (!tileNKnob && !knobs.tileM && !twoProducts && !fewRows && mDim.extent && nDim.extent &&
-        !knobs.pingpong.value_or(false) && !knobs.clusterM) {
+        !knobs.pingpong.value_or(false) && !knobs.clusterM && !knobs.clusterN) {
       // The range's own width stays unless another is estimated faster by more than the
       // estimate's error (TunedConstants.h: kTileWidthMargin).
       int64_t was = c.tileN;
@@ -448,7 +463,8 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                     ? *knobs.swapAB
                     : fewRows && swapRows && *swapRows <= tuned::kSwapRowsAtMost &&
                           mm.rhsKContiguous && !tileNKnob && !knobs.swizzle && !knobs.clusterM &&
-                          !knobs.streamK.value_or(false) && !knobs.pingpong.value_or(false);
+                          !knobs.clusterN && !knobs.streamK.value_or(false) &&
+                          !knobs.pingpong.value_or(false);
     if (knobs.swapAB && !*knobs.swapAB)
       verdicts.honour("swap_ab");
     if (swap && !twoProducts && mm.rhsKContiguous) {
@@ -529,7 +545,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       parts = *knobs.splitK;
       verdicts.honour("split_k");
     } else if (fewRows && !knobs.streamK.value_or(false) && !knobs.swizzle && !knobs.clusterM &&
-               !tileNKnob && nDim.extent) {
+               !knobs.clusterN && !tileNKnob && nDim.extent) {
       int64_t rowsM = mDim.extent ? (*mDim.extent + 63) / 64 : 1;
       int64_t narrowest = rowsM * *tilesOf(nDim, 64);
       if (2 * narrowest < target.smCount) {
@@ -553,7 +569,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                            .str();
       epilogueHow = "in registers, by the CTA whose part arrives last";
     } else if (fewRows && !knobs.streamK.value_or(false) && !knobs.swizzle && !knobs.clusterM &&
-               !knobs.pingpong.value_or(false)) {
+               !knobs.clusterN && !knobs.pingpong.value_or(false)) {
       c.order = sched::TileOrder::OnePerCta;
       c.epilogue = sched::EpilogueKind::Registers;
       orderWhy = "one tile a CTA";
@@ -591,6 +607,10 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       if (knobs.clusterM) {
         c.clusterM = *knobs.clusterM;
         verdicts.honour("cluster_m");
+      }
+      if (knobs.clusterN) {
+        c.clusterN = *knobs.clusterN;
+        verdicts.honour("cluster_n");
       }
     }
     if (fewRows && c.groups == 1 && c.order != sched::TileOrder::OnePerCta &&
@@ -678,7 +698,9 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                       c.tileN, c.stages, orderWhy,
                       c.clusterM > 1 ? ", clusters of " + std::to_string(c.clusterM) +
                                            " M tiles sharing the b tile (multicast)"
-                                     : "",
+                      : c.clusterN > 1 ? ", clusters of " + std::to_string(c.clusterN) +
+                                             " N tiles sharing the a tile (multicast)"
+                                       : "",
                       epilogueHow, c.tileM, groupsWhy.empty() ? "" : ": " + groupsWhy,
                       c.tileM / c.warpM * c.groups == 1   ? "one consumer warpgroup"
                       : c.tileM / c.warpM * c.groups == 3 ? "three consumer warpgroups"
@@ -769,11 +791,11 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   // fastest at its rows), unless a knob fixes what they change.
   if (!mDim.extent && !twoProducts && mm.rhsKContiguous && knobs.swapAB.value_or(true) &&
       !knobs.splitK && !knobs.streamK.value_or(false) && !knobs.swizzle && !knobs.clusterM &&
-      !tileNKnob && !knobs.tileM && !knobs.pingpong.value_or(false))
+      !knobs.clusterN && !tileNKnob && !knobs.tileM && !knobs.pingpong.value_or(false))
     for (int64_t rows = 8; rows <= tuned::kSwapRowsAtMost; rows *= 2)
       bounds.push_back(rows + 1);
   if (!knobs.splitK && !knobs.streamK.value_or(false) && !knobs.swizzle && !knobs.clusterM &&
-      !knobs.tileM && !twoProducts)
+      !knobs.clusterN && !knobs.tileM && !twoProducts)
     bounds.push_back(tuned::kFewRowsBelow);
   if (!tileNKnob && !knobs.tileM && !twoProducts)
     bounds.push_back(twoWaves);

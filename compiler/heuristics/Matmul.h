@@ -30,6 +30,8 @@ struct MatmulTile {
   sched::TileOrder order = sched::TileOrder::Persistent;
   int64_t orderParameter = 8; // the swizzle's group of M tiles, or split_k's parts
   int64_t clusterM = 1;
+  /// cluster (1, C) multicast: C N tiles sharing the a tile (cluster_n).
+  int64_t clusterN = 1;
   sched::EpilogueKind epilogue = sched::EpilogueKind::Registers;
   /// The output tile stored this many columns at a time through two shared pieces
   /// (`epilogue via shared tma_store, tile (tileM, C)`); 0: the whole tile at once.

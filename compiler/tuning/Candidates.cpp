@@ -26,6 +26,7 @@ std::vector<KnobValues> valuesFor(heuristics::Family family) {
             {"stages", {"2", "3", "4", "5", "6"}},
             {"pingpong", {"true", "false"}},
             {"cluster_m", {"1", "2", "4"}},
+            {"cluster_n", {"2", "4"}},
             {"split_k", {"1", "2", "4"}},
             {"stream_k", {"true", "false"}},
             {"swizzle", {"1", "4", "8", "16"}},
