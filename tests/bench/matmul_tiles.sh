@@ -4,7 +4,7 @@
 # is not a power of two (128 x 224, 128 x 192) and small tiles with deep pipelines for few
 # rows, next to the heuristics' choice; then matmul_ab.py alternates them with the peers.
 #   generate (here):      tests/bench/matmul_tiles.sh generate build/bin/fslc [OLD_FSLC]
-#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1|Q1|Q2|W1|W2|W5|W6|W7|W8] [ONLY="variant ..."]
+#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1|Q1|Q2|W1|W2|W5|W6|W7|W8|W11|W12] [ONLY="variant ..."]
 #                         tests/bench/matmul_tiles.sh run
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -157,6 +157,28 @@ generate)
   schedule plain_t128p matmul "128, 128" "64, 128" 128 6 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 32)"
   schedule plain_t256p matmul "128, 256" "64, 256" 256 4 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 32)"
   schedule gelu_t128p linear_bias_gelu "128, 128" "64, 128" 128 6 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 32)"
+  # Run W11: clusters along N (two N tiles of one M tile sharing a's tile by multicast)
+  # against the same tiles without a cluster and against clusters along M, at the shapes
+  # where cuBLAS runs 256 x 128 tiles in clusters of (1, 2).
+  schedule plain_t256x128n2 matmul "256, 128" "128, 128" 128 4 2 232 "persistent swizzle 8;
+    cluster (1, 2) multicast" "shared tma_store, tile (256, 32)"
+  schedule plain_t256x128n2u matmul "256, 128" "128, 128" 128 4 2 232 "persistent swizzle 8;
+    cluster (1, 2)" "shared tma_store, tile (256, 32)"
+  schedule plain_t256pn2 matmul "128, 256" "64, 256" 256 4 2 232 "persistent swizzle 8;
+    cluster (1, 2) multicast" "shared tma_store, tile (128, 32)"
+  schedule plain_t256pm2 matmul "128, 256" "64, 256" 256 4 2 232 "persistent swizzle 8;
+    cluster (2, 1) multicast" "shared tma_store, tile (128, 32)"
+  schedule gelu_t256x128n2 linear_bias_gelu "256, 128" "128, 128" 128 4 2 232 "persistent swizzle 8;
+    cluster (1, 2) multicast" "shared tma_store, tile (256, 32)"
+  # Run W12: the same clusters at shapes whose rows are not whole 128-byte lines (K = 5000)
+  # and on 192 x 192 and 256 x 160 tiles.
+  schedule plain_t192x192n2 matmul "192, 192" "64, 192" 192 4 3 152 "persistent swizzle 8;
+    cluster (1, 2) multicast" "shared tma_store, tile (192, 32)"
+  schedule plain_t256x160n2 matmul "256, 160" "128, 160" 160 3 2 232 "persistent swizzle 8;
+    cluster (1, 2) multicast" "shared tma_store, tile (256, 32)"
+  schedule gelu_t192x192e linear_bias_gelu "192, 192" "64, 192" 192 4 3 152 "persistent swizzle 8" "shared tma_store, tile (192, 32)"
+  schedule gelu_t192x192n2 linear_bias_gelu "192, 192" "64, 192" 192 4 3 152 "persistent swizzle 8;
+    cluster (1, 2) multicast" "shared tma_store, tile (192, 32)"
   if [ -n "${3:-}" ]; then
     fslc="$3"
     for name in plain_t192sk plain_t128sk plain_t192k2 gelu_t192sk plain_sw16k2 plain_sw16k3 \
@@ -250,6 +272,40 @@ run)
       $(lib plain_t256p plain) $(lib plain_t128 plain) $(lib plain_t128p plain) $(lib plain_t224p plain) \
       $(lib plain_t256x128e plain) $(lib gelu_example gelu) $(lib gelu_t128 gelu) $(lib gelu_t128p gelu) \
       --rounds "${ROUNDS:-5}" --shapes "${SHAPES:-2048,2048,2048;3072,3072,3072;4096,4096,4096;4096,4096,8192;6144,6144,6144;8192,8192,8192;4096,14336,5120}"
+    exit
+  fi
+  if [ "${RUN:-T2}" = W11 ]; then
+    python3 "$root/tests/bench/matmul_ab.py" "$out" \
+      $(lib plain_t256x128e plain) $(lib plain_t256x128n2 plain) $(lib plain_t256x128n2u plain) \
+      $(lib plain_t256p plain) $(lib plain_t256pn2 plain) $(lib plain_t256pm2 plain) \
+      $(lib gelu_t256x128e gelu) $(lib gelu_t256x128n2 gelu) \
+      --rounds "${ROUNDS:-5}" --shapes "${SHAPES:-4096,14336,5120;8192,8192,8192;4096,4096,4096;2048,2048,2048;8192,28672,8192;4000,14000,5000}"
+    # Where each variant's L2 sectors come from (tests/gpu/profile_l2.sh reads variants
+    # from BUILD/matmul, as tests/gpu/generate.sh lays them out).
+    mkdir -p "$dir/l2/matmul" && : > "$dir/l2/matmul/variants.txt"
+    for v in plain_t256x128e plain_t256x128n2 plain_t256p plain_t256pm2; do
+      ln -sfn "$dir/$v" "$dir/l2/matmul/$v" && echo "$v nk plain" >> "$dir/l2/matmul/variants.txt"
+    done
+    mkdir -p "$dir/l2/out" && BUILD="$dir/l2" OUT="$dir/l2/out" bash "$root/tests/gpu/profile_l2.sh" \
+      "plain_t256x128e 4096 14336 5120" "plain_t256x128n2 4096 14336 5120" \
+      "plain_t256x128e 8192 8192 8192" "plain_t256x128n2 8192 8192 8192" \
+      "plain_t256p 4096 14336 5120" "plain_t256pm2 4096 14336 5120" > "$out/l2.txt" 2>&1
+    exit
+  fi
+  if [ "${RUN:-T2}" = W12 ]; then
+    python3 "$root/tests/bench/matmul_ab.py" "$out" \
+      $(lib plain_auto plain) $(lib plain_t256x128e plain) $(lib plain_t256x128n2 plain) \
+      $(lib plain_t192x192e plain) $(lib plain_t192x192n2 plain) $(lib plain_t256x160 plain) \
+      $(lib plain_t256x160n2 plain) $(lib gelu_example gelu) $(lib gelu_t256x128n2 gelu) \
+      $(lib gelu_t192x192e gelu) $(lib gelu_t192x192n2 gelu) \
+      --rounds "${ROUNDS:-5}" --shapes "${SHAPES:-4000,14000,5000;4096,14336,5000;4000,14000,5120;1000,5000,3000;3000,7000,2000;1024,14336,5120;4096,5120,14336;4096,14336,5120}"
+    mkdir -p "$dir/l2/matmul" && : > "$dir/l2/matmul/variants.txt"
+    for v in plain_t256x128e plain_t256x128n2; do
+      ln -sfn "$dir/$v" "$dir/l2/matmul/$v" && echo "$v nk plain" >> "$dir/l2/matmul/variants.txt"
+    done
+    mkdir -p "$dir/l2/out" && BUILD="$dir/l2" OUT="$dir/l2/out" bash "$root/tests/gpu/profile_l2.sh" \
+      "plain_t256x128e 4000 14000 5000" "plain_t256x128n2 4000 14000 5000" \
+      "plain_t256x128e 4096 14336 5000" "plain_t256x128e 4000 14000 5120" > "$out/l2.txt" 2>&1
     exit
   fi
   if [ "${RUN:-T2}" = Q2 ]; then

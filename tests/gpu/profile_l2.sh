@@ -2,10 +2,10 @@
 # Runs on the H200 machine: where a matmul variant's L2 traffic comes from (Nsight Compute
 # metrics by source unit), after tests/gpu/generate.sh here, for telling a cluster kernel's
 # multicast traffic apart from its CTAs' own reads.
-# Usage: OUT=... bash tests/gpu/profile_l2.sh "VARIANT M N K" ...  (writes l2_VARIANT_M.csv)
+# Usage: OUT=... [BUILD=dir holding matmul/VARIANT] bash tests/gpu/profile_l2.sh "VARIANT M N K" ...  (writes l2_VARIANT_M.csv)
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-build="$root/gpu-build"
+build="${BUILD:-$root/gpu-build}"
 out="${OUT:-$build}"
 metrics=gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed
 metrics+=,lts__t_sectors.sum,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum
