@@ -425,6 +425,69 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
           c.tileN = wide.tileN;
         }
       }
+      // Operand rows not whole 128-byte lines apart and a long K: every box row of a straddles
+      // two lines, and clusters of two N tiles that load half of their shared a tile each
+      // (multicast) ran 1.10-1.23x the same tiles without a cluster (run W12: 4000 x 14000 x
+      // 5000, 4096 x 14336 x 5000, 1000 x 5000 x 3000), where whole lines ran level (0.96-1.02,
+      // runs W11 and W12) and a short K gained nothing (3000 x 7000 x 2000). Of the three
+      // tiles measured so, at rates within the margin of each other, the one whose clusters
+      // fill their waves best (a wave: one cluster on each two SMs), where it is estimated
+      // faster than the tiles chosen so far by the margin.
+      if (kDim.extent && (*kDim.extent * operandBytes) % 128 != 0 &&
+          *kDim.extent / 64 >= tuned::kClusterUnalignedMinKSteps && wideAsMeasured &&
+          !knobs.swizzle) {
+        auto clusterWavesFilled = [&](int64_t tileM, int64_t tileN) {
+          int64_t units = ((*mDim.extent + tileM - 1) / tileM) *
+                          ((*nDim.extent + 2 * tileN - 1) / (2 * tileN));
+          int64_t perWave = target.smCount / 2;
+          int64_t waves = (units + perWave - 1) / perWave;
+          return static_cast<double>(units) / static_cast<double>(waves * perWave);
+        };
+        const MatmulTile *best = nullptr;
+        double bestFill = 0;
+        MatmulTile shapes[3];
+        int count = 0;
+        for (const tuned::ClusteredTile &tile : tuned::kClusteredUnalignedTiles) {
+          MatmulTile &candidate = shapes[count++];
+          candidate = c;
+          candidate.tileM = tile.tileM;
+          candidate.tileN = tile.tileN;
+          candidate.warpM = tile.tileM == 256 ? 128 : 64;
+          candidate.clusterN = 2;
+          candidate.epiloguePiece = tuned::kEpiloguePieceColumns;
+          if (!piecesRefusal(candidate, tuned::kEpiloguePieceColumns).empty() ||
+              stagesFit(candidate) < tile.stages)
+            continue;
+          if (double fill = clusterWavesFilled(tile.tileM, tile.tileN); fill > bestFill + 0.005) {
+            best = &candidate;
+            bestFill = fill;
+          }
+        }
+        double chosenRate = c.tileM == 192   ? tuned::kTall192RateUnaligned
+                            : c.tileM == 256 ? tuned::kTall256Rate
+                                             : [&] {
+                                                 for (const tuned::TileRate &width :
+                                                      tuned::kTileRates)
+                                                   if (width.tileN == c.tileN)
+                                                     return width.rate;
+                                                 return 1.0;
+                                               }();
+        double chosenTime = 1.0 / (chosenRate * wavesFilled(c.tileM, c.tileN));
+        if (best && 1.0 / (tuned::kClusterUnalignedRate * bestFill) <
+                        chosenTime * (1.0 - tuned::kTileWidthMargin)) {
+          tileWhy = llvm::formatv("{0}'s rows are {1} bytes apart, not whole 128-byte lines, and "
+                                  "K has {2} steps of 64: clusters of two {3} x {4} tiles along N "
+                                  "share the a tile (each CTA loads half of it into both); their "
+                                  "clusters fill {5}% of their waves.",
+                                  mm.lhsInput, *kDim.extent * operandBytes, *kDim.extent / 64,
+                                  best->tileM, best->tileN, static_cast<int>(100 * bestFill))
+                        .str();
+          c.tileM = best->tileM;
+          c.tileN = best->tileN;
+          c.warpM = best->warpM;
+          c.clusterN = 2;
+        }
+      }
     }
     // Few rows: 64-row tiles of one consumer warpgroup, as wide as fills one wave of CTAs
     // (N = 14336: 128 tiles of 64 x 112), each CTA streaming its rows of b through a deep
@@ -712,7 +775,8 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   // The output tile in pieces, after the variants' tiles and epilogues are chosen (a runtime
   // N's TMA variants included): where the knob asks, and by default in pieces of
   // kEpiloguePieceColumns where they buy the pipeline a stage (at most 4; one consumer
-  // group) for 256-row tiles, a fused epilogue, or static sizes of few waves of tiles
+  // group) for 256-row tiles, clusters along N (measured so, run W12), a fused epilogue, or
+  // static sizes of few waves of tiles
   // (TunedConstants.h has the measurements). A variant whose tile does not leave
   // through shared memory by TMA (few rows, swapped tiles, split-K, a runtime N whose rows
   // TMA cannot store) keeps its epilogue; the knob is refused where no variant takes it.
@@ -738,7 +802,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
         if (fits(*knobs.epiloguePiece))
           columns = *knobs.epiloguePiece;
       } else if (!knobs.stages && c.groups == 1 && outputBytes > 0 &&
-                 (c.tileM == 256 || mm.fusedEpilogue || fewWaves(c))) {
+                 (c.tileM == 256 || c.clusterN > 1 || mm.fusedEpilogue || fewWaves(c))) {
         const int64_t width = tuned::kEpiloguePieceColumns;
         MatmulTile pieces = c;
         pieces.epiloguePiece = width;

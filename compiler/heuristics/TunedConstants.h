@@ -164,6 +164,25 @@ inline constexpr double kTall192RateUnaligned = 1.09;
 /// (1000 x 5000 x 3000: 128 tiles, one wave, 1.42x the 160 tiles of 128 x 256 in two).
 inline constexpr double kTall256Rate = 0.97;
 inline constexpr int64_t kTall256TileN = 160;
+/// Clusters of two N tiles sharing the a tile (multicast), where the operand rows are not
+/// whole 128-byte lines apart and K has at least this many steps of 64: run W12
+/// (docs/performance.md) had them 1.10-1.23x the same tiles without a cluster at K = 3000
+/// and 5000 (47 and 78 steps), level at K = 2000 (31 steps).
+inline constexpr int64_t kClusterUnalignedMinKSteps = 40;
+/// The tiles measured in such clusters (run W12), each with the output in pieces of
+/// kEpiloguePieceColumns and the stages it was measured with: 256 x 128 (4 stages) and
+/// 192 x 192 (4) ran within 4 % of each other where their clusters filled their waves
+/// alike, 256 x 160 (3) where its waves were fuller (1000 x 5000 x 3000: 593 TFLOP/s
+/// against 446 for 256 x 128's two waves).
+struct ClusteredTile {
+  int64_t tileM, tileN, stages;
+};
+inline constexpr ClusteredTile kClusteredUnalignedTiles[] = {
+    {256, 128, 4}, {192, 192, 4}, {256, 160, 3}};
+/// Their rate against 128 x 256 tiles without a cluster at such K, by the share of their
+/// waves each fills: 1.14-1.27 at 4000 x 14000 x 5000 and 4096 x 14336 x 5000 (run W12,
+/// through 192 x 192's kTall192RateUnaligned); the lowest but one.
+inline constexpr double kClusterUnalignedRate = 1.15;
 /// Persistent tiles in groups of 8 M tiles: the hand schedule of
 /// examples/linear_bias_gelu.fsl, the fastest measured (docs/performance.md).
 inline constexpr int64_t kSwizzle = 8;

@@ -397,11 +397,23 @@ TEST_CASE("auto(matmul): tiles, stages, order and epilogue by M, N and K") {
        "tma_store"},
       // 1760 tiles of 128 x 256 fill 95 % of 14 waves, 2336 of 128 x 192 98 % of 18: an
       // estimated 1 % (measured 0.93x in runs T2 and M4), so not 192 columns; but a's rows
-      // are 10000 bytes apart (not whole 128-byte lines): 192 x 192 tiles, three consumer
-      // warpgroups (run T3: 1.09x 128 x 256).
+      // are 10000 bytes apart (not whole 128-byte lines) and K long: clusters of two N tiles
+      // sharing a (run W12: 1.10-1.23x the same tiles without), here 192 x 192 (777 pairs
+      // fill 98 % of their waves, 256 x 128's 880 95 %, 256 x 160's 704 97 %).
       {4000, 14000, 5000, 2, false,
-       "[640, ): 192 x 192, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
-       "tma_store"},
+       "[640, ): 192 x 192, 4 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
+       "tma_store in pieces of 32, cluster_n 2"},
+      {4096, 14336, 5000, 2, false,
+       "[640, ): 256 x 160, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
+       "tma_store in pieces of 32, cluster_n 2"},
+      // Below two waves: 64 pairs of 256 x 160 tiles, one wave (run W12: 1.11x without).
+      {1000, 5000, 3000, 2, false,
+       "[65, 1792): 256 x 160, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
+       "tma_store in pieces of 32, cluster_n 2"},
+      // Whole lines (K = 3072): no cluster, the 256 x 160 of the waves' estimate.
+      {1000, 5000, 3072, 2, false,
+       "[65, 1792): 256 x 160, 3 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
+       "tma_store in pieces of 32"},
       // 1088 tiles leave a last wave of 32 on 132 SMs: still persistent (stream-K only when
       // asked); 1280 tiles of 128 x 224 fill 97 % of ten waves.
       {8192, 4352, 8192, 2, false,
@@ -462,6 +474,8 @@ TEST_CASE("auto(matmul): tiles, stages, order and epilogue by M, N and K") {
                   .str();
       if (t.epiloguePiece)
         text += " in pieces of " + std::to_string(t.epiloguePiece);
+      if (t.clusterN > 1)
+        text += ", cluster_n " + std::to_string(t.clusterN);
     }
     CHECK(text == row.variants);
   }
