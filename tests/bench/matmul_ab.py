@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """A/B of matrix-product kernels: several builds of one fusion, alternated in one process.
 
-usage: matmul_ab.py OUT NAME=LIB[:KIND] ... [--shapes M,N,K;M,N,K...] [--rounds R]
+usage: matmul_ab.py OUT NAME=LIB[:KIND[@M,N,K]] ... [--shapes M,N,K;M,N,K...] [--rounds R]
 
 Each LIB is a libfusion.so built from fslc's CUDA (or a hand-edited copy, to measure an
 idea before building it into the compiler). KIND is "gelu" (examples/linear_bias_gelu.fsl:
 y = gelu_tanh(a w^T + bias)), "plain" (examples/matmul.fsl: y = a w^T) or "swiglu"; the
-default is gelu. Every variant is first checked against PyTorch at shapes with tails in
+default is gelu. `@M,N,K` marks a library of static sizes: it is checked and timed at that
+shape only (its cells elsewhere are empty, and the ratios take the first variant that runs
+at the shape). Every variant is first checked against PyTorch at shapes with tails in
 M, N and K (outputs poisoned with NaN), and ten calls at 1000 x 5000 x 3000 must agree to
 the bit; then, at each timed shape, the variants and the
 peers (cuBLAS a@w^T; F.linear + GELU and torch.compile of it; for SwiGLU, eager and
@@ -29,8 +31,8 @@ import matmul  # noqa: E402  (FslTensor, desc, time_us, reference, linear_gelu)
 
 
 class Lib:
-    def __init__(self, name, path, kind):
-        self.name, self.kind = name, kind
+    def __init__(self, name, path, kind, shape=None):
+        self.name, self.kind, self.shape = name, kind, shape
         lib = ctypes.CDLL(path)
         fusion = {"gelu": "linear_bias_gelu", "plain": "matmul", "swiglu": "swiglu"}[kind]
         self.fn = getattr(lib, f"fsl_{fusion}")
@@ -43,6 +45,9 @@ class Lib:
     def call(self, a, w, second, y):
         d = [matmul.desc(t) for t in ([a, w, y] if self.kind == "plain" else [a, w, second, y])]
         return lambda: self.fn(*d, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+
+    def runs_at(self, M, N, K):
+        return self.shape is None or self.shape == (M, N, K)
 
 
 def reference(kind, a, w, second):
@@ -69,7 +74,9 @@ def main():
         else:
             name, spec = arg.split("=", 1)
             path, _, kind = spec.partition(":")
-            libs.append(Lib(name, path, kind or "gelu"))
+            kind, _, static = kind.partition("@")
+            shape = tuple(int(x) for x in static.split(",")) if static else None
+            libs.append(Lib(name, path, kind or "gelu", shape))
     lines = []
 
     def say(text):
@@ -78,12 +85,16 @@ def main():
 
     torch.manual_seed(0)
     failures = 0
-    for M, N, K in [(1, 136, 200), (300, 264, 72), (4095, 1000, 1000), (4096, 14336, 5120)]:
+    checks = [(1, 136, 200), (300, 264, 72), (4095, 1000, 1000), (4096, 14336, 5120)]
+    checks += sorted({lib.shape for lib in libs if lib.shape and lib.shape not in checks})
+    for M, N, K in checks:
         a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
         w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
         bias = torch.randn(N, device="cuda").to(torch.bfloat16)
         w_up = torch.randn(N, K, device="cuda").to(torch.bfloat16)
         for lib in libs:
+            if not lib.runs_at(M, N, K):
+                continue
             second = w_up if lib.kind == "swiglu" else bias
             ref = reference(lib.kind, a, w, second)
             y = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
@@ -105,7 +116,7 @@ def main():
     w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
     second = torch.randn(N, device="cuda").to(torch.bfloat16)
     for lib in libs:
-        if lib.kind == "swiglu":
+        if lib.kind == "swiglu" or not lib.runs_at(M, N, K):
             continue
         outputs = []
         for _ in range(10):
@@ -141,23 +152,25 @@ def main():
         bias = torch.randn(N, device="cuda").to(torch.bfloat16)
         w_up = torch.randn(N, K, device="cuda").to(torch.bfloat16) if "swiglu" in kinds else None
         y = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
-        calls = {lib.name: lib.call(a, w, w_up if lib.kind == "swiglu" else bias, y) for lib in libs}
-        for lib in libs:  # a call that fails would time nothing
+        here = [lib for lib in libs if lib.runs_at(M, N, K)]
+        calls = {lib.name: lib.call(a, w, w_up if lib.kind == "swiglu" else bias, y) for lib in here}
+        for lib in here:  # a call that fails would time nothing
             if calls[lib.name]() != 0:
                 raise SystemExit(f"{lib.name} at {M}x{N}x{K}: {lib.err().decode()}")
         calls.update({name: make(a, w, w_up if "swiglu" in name else bias, y)
                       for name, make in peers.items()})
-        times = {name: [] for name in names}
+        timed = [n for n in names if n in calls]
+        times = {name: [] for name in timed}
         for _ in range(rounds):
-            for name in names:
+            for name in timed:
                 times[name].append(matmul.time_us(calls[name], replays=5))
         flops = 2 * M * N * K * (2 if kinds == {"swiglu"} else 1)
         tf = lambda us: flops / (us * 1e-6) / 1e12
-        cells = [f"{tf(statistics.median(times[n])):.0f}" for n in names]
-        ratios = [statistics.median(t0 / t for t0, t in zip(times[libs[0].name], times[lib.name]))
-                  for lib in libs[1:]]
-        say(f"| {M} | {N} | {K} | " + " | ".join(cells) + " | " +
-            " | ".join(f"{r:.3f}" for r in ratios) + " |")
+        cells = [f"{tf(statistics.median(times[n])):.0f}" if n in times else "" for n in names]
+        first = here[0].name if here else None
+        ratios = [f"{statistics.median(t0 / t for t0, t in zip(times[first], times[lib.name])):.3f}"
+                  if lib.name in times and first else "" for lib in libs[1:]]
+        say(f"| {M} | {N} | {K} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
     with open(os.path.join(out, f"matmul_ab{os.environ.get('FSL_AB_TAG', '')}.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     sys.exit(1 if failures else 0)

@@ -4,7 +4,7 @@
 # is not a power of two (128 x 224, 128 x 192) and small tiles with deep pipelines for few
 # rows, next to the heuristics' choice; then matmul_ab.py alternates them with the peers.
 #   generate (here):      tests/bench/matmul_tiles.sh generate build/bin/fslc [OLD_FSLC]
-#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1|Q1|Q2|W1|W2|W5|W6|W7|W8|W11|W12] [ONLY="variant ..."]
+#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1|Q1|Q2|W1|W2|W5|W6|W7|W8|W11|W12|W13] [ONLY="variant ..."]
 #                         tests/bench/matmul_tiles.sh run
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -179,6 +179,29 @@ generate)
   schedule gelu_t192x192e linear_bias_gelu "192, 192" "64, 192" 192 4 3 152 "persistent swizzle 8" "shared tma_store, tile (192, 32)"
   schedule gelu_t192x192n2 linear_bias_gelu "192, 192" "64, 192" 192 4 3 152 "persistent swizzle 8;
     cluster (1, 2) multicast" "shared tma_store, tile (192, 32)"
+  # Run W13: the static-size auto(matmul) with and without the shipped tuning database
+  # (whose entries at these shapes predate the clusters along N), and clusters along N on
+  # the 128-row tiles of 1024 rows (cuBLAS's 176 x 128 in clusters of (1, 2) there).
+  static_auto() { # name example M,N,K [database]
+    IFS=, read -r m n k <<< "$3"
+    mkdir -p "$dir/$1"
+    sed -e "s/^fusion $2(/fusion $2<M = $m, N = $n, K = $k>(/" \
+      -e "/^schedule $2/,\$c schedule $2 = auto(matmul);" "$root/examples/$2.fsl" > "$dir/$1.fsl"
+    "$fslc" --diagnostics-color=never ${4:+--tuning-db "$4"} -o "$dir/$1" "$dir/$1.fsl"
+  }
+  for shape in 4000,14000,5000 1000,5000,3000 3000,7000,2000; do
+    tag=${shape//,/_}
+    static_auto "new_plain_$tag" matmul "$shape"
+    static_auto "new_gelu_$tag" linear_bias_gelu "$shape"
+    static_auto "db_plain_$tag" matmul "$shape" "$root/stdlib/tuning/h200.fsl"
+    static_auto "db_gelu_$tag" linear_bias_gelu "$shape" "$root/stdlib/tuning/h200.fsl"
+  done
+  schedule plain_t176n2 matmul "128, 176" "64, 176" 176 5 2 232 "persistent swizzle 8;
+    cluster (1, 2) multicast" "shared tma_store, tile (128, 16)"
+  schedule plain_t224pn2 matmul "128, 224" "64, 224" 224 4 2 232 "persistent swizzle 8;
+    cluster (1, 2) multicast" "shared tma_store, tile (128, 32)"
+  schedule plain_t128n2 matmul "128, 128" "64, 128" 128 6 2 232 "persistent swizzle 8;
+    cluster (1, 2) multicast" "shared tma_store, tile (128, 32)"
   if [ -n "${3:-}" ]; then
     fslc="$3"
     for name in plain_t192sk plain_t128sk plain_t192k2 gelu_t192sk plain_sw16k2 plain_sw16k3 \
@@ -306,6 +329,20 @@ run)
     mkdir -p "$dir/l2/out" && BUILD="$dir/l2" OUT="$dir/l2/out" bash "$root/tests/gpu/profile_l2.sh" \
       "plain_t256x128e 4000 14000 5000" "plain_t256x128n2 4000 14000 5000" \
       "plain_t256x128e 4096 14336 5000" "plain_t256x128e 4000 14000 5120" > "$out/l2.txt" 2>&1
+    exit
+  fi
+  if [ "${RUN:-T2}" = W13 ]; then
+    for shape in 4000,14000,5000 1000,5000,3000 3000,7000,2000; do
+      tag=${shape//,/_}
+      FSL_AB_TAG=_$tag python3 "$root/tests/bench/matmul_ab.py" "$out" \
+        new_plain=$dir/new_plain_$tag/libfusion.so:plain@$shape db_plain=$dir/db_plain_$tag/libfusion.so:plain@$shape \
+        new_gelu=$dir/new_gelu_$tag/libfusion.so:gelu@$shape db_gelu=$dir/db_gelu_$tag/libfusion.so:gelu@$shape \
+        $(lib plain_t256x128e plain) --rounds "${ROUNDS:-7}" --shapes "${shape/,/,}"
+    done
+    FSL_AB_TAG=_rows python3 "$root/tests/bench/matmul_ab.py" "$out" \
+      $(lib plain_t224p plain) $(lib plain_t224pn2 plain) $(lib plain_t176 plain) $(lib plain_t176n2 plain) \
+      $(lib plain_t128p plain) $(lib plain_t128n2 plain) $(lib plain_t256x128e plain) \
+      --rounds "${ROUNDS:-5}" --shapes "${SHAPES:-1024,14336,5120;256,14336,5120;2048,14336,5120;3000,7000,2000;4096,4096,4096}"
     exit
   fi
   if [ "${RUN:-T2}" = Q2 ]; then
