@@ -489,6 +489,35 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
         }
       }
     }
+    // A runtime M (the JIT specializes K and N, not M) whose rows of a are not whole lines
+    // and whose K is long: from two waves of 128 x 256 tiles up, 256 x 128 tiles in pairs
+    // along N sharing a, the tile within 4 % of the best of the three measured at both
+    // large shapes of run W12 (1.20-1.23x the same tiles alone), whatever M fills.
+    if (!mDim.extent && low && *low == twoWaves && !high && !tileNKnob && !knobs.tileM &&
+        !twoProducts && !knobs.pingpong.value_or(false) && !knobs.clusterM && !knobs.clusterN &&
+        !knobs.stages && !knobs.epiloguePiece && !knobs.splitK &&
+        !knobs.streamK.value_or(false) && !knobs.swizzle && kDim.extent &&
+        (*kDim.extent * operandBytes) % 128 != 0 &&
+        *kDim.extent / 64 >= tuned::kClusterUnalignedMinKSteps) {
+      MatmulTile pair = c;
+      pair.tileM = 256;
+      pair.tileN = 128;
+      pair.warpM = 128;
+      pair.clusterN = 2;
+      pair.epiloguePiece = tuned::kEpiloguePieceColumns;
+      if (piecesRefusal(pair, tuned::kEpiloguePieceColumns).empty() &&
+          stagesFit(pair) >= tuned::kClusteredUnalignedTiles[0].stages) {
+        tileWhy = llvm::formatv("{0}'s rows are {1} bytes apart, not whole 128-byte lines, and "
+                                "K has {2} steps of 64: clusters of two 256 x 128 tiles along N "
+                                "share the a tile (each CTA loads half of it into both).",
+                                mm.lhsInput, *kDim.extent * operandBytes, *kDim.extent / 64)
+                      .str();
+        c.tileM = 256;
+        c.tileN = 128;
+        c.warpM = 128;
+        c.clusterN = 2;
+      }
+    }
     // Few rows: 64-row tiles of one consumer warpgroup, as wide as fills one wave of CTAs
     // (N = 14336: 128 tiles of 64 x 112), each CTA streaming its rows of b through a deep
     // pipeline of small stages.

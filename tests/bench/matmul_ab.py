@@ -6,8 +6,8 @@ usage: matmul_ab.py OUT NAME=LIB[:KIND[@M,N,K]] ... [--shapes M,N,K;M,N,K...] [-
 Each LIB is a libfusion.so built from fslc's CUDA (or a hand-edited copy, to measure an
 idea before building it into the compiler). KIND is "gelu" (examples/linear_bias_gelu.fsl:
 y = gelu_tanh(a w^T + bias)), "plain" (examples/matmul.fsl: y = a w^T) or "swiglu"; the
-default is gelu. `@M,N,K` marks a library of static sizes: it is checked and timed at that
-shape only (its cells elsewhere are empty, and the ratios take the first variant that runs
+default is gelu. `@M,N,K` marks a library of static sizes (`@,N,K`: N and K static, M at
+run time): it is checked and timed at those sizes only (its cells elsewhere are empty, and the ratios take the first variant that runs
 at the shape). Every variant is first checked against PyTorch at shapes with tails in
 M, N and K (outputs poisoned with NaN), and ten calls at 1000 x 5000 x 3000 must agree to
 the bit; then, at each timed shape, the variants and the
@@ -47,7 +47,7 @@ class Lib:
         return lambda: self.fn(*d, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
 
     def runs_at(self, M, N, K):
-        return self.shape is None or self.shape == (M, N, K)
+        return self.shape is None or all(s is None or s == v for s, v in zip(self.shape, (M, N, K)))
 
 
 def reference(kind, a, w, second):
@@ -75,7 +75,7 @@ def main():
             name, spec = arg.split("=", 1)
             path, _, kind = spec.partition(":")
             kind, _, static = kind.partition("@")
-            shape = tuple(int(x) for x in static.split(",")) if static else None
+            shape = tuple(int(x) if x else None for x in static.split(",")) if static else None
             libs.append(Lib(name, path, kind or "gelu", shape))
     lines = []
 
@@ -86,7 +86,11 @@ def main():
     torch.manual_seed(0)
     failures = 0
     checks = [(1, 136, 200), (300, 264, 72), (4095, 1000, 1000), (4096, 14336, 5120)]
-    checks += sorted({lib.shape for lib in libs if lib.shape and lib.shape not in checks})
+    for lib in libs:  # static sizes: the library's shape; a runtime M among them: 1 and 700 rows
+        if lib.shape:
+            for M in ([lib.shape[0]] if lib.shape[0] else [1, 700]):
+                if (M, lib.shape[1], lib.shape[2]) not in checks:
+                    checks.append((M, lib.shape[1], lib.shape[2]))
     for M, N, K in checks:
         a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
         w = torch.randn(N, K, device="cuda").to(torch.bfloat16)

@@ -4,7 +4,7 @@
 # is not a power of two (128 x 224, 128 x 192) and small tiles with deep pipelines for few
 # rows, next to the heuristics' choice; then matmul_ab.py alternates them with the peers.
 #   generate (here):      tests/bench/matmul_tiles.sh generate build/bin/fslc [OLD_FSLC]
-#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1|Q1|Q2|W1|W2|W5|W6|W7|W8|W11|W12|W13] [ONLY="variant ..."]
+#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1|Q1|Q2|W1|W2|W5|W6|W7|W8|W11|W12|W13|W14] [ONLY="variant ..."]
 #                         tests/bench/matmul_tiles.sh run
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -202,6 +202,20 @@ generate)
     cluster (1, 2) multicast" "shared tma_store, tile (128, 32)"
   schedule plain_t128n2 matmul "128, 128" "64, 128" 128 6 2 232 "persistent swizzle 8;
     cluster (1, 2) multicast" "shared tma_store, tile (128, 32)"
+  # Run W14: a runtime M with K and N static (as the JIT specializes them), the rows of a
+  # not whole lines: the heuristics' variants (rtm_new; rtm_old from OLD_FSLC).
+  runtime_m() { # name fslc N,K
+    IFS=, read -r n k <<< "$3"
+    mkdir -p "$dir/$1"
+    sed -e "s/^fusion matmul(/fusion matmul<N = $n, K = $k>(/" "$root/examples/matmul.fsl" > "$dir/$1.fsl"
+    "$2" --diagnostics-color=never -o "$dir/$1" "$dir/$1.fsl"
+  }
+  runtime_m rtm_new_14000_5000 "$fslc" 14000,5000
+  runtime_m rtm_new_14336_5000 "$fslc" 14336,5000
+  if [ -n "${3:-}" ]; then
+    runtime_m rtm_old_14000_5000 "$3" 14000,5000
+    runtime_m rtm_old_14336_5000 "$3" 14336,5000
+  fi
   if [ -n "${3:-}" ]; then
     fslc="$3"
     for name in plain_t192sk plain_t128sk plain_t192k2 gelu_t192sk plain_sw16k2 plain_sw16k3 \
@@ -343,6 +357,15 @@ run)
       $(lib plain_t224p plain) $(lib plain_t224pn2 plain) $(lib plain_t176 plain) $(lib plain_t176n2 plain) \
       $(lib plain_t128p plain) $(lib plain_t128n2 plain) $(lib plain_t256x128e plain) \
       --rounds "${ROUNDS:-5}" --shapes "${SHAPES:-1024,14336,5120;256,14336,5120;2048,14336,5120;3000,7000,2000;4096,4096,4096}"
+    exit
+  fi
+  if [ "${RUN:-T2}" = W14 ]; then
+    for nk in 14000,5000 14336,5000; do
+      tag=${nk//,/_}; IFS=, read -r n k <<< "$nk"
+      FSL_AB_TAG=_rtm_$tag python3 "$root/tests/bench/matmul_ab.py" "$out" \
+        rtm_old=$dir/rtm_old_$tag/libfusion.so:plain@,$n,$k rtm_new=$dir/rtm_new_$tag/libfusion.so:plain@,$n,$k \
+        --rounds "${ROUNDS:-7}" --shapes "640,$n,$k;1000,$n,$k;2048,$n,$k;4000,$n,$k;4096,$n,$k;8192,$n,$k"
+    done
     exit
   fi
   if [ "${RUN:-T2}" = Q2 ]; then
