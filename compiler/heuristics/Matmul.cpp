@@ -305,6 +305,19 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   int64_t twoWaves =
       tilesAlongN > 0 ? 128 * ((2 * target.smCount + tilesAlongN - 1) / tilesAlongN) : 512;
   // One choice for rows in [low, high) (nullopt: unbounded).
+  // A static K whose operand rows are not whole 128-byte lines apart (K = 5000: 10000
+  // bytes): every TMA box row straddles two lines. With a long K, clusters along N pay.
+  const bool rowsStraddleLines = kDim.extent && (*kDim.extent * operandBytes) % 128 != 0;
+  const bool clustersForStraddlingRows =
+      rowsStraddleLines && *kDim.extent / 64 >= tuned::kClusterUnalignedMinKSteps;
+  auto straddleWhy = [&](const MatmulTile &tile) {
+    return llvm::formatv("{0}'s rows are {1} bytes apart, not whole 128-byte lines, and K has "
+                         "{2} steps of 64: clusters of two {3} x {4} tiles along N share the a "
+                         "tile (each CTA loads half of it into both)",
+                         mm.lhsInput, *kDim.extent * operandBytes, *kDim.extent / 64, tile.tileM,
+                         tile.tileN)
+        .str();
+  };
   auto choose = [&](std::optional<int64_t> low, std::optional<int64_t> high) {
     MatmulVariant variant;
     variant.low = low;
@@ -370,8 +383,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       MatmulTile tallTile = c;
       tallTile.tileM = 192;
       tallTile.tileN = 192;
-      if (!belowTwoWaves && kDim.extent && (*kDim.extent * operandBytes) % 128 != 0 &&
-          stagesFit(tallTile) >= 3) {
+      if (!belowTwoWaves && rowsStraddleLines && stagesFit(tallTile) >= 3) {
         // Against the width chosen, by the same margin as the widths against the default
         // (bestTime already has it when the default stayed).
         double tall = 1.0 / (tuned::kTall192RateUnaligned * wavesFilled(192, 192));
@@ -433,23 +445,18 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       // tiles measured so, at rates within the margin of each other, the one whose clusters
       // fill their waves best (a wave: one cluster on each two SMs), where it is estimated
       // faster than the tiles chosen so far by the margin.
-      if (kDim.extent && (*kDim.extent * operandBytes) % 128 != 0 &&
-          *kDim.extent / 64 >= tuned::kClusterUnalignedMinKSteps && wideAsMeasured &&
-          !knobs.swizzle) {
+      if (clustersForStraddlingRows && wideAsMeasured && !knobs.swizzle) {
         auto clusterWavesFilled = [&](int64_t tileM, int64_t tileN) {
-          int64_t units = ((*mDim.extent + tileM - 1) / tileM) *
-                          ((*nDim.extent + 2 * tileN - 1) / (2 * tileN));
+          int64_t units =
+              ((*mDim.extent + tileM - 1) / tileM) * ((*nDim.extent + 2 * tileN - 1) / (2 * tileN));
           int64_t perWave = target.smCount / 2;
           int64_t waves = (units + perWave - 1) / perWave;
           return static_cast<double>(units) / static_cast<double>(waves * perWave);
         };
-        const MatmulTile *best = nullptr;
+        std::optional<MatmulTile> best;
         double bestFill = 0;
-        MatmulTile shapes[3];
-        int count = 0;
         for (const tuned::ClusteredTile &tile : tuned::kClusteredUnalignedTiles) {
-          MatmulTile &candidate = shapes[count++];
-          candidate = c;
+          MatmulTile candidate = c;
           candidate.tileM = tile.tileM;
           candidate.tileN = tile.tileN;
           candidate.warpM = tile.tileM == 256 ? 128 : 64;
@@ -459,29 +466,25 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
               stagesFit(candidate) < tile.stages)
             continue;
           if (double fill = clusterWavesFilled(tile.tileM, tile.tileN); fill > bestFill + 0.005) {
-            best = &candidate;
+            best = candidate;
             bestFill = fill;
           }
         }
-        double chosenRate = c.tileM == 192   ? tuned::kTall192RateUnaligned
-                            : c.tileM == 256 ? tuned::kTall256Rate
-                                             : [&] {
-                                                 for (const tuned::TileRate &width :
-                                                      tuned::kTileRates)
-                                                   if (width.tileN == c.tileN)
-                                                     return width.rate;
-                                                 return 1.0;
-                                               }();
+        double chosenRate = c.tileM == 192 ? tuned::kTall192RateUnaligned
+                            : c.tileM == 256
+                                ? tuned::kTall256Rate
+                                : [&] {
+                                    for (const tuned::TileRate &width : tuned::kTileRates)
+                                      if (width.tileN == c.tileN)
+                                        return width.rate;
+                                    return 1.0;
+                                  }();
         double chosenTime = 1.0 / (chosenRate * wavesFilled(c.tileM, c.tileN));
         if (best && 1.0 / (tuned::kClusterUnalignedRate * bestFill) <
                         chosenTime * (1.0 - tuned::kTileWidthMargin)) {
-          tileWhy = llvm::formatv("{0}'s rows are {1} bytes apart, not whole 128-byte lines, and "
-                                  "K has {2} steps of 64: clusters of two {3} x {4} tiles along N "
-                                  "share the a tile (each CTA loads half of it into both); their "
-                                  "clusters fill {5}% of their waves.",
-                                  mm.lhsInput, *kDim.extent * operandBytes, *kDim.extent / 64,
-                                  best->tileM, best->tileN, static_cast<int>(100 * bestFill))
-                        .str();
+          tileWhy = straddleWhy(*best) + llvm::formatv("; their clusters fill {0}% of their waves.",
+                                                       static_cast<int>(100 * bestFill))
+                                             .str();
           c.tileM = best->tileM;
           c.tileN = best->tileN;
           c.warpM = best->warpM;
@@ -495,10 +498,8 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     // large shapes of run W12 (1.20-1.23x the same tiles alone), whatever M fills.
     if (!mDim.extent && low && *low == twoWaves && !high && !tileNKnob && !knobs.tileM &&
         !twoProducts && !knobs.pingpong.value_or(false) && !knobs.clusterM && !knobs.clusterN &&
-        !knobs.stages && !knobs.epiloguePiece && !knobs.splitK &&
-        !knobs.streamK.value_or(false) && !knobs.swizzle && kDim.extent &&
-        (*kDim.extent * operandBytes) % 128 != 0 &&
-        *kDim.extent / 64 >= tuned::kClusterUnalignedMinKSteps) {
+        !knobs.stages && !knobs.epiloguePiece && !knobs.splitK && !knobs.streamK.value_or(false) &&
+        !knobs.swizzle && clustersForStraddlingRows) {
       MatmulTile pair = c;
       pair.tileM = 256;
       pair.tileN = 128;
@@ -507,11 +508,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       pair.epiloguePiece = tuned::kEpiloguePieceColumns;
       if (piecesRefusal(pair, tuned::kEpiloguePieceColumns).empty() &&
           stagesFit(pair) >= tuned::kClusteredUnalignedTiles[0].stages) {
-        tileWhy = llvm::formatv("{0}'s rows are {1} bytes apart, not whole 128-byte lines, and "
-                                "K has {2} steps of 64: clusters of two 256 x 128 tiles along N "
-                                "share the a tile (each CTA loads half of it into both).",
-                                mm.lhsInput, *kDim.extent * operandBytes, *kDim.extent / 64)
-                      .str();
+        tileWhy = straddleWhy(pair) + ".";
         c.tileM = 256;
         c.tileN = 128;
         c.warpM = 128;
