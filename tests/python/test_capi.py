@@ -153,9 +153,13 @@ class CapiTest(unittest.TestCase):
         self.assertEqual(fslc.load(NORMS, tuning_db="", **options).tuning_db, "")
         shipped = fslc.load(NORMS, tuning_db="auto", **options)
         self.assertEqual(shipped.tuning_db, os.path.join(shipped.stdlib, "tuning", "h200.fsl"))
-        # The shipped entry `rms_norm when H == 12288 && T == 1024`, with T left runtime.
+        # The shipped entry `rms_norm when H == 12288`, with T left runtime: the static
+        # size's kernels, their variants by T under it; a size without an entry keeps the
+        # heuristics'.
         source = shipped.specialize("rms_norm", H=12288)[1]
-        self.assertIn("when T == 1024", source)
+        self.assertIn("schedule of rms_norm when T < 132 (", source)
+        self.assertRegex(source, r"when T >= 132 \([^)]*tuning/h200\.fsl:\d+\)")
+        self.assertNotIn("h200.fsl", shipped.specialize("rms_norm", H=1000)[1])
 
     def assertRefused(self, cls, message, call, *args, **kwargs):
         with self.assertRaises(cls) as caught:
