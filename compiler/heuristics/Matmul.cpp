@@ -304,7 +304,6 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   int64_t tilesAlongN = nDim.extent ? (*nDim.extent + 255) / 256 : 0;
   int64_t twoWaves =
       tilesAlongN > 0 ? 128 * ((2 * target.smCount + tilesAlongN - 1) / tilesAlongN) : 512;
-  // One choice for rows in [low, high) (nullopt: unbounded).
   // A static K whose operand rows are not whole 128-byte lines apart (K = 5000: 10000
   // bytes): every TMA box row straddles two lines. With a long K, clusters along N pay.
   const bool rowsStraddleLines = kDim.extent && (*kDim.extent * operandBytes) % 128 != 0;
@@ -318,6 +317,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                          tile.tileN)
         .str();
   };
+  // One choice for rows in [low, high) (nullopt: unbounded).
   auto choose = [&](std::optional<int64_t> low, std::optional<int64_t> high) {
     MatmulVariant variant;
     variant.low = low;
@@ -413,17 +413,22 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       wide.tileN = tuned::kTall256TileN;
       MatmulTile widePieces = wide;
       widePieces.epiloguePiece = tuned::kEpiloguePieceColumns;
+      // The estimated time of the tiles chosen so far: their rate against 128 x 256 tiles
+      // (TunedConstants.h) and the share of their waves they fill.
+      auto chosenTime = [&] {
+        double rate = c.tileM == 192   ? tuned::kTall192RateUnaligned
+                      : c.tileM == 256 ? tuned::kTall256Rate
+                                       : 1.0;
+        if (c.tileM == 128)
+          for (const tuned::TileRate &width : tuned::kTileRates)
+            if (width.tileN == c.tileN)
+              rate = width.rate;
+        return 1.0 / (rate * wavesFilled(c.tileM, c.tileN));
+      };
       if (wideAsMeasured && piecesRefusal(wide, tuned::kEpiloguePieceColumns).empty() &&
           stagesFit(widePieces) >= 3) {
-        double chosenTime =
-            c.tileM == 192 ? 1.0 / (tuned::kTall192RateUnaligned * wavesFilled(192, 192)) : [&] {
-              for (const tuned::TileRate &width : tuned::kTileRates)
-                if (width.tileN == c.tileN)
-                  return timeOf(width);
-              return 1.0 / wavesFilled(128, c.tileN);
-            }();
         double tall = 1.0 / (tuned::kTall256Rate * wavesFilled(256, wide.tileN));
-        if (tall < chosenTime * (1.0 - tuned::kTileWidthMargin)) {
+        if (tall < chosenTime() * (1.0 - tuned::kTileWidthMargin)) {
           tileWhy =
               llvm::formatv("256 x {0} tiles (two consumer warpgroups of 128 x {0}) fill "
                             "{1}% of their waves, the {2} x {3} ones {4}%; at {5}% of "
@@ -470,18 +475,8 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
             bestFill = fill;
           }
         }
-        double chosenRate = c.tileM == 192 ? tuned::kTall192RateUnaligned
-                            : c.tileM == 256
-                                ? tuned::kTall256Rate
-                                : [&] {
-                                    for (const tuned::TileRate &width : tuned::kTileRates)
-                                      if (width.tileN == c.tileN)
-                                        return width.rate;
-                                    return 1.0;
-                                  }();
-        double chosenTime = 1.0 / (chosenRate * wavesFilled(c.tileM, c.tileN));
         if (best && 1.0 / (tuned::kClusterUnalignedRate * bestFill) <
-                        chosenTime * (1.0 - tuned::kTileWidthMargin)) {
+                        chosenTime() * (1.0 - tuned::kTileWidthMargin)) {
           tileWhy = straddleWhy(*best) + llvm::formatv("; their clusters fill {0}% of their waves.",
                                                        static_cast<int>(100 * bestFill))
                                              .str();
@@ -506,8 +501,12 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       pair.warpM = 128;
       pair.clusterN = 2;
       pair.epiloguePiece = tuned::kEpiloguePieceColumns;
+      int64_t measuredStages = 0;
+      for (const tuned::ClusteredTile &tile : tuned::kClusteredUnalignedTiles)
+        if (tile.tileM == pair.tileM && tile.tileN == pair.tileN)
+          measuredStages = tile.stages;
       if (piecesRefusal(pair, tuned::kEpiloguePieceColumns).empty() &&
-          stagesFit(pair) >= tuned::kClusteredUnalignedTiles[0].stages) {
+          stagesFit(pair) >= measuredStages) {
         tileWhy = straddleWhy(pair) + ".";
         c.tileM = 256;
         c.tileN = 128;

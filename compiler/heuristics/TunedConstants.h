@@ -170,7 +170,8 @@ inline constexpr int64_t kTall256TileN = 160;
 /// and 5000 (47 and 78 steps), level at K = 2000 (31 steps).
 inline constexpr int64_t kClusterUnalignedMinKSteps = 40;
 /// The tiles measured in such clusters (run W12), each with the output in pieces of
-/// kEpiloguePieceColumns and the stages it was measured with: 256 x 128 (4 stages) and
+/// kEpiloguePieceColumns and the stages it was measured with (a tile is a candidate only
+/// where they fit; the stages chosen are then the usual rule's, the same): 256 x 128 (4) and
 /// 192 x 192 (4) ran within 4 % of each other where their clusters filled their waves
 /// alike, 256 x 160 (3) where its waves were fuller (1000 x 5000 x 3000: 593 TFLOP/s
 /// against 446 for 256 x 128's two waves).
