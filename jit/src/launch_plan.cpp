@@ -425,35 +425,44 @@ std::unique_ptr<LaunchPlan> parseLaunchPlan(const std::string &text, std::string
   }
   if (!header || !ended)
     return fail("the metadata is truncated (no 'end')");
-  // Every name an argument uses is declared.
-  for (const PlanKernel &k : plan->kernels)
-    for (const PlanArg &arg : k.args) {
+  // Every name an argument uses is declared; its index is kept for the launches.
+  for (PlanKernel &k : plan->kernels)
+    for (PlanArg &arg : k.args) {
       bool known = false;
-      if (arg.kind == PlanArg::Kind::Tensor)
-        for (const PlanTensor &t : plan->tensors)
-          known |= t.name == arg.name;
-      else if (arg.kind == PlanArg::Kind::Scalar)
-        for (const PlanScalar &s : plan->scalars)
-          known |= s.name == arg.name;
-      else if (arg.kind == PlanArg::Kind::Workspace)
-        for (const PlanWorkspace &w : plan->workspaces)
-          known |= w.name == arg.name;
-      else if (arg.kind == PlanArg::Kind::TensorMap)
+      if (arg.kind == PlanArg::Kind::Tensor) {
+        for (size_t t = 0; t < plan->tensors.size() && !known; ++t)
+          if ((known = plan->tensors[t].name == arg.name))
+            arg.index = t;
+      } else if (arg.kind == PlanArg::Kind::Scalar) {
+        for (size_t s = 0; s < plan->scalars.size() && !known; ++s)
+          if ((known = plan->scalars[s].name == arg.name))
+            arg.index = s;
+      } else if (arg.kind == PlanArg::Kind::Workspace) {
+        for (size_t w = 0; w < plan->workspaces.size() && !known; ++w)
+          if ((known = plan->workspaces[w].name == arg.name))
+            arg.index = w;
+      } else if (arg.kind == PlanArg::Kind::TensorMap) {
         known = true; // checked where it was read
-      else if (arg.kind == PlanArg::Kind::Stride)
-        for (const PlanTensor &t : plan->tensors)
-          known |= t.name == arg.name && t.strided && arg.axis + 1 < t.dims.size();
-      else
+      } else if (arg.kind == PlanArg::Kind::Stride) {
+        for (size_t t = 0; t < plan->tensors.size() && !known; ++t) {
+          const PlanTensor &tensor = plan->tensors[t];
+          if ((known =
+                   tensor.name == arg.name && tensor.strided && arg.axis + 1 < tensor.dims.size()))
+            arg.index = t;
+        }
+      } else {
         known = plan->isRuntimeDim(arg.name);
+      }
       if (!known)
         return fail("kernel " + k.name + " takes an undeclared " + arg.name);
     }
   // A tensor map describes a tensor of the signature.
-  for (const PlanKernel &k : plan->kernels)
-    for (const PlanTensorMap &map : k.tensorMaps) {
+  for (PlanKernel &k : plan->kernels)
+    for (PlanTensorMap &map : k.tensorMaps) {
       bool known = false;
-      for (const PlanTensor &t : plan->tensors)
-        known |= t.name == map.tensor && t.dtype == map.dtype;
+      for (size_t t = 0; t < plan->tensors.size() && !known; ++t)
+        if ((known = plan->tensors[t].name == map.tensor && plan->tensors[t].dtype == map.dtype))
+          map.tensorIndex = t;
       if (!known)
         return fail("tensormap " + map.name + " of kernel " + k.name + " describes " + map.tensor +
                     ", no tensor of that name and dtype");
@@ -603,6 +612,15 @@ fsl_status checkCall(const LaunchPlan &plan, const fsl_tensor *const *tensors, i
   }
   if (empty || !checkData)
     return FSL_OK;
+  return checkCallData(plan, tensors, error);
+}
+
+fsl_status checkCallData(const LaunchPlan &plan, const fsl_tensor *const *tensors,
+                         std::string &error) {
+  auto fail = [&](fsl_status status, std::string why) {
+    error = std::move(why);
+    return status;
+  };
   for (size_t i = 0; i < plan.tensors.size(); ++i) {
     const PlanTensor &p = plan.tensors[i];
     const fsl_tensor *t = tensors[i];
@@ -645,16 +663,13 @@ namespace {
 /// One tensor map's arguments for a call, refused as the launcher's fsl_encode_tensor_map
 /// refuses them (its messages), plus what cuTensorMapEncodeTiled would refuse later with
 /// only a CUresult: an extent outside 1..2^32 or a stride of 2^40 bytes or more.
-fsl_status planTensorMap(const LaunchPlan &plan, const PlanKernel &kernel, const PlanTensorMap &map,
-                         const std::map<std::string, int64_t> &dims,
-                         const fsl_tensor *const *tensors, bool checkData, PlannedTensorMap &out,
+fsl_status planTensorMap(const PlanKernel &kernel, const PlanTensorMap &map,
+                         const std::map<std::string, int64_t> &dims, PlannedTensorMap &out,
                          std::string &error) {
   const char *name = map.tensor.c_str();
   out.map = &map;
   out.rank = static_cast<int>(map.extents.size());
-  for (size_t t = 0; t < plan.tensors.size(); ++t)
-    if (plan.tensors[t].name == map.tensor)
-      out.data = checkData ? tensors[t]->data : nullptr;
+  out.data = nullptr; // bindTensorMaps' (a call planned once serves calls of other data)
   // The IR lists extents and box innermost last; the driver wants them innermost first,
   // with the byte strides of every dimension but the innermost.
   uint64_t stride = static_cast<uint64_t>(map.elementBytes);
@@ -678,12 +693,6 @@ fsl_status planTensorMap(const LaunchPlan &plan, const PlanKernel &kernel, const
       out.strides[i - 1] = stride;
     if (__builtin_mul_overflow(stride, out.sizes[i], &stride))
       stride = UINT64_MAX; // only a stride past 2^40 can come of it, refused below
-  }
-  if (checkData && reinterpret_cast<uintptr_t>(out.data) % 16 != 0) {
-    error = format("%s: data pointer %p is not aligned to 16 bytes (TMA copies need 16-byte "
-                   "aligned tensors)",
-                   name, out.data);
-    return FSL_ERROR_ALIGNMENT;
   }
   for (int i = 0; i + 1 < out.rank; ++i) {
     if (out.strides[i] % 16 != 0) {
@@ -822,11 +831,25 @@ fsl_status planLaunches(const LaunchPlan &plan, const std::map<std::string, int6
   for (PlannedLaunch &launch : launches)
     for (const PlanTensorMap &map : launch.kernel->tensorMaps) {
       PlannedTensorMap planned;
-      if (fsl_status status =
-              planTensorMap(plan, *launch.kernel, map, dims, tensors, checkData, planned, error);
+      if (fsl_status status = planTensorMap(*launch.kernel, map, dims, planned, error);
           status != FSL_OK)
         return status;
       launch.tensorMaps.push_back(planned);
+    }
+  return checkData ? bindTensorMaps(plan, tensors, call, error) : FSL_OK;
+}
+
+fsl_status bindTensorMaps(const LaunchPlan &plan, const fsl_tensor *const *tensors,
+                          PlannedCall &call, std::string &error) {
+  for (PlannedLaunch &launch : call.launches)
+    for (PlannedTensorMap &planned : launch.tensorMaps) {
+      planned.data = tensors[planned.map->tensorIndex]->data;
+      if (reinterpret_cast<uintptr_t>(planned.data) % 16 != 0) {
+        error = format("%s: data pointer %p is not aligned to 16 bytes (TMA copies need 16-byte "
+                       "aligned tensors)",
+                       planned.map->tensor.c_str(), planned.data);
+        return FSL_ERROR_ALIGNMENT;
+      }
     }
   return FSL_OK;
 }

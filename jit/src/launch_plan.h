@@ -94,6 +94,10 @@ struct PlanArg {
   std::string name;     // Stride: the tensor's
   size_t tensorMap = 0; // TensorMap: into PlanKernel::tensorMaps
   size_t axis = 0;      // Stride: the tensor's axis (outermost 0), not its innermost
+  /// Tensor, Stride: into LaunchPlan::tensors; Scalar: into LaunchPlan::scalars;
+  /// Workspace: into LaunchPlan::workspaces. Resolved from the name when the plan is read,
+  /// so that a launch looks nothing up by name.
+  size_t index = 0;
 };
 
 /// A global temporary the launcher allocates for each call (split-K's and stream-K's parts
@@ -105,8 +109,9 @@ struct PlanWorkspace {
 
 /// A TMA descriptor a kernel takes by value (cuTensorMapEncodeTiled's arguments).
 struct PlanTensorMap {
-  std::string name;   // the kernel's parameter
-  std::string tensor; // the launcher's tensor it describes (its name in messages)
+  std::string name;       // the kernel's parameter
+  std::string tensor;     // the launcher's tensor it describes (its name in messages)
+  size_t tensorIndex = 0; // that tensor, into LaunchPlan::tensors (resolved when read)
   fsl_dtype dtype = FSL_BF16;
   int elementBytes = 2;
   int swizzleBytes = 0;            // 0 (none), 32, 64 or 128
@@ -185,12 +190,19 @@ struct PlannedCall {
 
 /// Checks a call as the generated launcher does: every descriptor (null, dtype, rank,
 /// sizes, contiguity or a strided input's strides, byte counts), the sizes of shared dimensions
-/// across tensors and the static extents, then (when `checkData`) data pointers, alignment and
-/// overlaps. `dims` receives the runtime dimensions' values. FSL_OK with `empty` set: nothing to
-/// do.
+/// across tensors and the static extents, then (when `checkData`) checkCallData's.
+/// `dims` receives the runtime dimensions' values. FSL_OK with `empty` set: nothing to do.
 fsl_status checkCall(const LaunchPlan &plan, const fsl_tensor *const *tensors, int tensorCount,
                      int scalarCount, bool checkData, std::map<std::string, int64_t> &dims,
                      bool &empty, std::string &error);
+
+/// The checks of a call's data, for descriptors checkCall accepted without them: data
+/// pointers (null, aligned to the elements and to the kernels' vectors, not running past
+/// the address space) and overlaps of an output with any other tensor. They depend on the
+/// pointers only, so a call laid out as an earlier one (same descriptors but the data)
+/// needs these alone.
+fsl_status checkCallData(const LaunchPlan &plan, const fsl_tensor *const *tensors,
+                         std::string &error);
 
 /// The launches of the first variant whose guard holds, each shape checked against the
 /// target's limits (FSL_ERROR_SIZE when none applies or a shape is out of bounds), the
@@ -202,5 +214,10 @@ fsl_status checkCall(const LaunchPlan &plan, const fsl_tensor *const *tensors, i
 fsl_status planLaunches(const LaunchPlan &plan, const std::map<std::string, int64_t> &dims,
                         const fsl_tensor *const *tensors, bool checkData, PlannedCall &call,
                         std::string &error);
+
+/// Gives `call`'s tensor maps the data pointers of `tensors` (a call laid out as the one
+/// `call` was planned for), refusing one not aligned to 16 bytes as planLaunches does.
+fsl_status bindTensorMaps(const LaunchPlan &plan, const fsl_tensor *const *tensors,
+                          PlannedCall &call, std::string &error);
 
 } // namespace fsl::jit

@@ -81,8 +81,10 @@ struct DriverApi {
         why = "the CUDA driver lacks cuCtxGetCurrent, cuCtxGetDevice, cuDeviceGetAttribute, "
               "cuFuncSetAttribute or cuLaunchKernel";
     });
+    if (why.empty())
+      return true;
     error = why;
-    return why.empty();
+    return false;
   }
 };
 DriverApi driverApi;
@@ -381,8 +383,8 @@ fsl_status Session::run(const std::string &fusion, const fsl_tensor *const *tens
       memoryHit = true;
     }
   }
-  std::map<std::string, int64_t> dims;
   if (!entry) {
+    std::map<std::string, int64_t> dims;
     bool empty = false;
     if (fsl_status status = checkCall(*signature->second, tensors, tensorCount, scalarCount,
                                       /*checkData=*/false, dims, empty, error);
@@ -400,18 +402,34 @@ fsl_status Session::run(const std::string &fusion, const fsl_tensor *const *tens
     last.scalarCount = scalarCount;
     last.arch = arch;
     last.entry = entry;
+    last.planned = false;
   }
   stats_.memory_hits += memoryHit;
-  bool empty = false;
-  // The specialized plan's own checks (its static extents), then its launches.
-  if (fsl_status status =
-          checkCall(*entry->plan, tensors, tensorCount, scalarCount, checkData, dims, empty, error);
-      status != FSL_OK)
-    return refuse(status);
-  PlannedCall call;
-  if (fsl_status status = planLaunches(*entry->plan, dims, tensors, checkData, call, error);
-      status != FSL_OK)
-    return refuse(status);
+  // The specialized plan's own checks (its static extents) and its launches, once for
+  // this layout; the data's checks on every call.
+  if (!last.planned) {
+    if (fsl_status status = checkCall(*entry->plan, tensors, tensorCount, scalarCount,
+                                      /*checkData=*/false, last.dims, last.empty, error);
+        status != FSL_OK)
+      return refuse(status);
+    if (!last.empty) {
+      if (fsl_status status =
+              planLaunches(*entry->plan, last.dims, tensors, /*checkData=*/false, last.call, error);
+          status != FSL_OK)
+        return refuse(status);
+    }
+    last.planned = true;
+  }
+  if (last.empty)
+    return FSL_OK;
+  const std::map<std::string, int64_t> &dims = last.dims;
+  PlannedCall &call = last.call;
+  if (checkData) {
+    if (fsl_status status = checkCallData(*entry->plan, tensors, error); status != FSL_OK)
+      return refuse(status);
+    if (fsl_status status = bindTensorMaps(*entry->plan, tensors, call, error); status != FSL_OK)
+      return refuse(status);
+  }
   const std::vector<PlannedLaunch> &launches = call.launches;
   if (launches.size() > FSL_JIT_MAX_LAUNCHES || call.workspaces.size() > FSL_JIT_MAX_WORKSPACES) {
     error = entry->name + ": more than " + std::to_string(FSL_JIT_MAX_LAUNCHES) + " launches or " +
@@ -564,8 +582,10 @@ fsl_status Session::launchPlanned(Entry &entry, const PlannedCall &call,
   const std::vector<PlannedLaunch> &launches = call.launches;
   // Before anything goes on the stream: what each launch needs of the driver, its shared
   // memory, its grid (a persistent one lowered to what is resident) and its tensor maps.
-  std::vector<std::array<unsigned, 3>> grids(launches.size());
-  std::vector<std::vector<TensorMapBytes>> maps(launches.size());
+  // (Fixed arrays and inline storage: an eager call's host time, no allocation a launch;
+  // run() refused more than FSL_JIT_MAX_LAUNCHES launches or FSL_JIT_MAX_WORKSPACES.)
+  std::array<std::array<unsigned, 3>, FSL_JIT_MAX_LAUNCHES> grids{};
+  std::array<std::vector<TensorMapBytes>, FSL_JIT_MAX_LAUNCHES> maps;
   for (size_t l = 0; l < launches.size(); ++l) {
     const PlannedLaunch &planned = launches[l];
     const PlanKernel &kernel = *planned.kernel;
@@ -642,7 +662,7 @@ fsl_status Session::launchPlanned(Entry &entry, const PlannedCall &call,
   // The workspaces, from the session's pool in stream order: allocated after every check,
   // freed on the stream after the launches (whether they went or one failed). Under CUDA
   // graph capture both become the graph's allocation and free nodes, its own memory.
-  std::vector<CUdeviceptr> workspaces(call.workspaces.size(), 0);
+  std::array<CUdeviceptr, FSL_JIT_MAX_WORKSPACES> workspaces{};
   auto freeWorkspaces = [&] {
     for (CUdeviceptr pointer : workspaces)
       if (pointer)
@@ -674,8 +694,19 @@ fsl_status Session::launchPlanned(Entry &entry, const PlannedCall &call,
     // Arguments: every value in an 8-byte slot (pointers, int64, double; float, int32 and
     // bool at the slot's start, as the kernel's parameter reads them), tensor maps from
     // their own 128-byte aligned storage.
-    std::vector<uint64_t> slots(kernel.args.size());
-    std::vector<void *> args(kernel.args.size());
+    constexpr size_t kInlineArgs = 32;
+    std::array<uint64_t, kInlineArgs> inlineSlots{};
+    std::array<void *, kInlineArgs> inlineArgs{};
+    std::vector<uint64_t> moreSlots;
+    std::vector<void *> moreArgs;
+    uint64_t *slots = inlineSlots.data();
+    void **args = inlineArgs.data();
+    if (kernel.args.size() > kInlineArgs) {
+      moreSlots.assign(kernel.args.size(), 0);
+      moreArgs.assign(kernel.args.size(), nullptr);
+      slots = moreSlots.data();
+      args = moreArgs.data();
+    }
     for (size_t a = 0; a < kernel.args.size(); ++a) {
       const PlanArg &arg = kernel.args[a];
       void *slot = &slots[a];
@@ -686,34 +717,29 @@ fsl_status Session::launchPlanned(Entry &entry, const PlannedCall &call,
         std::memcpy(slot, &value, sizeof value);
         continue;
       }
-      case PlanArg::Kind::Tensor:
-        for (size_t t = 0; t < plan.tensors.size(); ++t)
-          if (plan.tensors[t].name == arg.name) {
-            void *data = tensors[t]->data;
-            std::memcpy(slot, &data, sizeof data);
-          }
+      case PlanArg::Kind::Tensor: {
+        void *data = tensors[arg.index]->data;
+        std::memcpy(slot, &data, sizeof data);
         continue;
+      }
       case PlanArg::Kind::Workspace:
         for (size_t w = 0; w < call.workspaces.size(); ++w)
-          if (call.workspaces[w].workspace->name == arg.name)
+          if (call.workspaces[w].workspace == &plan.workspaces[arg.index])
             std::memcpy(slot, &workspaces[w], sizeof workspaces[w]);
         continue;
       case PlanArg::Kind::TensorMap:
         args[a] = &maps[l][arg.tensorMap];
         continue;
-      case PlanArg::Kind::Stride:
-        for (size_t t = 0; t < plan.tensors.size(); ++t)
-          if (plan.tensors[t].name == arg.name) {
-            int64_t stride = tensors[t]->strides[arg.axis];
-            std::memcpy(slot, &stride, sizeof stride);
-          }
+      case PlanArg::Kind::Stride: {
+        int64_t stride = tensors[arg.index]->strides[arg.axis];
+        std::memcpy(slot, &stride, sizeof stride);
         continue;
+      }
       case PlanArg::Kind::Scalar:
         break;
       }
-      for (size_t s = 0; s < plan.scalars.size(); ++s) {
-        if (plan.scalars[s].name != arg.name)
-          continue;
+      {
+        size_t s = arg.index;
         double value =
             static_cast<int>(s) < scalarCount ? scalars[s] : *plan.scalars[s].defaultValue;
         switch (plan.scalars[s].dtype) {
@@ -778,12 +804,12 @@ fsl_status Session::launchPlanned(Entry &entry, const PlannedCall &call,
       config.hStream = static_cast<CUstream>(stream);
       config.attrs = count ? attributes : nullptr;
       config.numAttrs = count;
-      result = driverApi.launchKernelEx(&config, function, args.data(), nullptr);
+      result = driverApi.launchKernelEx(&config, function, args, nullptr);
     } else {
       result = driverApi.launchKernel(
           function, grids[l][0], grids[l][1], grids[l][2], static_cast<unsigned>(planned.block[0]),
           static_cast<unsigned>(planned.block[1]), static_cast<unsigned>(planned.block[2]),
-          static_cast<unsigned>(planned.shared), stream, args.data(), nullptr);
+          static_cast<unsigned>(planned.shared), stream, args, nullptr);
     }
     if (result != 0) {
       freeWorkspaces();

@@ -77,15 +77,21 @@ private:
 
   /// The last call of a fusion that passed its signature's checks and found its
   /// specialization: what those two steps depend on (each descriptor's dtype, rank, sizes
-  /// and strides, the scalar count and the architecture; not the data pointers) and the
-  /// specialization they found (entries live as long as the session). A call that matches it skips
-  /// both (the host time of an eager call: a string key built and looked up, every descriptor
-  /// checked twice); the specialized plan's checks, the data's included, run on every call.
+  /// and strides, the scalar count and the architecture; not the data pointers), the
+  /// specialization they found (entries live as long as the session) and, once the
+  /// specialized plan accepted the descriptors, its sizes and planned launches. A call that
+  /// matches it skips all of that (the host time of an eager call: a string key built and
+  /// looked up, every descriptor checked twice, the launches planned again); the checks of
+  /// the data (checkCallData) and the tensor maps' pointers run on every call.
   struct LastCall {
     std::vector<int64_t> layout;
     int scalarCount = -1;
     std::string arch;
     Entry *entry = nullptr;
+    bool planned = false; // dims, empty and call below are the specialized plan's
+    std::map<std::string, int64_t> dims;
+    bool empty = false;
+    PlannedCall call;
   };
   static void describeLayout(const fsl_tensor *const *tensors, int tensorCount,
                              std::vector<int64_t> &layout);

@@ -248,10 +248,13 @@ class Fusion:
         self.op_name = None  # "fsl::rms_norm_add"
         self.op_path = None  # "compiled" or "ctypes" (fslc/_torch.py)
         self.autograd = False  # torch.library.register_autograd done (a `backward` clause)
-        self._compiled_entry = None  # the compiled path's op overload, called directly
-        self._no_grad_entry = None  # its `no_grad` overload (a `backward` pairing; _torch.py)
-        self._records_graph = None  # (args, kwargs) -> whether autograd records this call
-        self._below_autograd = None  # a context that dispatches below the autograd keys
+        # The compiled path's eager calls (fslc/_torch.py sets them): the op overload called
+        # when autograd records nothing (an op with a `backward` pairing: its `no_grad`
+        # overload), the one with the autograd kernel when it may (None: no pairing), and
+        # the checks of both, bound once (an eager call's host time: docs/python.md).
+        self._eager_entry = None
+        self._graph_entry = None
+        self._grad_enabled = None
         self._is_compiling = None
         self._warm = set()  # (device, specialized values) launched outside graph capture
 
@@ -286,19 +289,23 @@ class Fusion:
     def __call__(self, *args, **kwargs):
         # Eager calls of the compiled path go to the op's overload directly; under
         # torch.compile (tracing) the op itself, which Dynamo knows.
-        if self.op_path == "compiled" and not self._is_compiling():
+        entry = self._eager_entry
+        if entry is not None and not self._is_compiling():
             # Its kernel raises "<FslError class>: message" in the built-in exception the
             # class derives from; the caller gets the class.
             try:
                 # An op with a backward pairing has a Python autograd kernel on the way;
                 # a call that records no graph (grad mode off, or no tensor that
                 # requires grad) goes to its `no_grad` overload, which has none.
-                if self.autograd and not self._records_graph(args, kwargs):
-                    if self._no_grad_entry is not None:
-                        return self._no_grad_entry(*args, **kwargs)
-                    with self._below_autograd():
-                        return self._compiled_entry(*args, **kwargs)
-                return self._compiled_entry(*args, **kwargs)
+                graph = self._graph_entry
+                if graph is not None and self._grad_enabled():
+                    for value in args:
+                        if getattr(value, "requires_grad", False):
+                            return graph(*args, **kwargs)
+                    for value in kwargs.values():
+                        if getattr(value, "requires_grad", False):
+                            return graph(*args, **kwargs)
+                return entry(*args, **kwargs)
             except (TypeError, ValueError, RuntimeError) as error:
                 mapped = op_error(error)
                 if mapped is None:

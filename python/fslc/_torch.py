@@ -438,18 +438,15 @@ def _warn_no_autograd():
                       stacklevel=3)
 
 
-def _records_graph(args, kwargs):
-    """Whether autograd records a call with these arguments (what the op's autograd kernel
-    would decide): grad mode on and a tensor argument that requires grad."""
-    if not torch.is_grad_enabled():
-        return False
-    for value in args:
-        if isinstance(value, torch.Tensor) and value.requires_grad:
-            return True
-    for value in kwargs.values():
-        if isinstance(value, torch.Tensor) and value.requires_grad:
-            return True
-    return False
+def _below_autograd(entry):
+    """`entry` called below the autograd keys (an op with a `backward` pairing whose
+    `no_grad` overload is missing: calls that record no graph skip its autograd kernel)."""
+
+    def call(*args, **kwargs):
+        with torch._C._AutoDispatchBelowAutograd():
+            return entry(*args, **kwargs)
+
+    return call
 
 
 def register_program(program):
@@ -473,7 +470,8 @@ def register_program(program):
         fusion.op_path = taken
         if taken == "compiled":
             overload = fusion.op.default
-            fusion._compiled_entry = getattr(overload, "_op", overload)
+            fusion._eager_entry = getattr(overload, "_op", overload)
+            fusion._grad_enabled = torch.is_grad_enabled
             fusion._is_compiling = _is_compiling
     # Autograd once every op exists: a forward's backward fusions are ops of the program.
     for fusion in program.fusions.values():
@@ -482,9 +480,11 @@ def register_program(program):
                 _warn_no_autograd()
                 continue
             _register_autograd(program, fusion)
-            fusion._records_graph = _records_graph
-            fusion._below_autograd = torch._C._AutoDispatchBelowAutograd
-            overload = getattr(fusion.op, NO_GRAD_OVERLOAD, None) if fusion.op_path == "compiled" else None
-            if overload is not None:
-                fusion._no_grad_entry = getattr(overload, "_op", overload)
+            if fusion.op_path == "compiled":
+                # Calls that record a graph take the autograd kernel; the others its
+                # `no_grad` overload, or the op below the autograd keys.
+                fusion._graph_entry = fusion._eager_entry
+                overload = getattr(fusion.op, NO_GRAD_OVERLOAD, None)
+                fusion._eager_entry = (getattr(overload, "_op", overload) if overload is not None
+                                       else _below_autograd(fusion._graph_entry))
             fusion.autograd = True

@@ -37,6 +37,12 @@ parser.add_argument("--breakdown", action="store_true",
                     help="also time the parts of a compiled call: the C API's launch called "
                          "directly through ctypes (less a trivial C API call through ctypes), "
                          "and the output's allocation")
+parser.add_argument("--paths", action="store_true",
+                    help="also time the ways of calling softmax, one after the other in each "
+                         "round (the Python binding torch.softmax and torch._softmax, the "
+                         "generic op path torch.ops.aten._softmax.default, fslc's prog.softmax "
+                         "and its no_grad overload called directly, torch.empty_like, the checks "
+                         "prog.softmax makes, an empty Python function): where the host time of a call goes")
 args = parser.parse_args()
 
 if args.python:
@@ -132,6 +138,8 @@ def main():
 
     if args.breakdown:
         breakdown(programs["compiled"], cases)
+    if args.paths:
+        paths(programs["compiled"][0], x)
 
     def cell(value, reference):
         return "n/a" if value is None else "%.1f (%.2fx)" % (value, value / reference)
@@ -209,6 +217,50 @@ def breakdown(compiled, cases):
         c_api = per_call_us(direct)
         empty = per_call_us(lambda: torch.empty(shape, dtype=dtype, device="cuda"))
         print("| %s | %.1f | %.1f | %.1f | %.1f | %.1f |" % (name, total, c_api, floor, c_api - floor, empty), flush=True)
+
+
+def paths(norms, x):
+    """Each way of calling softmax on x, timed as per_call_us does, all of them in turn
+    within each round (so that a slow moment of the host weighs on each): the median µs."""
+    f = norms["softmax"]
+    overload = getattr(f.op, "no_grad", None)
+    direct = getattr(overload, "_op", overload) if overload is not None else None
+    aten = torch.ops.aten._softmax.default
+    aten_op = getattr(aten, "_op", aten)
+
+    def nothing(t):
+        return t
+
+    calls = [
+        ("torch.softmax(x, -1)", lambda: torch.softmax(x, -1)),
+        ("torch._softmax(x, -1, False)", lambda: torch._softmax(x, -1, False)),
+        ("torch.ops.aten._softmax.default(x, -1, False)", lambda: aten(x, -1, False)),
+        ("torch.ops.aten._softmax.default._op(x, -1, False)", lambda: aten_op(x, -1, False)),
+        ("prog.softmax(x)", lambda: f(x)),
+        ("prog.softmax's no_grad overload ._op(x)", (lambda: direct(x)) if direct else None),
+        ("torch.empty_like(x)", lambda: torch.empty_like(x)),
+        ("torch.compiler.is_compiling()", f._is_compiling),
+        ("torch.is_grad_enabled()", torch.is_grad_enabled),
+        ("an empty Python function(x)", lambda: nothing(x)),
+    ]
+    calls = [(name, call) for name, call in calls if call is not None]
+    for _, call in calls:
+        for _ in range(50):
+            call()
+    torch.cuda.synchronize()
+    times = {name: [] for name, _ in calls}
+    for _ in range(args.rounds):
+        for name, call in calls:
+            start = time.perf_counter_ns()
+            for _ in range(args.calls):
+                call()
+            times[name].append((time.perf_counter_ns() - start) / args.calls / 1e3)
+            torch.cuda.synchronize()
+    print()
+    print("| softmax called as | host µs a call (median of rounds) |")
+    print("|---|---|")
+    for name, _ in calls:
+        print("| %s | %.2f |" % (name, statistics.median(times[name])))
 
 
 if __name__ == "__main__":

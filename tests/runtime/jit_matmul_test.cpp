@@ -234,6 +234,17 @@ int main(int argc, char **argv) {
     status = plan(*mm, p, call, error, /*checkData=*/false);
     expect(status == FSL_OK && call.launches[0].tensorMaps[0].data == nullptr,
            "without the data (prepare with null pointers) the pointer is not looked at", error);
+    // A call laid out as a planned one (the session's LastCall) binds its own pointers to
+    // the planned tensor maps, refused as planLaunches refuses them.
+    status = fsl::jit::bindTensorMaps(*mm, p.all.data(), call, error);
+    expect(status == FSL_ERROR_ALIGNMENT &&
+               contains(error, "a: data pointer 0x7f0000000002 is not aligned to 16 bytes"),
+           "a planned call bound to a 2 bytes off 16: refused", error);
+    p.a.data = static_cast<char *>(p.a.data) - 2;
+    status = fsl::jit::bindTensorMaps(*mm, p.all.data(), call, error);
+    expect(status == FSL_OK && call.launches[0].tensorMaps[0].data == p.a.data &&
+               call.launches[0].tensorMaps[1].data == p.w.data,
+           "a planned call bound to aligned pointers: the maps take them", error);
     Product q(4096, 14336, 5120, false);
     q.w.data = static_cast<char *>(q.w.data) + 8;
     status = plan(*mm, q, call, error);
@@ -321,10 +332,9 @@ int main(int argc, char **argv) {
     PlannedCall call;
     fsl_status status = plan(*streamK, p, call, error);
     expect(status == FSL_OK && call.launches.size() == 2 &&
-               call.launches[0].kernel->name == "linear_v0_zero" &&
-               call.launches[0].grid[0] == 4 && call.launches[1].kernel->name == "linear_v0" &&
-               call.launches[1].grid[0] == 132 && call.workspaces.size() == 2 &&
-               call.workspaces[0].bytes == 132 * 2 * 128 * 128 * 4 &&
+               call.launches[0].kernel->name == "linear_v0_zero" && call.launches[0].grid[0] == 4 &&
+               call.launches[1].kernel->name == "linear_v0" && call.launches[1].grid[0] == 132 &&
+               call.workspaces.size() == 2 && call.workspaces[0].bytes == 132 * 2 * 128 * 128 * 4 &&
                call.workspaces[1].bytes == 32 * 32 * 4,
            "stream_k: linear_v0_zero on 4 CTAs (1024 counters), then linear_v0 on 132 CTAs, two "
            "f32 128 x 128 slots a CTA",

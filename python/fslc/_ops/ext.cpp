@@ -25,6 +25,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <memory>
@@ -411,6 +412,7 @@ struct OpState {
   // (device, specialized sizes) launched outside capture: their kernels are loaded in
   // that device's context, so a call inside capture is safe (as fslc/_torch.py's _warm).
   std::set<std::vector<int64_t>> warm;
+  std::vector<int64_t> lastWarm; // the last of them (an eager loop's calls: no set lookup)
 };
 
 std::string deviceText(const c10::Device &device) {
@@ -564,16 +566,19 @@ private:
 
     cudaStream_t stream = c10::cuda::getCurrentCUDAStream(index).stream();
     bool capturing = driver.isCapturing(stream);
-    std::vector<int64_t> key;
-    key.reserve(plan.specialized.size() + 1);
+    c10::SmallVector<int64_t, 8> key;
     key.push_back(index);
     for (int d : plan.specialized)
       key.push_back(sizes[d]);
+    auto isWarm = [&] {
+      return std::equal(key.begin(), key.end(), state.lastWarm.begin(), state.lastWarm.end()) ||
+             state.warm.count(std::vector<int64_t>(key.begin(), key.end()));
+    };
 
     std::lock_guard<std::mutex> lock(state.mutex);
     if (!state.session)
       fail("FslError", Kind::Runtime, plan.fusion + ": the program " + plan.source + " is closed");
-    if (capturing && !empty && !state.warm.count(key)) {
+    if (capturing && !empty && !isWarm()) {
       std::string at;
       for (size_t i = 0; i < plan.specialized.size(); ++i)
         at += (i ? ", " : "") + plan.dims[plan.specialized[i]].name + " = " +
@@ -590,8 +595,11 @@ private:
                                      scalars, plan.scalarCount, stream, error, sizeof error);
     if (status != FSL_OK)
       failStatus(status, error);
-    if (!capturing && !empty)
-      state.warm.insert(std::move(key));
+    if (!capturing && !empty &&
+        !std::equal(key.begin(), key.end(), state.lastWarm.begin(), state.lastWarm.end())) {
+      state.lastWarm.assign(key.begin(), key.end());
+      state.warm.insert(state.lastWarm);
+    }
   }
 
   std::shared_ptr<OpState> state_;
