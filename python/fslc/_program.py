@@ -195,9 +195,9 @@ def _default(kind, value):
     return repr(float(value))
 
 
-def op_schema(signature):
-    """The op's schema: "(Tensor x, Tensor(a!) residual, Tensor weight, float eps=1e-06)
-    -> Tensor". A scalar keeps its default only when every later parameter has one."""
+def op_schema_defaults(signature):
+    """The scalars whose defaults the op's schema keeps: those every later parameter of
+    which has one (a finite default)."""
     keep, trailing = set(), True
     for p in reversed(signature.inputs):
         finite = p.default is not None and math.isfinite(p.default)
@@ -205,6 +205,13 @@ def op_schema(signature):
             keep.add(p.name)
         else:
             trailing = False
+    return keep
+
+
+def op_schema(signature):
+    """The op's schema: "(Tensor x, Tensor(a!) residual, Tensor weight, float eps=1e-06)
+    -> Tensor". A scalar keeps its default only when every later parameter has one."""
+    keep = op_schema_defaults(signature)
     letters = iter(string.ascii_lowercase)
     parts = []
     for p in signature.inputs:

@@ -21,6 +21,7 @@ so it can be captured in a CUDA graph once it has run at those sizes outside cap
 """
 
 import ctypes
+import keyword
 import warnings
 
 import torch
@@ -28,6 +29,7 @@ import torch
 from . import _capi
 from ._ops import build as _build
 from ._ops.plan import op_plan
+from ._program import SCHEMA_SCALARS, op_schema_defaults
 from .errors import (
     FslArgumentError,
     FslCaptureError,
@@ -37,6 +39,7 @@ from .errors import (
     FslExtensionError,
     FslRankError,
     FslSizeError,
+    op_error,
 )
 
 TORCH_DTYPES = {
@@ -298,8 +301,13 @@ _libraries = []
 
 
 # True while Dynamo traces (it folds the call to a constant): Fusion.__call__ then calls
-# the op itself rather than the compiled path's overload.
-_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+# the op itself rather than the compiled path's overload. `is_dynamo_compiling` where
+# there is one: in eager mode a single function returning False, half the host time of
+# `is_compiling`, which also asks torch.jit (an eager call's host time; other tracers,
+# export's non-strict one and make_fx, run the call and meet the op through the
+# dispatcher either way).
+_compiler = getattr(torch, "compiler", None)
+_is_compiling = getattr(_compiler, "is_dynamo_compiling", None) or getattr(_compiler, "is_compiling", None)
 if _is_compiling is None:  # torch < 2.3
     try:
         from torch._dynamo import is_compiling as _is_compiling
@@ -438,6 +446,66 @@ def _warn_no_autograd():
                       stacklevel=3)
 
 
+def _eager_call_source(signature, graph):
+    """The source of a fusion's own `__call__` for the compiled path: its parameters by
+    name, as the op's schema has them (its defaults too), so that a call passes them on
+    without packing `*args` and `**kwargs`, and the graph check looks at its tensors
+    alone. None where a name cannot be a Python parameter (a keyword, `self`, or a
+    leading underscore, which the generated code keeps for its own names): the generic
+    `Fusion.__call__` stays."""
+    names, tensors, defaults = [], [], {}
+    keep = set(op_schema_defaults(signature))
+    for p in signature.inputs:
+        if not p.name.isidentifier() or keyword.iskeyword(p.name) or p.name == "self" or p.name.startswith("_"):
+            return None, {}
+        names.append(p.name)
+        if p.kind == "tensor":
+            tensors.append(p.name)
+        elif p.name in keep:
+            kind = SCHEMA_SCALARS.get(p.dtype, "float")
+            defaults[p.name] = bool(p.default) if kind == "bool" else int(p.default) if kind == "int" else float(p.default)
+    params = ", ".join(n + ("=_fsl_default_" + n if n in defaults else "") for n in names)
+    arguments = ", ".join(names)
+    lines = ["def __call__(self%s):" % (", " + params if params else ""),
+             "    if _fsl_is_compiling():",
+             "        return _fsl_generic(self, %s)" % arguments,
+             "    try:"]
+    if graph:
+        # The tensors first: an inference call (none requires grad) skips the grad mode.
+        requires = " or ".join("%s.requires_grad" % t for t in tensors)
+        lines += ["        if (%s) and _fsl_grad_enabled():" % requires,
+                  "            return _fsl_graph(%s)" % arguments]
+    lines += ["        return _fsl_entry(%s)" % arguments,
+              "    except AttributeError:",  # a value that is not a tensor: the generic call says so
+              "        return _fsl_generic(self, %s)" % arguments,
+              "    except (TypeError, ValueError, RuntimeError) as error:",
+              "        mapped = _fsl_op_error(error)",
+              "        if mapped is None:",
+              "            raise",
+              "        raise mapped from None"]
+    return "\n".join(lines) + "\n", {"_fsl_default_" + n: v for n, v in defaults.items()}
+
+
+def _install_eager_call(fusion):
+    """Gives the fusion (compiled path) a class of its own whose `__call__` is generated
+    from its signature (_eager_call_source): an eager call then costs the op's own host
+    time and a few checks, where the generic `Fusion.__call__` spent about 1 µs of Python
+    packing and unpacking its arguments (docs/performance.md, runs H2-H5). The generic
+    call stays for tracing (Dynamo reads the generated code and takes that branch) and
+    for values that are not tensors (its op's error)."""
+    base = type(fusion)
+    source, defaults = _eager_call_source(fusion.signature, fusion._graph_entry is not None)
+    if source is None:
+        return
+    scope = dict(defaults)
+    scope.update(_fsl_is_compiling=fusion._is_compiling, _fsl_grad_enabled=fusion._grad_enabled,
+                 _fsl_generic=base.__call__, _fsl_entry=fusion._eager_entry,
+                 _fsl_graph=fusion._graph_entry, _fsl_op_error=op_error)
+    exec(compile(source, "<fslc %s.__call__>" % fusion.name, "exec"), scope)
+    fusion.__class__ = type(base.__name__, (base,), {"__call__": scope["__call__"], "__slots__": (),
+                                                     "__module__": base.__module__})
+
+
 def _below_autograd(entry):
     """`entry` called below the autograd keys (an op with a `backward` pairing whose
     `no_grad` overload is missing: calls that record no graph skip its autograd kernel)."""
@@ -488,3 +556,6 @@ def register_program(program):
                 fusion._eager_entry = (getattr(overload, "_op", overload) if overload is not None
                                        else _below_autograd(fusion._graph_entry))
             fusion.autograd = True
+    for fusion in program.fusions.values():
+        if fusion.op_path == "compiled":
+            _install_eager_call(fusion)

@@ -231,6 +231,16 @@ def paths(norms, x):
     def nothing(t):
         return t
 
+    def through_python(t):
+        return direct(t)
+
+    def checked(t):
+        if f._is_compiling():
+            return None
+        if f._grad_enabled() and t.requires_grad:
+            return None
+        return direct(t)
+
     calls = [
         ("torch.softmax(x, -1)", lambda: torch.softmax(x, -1)),
         ("torch._softmax(x, -1, False)", lambda: torch._softmax(x, -1, False)),
@@ -238,6 +248,8 @@ def paths(norms, x):
         ("torch.ops.aten._softmax.default._op(x, -1, False)", lambda: aten_op(x, -1, False)),
         ("prog.softmax(x)", lambda: f(x)),
         ("prog.softmax's no_grad overload ._op(x)", (lambda: direct(x)) if direct else None),
+        ("the same from a Python function", (lambda: through_python(x)) if direct else None),
+        ("the same after prog.softmax's two checks", (lambda: checked(x)) if direct else None),
         ("torch.empty_like(x)", lambda: torch.empty_like(x)),
         ("torch.compiler.is_compiling()", f._is_compiling),
         ("torch.is_grad_enabled()", torch.is_grad_enabled),

@@ -565,20 +565,23 @@ private:
     } restore{driver, previous};
 
     cudaStream_t stream = c10::cuda::getCurrentCUDAStream(index).stream();
-    bool capturing = driver.isCapturing(stream);
     c10::SmallVector<int64_t, 8> key;
     key.push_back(index);
     for (int d : plan.specialized)
       key.push_back(sizes[d]);
-    auto isWarm = [&] {
-      return std::equal(key.begin(), key.end(), state.lastWarm.begin(), state.lastWarm.end()) ||
-             state.warm.count(std::vector<int64_t>(key.begin(), key.end()));
+    auto isLastWarm = [&] {
+      return std::equal(key.begin(), key.end(), state.lastWarm.begin(), state.lastWarm.end());
     };
 
     std::lock_guard<std::mutex> lock(state.mutex);
     if (!state.session)
       fail("FslError", Kind::Runtime, plan.fusion + ": the program " + plan.source + " is closed");
-    if (capturing && !empty && !isWarm()) {
+    // A warm key launches whether the stream is capturing or not: only a call that may
+    // load kernels asks the driver (an eager call's host time).
+    bool warm =
+        !empty && (isLastWarm() || state.warm.count(std::vector<int64_t>(key.begin(), key.end())));
+    bool capturing = !warm && driver.isCapturing(stream);
+    if (capturing && !empty) {
       std::string at;
       for (size_t i = 0; i < plan.specialized.size(); ++i)
         at += (i ? ", " : "") + plan.dims[plan.specialized[i]].name + " = " +
@@ -595,8 +598,7 @@ private:
                                      scalars, plan.scalarCount, stream, error, sizeof error);
     if (status != FSL_OK)
       failStatus(status, error);
-    if (!capturing && !empty &&
-        !std::equal(key.begin(), key.end(), state.lastWarm.begin(), state.lastWarm.end())) {
+    if ((warm || !capturing) && !empty && !isLastWarm()) {
       state.lastWarm.assign(key.begin(), key.end());
       state.warm.insert(state.lastWarm);
     }
