@@ -475,14 +475,16 @@ def _eager_call_source(signature, graph):
         requires = " or ".join("%s.requires_grad" % t for t in tensors)
         lines += ["        if (%s) and _fsl_grad_enabled():" % requires,
                   "            return _fsl_graph(%s)" % arguments]
+    # Every name of its own starts with _fsl_ (the builtins too: a parameter may be called
+    # TypeError), so no parameter shadows one.
     lines += ["        return _fsl_entry(%s)" % arguments,
-              "    except AttributeError:",  # a value that is not a tensor: the generic call says so
+              "    except _fsl_AttributeError:",  # a value that is not a tensor: the generic call says so
               "        return _fsl_generic(self, %s)" % arguments,
-              "    except (TypeError, ValueError, RuntimeError) as error:",
-              "        mapped = _fsl_op_error(error)",
-              "        if mapped is None:",
+              "    except (_fsl_TypeError, _fsl_ValueError, _fsl_RuntimeError) as _fsl_error:",
+              "        _fsl_mapped = _fsl_op_error(_fsl_error)",
+              "        if _fsl_mapped is None:",
               "            raise",
-              "        raise mapped from None"]
+              "        raise _fsl_mapped from None"]
     return "\n".join(lines) + "\n", {"_fsl_default_" + n: v for n, v in defaults.items()}
 
 
@@ -500,7 +502,9 @@ def _install_eager_call(fusion):
     scope = dict(defaults)
     scope.update(_fsl_is_compiling=fusion._is_compiling, _fsl_grad_enabled=fusion._grad_enabled,
                  _fsl_generic=base.__call__, _fsl_entry=fusion._eager_entry,
-                 _fsl_graph=fusion._graph_entry, _fsl_op_error=op_error)
+                 _fsl_graph=fusion._graph_entry, _fsl_op_error=op_error,
+                 _fsl_AttributeError=AttributeError, _fsl_TypeError=TypeError,
+                 _fsl_ValueError=ValueError, _fsl_RuntimeError=RuntimeError)
     exec(compile(source, "<fslc %s.__call__>" % fusion.name, "exec"), scope)
     fusion.__class__ = type(base.__name__, (base,), {"__call__": scope["__call__"], "__slots__": (),
                                                      "__module__": base.__module__})

@@ -237,6 +237,47 @@ class KernelTest(unittest.TestCase):
         y = self.prog.softmax(bf16(5, 32))
         self.assertEqual((tuple(y.shape), launched()), ((5, 32), "softmax stream=0x5150 [4 5x32 32x1] [4 5x32 32x1]"))
 
+    def test_generated_call(self):
+        # Each op's fusion calls its op through a __call__ generated from the signature
+        # (fslc/_torch.py): the parameters by name, the schema's defaults; a value that is
+        # not a tensor is the op schema's error, as through the generic call.
+        f = self.prog.rms_norm_add
+        self.assertIsNot(type(f).__call__, fslc._program.Fusion.__call__)
+        self.assertIsInstance(f, fslc._program.Fusion)
+        code = type(f).__call__.__code__
+        self.assertEqual(code.co_varnames[:code.co_argcount], ("self", "x", "residual", "weight", "eps"))
+        x, res, w = bf16(3, 8), bf16(3, 8), bf16(8)
+        f(weight=w, residual=res, x=x)
+        self.assertEqual(launched(), "rms_norm_add stream=0x5150 [4 3x8 8x1] [4 3x8 8x1] [4 8x1] [4 3x8 8x1] 1e-06")
+        f(x, res, w, 0.125)
+        self.assertTrue(launched().endswith("] 0.125"), launched())
+        with self.assertRaisesRegex(RuntimeError, "Expected a value of type 'Tensor' for argument 'x'"):
+            self.prog.softmax(3)  # the op's schema refuses it, as through the generic call
+        with self.assertRaises(TypeError):
+            f(x, res)  # weight missing: Python's own message
+        # Names a generated parameter list cannot take keep the generic call; names that
+        # are Python's builtins and the generated code's locals do not get in its way.
+        text = ("fusion scale_kw(lambda: bf16[T, H], TypeError: f32 = 2.0) -> (y: bf16[T, H]) {\n"
+                "    y = bf16(f32(lambda) * TypeError);\n}\n"
+                "fusion scale_named(TypeError: bf16[T, H], error: f32 = 2.0) -> (y: bf16[T, H]) {\n"
+                "    y = bf16(f32(TypeError) * error);\n}\n")
+        prog = fslc.load_text(os.path.join(WORK, "names.fsl"), text, arch="sm_90a",
+                              namespace="fsl_host_names", library=LIBRARY,
+                              cache_dir=os.path.join(WORK, "jit"), torch_ops=False, ops="compiled")
+        real = prog._lib
+        prog._lib = types.SimpleNamespace(fsl_jit_session_launch=STUB.fake_launch)
+        prog._register_torch()
+        prog._lib = real
+        self.assertIs(type(prog.scale_kw).__call__, fslc._program.Fusion.__call__)
+        self.assertIsNot(type(prog.scale_named).__call__, fslc._program.Fusion.__call__)
+        prog.scale_kw(bf16(2, 8))
+        self.assertEqual(launched(), "scale_kw stream=0x5150 [4 2x8 8x1] [4 2x8 8x1] 2")
+        prog.scale_named(TypeError=bf16(2, 8), error=0.5)
+        self.assertEqual(launched(), "scale_named stream=0x5150 [4 2x8 8x1] [4 2x8 8x1] 0.5")
+        e = self.refused(fslc.FslDtypeError, "TypeError: dtype f32, expected bf16",
+                         lambda: prog.scale_named(torch.zeros(2, 8)))
+        prog.close()
+
     def test_refusals(self):
         x, res, w = bf16(3, 8), bf16(3, 8), bf16(8)
         e = self.refused(fslc.FslDtypeError, "weight: dtype f32, expected bf16",
