@@ -664,12 +664,15 @@ namespace {
 /// refuses them (its messages), plus what cuTensorMapEncodeTiled would refuse later with
 /// only a CUresult: an extent outside 1..2^32 or a stride of 2^40 bytes or more.
 fsl_status planTensorMap(const PlanKernel &kernel, const PlanTensorMap &map,
-                         const std::map<std::string, int64_t> &dims, PlannedTensorMap &out,
+                         const std::map<std::string, int64_t> &dims,
+                         const fsl_tensor *const *tensors, bool checkData, PlannedTensorMap &out,
                          std::string &error) {
   const char *name = map.tensor.c_str();
   out.map = &map;
   out.rank = static_cast<int>(map.extents.size());
-  out.data = nullptr; // bindTensorMaps' (a call planned once serves calls of other data)
+  // The data pointer only when the call's data is looked at (a call planned once serves
+  // calls of other data: bindTensorMaps gives them theirs).
+  out.data = checkData ? tensors[map.tensorIndex]->data : nullptr;
   // The IR lists extents and box innermost last; the driver wants them innermost first,
   // with the byte strides of every dimension but the innermost.
   uint64_t stride = static_cast<uint64_t>(map.elementBytes);
@@ -693,6 +696,12 @@ fsl_status planTensorMap(const PlanKernel &kernel, const PlanTensorMap &map,
       out.strides[i - 1] = stride;
     if (__builtin_mul_overflow(stride, out.sizes[i], &stride))
       stride = UINT64_MAX; // only a stride past 2^40 can come of it, refused below
+  }
+  if (checkData && reinterpret_cast<uintptr_t>(out.data) % 16 != 0) {
+    error = format("%s: data pointer %p is not aligned to 16 bytes (TMA copies need 16-byte "
+                   "aligned tensors)",
+                   name, out.data);
+    return FSL_ERROR_ALIGNMENT;
   }
   for (int i = 0; i + 1 < out.rank; ++i) {
     if (out.strides[i] % 16 != 0) {
@@ -831,12 +840,13 @@ fsl_status planLaunches(const LaunchPlan &plan, const std::map<std::string, int6
   for (PlannedLaunch &launch : launches)
     for (const PlanTensorMap &map : launch.kernel->tensorMaps) {
       PlannedTensorMap planned;
-      if (fsl_status status = planTensorMap(*launch.kernel, map, dims, planned, error);
+      if (fsl_status status =
+              planTensorMap(*launch.kernel, map, dims, tensors, checkData, planned, error);
           status != FSL_OK)
         return status;
       launch.tensorMaps.push_back(planned);
     }
-  return checkData ? bindTensorMaps(plan, tensors, call, error) : FSL_OK;
+  return FSL_OK;
 }
 
 fsl_status bindTensorMaps(const LaunchPlan &plan, const fsl_tensor *const *tensors,

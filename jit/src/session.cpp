@@ -406,30 +406,31 @@ fsl_status Session::run(const std::string &fusion, const fsl_tensor *const *tens
   }
   stats_.memory_hits += memoryHit;
   // The specialized plan's own checks (its static extents) and its launches, once for
-  // this layout; the data's checks on every call.
+  // this layout, in the launcher's order (the data's checks before the plan's); on a later
+  // call of the layout, the data's checks and the tensor maps' pointers alone.
   if (!last.planned) {
-    if (fsl_status status = checkCall(*entry->plan, tensors, tensorCount, scalarCount,
-                                      /*checkData=*/false, last.dims, last.empty, error);
+    if (fsl_status status = checkCall(*entry->plan, tensors, tensorCount, scalarCount, checkData,
+                                      last.dims, last.empty, error);
         status != FSL_OK)
       return refuse(status);
     if (!last.empty) {
       if (fsl_status status =
-              planLaunches(*entry->plan, last.dims, tensors, /*checkData=*/false, last.call, error);
+              planLaunches(*entry->plan, last.dims, tensors, checkData, last.call, error);
           status != FSL_OK)
         return refuse(status);
     }
     last.planned = true;
+  } else if (checkData && !last.empty) {
+    if (fsl_status status = checkCallData(*entry->plan, tensors, error); status != FSL_OK)
+      return refuse(status);
+    if (fsl_status status = bindTensorMaps(*entry->plan, tensors, last.call, error);
+        status != FSL_OK)
+      return refuse(status);
   }
   if (last.empty)
     return FSL_OK;
   const std::map<std::string, int64_t> &dims = last.dims;
   PlannedCall &call = last.call;
-  if (checkData) {
-    if (fsl_status status = checkCallData(*entry->plan, tensors, error); status != FSL_OK)
-      return refuse(status);
-    if (fsl_status status = bindTensorMaps(*entry->plan, tensors, call, error); status != FSL_OK)
-      return refuse(status);
-  }
   const std::vector<PlannedLaunch> &launches = call.launches;
   if (launches.size() > FSL_JIT_MAX_LAUNCHES || call.workspaces.size() > FSL_JIT_MAX_WORKSPACES) {
     error = entry->name + ": more than " + std::to_string(FSL_JIT_MAX_LAUNCHES) + " launches or " +

@@ -109,13 +109,19 @@ class Signature:
         ]
 
     def specialized_dims(self, policy):
-        """The runtime dimensions a session specializes on under `policy`."""
+        """The runtime dimensions a session specializes on under `policy` (as
+        jit/src/session.cpp chooses them): "reduced", the default, takes the dimensions
+        some reduction reduces and the innermost of each tensor of two or more dimensions.
+        (A specialization that does not compile so falls back to the reduced ones alone;
+        keyed by these, a call counts as new at sizes that may need no new kernel, never
+        the other way round: what CUDA-graph capture needs of it.)"""
         runtime = [d for d, extent in self.dims.items() if extent is None]
         if policy == "none":
             return []
         if policy == "all":
             return runtime
-        return [d for d in runtime if d in self.reduced]
+        innermost = {p.dims[-1] for p in self.tensors if len(p.dims) >= 2}
+        return [d for d in runtime if d in self.reduced or d in innermost]
 
     def op_schema(self):
         """The schema of the fusion's torch custom op (fslc/_torch.py)."""
@@ -337,10 +343,14 @@ def _program_options(runtime_dims, target, stdlib, tuning_db=None):
     return options
 
 
-def _tuning_database(tuning_db, stdlib, target):
+def _tuning_database(tuning_db, stdlib, target, source=None):
     """The database a program's `= auto` schedules consult: "auto" is the stdlib's for the
-    target (stdlib/tuning/<target>.fsl) when it has one; None fsl.toml's, if any; "" none
-    at all; else the path given."""
+    target (stdlib/tuning/<target>.fsl) when it has one; None the same for a program that
+    is one of the stdlib's own files (`fslc.load(".../std/norms.fsl")`: the schedules tuning
+    recorded for exactly those fusions), else fsl.toml's, if any; "" none at all; else the
+    path given."""
+    if tuning_db is None and source is not None and _in_stdlib(source, stdlib):
+        tuning_db = "auto"
     if tuning_db is None or tuning_db == "":
         return tuning_db
     if tuning_db != "auto":
@@ -349,6 +359,14 @@ def _tuning_database(tuning_db, stdlib, target):
         return None
     path = os.path.join(stdlib, "tuning", (target or "h200") + ".fsl")
     return path if os.path.isfile(path) else None
+
+
+def _in_stdlib(source, stdlib):
+    """Whether `source` is a file of the stdlib's `std/` folder (links resolved)."""
+    if stdlib is None:
+        return False
+    folder = os.path.realpath(os.path.join(stdlib, "std"))
+    return os.path.dirname(os.path.realpath(source)) == folder
 
 
 class Program:
@@ -383,7 +401,7 @@ class Program:
             self.device = _device.current_device()
             if self.device is not None:
                 target = _device.device_target(stdlib, self.device)
-        self.tuning_db = _tuning_database(tuning_db, stdlib, target)
+        self.tuning_db = _tuning_database(tuning_db, stdlib, target, self.source if text is None else None)
         if runtime_dims == "auto":
             # Every static dimension of the file's fusions, so that sizes come from the
             # tensors: load once to read them, then again with them left runtime.
@@ -550,7 +568,8 @@ def load(path, runtime_dims="auto", policy="reduced", target=None, cache_dir=Non
     tuning_db: a tuning database (docs/tuning.md) whose entries `= auto` schedules take at
         the sizes the JIT specializes, before the heuristics: a path, "auto" (the stdlib's
         for the target, stdlib/tuning/h200.fsl), "" (none, not fsl.toml's either), or None
-        (default: fsl.toml's tuning_database, if any). program.tuning_db says which.
+        (default: "auto" for a file of the stdlib's std/ folder, else fsl.toml's
+        tuning_database, if any). program.tuning_db says which.
     """
     return Program(path, runtime_dims=runtime_dims, policy=policy, target=target,
                    cache_dir=cache_dir, library=library, stdlib=stdlib, arch=arch,

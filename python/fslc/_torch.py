@@ -300,14 +300,10 @@ def _unique_name(namespace, name):
 _libraries = []
 
 
-# True while Dynamo traces (it folds the call to a constant): Fusion.__call__ then calls
-# the op itself rather than the compiled path's overload. `is_dynamo_compiling` where
-# there is one: in eager mode a single function returning False, half the host time of
-# `is_compiling`, which also asks torch.jit (an eager call's host time; other tracers,
-# export's non-strict one and make_fx, run the call and meet the op through the
-# dispatcher either way).
-_compiler = getattr(torch, "compiler", None)
-_is_compiling = getattr(_compiler, "is_dynamo_compiling", None) or getattr(_compiler, "is_compiling", None)
+# True while Dynamo traces (it folds the call to a constant) and while torch.export's
+# non-strict tracing runs the call: Fusion.__call__ then calls the op itself (the one
+# with a fake implementation) rather than the compiled path's overloads.
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
 if _is_compiling is None:  # torch < 2.3
     try:
         from torch._dynamo import is_compiling as _is_compiling
@@ -472,14 +468,14 @@ def _eager_call_source(signature, graph):
              "    try:"]
     if graph:
         # The tensors first: an inference call (none requires grad) skips the grad mode.
-        requires = " or ".join("%s.requires_grad" % t for t in tensors)
+        # `is True`: what is not a tensor (an FX proxy, whose attribute is a proxy; a
+        # number) goes to the entry, whose schema records or refuses it as before.
+        requires = " or ".join('_fsl_getattr(%s, "requires_grad", False) is True' % t for t in tensors)
         lines += ["        if (%s) and _fsl_grad_enabled():" % requires,
                   "            return _fsl_graph(%s)" % arguments]
     # Every name of its own starts with _fsl_ (the builtins too: a parameter may be called
     # TypeError), so no parameter shadows one.
     lines += ["        return _fsl_entry(%s)" % arguments,
-              "    except _fsl_AttributeError:",  # a value that is not a tensor: the generic call says so
-              "        return _fsl_generic(self, %s)" % arguments,
               "    except (_fsl_TypeError, _fsl_ValueError, _fsl_RuntimeError) as _fsl_error:",
               "        _fsl_mapped = _fsl_op_error(_fsl_error)",
               "        if _fsl_mapped is None:",
@@ -493,9 +489,11 @@ def _install_eager_call(fusion):
     from its signature (_eager_call_source): an eager call then costs the op's own host
     time and a few checks, where the generic `Fusion.__call__` spent about 1 µs of Python
     packing and unpacking its arguments (docs/performance.md, runs H2-H5). The generic
-    call stays for tracing (Dynamo reads the generated code and takes that branch) and
-    for values that are not tensors (its op's error)."""
+    call stays for tracing (Dynamo reads the generated code and takes that branch)."""
     base = type(fusion)
+    if getattr(base, "_fsl_generated_call", False):  # registered again: from the class below
+        base = base.__bases__[0]
+        fusion.__class__ = base
     source, defaults = _eager_call_source(fusion.signature, fusion._graph_entry is not None)
     if source is None:
         return
@@ -503,11 +501,12 @@ def _install_eager_call(fusion):
     scope.update(_fsl_is_compiling=fusion._is_compiling, _fsl_grad_enabled=fusion._grad_enabled,
                  _fsl_generic=base.__call__, _fsl_entry=fusion._eager_entry,
                  _fsl_graph=fusion._graph_entry, _fsl_op_error=op_error,
-                 _fsl_AttributeError=AttributeError, _fsl_TypeError=TypeError,
+                 _fsl_getattr=getattr, _fsl_TypeError=TypeError,
                  _fsl_ValueError=ValueError, _fsl_RuntimeError=RuntimeError)
     exec(compile(source, "<fslc %s.__call__>" % fusion.name, "exec"), scope)
     fusion.__class__ = type(base.__name__, (base,), {"__call__": scope["__call__"], "__slots__": (),
-                                                     "__module__": base.__module__})
+                                                     "__module__": base.__module__,
+                                                     "_fsl_generated_call": True})
 
 
 def _below_autograd(entry):

@@ -131,19 +131,31 @@ class CapiTest(unittest.TestCase):
         self.assertIn("dim H static 7168", launch)
 
     def test_04a_tuning_database(self):
-        # Without tuning_db=, none (beyond fsl.toml's); "auto" is the stdlib's database for
-        # the target; an entry of a database is the specialization's schedule at its sizes.
-        self.assertIsNone(self.prog.tuning_db)
+        # Without tuning_db=, a file of the stdlib's std/ folder takes the stdlib's database
+        # for the target, any other file none (beyond fsl.toml's); "auto" is the stdlib's
+        # database for any file; an entry of a database is the specialization's schedule at
+        # its sizes.
+        # (The stdlib is the package's own: with an installed wheel, its copy, so that the
+        # repository's norms.fsl is a file like any other there.)
+        shipped_db = os.path.join(self.prog.stdlib, "tuning", "h200.fsl")
+        own = os.path.join(self.prog.stdlib, "std", "norms.fsl")
+        in_own = os.path.realpath(NORMS) == os.path.realpath(own)
+        self.assertEqual(self.prog.tuning_db, shipped_db if in_own else None)
+        copy = os.path.join(WORK, "norms_copy.fsl")
+        with open(NORMS) as f, open(copy, "w") as g:
+            g.write(f.read())  # the same fusions, outside the stdlib
         db = os.path.join(WORK, "tuned.fsl")
         with open(db, "w") as f:
             f.write("// target: h200\nschedule rms_norm_add when H == 4096 = "
                     "auto(inner_persistent) { vector_width = 4; }\n")
         options = dict(runtime_dims="H", arch="sm_90a", cache_dir=CACHE, library=LIBRARY,
                        torch_ops=False)
+        self.assertIsNone(fslc.load(copy, **options).tuning_db)
+        self.assertEqual(fslc.load(own, **options).tuning_db, shipped_db)
         tuned = fslc.load(NORMS, tuning_db=db, **options)
-        plain = fslc.load(NORMS, tuning_db=None, **options)
+        plain = fslc.load(NORMS, tuning_db="", **options)
         self.assertEqual(tuned.tuning_db, db)
-        self.assertIsNone(plain.tuning_db)
+        self.assertEqual(plain.tuning_db, "")
         self.assertNotEqual(tuned.specialize("rms_norm_add", H=4096)[1],
                             plain.specialize("rms_norm_add", H=4096)[1])
         self.assertEqual(tuned.specialize("rms_norm_add", H=7168)[1],
@@ -288,6 +300,9 @@ class CapiTest(unittest.TestCase):
         matmul = prog.matmul
         info = matmul.prepare([bf16(1, 5120), bf16(14336, 5120), bf16(1, 14336)])
         self.assertEqual(info["specialization"], "matmul.K5120.N14336")
+        # The dimensions a call's kernels are keyed by in Python (CUDA-graph capture's
+        # first-call rule) are the session's: K and N, not M.
+        self.assertEqual(sorted(matmul.signature.specialized_dims("reduced")), ["K", "N"])
         self.assertEqual([(l["kernel"], l["grid"], l["tensor_maps"], l["cluster"]) for l in info["launches"]],
                          [("matmul_v0", (224, 1, 1), 2, (1, 1, 1))])
         self.assertEqual(info["workspaces"], [])

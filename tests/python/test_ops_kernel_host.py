@@ -251,6 +251,10 @@ class KernelTest(unittest.TestCase):
         self.assertEqual(launched(), "rms_norm_add stream=0x5150 [4 3x8 8x1] [4 3x8 8x1] [4 8x1] [4 3x8 8x1] 1e-06")
         f(x, res, w, 0.125)
         self.assertTrue(launched().endswith("] 0.125"), launched())
+        self.prog._register_torch()  # again: one generated class, over Fusion itself
+        self.assertIs(type(self.prog.rms_norm_add).__bases__[0], fslc._program.Fusion)
+        self.prog.rms_norm_add(x, res, w)
+        self.assertTrue(launched().endswith("] 1e-06"), launched())
         with self.assertRaisesRegex(RuntimeError, "Expected a value of type 'Tensor' for argument 'x'"):
             self.prog.softmax(3)  # the op's schema refuses it, as through the generic call
         with self.assertRaises(TypeError):

@@ -281,6 +281,12 @@ int main(int argc, char **argv) {
     status = odd ? plan(*odd, p, call, error, /*checkData=*/false) : FSL_ERROR_ARGUMENT;
     expect(status == FSL_ERROR_SIZE && contains(error, "a: rows of 10248 bytes"),
            "... also without the data: the strides come from the sizes", error);
+    // The data's checks come first, as in the launcher (fsl_check_data before the
+    // variant): a null a is reported as such, not as its rows.
+    p.a.data = nullptr;
+    status = odd ? plan(*odd, p, call, error) : FSL_ERROR_ARGUMENT;
+    expect(status == FSL_ERROR_NULL_POINTER && contains(error, "a: null data pointer"),
+           "K = 5124 at run time, a null: the null pointer first", error);
   }
   {
     // y's map (the TMA store) needs N a multiple of 8 elements: the `when N % 8` variants.
