@@ -48,7 +48,7 @@ fslc call is to moving its bytes at the copy's speed.
 
 usage: python3 tests/bench/training_bench.py [--library build/lib/libfsl.so] [--stdlib stdlib]
            [-o training_bench.json] [--quick] [--only NAME[,NAME...]] [--rounds N]
-           [--budget-s S] [--ops ctypes|compiled|auto]
+           [--budget-s S] [--ops ctypes|compiled|auto] [--tuning-db FILE|''] [--norm-shapes TxH,...]
        python3 tests/bench/training_bench.py --cpu-check    (no GPU: the references, the eager
            peers, the compile peers' math uncompiled and CPU stand-ins of the fusions, in
            float32 on small shapes, each against float64; then the sweep itself on the CPU)
@@ -84,6 +84,11 @@ parser.add_argument("--ops", default="ctypes", choices=["auto", "compiled", "cty
                     help="the fslc ops' path (default ctypes: a graph replay times only the device's "
                          "work, the same on either path, and ctypes needs no extension built first)")
 parser.add_argument("--budget-s", type=float, default=300.0, help="wall-clock budget of the sweep")
+parser.add_argument("--tuning-db", default=None,
+                    help="the fslc programs' tuning_db (default: the package's, for the stdlib's "
+                         "files the stdlib's database; '' none: the heuristics alone)")
+parser.add_argument("--norm-shapes", default="",
+                    help="the norm rows' shapes only, 'T x H' pairs: '1024x2048,16384x4096'")
 parser.add_argument("--cpu-check", action="store_true",
                     help="no GPU: check the references and peers' math on CPU in float32")
 args = parser.parse_args()
@@ -208,6 +213,9 @@ class NormKind(Kind):
     def shapes(self, quick):
         if quick:
             return [{"T": 16, "H": 2048}, {"T": 4096, "H": 4096}]
+        if args.norm_shapes:
+            pairs = [pair.split("x") for pair in args.norm_shapes.split(",")]
+            return [{"T": int(t), "H": int(h)} for t, h in pairs]
         return [{"T": t, "H": h} for t in ROWS for h in HIDDEN]
 
 
@@ -676,7 +684,7 @@ class Programs:
 
         def load(name):
             return fslc.load(os.path.join(args.stdlib, "std", name), library=args.library, stdlib=args.stdlib,
-                             ops=args.ops)
+                             ops=args.ops, tuning_db=args.tuning_db)
 
         self.norms, self.losses, self.ropes = load("norms.fsl"), load("losses.fsl"), load("rope.fsl")
 
