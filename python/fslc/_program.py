@@ -267,6 +267,8 @@ class Fusion:
         # the checks of both, bound once (an eager call's host time: docs/python.md).
         self._eager_entry = None
         self._graph_entry = None
+        # The op's direct call from Python, tried first (fslc/_ops/ext.cpp; None without it).
+        self._direct_call = None
         self._grad_enabled = None
         self._is_compiling = None
         self._warm = set()  # (device, specialized values) launched outside graph capture

@@ -350,6 +350,7 @@ def _register_compiled(program, fusion, namespace, name):
         lib.impl(name, _make_impl(fusion), "CUDA")
         return "ctypes"
     program._op_releases.append(lambda: torch.ops.fslc_ops.release(handle))
+    fusion._direct_call = _build.direct_call(handle)
     if signature.backward:
         # A fusion with a `backward` pairing gets a Python autograd kernel (register_autograd),
         # which every call would pass through. Its overload `no_grad` has the same CUDA kernel
@@ -442,13 +443,15 @@ def _warn_no_autograd():
                       stacklevel=3)
 
 
-def _eager_call_source(signature, graph):
+def _eager_call_source(signature, graph, direct=False):
     """The source of a fusion's own `__call__` for the compiled path: its parameters by
     name, as the op's schema has them (its defaults too), so that a call passes them on
     without packing `*args` and `**kwargs`, and the graph check looks at its tensors
-    alone. None where a name cannot be a Python parameter (a keyword, `self`, or a
-    leading underscore, which the generated code keeps for its own names): the generic
-    `Fusion.__call__` stays."""
+    alone. With `direct`, the op's direct call (fslc/_ops/ext.cpp) comes first: it
+    launches a plain eager call without the dispatcher and answers NotImplemented for the
+    others, which take the op as before. None where a name cannot be a Python parameter
+    (a keyword, `self`, or a leading underscore, which the generated code keeps for its
+    own names): the generic `Fusion.__call__` stays."""
     names, tensors, defaults = [], [], {}
     keep = set(op_schema_defaults(signature))
     for p in signature.inputs:
@@ -466,6 +469,10 @@ def _eager_call_source(signature, graph):
              "    if _fsl_is_compiling():",
              "        return _fsl_generic(self, %s)" % arguments,
              "    try:"]
+    if direct:
+        lines += ["        _fsl_result = _fsl_direct(%s)" % arguments,
+                  "        if _fsl_result is not _fsl_NotImplemented:",
+                  "            return _fsl_result"]
     if graph:
         # The tensors first: an inference call (none requires grad) skips the grad mode.
         # `is True`: what is not a tensor (an FX proxy, whose attribute is a proxy; a
@@ -494,13 +501,16 @@ def _install_eager_call(fusion):
     if getattr(base, "_fsl_generated_call", False):  # registered again: from the class below
         base = base.__bases__[0]
         fusion.__class__ = base
-    source, defaults = _eager_call_source(fusion.signature, fusion._graph_entry is not None)
+    direct = getattr(fusion, "_direct_call", None)
+    source, defaults = _eager_call_source(fusion.signature, fusion._graph_entry is not None,
+                                          direct is not None)
     if source is None:
         return
     scope = dict(defaults)
     scope.update(_fsl_is_compiling=fusion._is_compiling, _fsl_grad_enabled=fusion._grad_enabled,
                  _fsl_generic=base.__call__, _fsl_entry=fusion._eager_entry,
                  _fsl_graph=fusion._graph_entry, _fsl_op_error=op_error,
+                 _fsl_direct=direct, _fsl_NotImplemented=NotImplemented,
                  _fsl_getattr=getattr, _fsl_TypeError=TypeError,
                  _fsl_ValueError=ValueError, _fsl_RuntimeError=RuntimeError)
     exec(compile(source, "<fslc %s.__call__>" % fusion.name, "exec"), scope)

@@ -136,6 +136,7 @@ def main():
                 row[path] = row[path + "_op"] = None
         rows.append(row)
 
+    print("direct calls launched so far: %s" % fslc._ops.build.direct_calls(), flush=True)
     if args.breakdown:
         breakdown(programs["compiled"], cases)
     if args.paths:
@@ -247,6 +248,7 @@ def paths(norms, x):
         ("torch.ops.aten._softmax.default(x, -1, False)", lambda: aten(x, -1, False)),
         ("torch.ops.aten._softmax.default._op(x, -1, False)", lambda: aten_op(x, -1, False)),
         ("prog.softmax(x)", lambda: f(x)),
+        ("prog.softmax's direct call(x)", (lambda: f._direct_call(x)) if f._direct_call else None),
         ("prog.softmax's no_grad overload ._op(x)", (lambda: direct(x)) if direct else None),
         ("the same from a Python function", (lambda: through_python(x)) if direct else None),
         ("the same after prog.softmax's two checks", (lambda: checked(x)) if direct else None),

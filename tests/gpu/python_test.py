@@ -132,6 +132,17 @@ except fslc.FslExtensionError as error:
     prog = fslc.load(norms, **options)
 check("every op of the default program took the compiled path: %s" % prog.op_paths,
       set(prog.op_paths.values()) == {"compiled"})
+# The ops' direct call from Python (pip's torch carries pybind11's headers): a plain eager
+# call launches through it, one with a tensor autograd records through the dispatcher.
+if check("the extension has the ops' direct call: %s" % fslc.op_extension_status(),
+         fslc.op_extension_status().get("direct_call")):
+    before = fslc._ops.build.direct_calls()
+    direct_x = randn(4, 4096)
+    prog.softmax(direct_x)
+    check("a plain eager call goes through the direct call",
+          fslc._ops.build.direct_calls() == before + 1, "%s -> %s" % (before, fslc._ops.build.direct_calls()))
+    prog.softmax(direct_x.float().requires_grad_().to(torch.bfloat16))
+    check("a call autograd records goes through the dispatcher", fslc._ops.build.direct_calls() == before + 1)
 # The ctypes path, side by side (its own namespace): the same checks.
 prog_ctypes = fslc.load(norms, ops="ctypes", namespace="fsl_ctypes", **options)
 check("every op of the ctypes program took the ctypes path: %s" % prog_ctypes.op_paths,

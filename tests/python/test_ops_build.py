@@ -138,6 +138,13 @@ class OpsBuildTest(unittest.TestCase):
         self.assertEqual([command[i + 1] for i, c in enumerate(command) if c == "-L"], ["/fake/torch/lib"])
         self.assertEqual(command[command.index("-o") - 1], build.SOURCE)
         self.assertEqual(command[command.index("-o") + 1], "/tmp/out.so")
+        for flag in ("-DFSLC_DIRECT_CALL", "-ltorch_python"):
+            self.assertNotIn(flag, command)
+        # With Python's headers: the ops' direct call, linked with torch's Python bindings.
+        direct = build.build_command(torch, ["/usr/bin/c++"], dirs, cuda, "/tmp/out.so", "/fake/python/include")
+        self.assertIn("-DFSLC_DIRECT_CALL", direct)
+        self.assertIn("-ltorch_python", direct)
+        self.assertEqual([direct[i + 1] for i, c in enumerate(direct) if c == "-I"][0], "/fake/python/include")
         old_abi = build.build_command(fake_torch(abi=False), ["c++"], dirs, cuda, "/tmp/out.so")
         self.assertIn("-D_GLIBCXX_USE_CXX11_ABI=0", old_abi)
         self.assertNotIn("-D_GLIBCXX_USE_CXX11_ABI=1", old_abi)
@@ -152,6 +159,7 @@ class OpsBuildTest(unittest.TestCase):
             "CUDA version": build.cache_key(fake_torch(cuda="12.8"), ["c++"], dirs),
             "ABI": build.cache_key(fake_torch(abi=False), ["c++"], dirs),
             "compiler": build.cache_key(fake_torch(), ["clang++"], dirs),
+            "direct call": build.cache_key(fake_torch(), ["c++"], dirs, "/fake/python/include"),
         }
         source = os.path.join(self.work, "ext.cpp")
         shutil.copy(build.SOURCE, source)
@@ -190,6 +198,45 @@ class OpsBuildTest(unittest.TestCase):
         other = build.ensure_built(fake_torch(version="2.6.0", cuda_home=self.cuda_home))
         self.assertNotEqual(other, library)
         self.assertEqual(read(runs).count("run"), 2)
+
+    def test_direct_call_that_does_not_load(self):
+        # Built with the ops' direct call (Python's and pybind11's headers found), the
+        # library does not load (a torch whose Python bindings hide a symbol it uses): the
+        # extension is built again without it, and the ops go through the dispatcher alone.
+        cxx, runs = self.stand_in_compiler()
+        os.environ["CXX"] = cxx
+        headers = os.path.join(self.work, "headers")
+        for name in ("torch/pybind11/pybind11.h", "python/Python.h"):
+            os.makedirs(os.path.dirname(os.path.join(headers, name)), exist_ok=True)
+            open(os.path.join(headers, name), "w").close()
+        torch = fake_torch(cuda_home=self.cuda_home)
+        torch.utils.cpp_extension.include_paths = lambda: [os.path.join(headers, "torch")]
+        tried = []
+
+        def load_library(path):
+            tried.append(path)
+            if "-DFSLC_DIRECT_CALL" in read(os.path.join(os.path.dirname(path), "build.log")):
+                raise OSError("Could not load this library: %s" % path)
+            torch.loaded.append(path)
+
+        torch.ops.load_library = load_library
+        saved = build.sysconfig
+        build.sysconfig = types.SimpleNamespace(get_paths=lambda: {"include": os.path.join(headers, "python")})
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                self.assertEqual(build.load(torch, "compiled"), "compiled")
+        finally:
+            build.sysconfig = saved
+        self.assertEqual(len(tried), 2)
+        self.assertNotEqual(tried[0], tried[1])
+        self.assertEqual(torch.loaded, [tried[1]])
+        self.assertEqual(read(runs).count("run"), 2)
+        status = build.status()
+        self.assertEqual((status["path"], status["library"], status["direct_call"]), ("compiled", tried[1], False))
+        # The loader's own reason (here: the stand-in library is no shared object).
+        self.assertIn("torch.ops.load_library(%s) failed: " % tried[0], status["direct_call_reason"])
+        self.assertIn(tried[0], status["direct_call_reason"])
 
     def test_no_compiler_falls_back_with_one_warning(self):
         os.environ["PATH"] = os.path.join(self.work, "empty")
@@ -270,7 +317,7 @@ class OpsBuildTest(unittest.TestCase):
             "tensor x bf16 in 2 0",
             "tensor residual bf16 inout 2 1",
             "tensor weight bf16 in 1 2",
-            "scalar eps 0",
+            "scalar eps 0 float",
             "dim T -1 0:0 1:0",
             "dim H -1 0:1 1:1 2:0",
             "out y bf16 3 0 1",

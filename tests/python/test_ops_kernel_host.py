@@ -47,6 +47,8 @@ NORMS = os.path.join(ROOT, "stdlib", "std", "norms.fsl")
 HOST_EDITS = [
     ("if (where.type() != c10::DeviceType::CUDA)", "if (where.type() != c10::DeviceType::CPU)"),
     ("const int index = device.index();", "const int index = device.index() < 0 ? 0 : device.index();"),
+    ("if (t.device().type() != c10::DeviceType::CUDA)\n    return nullptr;",
+     "if (t.device().type() != c10::DeviceType::CPU)\n    return nullptr;"),
 ]
 
 STREAM_STUB = r"""
@@ -149,10 +151,13 @@ def build_host_kernel():
     includes = build.fsl_include_dirs() + [os.path.join(WORK, "include")] + torch_includes() + [cuda]
     flags = ["-std=c++17", "-O1", "-fPIC", "-shared", "-D_GLIBCXX_USE_CXX11_ABI=%d" % build.cxx11_abi(torch)]
     flags += [a for d in includes for a in ("-I", d)]
+    python = build.python_include_dir()
+    direct = ["-DFSLC_DIRECT_CALL", "-I", python] if python else []
     libdirs = [a for d in cpp_extension.library_paths() for a in ("-L", d, "-Wl,-rpath," + d)]
     kernel = os.path.join(WORK, "fslc_ops_host.so")
-    compile_or_skip(list(cxx) + flags + [paths["ext_host.cpp"], paths["stream_stub.cpp"], "-o", kernel]
-                    + libdirs + ["-lc10", "-ltorch_cpu", "-ltorch", "-ldl"], "the kernel")
+    compile_or_skip(list(cxx) + flags + direct + [paths["ext_host.cpp"], paths["stream_stub.cpp"], "-o", kernel]
+                    + libdirs + ["-lc10", "-ltorch_cpu", "-ltorch"] + (["-ltorch_python"] if python else [])
+                    + ["-ldl"], "the kernel")
     driver = os.path.join(WORK, "libcuda.so.1")
     compile_or_skip(["cc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", paths["driver_stub.c"], "-o", driver],
                     "the driver stand-in")
@@ -343,6 +348,80 @@ class KernelTest(unittest.TestCase):
                           cache_dir=os.path.join(WORK, "jit"), torch_ops=True, ops="compiled")
         finally:
             _torch.op_plan = saved
+
+    def direct_calls(self):
+        count = build.direct_calls()
+        if count is None:
+            self.skipTest("the kernel was built without Python's headers: no direct call")
+        return count
+
+    def assertDirect(self, taken, call):
+        before = self.direct_calls()
+        result = call()
+        self.assertEqual(self.direct_calls() - before, 1 if taken else 0,
+                         "direct call taken" if not taken else "direct call not taken")
+        return result
+
+    def test_direct_call(self):
+        # A plain eager call launches through the op's direct call (no dispatcher), with
+        # what the dispatcher's path gives the launcher; the others go through the
+        # dispatcher, and their launches are the same.
+        x, res, w = bf16(3, 8), bf16(3, 8), bf16(8)
+        self.direct_calls()
+        version = res._version
+        y = self.assertDirect(True, lambda: self.prog.rms_norm_add(x, res, w))
+        self.assertEqual((tuple(y.shape), y.dtype), ((3, 8), torch.bfloat16))
+        self.assertEqual(launched(), "rms_norm_add stream=0x5150 [4 3x8 8x1] [4 3x8 8x1] [4 8x1] [4 3x8 8x1] 1e-06")
+        self.assertGreater(res._version, version)  # inout: its version counter moves
+        self.assertDirect(True, lambda: self.prog.rms_norm_add(x, res, w, 2))  # an int for a float
+        self.assertTrue(launched().endswith("] 2"), launched())
+        self.assertDirect(True, lambda: self.prog.rms_norm_add(x, res, w, eps=0.5))
+        self.assertTrue(launched().endswith("] 0.5"), launched())
+        expected = "rms_norm stream=0x5150 [4 3x8 8x1] [4 8x1] [4 3x8 8x1] 1e-06"
+        # A parameter (a subclass without its own __torch_function__) is a plain tensor.
+        self.assertDirect(True, lambda: self.prog.rms_norm(x, torch.nn.Parameter(w, requires_grad=False)))
+        self.assertEqual(launched(), expected)
+
+        # What goes through the dispatcher instead, launching the same.
+        class Traced(torch.Tensor):
+            pass
+
+        class Mode(torch.overrides.TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
+
+        def in_mode():
+            with Mode():
+                return self.prog.rms_norm(x, w)
+
+        def with_grad():
+            return self.prog.rms_norm(x, w.clone().requires_grad_())
+
+        def without_grad():
+            with torch.no_grad():
+                return self.prog.rms_norm(x, w.clone().requires_grad_())
+
+        for what, call, taken in (("a subclass", lambda: self.prog.rms_norm(x, w.as_subclass(Traced)), False),
+                                  ("a torch-function mode", in_mode, False),
+                                  ("a tensor autograd records", with_grad, False),
+                                  ("requires_grad under no_grad", without_grad, True),
+                                  ("a bool for a float", lambda: self.prog.rms_norm(x, w, True), False)):
+            with self.subTest(what):
+                try:
+                    self.assertDirect(taken, call)
+                except RuntimeError as error:  # this torch's dispatcher refuses a bool for a float
+                    self.assertFalse(taken)
+                    self.assertIn("eps", str(error))
+                    continue
+                self.assertEqual(launched(), expected if what != "a bool for a float" else expected[:-5] + "1")
+        # Refusals of the direct call are the dispatcher's: the same class and message.
+        before = self.direct_calls()
+        self.refused(fslc.FslSizeError, "residual: size 4 of dimension T, expected 3",
+                     lambda: self.prog.rms_norm_add(x, bf16(4, 8), w))
+        with self.assertRaisesRegex(ValueError, "^FslSizeError: residual: size 4 of dimension T, expected 3$"):
+            self.prog.rms_norm_add._direct_call(x, bf16(4, 8), w, 1e-6)
+        self.assertEqual(self.direct_calls(), before)
+        self.assertIs(self.prog.rms_norm_add._direct_call(x, res), NotImplemented)  # too few
 
     def test_closed(self):
         prog = load("fsl_host_closed")

@@ -23,6 +23,7 @@ Everything here but load() runs without torch: `torch` is a parameter (the tests
 fake module).
 """
 
+import ctypes
 import fcntl
 import hashlib
 import importlib
@@ -31,6 +32,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import warnings
 
@@ -134,6 +136,22 @@ def compiler():
     raise Unavailable("no C++ compiler ($CXX, c++, g++ or clang++ on PATH)")
 
 
+def python_include_dir(torch_includes=()):
+    """The running interpreter's headers (Python.h), which the ops' direct call from Python
+    is built with (ext.cpp's FSLC_DIRECT_CALL); None without them, or without the pybind11
+    headers torch's Python headers include (a wheel of torch carries them; Debian's torch
+    takes pybind11-dev's): the ops then go through the dispatcher alone."""
+    if not any(os.path.isfile(os.path.join(d, "pybind11", "pybind11.h"))
+               for d in list(torch_includes) + ["/usr/include", "/usr/local/include"]):
+        return None
+    paths = sysconfig.get_paths()
+    for key in ("include", "platinclude"):
+        directory = paths.get(key)
+        if directory and os.path.isfile(os.path.join(directory, "Python.h")):
+            return directory
+    return None
+
+
 def cxx11_abi(torch):
     return int(bool(torch._C._GLIBCXX_USE_CXX11_ABI))
 
@@ -155,21 +173,24 @@ def _source_text(include_dirs):
     return b"\0\0".join(parts)
 
 
-def cache_key(torch, cxx, include_dirs):
-    """The cache directory's name for this torch, compiler and source."""
+def cache_key(torch, cxx, include_dirs, python_include=None):
+    """The cache directory's name for this torch, compiler and source (and, with the direct
+    call, this Python's version: the library then holds Python's ABI)."""
     version = str(torch.__version__)
     cuda = str(getattr(torch.version, "cuda", None) or "none")
     abi = cxx11_abi(torch)
     digest = hashlib.sha256()
-    for part in (version, cuda, str(abi), " ".join(cxx)):
+    direct = "direct-python%d.%d" % sys.version_info[:2] if python_include else "dispatcher-only"
+    for part in (version, cuda, str(abi), " ".join(cxx), direct):
         digest.update(part.encode() + b"\0")
     digest.update(_source_text(include_dirs))
     safe = lambda text: "".join(c if c.isalnum() or c in ".+" else "_" for c in text)  # noqa: E731
     return "torch%s-cuda%s-abi%d-%s" % (safe(version), safe(cuda), abi, digest.hexdigest()[:16])
 
 
-def build_command(torch, cxx, include_dirs, cuda_include, output):
-    """The compiler's command line that builds ext.cpp into `output`."""
+def build_command(torch, cxx, include_dirs, cuda_include, output, python_include=None):
+    """The compiler's command line that builds ext.cpp into `output`; with Python's headers,
+    the ops' direct call too (linked with torch's Python bindings)."""
     extension = cpp_extension(torch)
     torch_includes = list(extension.include_paths())
     torch_libraries = list(extension.library_paths())
@@ -177,12 +198,15 @@ def build_command(torch, cxx, include_dirs, cuda_include, output):
         "-std=c++17", "-O2", "-fPIC", "-shared", "-fvisibility=hidden",
         "-D_GLIBCXX_USE_CXX11_ABI=%d" % cxx11_abi(torch),
     ]
+    if python_include:
+        command += ["-DFSLC_DIRECT_CALL", "-I", python_include]
     for directory in list(include_dirs) + torch_includes + [cuda_include]:
         command += ["-I", directory]
     command += [SOURCE, "-o", output]
     for directory in torch_libraries:
         command += ["-L", directory, "-Wl,-rpath," + directory]
-    command += ["-l" + name for name in TORCH_LIBRARIES] + ["-ldl"]
+    command += ["-l" + name for name in TORCH_LIBRARIES + (("torch_python",) if python_include else ())]
+    command += ["-ldl"]
     return command
 
 
@@ -191,14 +215,16 @@ def _tail(text, lines=60):
     return "\n".join(rows[-lines:]) if rows else "(no output)"
 
 
-def ensure_built(torch):
-    """The path of the built extension for this torch, building it if needed; raises
-    Unavailable naming why it cannot be had."""
+def ensure_built(torch, direct=True):
+    """The path of the built extension for this torch (with the ops' direct call where
+    `direct` and Python's headers allow), building it if needed; raises Unavailable naming
+    why it cannot be had."""
     if not getattr(torch.version, "cuda", None):
         raise Unavailable("torch %s has no CUDA (torch.version.cuda is None)" % torch.__version__)
     cxx = compiler()
     include_dirs = fsl_include_dirs()
-    directory = os.path.join(cache_root(), cache_key(torch, cxx, include_dirs))
+    python_include = python_include_dir(cpp_extension(torch).include_paths()) if direct else None
+    directory = os.path.join(cache_root(), cache_key(torch, cxx, include_dirs, python_include))
     library = os.path.join(directory, LIBRARY_FILE)
     if os.path.isfile(library):
         return library
@@ -214,7 +240,7 @@ def ensure_built(torch):
             return library
         handle, partial = tempfile.mkstemp(prefix=".fslc_ops.", suffix=".so", dir=directory)
         os.close(handle)
-        command = build_command(torch, cxx, include_dirs, cuda_include, partial)
+        command = build_command(torch, cxx, include_dirs, cuda_include, partial, python_include)
         shown = " ".join(shlex.quote(c) for c in command)
         try:
             result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -234,14 +260,70 @@ def ensure_built(torch):
     return library
 
 
+def _load_library(torch, library):
+    """Loads the extension; when it cannot, names the loader's reason (an undefined
+    symbol, ...), which torch's own message leaves out."""
+    try:
+        torch.ops.load_library(library)
+    except Exception as error:  # noqa: BLE001 (OSError, RuntimeError of the dispatcher)
+        reason = str(error)
+        try:
+            ctypes.CDLL(library)
+        except OSError as loader:
+            reason = str(loader)
+        raise Unavailable("torch.ops.load_library(%s) failed: %s" % (library, reason))
+
+
 # The process's answer, once decided: {"path": "compiled" or "ctypes", "library", "reason",
 # "detail"}; load() fills it.
 _status = None
 
 
+# ext.cpp's fslc_ops_direct_call and fslc_ops_direct_calls through ctypes.PyDLL (the GIL
+# held), looked up once a library: False where it has no direct call.
+_direct = {}
+
+
+def _direct_functions():
+    if _status is None or _status["path"] != "compiled":
+        return False
+    library = _status["library"]
+    if library not in _direct:
+        _direct[library] = False
+        try:
+            loaded = ctypes.PyDLL(library)
+            make, count = loaded.fslc_ops_direct_call, loaded.fslc_ops_direct_calls
+        except (OSError, AttributeError):  # built without Python's headers
+            pass
+        else:
+            make.restype, make.argtypes = ctypes.py_object, [ctypes.c_int64]
+            count.restype, count.argtypes = ctypes.c_int64, []
+            _direct[library] = (make, count)
+    return _direct[library]
+
+
+def direct_call(handle):
+    """The direct call from Python of the op registered as `handle` (ext.cpp): the op's
+    kernel without the dispatcher for plain eager calls, NotImplemented for the others.
+    None where the extension was built without it."""
+    functions = _direct_functions()
+    return functions[0](handle) if functions else None
+
+
+def direct_calls():
+    """How many launches the direct calls made in this process (None without them)."""
+    functions = _direct_functions()
+    return functions[1]() if functions else None
+
+
 def status():
-    """What load() decided in this process (None before the first program with ops)."""
-    return None if _status is None else dict(_status)
+    """What load() decided in this process (None before the first program with ops), and
+    whether the compiled path's ops have their direct call from Python ("direct_call")."""
+    if _status is None:
+        return None
+    out = dict(_status)
+    out["direct_call"] = bool(_direct_functions())
+    return out
 
 
 def load(torch, requested=None):
@@ -257,13 +339,22 @@ def load(torch, requested=None):
     if _status is None:
         try:
             library = ensure_built(torch)
+            direct_reason = None
             try:
-                torch.ops.load_library(library)
-            except Exception as error:  # noqa: BLE001 (OSError, RuntimeError of the dispatcher)
-                raise Unavailable("torch.ops.load_library(%s) failed: %s" % (library, error))
-            _status = {"path": "compiled", "library": library, "reason": None, "detail": ""}
+                _load_library(torch, library)
+            except Unavailable as why:
+                if python_include_dir(cpp_extension(torch).include_paths()) is None:
+                    raise  # built without the direct call already
+                # The direct call needs torch's Python bindings: without them (a torch that
+                # hides what it uses), the ops go through the dispatcher alone.
+                direct_reason = why.reason
+                library = ensure_built(torch, direct=False)
+                _load_library(torch, library)
+            _status = {"path": "compiled", "library": library, "reason": None, "detail": "",
+                       "direct_call_reason": direct_reason}
         except Unavailable as why:
-            _status = {"path": "ctypes", "library": None, "reason": why.reason, "detail": why.detail}
+            _status = {"path": "ctypes", "library": None, "reason": why.reason, "detail": why.detail,
+                       "direct_call_reason": None}
             if wanted == "auto":
                 warnings.warn("fslc: the compiled op path is unavailable (%s); the ops take the "
                               "ctypes path (FSLC_OPS=ctypes chooses it without this warning)"

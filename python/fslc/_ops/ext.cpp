@@ -10,11 +10,19 @@
 // libfsl.so. The launch function comes as an address from the library the session was
 // created by, so the kernel never binds to another copy of libfsl.so.
 //
+// With Python's headers at hand (build.py defines FSLC_DIRECT_CALL), each op also gets a
+// direct call from Python for eager calls the dispatcher would bring to the same kernel
+// unchanged: the section "The direct call from Python" below.
+//
 // A refused call raises a c10 error whose message starts with the fslc.errors class
 // name ("FslSizeError: residual: size 9 ..."): the Python side maps it back to that class,
 // and a caller of torch.ops.<namespace>.<fusion> sees the built-in exception the class
 // derives from (TypeError for dtypes, ValueError for sizes and layouts, RuntimeError for
 // compile, launch and driver failures) with the same message.
+#ifdef FSLC_DIRECT_CALL
+#include <Python.h> // first, as Python asks of its extensions
+#endif
+
 #include "fsl/jit_session.h"
 
 #include <ATen/core/Tensor.h>
@@ -25,7 +33,21 @@
 
 #include <dlfcn.h>
 
+#ifdef FSLC_DIRECT_CALL
+// Only what torch's libraries export to extensions: torch_python's tensor type objects and
+// THPVariable_Wrap, ATen's and c10's thread-local state (its other helpers, such as
+// check_has_torch_function, are hidden in recent versions).
+#include <ATen/PythonTorchFunctionTLS.h>
+#include <ATen/TensorSubclassLikeUtils.h>
+#include <ATen/core/grad_mode.h>
+#include <ATen/record_function.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/version.h>
+#endif
+
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdint>
 #include <memory>
@@ -226,7 +248,8 @@ struct Input {
   bool inout = false;
   DtypeName dtype{};
   int64_t rank = 0;
-  int slot = 0; // the launcher's tensor index, or the scalar's index
+  int slot = 0;  // the launcher's tensor index, or the scalar's index
+  char kind = 0; // a scalar's schema type: 'f' float, 'i' int, 'b' bool
 };
 
 struct Dim {
@@ -245,7 +268,7 @@ struct Output {
 // What register_fusion is given (fslc/_ops/plan.py writes it): one line per item.
 //   fusion NAME SOURCE...        the fusion, and the program's path (messages)
 //   tensor NAME DTYPE ROLE RANK SLOT
-//   scalar NAME SLOT
+//   scalar NAME SLOT KIND           KIND: float, int or bool (the schema's)
 //   dim NAME EXTENT INPUT:AXIS...   EXTENT -1: runtime
 //   out NAME DTYPE SLOT DIM...      DIM: indices of dim lines
 //   specialize DIM...
@@ -354,7 +377,10 @@ struct Plan {
         plan.inputs.push_back(input);
       } else if (what == "scalar") {
         Input input;
-        ok = in.word(input.name) && in.integer(input.slot);
+        std::string kind;
+        ok = in.word(input.name) && in.integer(input.slot) && in.word(kind) &&
+             (kind == "float" || kind == "int" || kind == "bool") && in.done();
+        input.kind = ok ? kind[0] : 0;
         plan.inputs.push_back(input);
       } else if (what == "dim") {
         Dim dim;
@@ -424,10 +450,20 @@ public:
   explicit FusionKernel(std::shared_ptr<OpState> state) : state_(std::move(state)) {}
 
   void operator()(const c10::OperatorHandle &, c10::DispatchKeySet, torch::jit::Stack *stack) {
-    OpState &state = *state_;
+    const size_t inputCount = state_->plan.inputs.size();
+    c10::SmallVector<at::Tensor, 4> outputs =
+        run(*state_, torch::jit::last(*stack, inputCount).data());
+    torch::jit::drop(*stack, inputCount);
+    for (at::Tensor &out : outputs)
+      torch::jit::push(*stack, std::move(out));
+  }
+
+  /// The op on its arguments (the schema's inputs in order): checks, allocates the
+  /// outputs, launches, and returns the outputs. The dispatcher's kernel and the direct
+  /// call share it.
+  static c10::SmallVector<at::Tensor, 4> run(OpState &state, const c10::IValue *arguments) {
     const Plan &plan = state.plan;
     const size_t inputCount = plan.inputs.size();
-    auto arguments = torch::jit::last(*stack, inputCount);
 
     // Devices, dtypes and ranks first, then sizes, in fslc/_torch.py's _check order.
     std::optional<c10::Device> device;
@@ -542,9 +578,7 @@ public:
     for (size_t i = 0; i < inputCount; ++i)
       if (plan.inputs[i].inout)
         arguments[i].toTensor().unsafeGetTensorImpl()->bump_version();
-    torch::jit::drop(*stack, inputCount);
-    for (at::Tensor &out : outputs)
-      torch::jit::push(*stack, std::move(out));
+    return outputs;
   }
 
 private:
@@ -655,7 +689,187 @@ void release(int64_t handle) {
   state->session = nullptr;
 }
 
+#ifdef FSLC_DIRECT_CALL
+// ---- The direct call from Python -----------------------------------------------------------
+//
+// `prog.f(x, ...)` in eager mode calls this first (fslc/_torch.py's generated __call__): the
+// op's kernel without the dispatcher's boxed call from Python, which matches the
+// arguments against the schema into a stack and costs about 1 µs of a 6-7 µs call
+// (docs/performance.md). It runs only where the dispatcher would bring the same arguments
+// to the same kernel: plain strided CUDA tensors (no __torch_function__ or
+// __torch_dispatch__ subclass, no functorch or functionalization wrapper, no conjugate or
+// negative view), no torch-function or dispatch mode, no dispatch key a context turns on,
+// no RecordFunction callback (a profiler, which names the op's call), no tensor autograd
+// would record (grad mode on and requires_grad), scalars of the schema's exact Python
+// types. Anything else returns NotImplemented, and the caller goes through the dispatcher
+// as before. A refusal raises what the dispatcher's path raises: the same class and
+// message.
+
+constexpr const char *kCapsuleName = "fslc_ops.OpState";
+std::atomic<int64_t> directCalls{0};
+
+/// Python's thread state saved while the kernel runs (it may compile for a while).
+class GilReleased {
+public:
+  GilReleased() : saved_(PyEval_SaveThread()) {}
+  ~GilReleased() { PyEval_RestoreThread(saved_); }
+  GilReleased(const GilReleased &) = delete;
+  GilReleased &operator=(const GilReleased &) = delete;
+
+private:
+  PyThreadState *saved_;
+};
+
+/// Whether a torch-function mode is on (the dispatcher's path calls it first).
+bool torchFunctionModeOn() {
+#if TORCH_VERSION_MAJOR >= 2
+  return at::impl::torch_function_mode_enabled();
+#else
+  return at::impl::function_mode_enabled();
+#endif
+}
+
+/// A tensor argument the direct call takes as the dispatcher would, or null: a
+/// torch.Tensor or torch.nn.Parameter itself (a subclass may have __torch_function__).
+const at::Tensor *plainTensor(PyObject *object, bool gradMode) {
+  if (!THPVariable_CheckExact(object))
+    return nullptr;
+  const at::Tensor &t = THPVariable_Unpack(object);
+  if (!t.defined() || at::isTensorSubclassLike(t) || t.layout() != c10::kStrided || t.is_nested() ||
+      t.is_conj() || t.is_neg() || (gradMode && t.requires_grad()))
+    return nullptr;
+  if (t.device().type() != c10::DeviceType::CUDA)
+    return nullptr;
+  return &t;
+}
+
+/// A scalar argument of the schema's exact Python type, as the dispatcher converts it.
+bool plainScalar(PyObject *object, char kind, c10::IValue &out) {
+  if (kind == 'b') {
+    if (!PyBool_Check(object))
+      return false;
+    out = c10::IValue(object == Py_True);
+    return true;
+  }
+  if (kind == 'f' && PyFloat_CheckExact(object)) {
+    out = c10::IValue(PyFloat_AS_DOUBLE(object));
+    return true;
+  }
+  if (!PyLong_CheckExact(object))
+    return false;
+  int overflow = 0;
+  long long value = PyLong_AsLongLongAndOverflow(object, &overflow);
+  if (overflow || (value == -1 && PyErr_Occurred())) {
+    PyErr_Clear();
+    return false;
+  }
+  out = kind == 'f' ? c10::IValue(static_cast<double>(value))
+                    : c10::IValue(static_cast<int64_t>(value));
+  return true;
+}
+
+/// Raises the Python exception the dispatcher's path raises for `error`: its class
+/// (TypeError, ValueError, else RuntimeError) and its message without the C++ backtrace.
+void raiseFrom(const c10::Error &error, PyObject *type) {
+  PyErr_SetString(type, error.what_without_backtrace());
+}
+
+PyObject *directCall(PyObject *self, PyObject *const *args, Py_ssize_t nargs) try {
+  auto *state = static_cast<OpState *>(PyCapsule_GetPointer(self, kCapsuleName));
+  if (!state)
+    return nullptr;
+  const Plan &plan = state->plan;
+  if (static_cast<size_t>(nargs) != plan.inputs.size() ||
+      !(c10::impl::tls_local_dispatch_key_set().included_ - c10::default_included_set).empty() ||
+      at::hasCallbacks() || torchFunctionModeOn())
+    Py_RETURN_NOTIMPLEMENTED;
+  const bool gradMode = at::GradMode::is_enabled();
+  c10::SmallVector<c10::IValue, 8> arguments(plan.inputs.size());
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    const Input &input = plan.inputs[i];
+    if (input.tensor) {
+      const at::Tensor *t = plainTensor(args[i], gradMode);
+      if (!t)
+        Py_RETURN_NOTIMPLEMENTED;
+      arguments[i] = *t;
+    } else if (!plainScalar(args[i], input.kind, arguments[i])) {
+      Py_RETURN_NOTIMPLEMENTED;
+    }
+  }
+  c10::SmallVector<at::Tensor, 4> outputs;
+  {
+    GilReleased released;
+    outputs = FusionKernel::run(*state, arguments.data());
+  }
+  directCalls.fetch_add(1, std::memory_order_relaxed);
+  if (outputs.empty())
+    Py_RETURN_NONE;
+  if (outputs.size() == 1)
+    return THPVariable_Wrap(std::move(outputs[0]));
+  PyObject *tuple = PyTuple_New(static_cast<Py_ssize_t>(outputs.size()));
+  if (!tuple)
+    return nullptr;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    PyObject *wrapped = THPVariable_Wrap(std::move(outputs[o]));
+    if (!wrapped) {
+      Py_DECREF(tuple);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(tuple, static_cast<Py_ssize_t>(o), wrapped);
+  }
+  return tuple;
+} catch (const c10::TypeError &error) {
+  raiseFrom(error, PyExc_TypeError);
+  return nullptr;
+} catch (const c10::ValueError &error) {
+  raiseFrom(error, PyExc_ValueError);
+  return nullptr;
+} catch (const c10::Error &error) {
+  raiseFrom(error, PyExc_RuntimeError);
+  return nullptr;
+} catch (const std::exception &error) {
+  PyErr_SetString(PyExc_RuntimeError, error.what());
+  return nullptr;
+}
+
+PyMethodDef directCallMethod = {
+    "direct_call", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(directCall)),
+    METH_FASTCALL,
+    "The op's kernel called from Python without the dispatcher, or NotImplemented where "
+    "the dispatcher must take the call."};
+#endif
+
 } // namespace
+
+#ifdef FSLC_DIRECT_CALL
+/// The direct call of the op registered as `handle` (a new reference; with the GIL held:
+/// fslc/_ops/build.py calls it through ctypes.PyDLL). Null with a Python error set for an
+/// unknown handle.
+extern "C" __attribute__((visibility("default"))) PyObject *fslc_ops_direct_call(int64_t handle) {
+  OpState *state = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(registryMutex);
+    if (handle >= 0 && handle < static_cast<int64_t>(registry().size()))
+      state = registry()[handle].state.get(); // registered ops live as long as the process
+  }
+  if (!state) {
+    PyErr_Format(PyExc_ValueError, "fslc_ops: no op of handle %lld",
+                 static_cast<long long>(handle));
+    return nullptr;
+  }
+  PyObject *capsule = PyCapsule_New(state, kCapsuleName, nullptr);
+  if (!capsule)
+    return nullptr;
+  PyObject *call = PyCFunction_NewEx(&directCallMethod, capsule, nullptr);
+  Py_DECREF(capsule);
+  return call;
+}
+
+/// How many calls the direct calls of this process have launched (tests, benchmarks).
+extern "C" __attribute__((visibility("default"))) int64_t fslc_ops_direct_calls() {
+  return directCalls.load(std::memory_order_relaxed);
+}
+#endif
 
 TORCH_LIBRARY(fslc_ops, m) {
   m.def("register_fusion(str ns, str name, str plan, int launch, int session) -> int",

@@ -5,8 +5,9 @@ One item a line (ext.cpp's Plan::parse reads them):
 
     fusion NAME SOURCE          the fusion and the program's path (for messages)
     tensor NAME DTYPE ROLE RANK SLOT
-    scalar NAME SLOT            the op's inputs in schema order; SLOT: the launcher's
-                                tensor index, or the scalar's index
+    scalar NAME SLOT KIND       the op's inputs in schema order; SLOT: the launcher's
+                                tensor index, or the scalar's index; KIND: the schema's
+                                float, int or bool (what a direct call accepts)
     dim NAME EXTENT INPUT:AXIS ...
                                 per dimension in order: its static extent (-1: runtime) and
                                 the inputs' axes that define it (the first of a runtime one)
@@ -15,6 +16,8 @@ One item a line (ext.cpp's Plan::parse reads them):
     specialize DIM ...          the dimensions the session specializes on (policy)
     counts TENSORS SCALARS
 """
+
+from .._program import SCHEMA_SCALARS
 
 
 def op_plan(signature, policy, source):
@@ -29,7 +32,8 @@ def op_plan(signature, policy, source):
             lines.append("tensor %s %s %s %d %d" % (p.name, p.dtype, p.role, len(p.dims),
                                                     tensor_slot[p.name]))
         else:
-            lines.append("scalar %s %d" % (p.name, scalar_slot[p.name]))
+            lines.append("scalar %s %d %s" % (p.name, scalar_slot[p.name],
+                                              SCHEMA_SCALARS.get(p.dtype, "float")))
     dim_index = {}
     for index, (dim, extent, axes) in enumerate(signature.input_axes):
         dim_index[dim] = index
