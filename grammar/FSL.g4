@@ -154,8 +154,8 @@ binding : dimRef ARROW PARALLEL_TYPE ;
 
 tileOrder
     : K_ONE_PER_CTA                         # onePerCtaOrder
-    | K_PERSISTENT (K_SWIZZLE INT)?         # persistentOrder
-    | K_STREAM_K (K_SWIZZLE INT)?           # streamKOrder
+    | K_PERSISTENT ((K_SWIZZLE | K_HILBERT) INT)?  # persistentOrder
+    | K_STREAM_K ((K_SWIZZLE | K_HILBERT) INT)?    # streamKOrder
     | K_SPLIT_K INT                         # splitKOrder
     ;
 
@@ -169,7 +169,7 @@ name
     | K_COMPUTE_WITH | K_PERSISTENT | K_IN | K_REGISTERS | K_SHARED | K_RECOMPUTE
     | K_CACHE | K_LAUNCH_BOUNDS | K_MAXRREGCOUNT | K_PDL | K_MMA | K_TILE | K_WARP
     | K_INSTRUCTION | K_PIPELINE | K_STAGES | K_VIA | K_TMA | K_WARP_SPECIALIZE
-    | K_PRODUCER | K_CONSUMERS | K_REGS | K_TILES | K_ONE_PER_CTA | K_SWIZZLE
+    | K_PRODUCER | K_CONSUMERS | K_REGS | K_TILES | K_ONE_PER_CTA | K_SWIZZLE | K_HILBERT
     | K_STREAM_K | K_SPLIT_K | K_CLUSTER | K_MULTICAST | K_SWAP_AB | K_EPILOGUE | K_TMA_STORE
     | K_REDUCE | K_ONE_PASS | K_TWO_PASS | K_FAST_EXP | K_FAST_TANH | K_FAST_DIV
     | K_FROM | K_BACKWARD
@@ -241,6 +241,7 @@ K_REGS : 'regs' ;
 K_TILES : 'tiles' ;
 K_ONE_PER_CTA : 'one_per_cta' ;
 K_SWIZZLE : 'swizzle' ;
+K_HILBERT : 'hilbert' ;
 K_STREAM_K : 'stream_k' ;
 K_SPLIT_K : 'split_k' ;
 K_CLUSTER : 'cluster' ;

@@ -173,6 +173,10 @@ bool addDirectiveKeywords(std::vector<CompletionItem> &items, llvm::StringRef st
              CompletionItemKind::EnumMember, "tile order");
     return true;
   }
+  if (first == "tiles" && (lastWord == "persistent" || lastWord == "stream_k")) {
+    addWords(items, {"swizzle", "hilbert"}, CompletionItemKind::EnumMember, "walk of the tiles");
+    return true;
+  }
   if (lastWord == "via") {
     if (first == "pipeline")
       addWords(items, {"tma"}, CompletionItemKind::EnumMember, "copy engine");

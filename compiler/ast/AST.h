@@ -408,11 +408,13 @@ struct WarpSpecializeDirective : DirectiveOf<Directive::Kind::WarpSpecialize> {
 
 enum class TileOrderKind { OnePerCta, Persistent, StreamK, SplitK };
 
-/// `tiles one_per_cta | persistent [swizzle N] | stream_k [swizzle N] | split_k N;`
+/// `tiles one_per_cta | persistent [swizzle N | hilbert B] | stream_k [swizzle N | hilbert B]
+/// | split_k N;`
 struct TilesDirective : DirectiveOf<Directive::Kind::Tiles> {
   explicit TilesDirective(llvm::SMRange r) : DirectiveOf(r) {}
   TileOrderKind order = TileOrderKind::OnePerCta;
-  std::optional<IntLiteral> parameter; // swizzle N or split_k N
+  std::optional<IntLiteral> parameter; // swizzle N, hilbert B or split_k N
+  bool hilbert = false;                // the parameter is a Hilbert block's side
 };
 
 /// `cluster (2, 1) multicast;`

@@ -529,12 +529,12 @@ void printDirective(const Directive &directive, llvm::raw_ostream &out) {
     case TileOrderKind::Persistent:
       out << "persistent";
       if (d.parameter)
-        out << " swizzle " << d.parameter->value;
+        out << (d.hilbert ? " hilbert " : " swizzle ") << d.parameter->value;
       break;
     case TileOrderKind::StreamK:
       out << "stream_k";
       if (d.parameter)
-        out << " swizzle " << d.parameter->value;
+        out << (d.hilbert ? " hilbert " : " swizzle ") << d.parameter->value;
       break;
     case TileOrderKind::SplitK:
       out << "split_k " << d.parameter->value;

@@ -44,6 +44,9 @@ constexpr int64_t kMaxUnrollFactor = 65536;
 /// With G at most 2^16 and tiles at least 64 wide (fewer than 2^46 + 1 of them along an
 /// N below 2^52), that product fits; 2^62 overflowed it.
 constexpr int64_t kMaxSwizzle = 65536;
+/// `hilbert B`: the curve is unrolled in the kernel, one step per two bits of a block's
+/// B * B tiles; 64 (six steps) is a block of 4096 tiles, more than any grid has along M.
+constexpr int64_t kMaxHilbertBlock = 64;
 /// `split_k N`: the parts of K the lowering takes (as auto(matmul)'s split_k knob).
 constexpr int64_t kMaxSplitK = 64;
 
@@ -1166,6 +1169,8 @@ private:
       int64_t value = tiles.parameter->value;
       if (tiles.order == sched::TileOrder::SplitK && (value < 1 || value > kMaxSplitK))
         diagnostics_.report(DiagId::SplitKRange, tiles.parameter->range, value);
+      else if (tiles.hilbert && (value < 2 || value > kMaxHilbertBlock || (value & (value - 1))))
+        diagnostics_.report(DiagId::HilbertBlock, tiles.parameter->range, value);
       else if (tiles.order != sched::TileOrder::SplitK && (value < 1 || value > kMaxSwizzle))
         diagnostics_.report(DiagId::SwizzleRange, tiles.parameter->range, value);
     }
@@ -1322,7 +1327,9 @@ private:
       return "tiles one_per_cta";
     std::string text = "tiles " + sched::tileOrderName(order->order).str();
     if (order->parameter)
-      text += (order->order == sched::TileOrder::SplitK ? " " : " swizzle ") +
+      text += (order->order == sched::TileOrder::SplitK ? " "
+               : order->hilbert                         ? " hilbert "
+                                                        : " swizzle ") +
               std::to_string(order->parameter->value);
     return text;
   }

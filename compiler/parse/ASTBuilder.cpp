@@ -638,10 +638,12 @@ private:
         d->order = TileOrderKind::Persistent;
         if (persistent->INT())
           d->parameter = intLiteral(persistent->INT());
+        d->hilbert = persistent->K_HILBERT() != nullptr;
       } else if (auto *streamK = dynamic_cast<FSLParser::StreamKOrderContext *>(order)) {
         d->order = TileOrderKind::StreamK;
         if (streamK->INT())
           d->parameter = intLiteral(streamK->INT());
+        d->hilbert = streamK->K_HILBERT() != nullptr;
       } else {
         d->order = TileOrderKind::SplitK;
         d->parameter = intLiteral(static_cast<FSLParser::SplitKOrderContext *>(order)->INT());

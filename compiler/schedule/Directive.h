@@ -170,10 +170,14 @@ struct WarpSpecialize {
 enum class TileOrder { OnePerCta, Persistent, StreamK, SplitK };
 llvm::StringRef tileOrderName(TileOrder order);
 
-/// `tiles one_per_cta | persistent [swizzle N] | stream_k [swizzle N] | split_k N`.
+/// `tiles one_per_cta | persistent [swizzle N | hilbert B] | stream_k [swizzle N |
+/// hilbert B] | split_k N`.
 struct Tiles {
   TileOrder order = TileOrder::OnePerCta;
-  std::optional<Count> parameter; // swizzle N or split_k N
+  std::optional<Count> parameter; // swizzle N, hilbert B or split_k N
+  /// The walk goes along a Hilbert curve in blocks of B x B tiles (the parameter), not in
+  /// groups of N M tiles.
+  bool hilbert = false;
 };
 
 /// `cluster (2, 1) multicast`.

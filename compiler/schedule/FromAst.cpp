@@ -208,7 +208,7 @@ DirectiveOp opOf(const ast::Directive &directive) {
   }
   case K::Tiles: {
     const auto &d = llvm::cast<ast::TilesDirective>(directive);
-    Tiles tiles{tileOrderOf(d.order), std::nullopt};
+    Tiles tiles{tileOrderOf(d.order), std::nullopt, d.hilbert};
     if (d.parameter)
       tiles.parameter = countOf(*d.parameter);
     return tiles;

@@ -122,7 +122,8 @@ struct DirectiveWriter {
   void operator()(const Tiles &d) {
     out << "tiles " << tileOrderName(d.order);
     if (d.parameter)
-      out << (d.order == TileOrder::SplitK ? " " : " swizzle ") << d.parameter->value;
+      out << (d.order == TileOrder::SplitK ? " " : d.hilbert ? " hilbert " : " swizzle ")
+          << d.parameter->value;
   }
   void operator()(const Cluster &d) {
     out << "cluster ";

@@ -4,7 +4,7 @@
 # is not a power of two (128 x 224, 128 x 192) and small tiles with deep pipelines for few
 # rows, next to the heuristics' choice; then matmul_ab.py alternates them with the peers.
 #   generate (here):      tests/bench/matmul_tiles.sh generate build/bin/fslc [OLD_FSLC]
-#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1|Q1|Q2|W1|W2|W5|W6|W7|W8|W11|W12|W13|W14] [ONLY="variant ..."]
+#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1|Q1|Q2|W1|W2|W5|W6|W7|W8|W11|W12|W13|W14|W15] [ONLY="variant ..."]
 #                         tests/bench/matmul_tiles.sh run
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -216,6 +216,14 @@ generate)
     runtime_m rtm_old_14000_5000 "$3" 14000,5000
     runtime_m rtm_old_14336_5000 "$3" 14336,5000
   fi
+  # Run W15: the Hilbert tile order (blocks of 4, 8 and 16 tiles a side) against the
+  # grouped one (swizzle 8) on the large shapes' tiles.
+  for order in h4 h8 h16; do
+    schedule plain_t256p_$order matmul "128, 256" "64, 256" 256 4 2 232 "persistent hilbert ${order#h}" "shared tma_store, tile (128, 32)"
+  done
+  schedule plain_t256x128e_h8 matmul "256, 128" "128, 128" 128 4 2 232 "persistent hilbert 8" "shared tma_store, tile (256, 32)"
+  schedule gelu_example_h8 linear_bias_gelu "128, 256" "64, 256" 256 4 2 232 "persistent hilbert 8" "shared tma_store, tile (128, 32)"
+  schedule gelu_example_s8 linear_bias_gelu "128, 256" "64, 256" 256 4 2 232 "persistent swizzle 8" "shared tma_store, tile (128, 32)"
   if [ -n "${3:-}" ]; then
     fslc="$3"
     for name in plain_t192sk plain_t128sk plain_t192k2 gelu_t192sk plain_sw16k2 plain_sw16k3 \
@@ -343,6 +351,21 @@ run)
     mkdir -p "$dir/l2/out" && BUILD="$dir/l2" OUT="$dir/l2/out" bash "$root/tests/gpu/profile_l2.sh" \
       "plain_t256x128e 4000 14000 5000" "plain_t256x128n2 4000 14000 5000" \
       "plain_t256x128e 4096 14336 5000" "plain_t256x128e 4000 14000 5120" > "$out/l2.txt" 2>&1
+    exit
+  fi
+  if [ "${RUN:-T2}" = W15 ]; then
+    python3 "$root/tests/bench/matmul_ab.py" "$out" \
+      $(lib plain_t256p plain) $(lib plain_t256p_h4 plain) $(lib plain_t256p_h8 plain) $(lib plain_t256p_h16 plain) \
+      $(lib plain_t256x128e plain) $(lib plain_t256x128e_h8 plain) \
+      $(lib gelu_example_s8 gelu) $(lib gelu_example_h8 gelu) \
+      --rounds "${ROUNDS:-5}" --shapes "${SHAPES:-4096,14336,5120;8192,8192,8192;8192,28672,8192;4096,4096,4096;4096,5120,14336}"
+    mkdir -p "$dir/l2/matmul" && : > "$dir/l2/matmul/variants.txt"
+    for v in plain_t256p plain_t256p_h8 plain_t256p_h16; do
+      ln -sfn "$dir/$v" "$dir/l2/matmul/$v" && echo "$v nk plain" >> "$dir/l2/matmul/variants.txt"
+    done
+    mkdir -p "$dir/l2/out" && BUILD="$dir/l2" OUT="$dir/l2/out" bash "$root/tests/gpu/profile_l2.sh" \
+      "plain_t256p 4096 14336 5120" "plain_t256p_h8 4096 14336 5120" "plain_t256p_h16 4096 14336 5120" \
+      "plain_t256p 8192 8192 8192" "plain_t256p_h8 8192 8192 8192" > "$out/l2.txt" 2>&1
     exit
   fi
   if [ "${RUN:-T2}" = W13 ]; then

@@ -397,6 +397,9 @@ def test_completion(client, folder):
     items = complete(text.replace("persistent h in registers;", "persistent h in ", 1),
                      "persistent h in ")
     assert set(items) == {"registers", "shared", "recompute"}
+    # The walk of persistent tiles after `tiles persistent`.
+    items = complete(text.replace("    unroll Hp;", "    tiles persistent ", 1), "    tiles persistent ")
+    assert set(items) == {"swizzle", "hilbert"}, items.keys()
     # Knobs with their ranges in `= auto(...) { }`; heuristic kinds in `auto(`.
     auto = text + "\nschedule rms_norm_add when T >= 100000 = auto(inner_persistent) {\n    \n}\n"
     items = complete(auto, "inner_persistent) {\n    ")

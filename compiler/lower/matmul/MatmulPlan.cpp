@@ -277,10 +277,16 @@ private:
       bool streamK = mm.tiles[0].order == sched::TileOrder::StreamK;
       plan_->tileWalk = streamK ? TileWalk::StreamK : TileWalk::Persistent;
       plan_->tileGroup = mm.tiles[0].parameter ? mm.tiles[0].parameter->value : 1;
+      plan_->hilbertOrder = mm.tiles[0].hilbert;
       FSL_INTERNAL_ASSERT(plan_->tileGroup >= 1, "an unchecked swizzle reached the lowering");
+      FSL_INTERNAL_ASSERT(!plan_->hilbertOrder || (plan_->tileGroup >= 2 &&
+                                                   (plan_->tileGroup & (plan_->tileGroup - 1)) == 0),
+                          "an unchecked hilbert block reached the lowering");
       plan_->tilesOrigin.text =
           std::string(streamK ? "tiles stream_k" : "tiles persistent") +
-          (mm.tiles[0].parameter ? " swizzle " + std::to_string(plan_->tileGroup) : "");
+          (mm.tiles[0].parameter ? std::string(plan_->hilbertOrder ? " hilbert " : " swizzle ") +
+                                       std::to_string(plan_->tileGroup)
+                                 : "");
     }
     if (!mm.tiles.empty() && mm.tiles[0].order == sched::TileOrder::SplitK) {
       const std::optional<sched::Count> &split = mm.tiles[0].parameter;

@@ -103,8 +103,10 @@ struct MatmulPlan {
   int64_t producerRegisters = 0, consumerRegisters = 0;
   TileWalk tileWalk = TileWalk::OnePerCta;
   /// Persistent tiles: M tiles of a group (consecutive tiles walk down a group of
-  /// `tileGroup` M tiles, then across N); 1 walks along N first, row by row.
+  /// `tileGroup` M tiles, then across N); 1 walks along N first, row by row. With
+  /// `hilbertOrder`, the side of the blocks of tiles walked along a Hilbert curve.
   int64_t tileGroup = 1;
+  bool hilbertOrder = false;
   /// Persistent CTAs at most (the target's SMs).
   int64_t smCount = 132;
   sched::EpilogueKind epilogueVia = sched::EpilogueKind::Registers;

@@ -2,7 +2,8 @@
 // matmul kernel's tile scheduler, one a `tiles` kind):
 //
 //   OneTilePerCta.cpp    one_per_cta: the block indices are the tile (the default)
-//   PersistentTiles.cpp  persistent [swizzle G]: one CTA an SM walks tiles in a grouped order
+//   PersistentTiles.cpp  persistent [swizzle G | hilbert B]: one CTA an SM walks tiles in a
+//                        grouped order, or along Hilbert curves in blocks
 //   StreamK.cpp          stream_k [swizzle G]: whole tiles, then even runs of k tiles; a
 //                        piece of a tile goes to a workspace, and the last one adds them
 //   SplitK.cpp           split_k S: one tile a CTA and part of K (grid z); the parts go
@@ -80,6 +81,10 @@ protected:
   /// the grouped order.
   std::pair<kir::VarPtr, kir::VarPtr> tileCoordinates(std::vector<kir::Stmt> &walk,
                                                       kir::Expr tile) const;
+  /// The lets of `row` and `column` (units of M and N) for unit number `tile` of the
+  /// Hilbert order in blocks (`tiles persistent hilbert B`).
+  void hilbertCoordinates(std::vector<kir::Stmt> &walk, kir::Expr tile, kir::VarPtr row,
+                          kir::VarPtr column, kir::Expr rowsM, kir::Expr tilesN) const;
 
   LowerContext &cx_;
   const MatmulPlan &plan_;
