@@ -143,6 +143,24 @@ if check("the extension has the ops' direct call: %s" % fslc.op_extension_status
           fslc._ops.build.direct_calls() == before + 1, "%s -> %s" % (before, fslc._ops.build.direct_calls()))
     prog.softmax(direct_x.float().requires_grad_().to(torch.bfloat16))
     check("a call autograd records goes through the dispatcher", fslc._ops.build.direct_calls() == before + 1)
+
+    def out_of_memory():
+        # The output's allocation fails: torch's own class, as through the dispatcher.
+        x = randn(8192, 4096)
+        prog.softmax(x)  # compiled and loaded first
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        free, _ = torch.cuda.mem_get_info()
+        filler = torch.empty(free - (16 << 20), dtype=torch.uint8, device="cuda")
+        try:
+            prog.softmax(x)
+            check("an output that does not fit raises torch.cuda.OutOfMemoryError", False, "nothing raised")
+        except torch.cuda.OutOfMemoryError as error:
+            check("an output that does not fit raises torch.cuda.OutOfMemoryError", True, str(error).splitlines()[0])
+        del filler
+        torch.cuda.empty_cache()
+
+    run("the direct call's out-of-memory error", out_of_memory)
 # The ctypes path, side by side (its own namespace): the same checks.
 prog_ctypes = fslc.load(norms, ops="ctypes", namespace="fsl_ctypes", **options)
 check("every op of the ctypes program took the ctypes path: %s" % prog_ctypes.op_paths,
@@ -268,8 +286,12 @@ def compiled_case():
         g, b = randn(H, seed=14), randn(H, seed=15)
         res_eager, res_compiled = res.clone(), res.clone()
         out_e, y_e = block(x, res_eager, w, g, b)
+        direct_before = fslc._ops.build.direct_calls()
         out_c, y_c = compiled(x, res_compiled, w, g, b)
         torch.cuda.synchronize()
+        if direct_before is not None:
+            check("torch.compile T=%d H=%d: the compiled graph calls the ops, not their direct call" % (T, H),
+                  fslc._ops.build.direct_calls() == direct_before)
         close("torch.compile T=%d H=%d: rms_norm_add's y as eager" % (T, H), y_c, y_e.double())
         close("torch.compile T=%d H=%d: the block's output as eager" % (T, H), out_c, out_e.double())
         check("torch.compile T=%d H=%d: residual updated in place as eager" % (T, H),

@@ -161,6 +161,13 @@ class OpsBuildTest(unittest.TestCase):
             "compiler": build.cache_key(fake_torch(), ["clang++"], dirs),
             "direct call": build.cache_key(fake_torch(), ["c++"], dirs, "/fake/python/include"),
         }
+        saved = build.sysconfig
+        build.sysconfig = types.SimpleNamespace(get_config_var=lambda name: "cpython-313t-x86_64-linux-gnu")
+        try:  # another Python ABI (free-threaded 3.13): another library with the direct call
+            others["Python ABI"] = build.cache_key(fake_torch(), ["c++"], dirs, "/fake/python/include")
+            self.assertEqual(build.cache_key(fake_torch(), ["c++"], dirs), key)  # none without it
+        finally:
+            build.sysconfig = saved
         source = os.path.join(self.work, "ext.cpp")
         shutil.copy(build.SOURCE, source)
         with open(source, "a") as f:
@@ -205,12 +212,7 @@ class OpsBuildTest(unittest.TestCase):
         # extension is built again without it, and the ops go through the dispatcher alone.
         cxx, runs = self.stand_in_compiler()
         os.environ["CXX"] = cxx
-        headers = os.path.join(self.work, "headers")
-        for name in ("torch/pybind11/pybind11.h", "python/Python.h"):
-            os.makedirs(os.path.dirname(os.path.join(headers, name)), exist_ok=True)
-            open(os.path.join(headers, name), "w").close()
-        torch = fake_torch(cuda_home=self.cuda_home)
-        torch.utils.cpp_extension.include_paths = lambda: [os.path.join(headers, "torch")]
+        torch = self.with_python_headers()
         tried = []
 
         def load_library(path):
@@ -220,14 +222,9 @@ class OpsBuildTest(unittest.TestCase):
             torch.loaded.append(path)
 
         torch.ops.load_library = load_library
-        saved = build.sysconfig
-        build.sysconfig = types.SimpleNamespace(get_paths=lambda: {"include": os.path.join(headers, "python")})
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("error")
-                self.assertEqual(build.load(torch, "compiled"), "compiled")
-        finally:
-            build.sysconfig = saved
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            self.assertEqual(build.load(torch, "compiled"), "compiled")
         self.assertEqual(len(tried), 2)
         self.assertNotEqual(tried[0], tried[1])
         self.assertEqual(torch.loaded, [tried[1]])
@@ -237,6 +234,48 @@ class OpsBuildTest(unittest.TestCase):
         # The loader's own reason (here: the stand-in library is no shared object).
         self.assertIn("torch.ops.load_library(%s) failed: " % tried[0], status["direct_call_reason"])
         self.assertIn(tried[0], status["direct_call_reason"])
+
+    def with_python_headers(self):
+        """Headers of Python and of pybind11 (in a stand-in torch's include directory):
+        python_include_dir finds them, so builds take the direct call."""
+        headers = os.path.join(self.work, "headers")
+        for name in ("torch/pybind11/pybind11.h", "python/Python.h"):
+            os.makedirs(os.path.dirname(os.path.join(headers, name)), exist_ok=True)
+            open(os.path.join(headers, name), "w").close()
+        torch = fake_torch(cuda_home=self.cuda_home)
+        torch.utils.cpp_extension.include_paths = lambda: [os.path.join(headers, "torch")]
+        saved = build.sysconfig
+        build.sysconfig = types.SimpleNamespace(get_paths=lambda: {"include": os.path.join(headers, "python")},
+                                                get_config_var=saved.get_config_var)
+        self.addCleanup(setattr, build, "sysconfig", saved)
+        return torch
+
+    def test_direct_call_that_does_not_compile(self):
+        # The direct call's build fails (a compiler that refuses -DFSLC_DIRECT_CALL): the
+        # extension is built without it, and a later process does not try it again.
+        runs = os.path.join(self.work, "runs.txt")
+        os.environ["CXX"] = write_script(os.path.join(self.work, "cxx"), (
+            'echo run >> "%s"\n'
+            'for a in "$@"; do [ "$a" = -DFSLC_DIRECT_CALL ] && { echo "ext.cpp: error: no Python.h" >&2; exit 1; }; done\n'
+            'while [ $# -gt 0 ]; do if [ "$1" = -o ]; then echo ELF > "$2"; fi; shift; done\n') % runs)
+        torch = self.with_python_headers()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            self.assertEqual(build.load(torch, "compiled"), "compiled")
+        status = build.status()
+        self.assertEqual(status["path"], "compiled")
+        self.assertIn("the compiler failed (exit status 1)", status["direct_call_reason"])
+        (library,) = torch.loaded
+        self.assertNotIn("-DFSLC_DIRECT_CALL", read(os.path.join(os.path.dirname(library), "build.log")))
+        self.assertEqual(read(runs).count("run"), 2)
+        # A new process: the failed build is remembered, the one without it is cached.
+        build._status = None
+        torch.loaded.clear()
+        self.assertEqual(build.load(torch, "compiled"), "compiled")
+        self.assertEqual(torch.loaded, [library])
+        self.assertEqual(read(runs).count("run"), 2)
+        self.assertIn("an earlier build with the direct call failed (the compiler failed",
+                      build.status()["direct_call_reason"])
 
     def test_no_compiler_falls_back_with_one_warning(self):
         os.environ["PATH"] = os.path.join(self.work, "empty")

@@ -401,8 +401,30 @@ class KernelTest(unittest.TestCase):
             with torch.no_grad():
                 return self.prog.rms_norm(x, w.clone().requires_grad_())
 
+        class DispatchMode(torch.utils._python_dispatch.TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
+
+        def in_dispatch_mode():
+            with DispatchMode():
+                return self.prog.rms_norm(x, w)
+
+        def profiled():
+            with torch.autograd.profiler.profile() as profile:
+                result = self.prog.rms_norm(x, w)
+            self.assertIn("fsl_host::rms_norm", [e.name for e in profile.function_events])
+            return result
+
+        def in_inference_mode():
+            with torch.inference_mode():
+                return self.prog.rms_norm(x, w)
+
         for what, call, taken in (("a subclass", lambda: self.prog.rms_norm(x, w.as_subclass(Traced)), False),
                                   ("a torch-function mode", in_mode, False),
+                                  ("a dispatch mode", in_dispatch_mode, False),
+                                  ("the profiler (it records the op's name)", profiled, False),
+                                  ("a negative view", lambda: self.prog.rms_norm(x, torch._neg_view(-w)), False),
+                                  ("inference mode", in_inference_mode, True),
                                   ("a tensor autograd records", with_grad, False),
                                   ("requires_grad under no_grad", without_grad, True),
                                   ("a bool for a float", lambda: self.prog.rms_norm(x, w, True), False)):
@@ -422,6 +444,10 @@ class KernelTest(unittest.TestCase):
             self.prog.rms_norm_add._direct_call(x, bf16(4, 8), w, 1e-6)
         self.assertEqual(self.direct_calls(), before)
         self.assertIs(self.prog.rms_norm_add._direct_call(x, res), NotImplemented)  # too few
+        # A zero tensor (no storage) goes through the dispatcher, which gives the kernel zeros.
+        zeros = torch._efficientzerotensor((8,), dtype=torch.bfloat16)
+        self.assertDirect(False, lambda: self.prog.rms_norm(x, zeros))
+        self.assertEqual(launched(), "rms_norm stream=0x5150 [4 3x8 8x1] [4 8x0] [4 3x8 8x1] 1e-06")
 
     def test_closed(self):
         prog = load("fsl_host_closed")

@@ -175,12 +175,14 @@ def _source_text(include_dirs):
 
 def cache_key(torch, cxx, include_dirs, python_include=None):
     """The cache directory's name for this torch, compiler and source (and, with the direct
-    call, this Python's version: the library then holds Python's ABI)."""
+    call, this Python's ABI tag, SOABI: the library then holds Python's ABI, which differs
+    between versions, free-threaded and debug builds)."""
     version = str(torch.__version__)
     cuda = str(getattr(torch.version, "cuda", None) or "none")
     abi = cxx11_abi(torch)
     digest = hashlib.sha256()
-    direct = "direct-python%d.%d" % sys.version_info[:2] if python_include else "dispatcher-only"
+    python_abi = sysconfig.get_config_var("SOABI") or (sys.implementation.cache_tag + sys.abiflags)
+    direct = "direct-" + python_abi if python_include else "dispatcher-only"
     for part in (version, cuda, str(abi), " ".join(cxx), direct):
         digest.update(part.encode() + b"\0")
     digest.update(_source_text(include_dirs))
@@ -228,6 +230,10 @@ def ensure_built(torch, direct=True):
     library = os.path.join(directory, LIBRARY_FILE)
     if os.path.isfile(library):
         return library
+    failed = os.path.join(directory, DIRECT_CALL_FAILED)
+    if python_include and os.path.isfile(failed):
+        raise Unavailable("an earlier build with the direct call failed (%s); delete %s to build "
+                          "it again" % (_read_text(failed).strip(), directory))
     cuda_include = cuda_include_dir(torch)
     try:
         os.makedirs(directory, exist_ok=True)
@@ -253,11 +259,26 @@ def ensure_built(torch, direct=True):
             f.write(shown + "\n" + result.stdout)
         if result.returncode != 0:
             os.unlink(partial)
-            raise Unavailable("the compiler failed (exit status %d) building %s; its command and "
-                              "output: %s" % (result.returncode, SOURCE, log),
-                              "%s\n%s" % (shown, _tail(result.stdout)))
+            reason = ("the compiler failed (exit status %d) building %s; its command and output: %s"
+                      % (result.returncode, SOURCE, log))
+            if python_include:  # later processes go straight to the build without it
+                with open(failed, "w") as f:
+                    f.write(reason + "\n")
+            raise Unavailable(reason, "%s\n%s" % (shown, _tail(result.stdout)))
         os.replace(partial, library)
     return library
+
+
+# Left in a direct-call build's cache directory whose compilation failed.
+DIRECT_CALL_FAILED = "direct_call.failed"
+
+
+def _read_text(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
 
 
 def _load_library(torch, library):
@@ -338,15 +359,16 @@ def load(torch, requested=None):
         return "compiled"
     if _status is None:
         try:
-            library = ensure_built(torch)
             direct_reason = None
             try:
+                library = ensure_built(torch)
                 _load_library(torch, library)
             except Unavailable as why:
                 if python_include_dir(cpp_extension(torch).include_paths()) is None:
                     raise  # built without the direct call already
-                # The direct call needs torch's Python bindings: without them (a torch that
-                # hides what it uses), the ops go through the dispatcher alone.
+                # The direct call needs Python's headers and torch's Python bindings: where
+                # its build fails or does not load (a torch that hides what it uses), the
+                # ops go through the dispatcher alone.
                 direct_reason = why.reason
                 library = ensure_built(torch, direct=False)
                 _load_library(torch, library)

@@ -34,14 +34,16 @@
 #include <dlfcn.h>
 
 #ifdef FSLC_DIRECT_CALL
-// Only what torch's libraries export to extensions: torch_python's tensor type objects and
-// THPVariable_Wrap, ATen's and c10's thread-local state (its other helpers, such as
-// check_has_torch_function, are hidden in recent versions).
+// Only what torch's libraries export to extensions: torch_python's tensor type objects,
+// THPVariable_Wrap and error handling, ATen's and c10's thread-local state (its other
+// helpers, such as check_has_torch_function, are hidden in recent versions).
 #include <ATen/PythonTorchFunctionTLS.h>
 #include <ATen/TensorSubclassLikeUtils.h>
 #include <ATen/core/grad_mode.h>
+#include <ATen/ops/empty.h>
 #include <ATen/record_function.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/version.h>
 #endif
@@ -729,19 +731,58 @@ bool torchFunctionModeOn() {
 #endif
 }
 
+/// The dispatch keys of a plain dense tensor of `device`'s type (its backend, autograd,
+/// ADInplaceOrView and autocast keys): what `at::empty` gives, asked once a device type.
+c10::DispatchKeySet plainKeys(c10::DeviceType device) {
+  static std::mutex mutex;
+  static std::vector<std::pair<c10::DeviceType, c10::DispatchKeySet>> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const auto &[type, keys] : known)
+    if (type == device)
+      return keys;
+  c10::DispatchKeySet keys = at::empty({0}, at::TensorOptions().device(device)).key_set();
+  known.emplace_back(device, keys);
+  return keys;
+}
+
 /// A tensor argument the direct call takes as the dispatcher would, or null: a
-/// torch.Tensor or torch.nn.Parameter itself (a subclass may have __torch_function__).
+/// torch.Tensor or torch.nn.Parameter itself (a subclass may have __torch_function__)
+/// whose dispatch keys are a plain dense tensor's, or fewer (an inference tensor's): no
+/// zero tensor, quantized, sparse, nested, conjugate or negative view, functorch or
+/// functionalization wrapper, Python (fake) tensor.
 const at::Tensor *plainTensor(PyObject *object, bool gradMode) {
   if (!THPVariable_CheckExact(object))
     return nullptr;
   const at::Tensor &t = THPVariable_Unpack(object);
-  if (!t.defined() || at::isTensorSubclassLike(t) || t.layout() != c10::kStrided || t.is_nested() ||
-      t.is_conj() || t.is_neg() || (gradMode && t.requires_grad()))
+  if (!t.defined() || at::isTensorSubclassLike(t) || t.layout() != c10::kStrided ||
+      (gradMode && t.requires_grad()))
     return nullptr;
   if (t.device().type() != c10::DeviceType::CUDA)
     return nullptr;
+  // A subset by union: DispatchKeySet's difference keeps the backend bits.
+  const c10::DispatchKeySet plain = plainKeys(t.device().type());
+  if ((t.key_set() | plain) != plain)
+    return nullptr;
   return &t;
 }
+
+/// A new reference released unless handed out (a tuple being filled when a wrap throws).
+class OwnedObject {
+public:
+  explicit OwnedObject(PyObject *object) : object_(object) {}
+  ~OwnedObject() { Py_XDECREF(object_); }
+  OwnedObject(const OwnedObject &) = delete;
+  OwnedObject &operator=(const OwnedObject &) = delete;
+  PyObject *get() const { return object_; }
+  PyObject *release() {
+    PyObject *out = object_;
+    object_ = nullptr;
+    return out;
+  }
+
+private:
+  PyObject *object_;
+};
 
 /// A scalar argument of the schema's exact Python type, as the dispatcher converts it.
 bool plainScalar(PyObject *object, char kind, c10::IValue &out) {
@@ -768,19 +809,17 @@ bool plainScalar(PyObject *object, char kind, c10::IValue &out) {
   return true;
 }
 
-/// Raises the Python exception the dispatcher's path raises for `error`: its class
-/// (TypeError, ValueError, else RuntimeError) and its message without the C++ backtrace.
-void raiseFrom(const c10::Error &error, PyObject *type) {
-  PyErr_SetString(type, error.what_without_backtrace());
-}
-
-PyObject *directCall(PyObject *self, PyObject *const *args, Py_ssize_t nargs) try {
+// Errors are torch's own (HANDLE_TH_ERRORS): the classes and messages the dispatcher's
+// path raises, torch.cuda.OutOfMemoryError included, C++ warnings as Python warnings.
+PyObject *directCall(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
   auto *state = static_cast<OpState *>(PyCapsule_GetPointer(self, kCapsuleName));
   if (!state)
     return nullptr;
   const Plan &plan = state->plan;
   if (static_cast<size_t>(nargs) != plan.inputs.size() ||
-      !(c10::impl::tls_local_dispatch_key_set().included_ - c10::default_included_set).empty() ||
+      (c10::impl::tls_local_dispatch_key_set().included_ | c10::default_included_set) !=
+          c10::default_included_set ||
       at::hasCallbacks() || torchFunctionModeOn())
     Py_RETURN_NOTIMPLEMENTED;
   const bool gradMode = at::GradMode::is_enabled();
@@ -806,34 +845,21 @@ PyObject *directCall(PyObject *self, PyObject *const *args, Py_ssize_t nargs) tr
     Py_RETURN_NONE;
   if (outputs.size() == 1)
     return THPVariable_Wrap(std::move(outputs[0]));
-  PyObject *tuple = PyTuple_New(static_cast<Py_ssize_t>(outputs.size()));
-  if (!tuple)
+  OwnedObject tuple(PyTuple_New(static_cast<Py_ssize_t>(outputs.size())));
+  if (!tuple.get())
     return nullptr;
   for (size_t o = 0; o < outputs.size(); ++o) {
     PyObject *wrapped = THPVariable_Wrap(std::move(outputs[o]));
-    if (!wrapped) {
-      Py_DECREF(tuple);
+    if (!wrapped)
       return nullptr;
-    }
-    PyTuple_SET_ITEM(tuple, static_cast<Py_ssize_t>(o), wrapped);
+    PyTuple_SET_ITEM(tuple.get(), static_cast<Py_ssize_t>(o), wrapped);
   }
-  return tuple;
-} catch (const c10::TypeError &error) {
-  raiseFrom(error, PyExc_TypeError);
-  return nullptr;
-} catch (const c10::ValueError &error) {
-  raiseFrom(error, PyExc_ValueError);
-  return nullptr;
-} catch (const c10::Error &error) {
-  raiseFrom(error, PyExc_RuntimeError);
-  return nullptr;
-} catch (const std::exception &error) {
-  PyErr_SetString(PyExc_RuntimeError, error.what());
-  return nullptr;
+  return tuple.release();
+  END_HANDLE_TH_ERRORS
 }
 
 PyMethodDef directCallMethod = {
-    "direct_call", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(directCall)),
+    "fslc_direct_call", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(directCall)),
     METH_FASTCALL,
     "The op's kernel called from Python without the dispatcher, or NotImplemented where "
     "the dispatcher must take the call."};
