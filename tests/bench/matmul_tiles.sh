@@ -4,7 +4,7 @@
 # is not a power of two (128 x 224, 128 x 192) and small tiles with deep pipelines for few
 # rows, next to the heuristics' choice; then matmul_ab.py alternates them with the peers.
 #   generate (here):      tests/bench/matmul_tiles.sh generate build/bin/fslc [OLD_FSLC]
-#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1|Q1|Q2|W1|W2|W5|W6|W7|W8|W11|W12|W13|W14|W15] [ONLY="variant ..."]
+#   run (GPU machine):    OUT=... [RUN=T3|T4|S1|K1|K2|E1|Q1|Q2|W1|W2|W5|W6|W7|W8|W11|W12|W13|W14|W15|W16] [ONLY="variant ..."]
 #                         tests/bench/matmul_tiles.sh run
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -196,6 +196,18 @@ generate)
     static_auto "db_plain_$tag" matmul "$shape" "$root/stdlib/tuning/h200.fsl"
     static_auto "db_gelu_$tag" linear_bias_gelu "$shape" "$root/stdlib/tuning/h200.fsl"
   done
+  # Run W16: the static plain product's whole output tile (3 stages) against pieces of 32
+  # columns (4 stages) at the large shapes, each order timed twice in a round (its place).
+  for shape in 4096,14336,5120 8192,8192,8192 8192,28672,8192 4096,4096,4096 4096,5120,14336; do
+    tag=${shape//,/_}
+    static_auto "whole_plain_$tag" matmul "$shape"
+    IFS=, read -r m n k <<< "$shape"
+    mkdir -p "$dir/pieces_plain_$tag"
+    sed -e "s/^fusion matmul(/fusion matmul<M = $m, N = $n, K = $k>(/" \
+      -e '/^schedule matmul/,$c schedule matmul = auto(matmul) { epilogue_piece = 32; }' \
+      "$root/examples/matmul.fsl" > "$dir/pieces_plain_$tag.fsl"
+    "$fslc" --diagnostics-color=never -o "$dir/pieces_plain_$tag" "$dir/pieces_plain_$tag.fsl"
+  done
   schedule plain_t176n2 matmul "128, 176" "64, 176" 176 5 2 232 "persistent swizzle 8;
     cluster (1, 2) multicast" "shared tma_store, tile (128, 16)"
   schedule plain_t224pn2 matmul "128, 224" "64, 224" 224 4 2 232 "persistent swizzle 8;
@@ -351,6 +363,17 @@ run)
     mkdir -p "$dir/l2/out" && BUILD="$dir/l2" OUT="$dir/l2/out" bash "$root/tests/gpu/profile_l2.sh" \
       "plain_t256x128e 4000 14000 5000" "plain_t256x128n2 4000 14000 5000" \
       "plain_t256x128e 4096 14336 5000" "plain_t256x128e 4000 14000 5120" > "$out/l2.txt" 2>&1
+    exit
+  fi
+  if [ "${RUN:-T2}" = W16 ]; then
+    for shape in 4096,14336,5120 8192,8192,8192 8192,28672,8192 4096,4096,4096 4096,5120,14336; do
+      tag=${shape//,/_}
+      whole=$dir/whole_plain_$tag/libfusion.so:plain@$shape pieces=$dir/pieces_plain_$tag/libfusion.so:plain@$shape
+      FSL_AB_TAG=_w16_whole_first_$tag python3 "$root/tests/bench/matmul_ab.py" "$out" \
+        whole=$whole pieces=$pieces whole_again=$whole --rounds "${ROUNDS:-7}" --shapes "$shape"
+      FSL_AB_TAG=_w16_pieces_first_$tag python3 "$root/tests/bench/matmul_ab.py" "$out" \
+        pieces=$pieces whole=$whole pieces_again=$pieces --rounds "${ROUNDS:-7}" --shapes "$shape"
+    done
     exit
   fi
   if [ "${RUN:-T2}" = W15 ]; then
