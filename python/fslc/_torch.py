@@ -501,7 +501,7 @@ def _install_eager_call(fusion):
     if getattr(base, "_fsl_generated_call", False):  # registered again: from the class below
         base = base.__bases__[0]
         fusion.__class__ = base
-    direct = getattr(fusion, "_direct_call", None)
+    direct = fusion._direct_call
     source, defaults = _eager_call_source(fusion.signature, fusion._graph_entry is not None,
                                           direct is not None)
     if source is None:

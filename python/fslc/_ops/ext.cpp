@@ -732,17 +732,18 @@ bool torchFunctionModeOn() {
 }
 
 /// The dispatch keys of a plain dense tensor of `device`'s type (its backend, autograd,
-/// ADInplaceOrView and autocast keys): what `at::empty` gives, asked once a device type.
+/// ADInplaceOrView and autocast keys): what `at::empty` gives, asked once a device type
+/// and read without a lock on every call after (two threads asking first store the same).
 c10::DispatchKeySet plainKeys(c10::DeviceType device) {
-  static std::mutex mutex;
-  static std::vector<std::pair<c10::DeviceType, c10::DispatchKeySet>> known;
-  std::lock_guard<std::mutex> lock(mutex);
-  for (const auto &[type, keys] : known)
-    if (type == device)
-      return keys;
-  c10::DispatchKeySet keys = at::empty({0}, at::TensorOptions().device(device)).key_set();
-  known.emplace_back(device, keys);
-  return keys;
+  static std::atomic<uint64_t>
+      known[static_cast<size_t>(c10::DeviceType::COMPILE_TIME_MAX_DEVICE_TYPES)];
+  std::atomic<uint64_t> &slot = known[static_cast<size_t>(device)];
+  uint64_t raw = slot.load(std::memory_order_acquire);
+  if (raw == 0) {
+    raw = at::empty({0}, at::TensorOptions().device(device)).key_set().raw_repr();
+    slot.store(raw, std::memory_order_release);
+  }
+  return c10::DispatchKeySet(c10::DispatchKeySet::RAW, raw);
 }
 
 /// A tensor argument the direct call takes as the dispatcher would, or null: a
