@@ -920,7 +920,7 @@ private:
       FSL_INTERNAL_ASSERT(s.scratch, "a block reduction without scratch");
       line() << acc << " = fsl_block_reduce_x" << staticThreadsX() << "(" << acc << ", "
              << combinerOf(s.reduceKind) << ", reinterpret_cast<" << cType(s.var->dtype) << "*>("
-             << nameOf(s.scratch) << "), " << s.slot << ");";
+             << nameOf(s.scratch) << "), " << printExpr(s.slot) << ");";
       end(noteOf(s).empty() ? "over threadIdx.x" : noteOf(s));
       return;
     case kir::ReduceScope::Grid:
@@ -958,7 +958,7 @@ private:
     case kir::ReduceScope::BlockX:
       FSL_INTERNAL_ASSERT(s.scratch, "a block reduction without scratch");
       line() << "fsl_block_" << kind << "_x" << staticThreadsX() << "(" << pair << ", "
-             << nameOf(s.scratch) << ", " << s.slot << ");";
+             << nameOf(s.scratch) << ", " << printExpr(s.slot) << ");";
       end(noteOf(s).empty() ? "over threadIdx.x" : noteOf(s));
       return;
     case kir::ReduceScope::Grid:

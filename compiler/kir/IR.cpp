@@ -503,12 +503,12 @@ Stmt allocate(BufferPtr buffer, std::string comment) {
 }
 
 Stmt reduce(VarPtr accumulator, ReduceKind kind, ReduceScope scope, BufferPtr scratch,
-            int64_t slot) {
+            Expr slot) {
   return newReduce(std::move(accumulator), {}, kind, scope, std::move(scratch), slot);
 }
 
 Stmt reduceTuple(std::vector<VarPtr> accumulators, ReduceKind kind, ReduceScope scope,
-                 BufferPtr scratch, int64_t slot) {
+                 BufferPtr scratch, Expr slot) {
   return newReduce(accumulators.front(), {accumulators.begin() + 1, accumulators.end()}, kind,
                    scope, std::move(scratch), slot);
 }

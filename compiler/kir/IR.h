@@ -325,11 +325,11 @@ Stmt let(VarPtr variable, Expr value, std::string comment = {});
 Stmt declare(VarPtr variable, Expr initial, std::string comment = {}); // mutable
 Stmt allocate(BufferPtr buffer, std::string comment = {});
 Stmt reduce(VarPtr accumulator, ReduceKind kind, ReduceScope scope, BufferPtr scratch,
-            int64_t slot);
+            Expr slot);
 /// A reduction of several accumulators combined together (`reduceArity(kind)` of them,
 /// the first one `var`).
 Stmt reduceTuple(std::vector<VarPtr> accumulators, ReduceKind kind, ReduceScope scope,
-                 BufferPtr scratch, int64_t slot);
+                 BufferPtr scratch, Expr slot);
 Stmt barrier();
 Stmt clusterBarrier(); // BarrierKind::Cluster
 /// A copy of `node` with other children (the same kind and fields otherwise).

@@ -283,8 +283,10 @@ private:
     for (const VarPtr &carried : s.carried)
       out_ << ", " << carried->name;
     out_ << " " << scopeName(s.scope);
-    if (s.scratch)
-      out_ << " scratch " << s.scratch->name << " slot " << s.slot;
+    if (s.scratch) {
+      out_ << " scratch " << s.scratch->name << " slot ";
+      expr(s.slot);
+    }
     note(s);
   }
 

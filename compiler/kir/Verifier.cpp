@@ -264,8 +264,10 @@ private:
              std::to_string(s->carried.size() + 1));
       for (const VarPtr &carried : s->carried)
         mutableVar(carried, "reduction");
-      if (s->scope == ReduceScope::BlockX)
+      if (s->scope == ReduceScope::BlockX) {
         buffer(s->scratch, "block reduction scratch");
+        integer(s->slot, "block reduction slot");
+      }
       return;
     case StmtKind::Barrier:
       if (s->threads)

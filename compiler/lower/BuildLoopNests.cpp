@@ -773,9 +773,9 @@ private:
       if (plan_.blockReduced.count(reduction->id)) {
         Stmt r =
             isArg ? kir::reduceTuple({acc, indices.at(reduction->id)}, reduceKind(reduction->op),
-                                     kir::ReduceScope::BlockX, pairScratch_, blockReductions_++ % 2)
+                                     kir::ReduceScope::BlockX, pairScratch_, nextSlot())
                   : kir::reduce(acc, reduceKind(reduction->op), kir::ReduceScope::BlockX,
-                                scratch_.at(acc->dtype), blockReductions_++ % 2);
+                                scratch_.at(acc->dtype), nextSlot());
         out.push_back(fromFusion(kir::withComment(r, "over threadIdx.x"), reduction->range));
       }
       if (plan_.gridLoop >= 0 && !plan_.innerOuter()) {
@@ -859,6 +859,7 @@ private:
       columnPartials_[value->id] = buffer;
     }
     std::vector<Stmt> rows;
+    const int reductionsBefore = blockReductions_;
     for (size_t p = 0; p < plan_.phases.size(); ++p) {
       const PlannedPhase &phase = plan_.phases[p];
       // The phase after the column reductions alone has nothing to do in the rows.
@@ -868,6 +869,8 @@ private:
       makePhase(static_cast<int>(p), rows);
     }
     Stmt nest = kir::block(std::move(rows));
+    if ((blockReductions_ - reductionsBefore) % 2 != 0)
+      nest = alternateSlotsByRow(nest);
     for (auto it = plan_.rowLoops.rbegin(); it != plan_.rowLoops.rend(); ++it) {
       const PlannedLoop &loop = plan_.loops[*it];
       nest = kir::forLoop(cx_.loopVars[*it], cx_.extentOf(loop.extent),
@@ -878,6 +881,42 @@ private:
     out.push_back(kir::withComment(nest, "the rows of this block, each through every phase"));
     makeColumnTotals(out);
   }
+
+  /// A block reduction needs no barrier after it because the next one writes the other
+  /// half of the scratch (device.cuh). A row body with an odd number of them would start
+  /// the next row in the half the last one is still being read from, with no barrier in
+  /// between: there each reduction's half alternates with the row, `(slot + row) % 2`, the
+  /// row counted over the block's row loops (innermost fastest). The rows' threads all run
+  /// the same iterations, so every thread picks the same half.
+  Stmt alternateSlotsByRow(const Stmt &rows) {
+    Expr row;
+    for (int loop : plan_.rowLoops)
+      row = row ? row * cx_.extentOf(plan_.loops[loop].extent) + kir::var(cx_.loopVars[loop])
+                : kir::var(cx_.loopVars[loop]);
+    if (!row)
+      return rows;
+    class Alternate : public kir::Mutator {
+    public:
+      explicit Alternate(Expr row) : row_(std::move(row)) {}
+      using Mutator::mutate;
+      Stmt mutate(const Stmt &s) override {
+        Stmt out = mutateChildren(s);
+        if (out->kind != kir::StmtKind::Reduce || out->scope != kir::ReduceScope::BlockX)
+          return out;
+        auto copy = std::make_shared<kir::StmtNode>(*out);
+        copy->slot = (out->slot + row_) % kir::index(2);
+        return copy;
+      }
+
+    private:
+      Expr row_;
+    };
+    return Alternate(row).mutate(rows);
+  }
+
+  /// The scratch half of the next block reduction: the two halves in turn (device.cuh's
+  /// fsl_block_reduce_x needs no barrier after a reduction that way).
+  Expr nextSlot() { return kir::index(blockReductions_++ % 2); }
 
   /// After the row loops, per element of a thread's partial columns: the rows of
   /// threadIdx.y added in order through the block reduction scratch (every thread writes
@@ -1223,7 +1262,7 @@ private:
     if (plan_.blockReduced.count(pair.first->id)) {
       Stmt r =
           kir::reduceTuple(acc, softmax ? kir::ReduceKind::MaxExpSum : kir::ReduceKind::Welford,
-                           kir::ReduceScope::BlockX, pairScratch_, blockReductions_++ % 2);
+                           kir::ReduceScope::BlockX, pairScratch_, nextSlot());
       const char *what = softmax ? "over threadIdx.x: (max, sum) rescaled to the block's maximum"
                                  : "over threadIdx.x: (count, mean, M2) by Chan's combine";
       out.push_back(fromFusion(kir::withComment(r, what), pair.second->range));

@@ -154,13 +154,13 @@ struct RowSums {
     VarPtr b = makeVar("b", DType::I64), ty = makeVar("ty", DType::I64),
            tx = makeVar("tx", DType::I64), row = makeVar("row", DType::I64);
     VarPtr acc = makeVar("acc", DType::F32), top = makeVar("top", DType::F32);
-    Stmt sum = reduce(acc, ReduceKind::Sum, ReduceScope::BlockX, nullptr, 0);
+    Stmt sum = reduce(acc, ReduceKind::Sum, ReduceScope::BlockX, nullptr, index(0));
     Stmt body = block({
         let(row, var(b) * index(2) + var(ty)),
         declare(acc, load(x, var(row) * index(8) + var(tx))),
         declare(top, load(x, var(row) * index(8) + var(tx))),
         divergent ? ifThen(var(tx) < index(4), sum) : sum,
-        reduce(top, ReduceKind::Max, ReduceScope::BlockX, nullptr, 1),
+        reduce(top, ReduceKind::Max, ReduceScope::BlockX, nullptr, index(1)),
         ifThen(eq(var(tx), index(0)),
                block({store(sums, var(row), var(acc)), store(maxima, var(row), var(top))})),
     });
@@ -387,8 +387,8 @@ TEST_CASE("simulator: a warp argmax combines (value, index) pairs by fsl_arg_bet
         declare(at, select(lane(7), index(-1), var(t))),
         declare(low, lowValue),
         declare(lowAt, var(t)),
-        reduceTuple({value, at}, ReduceKind::ArgMax, ReduceScope::Warp, nullptr, 0),
-        reduceTuple({low, lowAt}, ReduceKind::ArgMin, ReduceScope::Warp, nullptr, 0),
+        reduceTuple({value, at}, ReduceKind::ArgMax, ReduceScope::Warp, nullptr, nullptr),
+        reduceTuple({low, lowAt}, ReduceKind::ArgMin, ReduceScope::Warp, nullptr, nullptr),
         store(out, var(t), var(at) * index(100) + var(lowAt)),
     });
     Kernel kernel;
@@ -427,8 +427,8 @@ TEST_CASE("simulator: Welford and online-softmax partials combine over a block")
         declare(m2, f32(0)),
         declare(top, select(empty, f32(-INFINITY), value)),
         declare(sum, select(empty, f32(0), f32(1))),
-        reduceTuple({count, mean, m2}, ReduceKind::Welford, ReduceScope::BlockX, scratch, 0),
-        reduceTuple({top, sum}, ReduceKind::MaxExpSum, ReduceScope::BlockX, scratch, 1),
+        reduceTuple({count, mean, m2}, ReduceKind::Welford, ReduceScope::BlockX, scratch, index(0)),
+        reduceTuple({top, sum}, ReduceKind::MaxExpSum, ReduceScope::BlockX, scratch, index(1)),
         store(out, var(t) * index(5), var(count)),
         store(out, var(t) * index(5) + index(1), var(mean)),
         store(out, var(t) * index(5) + index(2), var(m2)),
@@ -485,7 +485,7 @@ TEST_CASE("simulator: a block reduction adds in the order of fsl_block_reduce_x"
       allocate(scratch),
       declare(acc, select(eq(var(t), index(0)), f32(16777216),
                           select(eq(var(t), index(32)), f32(2), f32(1)))),
-      reduce(acc, ReduceKind::Sum, ReduceScope::BlockX, scratch, 0),
+      reduce(acc, ReduceKind::Sum, ReduceScope::BlockX, scratch, index(0)),
       store(out, var(t), var(acc)),
   });
   Kernel kernel;
