@@ -126,6 +126,7 @@ directive
     | K_VECTORIZE dimRef SEMI                                                         # vectorizeDirective
     | K_UNROLL dimRef (K_BY INT)? SEMI                                                # unrollDirective
     | K_UNSWITCH dimRef SEMI                                                          # unswitchDirective
+    | K_PREFETCH dimRef SEMI                                                          # prefetchDirective
     | K_RFACTOR dimRef SEMI                                                           # rfactorDirective
     | K_INLINE (K_ALL | name) SEMI                                                    # inlineDirective
     | K_COMPUTE_AT name dimRef SEMI                                                   # computeAtDirective
@@ -165,7 +166,7 @@ intTuple : LPAREN INT (COMMA INT)* RPAREN ;
 name
     : IDENT
     | K_SPLIT | K_BY | K_INTO | K_MERGE | K_REORDER | K_PARALLELIZE | K_VECTORIZE
-    | K_UNROLL | K_UNSWITCH | K_RFACTOR | K_INLINE | K_ALL | K_COMPUTE_AT
+    | K_UNROLL | K_UNSWITCH | K_PREFETCH | K_RFACTOR | K_INLINE | K_ALL | K_COMPUTE_AT
     | K_COMPUTE_WITH | K_PERSISTENT | K_IN | K_REGISTERS | K_SHARED | K_RECOMPUTE
     | K_CACHE | K_LAUNCH_BOUNDS | K_MAXRREGCOUNT | K_PDL | K_MMA | K_TILE | K_WARP
     | K_INSTRUCTION | K_PIPELINE | K_STAGES | K_VIA | K_TMA | K_WARP_SPECIALIZE
@@ -204,6 +205,7 @@ K_PARALLELIZE : 'parallelize' ;
 K_VECTORIZE : 'vectorize' ;
 K_UNROLL : 'unroll' ;
 K_UNSWITCH : 'unswitch' ;
+K_PREFETCH : 'prefetch' ;
 K_RFACTOR : 'rfactor' ;
 K_INLINE : 'inline' ;
 K_ALL : 'all' ;

@@ -103,6 +103,7 @@ void addDirectives(std::vector<CompletionItem> &items) {
       {"vectorize", "one 2-16 byte access a vector", "vectorize ${1:Hv};"},
       {"unroll", "unroll a loop, fully or by N", "unroll ${1:Hp};"},
       {"unswitch", "a copy of the nest without bounds checks", "unswitch ${1:Hp};"},
+      {"prefetch", "the row walk loads each next row during the current one", "prefetch ${1:Ts};"},
       {"rfactor", "factor a reduction's serial part", "rfactor ${1:Hp};"},
       {"inline", "substitute a value into its uses", "inline ${1:all};"},
       {"compute_at", "compute a tensor inside a consumer's loop", "compute_at ${1:t} ${2:H};"},

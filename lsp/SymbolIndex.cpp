@@ -280,6 +280,9 @@ private:
       case Kind::Unswitch:
         dimRef(llvm::cast<ast::UnswitchDirective>(directive).dim);
         break;
+      case Kind::Prefetch:
+        dimRef(llvm::cast<ast::PrefetchDirective>(directive).dim);
+        break;
       case Kind::Rfactor:
         dimRef(llvm::cast<ast::RfactorDirective>(directive).dim);
         break;

@@ -228,6 +228,7 @@ public:
     Vectorize,
     Unroll,
     Unswitch,
+    Prefetch,
     Rfactor,
     Inline,
     ComputeAt,
@@ -300,13 +301,14 @@ struct ParallelizeDirective : DirectiveOf<Directive::Kind::Parallelize> {
   std::vector<ParallelBinding> bindings;
 };
 
-/// vectorize / unswitch / rfactor: a directive naming one loop.
+/// vectorize / unswitch / prefetch / rfactor: a directive naming one loop.
 template <Directive::Kind K> struct LoopDirective : DirectiveOf<K> {
   explicit LoopDirective(llvm::SMRange r) : DirectiveOf<K>(r) {}
   DimRef dim;
 };
 using VectorizeDirective = LoopDirective<Directive::Kind::Vectorize>;
 using UnswitchDirective = LoopDirective<Directive::Kind::Unswitch>;
+using PrefetchDirective = LoopDirective<Directive::Kind::Prefetch>;
 using RfactorDirective = LoopDirective<Directive::Kind::Rfactor>;
 
 struct UnrollDirective : DirectiveOf<Directive::Kind::Unroll> {

@@ -445,6 +445,10 @@ void printDirective(const Directive &directive, llvm::raw_ostream &out) {
     out << "unswitch ";
     printDimRef(llvm::cast<UnswitchDirective>(directive).dim, out);
     break;
+  case K::Prefetch:
+    out << "prefetch ";
+    printDimRef(llvm::cast<PrefetchDirective>(directive).dim, out);
+    break;
   case K::Rfactor:
     out << "rfactor ";
     printDimRef(llvm::cast<RfactorDirective>(directive).dim, out);

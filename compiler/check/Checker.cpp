@@ -1119,6 +1119,8 @@ private:
           refuse(loop.unrolledBy->range, "unroll", loops);
         if (loop.unswitched) // no directive range is kept: the schedule's
           refuse(schedule_.header.fusionRange, "unswitch", loops);
+        if (loop.prefetchedBy)
+          refuse(loop.prefetchedBy->range, "prefetch", loops);
       }
       // A reorder keeps no range either: a tensor whose loops are not its root loops.
       if (tensor.transforms.empty()) {

@@ -41,6 +41,9 @@ struct Block {
   void unroll(const std::string &name, llvm::SMRange at) {
     add(sched::Unroll{loop(name, at), std::nullopt}, at);
   }
+  void prefetch(const std::string &name, llvm::SMRange at) {
+    add(sched::Prefetch{loop(name, at)}, at);
+  }
   void persistent(const std::string &tensor, sched::MemoryKind memory, llvm::SMRange at) {
     add(sched::Persistent{{tensor, at}, memory}, at);
   }

@@ -30,6 +30,7 @@ struct InnerOuterParams {
   int64_t rowsPerBlock = 4;  // threadIdx.y
   int64_t blocks = 132;      // blockIdx.x, over the rows
   int64_t columnReductions = 0;
+  bool prefetchRows = false; // `prefetch Ts`: the next row's vectors loaded during this row
   std::vector<std::string> reasons;
   KnobVerdicts verdicts;
 };

@@ -771,11 +771,11 @@ private:
       const kir::VarPtr &acc = accumulators[reduction->id];
       bool isArg = ir::isArgReduction(reduction->op);
       if (plan_.blockReduced.count(reduction->id)) {
-        Stmt r =
-            isArg ? kir::reduceTuple({acc, indices.at(reduction->id)}, reduceKind(reduction->op),
-                                     kir::ReduceScope::BlockX, pairScratch_, nextSlot())
-                  : kir::reduce(acc, reduceKind(reduction->op), kir::ReduceScope::BlockX,
-                                scratch_.at(acc->dtype), nextSlot());
+        Stmt r = isArg
+                     ? kir::reduceTuple({acc, indices.at(reduction->id)}, reduceKind(reduction->op),
+                                        kir::ReduceScope::BlockX, pairScratch_, nextSlot())
+                     : kir::reduce(acc, reduceKind(reduction->op), kir::ReduceScope::BlockX,
+                                   scratch_.at(acc->dtype), nextSlot());
         out.push_back(fromFusion(kir::withComment(r, "over threadIdx.x"), reduction->range));
       }
       if (plan_.gridLoop >= 0 && !plan_.innerOuter()) {

@@ -41,12 +41,6 @@ std::set<const kir::Buffer *> globalReads(const Stmt &s) {
 /// are held above the first phase (EarlyLoads::holdsEarlyLoads).
 constexpr int64_t kHeldLoadBytes = 128;
 
-std::string renamed(const kir::BufferPtr &local, const char *suffix) {
-  llvm::StringRef name = local->name;
-  name.consume_back("_vec");
-  return name.str() + suffix;
-}
-
 class EarlyLoads : public kir::Mutator {
 public:
   explicit EarlyLoads(const LowerContext &cx) : cx_(cx) {}
@@ -77,7 +71,7 @@ public:
             early.insert(global.get());
             return true;
           },
-          [](const kir::BufferPtr &local) { return renamed(local, "_early"); }, "early loads");
+          [](const kir::BufferPtr &local) { return batchArrayName(local, "_early"); }, "early loads");
       if (!h.loads)
         continue;
       body[nests[n]] = h.nest;

@@ -90,6 +90,12 @@ public:
 
 } // namespace
 
+std::string batchArrayName(const kir::BufferPtr &local, const char *suffix) {
+  llvm::StringRef name = local->name;
+  name.consume_back("_vec");
+  return name.str() + suffix;
+}
+
 std::optional<std::vector<int>> staticBatchLoops(const Plan &plan, bool requireUnrolled) {
   std::vector<int> serial = plan.serialLoops();
   if (plan.vectorLoop < 0 || !plan.vectorAccessesExact || serial.empty() ||

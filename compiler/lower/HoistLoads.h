@@ -27,6 +27,10 @@ Hoisted hoistBatchLoads(const LowerContext &cx, const kir::Stmt &nest,
                         const std::function<std::string(const kir::BufferPtr &)> &name,
                         const std::string &comment);
 
+/// A batch array's name: the vector's local (`x_0_vec`) without `_vec`, then `suffix`
+/// (`x_0_early`, `x_0_row`).
+std::string batchArrayName(const kir::BufferPtr &local, const char *suffix);
+
 /// The batch loops of the plan (serial, outside the vector loop, which must be innermost
 /// with whole-vector accesses), outermost first, when they have static extents and, with
 /// `requireUnrolled`, are unrolled (or of extent 1); none otherwise.

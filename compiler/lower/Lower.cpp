@@ -32,6 +32,7 @@ const std::vector<PassInfo> &passList() {
       {"store-rounding", storeRounding},
       {"vectorize", vectorizeAccesses},
       {"cache-inputs", cacheInputs},
+      {"next-row", prefetchNextRow},
       {"early-loads", earlyLoads},
       {"prefetch", prefetchBatches},
       {"unswitch", unswitchNests},

@@ -14,6 +14,8 @@
 //   vectorize           element loads and stores of the vector loop become vector copies
 //   cache-inputs        `cache t in shared`: t copied into shared memory once a block, its
 //                       reads redirected to the copy
+//   next-row            `prefetch L`: the row walk loads each next row's vectors during
+//                       the current row, and its later phases read them from registers
 //   early-loads         inputs first read after a reduction are loaded before phase 0
 //   prefetch            a short unrolled batch loads all its vectors before using any
 //   unswitch            a copy of the nest without predicates for threads in bounds
@@ -52,6 +54,7 @@ bool reciprocalDivision(LowerContext &context);
 bool storeRounding(LowerContext &context);
 bool vectorizeAccesses(LowerContext &context);
 bool cacheInputs(LowerContext &context);
+bool prefetchNextRow(LowerContext &context);
 bool earlyLoads(LowerContext &context);
 bool prefetchBatches(LowerContext &context);
 bool unswitchNests(LowerContext &context);

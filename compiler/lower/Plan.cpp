@@ -1,5 +1,6 @@
 // Plan.cpp — reference nest, support checks, phases and the persistent buffer.
 #include "lower/Plan.h"
+#include "lower/HoistLoads.h"
 #include "lower/Pointwise.h"
 
 #include "ir/Describe.h"
@@ -67,7 +68,7 @@ public:
             {tensor.value->paramIndex,
              {"cache " + tensor.name + " in shared", tensor.cacheBy->range}});
     if (!chooseReference() || !checkTensors() || !planColumns() || !checkReductions() ||
-        !assignPhases() || !checkGridReduction())
+        !assignPhases() || !checkGridReduction() || !checkPrefetch())
       return nullptr;
     chooseClampedRoots();
     return std::move(plan_);
@@ -227,6 +228,8 @@ private:
     result.unrolled = loop.unrolled;
     result.unrollFactor = loop.unrollFactor;
     result.unswitched = loop.unswitched;
+    if (loop.prefetchedBy)
+      result.prefetchedBy = loop.prefetchedBy->range;
     result.roots = loop.roots;
     result.exact = loop.exact;
     if (loop.parallel != Parallel::Serial) {
@@ -251,6 +254,46 @@ private:
   }
 
   /// Every tensor's loops must be loops of the reference nest, alike.
+  /// `prefetch L` needs L to be the one serial loop over a block's rows (the inner-outer
+  /// walk, Plan::rowLoops) and batch loops the next row's vectors fit in registers as
+  /// arrays: static, fully unrolled, at most sched::kMaxPrefetchVectors vectors of each input.
+  bool checkPrefetch() {
+    for (const PlannedLoop &loop : plan_->loops) {
+      if (!loop.prefetchedBy)
+        continue;
+      int index = static_cast<int>(&loop - plan_->loops.data());
+      auto refuse = [&](const std::string &why) {
+        diagnostics_.report(DiagId::PrefetchNotRowWalk, *loop.prefetchedBy, loop.name, why);
+        return false;
+      };
+      if (!llvm::is_contained(plan_->rowLoops, index))
+        return refuse(plan_->rowLoops.empty()
+                          ? "this kernel walks no rows serially (only a fusion with a row "
+                            "reduction and a column reduction, the inner-outer form, does)"
+                          : "it is not the serial loop over the block's rows ('" +
+                                plan_->loops[plan_->rowLoops.front()].name + "' is)");
+      if (plan_->rowLoops.size() != 1)
+        return refuse("the block's rows are walked by " + std::to_string(plan_->rowLoops.size()) +
+                      " serial loops; prefetch takes one (merge them)");
+      if (loop.unrolled)
+        return refuse("it is unrolled; the next row is loaded while a serial loop's row is "
+                      "reduced");
+      std::optional<std::vector<int>> batch = staticBatchLoops(*plan_, true);
+      int64_t vectors = 1;
+      for (int b : batch.value_or(std::vector<int>{}))
+        vectors *= *plan_->loops[b].extent.value;
+      if (!batch || vectors > sched::kMaxPrefetchVectors)
+        return refuse(!batch ? "the row's loops inside it are not static and fully unrolled "
+                               "around an innermost vector loop, so its vectors cannot be "
+                               "registers"
+                             : "each thread's row takes " + std::to_string(vectors) +
+                                   " vectors of each input, over the " +
+                                   std::to_string(sched::kMaxPrefetchVectors) +
+                                   " a prefetch keeps in registers");
+    }
+    return true;
+  }
+
   bool checkTensors() {
     for (const sched::TensorSchedule &tensor : schedule_.tensors)
       for (const sched::Loop &loop : tensor.loops) {

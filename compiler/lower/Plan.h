@@ -29,6 +29,8 @@ struct PlannedLoop {
   bool unrolled = false;
   std::optional<int64_t> unrollFactor;
   bool unswitched = false;
+  /// `prefetch L` (the range of the directive): the row walk loads the next row ahead.
+  std::optional<llvm::SMRange> prefetchedBy;
   std::vector<ir::DimId> roots;
   bool exact = true;
   kir::Origin origin; // the directive that gave the loop its kind

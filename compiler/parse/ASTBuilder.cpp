@@ -544,6 +544,11 @@ private:
       d->dim = dimRef(c->dimRef());
       return d;
     }
+    if (auto *c = dynamic_cast<FSLParser::PrefetchDirectiveContext *>(context)) {
+      auto d = make<PrefetchDirective>(c);
+      d->dim = dimRef(c->dimRef());
+      return d;
+    }
     if (auto *c = dynamic_cast<FSLParser::RfactorDirectiveContext *>(context)) {
       auto d = make<RfactorDirective>(c);
       d->dim = dimRef(c->dimRef());

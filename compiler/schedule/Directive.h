@@ -86,6 +86,15 @@ struct Unswitch {
   LoopRef loop;
 };
 
+/// The serial loop over a block's rows (the inner-outer walk) loads each next row's
+/// vectors while the current row is reduced.
+struct Prefetch {
+  LoopRef loop;
+};
+/// The vectors of each input a thread's row may take for `prefetch` (the next row's are
+/// registers beside the current row's).
+inline constexpr int64_t kMaxPrefetchVectors = 8;
+
 struct Rfactor {
   LoopRef loop;
 };
@@ -198,8 +207,8 @@ struct Epilogue {
 
 /// What a directive does, with its operands.
 using DirectiveOp =
-    std::variant<Split, Merge, Reorder, Parallelize, Vectorize, Unroll, Unswitch, Rfactor, Inline,
-                 ComputeAt, ComputeWith, Persistent, Cache, LaunchBounds, MaxRRegCount, Pdl,
+    std::variant<Split, Merge, Reorder, Parallelize, Vectorize, Unroll, Unswitch, Prefetch, Rfactor,
+                 Inline, ComputeAt, ComputeWith, Persistent, Cache, LaunchBounds, MaxRRegCount, Pdl,
                  FastExp, FastTanh, FastDiv, ReduceForm, Mma, Pipeline, WarpSpecialize, Tiles,
                  Cluster, Epilogue>;
 

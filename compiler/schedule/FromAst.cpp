@@ -154,6 +154,8 @@ DirectiveOp opOf(const ast::Directive &directive) {
   }
   case K::Unswitch:
     return Unswitch{loopOf(llvm::cast<ast::UnswitchDirective>(directive).dim)};
+  case K::Prefetch:
+    return Prefetch{loopOf(llvm::cast<ast::PrefetchDirective>(directive).dim)};
   case K::Rfactor:
     return Rfactor{loopOf(llvm::cast<ast::RfactorDirective>(directive).dim)};
   case K::Inline: {

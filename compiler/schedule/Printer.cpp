@@ -75,6 +75,10 @@ struct DirectiveWriter {
     out << "unswitch ";
     printLoopRef(d.loop, out);
   }
+  void operator()(const Prefetch &d) {
+    out << "prefetch ";
+    printLoopRef(d.loop, out);
+  }
   void operator()(const Rfactor &d) {
     out << "rfactor ";
     printLoopRef(d.loop, out);
@@ -172,6 +176,8 @@ std::string annotations(const Loop &loop) {
     parts.push_back(loop.unrollFactor ? "unroll " + std::to_string(*loop.unrollFactor) : "unroll");
   if (loop.unswitched)
     parts.push_back("unswitch");
+  if (loop.prefetchedBy)
+    parts.push_back("prefetch");
   if (parts.empty())
     parts.push_back("serial");
   if (loop.isReduction)

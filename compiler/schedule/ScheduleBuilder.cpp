@@ -549,6 +549,13 @@ private:
     iterationsNote(found, d.loop);
   }
 
+  void apply(const Prefetch &d) {
+    std::vector<unsigned> found = targets(d.loop);
+    for (unsigned index : found)
+      tensors()[index].loops[tensors()[index].findLoop(d.loop.loop.text)].prefetchedBy = current_;
+    iterationsNote(found, d.loop);
+  }
+
   /// `Hp: 8 iterations`, from the first tensor that has the loop.
   void iterationsNote(const std::vector<unsigned> &found, const LoopRef &ref) {
     if (found.empty())

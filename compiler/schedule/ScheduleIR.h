@@ -88,6 +88,8 @@ struct Loop {
   std::optional<llvm::SMRange> overrunningSplit;
   // Where its annotations came from, for diagnostics.
   std::optional<Origin> parallelizedBy, vectorizedBy, unrolledBy;
+  /// `prefetch L`: the row walk L loads the next row's vectors during this row.
+  std::optional<Origin> prefetchedBy;
 };
 
 /// One split or merge, in the order applied: how a tensor's loops derive from its

@@ -45,7 +45,8 @@ std::vector<KnobValues> valuesFor(heuristics::Family family) {
     return {{"vector_width", {"4", "8"}},
             {"persistent_batch", {"1", "2", "4", "8"}},
             {"rows_per_block", {"1", "2", "4", "8"}},
-            {"blocks_per_sm", {"1", "2", "4", "8"}}};
+            {"blocks_per_sm", {"1", "2", "4", "8"}},
+            {"prefetch_rows", {"true", "false"}}};
   }
   return {};
 }

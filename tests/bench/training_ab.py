@@ -9,6 +9,9 @@
                      default on 256 threads a row, against the schedule it had: two passes,
                      the row's vectors prefetched whole (`one_pass = false; persistent_batch
                      = 8 or 16`: 512 or 1024 threads a row)
+  prefetch_rows      std/norms.fsl's backward fusions (rms_norm_grad, rms_norm_add_grad,
+                     layer_norm_grad) with `prefetch_rows = true` over the H200 database's
+                     knobs, against the database's schedules (old)
   swiglu             std/activations.fsl's swiglu through the JIT: H and H2 specialized
                      (policy "reduced", the default, which now compiles them static)
                      against policy "none" (one kernel for every size: the kernel the
@@ -40,7 +43,7 @@ parser.add_argument("--python", default=os.path.join(ROOT, "python"))
 parser.add_argument("-o", "--output", default="training_ab.json")
 parser.add_argument("--rounds", type=int, default=9)
 parser.add_argument("--only", default="", help="comma-separated kernels (rms_norm_add_grad, swiglu, "
-                    "cross_entropy_train)")
+                    "cross_entropy_train, prefetch_rows)")
 args = parser.parse_args()
 sys.path.insert(0, args.python)
 
@@ -208,6 +211,38 @@ def main():
             rows.append(ab("cross_entropy_train", "T=%d V=%d" % (T, V), 2 * T * V, make,
                            lambda s: tuple(old_losses.cross_entropy_train(*s)),
                            lambda s: tuple(losses.cross_entropy_train(*s)), close))
+    # The backward norms' row walk with `prefetch Ts` (`prefetch_rows = true`, over the
+    # database's knobs) against the database's schedules as they are.
+    with open(os.path.join(args.stdlib, "std", "norms.fsl")) as f:
+        norms_text = f.read()
+    tuning_db = os.path.join(args.stdlib, "tuning", "h200.fsl")
+    base = fslc.load_text(os.path.join(args.stdlib, "std", "ab_norms_base.fsl"), norms_text,
+                          namespace="fsl_ab_norms_base", tuning_db=tuning_db, **common)
+    prefetched = fslc.load_text(
+        os.path.join(args.stdlib, "std", "ab_norms_prefetch.fsl"),
+        norms_text + "".join("schedule %s = auto(inner_outer) { prefetch_rows = true; }\n" % f
+                             for f in ("rms_norm_grad", "rms_norm_add_grad", "layer_norm_grad")),
+        namespace="fsl_ab_norms_prefetch", tuning_db=tuning_db, **common)
+    for fusion in ("rms_norm_grad", "rms_norm_add_grad", "layer_norm_grad"):
+        for H in (2048, 4096, 8192):
+            for T in (1024, 4096, 16384):
+                def make(i, T=T, H=H, fusion=fusion):
+                    g = torch.Generator(device=dev)
+                    g.manual_seed(i)
+                    x = torch.randn(T, H, device=dev, dtype=bf, generator=g)
+                    w = torch.randn(H, device=dev, dtype=bf, generator=g)
+                    rstd = torch.rsqrt(x.float().pow(2).mean(-1) + 1e-6)
+                    dy = torch.randn(T, H, device=dev, dtype=bf, generator=g)
+                    if fusion == "rms_norm_grad":
+                        return (x, w, rstd, dy)
+                    if fusion == "rms_norm_add_grad":
+                        return (x, w, rstd, dy, torch.randn(T, H, device=dev, dtype=bf, generator=g))
+                    return (x, w, x.float().mean(-1), rstd, dy)
+
+                rows.append(ab("prefetch_rows", "%s T=%d H=%d" % (fusion, T, H),
+                               (8 if fusion == "rms_norm_add_grad" else 6) * T * H, make,
+                               lambda s, f=fusion: tuple(getattr(base, f)(*s)),
+                               lambda s, f=fusion: tuple(getattr(prefetched, f)(*s)), close))
     with open(args.output, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "rows": [r for r in rows if r]}, f, indent=1)
 
