@@ -251,7 +251,8 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
   // The row walk prefetched by default where a thread's row fits the arrays: on the H200
   // it ran the backward norms 1.03-1.27x faster at 24 of 27 shapes (H = 2048-8192, T =
   // 1024-16384, docs/performance.md, run P1) and 0.90-0.94x at three of RMSNorm's, where
-  // the tuning database turns it off.
+  // its registers left room for fewer blocks than the grid has: there the tuning database
+  // halves the blocks an SM or the batch (run P3), or turns it off.
   // The arrays need vector accesses (an unvectorized row has no static batch of vectors).
   params.prefetchRows = params.vector > 1 && params.batch <= sched::kMaxPrefetchVectors;
   if (knobs.prefetchRows) {
