@@ -257,11 +257,17 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
   params.prefetchRows = params.vector > 1 && params.batch <= sched::kMaxPrefetchVectors;
   if (knobs.prefetchRows) {
     if (*knobs.prefetchRows && params.vector == 1)
-      params.verdicts.refuse("prefetch_rows",
-                             llvm::formatv("{0} = {1} is read an element at a time (no vector "
-                                           "width divides it), so a row is no array of vectors",
-                                           columns.name, extent)
-                                 .str());
+      params.verdicts.refuse(
+          "prefetch_rows",
+          knobs.vectorWidth
+              ? llvm::formatv("{0} is read an element at a time (vector_width = 1), so a row is "
+                              "no array of vectors; use a vector_width over 1",
+                              columns.name)
+                    .str()
+              : llvm::formatv("{0} = {1} is read an element at a time (no vector width divides "
+                              "it), so a row is no array of vectors",
+                              columns.name, extent)
+                    .str());
     else if (*knobs.prefetchRows && params.batch > sched::kMaxPrefetchVectors)
       params.verdicts.refuse(
           "prefetch_rows",

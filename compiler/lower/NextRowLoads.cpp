@@ -24,6 +24,7 @@
 #include <llvm/ADT/STLExtras.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -98,6 +99,39 @@ std::map<const kir::Buffer *, std::vector<GlobalLoad>> loadsOf(const Stmt &nest)
   std::map<const kir::Buffer *, std::vector<GlobalLoad>> loads;
   collectLoads(nest, guards, loads);
   return loads;
+}
+
+/// The conjuncts of a condition (`a && b && c`: a, b, c).
+std::vector<Expr> conjuncts(const Expr &e) {
+  if (e->kind == kir::ExprKind::Binary && e->binary == kir::BinaryOp::And) {
+    std::vector<Expr> all = conjuncts(e->operands[0]);
+    for (const Expr &c : conjuncts(e->operands[1]))
+      all.push_back(c);
+    return all;
+  }
+  return {e};
+}
+
+/// Whether `a` and `b` read a variable in common.
+bool sharesVariable(const Expr &a, const Expr &b) {
+  std::set<const kir::Var *> inA;
+  std::function<void(const Expr &, std::set<const kir::Var *> *)> walkVars;
+  bool shared = false;
+  walkVars = [&](const Expr &e, std::set<const kir::Var *> *collect) {
+    if (!e)
+      return;
+    if (e->kind == kir::ExprKind::Var) {
+      if (collect)
+        collect->insert(e->var.get());
+      else
+        shared |= inA.count(e->var.get()) != 0;
+    }
+    for (const Expr &operand : e->operands)
+      walkVars(operand, collect);
+  };
+  walkVars(a, &inA);
+  walkVars(b, nullptr);
+  return shared;
 }
 
 bool sameLoads(const std::vector<GlobalLoad> &a, const std::vector<GlobalLoad> &b) {
@@ -183,14 +217,23 @@ private:
     }
     if (first == nests.size())
       return s;
-    std::set<const kir::Buffer *> byRow; // whose index moves with the row
+    // Whose index moves with the row, or whose guards tie the row to the loaded elements
+    // (a conjunct naming the row and a variable of the index): loaded a row ahead.
+    std::set<const kir::Buffer *> byRow;
     for (const auto &[buffer, loads] : firstLoads)
-      for (const GlobalLoad &load : loads)
-        if (kir::uses(load.sourceIndex, rowVar()))
+      for (const GlobalLoad &load : loads) {
+        bool tied = kir::uses(load.sourceIndex, rowVar());
+        for (const Expr &guard : load.guards)
+          for (const Expr &conjunct : conjuncts(guard))
+            tied |= kir::uses(conjunct, rowVar()) && sharesVariable(conjunct, load.sourceIndex);
+        if (tied)
           byRow.insert(buffer);
+      }
 
-    // Row-invariant inputs: loaded once before the walk (guards at the first row: a row
-    // bound false there is false for every later row, which only walks further).
+    // Row-invariant inputs: loaded once before the walk, without the guards' conditions on
+    // the rows (bounds of the row dimensions, which the elements loaded do not depend on:
+    // a row bound false at the first row can hold at a later one, when the walk merges
+    // dimensions with a partial split).
     Hoisted once = hoistBatchLoads(
         cx_, body[nests[first]],
         [&](const kir::BufferPtr &g, int64_t) {
@@ -244,7 +287,7 @@ private:
     if (once.loads) {
       before.push_back(kir::comment("The block's rows read these inputs alike: loaded once."));
       before.insert(before.end(), once.allocations.begin(), once.allocations.end());
-      before.push_back(atRow(once.loads, first0));
+      before.push_back(withoutRowConditions(once.loads));
     }
     if (row.loads) {
       Retarget toNext;
@@ -280,6 +323,32 @@ private:
     Stmt walked = withBody(s, {kir::block(std::move(body))});
     before.push_back(walked);
     return kir::block(std::move(before));
+  }
+
+  /// `s` with the conjuncts of its If conditions that name the row dropped (an If left
+  /// without any becomes its body).
+  Stmt withoutRowConditions(const Stmt &s) {
+    class Drop : public kir::Mutator {
+    public:
+      explicit Drop(const kir::VarPtr &row) : row_(row) {}
+      using Mutator::mutate;
+      Stmt mutate(const Stmt &st) override {
+        Stmt out = mutateChildren(st);
+        if (!out || out->kind != kir::StmtKind::If || out->body.size() != 1)
+          return out;
+        Expr kept;
+        for (const Expr &conjunct : conjuncts(out->condition))
+          if (!kir::uses(conjunct, row_))
+            kept = kept ? kept && conjunct : conjunct;
+        if (!kept)
+          return out->body[0];
+        return kir::ifThen(kept, out->body[0], nullptr, out->comment);
+      }
+
+    private:
+      const kir::VarPtr &row_;
+    };
+    return Drop(rowVar()).mutate(s);
   }
 
   const LowerContext &cx_;

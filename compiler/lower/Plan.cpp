@@ -258,12 +258,27 @@ private:
   /// walk, Plan::rowLoops) and batch loops the next row's vectors fit in registers as
   /// arrays: static, fully unrolled, at most sched::kMaxPrefetchVectors vectors of each input.
   bool checkPrefetch() {
+    // The walk is the kernel's: `prefetch dy.Ts` on a tensor whose loop is not the
+    // kernel's walk would be dropped, so it is refused.
+    for (const sched::TensorSchedule &tensor : schedule_.tensors)
+      for (const sched::Loop &loop : tensor.loops) {
+        int index = findLoop(loop.name);
+        if (loop.prefetchedBy && (index < 0 || !plan_->loops[index].prefetchedBy)) {
+          diagnostics_.report(DiagId::PrefetchNotRowWalk, loop.prefetchedBy->range,
+                              sched::userName(tensor, fusion_) + "." + loop.name,
+                              "the row walk is the kernel's loop over its rows, not a tensor's; "
+                              "write 'prefetch " +
+                                  loop.name + "' (every tensor's)");
+          return false;
+        }
+      }
     for (const PlannedLoop &loop : plan_->loops) {
       if (!loop.prefetchedBy)
         continue;
       int index = static_cast<int>(&loop - plan_->loops.data());
       auto refuse = [&](const std::string &why) {
-        diagnostics_.report(DiagId::PrefetchNotRowWalk, *loop.prefetchedBy, loop.name, why);
+        diagnostics_.report(DiagId::PrefetchNotRowWalk, *loop.prefetchedBy, loop.name,
+                            why + "; remove the directive");
         return false;
       };
       if (!llvm::is_contained(plan_->rowLoops, index))
