@@ -134,6 +134,37 @@ bool sharesVariable(const Expr &a, const Expr &b) {
   return shared;
 }
 
+/// Whether `e` is a sum of products of `row` and non-negative terms (constants, loop
+/// indices and sizes, their sums, products and quotients), so it only grows with `row`.
+bool growsWith(const Expr &e, const kir::VarPtr &row) {
+  switch (e->kind) {
+  case kir::ExprKind::Const:
+    return e->constant >= 0;
+  case kir::ExprKind::Var:
+    return true; // loop indices and sizes are never negative
+  case kir::ExprKind::Binary:
+    if (e->binary == kir::BinaryOp::Add || e->binary == kir::BinaryOp::Mul)
+      return growsWith(e->operands[0], row) && growsWith(e->operands[1], row);
+    if (e->binary == kir::BinaryOp::Div)
+      return !kir::uses(e, row) && growsWith(e->operands[0], row) && growsWith(e->operands[1], row);
+    return false;
+  case kir::ExprKind::Unary:
+  case kir::ExprKind::Select:
+  case kir::ExprKind::Cast:
+  case kir::ExprKind::Load:
+    return false;
+  }
+  return false;
+}
+
+/// `a < b` (or `<=`) with `a` growing with `row` and `b` not naming it: false at a row,
+/// false at every later one.
+bool increasingBound(const Expr &e, const kir::VarPtr &row) {
+  return e->kind == kir::ExprKind::Binary &&
+         (e->binary == kir::BinaryOp::Lt || e->binary == kir::BinaryOp::Le) &&
+         growsWith(e->operands[0], row) && !kir::uses(e->operands[1], row);
+}
+
 bool sameLoads(const std::vector<GlobalLoad> &a, const std::vector<GlobalLoad> &b) {
   return a.size() == b.size() && llvm::all_of(llvm::zip(a, b), [](const auto &pair) {
            const GlobalLoad &x = std::get<0>(pair), &y = std::get<1>(pair);
@@ -230,10 +261,13 @@ private:
           byRow.insert(buffer);
       }
 
-    // Row-invariant inputs: loaded once before the walk, without the guards' conditions on
-    // the rows (bounds of the row dimensions, which the elements loaded do not depend on:
-    // a row bound false at the first row can hold at a later one, when the walk merges
-    // dimensions with a partial split).
+    // Row-invariant inputs: loaded once before the walk. A condition on the rows (a bound of
+    // a row dimension, which the elements loaded do not depend on) is kept at the first row
+    // where it only grows with the row (`Tb * 16 + Ts < T`: false at the first row, false at
+    // every later one): the loads stay conditional, which on the H200 kept ptxas from moving
+    // them into the walk (unconditional, the kernels ran 5-19 % slower, run P5). Any other
+    // condition on the rows is dropped: where the walk merges dimensions with a partial
+    // split (`... % 2 * 4 + Si < 7`) a first row out of bounds can have later ones in.
     Hoisted once = hoistBatchLoads(
         cx_, body[nests[first]],
         [&](const kir::BufferPtr &g, int64_t) {
@@ -325,8 +359,9 @@ private:
     return kir::block(std::move(before));
   }
 
-  /// `s` with the conjuncts of its If conditions that name the row dropped (an If left
-  /// without any becomes its body).
+  /// `s` with the conjuncts of its If conditions that name the row taken at the first row
+  /// where they only grow with it (increasingBound), dropped otherwise (an If left without
+  /// any becomes its body).
   Stmt withoutRowConditions(const Stmt &s) {
     class Drop : public kir::Mutator {
     public:
@@ -337,9 +372,16 @@ private:
         if (!out || out->kind != kir::StmtKind::If || out->body.size() != 1)
           return out;
         Expr kept;
-        for (const Expr &conjunct : conjuncts(out->condition))
-          if (!kir::uses(conjunct, row_))
-            kept = kept ? kept && conjunct : conjunct;
+        for (Expr conjunct : conjuncts(out->condition)) {
+          if (kir::uses(conjunct, row_)) {
+            if (!increasingBound(conjunct, row_))
+              continue;
+            conjunct = kir::substitute(conjunct, [&](const kir::VarPtr &v) -> Expr {
+              return v == row_ ? kir::index(0) : nullptr;
+            });
+          }
+          kept = kept ? kept && conjunct : conjunct;
+        }
         if (!kept)
           return out->body[0];
         return kir::ifThen(kept, out->body[0], nullptr, out->comment);
