@@ -26,6 +26,7 @@ bool Interpreter::execBarrier(Warp &warp, const StmtNode &s, LaneMask lanes) {
     std::vector<Warp *> met = warpsWaiting(Wait::Barrier, &s);
     if (met.size() < cta_->warps.size())
       return false;
+    cta_->lastReductionSlot = -1; // every warp has read the last reduction's partials
     release(met);
     return true;
   }

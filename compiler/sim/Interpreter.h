@@ -208,6 +208,11 @@ private:
     std::vector<Warp> warps;
     int64_t registerPool = 0; // registers given up by setmaxnreg.dec, not yet taken
     bool finished = false;    // every warp has finished: the CTA has exited
+    /// The half of the reduction scratch the last block reduction read (-1: a block
+    /// barrier since), and its accumulator: device.cuh's block reductions have no barrier
+    /// after them, so the next one must take the other half.
+    int64_t lastReductionSlot = -1;
+    const kir::Var *lastReduced = nullptr;
     /// What other CTAs did to this one's mbarriers (an arrival; a multicast load's data and
     /// bytes) that may still be in flight on the GPU: no wait of this CTA has seen the phase
     /// it counts in complete and, for an arrival, no cluster barrier has followed it. The

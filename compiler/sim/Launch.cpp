@@ -196,6 +196,8 @@ void Interpreter::startCta(int rank, std::array<int64_t, 3> blockIdx) {
   cta.registerPool = 0;
   cta.finished = false;
   cta.unseen.clear();
+  cta.lastReductionSlot = -1;
+  cta.lastReduced = nullptr;
 }
 
 } // namespace fsl::sim

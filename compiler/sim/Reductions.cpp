@@ -192,6 +192,26 @@ bool Interpreter::execReduce(Warp &warp, const StmtNode &s, LaneMask lanes) {
   std::vector<Warp *> met = warpsWaiting(Wait::Reduce, &s);
   if (met.size() < cta_->warps.size())
     return false;
+  // On the GPU each warp writes its partial into the slot's half of the scratch, waits at
+  // a barrier, and reads the partials; nothing waits after that. A reduction whose slot is
+  // the previous one's with no block barrier between lets a warp that got past the first
+  // overwrite a partial that a slower warp has still to read.
+  if (s.slot) {
+    int64_t slot = uniform(s.slot, mask, "a block reduction's scratch slot");
+    if (slot != 0 && slot != 1)
+      fault(mask.front(), llvm::formatv("block reduction of {0} in scratch slot {1}; the "
+                                        "slots are 0 and 1",
+                                        s.var->name, slot));
+    if (slot == cta_->lastReductionSlot)
+      fault(mask.front(),
+            llvm::formatv("block reduction of {0} takes half {1} of the reduction scratch, "
+                          "which the block reduction of {2} before it read with no barrier "
+                          "since: a warp past that reduction can overwrite a partial another "
+                          "warp has still to read (a race on the GPU)",
+                          s.var->name, slot, cta_->lastReduced ? cta_->lastReduced->name : "?"));
+    cta_->lastReductionSlot = slot;
+    cta_->lastReduced = s.var.get();
+  }
   // Each (threadIdx.y, threadIdx.z) row combines over threadIdx.x, in the GPU's order.
   for (int64_t row = 0; row < block_[1] * block_[2]; ++row) {
     std::vector<int> group;

@@ -523,6 +523,58 @@ TEST_CASE("simulator: a block reduction inside an if is a divergent barrier") {
   CHECK(message.find("kernel row_sums: block (0, 0, 0)") == 0);
 }
 
+/// One block of 64 threads walking 3 rows of x[3][64] serially (the inner-outer form's
+/// walk), one block reduction a row into sums[row]; `slot` is its scratch half.
+struct SerialRowSums {
+  BufferPtr x = makeBuffer("x", DType::F32, MemorySpace::Global);
+  BufferPtr sums = makeBuffer("sums", DType::F32, MemorySpace::Global);
+  BufferPtr scratch = makeBuffer("scratch", DType::F32, MemorySpace::Shared, {128});
+  Kernel kernel;
+
+  explicit SerialRowSums(bool alternate) {
+    VarPtr tx = makeVar("tx", DType::I64), r = makeVar("r", DType::I64);
+    VarPtr acc = makeVar("acc", DType::F32);
+    Expr slot = alternate ? var(r) % index(2) : index(0);
+    Stmt row = block({
+        declare(acc, load(x, var(r) * index(64) + var(tx))),
+        reduce(acc, ReduceKind::Sum, ReduceScope::BlockX, scratch, slot),
+        ifThen(eq(var(tx), index(0)), store(sums, var(r), var(acc))),
+    });
+    kernel.name = "serial_row_sums";
+    kernel.params = {tensorParam(x), tensorParam(sums)};
+    kernel.body =
+        parallelLoop(tx, index(64), Axis::TIDx,
+                     block({allocate(scratch), forLoop(r, index(3), LoopKind::Serial, row)}));
+    launch(kernel, 1, {64, 1});
+  }
+
+  sim::Memory memory() const {
+    sim::Memory m;
+    for (int i = 0; i < 3 * 64; ++i)
+      m.global[x.get()].push_back(static_cast<double>(i % 7));
+    m.global[sums.get()].assign(3, NAN);
+    return m;
+  }
+};
+
+TEST_CASE("simulator: block reductions in a serial loop take the scratch halves in turn") {
+  SerialRowSums same(/*alternate=*/false);
+  sim::Memory memory = same.memory();
+  std::string message = faultOf(sim::runKernel(same.kernel, memory));
+  CHECK(message.find("block reduction of acc takes half 0 of the reduction scratch, which the "
+                     "block reduction of acc before it read with no barrier since") !=
+        std::string::npos);
+  SerialRowSums alternating(/*alternate=*/true);
+  sim::Memory good = alternating.memory();
+  CHECK(faultOf(sim::runKernel(alternating.kernel, good)) == "");
+  for (int r = 0; r < 3; ++r) {
+    double sum = 0;
+    for (int c = 0; c < 64; ++c)
+      sum += (r * 64 + c) % 7;
+    CHECK(good.global[alternating.sums.get()][r] == sum);
+  }
+}
+
 TEST_CASE("simulator: an out-of-bounds store names the buffer, the element and the size") {
   Pointwise k(/*guarded=*/false); // 12 threads for 10 elements
   sim::Memory memory = k.memory(10);
