@@ -228,6 +228,29 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
   if (rows.staticExtent)
     params.blocks =
         std::clamp<int64_t>(ceilDiv(*rows.staticExtent, params.rowsPerBlock), 1, params.blocks);
+  if (knobs.rowBlocks) {
+    int64_t asked = *knobs.rowBlocks;
+    if (knobs.blocksPerSm)
+      params.verdicts.refuse("row_blocks",
+                             "blocks_per_sm sizes the grid as well; give one of the two");
+    else if (rows.staticExtent && asked > ceilDiv(*rows.staticExtent, params.rowsPerBlock))
+      params.verdicts.refuse(
+          "row_blocks",
+          llvm::formatv("{0} = {1} in {2} row{3} a block needs {4} block{5} at most; use "
+                        "row_blocks = {4} or less",
+                        rows.name, *rows.staticExtent, params.rowsPerBlock,
+                        params.rowsPerBlock == 1 ? "" : "s",
+                        ceilDiv(*rows.staticExtent, params.rowsPerBlock),
+                        ceilDiv(*rows.staticExtent, params.rowsPerBlock) == 1 ? "" : "s")
+              .str());
+    else {
+      params.verdicts.honour("row_blocks");
+      params.blocks = asked;
+    }
+  }
+  // One block of a static T holds the whole column sums: the kernel stores the column
+  // outputs itself (the lowering makes no second kernel for a grid of one block).
+  bool oneKernel = rows.staticExtent && params.blocks == 1;
   params.reasons.push_back(llvm::formatv(
       "auto(inner_outer): {0} in vectors of {1}, {2} threads x {3} vector{8} a thread (unrolled: "
       "the {4} partial column{5} a thread of the {6} column reduction{7} stay in registers)",
@@ -243,11 +266,16 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
           : llvm::formatv("{0} rows of {1} a block on threadIdx.y", params.rowsPerBlock, rows.name)
                 .str();
   params.reasons.push_back(llvm::formatv(
-      "{0}, {1} blocks{2}, each walking its rows serially; the row reductions over threadIdx.x, "
-      "the column sums {3}across the blocks by a second kernel.",
-      rowsText, params.blocks,
-      rows.staticExtent ? "" : " (" + grid + ": " + rows.name + " is a runtime size)",
-      params.rowsPerBlock == 1 ? "" : "over threadIdx.y, then "));
+      "{0}, {1} block{2}{3}, {4} its rows serially; the row reductions over threadIdx.x, "
+      "the column sums {5}{6}.",
+      rowsText, params.blocks, params.blocks == 1 ? "" : "s",
+      rows.staticExtent || knobs.rowBlocks ? ""
+                                           : " (" + grid + ": " + rows.name + " is a runtime size)",
+      params.blocks == 1 ? "walking" : "each walking",
+      params.rowsPerBlock == 1 ? ""
+                               : (oneKernel ? "over threadIdx.y, " : "over threadIdx.y, then "),
+      oneKernel ? "stored by this kernel (one block: no second kernel)"
+                : "across the blocks by a second kernel"));
   // The row walk prefetched by default where a thread's row fits the arrays: on the H200
   // it ran the backward norms 1.03-1.27x faster at 24 of 27 shapes (H = 2048-8192, T =
   // 1024-16384, docs/performance.md, run P1) and 0.90-0.94x at three of RMSNorm's, where

@@ -427,6 +427,11 @@ private:
         // (A reduction over TIDx is a row reduction, and TIDz was refused above.)
         FSL_INTERNAL_ASSERT(sched::isBlockIndex(loop.parallel),
                             "a column reduction over a thread index other than TIDy");
+        // One block (a static extent of 1: a static T that one block walks) holds the
+        // whole column sums: the kernel stores the column outputs itself, with no
+        // workspace and no second kernel.
+        if (loop.extent.isStatic() && *loop.extent.value == 1)
+          continue;
         if (plan_->gridLoop >= 0)
           return unsupported(why + "a second reduced loop on a block index ('" + loop.name +
                                  "'): a grid reduction splits one loop across blocks",

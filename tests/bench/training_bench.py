@@ -89,6 +89,10 @@ parser.add_argument("--tuning-db", default=None,
                          "files the stdlib's database; '' none: the heuristics alone)")
 parser.add_argument("--norm-shapes", default="",
                     help="the norm rows' shapes only, 'T x H' pairs: '1024x2048,16384x4096'")
+parser.add_argument("--norm-variant", action="append", default=[], metavar="NAME:KNOBS",
+                    help="an extra fslc implementation of the backward norm rows: the three "
+                         "backward fusions as `auto(inner_outer) { KNOBS }` (no tuning database), "
+                         "e.g. 'one:row_blocks = 1;'; repeatable")
 parser.add_argument("--cpu-check", action="store_true",
                     help="no GPU: check the references and peers' math on CPU in float32")
 args = parser.parse_args()
@@ -689,6 +693,33 @@ class Programs:
         self.norms, self.losses, self.ropes = load("norms.fsl"), load("losses.fsl"), load("rope.fsl")
 
 
+class VariantPrograms:
+    """--norm-variant: std/norms.fsl with the backward fusions' schedules replaced."""
+
+    GRADS = ("rms_norm_grad", "rms_norm_add_grad", "layer_norm_grad")
+
+    def __init__(self, name, knobs):
+        import fslc
+        path = os.path.join(args.stdlib, "std", "norms.fsl")
+        with open(path) as f:
+            text = f.read()
+        text += "".join("schedule %s = auto(inner_outer) { %s }\n" % (g, knobs) for g in self.GRADS)
+        self.norms = fslc.load_text(os.path.join(args.stdlib, "std", "variant_%s.fsl" % name), text,
+                                    namespace="fsl_variant_%s" % name, library=args.library,
+                                    stdlib=args.stdlib, ops=args.ops, tuning_db="")
+
+
+def norm_variants():
+    """The --norm-variant implementations: {"fslc:NAME": knobs}."""
+    variants = {}
+    for text in args.norm_variant:
+        name, _, knobs = text.partition(":")
+        if not name.isidentifier() or not knobs.strip():
+            raise SystemExit("--norm-variant: want NAME:KNOBS (NAME an identifier), got %r" % text)
+        variants["fslc:" + name] = knobs
+    return variants
+
+
 class StandInPrograms:
     """For --cpu-check: the fusions the fslc rows call, with their parameters in the .fsl
     files' order, computed in PyTorch from the formulas written there."""
@@ -794,8 +825,13 @@ def measure_shape(kind, shape, programs, compiled, timer):
     row = {"kind": kind.name, "shape": shape, "bytes": nbytes, "sets": len(sets), "impls": {}}
     factories = {"fslc": lambda: kind.fslc(programs), "eager": kind.eager,
                  "compile": lambda: kind.compile(compiled)}
+    names = list(IMPLEMENTATIONS)
+    if isinstance(kind, NormKind) and kind.name != "softmax_backward":
+        for name, variant in getattr(programs, "variants", {}).items():
+            factories[name] = lambda v=variant: kind.fslc(v)
+            names.append(name)
     built = {}
-    for name in IMPLEMENTATIONS:
+    for name in names:
         result = row["impls"].setdefault(name, {})
         try:
             started = time.monotonic()
@@ -816,7 +852,7 @@ def measure_shape(kind, shape, programs, compiled, timer):
     del expected  # the float64 reference: the largest tensors of a row, not needed to time
     copies = copy_calls(nbytes, timer)
     built["copy"] = (timer.build(copies), copies)
-    order = [n for n in IMPLEMENTATIONS + ["copy"] if n in built]
+    order = [n for n in names + ["copy"] if n in built]
     medians = {}
     for name in order + order[::-1]:  # ABBA: a drift weighs on every implementation alike
         median, times = timer.time(built[name][0])
@@ -919,7 +955,7 @@ def sweep(kinds, shapes_of, programs, compiled, timer, machine, output, budget_s
             # strays past the tolerance at a few elements) is shown as "(wrong)" only.
             failures += (row["impls"].get("fslc", {}).get("status") != "ok") + ("error" in row)
             impl = row["impls"]
-            times = "  ".join("%s %s" % (n, us_text(impl.get(n))) for n in IMPLEMENTATIONS)
+            times = "  ".join("%s %s" % (n, us_text(impl.get(n))) for n in impl)
             if "copy_us" in row:
                 times += "  copy %.2f" % row["copy_us"]
             errors = ["%s: %s" % (n, r["error"]) for n, r in impl.items() if "error" in r]
@@ -930,6 +966,19 @@ def sweep(kinds, shapes_of, programs, compiled, timer, machine, output, budget_s
     save()
     print()
     print(table([r for r in document["rows"] if "error" not in r]))
+    variants = sorted({n for r in document["rows"] for n in r["impls"] if n.startswith("fslc:")})
+    if variants:
+        # The variants against the default fslc and torch.compile, row by row.
+        print()
+        print("| row | shape | fslc µs | " + " | ".join("%s µs" % n for n in variants) + " | compile µs |")
+        print("|" + "---|" * (len(variants) + 4))
+        for r in document["rows"]:
+            impl = r["impls"]
+            if not any(n in impl for n in variants):
+                continue
+            print("| %s | %s | %s | %s | %s |" % (
+                r["kind"], KIND_BY_NAME[r["kind"]].text(r["shape"]), us_text(impl.get("fslc")),
+                " | ".join(us_text(impl.get(n)) for n in variants), us_text(impl.get("compile"))))
     print()
     print("µs per call (median of %d replays of a CUDA graph over the rotating input sets, the mean "
           "of the ABBA pair); `fslc / best peer` and `compile / fslc` are ratios of times; "
@@ -952,6 +1001,8 @@ def main():
     machine = {"gpu": properties.name, "torch": torch.__version__, "cuda": torch.version.cuda,
                "date": datetime.date.today().isoformat()}
     programs, compiled = Programs(), make_compiler()
+    programs.variants = {name: VariantPrograms(name[len("fslc:"):], knobs)
+                         for name, knobs in norm_variants().items()}
     # The autograd forwards, their backward ops and the captures share the timer's stream.
     with torch.cuda.stream(timer.stream):
         _, failures = sweep(selected_kinds(), lambda kind: kind.shapes(args.quick), programs, compiled,
