@@ -980,16 +980,23 @@ private:
       totals_[column->id] = total;
     }
     std::vector<Stmt> stores;
+    // The vector loop is the innermost serial one (Plan): its lanes are consecutive
+    // columns of a tensor whose innermost dimension is the vector loop's.
+    ir::DimId vectorRoot = plan_.vectorLoop >= 0 ? plan_.loops[plan_.vectorLoop].roots[0] : ~0u;
+    std::set<const kir::StmtNode *> laneStores;
     if (plan_.gridLoop >= 0) {
       Expr rows = kir::index(1);
       for (ir::DimId dim : plan_.gridRowDims)
         rows = rows * cx_.dimExtent(dim);
       Expr at =
           kir::var(cx_.loopVars[plan_.gridLoop]) * rows + renamed(cx_.offsetOf(plan_.gridRowDims));
-      for (const Plan::GridPartials &partials : plan_.gridPartials)
+      for (const Plan::GridPartials &partials : plan_.gridPartials) {
         stores.push_back(fromFusion(
             kir::store(partials.values, at, kir::var(totals_.at(partials.reduction->id))),
             partials.reduction->range));
+        if (!plan_.gridRowDims.empty() && plan_.gridRowDims.back() == vectorRoot)
+          laneStores.insert(stores.back().get());
+      }
     } else {
       for (const ir::Value *column : columns)
         stores.push_back(finishReduction(*column, totals_.at(column->id), nullptr));
@@ -1009,6 +1016,38 @@ private:
         stores.push_back(
             fromFusion(kir::store(cx_.outputBuffers[o], renamed(cx_.offsetOf(output->dims)), value),
                        output->value->range));
+        if (!output->dims.empty() && output->dims.back() == vectorRoot)
+          laneStores.insert(stores.back().get());
+      }
+    }
+    // Each lane's column to a local array, stored after the vector loop as vectors of up
+    // to 16 bytes: a warp's scalar stores a lane apart touch four times the sectors they
+    // fill (run S3 of docs/performance.md measured what that cost at few rows).
+    std::vector<Stmt> laneArrays, vectorStores;
+    if (!laneStores.empty()) {
+      const kir::VarPtr &lane = fresh.at(cx_.loopVars[plan_.vectorLoop].get());
+      int64_t width = *plan_.loops[plan_.vectorLoop].extent.value;
+      auto laneZero = [&](const Expr &e) {
+        return kir::substitute(
+            e, [&](const kir::VarPtr &v) { return v == lane ? kir::index(0) : nullptr; });
+      };
+      for (Stmt &store : stores) {
+        if (!laneStores.count(store.get()))
+          continue;
+        auto local = std::make_shared<kir::Buffer>();
+        local->name = store->buffer->name + "_lanes";
+        local->dtype = store->buffer->dtype;
+        local->space = kir::MemorySpace::Local;
+        local->shape = {width};
+        laneArrays.push_back(kir::allocate(local, "the vector loop's columns of " +
+                                                      store->buffer->name + ", stored as vectors"));
+        int64_t chunk = std::min<int64_t>(width, 16 / ir::dtypeBytes(local->dtype));
+        for (int64_t first = 0; first < width; first += chunk)
+          vectorStores.push_back(kir::withOrigin(
+              kir::vectorCopy(store->buffer, laneZero(store->index) + kir::index(first), local,
+                              kir::index(first), chunk),
+              store->origin));
+        store = kir::withOrigin(kir::store(local, kir::var(lane), store->value), store->origin);
       }
     }
     Expr guard;
@@ -1019,20 +1058,35 @@ private:
       if (plan_.inexactRoots.count(dim))
         guard = guard && (renamed(cx_.rootIndex[dim]) < cx_.dimExtent(dim));
     Stmt stored = kir::block(std::move(stores));
+    std::string guardWhy =
+        threadRows ? "row 0 of threadIdx.y stores the block's column" : "the column is in bounds";
     if (guard)
-      stored = kir::ifThen(guard, stored, nullptr,
-                           threadRows ? "row 0 of threadIdx.y stores the block's column"
-                                      : "the column is in bounds");
+      stored = kir::ifThen(guard, stored, nullptr, guardWhy);
     body.push_back(stored);
     Stmt nest = kir::block(std::move(body));
     for (auto it = serial.rbegin(); it != serial.rend(); ++it) {
       const PlannedLoop &loop = plan_.loops[*it];
-      nest = kir::forLoop(fresh.at(cx_.loopVars[*it].get()), cx_.extentOf(loop.extent),
-                          kir::LoopKind::Unrolled, kir::block({nest}),
+      const kir::VarPtr &var = fresh.at(cx_.loopVars[*it].get());
+      nest = kir::forLoop(var, cx_.extentOf(loop.extent), kir::LoopKind::Unrolled,
+                          kir::block({nest}),
                           {"the column totals over " + loop.name +
                                ", unrolled: the partials "
                                "are registers",
                            loop.origin.range});
+      if (*it != plan_.vectorLoop || vectorStores.empty())
+        continue;
+      // The lanes' columns out as vectors, under the stores' guard at lane 0: the vector
+      // divides its dimension's extent (Plan), so lane 0 in bounds is every lane in bounds.
+      Stmt out = kir::block(std::move(vectorStores));
+      if (guard)
+        out = kir::ifThen(kir::substitute(guard,
+                                          [&](const kir::VarPtr &v) {
+                                            return v == var ? kir::index(0) : nullptr;
+                                          }),
+                          out, nullptr, guardWhy);
+      laneArrays.push_back(nest);
+      laneArrays.push_back(out);
+      nest = kir::block(std::move(laneArrays));
     }
     out.push_back(kir::withComment(
         nest, plan_.gridLoop >= 0 ? "the block's partial columns, for the grid reduction over " +
