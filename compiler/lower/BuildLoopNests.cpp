@@ -1067,23 +1067,22 @@ private:
     for (auto it = serial.rbegin(); it != serial.rend(); ++it) {
       const PlannedLoop &loop = plan_.loops[*it];
       const kir::VarPtr &var = fresh.at(cx_.loopVars[*it].get());
-      nest = kir::forLoop(var, cx_.extentOf(loop.extent), kir::LoopKind::Unrolled,
-                          kir::block({nest}),
-                          {"the column totals over " + loop.name +
-                               ", unrolled: the partials "
-                               "are registers",
-                           loop.origin.range});
+      nest =
+          kir::forLoop(var, cx_.extentOf(loop.extent), kir::LoopKind::Unrolled, kir::block({nest}),
+                       {"the column totals over " + loop.name +
+                            ", unrolled: the partials "
+                            "are registers",
+                        loop.origin.range});
       if (*it != plan_.vectorLoop || vectorStores.empty())
         continue;
       // The lanes' columns out as vectors, under the stores' guard at lane 0: the vector
       // divides its dimension's extent (Plan), so lane 0 in bounds is every lane in bounds.
       Stmt out = kir::block(std::move(vectorStores));
       if (guard)
-        out = kir::ifThen(kir::substitute(guard,
-                                          [&](const kir::VarPtr &v) {
-                                            return v == var ? kir::index(0) : nullptr;
-                                          }),
-                          out, nullptr, guardWhy);
+        out = kir::ifThen(
+            kir::substitute(
+                guard, [&](const kir::VarPtr &v) { return v == var ? kir::index(0) : nullptr; }),
+            out, nullptr, guardWhy);
       laneArrays.push_back(nest);
       laneArrays.push_back(out);
       nest = kir::block(std::move(laneArrays));
