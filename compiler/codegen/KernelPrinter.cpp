@@ -885,7 +885,7 @@ private:
 
   void vectorCopy(const kir::StmtNode &s) {
     int64_t bytes = s.lanes * ir::dtypeBytes(s.buffer->dtype);
-    FSL_INTERNAL_ASSERT(bytes == 2 || bytes == 4 || bytes == 8 || bytes == 16,
+    FSL_INTERNAL_ASSERT(kir::isVectorAccessSize(s.lanes, s.buffer->dtype),
                         "a vector copy of other than 2, 4, 8 or 16 bytes");
     // A load reads memory into a thread's registers (from global memory or a shared
     // copy), or global memory into a shared copy; the other copies write memory.

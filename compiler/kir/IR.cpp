@@ -163,7 +163,7 @@ std::optional<int64_t> foldIntegers(BinaryOp op, int64_t a, int64_t b) {
     return a && b;
   case BinaryOp::Or:
     return a || b;
-  case BinaryOp::Pow: // no integer power in index arithmetic
+  case BinaryOp::Pow:     // no integer power in index arithmetic
   case BinaryOp::FastDiv: // f32 only
     return std::nullopt;
   }
@@ -496,14 +496,18 @@ Stmt declare(VarPtr variable, Expr initial, std::string comment) {
   return s;
 }
 
+bool isVectorAccessSize(int64_t lanes, ir::DType dtype) {
+  int64_t bytes = lanes * ir::dtypeBytes(dtype);
+  return bytes == 2 || bytes == 4 || bytes == 8 || bytes == 16;
+}
+
 Stmt allocate(BufferPtr buffer, std::string comment) {
   auto s = newAllocate(std::move(buffer), nullptr, nullptr);
   s->comment = std::move(comment);
   return s;
 }
 
-Stmt reduce(VarPtr accumulator, ReduceKind kind, ReduceScope scope, BufferPtr scratch,
-            Expr slot) {
+Stmt reduce(VarPtr accumulator, ReduceKind kind, ReduceScope scope, BufferPtr scratch, Expr slot) {
   return newReduce(std::move(accumulator), {}, kind, scope, std::move(scratch), slot);
 }
 

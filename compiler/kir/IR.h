@@ -324,8 +324,10 @@ Stmt ifThen(Expr condition, Stmt then, Stmt otherwise = nullptr, std::string com
 Stmt let(VarPtr variable, Expr value, std::string comment = {});
 Stmt declare(VarPtr variable, Expr initial, std::string comment = {}); // mutable
 Stmt allocate(BufferPtr buffer, std::string comment = {});
-Stmt reduce(VarPtr accumulator, ReduceKind kind, ReduceScope scope, BufferPtr scratch,
-            Expr slot);
+/// The sizes one vector access moves (`fsl_load_vector`/`fsl_store_vector`): a VectorCopy
+/// of `lanes` elements of `dtype` must be one of them.
+bool isVectorAccessSize(int64_t lanes, ir::DType dtype);
+Stmt reduce(VarPtr accumulator, ReduceKind kind, ReduceScope scope, BufferPtr scratch, Expr slot);
 /// A reduction of several accumulators combined together (`reduceArity(kind)` of them,
 /// the first one `var`).
 Stmt reduceTuple(std::vector<VarPtr> accumulators, ReduceKind kind, ReduceScope scope,

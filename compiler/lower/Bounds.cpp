@@ -58,7 +58,9 @@ public:
 
   Stmt mutate(const Stmt &s) override {
     Stmt result = mutateChildren(s);
-    if (s->kind != kir::StmtKind::Store || s->buffer->space != kir::MemorySpace::Global)
+    // The column totals' vector stores (build-loop-nests) as well as scalar stores.
+    if ((s->kind != kir::StmtKind::Store && s->kind != kir::StmtKind::VectorCopy) ||
+        s->buffer->space != kir::MemorySpace::Global)
       return result;
     Expr inBounds;
     for (ir::DimId root : cx_.plan.clampedRoots)

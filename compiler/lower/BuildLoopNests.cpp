@@ -1024,7 +1024,7 @@ private:
     // to 16 bytes: a warp's scalar stores a lane apart touch four times the sectors they
     // fill (run S3 of docs/performance.md measured what that cost at few rows).
     std::vector<Stmt> laneArrays, vectorStores;
-    if (!laneStores.empty()) {
+    if (!laneStores.empty() && *plan_.loops[plan_.vectorLoop].extent.value > 1) {
       const kir::VarPtr &lane = fresh.at(cx_.loopVars[plan_.vectorLoop].get());
       int64_t width = *plan_.loops[plan_.vectorLoop].extent.value;
       auto laneZero = [&](const Expr &e) {
@@ -1034,6 +1034,10 @@ private:
       for (Stmt &store : stores) {
         if (!laneStores.count(store.get()))
           continue;
+        // Vectors of 16 bytes at most, each of a size one access moves (not a 1-byte bool).
+        int64_t chunk = std::min<int64_t>(width, 16 / ir::dtypeBytes(store->buffer->dtype));
+        if (width % chunk != 0 || !kir::isVectorAccessSize(chunk, store->buffer->dtype))
+          continue;
         auto local = std::make_shared<kir::Buffer>();
         local->name = store->buffer->name + "_lanes";
         local->dtype = store->buffer->dtype;
@@ -1041,7 +1045,6 @@ private:
         local->shape = {width};
         laneArrays.push_back(kir::allocate(local, "the vector loop's columns of " +
                                                       store->buffer->name + ", stored as vectors"));
-        int64_t chunk = std::min<int64_t>(width, 16 / ir::dtypeBytes(local->dtype));
         for (int64_t first = 0; first < width; first += chunk)
           vectorStores.push_back(kir::withOrigin(
               kir::vectorCopy(store->buffer, laneZero(store->index) + kir::index(first), local,

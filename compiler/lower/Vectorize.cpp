@@ -76,7 +76,9 @@ public:
 
 private:
   bool contiguous(const kir::BufferPtr &buffer) const {
-    if (buffer->space != kir::MemorySpace::Global)
+    // A vector of one 1-byte element (bool) is no vector access: scalar accesses.
+    if (buffer->space != kir::MemorySpace::Global ||
+        !kir::isVectorAccessSize(width_, buffer->dtype))
       return false;
     auto dims = cx_.bufferDims.find(buffer.get());
     return dims != cx_.bufferDims.end() && !dims->second.empty() && dims->second.back() == root_;
