@@ -8,6 +8,8 @@
 #include <llvm/ADT/StringExtras.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 namespace fsl::heuristics {
 namespace {
@@ -115,6 +117,35 @@ bool noOutputAlongRow(const ir::Fusion &fusion, ir::DimId inner) {
   return llvm::none_of(fusion.outputs, [&](const ir::Output &output) {
     return llvm::is_contained(output.dims, inner) || output.isInout;
   });
+}
+
+/// Inputs with `inner` that a reduction reads (through pointwise values) and that a value
+/// after a reduction (one reading a reduction's result, or a value that does) reads again.
+int64_t rowInputsReadTwice(const ir::Fusion &fusion, ir::DimId inner) {
+  std::map<const ir::Value *, std::set<const ir::Value *>> inputsOf; // through pointwise values
+  std::set<const ir::Value *> late, readByReductions, readLate;
+  for (const auto &owned : fusion.values) {
+    const ir::Value *value = owned.get();
+    std::set<const ir::Value *> &inputs = inputsOf[value];
+    if (value->op == ir::Op::Input && llvm::is_contained(value->dims, inner))
+      inputs.insert(value);
+    bool isLate = false;
+    for (const ir::Value *operand : value->operands) {
+      isLate |= ir::isReduction(operand->op) || late.count(operand) != 0;
+      if (ir::isReduction(operand->op))
+        continue;
+      const std::set<const ir::Value *> &reached = inputsOf[operand];
+      inputs.insert(reached.begin(), reached.end());
+    }
+    if (ir::isReduction(value->op))
+      readByReductions.insert(inputs.begin(), inputs.end());
+    if (isLate) {
+      late.insert(value);
+      readLate.insert(inputs.begin(), inputs.end());
+    }
+  }
+  return llvm::count_if(readByReductions,
+                        [&](const ir::Value *input) { return readLate.count(input) != 0; });
 }
 
 /// Whether every reduction's result reaches only values without the reduced dimension
@@ -333,6 +364,7 @@ FusionShape shapeOf(const ir::Fusion &fusion) {
   shape.scratchBytesOnePass = ir::reductionScratchBytesPerThread(fusion, true);
   shape.noOutputAlongRow = noOutputAlongRow(fusion, shape.inner.id);
   shape.rowOutputsOnly = rowOutputsOnly(fusion, shape.inner.id);
+  shape.rowInputsReadTwice = rowInputsReadTwice(fusion, shape.inner.id);
   return shape;
 }
 

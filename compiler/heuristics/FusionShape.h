@@ -98,6 +98,10 @@ struct FusionShape {
   /// No output has `inner` (nor is an inout): every output is a row's, whatever the
   /// reductions' results reach on the way (cross-entropy's loss and logsumexp).
   bool noOutputAlongRow = false;
+  /// Inputs along `inner` that a reduction reads and a value after a reduction reads again
+  /// (softmax's backward: y and grad_y): no buffer keeps them, but ptxas keeps the first
+  /// phase's loads in registers for the later one, so they weigh as kept values.
+  int64_t rowInputsReadTwice = 0;
 };
 
 /// The shape of `fusion`.

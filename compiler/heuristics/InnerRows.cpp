@@ -211,9 +211,17 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   }
 
   int64_t vectors = ceilDiv(*d.extent, vector);
+  // Without buffers, the inputs a later phase reads again stay in registers from the
+  // first phase's loads (ptxas reuses them): they count against the register budget as
+  // buffers do. A warp a row of softmax's backward at S = 4096 kept 16 vectors of y and
+  // of grad_y a thread: 255 registers and spills (docs/performance.md).
+  int64_t reductionBatchLimit =
+      shape.rowInputsReadTwice == 0
+          ? tuned::kReductionBatchLimit
+          : std::clamp<int64_t>(tuned::kRegisterBudget / (vector * shape.rowInputsReadTwice), 1,
+                                tuned::kReductionBatchLimit);
   int64_t batchLimit = knobs.persistentBatch.value_or(
-      !persistent ? tuned::kReductionBatchLimit
-                  : persistentBatchLimit(vectors, vector, numBuffers));
+      !persistent ? reductionBatchLimit : persistentBatchLimit(vectors, vector, numBuffers));
   auto choose = [&](int64_t minThreads) {
     RowSplit split;
     split.vector = vector;
@@ -331,17 +339,25 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
     return placements;
   };
   auto describe = [&](const RowSplit &split, const char *purpose) {
-    return llvm::formatv("{0}: {1} = {2}: {3} vectors ({4}) = {5} threads x {6} serial{9}{7}{8}.",
-                         purpose, d.name, *d.extent, vectors, vectorWhy, split.threads, split.batch,
-                         staticBdimx
-                             ? " (blockDim.x static: the row split inner by the thread count)"
-                             : " (static_bdimx = false: the batch split outer)",
-                         split.rowsPerBlock > 1
-                             ? llvm::formatv(", {0} rows a block", split.rowsPerBlock).str()
-                             : "",
-                         split.unrollBy > 0 && split.unrollBy < split.batch
-                             ? llvm::formatv(" unrolled by {0}", split.unrollBy).str()
-                             : "")
+    std::string readTwice;
+    if (!persistent && !knobs.persistentBatch && reductionBatchLimit < tuned::kReductionBatchLimit)
+      readTwice =
+          llvm::formatv("; at most {0} a thread: {1} inputs read again after the "
+                        "reductions stay in registers ({2} values a thread at most)",
+                        reductionBatchLimit, shape.rowInputsReadTwice, tuned::kRegisterBudget)
+              .str();
+    return llvm::formatv(
+               "{0}: {1} = {2}: {3} vectors ({4}) = {5} threads x {6} serial{9}{7}{8}{10}.",
+               purpose, d.name, *d.extent, vectors, vectorWhy, split.threads, split.batch,
+               staticBdimx ? " (blockDim.x static: the row split inner by the thread count)"
+                           : " (static_bdimx = false: the batch split outer)",
+               split.rowsPerBlock > 1
+                   ? llvm::formatv(", {0} rows a block", split.rowsPerBlock).str()
+                   : "",
+               split.unrollBy > 0 && split.unrollBy < split.batch
+                   ? llvm::formatv(" unrolled by {0}", split.unrollBy).str()
+                   : "",
+               readTwice)
         .str();
   };
   const char *kind = persistent ? "inner_persistent" : "reduction";
