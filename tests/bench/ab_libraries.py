@@ -10,6 +10,8 @@ new build's kernel is faster).
 
 usage: python3 tests/bench/ab_libraries.py --old OLD/libfsl.so --new NEW/libfsl.so
            [--fusions layer_norm_grad,rms_norm_grad] [--shapes 1x2048,1024x4096]
+(fusions: the stdlib's rms_norm_grad, rms_norm_add_grad, layer_norm_grad, rms_norm,
+layer_norm, rms_norm_backward, softmax_backward; T x H, with H the fusion's S for softmax)
            [--rounds 9] [--tuning-db FILE|''] [-o ab.json]
 """
 import argparse
@@ -65,8 +67,13 @@ def inputs(fusion, T, H, seed):
         return (x, w)
     if fusion == "layer_norm":
         return (x, w, randn(H))
+    if fusion == "rms_norm_backward":  # dx only
+        return (x, w, rstd, dy)
+    if fusion == "softmax_backward":  # y a softmax's output (rows summing to 1), H is S
+        return (torch.softmax(xf, -1).to(BF16), dy)
     raise SystemExit("--fusions: %s is not one of rms_norm_grad, rms_norm_add_grad, "
-                     "layer_norm_grad, rms_norm, layer_norm" % fusion)
+                     "layer_norm_grad, rms_norm, layer_norm, rms_norm_backward, "
+                     "softmax_backward" % fusion)
 
 
 def as_tuple(result):
