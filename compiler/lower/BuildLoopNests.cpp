@@ -1022,15 +1022,16 @@ private:
     }
     // Each lane's column to a local array, stored after the vector loop as vectors of up
     // to 16 bytes: a warp's scalar stores a lane apart touch four times the sectors they
-    // fill (run S3 of docs/performance.md measured what that cost at few rows).
+    // fill (docs/performance.md, "The column totals stored as vectors").
     std::vector<Stmt> laneArrays, vectorStores;
+    kir::VarPtr lane =
+        plan_.vectorLoop >= 0 ? fresh.at(cx_.loopVars[plan_.vectorLoop].get()) : nullptr;
+    auto laneZero = [&](const Expr &e) {
+      return kir::substitute(
+          e, [&](const kir::VarPtr &v) { return v == lane ? kir::index(0) : nullptr; });
+    };
     if (!laneStores.empty() && *plan_.loops[plan_.vectorLoop].extent.value > 1) {
-      const kir::VarPtr &lane = fresh.at(cx_.loopVars[plan_.vectorLoop].get());
       int64_t width = *plan_.loops[plan_.vectorLoop].extent.value;
-      auto laneZero = [&](const Expr &e) {
-        return kir::substitute(
-            e, [&](const kir::VarPtr &v) { return v == lane ? kir::index(0) : nullptr; });
-      };
       for (Stmt &store : stores) {
         if (!laneStores.count(store.get()))
           continue;
@@ -1082,10 +1083,7 @@ private:
       // divides its dimension's extent (Plan), so lane 0 in bounds is every lane in bounds.
       Stmt out = kir::block(std::move(vectorStores));
       if (guard)
-        out = kir::ifThen(
-            kir::substitute(
-                guard, [&](const kir::VarPtr &v) { return v == var ? kir::index(0) : nullptr; }),
-            out, nullptr, guardWhy);
+        out = kir::ifThen(laneZero(guard), out, nullptr, guardWhy);
       laneArrays.push_back(nest);
       laneArrays.push_back(out);
       nest = kir::block(std::move(laneArrays));
