@@ -599,6 +599,9 @@ public:
       kir::forEachStmt(kernel.body, [&](const Stmt &s) {
         if (s->kind == StmtKind::Wgmma)
           accumulators_.insert(s->buffer.get());
+        // stmatrix reads its registers as 4-byte words, one a matrix.
+        if (s->kind == StmtKind::StMatrix)
+          vectorBytes_[s->source.get()] = std::max<int64_t>(vectorBytes_[s->source.get()], 4);
         if (s->kind != StmtKind::VectorCopy)
           return;
         int64_t bytes = s->lanes * ir::dtypeBytes(s->buffer->dtype);
@@ -753,6 +756,8 @@ private:
       return tmaStore(*s);
     case StmtKind::TmaStoreWait:
       return tmaStoreWait(*s);
+    case StmtKind::StMatrix:
+      return stMatrix(*s);
     case StmtKind::WgmmaFence:
       return wgmmaFence(*s);
     case StmtKind::Wgmma:
@@ -1112,6 +1117,12 @@ private:
     end(noteOf(s).empty() ? "TMA stores done reading shared memory, " + std::to_string(s.pending) +
                                 " left pending"
                           : noteOf(s));
+  }
+
+  void stMatrix(const kir::StmtNode &s) {
+    line() << "fsl_stmatrix<" << s.lanes << ">(" << pointerPlus(nameOf(s.buffer), s.index) << ", "
+           << pointerPlus(nameOf(s.source), s.sourceIndex) << ");";
+    end(noteOf(s));
   }
 
   // --- Hopper: wgmma and registers ------------------------------------------------------

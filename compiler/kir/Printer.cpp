@@ -259,14 +259,19 @@ private:
     note(s);
   }
 
-  void printVectorCopy(const StmtNode &s, int indent) {
-    line(indent) << "vector_copy x" << s.lanes << " " << s.buffer->name << "[";
+  /// `what xN buffer[index] <- source[sourceIndex]`: a vector copy, a stmatrix.
+  void copyFromSource(const StmtNode &s, int indent, llvm::StringRef what) {
+    line(indent) << what << " x" << s.lanes << " " << s.buffer->name << "[";
     expr(s.index);
     out_ << "] <- " << s.source->name << "[";
     expr(s.sourceIndex);
     out_ << "]";
     note(s);
   }
+
+  void printVectorCopy(const StmtNode &s, int indent) { copyFromSource(s, indent, "vector_copy"); }
+
+  void printStMatrix(const StmtNode &s, int indent) { copyFromSource(s, indent, "stmatrix"); }
 
   void printAtomicAdd(const StmtNode &s, int indent) {
     line(indent) << s.buffer->name << "[";

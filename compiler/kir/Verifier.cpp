@@ -246,6 +246,17 @@ private:
         fail("vector copy between '" + s->source->name + "' and '" + s->buffer->name +
              "' of different types or no lanes");
       return;
+    case StmtKind::StMatrix:
+      buffer(s->buffer, "stmatrix");
+      buffer(s->source, "stmatrix");
+      integer(s->index, "stmatrix row index");
+      integer(s->sourceIndex, "stmatrix source index");
+      if (s->buffer->space != MemorySpace::Shared || s->source->space != MemorySpace::Local ||
+          s->buffer->dtype != s->source->dtype || ir::dtypeBytes(s->buffer->dtype) != 2 ||
+          (s->lanes != 1 && s->lanes != 2 && s->lanes != 4))
+        fail("stmatrix from '" + s->source->name + "' into '" + s->buffer->name +
+             "': 1, 2 or 4 matrices of one 16-bit type, from registers into shared memory");
+      return;
     case StmtKind::AtomicAdd:
       buffer(s->buffer, "atomic add");
       buffer(s->source, "atomic add");

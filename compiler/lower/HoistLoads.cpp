@@ -44,6 +44,7 @@ void collect(const Stmt &s, std::vector<Expr> &guards, std::vector<Found> &found
   case kir::StmtKind::Assign:
   case kir::StmtKind::Allocate:
   case kir::StmtKind::Store:
+  case kir::StmtKind::StMatrix:
   case kir::StmtKind::AtomicAdd:
   case kir::StmtKind::Reduce:
   case kir::StmtKind::Barrier:

@@ -296,6 +296,8 @@ private:
   void execLet(const StmtNode &s, const Mask &mask);
   void execStore(const StmtNode &s, const Mask &mask);
   void execVectorCopy(const StmtNode &s, const Mask &mask);
+  /// stmatrix: the warp's registers into 8 x 8 matrices in shared memory, all 32 lanes.
+  void execStMatrix(const Warp &warp, const StmtNode &s, LaneMask mask);
   void execAtomicAdd(const StmtNode &s, const Mask &mask);
   double builtin(int t, kir::Builtin which);
   class ThreadScope;

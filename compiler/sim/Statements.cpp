@@ -55,6 +55,9 @@ bool Interpreter::enter(Warp &warp, const StmtNode &s, LaneMask mask) {
   case StmtKind::VectorCopy:
     execVectorCopy(s, lanesOf(warp, mask));
     return true;
+  case StmtKind::StMatrix:
+    execStMatrix(warp, s, mask);
+    return true;
   case StmtKind::AtomicAdd:
     execAtomicAdd(s, lanesOf(warp, mask));
     return true;
@@ -255,6 +258,42 @@ void Interpreter::execVectorCopy(const StmtNode &s, const Mask &mask) {
       writes.push_back({&element(to, dst + l, t, true), v, t, &to, dst + l});
     }
   }
+  commit(writes);
+}
+
+void Interpreter::execStMatrix(const Warp &warp, const StmtNode &s, LaneMask mask) {
+  if (!s.buffer || !s.source)
+    fail("stmatrix without its buffers");
+  const Buffer &to = *s.buffer, &from = *s.source;
+  int t0 = warp.first;
+  // .sync.aligned: every lane of the warp executes the same stmatrix.
+  if (mask != ~LaneMask(0))
+    fault(t0, llvm::formatv("stmatrix reached by {0} of the 32 lanes of warp {1}; all 32 "
+                            "execute it together",
+                            std::popcount(mask), warp.id));
+  if (to.space != kir::MemorySpace::Shared || bytesOf(to.dtype) != 2 || bytesOf(from.dtype) != 2 ||
+      (s.lanes != 1 && s.lanes != 2 && s.lanes != 4))
+    fault(t0, llvm::formatv("stmatrix of {0} matrices of {1} into {2}: 1, 2 or 4 of a 16-bit "
+                            "type into shared memory",
+                            s.lanes, ir::dtypeName(to.dtype), to.name));
+  std::vector<Write> writes;
+  for (int64_t j = 0; j < s.lanes; ++j)
+    for (int i = 0; i < 8; ++i) {
+      // Row i of matrix j: its address from lane 8 j + i, its 8 elements from lanes
+      // 4 i .. 4 i + 3, two each, in their registers of matrix j.
+      int addressing = t0 + int(8 * j) + i;
+      int64_t row = integer(s.index, addressing, "a stmatrix row index");
+      checkVectorAlignment(to, row, 8, addressing);
+      for (int c = 0; c < 4; ++c) {
+        int holder = t0 + 4 * i + c;
+        int64_t src = integer(s.sourceIndex, holder, "a stmatrix source index") + 2 * j;
+        for (int e = 0; e < 2; ++e) {
+          double v = eval::roundTo(element(from, src + e, holder, false), to.dtype);
+          writes.push_back({&element(to, row + 2 * c + e, addressing, true), v, addressing, &to,
+                            row + 2 * c + e});
+        }
+      }
+    }
   commit(writes);
 }
 

@@ -51,6 +51,11 @@ struct Markers {
       if (field == StmtField::source)
         b->space = MemorySpace::Global;
     }
+    if (kind == StmtKind::StMatrix) { // 16-bit registers into shared memory (verified)
+      b->dtype = DType::BF16;
+      if (field == StmtField::source)
+        b->space = MemorySpace::Local;
+    }
     buffers.push_back(b);
     return b;
   }
@@ -91,7 +96,9 @@ struct Markers {
     } else if constexpr (std::is_same_v<T, bool>) {
       return true;
     } else if constexpr (std::is_same_v<T, int64_t>) {
-      return 16; // a lane count, a wgmma block distance (a multiple of 16), ...
+      if (kind == StmtKind::StMatrix)
+        return 4; // stmatrix's matrices: 1, 2 or 4 (verified)
+      return 16;  // a lane count, a wgmma block distance (a multiple of 16), ...
     } else if constexpr (std::is_same_v<T, std::optional<int64_t>>) {
       return 4;
     } else if constexpr (std::is_same_v<T, LoopKind>) {

@@ -631,6 +631,53 @@ TEST_CASE("simulator: misaligned vector copies fault") {
   CHECK(message.find("tensor misaligned by 1") != std::string::npos);
 }
 
+TEST_CASE("simulator: stmatrix.x4 writes a warp's four 8 x 8 matrices from its fragments") {
+  // Each lane holds value 8 lane + k in register element k (register j: elements 2 j and
+  // 2 j + 1) and addresses row lane % 8 of matrix lane / 8 of a 16 x 16 tile: matrices 0-3
+  // at (rows 0-7, columns 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15).
+  BufferPtr tile = makeBuffer("tile", DType::BF16, MemorySpace::Shared, {256});
+  BufferPtr regs = makeBuffer("regs", DType::BF16, MemorySpace::Local, {8});
+  BufferPtr out = makeBuffer("out", DType::F32, MemorySpace::Global);
+  VarPtr t = makeVar("t", DType::I64), k = makeVar("k", DType::I64);
+  auto kernelWith = [&](Expr reaching) {
+    Expr matrix = var(t) / index(8), row = var(t) % index(8);
+    Expr address =
+        (row + index(8) * (matrix % index(2))) * index(16) + index(8) * (matrix / index(2));
+    Kernel kernel;
+    kernel.name = "stmatrix";
+    kernel.params = {tensorParam(out)};
+    kernel.body = parallelLoop(
+        t, index(32), Axis::TIDx,
+        block({allocateAt(tile, 0), allocate(regs),
+               forStmt(k, index(8), LoopKind::Unrolled, Axis::BIDx, std::nullopt,
+                       {store(regs, var(k), cast(DType::BF16, var(t) * index(8) + var(k)))}),
+               ifStmt(reaching, {stMatrix(tile, address, regs, index(0), 4)}), barrier(),
+               forStmt(k, index(8), LoopKind::Unrolled, Axis::BIDx, std::nullopt,
+                       {store(out, var(t) * index(8) + var(k),
+                              cast(DType::F32, load(tile, var(t) * index(8) + var(k))))})}));
+    launch(kernel, 1, {32, 1}, 512);
+    return kernel;
+  };
+  sim::Memory memory;
+  memory.global[out.get()].assign(256, NAN);
+  REQUIRE(faultOf(sim::runKernel(kernelWith(var(t) < index(32)), memory)) == "");
+  // Element (r, c): matrix r / 8 + 2 (c / 8), its row r % 8 held by lanes 4 (r % 8) ..
+  // + 3, lane 4 (r % 8) + (c % 8) / 2 in register element 2 j + c % 2.
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 16; ++c) {
+      int j = r / 8 + 2 * (c / 8), holder = 4 * (r % 8) + (c % 8) / 2;
+      INFO("element (" << r << ", " << c << ")");
+      CHECK(memory.global[out.get()][r * 16 + c] == holder * 8 + 2 * j + c % 2);
+    }
+
+  // .sync.aligned: half a warp at a stmatrix is a fault, not a partial store.
+  sim::Memory half;
+  half.global[out.get()].assign(256, NAN);
+  CHECK(faultOf(sim::runKernel(kernelWith(var(t) < index(16)), half))
+            .find("stmatrix reached by 16 of the 32 lanes of warp 0; all 32 execute it together") !=
+        std::string::npos);
+}
+
 TEST_CASE("simulator: shared memory beyond the launch's dynamic shared memory faults") {
   BufferPtr s = makeBuffer("s", DType::F32, MemorySpace::Shared, {64});
   VarPtr t = makeVar("t", DType::I64);

@@ -176,21 +176,30 @@ Stmt Epilogue::tile(const WorkTile &tile) const {
                                    "fusion's epilogue, into the output tile"
                                  : "Epilogue: each accumulator element's row and column, the "
                                    "fusion's epilogue, stores inside the output"));
-  // Into a shared output tile, two neighbouring elements go as one access (the tile's
-  // stores are a large part of a short epilogue's instructions). Pairs compute the
+  // Into a shared output tile, 16-bit outputs go as 8 x 8 matrices by stmatrix, four
+  // pairs a lane an instruction; others two neighbouring elements as one access (the
+  // tile's stores are a large part of a short epilogue's instructions). Pairs compute the
   // elements past the output's edges too, from accumulators that are 0 there: not where
   // the epilogue divides integers (a division by zero is undefined behaviour in C++ and a
   // fault in the simulator), which keeps the check an element.
   bool dividesIntegers = llvm::any_of(plan_.epilogue, [](const ir::Value *value) {
     return value->op == ir::Op::Div && ir::isInteger(value->dtype);
   });
-  Stmt nest =
-      plan_.sharedEpilogue() && !dividesIntegers
-          ? forEachFragmentPair(plan_, names_, threads_, out,
-                                [&](const FragmentElement &e) { return pairBody(tile, {}, e); })
-          : forEachFragmentElement(plan_, names_, threads_, out, [&](const FragmentElement &e) {
-              return elementBody(tile, {}, e);
-            });
+  Stmt nest;
+  if (storesMatrices()) {
+    FragmentOrigin rows;
+    FragmentOrigin origin = quadOrigins(rows, out);
+    nest = forEachFragmentQuadInColumns(
+        plan_, names_, origin, kir::index(0), plan_.instructionsN() * plan_.instructionN / 8,
+        [&](const FragmentElement &e) { return quadBody(tile, {}, e, rows); });
+  } else if (plan_.sharedEpilogue() && !dividesIntegers) {
+    nest = forEachFragmentPair(plan_, names_, threads_, out,
+                               [&](const FragmentElement &e) { return pairBody(tile, {}, e); });
+  } else {
+    nest = forEachFragmentElement(plan_, names_, threads_, out, [&](const FragmentElement &e) {
+      return elementBody(tile, {}, e);
+    });
+  }
   out.push_back(
       fromDirective(nest, plan_.epilogueOrigin,
                     "the fragments of wgmma m64n" + std::to_string(plan_.instructionN) + "k16"));
@@ -216,7 +225,10 @@ Stmt Epilogue::tileInPieces(const WorkTile &tile) const {
   if (pieces % 2 == 1)
     out.push_back(waitOutputTileRead("an odd number of pieces: the previous tile's last piece "
                                      "used the first one's shared tile"));
-  FragmentOrigin origin = fragmentOrigin(plan_, names_, threads_, out);
+  bool matrices = storesMatrices();
+  FragmentOrigin rows;
+  FragmentOrigin origin =
+      matrices ? quadOrigins(rows, out) : fragmentOrigin(plan_, names_, threads_, out);
   bool dividesIntegers = llvm::any_of(plan_.epilogue, [](const ir::Value *value) {
     return value->op == ir::Op::Div && ir::isInteger(value->dtype);
   });
@@ -230,7 +242,10 @@ Stmt Epilogue::tileInPieces(const WorkTile &tile) const {
                                               "(this piece's shared tile) have read it")));
   body.push_back(threads_.consumerBarrier(plan_, "the piece's shared tile is free to write"));
   Expr firstChunk = p * kir::index(columns / 8);
-  Stmt nest = dividesIntegers
+  Stmt nest = matrices ? forEachFragmentQuadInColumns(
+                             plan_, names_, origin, firstChunk, columns / 8,
+                             [&](const FragmentElement &e) { return quadBody(tile, at, e, rows); })
+              : dividesIntegers
                   ? forEachFragmentPairInColumns(
                         plan_, names_, origin, firstChunk, columns / 8,
                         [&](const FragmentElement &e) {
@@ -247,6 +262,36 @@ Stmt Epilogue::tileInPieces(const WorkTile &tile) const {
   out.push_back(kir::forLoop(piece, kir::index(pieces), kir::LoopKind::Unrolled,
                              kir::block(std::move(body)), plan_.epilogueOrigin));
   return kir::block(std::move(out));
+}
+
+bool Epilogue::readsInputOver(ir::DimId dim) const {
+  return llvm::any_of(plan_.epilogue, [&](const ir::Value *value) {
+    return value->op == ir::Op::Input &&
+           llvm::is_contained(cx_.fusion.params[value->paramIndex].dims, dim);
+  });
+}
+
+FragmentOrigin Epilogue::quadOrigins(FragmentOrigin &rows, std::vector<Stmt> &out) const {
+  // The fragments' first row and column are the pairs' inputs' positions only (stmatrix
+  // addresses by `rows`): lets nothing reads would be unused variables in the CUDA.
+  std::vector<Stmt> lets;
+  FragmentOrigin origin = fragmentOrigin(plan_, names_, threads_, lets);
+  out.push_back(lets.at(0));
+  if (readsInputOver(plan_.m))
+    out.push_back(lets.at(1));
+  if (readsInputOver(plan_.n))
+    out.push_back(lets.at(2));
+  rows = matrixRowOrigin(plan_, names_, threads_, origin, out);
+  return origin;
+}
+
+bool Epilogue::storesMatrices() const {
+  if (!plan_.sharedEpilogue() || ir::dtypeBytes(cx_.fusion.outputs.at(0).dtype) != 2 ||
+      plan_.instructionN % 16 != 0 || pieceColumns(plan_) % 16 != 0)
+    return false;
+  return llvm::none_of(plan_.epilogue, [](const ir::Value *value) {
+    return value->op == ir::Op::Div && ir::isInteger(value->dtype);
+  });
 }
 
 Stmt Epilogue::end() const {
@@ -318,40 +363,48 @@ Stmt Epilogue::elementBody(const WorkTile &tile, const Piece &at, const Fragment
   return kir::block(std::move(element));
 }
 
-/// Two neighbouring elements of a fragment row (`first` and the one to its right) into the
-/// shared output tile, as one 4-byte (8 with f32 outputs) store from a pair in registers.
-/// No element is skipped at the output's edges: the tile's rows and columns past them are
-/// computed from inputs read at the last row and column (so no read leaves them) and never
-/// leave the tile, since both copies out of it (TMA stores, which clip at the tensor's
-/// edges, and the checked 16-byte copies) stop at the edges. A per-element check would
-/// cost a compare and a branch an element in every tile for the few tiles at the edges.
-Stmt Epilogue::pairBody(const WorkTile &tile, const Piece &at, const FragmentElement &first) const {
+/// Two neighbouring elements of a fragment row (`first` and the one to its right)
+/// computed into `into[at]` and `into[at + 1]` (the pair's statements to `out`); returns
+/// the pair's row and column in the CTA tile (with `position` false, null where no input
+/// reads them). No element is skipped at the output's edges: the tile's rows and columns
+/// past them are computed from inputs read at the last row and column (so no read leaves
+/// them) and never leave the tile, since both copies out of it (TMA stores, which clip at
+/// the tensor's edges, and the checked 16-byte copies) stop at the edges. A per-element
+/// check would cost a compare and a branch an element in every tile for the few tiles at
+/// the edges.
+Epilogue::PairAt Epilogue::pairInto(const WorkTile &tile, const FragmentElement &first,
+                                    kir::BufferPtr into, int64_t at, std::vector<Stmt> &out) const {
   const ir::Fusion &f = cx_.fusion;
   const ir::Output &output = f.outputs.at(0);
-  kir::VarPtr r = names_.var("r"), cc = names_.var("c"), row = names_.var("row"),
-              col = names_.var("col"), half = names_.var("half");
-  std::vector<Stmt> out;
-  auto [tileRow, tileColumn] = tilePosition(plan_, first);
-  out.push_back(kir::let(r, tileRow));
-  out.push_back(kir::let(cc, tileColumn, "the pair's first column (even)"));
   // The element's row and column in the output, for the epilogue's inputs over M
   // (a residual) and over N (a bias) only.
-  auto readsOver = [&](ir::DimId dim) {
-    return llvm::any_of(plan_.epilogue, [&](const ir::Value *value) {
-      return value->op == ir::Op::Input &&
-             llvm::is_contained(f.params[value->paramIndex].dims, dim);
-    });
-  };
-  bool readsRows = readsOver(plan_.m), readsColumns = readsOver(plan_.n);
+  bool readsRows = readsInputOver(plan_.m), readsColumns = readsInputOver(plan_.n);
   bool readsInputs = llvm::any_of(
       plan_.epilogue, [](const ir::Value *value) { return value->op == ir::Op::Input; });
+  // Without a buffer to compute into, the pair's own, stored where the caller says: then
+  // its row and column in the CTA tile are needed for the address, else only for inputs.
+  bool position = !into;
+  PairAt pair;
+  auto [tileRow, tileColumn] = tilePosition(plan_, first);
+  if (position || readsRows)
+    pair.r = names_.var("r");
+  if (position || readsColumns)
+    pair.c = names_.var("c");
+  kir::VarPtr row = names_.var("row"), col = names_.var("col"), half = names_.var("half");
+  if (pair.r)
+    out.push_back(kir::let(pair.r, tileRow));
+  if (pair.c)
+    out.push_back(kir::let(pair.c, tileColumn, "the pair's first column (even)"));
   if (readsRows)
-    out.push_back(kir::let(row, kir::var(tile.mTile) * kir::index(plan_.tileM) + kir::var(r)));
+    out.push_back(kir::let(row, kir::var(tile.mTile) * kir::index(plan_.tileM) + kir::var(pair.r)));
   if (readsColumns)
-    out.push_back(kir::let(col, kir::var(tile.nTile) * kir::index(plan_.tileN) + kir::var(cc)));
-  kir::BufferPtr pair =
-      makeBuffer(names_.fresh(output.name + "_pair"), output.dtype, kir::MemorySpace::Local, {2});
-  out.push_back(kir::allocate(pair, "the pair, stored together"));
+    out.push_back(kir::let(col, kir::var(tile.nTile) * kir::index(plan_.tileN) + kir::var(pair.c)));
+  if (!into) {
+    into =
+        makeBuffer(names_.fresh(output.name + "_pair"), output.dtype, kir::MemorySpace::Local, {2});
+    out.push_back(kir::allocate(into, "the pair, stored together"));
+  }
+  pair.buffer = into;
   // Dimension indices for the epilogue's inputs: M and N clamped inside the output.
   cx_.rootIndex.assign(f.dims.size(), kir::index(0));
   if (readsRows)
@@ -366,16 +419,50 @@ Stmt Epilogue::pairBody(const WorkTile &tile, const Piece &at, const FragmentEle
   std::vector<Stmt> computed = fusedEpilogue(cx_, plan_, kir::var(accumulated), product2,
                                              /*storeOutputs=*/false, &values);
   body.insert(body.end(), computed.begin(), computed.end());
-  body.push_back(
-      fromFusion(kir::store(pair, kir::var(half), values.at(output.value->id)), output.range));
+  Expr index = at == 0 ? kir::var(half) : kir::var(half) + kir::index(at);
+  body.push_back(fromFusion(kir::store(into, index, values.at(output.value->id)), output.range));
   out.push_back(kir::withComment(
       kir::forLoop(half, kir::index(2), kir::LoopKind::Unrolled, kir::block(std::move(body))),
       readsInputs ? "past the output's edges, inputs are read at its last row and column"
                   : "the pair's two columns"));
+  return pair;
+}
+
+/// A pair (pairInto) into the shared output tile as one 4-byte (8 with f32 outputs) store.
+Stmt Epilogue::pairBody(const WorkTile &tile, const Piece &at, const FragmentElement &first) const {
+  const ir::Output &output = cx_.fusion.outputs.at(0);
+  std::vector<Stmt> out;
+  PairAt pair = pairInto(tile, first, nullptr, 0, out);
+  out.push_back(
+      fromFusion(kir::vectorCopy(storage_.outTile,
+                                 outTileBase(at) + outputTileIndex(kir::var(pair.r),
+                                                                   inPiece(at, kir::var(pair.c))),
+                                 pair.buffer, kir::index(0), 2),
+                 output.range));
+  return kir::block(std::move(out));
+}
+
+/// A 16 x 16 block of a warp's fragments (four pairs: two chunks, both fragment rows) into
+/// the shared output tile by one stmatrix.x4: each lane computes its four pairs into
+/// registers and gives the address of one row of one 8 x 8 matrix (`rows`, the lane's row
+/// of the warp's first block), where four st.shared.b32 a lane stored a pair each.
+Stmt Epilogue::quadBody(const WorkTile &tile, const Piece &at, const FragmentElement &first,
+                        const FragmentOrigin &rows) const {
+  const ir::Output &output = cx_.fusion.outputs.at(0);
+  kir::BufferPtr quad =
+      makeBuffer(names_.fresh(output.name + "_quad"), output.dtype, kir::MemorySpace::Local, {8});
+  std::vector<Stmt> out;
+  out.push_back(kir::allocate(quad, "four pairs: matrices (rows 0-7, 8-15) x (columns 0-7, 8-15)"));
+  for (int64_t j = 0; j < 4; ++j)
+    pairInto(tile, first.inQuad(j / 2, j % 2), quad, 2 * j, out);
+  Expr row = kir::var(rows.row0) + first.mi * kir::index(64);
+  Expr column =
+      kir::var(rows.col0) + first.ni * kir::index(plan_.instructionN) + first.ns * kir::index(8);
   out.push_back(fromFusion(
-      kir::vectorCopy(storage_.outTile,
-                      outTileBase(at) + outputTileIndex(kir::var(r), inPiece(at, kir::var(cc))),
-                      pair, kir::index(0), 2),
+      kir::withComment(kir::stMatrix(storage_.outTile,
+                                     outTileBase(at) + outputTileIndex(row, inPiece(at, column)),
+                                     quad, kir::index(0), 4),
+                       "the warp's 16 x 16 block: this lane's row of one matrix"),
       output.range));
   return kir::block(std::move(out));
 }

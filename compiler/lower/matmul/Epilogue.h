@@ -5,8 +5,10 @@
 //   epilogue via registers          each thread stores its elements inside the output
 //   epilogue via shared             the consumers write the output tile to shared memory
 //                                   (128-byte swizzled column blocks, so a warp's writes
-//                                   spread over the banks), then copy it out in 16-byte
-//                                   pieces, coalesced
+//                                   spread over the banks; 16-bit outputs by stmatrix, a
+//                                   warp's 16 x 16 block of fragments an instruction, others
+//                                   a pair of elements a store), then copy it out in
+//                                   16-byte pieces, coalesced
 //   epilogue via shared tma_store   the same tile, then one thread stores it with TMA
 //                                   (one box a column block; TMA clips at the tensor's
 //                                   edges) after the async-proxy fence; before the next
@@ -70,9 +72,28 @@ private:
   struct Piece {
     kir::Expr firstColumn, slot;
   };
+  /// A pair computed into registers: its row and column in the CTA tile (null where not
+  /// needed) and the buffer it is in.
+  struct PairAt {
+    kir::VarPtr r, c;
+    kir::BufferPtr buffer;
+  };
   kir::Stmt tileInPieces(const WorkTile &tile) const;
+  /// Whether the shared output tile is written by stmatrix (quadBody) rather than a pair
+  /// at a time (pairBody): 16-bit outputs, no integer division in the epilogue (which
+  /// needs each element checked), and 16-column blocks in every instruction and piece.
+  bool storesMatrices() const;
+  /// Whether an input of the epilogue has dimension `dim` (a bias over N, a residual).
+  bool readsInputOver(ir::DimId dim) const;
+  /// The walk's origins for quadBody: the fragments' (the lets of what the pairs' inputs
+  /// read) and the stmatrix rows' (`rows`), their lets to `out`.
+  FragmentOrigin quadOrigins(FragmentOrigin &rows, std::vector<kir::Stmt> &out) const;
   kir::Stmt elementBody(const WorkTile &tile, const Piece &at, const FragmentElement &e) const;
+  PairAt pairInto(const WorkTile &tile, const FragmentElement &first, kir::BufferPtr into,
+                  int64_t at, std::vector<kir::Stmt> &out) const;
   kir::Stmt pairBody(const WorkTile &tile, const Piece &at, const FragmentElement &first) const;
+  kir::Stmt quadBody(const WorkTile &tile, const Piece &at, const FragmentElement &first,
+                     const FragmentOrigin &rows) const;
   std::pair<kir::VarPtr, kir::Expr> loadProducts(const FragmentElement &e,
                                                  std::vector<kir::Stmt> &body) const;
   kir::Expr outputTileIndex(kir::Expr row, kir::Expr column) const;

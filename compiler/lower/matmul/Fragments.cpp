@@ -1,6 +1,8 @@
 // Fragments.cpp — the walk over the thread's accumulator fragment elements.
 #include "lower/matmul/Fragments.h"
 
+#include "support/Internal.h"
+
 namespace fsl::lower {
 
 using kir::Expr;
@@ -13,7 +15,8 @@ namespace {
 Stmt forEachFragment(const MatmulPlan &plan, const KernelNames &names, const CtaThreads &threads,
                      std::vector<Stmt> &out, bool pairs,
                      const std::function<Stmt(const FragmentElement &)> &body) {
-  auto [row0, col0] = fragmentOrigin(plan, names, threads, out);
+  const FragmentOrigin origin = fragmentOrigin(plan, names, threads, out);
+  kir::VarPtr row0 = origin.row0, col0 = origin.col0;
   int64_t in = plan.instructionN;
   return names.unrolled("mi", plan.instructionsM(), [&](Expr mi) {
     return names.unrolled("ni", plan.instructionsN(), [&](Expr ni) {
@@ -44,7 +47,7 @@ FragmentOrigin fragmentOrigin(const MatmulPlan &plan, const KernelNames &names,
                                    l % kir::index(32) / kir::index(4)));
   out.push_back(
       kir::let(col0, threads.warpgroupColumn(plan) + kir::index(2) * (l % kir::index(4))));
-  return {row0, col0};
+  return {row0, col0, lane};
 }
 
 Stmt forEachFragmentPairInColumns(const MatmulPlan &plan, const KernelNames &names,
@@ -73,6 +76,43 @@ Stmt forEachFragmentPairInColumns(const MatmulPlan &plan, const KernelNames &nam
   });
 }
 
+Stmt forEachFragmentQuadInColumns(const MatmulPlan &plan, const KernelNames &names,
+                                  const FragmentOrigin &origin, Expr firstChunk, int64_t chunks,
+                                  const std::function<Stmt(const FragmentElement &)> &body) {
+  int64_t chunksPerInstruction = plan.instructionN / 8;
+  FSL_INTERNAL_ASSERT(chunks % 2 == 0 && chunksPerInstruction % 2 == 0,
+                      "a quad walk over an odd number of 8-column chunks");
+  return names.unrolled("mi", plan.instructionsM(), [&](Expr mi) {
+    return names.unrolled("q", chunks / 2, [&](Expr q) {
+      Expr chunk = firstChunk + q * kir::index(2);
+      Expr ni = chunk / kir::index(chunksPerInstruction);
+      Expr ns = chunk % kir::index(chunksPerInstruction);
+      Expr fragment =
+          (mi * kir::index(plan.instructionsN()) + ni) * kir::index(plan.instructionN / 2);
+      FragmentElement e{
+          mi,          ni,         ns, kir::index(0), kir::index(0), fragment + ns * kir::index(4),
+          origin.row0, origin.col0};
+      return body(e);
+    });
+  });
+}
+
+FragmentOrigin matrixRowOrigin(const MatmulPlan &plan, const KernelNames &names,
+                               const CtaThreads &threads, const FragmentOrigin &fragments,
+                               std::vector<Stmt> &out) {
+  kir::VarPtr row = names.var("matrix_row0"), col = names.var("matrix_col0");
+  Expr l = kir::var(fragments.lane);
+  out.push_back(kir::let(row,
+                         threads.warpgroupRow(plan) + kir::index(16) * (l / kir::index(32)) +
+                             l % kir::index(8) +
+                             kir::index(8) * (l / kir::index(8) % kir::index(2)),
+                         "the row this lane addresses for stmatrix: row lane % 8 of matrix "
+                         "lane % 32 / 8 of its warp's 16 x 16 block"));
+  out.push_back(kir::let(col, threads.warpgroupColumn(plan) +
+                                  kir::index(8) * (l / kir::index(16) % kir::index(2))));
+  return {row, col, fragments.lane};
+}
+
 Stmt forEachFragmentElement(const MatmulPlan &plan, const KernelNames &names,
                             const CtaThreads &threads, std::vector<Stmt> &out,
                             const std::function<Stmt(const FragmentElement &)> &body) {
@@ -89,6 +129,14 @@ FragmentElement FragmentElement::inPair(Expr column) const {
   FragmentElement e = *this;
   e.c = column;
   e.accIndex = accIndex + column;
+  return e;
+}
+
+FragmentElement FragmentElement::inQuad(int64_t chunk, int64_t rowHalf) const {
+  FragmentElement e = *this;
+  e.ns = ns + kir::index(chunk);
+  e.h = kir::index(rowHalf);
+  e.accIndex = accIndex + kir::index(4 * chunk + 2 * rowHalf);
   return e;
 }
 

@@ -25,6 +25,9 @@ struct FragmentElement {
   /// Of a pair's first element (c = 0, forEachFragmentPair): the pair's element `column`
   /// (0 or 1), the same fragment row.
   FragmentElement inPair(kir::Expr column) const;
+  /// Of a quad's first pair (forEachFragmentQuadInColumns): the pair `chunk` 8-column
+  /// chunks to the right (0 or 1) and `h` 8 rows down (0 or 1).
+  FragmentElement inQuad(int64_t chunk, int64_t h) const;
 };
 
 /// The unrolled nest over the thread's accumulator elements: `body` for each, with its
@@ -48,6 +51,7 @@ kir::Stmt forEachFragmentPair(const MatmulPlan &plan, const KernelNames &names,
 /// caller made once (fragmentOrigin).
 struct FragmentOrigin {
   kir::VarPtr row0, col0;
+  kir::VarPtr lane; // the thread of the warpgroup
 };
 FragmentOrigin fragmentOrigin(const MatmulPlan &plan, const KernelNames &names,
                               const CtaThreads &threads, std::vector<kir::Stmt> &out);
@@ -55,6 +59,24 @@ kir::Stmt
 forEachFragmentPairInColumns(const MatmulPlan &plan, const KernelNames &names,
                              const FragmentOrigin &origin, kir::Expr firstChunk, int64_t chunks,
                              const std::function<kir::Stmt(const FragmentElement &)> &body);
+
+/// The quad walk over one piece of the tile (or the whole tile: firstChunk 0, the warp
+/// tile's chunks): `body` gets the first pair of each 16 x 16 block of a warp's fragments
+/// (two neighbouring 8-column chunks of one instruction, both fragment rows h), which are
+/// the four 8 x 8 matrices one stmatrix.x4 stores. `chunks` and the instruction's chunks
+/// are even.
+kir::Stmt
+forEachFragmentQuadInColumns(const MatmulPlan &plan, const KernelNames &names,
+                             const FragmentOrigin &origin, kir::Expr firstChunk, int64_t chunks,
+                             const std::function<kir::Stmt(const FragmentElement &)> &body);
+
+/// The row and column in the CTA tile of the first element of the row this thread gives
+/// to stmatrix (lane 8 j + i: row i of matrix j) in the warp's first 16 x 16 block: rows
+/// i and 8 + i for even and odd j, columns 0 and 8 for j < 2 and j >= 2, from the lane
+/// of `fragments`. Its lets go to `out`.
+FragmentOrigin matrixRowOrigin(const MatmulPlan &plan, const KernelNames &names,
+                               const CtaThreads &threads, const FragmentOrigin &fragments,
+                               std::vector<kir::Stmt> &out);
 
 /// The element's row and column in the CTA tile.
 std::pair<kir::Expr, kir::Expr> tilePosition(const MatmulPlan &plan, const FragmentElement &e);

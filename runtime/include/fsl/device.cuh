@@ -17,8 +17,9 @@
  *   5. Barriers, counters and programmatic dependent launch: named barriers, an
  *      acquire-release atomic add, griddepcontrol.
  *   6. Hopper (sm_90) asynchronous operations, as inline PTX: mbarrier, the async-proxy
- *      fence, TMA (cp.async.bulk.tensor) loads and stores, wgmma with shared-memory
- *      descriptors (and the pinning of its accumulator registers), setmaxnreg.
+ *      fence, TMA (cp.async.bulk.tensor) loads and stores, stmatrix, wgmma with
+ *      shared-memory descriptors (and the pinning of its accumulator registers),
+ *      setmaxnreg.
  *   7. Thread-block clusters (sm_90), as inline PTX: fsl_cluster_sync (every thread of
  *      every CTA of the cluster), fsl_cluster_cta_rank, and fsl_mbarrier_arrive_cluster
  *      (an arrival on the mbarrier at the same shared offset in another CTA of the
@@ -656,6 +657,35 @@ __device__ __forceinline__ void fsl_bulk_commit_group() {
 template <int Pending> __device__ __forceinline__ void fsl_bulk_wait_group_read() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(Pending) : "memory");
+#else
+  FSL_UNSUPPORTED_ON_THIS_DEVICE();
+#endif
+}
+
+/* stmatrix (sm_90): the warp writes `Matrices` (1, 2 or 4) 8 x 8 matrices of 16-bit
+ * elements to shared memory in one instruction. Lane 8 j + i passes `row`, the first of
+ * the 8 contiguous elements (16 bytes, aligned) of row i of matrix j; every lane passes
+ * `values`, 2 elements a matrix: row lane / 4, columns 2 (lane % 4) and the next one, of
+ * matrix j at values[2 j] (the layout of an mma accumulator fragment). All 32 lanes
+ * execute it together. */
+template <int Matrices, typename T>
+__device__ __forceinline__ void fsl_stmatrix(T *row, const T *values) {
+  static_assert(sizeof(T) == 2, "stmatrix stores 16-bit elements");
+  static_assert(Matrices == 1 || Matrices == 2 || Matrices == 4, "stmatrix: 1, 2 or 4");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const uint32_t *v = reinterpret_cast<const uint32_t *>(values);
+  const uint32_t address = fsl_shared_address(row);
+  if constexpr (Matrices == 4)
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(address),
+                 "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3])
+                 : "memory");
+  else if constexpr (Matrices == 2)
+    asm volatile("stmatrix.sync.aligned.m8n8.x2.shared.b16 [%0], {%1, %2};" ::"r"(address),
+                 "r"(v[0]), "r"(v[1])
+                 : "memory");
+  else
+    asm volatile("stmatrix.sync.aligned.m8n8.x1.shared.b16 [%0], {%1};" ::"r"(address), "r"(v[0])
+                 : "memory");
 #else
   FSL_UNSUPPORTED_ON_THIS_DEVICE();
 #endif
