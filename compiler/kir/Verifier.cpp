@@ -256,6 +256,12 @@ private:
           (s->lanes != 1 && s->lanes != 2 && s->lanes != 4))
         fail("stmatrix from '" + s->source->name + "' into '" + s->buffer->name +
              "': 1, 2 or 4 matrices of one 16-bit type, from registers into shared memory");
+      // The registers are read as 4-byte words, one a matrix.
+      if (std::optional<int64_t> first = asConstant(s->sourceIndex))
+        if (*first % 2 != 0 || *first + 2 * s->lanes > s->source->elements())
+          fail("stmatrix from '" + s->source->name + "' at element " + std::to_string(*first) +
+               ": " + std::to_string(s->lanes) + " words of two elements from an even element " +
+               "inside its " + std::to_string(s->source->elements()));
       return;
     case StmtKind::AtomicAdd:
       buffer(s->buffer, "atomic add");

@@ -455,15 +455,16 @@ Stmt Epilogue::quadBody(const WorkTile &tile, const Piece &at, const FragmentEle
   out.push_back(kir::allocate(quad, "four pairs: matrices (rows 0-7, 8-15) x (columns 0-7, 8-15)"));
   for (int64_t j = 0; j < 4; ++j)
     pairInto(tile, first.inQuad(j / 2, j % 2), quad, 2 * j, out);
+  // The block's row and column in the shared tile (or piece): the walk counts its chunks
+  // from the piece's first.
   Expr row = kir::var(rows.row0) + first.mi * kir::index(64);
-  Expr column =
-      kir::var(rows.col0) + first.ni * kir::index(plan_.instructionN) + first.ns * kir::index(8);
-  out.push_back(fromFusion(
-      kir::withComment(kir::stMatrix(storage_.outTile,
-                                     outTileBase(at) + outputTileIndex(row, inPiece(at, column)),
-                                     quad, kir::index(0), 4),
-                       "the warp's 16 x 16 block: this lane's row of one matrix"),
-      output.range));
+  Expr column = kir::var(rows.col0) + first.walkChunk * kir::index(8);
+  out.push_back(
+      fromFusion(kir::withComment(kir::stMatrix(storage_.outTile,
+                                                outTileBase(at) + outputTileIndex(row, column),
+                                                quad, kir::index(0), 4),
+                                  "the warp's 16 x 16 block: this lane's row of one matrix"),
+                 output.range));
   return kir::block(std::move(out));
 }
 

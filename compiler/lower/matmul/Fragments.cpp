@@ -89,9 +89,15 @@ Stmt forEachFragmentQuadInColumns(const MatmulPlan &plan, const KernelNames &nam
       Expr ns = chunk % kir::index(chunksPerInstruction);
       Expr fragment =
           (mi * kir::index(plan.instructionsN()) + ni) * kir::index(plan.instructionN / 2);
-      FragmentElement e{
-          mi,          ni,         ns, kir::index(0), kir::index(0), fragment + ns * kir::index(4),
-          origin.row0, origin.col0};
+      FragmentElement e{mi,
+                        ni,
+                        ns,
+                        kir::index(0),
+                        kir::index(0),
+                        fragment + ns * kir::index(4),
+                        origin.row0,
+                        origin.col0,
+                        q * kir::index(2)};
       return body(e);
     });
   });

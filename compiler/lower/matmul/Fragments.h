@@ -21,6 +21,9 @@ struct Accumulators {
 struct FragmentElement {
   kir::Expr mi, ni, ns, h, c, accIndex;
   kir::VarPtr row0, col0;
+  /// The quad walk's: the 8-column chunk counted from the walk's first (its column in the
+  /// piece is 8 times it).
+  kir::Expr walkChunk = nullptr;
 
   /// Of a pair's first element (c = 0, forEachFragmentPair): the pair's element `column`
   /// (0 or 1), the same fragment row.
