@@ -27,11 +27,8 @@ source "$root/scripts/sanitizer-env.sh"
 # the same wgmma, TMA and mbarrier code at smaller sizes under the sanitizers. So do the
 # ones that simulate whole norm files at thousands of columns or many cluster products
 # (heuristics/inner-outer 15 s, lower/clamped-rows 11 s, matmul/cluster 7 s,
-# stdlib/training-simulate 6 s in the release build, each minutes sanitized), and
-# lower/inner-outer/prefetch (480 s sanitized on two cores, half the suite's wall time:
-# auto(inner_outer) prefetches by default, so the other inner-outer tests run the same
-# next-row loads under the sanitizers):
+# stdlib/training-simulate 6 s in the release build, each minutes sanitized):
 # lower/inner-outer/, the other lower/ tests, matmul/persistent and matmul/swap-ab
 # simulate the same kernels (clusters included) at small sizes under the sanitizers.
-export LIT_FILTER_OUT='matmul/(stream-k|pingpong|epilogues|examples|kn|two-products)\.test|matmul/cluster\.fsl|heuristics/(long-rows|matmul-knobs|inner-outer)\.test|lower/clamped-rows\.test|lower/inner-outer/prefetch\.test|stdlib/training-simulate\.test'
+export LIT_FILTER_OUT='matmul/(stream-k|pingpong|epilogues|examples|kn|two-products)\.test|matmul/cluster\.fsl|heuristics/(long-rows|matmul-knobs|inner-outer)\.test|lower/clamped-rows\.test|stdlib/training-simulate\.test'
 ctest --test-dir "$build" --output-on-failure -R '^(unit|lit|robustness)$'
