@@ -118,7 +118,8 @@ void allocateOutputTile(const MatmulPlan &plan, const KernelNames &names, Epilog
 
 std::vector<Stmt> fusedEpilogue(LowerContext &cx, const MatmulPlan &plan, Expr product,
                                 Expr product2, bool storeOutputs,
-                                std::map<unsigned, Expr> *valuesOut) {
+                                std::map<unsigned, Expr> *valuesOut,
+                                const std::map<unsigned, Expr> *held) {
   const ir::Fusion &f = cx.fusion;
   std::vector<Stmt> body;
   std::map<unsigned, Expr> values;
@@ -131,7 +132,9 @@ std::vector<Stmt> fusedEpilogue(LowerContext &cx, const MatmulPlan &plan, Expr p
       continue;
     }
     Expr expr;
-    if (value->op == ir::Op::Input) {
+    if (value->op == ir::Op::Input && held && held->count(value->id)) {
+      expr = held->at(value->id);
+    } else if (value->op == ir::Op::Input) {
       expr = kir::load(cx.paramBuffers[value->paramIndex],
                        cx.offsetOf(f.params[value->paramIndex].dims));
     } else if (value->op == ir::Op::Scalar) {
@@ -236,25 +239,31 @@ Stmt Epilogue::tileInPieces(const WorkTile &tile) const {
   Expr p = kir::var(piece);
   Piece at{p * kir::index(columns), p % kir::index(2)};
   std::vector<Stmt> body;
+  // Inputs over N only (a bias) are loaded a piece ahead, so that their latency overlaps
+  // the previous piece's work rather than each piece's start (quads only, whose pairs
+  // read them by their chunk in the piece).
+  HeldColumns held;
+  if (matrices)
+    held = holdColumnInputs(tile, origin, p, out, body);
   body.push_back(kir::ifThen(threads_.firstConsumerThread(plan_),
                              kir::withComment(kir::tmaStoreWait(/*pending=*/boxes),
                                               "the stores of the piece before the last "
                                               "(this piece's shared tile) have read it")));
   body.push_back(threads_.consumerBarrier(plan_, "the piece's shared tile is free to write"));
   Expr firstChunk = p * kir::index(columns / 8);
-  Stmt nest = matrices ? forEachFragmentQuadInColumns(
-                             plan_, names_, origin, firstChunk, columns / 8,
-                             [&](const FragmentElement &e) { return quadBody(tile, at, e, rows); })
-              : dividesIntegers
-                  ? forEachFragmentPairInColumns(
-                        plan_, names_, origin, firstChunk, columns / 8,
-                        [&](const FragmentElement &e) {
-                          return kir::block({elementBody(tile, at, e.inPair(kir::index(0))),
-                                             elementBody(tile, at, e.inPair(kir::index(1)))});
-                        })
-                  : forEachFragmentPairInColumns(
-                        plan_, names_, origin, firstChunk, columns / 8,
-                        [&](const FragmentElement &e) { return pairBody(tile, at, e); });
+  Stmt nest =
+      matrices ? forEachFragmentQuadInColumns(
+                     plan_, names_, origin, firstChunk, columns / 8,
+                     [&](const FragmentElement &e) { return quadBody(tile, at, e, rows, &held); })
+      : dividesIntegers ? forEachFragmentPairInColumns(
+                              plan_, names_, origin, firstChunk, columns / 8,
+                              [&](const FragmentElement &e) {
+                                return kir::block({elementBody(tile, at, e.inPair(kir::index(0))),
+                                                   elementBody(tile, at, e.inPair(kir::index(1)))});
+                              })
+                        : forEachFragmentPairInColumns(
+                              plan_, names_, origin, firstChunk, columns / 8,
+                              [&](const FragmentElement &e) { return pairBody(tile, at, e); });
   body.push_back(fromDirective(nest, plan_.epilogueOrigin,
                                "the fragments of wgmma m64n" + std::to_string(plan_.instructionN) +
                                    "k16 in the piece's columns"));
@@ -262,6 +271,64 @@ Stmt Epilogue::tileInPieces(const WorkTile &tile) const {
   out.push_back(kir::forLoop(piece, kir::index(pieces), kir::LoopKind::Unrolled,
                              kir::block(std::move(body)), plan_.epilogueOrigin));
   return kir::block(std::move(out));
+}
+
+/// The elements a thread holds of the column inputs loaded a piece ahead (this piece's and
+/// the next one's): 32 keeps a bias of 32-column pieces (2 x 8 bf16 registers) and of
+/// 64-column ones (2 x 16).
+constexpr int64_t kHeldColumnElements = 32;
+
+Epilogue::HeldColumns Epilogue::holdColumnInputs(const WorkTile &tile, const FragmentOrigin &origin,
+                                                 Expr piece, std::vector<Stmt> &out,
+                                                 std::vector<Stmt> &top) const {
+  const ir::Fusion &f = cx_.fusion;
+  const int64_t columns = plan_.epiloguePiece, pieces = plan_.tileN / columns;
+  const int64_t count = columns / 4; // two a fragment chunk of the piece
+  HeldColumns held;
+  for (const ir::Value *value : plan_.epilogue) {
+    if (value->op != ir::Op::Input)
+      continue;
+    const ir::Param &param = f.params[value->paramIndex];
+    if (param.dims.size() != 1 || param.dims[0] != plan_.n || held.count(value->id))
+      continue;
+    // Two arrays of `count` a held input: at most kHeldColumnElements elements in all, so
+    // that wide pieces or many such inputs do not take the accumulators' registers.
+    if (2 * count * int64_t(held.size() + 1) > kHeldColumnElements)
+      break;
+    kir::BufferPtr next = makeBuffer(names_.fresh(param.name + "_next"), param.dtype,
+                                     kir::MemorySpace::Local, {count});
+    kir::BufferPtr now = makeBuffer(names_.fresh(param.name + "_piece"), param.dtype,
+                                    kir::MemorySpace::Local, {count});
+    // Piece `p`'s values of this thread: chunk k of the piece, column 2 (lane % 4) + h of
+    // it (the fragments' columns), clamped inside the output as the pairs read them.
+    auto loads = [&](Expr p, const std::string &comment) {
+      kir::VarPtr k = names_.var("k"), h = names_.var("h");
+      cx_.rootIndex.assign(f.dims.size(), kir::index(0));
+      cx_.rootIndex[plan_.n] =
+          kir::min(kir::var(tile.nTile) * kir::index(plan_.tileN) + kir::var(origin.col0) +
+                       p * kir::index(columns) + kir::var(k) * kir::index(8) + kir::var(h),
+                   cx_.dimExtent(plan_.n) - kir::index(1));
+      // An element copied as it is (no conversion through f32 and back).
+      Stmt load = kir::vectorCopy(next, kir::var(k) * kir::index(2) + kir::var(h),
+                                  cx_.paramBuffers[value->paramIndex], cx_.offsetOf(param.dims), 1);
+      return kir::withComment(
+          kir::forLoop(k, kir::index(columns / 8), kir::LoopKind::Unrolled,
+                       kir::forLoop(h, kir::index(2), kir::LoopKind::Unrolled, load)),
+          comment);
+    };
+    out.push_back(kir::allocate(next, "the next piece's " + param.name +
+                                          ", loaded while this piece is computed and stored"));
+    out.push_back(kir::allocate(now, "this piece's " + param.name));
+    out.push_back(loads(kir::index(0), "the first piece's " + param.name));
+    kir::VarPtr i = names_.var("i");
+    top.push_back(kir::forLoop(i, kir::index(count), kir::LoopKind::Unrolled,
+                               kir::vectorCopy(now, kir::var(i), next, kir::var(i), 1)));
+    top.push_back(kir::ifThen(piece + kir::index(1) < kir::index(pieces),
+                              loads(piece + kir::index(1), "the next piece's " + param.name +
+                                                               ", in flight during this one")));
+    held[value->id] = now;
+  }
+  return held;
 }
 
 bool Epilogue::readsInputOver(ir::DimId dim) const {
@@ -373,12 +440,20 @@ Stmt Epilogue::elementBody(const WorkTile &tile, const Piece &at, const Fragment
 /// check would cost a compare and a branch an element in every tile for the few tiles at
 /// the edges.
 Epilogue::PairAt Epilogue::pairInto(const WorkTile &tile, const FragmentElement &first,
-                                    kir::BufferPtr into, int64_t at, std::vector<Stmt> &out) const {
+                                    kir::BufferPtr into, int64_t at, std::vector<Stmt> &out,
+                                    const HeldColumns *held) const {
   const ir::Fusion &f = cx_.fusion;
   const ir::Output &output = f.outputs.at(0);
   // The element's row and column in the output, for the epilogue's inputs over M
   // (a residual) and over N (a bias) only.
-  bool readsRows = readsInputOver(plan_.m), readsColumns = readsInputOver(plan_.n);
+  // Inputs held in registers need no position.
+  auto readsLoadedOver = [&](ir::DimId dim) {
+    return llvm::any_of(plan_.epilogue, [&](const ir::Value *value) {
+      return value->op == ir::Op::Input && !(held && held->count(value->id)) &&
+             llvm::is_contained(f.params[value->paramIndex].dims, dim);
+    });
+  };
+  bool readsRows = readsLoadedOver(plan_.m), readsColumns = readsLoadedOver(plan_.n);
   bool readsInputs = llvm::any_of(
       plan_.epilogue, [](const ir::Value *value) { return value->op == ir::Op::Input; });
   // Without a buffer to compute into, the pair's own, stored where the caller says: then
@@ -415,9 +490,12 @@ Epilogue::PairAt Epilogue::pairInto(const WorkTile &tile, const FragmentElement 
   const FragmentElement e = first.inPair(kir::var(half));
   std::vector<Stmt> body;
   auto [accumulated, product2] = loadProducts(e, body);
-  std::map<unsigned, Expr> values;
+  std::map<unsigned, Expr> values, inRegisters;
+  if (held)
+    for (const auto &[id, registers] : *held)
+      inRegisters[id] = kir::load(registers, first.walkChunk * kir::index(2) + kir::var(half));
   std::vector<Stmt> computed = fusedEpilogue(cx_, plan_, kir::var(accumulated), product2,
-                                             /*storeOutputs=*/false, &values);
+                                             /*storeOutputs=*/false, &values, &inRegisters);
   body.insert(body.end(), computed.begin(), computed.end());
   Expr index = at == 0 ? kir::var(half) : kir::var(half) + kir::index(at);
   body.push_back(fromFusion(kir::store(into, index, values.at(output.value->id)), output.range));
@@ -447,14 +525,14 @@ Stmt Epilogue::pairBody(const WorkTile &tile, const Piece &at, const FragmentEle
 /// registers and gives the address of one row of one 8 x 8 matrix (`rows`, the lane's row
 /// of the warp's first block), where four st.shared.b32 a lane stored a pair each.
 Stmt Epilogue::quadBody(const WorkTile &tile, const Piece &at, const FragmentElement &first,
-                        const FragmentOrigin &rows) const {
+                        const FragmentOrigin &rows, const HeldColumns *held) const {
   const ir::Output &output = cx_.fusion.outputs.at(0);
   kir::BufferPtr quad =
       makeBuffer(names_.fresh(output.name + "_quad"), output.dtype, kir::MemorySpace::Local, {8});
   std::vector<Stmt> out;
   out.push_back(kir::allocate(quad, "four pairs: matrices (rows 0-7, 8-15) x (columns 0-7, 8-15)"));
   for (int64_t j = 0; j < 4; ++j)
-    pairInto(tile, first.inQuad(j / 2, j % 2), quad, 2 * j, out);
+    pairInto(tile, first.inQuad(j / 2, j % 2), quad, 2 * j, out, held);
   // The block's row and column in the shared tile (or piece): the walk counts its chunks
   // from the piece's first.
   Expr row = kir::var(rows.row0) + first.mi * kir::index(64);

@@ -48,9 +48,12 @@ void allocateOutputTile(const MatmulPlan &plan, const KernelNames &names, Epilog
 /// The fusion's epilogue on `product` (the f32 value of the output element at
 /// cx.rootIndex; `product2` the second product's), and with `storeOutputs` the stores to
 /// the outputs; `values` receives every value by fusion value id.
+/// `held` gives the value of inputs already in registers (by fusion value id), read there
+/// instead of loaded.
 std::vector<kir::Stmt> fusedEpilogue(LowerContext &cx, const MatmulPlan &plan, kir::Expr product,
                                      kir::Expr product2 = nullptr, bool storeOutputs = true,
-                                     std::map<unsigned, kir::Expr> *values = nullptr);
+                                     std::map<unsigned, kir::Expr> *values = nullptr,
+                                     const std::map<unsigned, kir::Expr> *held = nullptr);
 
 class Epilogue {
 public:
@@ -89,11 +92,19 @@ private:
   /// read) and the stmatrix rows' (`rows`), their lets to `out`.
   FragmentOrigin quadOrigins(FragmentOrigin &rows, std::vector<kir::Stmt> &out) const;
   kir::Stmt elementBody(const WorkTile &tile, const Piece &at, const FragmentElement &e) const;
+  /// Inputs over N only (a bias) held in registers a piece ahead: each one's registers of
+  /// the piece, by fusion value id (columns / 4 a thread: two a fragment chunk of the
+  /// piece).
+  using HeldColumns = std::map<unsigned, kir::BufferPtr>;
   PairAt pairInto(const WorkTile &tile, const FragmentElement &first, kir::BufferPtr into,
-                  int64_t at, std::vector<kir::Stmt> &out) const;
+                  int64_t at, std::vector<kir::Stmt> &out, const HeldColumns *held = nullptr) const;
+  /// The column inputs a piece ahead (tileInPieces): their registers' declarations and the
+  /// first piece's loads to `out`, the copy and the next piece's loads to `top`.
+  HeldColumns holdColumnInputs(const WorkTile &tile, const FragmentOrigin &origin, kir::Expr piece,
+                               std::vector<kir::Stmt> &out, std::vector<kir::Stmt> &top) const;
   kir::Stmt pairBody(const WorkTile &tile, const Piece &at, const FragmentElement &first) const;
   kir::Stmt quadBody(const WorkTile &tile, const Piece &at, const FragmentElement &first,
-                     const FragmentOrigin &rows) const;
+                     const FragmentOrigin &rows, const HeldColumns *held = nullptr) const;
   std::pair<kir::VarPtr, kir::Expr> loadProducts(const FragmentElement &e,
                                                  std::vector<kir::Stmt> &body) const;
   kir::Expr outputTileIndex(kir::Expr row, kir::Expr column) const;

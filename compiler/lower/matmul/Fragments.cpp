@@ -143,6 +143,8 @@ FragmentElement FragmentElement::inQuad(int64_t chunk, int64_t rowHalf) const {
   e.ns = ns + kir::index(chunk);
   e.h = kir::index(rowHalf);
   e.accIndex = accIndex + kir::index(4 * chunk + 2 * rowHalf);
+  if (walkChunk)
+    e.walkChunk = walkChunk + kir::index(chunk);
   return e;
 }
 
