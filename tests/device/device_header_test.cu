@@ -161,6 +161,18 @@ extern "C" __global__ void __launch_bounds__(384)
     fsl_bulk_wait_group_read<0>();
     fsl_bulk_wait_group_read<2>();
   }
+  // stmatrix of 4, 2 and 1 matrices from a warp's registers (bf16 and f16).
+  __align__(4) __nv_bfloat16 pairs[8];
+  __align__(4) __half halves[2];
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+    pairs[i] = __float2bfloat16_rn(accumulator[i]);
+  halves[0] = __float2half_rn(accumulator[8]);
+  halves[1] = __float2half_rn(accumulator[9]);
+  __nv_bfloat16 *rows = reinterpret_cast<__nv_bfloat16 *>(tile) + (threadIdx.x % 32) * 8;
+  fsl_stmatrix<4>(rows, pairs);
+  fsl_stmatrix<2>(rows, pairs);
+  fsl_stmatrix<1>(reinterpret_cast<__half *>(rows), halves);
   out[threadIdx.x] = accumulator[0];
 }
 
