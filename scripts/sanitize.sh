@@ -31,4 +31,6 @@ source "$root/scripts/sanitizer-env.sh"
 # lower/inner-outer/, the other lower/ tests, matmul/persistent and matmul/swap-ab
 # simulate the same kernels (clusters included) at small sizes under the sanitizers.
 export LIT_FILTER_OUT='matmul/(stream-k|pingpong|epilogues|examples|kn|two-products)\.test|matmul/cluster\.fsl|heuristics/(long-rows|matmul-knobs|inner-outer)\.test|lower/clamped-rows\.test|stdlib/training-simulate\.test'
-ctest --test-dir "$build" --output-on-failure -R '^(unit|lit|robustness)$'
+# In parallel: lit's last minutes run one slow test on one core, which the robustness and
+# unit suites fill.
+ctest --test-dir "$build" --output-on-failure -j "$(nproc)" -R '^(unit|lit|robustness)$'
