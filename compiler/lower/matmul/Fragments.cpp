@@ -50,28 +50,35 @@ FragmentOrigin fragmentOrigin(const MatmulPlan &plan, const KernelNames &names,
   return {row0, col0, lane};
 }
 
+namespace {
+
+/// Element c = 0 of fragment row half `h` of 8-column chunk `chunk` of the warp tile, in
+/// instruction row `mi`: its instruction column ni, chunk ns in it and accumulator index.
+FragmentElement chunkElement(const MatmulPlan &plan, const FragmentOrigin &origin, Expr mi,
+                             Expr chunk, Expr h) {
+  int64_t chunksPerInstruction = plan.instructionN / 8;
+  Expr ni = chunk / kir::index(chunksPerInstruction);
+  Expr ns = chunk % kir::index(chunksPerInstruction);
+  Expr fragment = (mi * kir::index(plan.instructionsN()) + ni) * kir::index(plan.instructionN / 2);
+  return {mi,
+          ni,
+          ns,
+          h,
+          kir::index(0),
+          fragment + ns * kir::index(4) + h * kir::index(2),
+          origin.row0,
+          origin.col0};
+}
+
+} // namespace
+
 Stmt forEachFragmentPairInColumns(const MatmulPlan &plan, const KernelNames &names,
                                   const FragmentOrigin &origin, Expr firstChunk, int64_t chunks,
                                   const std::function<Stmt(const FragmentElement &)> &body) {
-  int64_t chunksPerInstruction = plan.instructionN / 8;
   return names.unrolled("mi", plan.instructionsM(), [&](Expr mi) {
     return names.unrolled("q", chunks, [&](Expr q) {
-      Expr chunk = firstChunk + q;
-      Expr ni = chunk / kir::index(chunksPerInstruction);
-      Expr ns = chunk % kir::index(chunksPerInstruction);
-      return names.unrolled("h", 2, [&](Expr h) {
-        Expr fragment =
-            (mi * kir::index(plan.instructionsN()) + ni) * kir::index(plan.instructionN / 2);
-        FragmentElement e{mi,
-                          ni,
-                          ns,
-                          h,
-                          kir::index(0),
-                          fragment + ns * kir::index(4) + h * kir::index(2),
-                          origin.row0,
-                          origin.col0};
-        return body(e);
-      });
+      return names.unrolled(
+          "h", 2, [&](Expr h) { return body(chunkElement(plan, origin, mi, firstChunk + q, h)); });
     });
   });
 }
@@ -79,25 +86,13 @@ Stmt forEachFragmentPairInColumns(const MatmulPlan &plan, const KernelNames &nam
 Stmt forEachFragmentQuadInColumns(const MatmulPlan &plan, const KernelNames &names,
                                   const FragmentOrigin &origin, Expr firstChunk, int64_t chunks,
                                   const std::function<Stmt(const FragmentElement &)> &body) {
-  int64_t chunksPerInstruction = plan.instructionN / 8;
-  FSL_INTERNAL_ASSERT(chunks % 2 == 0 && chunksPerInstruction % 2 == 0,
+  FSL_INTERNAL_ASSERT(chunks % 2 == 0 && (plan.instructionN / 8) % 2 == 0,
                       "a quad walk over an odd number of 8-column chunks");
   return names.unrolled("mi", plan.instructionsM(), [&](Expr mi) {
     return names.unrolled("q", chunks / 2, [&](Expr q) {
-      Expr chunk = firstChunk + q * kir::index(2);
-      Expr ni = chunk / kir::index(chunksPerInstruction);
-      Expr ns = chunk % kir::index(chunksPerInstruction);
-      Expr fragment =
-          (mi * kir::index(plan.instructionsN()) + ni) * kir::index(plan.instructionN / 2);
-      FragmentElement e{mi,
-                        ni,
-                        ns,
-                        kir::index(0),
-                        kir::index(0),
-                        fragment + ns * kir::index(4),
-                        origin.row0,
-                        origin.col0,
-                        q * kir::index(2)};
+      FragmentElement e =
+          chunkElement(plan, origin, mi, firstChunk + q * kir::index(2), kir::index(0));
+      e.walkChunk = q * kir::index(2);
       return body(e);
     });
   });
