@@ -185,9 +185,7 @@ Stmt Epilogue::tile(const WorkTile &tile) const {
   // elements past the output's edges too, from accumulators that are 0 there: not where
   // the epilogue divides integers (a division by zero is undefined behaviour in C++ and a
   // fault in the simulator), which keeps the check an element.
-  bool dividesIntegers = llvm::any_of(plan_.epilogue, [](const ir::Value *value) {
-    return value->op == ir::Op::Div && ir::isInteger(value->dtype);
-  });
+  bool dividesIntegers = dividesIntegersInEpilogue();
   Stmt nest;
   if (storesMatrices()) {
     FragmentOrigin rows;
@@ -232,9 +230,7 @@ Stmt Epilogue::tileInPieces(const WorkTile &tile) const {
   FragmentOrigin rows;
   FragmentOrigin origin =
       matrices ? quadOrigins(rows, out) : fragmentOrigin(plan_, names_, threads_, out);
-  bool dividesIntegers = llvm::any_of(plan_.epilogue, [](const ir::Value *value) {
-    return value->op == ir::Op::Div && ir::isInteger(value->dtype);
-  });
+  bool dividesIntegers = dividesIntegersInEpilogue();
   kir::VarPtr piece = names_.var("piece");
   Expr p = kir::var(piece);
   Piece at{p * kir::index(columns), p % kir::index(2)};
@@ -331,9 +327,9 @@ Epilogue::HeldColumns Epilogue::holdColumnInputs(const WorkTile &tile, const Fra
   return held;
 }
 
-bool Epilogue::readsInputOver(ir::DimId dim) const {
+bool Epilogue::readsInputOver(ir::DimId dim, const HeldColumns *held) const {
   return llvm::any_of(plan_.epilogue, [&](const ir::Value *value) {
-    return value->op == ir::Op::Input &&
+    return value->op == ir::Op::Input && !(held && held->count(value->id)) &&
            llvm::is_contained(cx_.fusion.params[value->paramIndex].dims, dim);
   });
 }
@@ -356,7 +352,11 @@ bool Epilogue::storesMatrices() const {
   if (!plan_.sharedEpilogue() || ir::dtypeBytes(cx_.fusion.outputs.at(0).dtype) != 2 ||
       plan_.instructionN % 16 != 0 || pieceColumns(plan_) % 16 != 0)
     return false;
-  return llvm::none_of(plan_.epilogue, [](const ir::Value *value) {
+  return !dividesIntegersInEpilogue();
+}
+
+bool Epilogue::dividesIntegersInEpilogue() const {
+  return llvm::any_of(plan_.epilogue, [](const ir::Value *value) {
     return value->op == ir::Op::Div && ir::isInteger(value->dtype);
   });
 }
@@ -447,13 +447,7 @@ Epilogue::PairAt Epilogue::pairInto(const WorkTile &tile, const FragmentElement 
   // The element's row and column in the output, for the epilogue's inputs over M
   // (a residual) and over N (a bias) only.
   // Inputs held in registers need no position.
-  auto readsLoadedOver = [&](ir::DimId dim) {
-    return llvm::any_of(plan_.epilogue, [&](const ir::Value *value) {
-      return value->op == ir::Op::Input && !(held && held->count(value->id)) &&
-             llvm::is_contained(f.params[value->paramIndex].dims, dim);
-    });
-  };
-  bool readsRows = readsLoadedOver(plan_.m), readsColumns = readsLoadedOver(plan_.n);
+  bool readsRows = readsInputOver(plan_.m, held), readsColumns = readsInputOver(plan_.n, held);
   bool readsInputs = llvm::any_of(
       plan_.epilogue, [](const ir::Value *value) { return value->op == ir::Op::Input; });
   // Without a buffer to compute into, the pair's own, stored where the caller says: then

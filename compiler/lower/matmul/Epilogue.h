@@ -86,8 +86,8 @@ private:
   /// at a time (pairBody): 16-bit outputs, no integer division in the epilogue (which
   /// needs each element checked), and 16-column blocks in every instruction and piece.
   bool storesMatrices() const;
-  /// Whether an input of the epilogue has dimension `dim` (a bias over N, a residual).
-  bool readsInputOver(ir::DimId dim) const;
+  /// Whether the epilogue divides integers (each element then checked at the edges).
+  bool dividesIntegersInEpilogue() const;
   /// The walk's origins for quadBody: the fragments' (the lets of what the pairs' inputs
   /// read) and the stmatrix rows' (`rows`), their lets to `out`.
   FragmentOrigin quadOrigins(FragmentOrigin &rows, std::vector<kir::Stmt> &out) const;
@@ -96,6 +96,9 @@ private:
   /// the piece, by fusion value id (columns / 4 a thread: two a fragment chunk of the
   /// piece).
   using HeldColumns = std::map<unsigned, kir::BufferPtr>;
+  /// Whether an input of the epilogue has dimension `dim` (a bias over N, a residual),
+  /// leaving out those `held` in registers.
+  bool readsInputOver(ir::DimId dim, const HeldColumns *held = nullptr) const;
   PairAt pairInto(const WorkTile &tile, const FragmentElement &first, kir::BufferPtr into,
                   int64_t at, std::vector<kir::Stmt> &out, const HeldColumns *held = nullptr) const;
   /// The column inputs a piece ahead (tileInPieces): their registers' declarations and the
