@@ -25,6 +25,17 @@ constexpr int64_t kBatchRegisters = 128;
 constexpr int64_t kVectorBytes = 8;
 /// Threads of a block the rows on threadIdx.y fill up to.
 constexpr int64_t kBlockThreads = 256;
+/// Rows of a static T for which blocks of two or more column sums fill to 1024 threads
+/// (kFullBlockThreads). Each block stores a partial row of every column sum, 8 bytes a
+/// column for LayerNorm's two against the 4 it reads a row: more rows a block store fewer
+/// partials. On the H200 LayerNorm's backward ran 1.09-1.41x faster with 4 rows a block at
+/// H = 2048, T = 128-512 (docs/performance.md, run S2) and the tuner chose 1024-thread
+/// blocks at T = 1024 (H = 2048: -30 %, H = 4096: -11 %); at T <= 64 they lost (too few
+/// blocks), and from a few thousand rows the partials are a small share (the tuner's
+/// choices at T = 16384 keep a row a block).
+constexpr int64_t kFullBlockMinRows = 128;
+constexpr int64_t kFullBlockMaxRows = 1024;
+constexpr int64_t kFullBlockThreads = 1024;
 /// Threads an SM keeps resident at 64 registers a thread: the blocks an SM.
 constexpr int64_t kResidentThreads = 1024;
 /// Blocks an SM a `blocks_per_sm` knob may ask for: each block stores a partial row of
@@ -195,6 +206,11 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
   // (each walks its rows serially, a block reduction a row: other blocks' loads fill the
   // wait), as many as kResidentThreads allow; fewer for few static rows.
   params.rowsPerBlock = std::max<int64_t>(1, kBlockThreads / params.threads);
+  bool fullBlocks = params.columnReductions >= 2 && rows.staticExtent &&
+                    *rows.staticExtent >= kFullBlockMinRows &&
+                    *rows.staticExtent <= kFullBlockMaxRows;
+  if (fullBlocks)
+    params.rowsPerBlock = std::max<int64_t>(1, kFullBlockThreads / params.threads);
   if (knobs.rowsPerBlock) {
     int64_t asked = *knobs.rowsPerBlock;
     if (asked > 1024 / params.threads)
@@ -276,6 +292,11 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
                                : (oneKernel ? "over threadIdx.y, " : "over threadIdx.y, then "),
       oneKernel ? "stored by this kernel (one block: no second kernel)"
                 : "across the blocks by a second kernel"));
+  if (fullBlocks && !knobs.rowsPerBlock && params.rowsPerBlock > 1)
+    params.reasons.push_back(llvm::formatv(
+        "{0} = {1} rows: blocks of {2} threads, so fewer blocks store partial rows of the {3} "
+        "column sums",
+        rows.name, *rows.staticExtent, params.threads * params.rowsPerBlock, params.columnReductions));
   // The row walk prefetched by default where a thread's row fits the arrays: on the H200
   // it ran the backward norms 1.03-1.27x faster at 24 of 27 shapes (H = 2048-8192, T =
   // 1024-16384, docs/performance.md, run P1) and 0.90-0.94x at three of RMSNorm's, where
