@@ -25,16 +25,19 @@ constexpr int64_t kBatchRegisters = 128;
 constexpr int64_t kVectorBytes = 8;
 /// Threads of a block the rows on threadIdx.y fill up to.
 constexpr int64_t kBlockThreads = 256;
-/// Rows of a static T for which blocks of two or more column sums fill to 1024 threads
-/// (kFullBlockThreads). Each block stores a partial row of every column sum, 8 bytes a
-/// column for LayerNorm's two against the 4 it reads a row: more rows a block store fewer
-/// partials. On the H200 LayerNorm's backward ran 1.09-1.41x faster with 4 rows a block at
-/// H = 2048, T = 128-512 (docs/performance.md, run S2) and the tuner chose 1024-thread
-/// blocks at T = 1024 (H = 2048: -30 %, H = 4096: -11 %); at T <= 64 they lost (too few
-/// blocks), and from a few thousand rows the partials are a small share (the tuner's
-/// choices at T = 16384 keep a row a block).
-constexpr int64_t kFullBlockMinRows = 128;
+/// Blocks of two or more column sums fill to 1024 threads (kFullBlockThreads) when a row
+/// takes at most kFullBlockRowThreads, T is static and at most kFullBlockMaxRows, and the
+/// fuller blocks still number kFullBlockMinBlocks (about a wave of the H200's 132 SMs).
+/// Each block stores a partial row of every column sum, 8 bytes a column for LayerNorm's
+/// two against the 4 it reads a row: more rows a block store fewer partials. On the H200
+/// (docs/performance.md, run F1) LayerNorm's backward ran 1.13x faster at H = 2048 (4 rows
+/// of 256 threads) for T = 512 and 1024, 1.05x at H = 1024 (8 rows of 128), T = 1024; it
+/// lost where fewer blocks were left (0.66x at 32 blocks, 0.92x at 64) and at H = 4096 (2
+/// rows of 512: 0.92-0.95x). From a few thousand rows the partials are a small share (the
+/// tuner kept a row a block at T = 16384).
+constexpr int64_t kFullBlockRowThreads = 256;
 constexpr int64_t kFullBlockMaxRows = 1024;
+constexpr int64_t kFullBlockMinBlocks = 128;
 constexpr int64_t kFullBlockThreads = 1024;
 /// Threads an SM keeps resident at 64 registers a thread: the blocks an SM.
 constexpr int64_t kResidentThreads = 1024;
@@ -206,9 +209,9 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
   // (each walks its rows serially, a block reduction a row: other blocks' loads fill the
   // wait), as many as kResidentThreads allow; fewer for few static rows.
   params.rowsPerBlock = std::max<int64_t>(1, kBlockThreads / params.threads);
-  bool fullBlocks = params.columnReductions >= 2 && rows.staticExtent &&
-                    *rows.staticExtent >= kFullBlockMinRows &&
-                    *rows.staticExtent <= kFullBlockMaxRows;
+  bool fullBlocks = params.columnReductions >= 2 && params.threads <= kFullBlockRowThreads &&
+                    rows.staticExtent && *rows.staticExtent <= kFullBlockMaxRows &&
+                    *rows.staticExtent / (kFullBlockThreads / params.threads) >= kFullBlockMinBlocks;
   if (fullBlocks)
     params.rowsPerBlock = std::max<int64_t>(1, kFullBlockThreads / params.threads);
   if (knobs.rowsPerBlock) {
