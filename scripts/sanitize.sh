@@ -30,7 +30,10 @@ source "$root/scripts/sanitizer-env.sh"
 # stdlib/training-simulate 6 s in the release build, each minutes sanitized):
 # lower/inner-outer/, the other lower/ tests, matmul/persistent and matmul/swap-ab
 # simulate the same kernels (clusters included) at small sizes under the sanitizers.
-export LIT_FILTER_OUT='matmul/(stream-k|pingpong|epilogues|examples|kn|two-products)\.test|matmul/cluster\.fsl|heuristics/(long-rows|matmul-knobs|inner-outer)\.test|lower/clamped-rows\.test|stdlib/training-simulate\.test'
+# Likewise the walks of many tiles a CTA (matmul/hilbert-walks, matmul/epilogue-pieces-reuse:
+# about 250 s and 160 s of CPU sanitized): hilbert.test and epilogue-pieces.test simulate the same
+# lowering at one wave under the sanitizers.
+export LIT_FILTER_OUT='matmul/(stream-k|pingpong|epilogues|examples|kn|two-products|hilbert-walks|epilogue-pieces-reuse)\.test|matmul/cluster\.fsl|heuristics/(long-rows|matmul-knobs|inner-outer)\.test|lower/clamped-rows\.test|stdlib/training-simulate\.test'
 # In parallel: lit's last minutes run one slow test on one core, which the robustness and
 # unit suites fill.
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" -R '^(unit|lit|robustness)$'
