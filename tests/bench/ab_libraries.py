@@ -128,6 +128,9 @@ def main():
             set_bytes = sum(t.numel() * t.element_size() for t in first)
             sets = [first] + [inputs(fusion, T, H, s) for s in range(1, max(1, min(64, math.ceil(2 * L2 / set_bytes))))]
             calls = {side: [lambda s=s, f=getattr(p, fusion): f(*s) for s in sets] for side, p in builds.items()}
+            # The inputs were made on the default stream: without this wait the first build's
+            # call raced their making (softmax_backward at 16384 x 8192: "old and new differ").
+            stream.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(stream):
                 why = mismatch(as_tuple(calls["old"][0]()), as_tuple(calls["new"][0]()))
             stream.synchronize()
