@@ -25,9 +25,10 @@ constexpr int64_t kBatchRegisters = 128;
 constexpr int64_t kVectorBytes = 8;
 /// Threads of a block the rows on threadIdx.y fill up to.
 constexpr int64_t kBlockThreads = 256;
-/// Blocks of two or more column sums fill to 1024 threads (kFullBlockThreads) when a row
+/// Blocks of two or more column sums fill up to 1024 threads (kFullBlockThreads) when a row
 /// takes at most kFullBlockRowThreads, T is static and at most kFullBlockMaxRows, and the
-/// fuller blocks still number kFullBlockMinBlocks (about a wave of the H200's 132 SMs).
+/// fuller blocks still number kFullBlockMinBlocks (128 gained on the H200's 132 SMs, 64
+/// lost; no knob sizes the grid or the block).
 /// Each block stores a partial row of every column sum, 8 bytes a column for LayerNorm's
 /// two against the 4 it reads a row: more rows a block store fewer partials. On the H200
 /// (docs/performance.md, run F1) LayerNorm's backward ran 1.13x faster at H = 2048 (4 rows
@@ -209,11 +210,14 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
   // (each walks its rows serially, a block reduction a row: other blocks' loads fill the
   // wait), as many as kResidentThreads allow; fewer for few static rows.
   params.rowsPerBlock = std::max<int64_t>(1, kBlockThreads / params.threads);
-  bool fullBlocks = params.columnReductions >= 2 && params.threads <= kFullBlockRowThreads &&
-                    rows.staticExtent && *rows.staticExtent <= kFullBlockMaxRows &&
-                    *rows.staticExtent / (kFullBlockThreads / params.threads) >= kFullBlockMinBlocks;
+  // Not when a knob sizes the grid or the block: the rule's block count is its condition.
+  bool fullBlocks =
+      params.columnReductions >= 2 && params.threads <= kFullBlockRowThreads && rows.staticExtent &&
+      *rows.staticExtent <= kFullBlockMaxRows &&
+      ceilDiv(*rows.staticExtent, kFullBlockThreads / params.threads) >= kFullBlockMinBlocks &&
+      !knobs.rowsPerBlock && !knobs.rowBlocks && !knobs.blocksPerSm;
   if (fullBlocks)
-    params.rowsPerBlock = std::max<int64_t>(1, kFullBlockThreads / params.threads);
+    params.rowsPerBlock = kFullBlockThreads / params.threads; // at least 4 rows
   if (knobs.rowsPerBlock) {
     int64_t asked = *knobs.rowsPerBlock;
     if (asked > 1024 / params.threads)
@@ -295,11 +299,12 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
                                : (oneKernel ? "over threadIdx.y, " : "over threadIdx.y, then "),
       oneKernel ? "stored by this kernel (one block: no second kernel)"
                 : "across the blocks by a second kernel"));
-  if (fullBlocks && !knobs.rowsPerBlock && params.rowsPerBlock > 1)
+  if (fullBlocks)
     params.reasons.push_back(llvm::formatv(
         "{0} = {1} rows: blocks of {2} threads, so fewer blocks store partial rows of the {3} "
-        "column sums",
-        rows.name, *rows.staticExtent, params.threads * params.rowsPerBlock, params.columnReductions));
+        "column reductions.",
+        rows.name, *rows.staticExtent, params.threads * params.rowsPerBlock,
+        params.columnReductions));
   // The row walk prefetched by default where a thread's row fits the arrays: on the H200
   // it ran the backward norms 1.03-1.27x faster at 24 of 27 shapes (H = 2048-8192, T =
   // 1024-16384, docs/performance.md, run P1) and 0.90-0.94x at three of RMSNorm's, where

@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
-import matmul  # noqa: E402  (FslTensor, desc, time_us, reference, linear_gelu)
+import matmul  # noqa: E402  (FslTensor, desc, reference, linear_gelu)
 
 
 class Lib:
