@@ -7,7 +7,7 @@ pathological cases (deep nesting, long operator chains, huge literals, NUL bytes
 large file, fns nested and chained past what inlining can copy). For each, fslc must exit with 0, 1 or 2 within the time limit, and print
 no crash, assertion or "LLVM ERROR". The seed is fixed so a failure reproduces.
 
-usage: robustness.py FSLC REPO_ROOT [COUNT]
+usage: robustness.py FSLC REPO_ROOT [COUNT] [TIME_LIMIT_S]
 """
 import concurrent.futures
 import os
@@ -85,16 +85,16 @@ def pathological():
     ]
 
 
-def run(fslc, data, workdir, index):
+def run(fslc, data, workdir, index, time_limit_s):
     path = os.path.join(workdir, f"case{index}.fsl")
     with open(path, "wb") as handle:
         handle.write(data)
     for args in (["--emit=format"], ["--emit=ast"], ["--emit=fusion-ir"], ["--emit=cuda"], ["-verify"]):
         try:
             result = subprocess.run([fslc, *args, "--diagnostics-color=never", path],
-                                    capture_output=True, timeout=TIME_LIMIT_S)
+                                    capture_output=True, timeout=time_limit_s)
         except subprocess.TimeoutExpired:
-            return f"case {index} {args}: no answer within {TIME_LIMIT_S}s"
+            return f"case {index} {args}: no answer within {time_limit_s:g} s"
         if result.returncode not in (0, 1, 2):
             return f"case {index} {args}: exit code {result.returncode}"
         if any(bad in result.stderr for bad in BAD_OUTPUT):
@@ -105,6 +105,7 @@ def run(fslc, data, workdir, index):
 def main():
     fslc, root = sys.argv[1], pathlib.Path(sys.argv[2])
     count = int(sys.argv[3]) if len(sys.argv) > 3 else 300
+    time_limit_s = float(sys.argv[4]) if len(sys.argv) > 4 else TIME_LIMIT_S
     rng = random.Random(20261129)
     corpus = seeds(root)
     cases = pathological()
@@ -113,7 +114,7 @@ def main():
     failures = []
     with tempfile.TemporaryDirectory() as workdir:
         with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-            futures = [pool.submit(run, fslc, data, workdir, i) for i, data in enumerate(cases)]
+            futures = [pool.submit(run, fslc, data, workdir, i, time_limit_s) for i, data in enumerate(cases)]
             for future in futures:
                 failure = future.result()
                 if failure:
