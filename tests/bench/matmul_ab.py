@@ -24,13 +24,12 @@ import os
 import random
 import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
-import matmul  # noqa: E402  (FslTensor, desc, reference, linear_gelu)
+import matmul  # noqa: E402  (FslTensor, desc, time_us, reference, linear_gelu)
 
 
 class Lib:
@@ -53,32 +52,8 @@ class Lib:
         return self.shape is None or all(s is None or s == v for s, v in zip(self.shape, (M, N, K)))
 
 
+# Seconds each kernel runs before it is timed (its clocks settled on its own power).
 WARM_S = 0.3
-
-
-def time_warm_us(call, replays=5):
-    """µs a call: one CUDA graph of 10 calls replayed for WARM_S (the clocks settle on
-    this kernel's power), then the median of `replays` timed replays."""
-    for _ in range(3):
-        call()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(10):
-            call()
-    start = time.perf_counter()
-    while time.perf_counter() - start < WARM_S:
-        graph.replay()
-        torch.cuda.synchronize()
-    times = []
-    for _ in range(replays):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        graph.replay()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e) * 1000 / 10)
-    return statistics.median(times)
 
 
 def reference(kind, a, w, second):
@@ -203,7 +178,7 @@ def main():
         order = random.Random(M * 31 + N * 17 + K)
         for _ in range(rounds):
             for name in order.sample(timed, len(timed)):
-                times[name].append(time_warm_us(calls[name]))
+                times[name].append(matmul.time_us(calls[name], replays=5, warm_s=WARM_S))
         flops = 2 * M * N * K * (2 if kinds == {"swiglu"} else 1)
         tf = lambda us: flops / (us * 1e-6) / 1e12
         cells = [f"{tf(statistics.median(times[n])):.0f}" if n in times else "" for n in names]

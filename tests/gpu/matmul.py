@@ -25,6 +25,7 @@ import ctypes
 import os
 import statistics
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -53,7 +54,9 @@ def linear_gelu(a, w_nk, bias):
     return F.gelu(F.linear(a, w_nk, bias), approximate="tanh")
 
 
-def time_us(call, replays=15):
+def time_us(call, replays=15, warm_s=0.0):
+    """µs a call: a CUDA graph of 10 calls, replayed once (or for warm_s seconds, so that
+    the clocks settle on this kernel's power), then the median of `replays` timed replays."""
     for _ in range(3):
         call()
     torch.cuda.synchronize()
@@ -61,8 +64,12 @@ def time_us(call, replays=15):
     with torch.cuda.graph(graph):
         for _ in range(10):
             call()
+    start = time.perf_counter()
     graph.replay()
     torch.cuda.synchronize()
+    while time.perf_counter() - start < warm_s:
+        graph.replay()
+        torch.cuda.synchronize()
     times = []
     for _ in range(replays):
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
