@@ -2,6 +2,7 @@
 """A/B of matrix-product kernels: several builds of one fusion, alternated in one process.
 
 usage: matmul_ab.py OUT NAME=LIB[:KIND[@M,N,K]] ... [--shapes M,N,K;M,N,K...] [--rounds R]
+                    [--max-autotune]
 
 Each LIB is a libfusion.so built from fslc's CUDA (or a hand-edited copy, to measure an
 idea before building it into the compiler). KIND is "gelu" (examples/linear_bias_gelu.fsl:
@@ -11,13 +12,16 @@ run time): it is checked and timed at those sizes only (its cells elsewhere are 
 at the shape). Every variant is first checked against PyTorch at shapes with tails in
 M, N and K (outputs poisoned with NaN), and ten calls at 1000 x 5000 x 3000 must agree to
 the bit; then, at each timed shape, the variants and the
-peers (cuBLAS a@w^T; F.linear + GELU and torch.compile of it; for SwiGLU, eager and
-torch.compile of silu(a w_gate^T) * (a w_up^T); TFLOP/s of SwiGLU count both products as
-2MNK each) are timed in turn, ROUNDS
+peers (cuBLAS a@w^T; F.linear + GELU and torch.compile(dynamic=False) of it, and with
+--max-autotune its max-autotune-no-cudagraphs mode at shapes of at least 128 rows; for
+SwiGLU, eager and torch.compile(dynamic=False) of silu(a w_gate^T) * (a w_up^T); TFLOP/s
+of SwiGLU count both products as 2MNK each; each compiled once a shape before the rounds)
+are timed in turn, ROUNDS
 times in a new random order each round, each run for 0.3 s before it is timed (its clocks
 settled), then timed as CUDA-graph replays of 10 calls; the table gives the median
-TFLOP/s (2MNK) of each and each variant's median ratio to the first one, round by round,
-so that drift between rounds cancels. Written to OUT/matmul_ab.md and printed.
+TFLOP/s (2MNK) of each, each variant's median ratio to the first one, and each variant's
+median ratio to its peer (plain: cuBLAS; gelu: the fastest of its peers that round;
+swiglu: torch.compile), round by round, so that drift between rounds cancels. Written to OUT/matmul_ab.md and printed.
 """
 import ctypes
 import os
@@ -70,6 +74,7 @@ def main():
     out = args.pop(0)
     shapes = [(4096, 14336, 5120), (4096, 4096, 4096), (8192, 8192, 8192)]
     rounds = 7
+    max_autotune = False
     libs = []
     while args:
         arg = args.pop(0)
@@ -77,6 +82,8 @@ def main():
             shapes = [tuple(int(x) for x in s.split(",")) for s in args.pop(0).split(";")]
         elif arg == "--rounds":
             rounds = int(args.pop(0))
+        elif arg == "--max-autotune":
+            max_autotune = True
         else:
             name, spec = arg.split("=", 1)
             path, _, kind = spec.partition(":")
@@ -139,23 +146,35 @@ def main():
             say(f"FAIL {lib.name} at {M}x{N}x{K}: two calls gave different bits")
     say(f"correctness: {failures} failures over {len(libs)} variants\n")
     kinds = {lib.kind for lib in libs}
-    compiled = torch.compile(matmul.linear_gelu)
+    # One compiled graph a shape, as a model of fixed sizes gets it: without dynamic=False
+    # Dynamo makes the sizes symbolic at the second shape, and past its recompile limit
+    # (8) it runs the function eagerly.
+    for limit in ("recompile_limit", "cache_size_limit"):  # the name changed in torch 2.6
+        if hasattr(torch._dynamo.config, limit):
+            setattr(torch._dynamo.config, limit, 256)
+    compiled = torch.compile(matmul.linear_gelu, dynamic=False)
+    autotuned = torch.compile(matmul.linear_gelu, mode="max-autotune-no-cudagraphs", dynamic=False)
     peers = {}
     if kinds != {"swiglu"}:
         peers["cuBLAS a@w^T"] = lambda a, w, b, y: (lambda: torch.matmul(a, w.t()))
     if "swiglu" in kinds:
         def swiglu(a, w, w_up):
             return F.silu(F.linear(a, w)) * F.linear(a, w_up)
-        compiled_swiglu = torch.compile(swiglu)
+        compiled_swiglu = torch.compile(swiglu, dynamic=False)
         peers["eager swiglu"] = lambda a, w, b, y: (lambda: swiglu(a, w, b))
         peers["torch.compile swiglu"] = lambda a, w, b, y: (lambda: compiled_swiglu(a, w, b))
     if "gelu" in kinds:
         peers["F.linear+gelu"] = lambda a, w, b, y: (lambda: matmul.linear_gelu(a, w, b))
         peers["torch.compile"] = lambda a, w, b, y: (lambda: compiled(a, w, b))
+        if max_autotune:
+            peers["max-autotune"] = lambda a, w, b, y: (lambda: autotuned(a, w, b))
+    gelu_peers = ["F.linear+gelu", "torch.compile", "max-autotune"]
+    peer_of = {"plain": "cuBLAS a@w^T", "swiglu": "torch.compile swiglu"}
     names = [lib.name for lib in libs] + list(peers)
     say("| M | N | K | " + " | ".join(names) + " | " +
-        " | ".join(f"{lib.name} / {libs[0].name}" for lib in libs[1:]) + " |")
-    say("|---" * (3 + len(names) + len(libs) - 1) + "|")
+        " | ".join(f"{lib.name} / {libs[0].name}" for lib in libs[1:]) + " | " +
+        " | ".join(f"{lib.name} / peer" for lib in libs) + " |")
+    say("|---" * (3 + len(names) + 2 * len(libs) - 1) + "|")
     for M, N, K in shapes:
         a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
         w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
@@ -168,7 +187,11 @@ def main():
             if calls[lib.name]() != 0:
                 raise SystemExit(f"{lib.name} at {M}x{N}x{K}: {lib.err().decode()}")
         calls.update({name: make(a, w, w_up if "swiglu" in name else bias, y)
-                      for name, make in peers.items()})
+                      for name, make in peers.items() if name != "max-autotune" or M >= 128})
+        for name in peers:  # compiled (and autotuned) before the rounds
+            if name in calls:
+                calls[name]()
+        torch.cuda.synchronize()
         timed = [n for n in names if n in calls]
         times = {name: [] for name in timed}
         # A new order each round, and each kernel run for WARM_S before it is timed: with a
@@ -185,7 +208,18 @@ def main():
         first = here[0].name if here else None
         ratios = [f"{statistics.median(t0 / t for t0, t in zip(times[first], times[lib.name])):.3f}"
                   if lib.name in times and first else "" for lib in libs[1:]]
-        say(f"| {M} | {N} | {K} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+
+        def peer_ratio(lib):
+            if lib.name not in times:
+                return ""
+            if lib.kind == "gelu":
+                rounds_peer = [min(times[p][r] for p in gelu_peers if p in times) for r in range(rounds)]
+            else:
+                rounds_peer = times[peer_of[lib.kind]]
+            return f"{statistics.median(p / t for p, t in zip(rounds_peer, times[lib.name])):.3f}"
+        vs_peer = [peer_ratio(lib) for lib in libs]
+        say(f"| {M} | {N} | {K} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " | " +
+            " | ".join(vs_peer) + " |")
     with open(os.path.join(out, f"matmul_ab{os.environ.get('FSL_AB_TAG', '')}.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     sys.exit(1 if failures else 0)
