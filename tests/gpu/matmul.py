@@ -16,7 +16,7 @@ rounded to bf16 at the end): |out - ref| <= 2e-2 + 2e-2 |ref| and no NaN (SwiGLU
 1e-6 K times the other factor for each product's rounding, see below).
 Speed: CUDA-graph replays, in one process: the variants FSL_TIME names (all by default),
 cuBLAS (torch.matmul, both layouts of w), cuBLASLt's fused bias (F.linear) followed by
-GELU, torch.compile of that bf16 function (and, with FSL_MAX_AUTOTUNE=1, its
+GELU, torch.compile(dynamic=False) of that bf16 function (and, with FSL_MAX_AUTOTUNE=1, its
 max-autotune-no-cudagraphs mode at the MLP shapes); TFLOP/s counts 2*M*N*K. The copy
 ceiling is a device-to-device copy of 1 GiB in the same process; for M <= 128 the table
 gives the bandwidth of reading w once against it.
@@ -167,8 +167,14 @@ def main():
             print(f"| {v.name} | {M} | {N} | {K} | {'pass' if ok else 'FAIL'} | max abs err "
                   f"{worst:.3g}, {int(bad.sum())} out of tolerance |")
     print(f"\nmatmul correctness: {failures} failures\n")
-    compiled = torch.compile(linear_gelu)
-    autotuned = torch.compile(linear_gelu, mode="max-autotune-no-cudagraphs")
+    # One compiled graph a shape, as a model of fixed sizes gets it: with the default
+    # (dynamic=None) Dynamo makes the sizes symbolic at the second shape, and past its
+    # recompile limit (8) runs the function eagerly.
+    for limit in ("recompile_limit", "cache_size_limit"):  # the name changed in torch 2.6
+        if hasattr(torch._dynamo.config, limit):
+            setattr(torch._dynamo.config, limit, 256)
+    compiled = torch.compile(linear_gelu, dynamic=False)
+    autotuned = torch.compile(linear_gelu, mode="max-autotune-no-cudagraphs", dynamic=False)
     max_autotune = os.environ.get("FSL_MAX_AUTOTUNE") == "1"
     ceiling = copy_gbps()
     print(f"copy ceiling: {ceiling:.0f} GB/s (1 GiB device-to-device copy)\n")
@@ -232,7 +238,7 @@ def main():
     if swiglu:
         def swiglu_torch(a, w_gate, w_up):
             return F.silu(a @ w_gate.t()) * (a @ w_up.t())
-        compiled_swiglu = torch.compile(swiglu_torch)
+        compiled_swiglu = torch.compile(swiglu_torch, dynamic=False)
         print("\n| M | N | K | " + " | ".join(v.name for v in swiglu) +
               " | cuBLAS, both products alone | eager | torch.compile | best fslc / best peer |")
         print("|---" * (len(swiglu) + 7) + "|")
