@@ -111,13 +111,23 @@ private:
   }
 
   /// A value that depends on `reduction` and has one of its reduced dimensions, if any.
+  /// With `reduce one_pass`, a pair's exp(a - max) or (a - mean)^2 is not one: the pair's
+  /// accumulators stand for it (ir::absorbedValues), and the blocks' partial pairs combine
+  /// in the grid reduction's second kernel. A value that uses it is still one.
   const ir::Value *elementUserOf(const ir::Value &reduction) const {
+    std::set<unsigned> absorbed;
+    if (schedule_.onePass())
+      for (const ir::OnePassPair &pair : ir::findOnePassPairs(*schedule_.fusion))
+        for (const ir::Value *value : ir::absorbedValues(pair))
+          absorbed.insert(value->id);
     std::set<unsigned> reached{reduction.id};
     for (const auto &value : schedule_.fusion->values) {
       if (!llvm::any_of(value->operands,
                         [&](const ir::Value *operand) { return reached.count(operand->id); }))
         continue;
       reached.insert(value->id);
+      if (absorbed.count(value->id))
+        continue;
       for (ir::DimId dim : reduction.reduced)
         if (llvm::is_contained(value->dims, dim))
           return value.get();

@@ -149,11 +149,18 @@ int64_t rowInputsReadTwice(const ir::Fusion &fusion, ir::DimId inner) {
 }
 
 /// Whether every reduction's result reaches only values without the reduced dimension
-/// `inner` (row outputs: argmax's token, a row's sum), and no output has it.
-bool rowOutputsOnly(const ir::Fusion &fusion, ir::DimId inner) {
+/// `inner` (row outputs: argmax's token, a row's sum), and no output has it. With
+/// `onePass`, the values a one-pass pair absorbs (exp(x - max), (x - mean)^2) do not count:
+/// the pair's accumulators stand for them (cross-entropy's loss and logsumexp).
+bool rowOutputsOnly(const ir::Fusion &fusion, ir::DimId inner, bool onePass) {
   // An inout row (written back by every block of a grid loop) is left to one block a row.
   if (!noOutputAlongRow(fusion, inner))
     return false;
+  std::set<unsigned> absorbed;
+  if (onePass)
+    for (const ir::OnePassPair &pair : ir::findOnePassPairs(fusion))
+      for (const ir::Value *value : ir::absorbedValues(pair))
+        absorbed.insert(value->id);
   for (const auto &reduction : fusion.values) {
     if (!ir::isReduction(reduction->op))
       continue;
@@ -162,7 +169,7 @@ bool rowOutputsOnly(const ir::Fusion &fusion, ir::DimId inner) {
       if (llvm::any_of(value->operands,
                        [&](const ir::Value *operand) { return reached.count(operand->id); })) {
         reached.insert(value->id);
-        if (llvm::is_contained(value->dims, inner))
+        if (llvm::is_contained(value->dims, inner) && !absorbed.count(value->id))
           return false;
       }
   }
@@ -363,7 +370,8 @@ FusionShape shapeOf(const ir::Fusion &fusion) {
   shape.scratchBytesTwoPass = ir::reductionScratchBytesPerThread(fusion, false);
   shape.scratchBytesOnePass = ir::reductionScratchBytesPerThread(fusion, true);
   shape.noOutputAlongRow = noOutputAlongRow(fusion, shape.inner.id);
-  shape.rowOutputsOnly = rowOutputsOnly(fusion, shape.inner.id);
+  shape.rowOutputsOnly = rowOutputsOnly(fusion, shape.inner.id, /*onePass=*/false);
+  shape.rowOutputsOnlyOnePass = rowOutputsOnly(fusion, shape.inner.id, /*onePass=*/true);
   shape.rowInputsReadTwice = rowInputsReadTwice(fusion, shape.inner.id);
   return shape;
 }

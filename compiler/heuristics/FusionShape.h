@@ -95,6 +95,9 @@ struct FusionShape {
   /// Every reduction reaches only values without `inner`, and no output has it (nor is an
   /// inout): what a grid reduction can do (lower/Plan.cpp).
   bool rowOutputsOnly = false;
+  /// The same with `reduce one_pass`: the values a one-pass pair absorbs do not count
+  /// (ir::absorbedValues), so a grid reduction of the pairs can do it.
+  bool rowOutputsOnlyOnePass = false;
   /// No output has `inner` (nor is an inout): every output is a row's, whatever the
   /// reductions' results reach on the way (cross-entropy's loss and logsumexp).
   bool noOutputAlongRow = false;

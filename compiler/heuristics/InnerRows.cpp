@@ -363,12 +363,18 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   const char *kind = persistent ? "inner_persistent" : "reduction";
   // Few rows of a fusion whose reductions feed row outputs alone (argmax over a
   // vocabulary, a row's sum): each row in pieces on blockIdx.y, a grid reduction whose
-  // second kernel combines the pieces a row (Reduction.cpp).
-  bool gridRows = !persistent && !params.onePass && staticBdimx && knobs.when.empty() &&
-                  !knobs.rowsPerBlock && !knobs.persistentBatch && shape.rowOutputsOnly;
+  // second kernel combines the pieces a row (Reduction.cpp). In one pass, the pairs'
+  // accumulators combine there too (cross-entropy's loss and logsumexp, keeping nothing),
+  // for rows long enough that one block's exponentials are the time (TunedConstants.h).
+  bool onePassGrid = params.onePass && kept.empty() && shape.rowOutputsOnlyOnePass &&
+                     vectors >= tuned::kGridOnePassMinVectors;
+  bool gridRows = ((!persistent && !params.onePass && shape.rowOutputsOnly) || onePassGrid) &&
+                  staticBdimx && knobs.when.empty() && !knobs.rowsPerBlock &&
+                  !knobs.persistentBatch;
   int64_t gridBelow = 0; // the grid variants serve rows counts below this
   if (gridRows)
-    for (const GridVariant &grid : gridVariants(vectors, target)) {
+    for (const GridVariant &grid :
+         gridVariants(vectors, target, persistent ? "inner_persistent" : "reduction")) {
       std::vector<sched::SizeGuard> when{guard(rowDim, sched::Comparison::Lt, grid.rowsBelow)};
       if (gridBelow > 0)
         when.insert(when.begin(), guard(rowDim, sched::Comparison::Ge, gridBelow));
@@ -504,7 +510,7 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
 namespace {
 
 /// `reduce one_pass;` and its reason, when chosen.
-void onePassDirective(const FusionShape &shape, const RowParams &params, Block &block,
+void onePassDirective(const FusionShape &shape, const RowParams &params, bool grid, Block &block,
                       const BlockContext &context) {
   if (!params.onePass)
     return;
@@ -515,8 +521,9 @@ void onePassDirective(const FusionShape &shape, const RowParams &params, Block &
   block.reasons.push_back("reduce one_pass" +
                           std::string(context.knobs->onePass ? " (one_pass = true)" : "") + ": " +
                           llvm::join(names, ", ") +
-                          " in one pass over the row, one block "
-                          "reduction a pair.");
+                          (grid ? " in one pass over each piece, one block reduction a pair; "
+                                  "the second kernel combines the pieces' pairs."
+                                : " in one pass over the row, one block reduction a pair."));
   block.add(sched::ReduceForm{true}, context.at("one_pass"));
 }
 
@@ -588,9 +595,8 @@ std::vector<sched::ScheduleBlock> rowBlocks(const FusionShape &shape, const RowP
       if (buffer.computeWith)
         block.computeWith(buffer.name, context.at("compute_with"));
     }
-    if (variant.kind != RowVariant::Kind::Grid && variant.kind != RowVariant::Kind::Recompute &&
-        !variant.twoPass)
-      onePassDirective(shape, params, block, context);
+    if (variant.kind != RowVariant::Kind::Recompute && !variant.twoPass)
+      onePassDirective(shape, params, variant.kind == RowVariant::Kind::Grid, block, context);
     std::vector<sched::SizeGuard> when = variant.when;
     for (sched::SizeGuard &guard : when)
       guard.range = decl;

@@ -34,10 +34,9 @@ void chooseOuterReduction(const FusionShape &shape, const DimShape &reduced, con
   params.variants.push_back(std::move(variant));
 }
 
-std::vector<GridVariant> gridVariants(int64_t vectors, const Target &target) {
+std::vector<GridVariant> gridVariants(int64_t vectors, const Target &target, const char *kind) {
   // Measured on argmax over a vocabulary (TunedConstants.h): pieces of about 1024 vectors
   // below 16 rows, and 8 pieces of the longest rows below the SM count.
-  const char *kind = "reduction";
   std::vector<GridVariant> variants;
   if (vectors >= tuned::kGridMinVectors)
     variants.push_back(

@@ -23,7 +23,8 @@ struct GridVariant {
   std::string why;
 };
 /// The grid reductions for rows of `vectors` vectors whose reductions feed row outputs
-/// alone, fewest rows first; none where they do not pay (TunedConstants.h).
-std::vector<GridVariant> gridVariants(int64_t vectors, const Target &target);
+/// alone, fewest rows first; none where they do not pay (TunedConstants.h). `kind` names the
+/// heuristic in the reasons ("reduction", "inner_persistent").
+std::vector<GridVariant> gridVariants(int64_t vectors, const Target &target, const char *kind);
 
 } // namespace fsl::heuristics

@@ -93,6 +93,13 @@ inline constexpr int64_t kGridMinVectors = 2048;     // for rows of at least thi
 inline constexpr int64_t kGridLongRowVectors = 8192; // below the SM count: rows this long
 inline constexpr int64_t kGridLongRowPieces = 8;     // in this many pieces
 inline constexpr int64_t kGridUnroll = 4;            // the serial loop unrolled by
+/// The same grid reductions for one-pass pairs (cross-entropy's online softmax): only for
+/// rows of at least this many vectors, where one block's exponentials are the time (a
+/// row of V = 128256 is about 4 us of one SM's special-function units at 16 a clock;
+/// V = 32000's 1 us is below the second kernel's cost). Cross-entropy at V = 128256,
+/// T = 1 took 16.1 us forward and backward, 0.62x torch.compile (docs/performance.md,
+/// run TR2); the split is measured in run CE1.
+inline constexpr int64_t kGridOnePassMinVectors = 8192;
 
 /// A runtime row length: 256 threads loop over the row.
 inline constexpr int64_t kRuntimeRowThreads = 256;

@@ -85,6 +85,11 @@ std::vector<OnePassPair> findOnePassPairs(const Fusion &fusion) {
   return pairs;
 }
 
+std::vector<const Value *> absorbedValues(const OnePassPair &pair) {
+  const Value *body = pair.second->operands[0]; // exp(a - first), or d * d
+  return {body, body->operands[0]};
+}
+
 int64_t reductionScratchBytesPerThread(const Fusion &fusion, bool onePass) {
   int64_t bytes = reductionScratchBytesPerThread(fusion);
   if (!onePass)

@@ -35,6 +35,12 @@ struct OnePassPair {
 /// `max(x)` of a bf16 `x`): those are exact, so the maximum is the same number.
 std::vector<OnePassPair> findOnePassPairs(const Fusion &fusion);
 
+/// The per-element values that the pair's accumulators stand for in one pass: the second
+/// reduction's operand and the difference inside it (exp(a - max) and a - max; the square
+/// and a - mean). With `reduce one_pass` no loop computes them for the pair, so they do not
+/// make the first reduction's result needed per element (a grid reduction may hold it).
+std::vector<const Value *> absorbedValues(const OnePassPair &pair);
+
 /// reductionScratchBytesPerThread, with the one-pass pairs' elements when `onePass`:
 /// Welford's triple is 12 bytes in f32 (16 a thread), 24 in f64; the (max, sum) pair 8 in
 /// f32, 16 in f64.

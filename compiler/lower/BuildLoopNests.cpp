@@ -145,6 +145,37 @@ public:
     const PlannedLoop &grid = plan_.loops[plan_.gridLoop];
     Expr pieces = cx_.extentOf(grid.extent);
     for (const Plan::GridPartials &partials : plan_.gridPartials) {
+      if (partials.pair) { // a one-pass pair: its tuple of accumulators
+        const ir::OnePassPair &pair = *partials.pair;
+        bool softmax = pair.kind == ir::OnePassKind::MaxExpSum;
+        std::vector<std::string> members = softmax
+                                               ? std::vector<std::string>{"_max", "_sum"}
+                                               : std::vector<std::string>{"_count", "_mean", "_m2"};
+        std::vector<kir::VarPtr> acc;
+        auto at = [&](Expr p) { return kir::var(row) * pieces + p; };
+        for (size_t i = 0; i < members.size(); ++i) {
+          // Named as the blocks' accumulators (declareOnePass): the second's last.
+          const ir::Value &owner = i + 1 == members.size() ? *pair.second : *pair.first;
+          acc.push_back(kir::makeVar(valueName(owner) + members[i], pair.accumulator));
+          std::string comment;
+          if (i == 0)
+            comment = std::string(softmax ? "online softmax" : "Welford") + " of " +
+                      (pair.operand->name.empty() ? valueName(*pair.operand) : pair.operand->name) +
+                      ": the " + grid.name + " blocks' partial results, combined in order";
+          body.push_back(fromFusion(
+              kir::declare(acc.back(), kir::load(partials.tuple[i], at(kir::index(0))), comment),
+              i == 0 ? pair.first->range : pair.second->range));
+        }
+        kir::VarPtr piece = var("piece");
+        std::vector<Expr> next;
+        for (const kir::BufferPtr &buffer : partials.tuple)
+          next.push_back(kir::load(buffer, at(kir::var(piece) + kir::index(1))));
+        body.push_back(fromFusion(kir::forLoop(piece, pieces - kir::index(1), kir::LoopKind::Serial,
+                                               combineOnePassPiece(pair, acc, next)),
+                                  pair.second->range));
+        onePassResults(pair, acc, body);
+        continue;
+      }
       const ir::Value &reduction = *partials.reduction;
       bool isArg = ir::isArgReduction(reduction.op);
       kir::VarPtr piece = var("piece");
@@ -370,14 +401,18 @@ private:
 
   /// The grid reduction's workspaces, parameters of both kernels.
   void addGridPartialParameters() {
-    for (const Plan::GridPartials &partials : plan_.gridPartials)
-      for (const kir::BufferPtr &buffer : {partials.values, partials.indices})
+    for (const Plan::GridPartials &partials : plan_.gridPartials) {
+      std::vector<kir::BufferPtr> buffers = partials.tuple;
+      buffers.push_back(partials.values);
+      buffers.push_back(partials.indices);
+      for (const kir::BufferPtr &buffer : buffers)
         if (buffer) {
           kir::KernelParam kp;
           kp.kind = kir::KernelParam::Kind::Tensor;
           kp.buffer = buffer;
           cx_.kernel.params.push_back(kp);
         }
+    }
   }
 
   /// Each dimension's index from the loop variables: the transforms walked backwards.
@@ -761,10 +796,17 @@ private:
       }
       out.push_back(makeRowStores(p, rowStores, fromBuffer));
     }
-    // The block reductions that end the phase, and their results.
-    for (size_t i = 0; i < phase.combined.size(); ++i)
-      finishOnePass(phase.combined[i], tuples[i], out);
+    // The block reductions that end the phase, and their results (a grid reduction's
+    // blocks store their partial accumulators instead).
+    bool gridRows = plan_.gridLoop >= 0 && !plan_.innerOuter();
     std::vector<Stmt> partialStores; // a grid reduction's
+    for (size_t i = 0; i < phase.combined.size(); ++i) {
+      combineOnePassInBlock(phase.combined[i], tuples[i], out);
+      if (gridRows)
+        storePairPartials(phase.combined[i], tuples[i], partialStores);
+      else
+        onePassResults(phase.combined[i], tuples[i], out);
+    }
     for (const ir::Value *reduction : phase.reductions) {
       if (plan_.columnReduced.count(reduction->id))
         continue;
@@ -778,7 +820,7 @@ private:
                                    scratch_.at(acc->dtype), nextSlot());
         out.push_back(fromFusion(kir::withComment(r, "over threadIdx.x"), reduction->range));
       }
-      if (plan_.gridLoop >= 0 && !plan_.innerOuter()) {
+      if (gridRows) {
         storePartials(*reduction, acc, isArg ? indices.at(reduction->id) : nullptr, partialStores);
         continue;
       }
@@ -1306,21 +1348,117 @@ private:
         at));
   }
 
-  /// The pair's block reduction (one combine of the tuple) and both results.
-  void finishOnePass(const ir::OnePassPair &pair, const std::vector<kir::VarPtr> &acc,
-                     std::vector<Stmt> &out) {
+  /// The pair's block reduction: one combine of the tuple.
+  void combineOnePassInBlock(const ir::OnePassPair &pair, const std::vector<kir::VarPtr> &acc,
+                             std::vector<Stmt> &out) {
+    if (!plan_.blockReduced.count(pair.first->id))
+      return;
+    bool softmax = pair.kind == ir::OnePassKind::MaxExpSum;
+    Stmt r = kir::reduceTuple(acc, softmax ? kir::ReduceKind::MaxExpSum : kir::ReduceKind::Welford,
+                              kir::ReduceScope::BlockX, pairScratch_, nextSlot());
+    const char *what = softmax ? "over threadIdx.x: (max, sum) rescaled to the block's maximum"
+                               : "over threadIdx.x: (count, mean, M2) by Chan's combine";
+    out.push_back(fromFusion(kir::withComment(r, what), pair.second->range));
+  }
+
+  /// A grid reduction's block: the pair's accumulators to its workspaces, at the row's
+  /// slot of this block.
+  void storePairPartials(const ir::OnePassPair &pair, const std::vector<kir::VarPtr> &acc,
+                         std::vector<Stmt> &out) const {
+    for (const Plan::GridPartials &partials : plan_.gridPartials) {
+      if (!partials.pair || partials.pair->first != pair.first)
+        continue;
+      Expr at = cx_.offsetOf(plan_.gridRowDims) * cx_.extentOf(plan_.loops[plan_.gridLoop].extent) +
+                kir::var(cx_.loopVars[plan_.gridLoop]);
+      for (size_t i = 0; i < acc.size(); ++i)
+        out.push_back(
+            fromFusion(kir::store(partials.tuple[i], at, kir::var(acc[i])), pair.second->range));
+    }
+  }
+
+  /// Chan's combine (Welford) or the rescaled sums (online softmax) of the partial tuple
+  /// `piece` into `acc`, as device.cuh's FslWelfordCombine and FslMaxExpSumCombine do:
+  /// the grid reduction's second kernel adds the blocks' pairs in order with it.
+  Stmt combineOnePassPiece(const ir::OnePassPair &pair, const std::vector<kir::VarPtr> &acc,
+                           const std::vector<Expr> &piece) {
+    using kir::BinaryOp;
+    ir::DType type = pair.accumulator;
+    auto c = [&](double v) { return kir::constant(v, type); };
+    std::string name = valueName(*pair.first);
+    std::vector<Stmt> body;
+    if (pair.kind == ir::OnePassKind::MaxExpSum) {
+      // m = max(m, pm); both sums rescaled to it (two rows of -inf alone: m = -inf, the
+      // sums 0, no exp(-inf - -inf)).
+      kir::VarPtr pm = kir::makeVar(name + "_piece_max", type);
+      kir::VarPtr ps = kir::makeVar(name + "_piece_sum", type);
+      kir::VarPtr top = kir::makeVar(name + "_top", type);
+      body.push_back(kir::let(pm, piece[0]));
+      body.push_back(kir::let(ps, piece[1]));
+      body.push_back(kir::let(top, kir::binary(BinaryOp::Max, kir::var(acc[0]), kir::var(pm))));
+      auto rescaled = [&](Expr sum, Expr max) {
+        return kir::binary(
+            BinaryOp::Mul, sum,
+            kir::unary(kir::UnaryOp::Exp, kir::binary(BinaryOp::Sub, max, kir::var(top))));
+      };
+      Expr noMaximum = kir::binary(BinaryOp::Eq, kir::var(top), c(-INFINITY));
+      body.push_back(kir::assign(
+          acc[1],
+          kir::select(noMaximum, kir::binary(BinaryOp::Add, kir::var(acc[1]), kir::var(ps)),
+                      kir::binary(BinaryOp::Add, rescaled(kir::var(acc[1]), kir::var(acc[0])),
+                                  rescaled(kir::var(ps), kir::var(pm))))));
+      body.push_back(kir::assign(acc[0], kir::var(top)));
+      return kir::block(std::move(body));
+    }
+    // Welford: an empty piece changes nothing; an empty total takes the piece; else
+    // count = n + pn, delta = pmean - mean, mean + delta * pn / count (an infinite mean:
+    // the sum of the means), M2 + pM2 + delta^2 * n * pn / count.
+    kir::VarPtr pn = kir::makeVar(name + "_piece_count", type);
+    kir::VarPtr pmean = kir::makeVar(name + "_piece_mean", type);
+    kir::VarPtr pm2 = kir::makeVar(name + "_piece_m2", type);
+    body.push_back(kir::let(pn, piece[0]));
+    body.push_back(kir::let(pmean, piece[1]));
+    body.push_back(kir::let(pm2, piece[2]));
+    kir::VarPtr count = kir::makeVar(name + "_count_new", type);
+    kir::VarPtr share = kir::makeVar(name + "_share", type);
+    kir::VarPtr delta = kir::makeVar(name + "_delta", type);
+    Expr n = kir::var(acc[0]), mean = kir::var(acc[1]), m2 = kir::var(acc[2]);
+    Expr infinite = kir::binary(
+        BinaryOp::Or, kir::binary(BinaryOp::Eq, kir::unary(kir::UnaryOp::Abs, mean), c(INFINITY)),
+        kir::binary(BinaryOp::Eq, kir::unary(kir::UnaryOp::Abs, kir::var(pmean)), c(INFINITY)));
+    Stmt both = kir::block({
+        kir::let(count, kir::binary(BinaryOp::Add, n, kir::var(pn))),
+        kir::let(share, kir::binary(BinaryOp::Div, kir::var(pn), kir::var(count))),
+        kir::let(delta, kir::binary(BinaryOp::Sub, kir::var(pmean), mean)),
+        kir::assign(acc[2],
+                    kir::binary(BinaryOp::Add, kir::binary(BinaryOp::Add, m2, kir::var(pm2)),
+                                kir::binary(BinaryOp::Mul,
+                                            kir::binary(BinaryOp::Mul,
+                                                        kir::binary(BinaryOp::Mul, kir::var(delta),
+                                                                    kir::var(delta)),
+                                                        n),
+                                            kir::var(share)))),
+        kir::assign(acc[1], kir::select(infinite, kir::binary(BinaryOp::Add, mean, kir::var(pmean)),
+                                        kir::binary(BinaryOp::Add, mean,
+                                                    kir::binary(BinaryOp::Mul, kir::var(delta),
+                                                                kir::var(share))))),
+        kir::assign(acc[0], kir::var(count)),
+    });
+    Stmt takePiece =
+        kir::block({kir::assign(acc[0], kir::var(pn)), kir::assign(acc[1], kir::var(pmean)),
+                    kir::assign(acc[2], kir::var(pm2))});
+    body.push_back(kir::ifThen(kir::binary(BinaryOp::Ne, kir::var(pn), c(0)),
+                               kir::ifThen(kir::binary(BinaryOp::Eq, n, c(0)), takePiece, both),
+                               nullptr, "an empty piece changes nothing"));
+    return kir::block(std::move(body));
+  }
+
+  /// Both results of a pair from its (combined) accumulators.
+  void onePassResults(const ir::OnePassPair &pair, const std::vector<kir::VarPtr> &acc,
+                      std::vector<Stmt> &out) {
     using kir::BinaryOp;
     ir::DType type = pair.accumulator;
     auto c = [&](double v) { return kir::constant(v, type); };
     bool softmax = pair.kind == ir::OnePassKind::MaxExpSum;
-    if (plan_.blockReduced.count(pair.first->id)) {
-      Stmt r =
-          kir::reduceTuple(acc, softmax ? kir::ReduceKind::MaxExpSum : kir::ReduceKind::Welford,
-                           kir::ReduceScope::BlockX, pairScratch_, nextSlot());
-      const char *what = softmax ? "over threadIdx.x: (max, sum) rescaled to the block's maximum"
-                                 : "over threadIdx.x: (count, mean, M2) by Chan's combine";
-      out.push_back(fromFusion(kir::withComment(r, what), pair.second->range));
-    }
     Expr count = kir::index(1);
     bool staticCount = true;
     for (ir::DimId dim : pair.second->reduced) {

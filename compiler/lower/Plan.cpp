@@ -662,9 +662,6 @@ private:
       return true; // the inner-outer form's grid loop was checked by planColumns
     const PlannedLoop &grid = plan_->loops[plan_->gridLoop];
     std::string why = "grid reduction over '" + grid.name + "': ";
-    if (plan_->onePass())
-      return unsupported(why + "'reduce one_pass' pairs are not combined across blocks yet",
-                         grid.origin.range);
     const ir::Value *first = nullptr;
     for (const auto &value : fusion_.values) {
       if (!ir::isReduction(value->op))
@@ -685,8 +682,15 @@ private:
     }
     FSL_INTERNAL_ASSERT(first, "a grid loop without a reduction");
     plan_->gridRowDims = first->dims;
+    // A one-pass pair's blocks store its accumulators together (every pair is in phase 0:
+    // its second reduction is computed with the first).
+    std::set<unsigned> paired;
+    for (const ir::OnePassPair &pair : plan_->phases[0].combined) {
+      plan_->gridPairs.push_back(pair);
+      paired.insert({pair.first->id, pair.second->id});
+    }
     for (const auto &value : fusion_.values)
-      if (ir::isReduction(value->op))
+      if (ir::isReduction(value->op) && !paired.count(value->id))
         plan_->gridReduced.push_back(value.get());
     // The blocks keep nothing for the rows kernel but their partial accumulators.
     for (unsigned id : plan_->persistent)

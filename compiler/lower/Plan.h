@@ -13,6 +13,7 @@
 #include "schedule/ScheduleIR.h"
 
 #include <map>
+#include <optional>
 #include <set>
 
 namespace fsl {
@@ -82,15 +83,23 @@ struct Plan {
   /// The reductions' kept dimensions: a grid reduction's rows, numbered row-major.
   std::vector<ir::DimId> gridRowDims;
   struct GridPartials {
-    const ir::Value *reduction = nullptr;
-    kir::BufferPtr values;  // the accumulators ([rows, blocks of the grid loop])
-    kir::BufferPtr indices; // argmax / argmin: the accumulators' indices
+    const ir::Value *reduction = nullptr; // a one-pass pair's: its first reduction
+    kir::BufferPtr values;                // the accumulators ([rows, blocks of the grid loop])
+    kir::BufferPtr indices;               // argmax / argmin: the accumulators' indices
+    /// `reduce one_pass`: the pair, and a workspace for each of its accumulators
+    /// ((max, sum) or (count, mean, M2)) instead of `values`.
+    std::optional<ir::OnePassPair> pair;
+    std::vector<kir::BufferPtr> tuple;
   };
   /// Set by the lowering (Lower.cpp) before the passes run: the workspaces.
   std::vector<GridPartials> gridPartials;
   /// The reductions whose partial results go to the workspaces, in the fusion's order:
-  /// every reduction of a row grid reduction, the column reductions of the inner-outer form.
+  /// every reduction of a row grid reduction outside a one-pass pair, the column
+  /// reductions of the inner-outer form.
   std::vector<const ir::Value *> gridReduced;
+  /// A row grid reduction's one-pass pairs (`reduce one_pass`), whose accumulators go to
+  /// the workspaces together.
+  std::vector<ir::OnePassPair> gridPairs;
 
   /// The inner-outer form (a row reduction and a column reduction in one kernel: RMSNorm's
   /// and LayerNorm's backward). A column reduction keeps a dimension that a serial loop of

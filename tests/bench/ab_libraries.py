@@ -11,7 +11,9 @@ new build's kernel is faster).
 usage: python3 tests/bench/ab_libraries.py --old OLD/libfsl.so --new NEW/libfsl.so
            [--fusions layer_norm_grad,rms_norm_grad] [--shapes 1x2048,1024x4096]
 (fusions: the stdlib's rms_norm_grad, rms_norm_add_grad, layer_norm_grad, rms_norm,
-layer_norm, rms_norm_backward, softmax_backward; T x H, with H the fusion's S for softmax)
+layer_norm, rms_norm_backward, softmax_backward from std/norms.fsl, cross_entropy_train from
+std/losses.fsl; T x H, with H the fusion's S for softmax and V for cross-entropy, whose
+labels are random with ignore_index on every 8th row)
            [--rounds 9] [--tuning-db FILE|''] [-o ab.json]
 """
 import argparse
@@ -71,9 +73,18 @@ def inputs(fusion, T, H, seed):
         return (x, w, rstd, dy)
     if fusion == "softmax_backward":  # y a softmax's output (rows summing to 1), H is S
         return (torch.softmax(xf, -1).to(BF16), dy)
+    if fusion == "cross_entropy_train":  # logits [T, V] and labels, H is V
+        label = torch.randint(0, H, (T,), device="cuda", generator=g)
+        label[::8] = -100
+        return (x, label)
     raise SystemExit("--fusions: %s is not one of rms_norm_grad, rms_norm_add_grad, "
                      "layer_norm_grad, rms_norm, layer_norm, rms_norm_backward, "
-                     "softmax_backward" % fusion)
+                     "softmax_backward, cross_entropy_train" % fusion)
+
+
+def source(fusion):
+    """The stdlib file that defines `fusion`."""
+    return os.path.join(args.stdlib, "std", "losses.fsl" if fusion.startswith("cross_entropy") else "norms.fsl")
 
 
 def as_tuple(result):
@@ -111,12 +122,15 @@ def replay_us(g, calls):
 
 def main():
     stream = torch.cuda.Stream()
-    path = os.path.join(args.stdlib, "std", "norms.fsl")
     options = dict(stdlib=args.stdlib, ops="ctypes")
     if args.tuning_db is not None:
         options["tuning_db"] = args.tuning_db
-    builds = {side: fslc.load(path, library=library, cache_dir=tempfile.mkdtemp(prefix="fsl-ab-%s-" % side),
-                              namespace="fsl_ab_" + side, **options)
+    paths = sorted({source(fusion) for fusion in args.fusions.split(",")})
+    builds = {side: {path: fslc.load(path, library=library,
+                                     cache_dir=tempfile.mkdtemp(prefix="fsl-ab-%s-" % side),
+                                     namespace="fsl_ab_%s_%s" % (side, os.path.basename(path)[:-4]),
+                                     **options)
+                     for path in paths}
               for side, library in (("old", args.old), ("new", args.new))}
     print("%s, torch %s; old %s, new %s" % (torch.cuda.get_device_name(), torch.__version__, args.old, args.new))
     print("| fusion | T x H | old µs | new µs | old / new |\n|---|---|---|---|---|", flush=True)
@@ -127,7 +141,8 @@ def main():
             first = inputs(fusion, T, H, 0)
             set_bytes = sum(t.numel() * t.element_size() for t in first)
             sets = [first] + [inputs(fusion, T, H, s) for s in range(1, max(1, min(64, math.ceil(2 * L2 / set_bytes))))]
-            calls = {side: [lambda s=s, f=getattr(p, fusion): f(*s) for s in sets] for side, p in builds.items()}
+            calls = {side: [lambda s=s, f=getattr(p[source(fusion)], fusion): f(*s) for s in sets]
+                     for side, p in builds.items()}
             # The inputs were made on the default stream: without this wait the first build's
             # call raced their making (softmax_backward at 16384 x 8192: "old and new differ").
             stream.wait_stream(torch.cuda.current_stream())

@@ -133,8 +133,31 @@ for T, H in [(1, 4096), (7, 4096), (1024, 5120), (33, 77)]:
     run("swiglu_fused T=%d H=%d" % (T, H), lambda: swiglu_case(T, H))
 for T, D in [(1, 128), (9, 128), (2048, 128), (5, 66)]:
     run("rope T=%d D=%d" % (T, D), lambda: rope_case(T, D))
-for T, V in [(1, 32000), (7, 32000), (512, 128256), (13, 1001)]:
+def xent_special_case(V):
+    """Infinities and NaN where PyTorch defines the result: a row whose even logits are -inf
+    (finite loss), a row holding one NaN (NaN loss and logsumexp), a plain row."""
+    logits = randn(3, V, seed=V + 3) * 4
+    logits[0, ::2] = float("-inf")
+    logits[1, 5] = float("nan")
+    label = torch.tensor([1, 3, 7], device="cuda")
+    loss, lse = prog.xent(logits, label)
+    torch.cuda.synchronize()
+    ld = logits.double()
+    ref = F.cross_entropy(ld, label, ignore_index=-100, reduction="none")
+    rows = [0, 2]
+    close("cross_entropy special V=%d: loss of finite rows" % V, loss[rows], ref[rows], atol=1e-3, rtol=1e-4)
+    close("cross_entropy special V=%d: logsumexp of finite rows" % V, lse[rows],
+          torch.logsumexp(ld, -1)[rows], atol=1e-3, rtol=1e-4)
+    check("cross_entropy special V=%d: a NaN logit gives NaN loss and logsumexp" % V,
+          bool(torch.isnan(loss[1])) and bool(torch.isnan(lse[1])) and bool(torch.isnan(ref[1])))
+
+
+# (1, 128256) and (40, 128256): rows split across blocks (a grid reduction of the one-pass
+# pair: 16 and 8 pieces a row).
+for T, V in [(1, 32000), (7, 32000), (512, 128256), (13, 1001), (1, 128256), (40, 128256)]:
     run("cross_entropy T=%d V=%d" % (T, V), lambda: xent_case(T, V))
+for V in [32000, 128256]:
+    run("cross_entropy special values V=%d" % V, lambda: xent_special_case(V))
 
 
 # --- Autograd ---------------------------------------------------------------------------
