@@ -374,7 +374,8 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   int64_t gridBelow = 0; // the grid variants serve rows counts below this
   if (gridRows)
     for (const GridVariant &grid :
-         gridVariants(vectors, target, persistent ? "inner_persistent" : "reduction")) {
+         gridVariants(vectors, target, persistent ? "inner_persistent" : "reduction",
+                      onePassGrid ? tuned::kGridOnePassRowsBelow : target.smCount)) {
       std::vector<sched::SizeGuard> when{guard(rowDim, sched::Comparison::Lt, grid.rowsBelow)};
       if (gridBelow > 0)
         when.insert(when.begin(), guard(rowDim, sched::Comparison::Ge, gridBelow));

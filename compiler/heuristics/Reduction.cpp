@@ -34,7 +34,8 @@ void chooseOuterReduction(const FusionShape &shape, const DimShape &reduced, con
   params.variants.push_back(std::move(variant));
 }
 
-std::vector<GridVariant> gridVariants(int64_t vectors, const Target &target, const char *kind) {
+std::vector<GridVariant> gridVariants(int64_t vectors, const Target &target, const char *kind,
+                                      int64_t longRowsBelow) {
   // Measured on argmax over a vocabulary (TunedConstants.h): pieces of about 1024 vectors
   // below 16 rows, and 8 pieces of the longest rows below the SM count.
   std::vector<GridVariant> variants;
@@ -46,12 +47,19 @@ std::vector<GridVariant> gridVariants(int64_t vectors, const Target &target, con
                        "vectors.",
                        kind)
              .str()});
-  if (vectors >= tuned::kGridLongRowVectors)
-    variants.push_back({target.smCount, tuned::kGridLongRowPieces,
-                        llvm::formatv("auto({0}), fewer rows than the {1} SMs of {2}, rows of "
-                                      "{3} vectors or more: each row in 8 pieces.",
-                                      kind, target.smCount, target.name, tuned::kGridLongRowVectors)
-                            .str()});
+  if (vectors >= tuned::kGridLongRowVectors) {
+    int64_t below = std::min<int64_t>(target.smCount, longRowsBelow);
+    std::string rows =
+        below == target.smCount
+            ? llvm::formatv("fewer rows than the {0} SMs of {1}", target.smCount, target.name).str()
+            : llvm::formatv("fewer than {0} rows", below).str();
+    if (below > tuned::kGridFewRows)
+      variants.push_back({below, tuned::kGridLongRowPieces,
+                          llvm::formatv("auto({0}), {1}, rows of {2} vectors or more: each row in "
+                                        "8 pieces.",
+                                        kind, rows, tuned::kGridLongRowVectors)
+                              .str()});
+  }
   return variants;
 }
 

@@ -24,7 +24,9 @@ struct GridVariant {
 };
 /// The grid reductions for rows of `vectors` vectors whose reductions feed row outputs
 /// alone, fewest rows first; none where they do not pay (TunedConstants.h). `kind` names the
-/// heuristic in the reasons ("reduction", "inner_persistent").
-std::vector<GridVariant> gridVariants(int64_t vectors, const Target &target, const char *kind);
+/// heuristic in the reasons ("reduction", "inner_persistent"); the long rows' variant serves
+/// fewer rows than the SM count and than `longRowsBelow`.
+std::vector<GridVariant> gridVariants(int64_t vectors, const Target &target, const char *kind,
+                                      int64_t longRowsBelow);
 
 } // namespace fsl::heuristics

@@ -98,8 +98,12 @@ inline constexpr int64_t kGridUnroll = 4;            // the serial loop unrolled
 /// row of V = 128256 is about 4 us of one SM's special-function units at 16 a clock;
 /// V = 32000's 1 us is below the second kernel's cost). Cross-entropy at V = 128256,
 /// T = 1 took 16.1 us forward and backward, 0.62x torch.compile (docs/performance.md,
-/// run TR2); the split is measured in run CE1.
+/// run TR2). Run CE1 (H100, the forward alone, against one block of 1024 threads a row):
+/// 2.76x at T = 1, 2.00x at 16 rows, 1.34x at 64, 0.925x at 128 (8 pieces a row are 1024
+/// blocks there); between them 1.24x at 72, 1.08x at 96, 1.007x at 104, 1.000x at 112,
+/// 0.93x at 120: the 8 pieces serve fewer than 104 rows.
 inline constexpr int64_t kGridOnePassMinVectors = 8192;
+inline constexpr int64_t kGridOnePassRowsBelow = 104;
 
 /// A runtime row length: 256 threads loop over the row.
 inline constexpr int64_t kRuntimeRowThreads = 256;
