@@ -121,12 +121,6 @@ std::vector<sched::ScheduleBlock> blocksOf(const Database &database, const Match
   return blocks;
 }
 
-std::vector<sched::SizeGuard> joined(std::vector<sched::SizeGuard> first,
-                                     const std::vector<sched::SizeGuard> &second) {
-  first.insert(first.end(), second.begin(), second.end());
-  return first;
-}
-
 } // namespace
 
 heuristics::Choice consult(const Database &database, const ir::Fusion &fusion, const Target &target,
@@ -146,7 +140,7 @@ heuristics::Choice consult(const Database &database, const ir::Fusion &fusion, c
     }
     if (!match->runtimeGuards.empty()) {
       // A range outside the declaration's own guard has no sizes here.
-      if (satisfiable(joined(knobs.when, match->runtimeGuards)))
+      if (satisfiable(conjunction(knobs.when, match->runtimeGuards)))
         ranged.push_back(std::move(*match));
       continue;
     }
@@ -162,7 +156,7 @@ heuristics::Choice consult(const Database &database, const ir::Fusion &fusion, c
   // Each runtime range is a variant; the heuristics add none that overlaps one.
   std::vector<std::vector<sched::SizeGuard>> rangeGuards;
   for (const Match &match : ranged)
-    rangeGuards.push_back(joined(knobs.when, match.runtimeGuards));
+    rangeGuards.push_back(conjunction(knobs.when, match.runtimeGuards));
   std::vector<sched::ScheduleBlock> blocks;
   for (size_t i = 0; i < ranged.size(); ++i) {
     std::vector<std::vector<sched::SizeGuard>> others = knobs.otherGuards;

@@ -31,13 +31,13 @@ sched::SizeGuard negated(sched::SizeGuard guard) {
   return guard;
 }
 
-std::vector<sched::SizeGuard> joined(std::vector<sched::SizeGuard> first,
-                                     const std::vector<sched::SizeGuard> &second) {
+} // namespace
+
+std::vector<sched::SizeGuard> conjunction(std::vector<sched::SizeGuard> first,
+                                          const std::vector<sched::SizeGuard> &second) {
   first.insert(first.end(), second.begin(), second.end());
   return first;
 }
-
-} // namespace
 
 bool satisfiable(const std::vector<sched::SizeGuard> &guard) {
   // Each condition compares one dimension: the conjunction holds for some sizes when each
@@ -59,7 +59,7 @@ carve(const std::vector<sched::SizeGuard> &guard,
   for (const std::vector<sched::SizeGuard> &cut : removed) {
     std::vector<std::vector<sched::SizeGuard>> next;
     for (const std::vector<sched::SizeGuard> &piece : pieces) {
-      if (!satisfiable(joined(piece, cut))) {
+      if (!satisfiable(conjunction(piece, cut))) {
         next.push_back(piece);
         continue;
       }

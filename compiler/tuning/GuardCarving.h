@@ -14,6 +14,10 @@
 
 namespace fsl::tuning {
 
+/// Both guards' conditions: the sizes that satisfy `first` and `second`.
+std::vector<sched::SizeGuard> conjunction(std::vector<sched::SizeGuard> first,
+                                          const std::vector<sched::SizeGuard> &second);
+
 /// Whether some sizes satisfy every condition of `guard`.
 bool satisfiable(const std::vector<sched::SizeGuard> &guard);
 
