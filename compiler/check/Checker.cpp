@@ -112,14 +112,12 @@ private:
 
   /// A value that depends on `reduction` and has one of its reduced dimensions, if any.
   /// With `reduce one_pass`, a pair's exp(a - max) or (a - mean)^2 is not one: the pair's
-  /// accumulators stand for it (ir::absorbedValues), and the blocks' partial pairs combine
+  /// accumulators stand for it (ir::absorbedValueIds), and the blocks' partial pairs combine
   /// in the grid reduction's second kernel. A value that uses it is still one.
   const ir::Value *elementUserOf(const ir::Value &reduction) const {
     std::set<unsigned> absorbed;
     if (schedule_.onePass())
-      for (const ir::OnePassPair &pair : ir::findOnePassPairs(*schedule_.fusion))
-        for (const ir::Value *value : ir::absorbedValues(pair))
-          absorbed.insert(value->id);
+      absorbed = ir::absorbedValueIds(*schedule_.fusion);
     std::set<unsigned> reached{reduction.id};
     for (const auto &value : schedule_.fusion->values) {
       if (!llvm::any_of(value->operands,

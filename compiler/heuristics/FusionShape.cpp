@@ -158,9 +158,7 @@ bool rowOutputsOnly(const ir::Fusion &fusion, ir::DimId inner, bool onePass) {
     return false;
   std::set<unsigned> absorbed;
   if (onePass)
-    for (const ir::OnePassPair &pair : ir::findOnePassPairs(fusion))
-      for (const ir::Value *value : ir::absorbedValues(pair))
-        absorbed.insert(value->id);
+    absorbed = ir::absorbedValueIds(fusion);
   for (const auto &reduction : fusion.values) {
     if (!ir::isReduction(reduction->op))
       continue;

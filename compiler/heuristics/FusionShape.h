@@ -96,7 +96,7 @@ struct FusionShape {
   /// inout): what a grid reduction can do (lower/Plan.cpp).
   bool rowOutputsOnly = false;
   /// The same with `reduce one_pass`: the values a one-pass pair absorbs do not count
-  /// (ir::absorbedValues), so a grid reduction of the pairs can do it.
+  /// (ir::absorbedValueIds), so a grid reduction of the pairs can do it.
   bool rowOutputsOnlyOnePass = false;
   /// No output has `inner` (nor is an inout): every output is a row's, whatever the
   /// reductions' results reach on the way (cross-entropy's loss and logsumexp).

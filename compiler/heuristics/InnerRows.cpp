@@ -363,10 +363,14 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   const char *kind = persistent ? "inner_persistent" : "reduction";
   // Few rows of a fusion whose reductions feed row outputs alone (argmax over a
   // vocabulary, a row's sum): each row in pieces on blockIdx.y, a grid reduction whose
-  // second kernel combines the pieces a row (Reduction.cpp). In one pass, the pairs'
-  // accumulators combine there too (cross-entropy's loss and logsumexp, keeping nothing),
-  // for rows long enough that one block's exponentials are the time (TunedConstants.h).
-  bool onePassGrid = params.onePass && kept.empty() && shape.rowOutputsOnlyOnePass &&
+  // second kernel combines the pieces a row (Reduction.cpp). In one pass, auto(inner_persistent)
+  // splits the rows of online-softmax pairs the same way (cross-entropy's loss and
+  // logsumexp, keeping nothing), for rows long enough that one block's exponentials are the
+  // time (TunedConstants.h; measured on cross-entropy only, so not for Welford's pairs).
+  bool onePassGrid = persistent && params.onePass && kept.empty() && shape.rowOutputsOnlyOnePass &&
+                     !shape.onePassPairs.empty() &&
+                     llvm::all_of(shape.onePassPairs,
+                                  [](const OnePassPairShape &pair) { return pair.maxExpSum; }) &&
                      vectors >= tuned::kGridOnePassMinVectors;
   bool gridRows = ((!persistent && !params.onePass && shape.rowOutputsOnly) || onePassGrid) &&
                   staticBdimx && knobs.when.empty() && !knobs.rowsPerBlock &&

@@ -1,6 +1,8 @@
 // OnePass.cpp — recognition of softmax's and LayerNorm's reduction pairs.
 #include "ir/OnePass.h"
 
+#include <llvm/ADT/STLExtras.h>
+
 #include <algorithm>
 #include <set>
 
@@ -85,9 +87,35 @@ std::vector<OnePassPair> findOnePassPairs(const Fusion &fusion) {
   return pairs;
 }
 
-std::vector<const Value *> absorbedValues(const OnePassPair &pair) {
-  const Value *body = pair.second->operands[0]; // exp(a - first), or d * d
-  return {body, body->operands[0]};
+std::vector<OnePassAccumulator> onePassAccumulators(const OnePassPair &pair) {
+  if (pair.kind == OnePassKind::MaxExpSum)
+    return {{pair.first, "_max", "maximum"}, {pair.second, "_sum", "sum of exp(x - maximum)"}};
+  return {{pair.first, "_count", "count"},
+          {pair.first, "_mean", "mean"},
+          {pair.second, "_m2", "sum of squared differences from the mean"}};
+}
+
+std::set<unsigned> absorbedValueIds(const Fusion &fusion) {
+  std::set<unsigned> absorbed;
+  // Whether `value`'s only reader is `reader` (and no output stores it).
+  auto onlyReadBy = [&](const Value *value, const Value *reader) {
+    for (const Output &output : fusion.outputs)
+      if (output.value == value)
+        return false;
+    for (const auto &user : fusion.values)
+      if (user.get() != reader && llvm::is_contained(user->operands, value))
+        return false;
+    return true;
+  };
+  for (const OnePassPair &pair : findOnePassPairs(fusion)) {
+    const Value *body = pair.second->operands[0]; // exp(a - first), or d * d
+    const Value *difference = body->operands[0];  // a - first
+    if (onlyReadBy(body, pair.second))
+      absorbed.insert(body->id);
+    if (onlyReadBy(difference, body))
+      absorbed.insert(difference->id);
+  }
+  return absorbed;
 }
 
 int64_t reductionScratchBytesPerThread(const Fusion &fusion, bool onePass) {

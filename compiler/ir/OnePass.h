@@ -11,6 +11,8 @@
 
 #include "ir/FusionIR.h"
 
+#include <set>
+#include <string>
 #include <vector>
 
 namespace fsl::ir {
@@ -35,11 +37,24 @@ struct OnePassPair {
 /// `max(x)` of a bf16 `x`): those are exact, so the maximum is the same number.
 std::vector<OnePassPair> findOnePassPairs(const Fusion &fusion);
 
-/// The per-element values that the pair's accumulators stand for in one pass: the second
-/// reduction's operand and the difference inside it (exp(a - max) and a - max; the square
-/// and a - mean). With `reduce one_pass` no loop computes them for the pair, so they do not
-/// make the first reduction's result needed per element (a grid reduction may hold it).
-std::vector<const Value *> absorbedValues(const OnePassPair &pair);
+/// A pair's accumulator, in the order of the block combine's tuple: the value it belongs
+/// to (the first reduction's, the second's for the last), its name's suffix, and what it is
+/// ("maximum", "mean", ...).
+struct OnePassAccumulator {
+  const Value *owner;
+  std::string suffix;
+  std::string what;
+};
+/// (max, sum) for online softmax; (count, mean, M2) for Welford.
+std::vector<OnePassAccumulator> onePassAccumulators(const OnePassPair &pair);
+
+/// The ids of the per-element values that the pairs' accumulators stand for in one pass:
+/// each pair's second-reduction operand and the difference inside it (exp(a - max) and
+/// a - max; the square and a - mean), where nothing else reads them (no output, no other
+/// value but the next of the two and the second reduction). With `reduce one_pass` no loop
+/// computes them, so they do not make the first reduction's result needed per element
+/// (a grid reduction may hold it).
+std::set<unsigned> absorbedValueIds(const Fusion &fusion);
 
 /// reductionScratchBytesPerThread, with the one-pass pairs' elements when `onePass`:
 /// Welford's triple is 12 bytes in f32 (16 a thread), 24 in f64; the (max, sum) pair 8 in

@@ -148,15 +148,13 @@ public:
       if (partials.pair) { // a one-pass pair: its tuple of accumulators
         const ir::OnePassPair &pair = *partials.pair;
         bool softmax = pair.kind == ir::OnePassKind::MaxExpSum;
-        std::vector<std::string> members = softmax
-                                               ? std::vector<std::string>{"_max", "_sum"}
-                                               : std::vector<std::string>{"_count", "_mean", "_m2"};
+        std::vector<ir::OnePassAccumulator> members = ir::onePassAccumulators(pair);
         std::vector<kir::VarPtr> acc;
         auto at = [&](Expr p) { return kir::var(row) * pieces + p; };
         for (size_t i = 0; i < members.size(); ++i) {
-          // Named as the blocks' accumulators (declareOnePass): the second's last.
-          const ir::Value &owner = i + 1 == members.size() ? *pair.second : *pair.first;
-          acc.push_back(kir::makeVar(valueName(owner) + members[i], pair.accumulator));
+          // Named as the blocks' accumulators (declareOnePass).
+          acc.push_back(
+              kir::makeVar(valueName(*members[i].owner) + members[i].suffix, pair.accumulator));
           std::string comment;
           if (i == 0)
             comment = std::string(softmax ? "online softmax" : "Welford") + " of " +
@@ -1159,13 +1157,18 @@ private:
   }
 
   /// A grid reduction's block result, to its workspace: [row][block of the grid loop].
+  /// A grid reduction's workspace slot of this block's row: [row][block of the grid loop].
+  Expr gridSlot() const {
+    return cx_.offsetOf(plan_.gridRowDims) * cx_.extentOf(plan_.loops[plan_.gridLoop].extent) +
+           kir::var(cx_.loopVars[plan_.gridLoop]);
+  }
+
   void storePartials(const ir::Value &reduction, const kir::VarPtr &acc, const kir::VarPtr &index,
                      std::vector<Stmt> &out) const {
     for (const Plan::GridPartials &partials : plan_.gridPartials) {
-      if (partials.reduction != &reduction)
+      if (partials.reduction != &reduction || partials.pair)
         continue;
-      Expr at = cx_.offsetOf(plan_.gridRowDims) * cx_.extentOf(plan_.loops[plan_.gridLoop].extent) +
-                kir::var(cx_.loopVars[plan_.gridLoop]);
+      Expr at = gridSlot();
       out.push_back(fromFusion(kir::store(partials.values, at, kir::var(acc)), reduction.range));
       if (index)
         out.push_back(
@@ -1264,18 +1267,18 @@ private:
     std::string first = pair.first->name.empty() ? valueName(*pair.first) : pair.first->name;
     std::string second = pair.second->name.empty() ? valueName(*pair.second) : pair.second->name;
     std::string of = pair.operand->name.empty() ? valueName(*pair.operand) : pair.operand->name;
+    std::vector<ir::OnePassAccumulator> members = ir::onePassAccumulators(pair);
+    auto var = [&](size_t i) {
+      return kir::makeVar(valueName(*members[i].owner) + members[i].suffix, type);
+    };
     std::vector<std::pair<kir::VarPtr, std::string>> vars;
     if (pair.kind == ir::OnePassKind::MaxExpSum) {
-      vars = {{kir::makeVar(valueName(*pair.first) + "_max", type),
-               "online softmax of " + of + ": the maximum so far (" + first + ")"},
-              {kir::makeVar(valueName(*pair.second) + "_sum", type),
-               "and the sum of exp(" + of + " - maximum) (" + second + ")"}};
+      vars = {{var(0), "online softmax of " + of + ": the maximum so far (" + first + ")"},
+              {var(1), "and the sum of exp(" + of + " - maximum) (" + second + ")"}};
     } else {
-      vars = {{kir::makeVar(valueName(*pair.first) + "_count", type),
-               "Welford over " + of + ": the count so far"},
-              {kir::makeVar(valueName(*pair.first) + "_mean", type), "the mean (" + first + ")"},
-              {kir::makeVar(valueName(*pair.second) + "_m2", type),
-               "the sum of squared differences from the mean (" + second + " x count)"}};
+      vars = {{var(0), "Welford over " + of + ": the count so far"},
+              {var(1), "the mean (" + first + ")"},
+              {var(2), "the sum of squared differences from the mean (" + second + " x count)"}};
     }
     std::vector<kir::VarPtr> result;
     for (size_t i = 0; i < vars.size(); ++i) {
@@ -1368,8 +1371,7 @@ private:
     for (const Plan::GridPartials &partials : plan_.gridPartials) {
       if (!partials.pair || partials.pair->first != pair.first)
         continue;
-      Expr at = cx_.offsetOf(plan_.gridRowDims) * cx_.extentOf(plan_.loops[plan_.gridLoop].extent) +
-                kir::var(cx_.loopVars[plan_.gridLoop]);
+      Expr at = gridSlot();
       for (size_t i = 0; i < acc.size(); ++i)
         out.push_back(
             fromFusion(kir::store(partials.tuple[i], at, kir::var(acc[i])), pair.second->range));
@@ -1401,11 +1403,13 @@ private:
             kir::unary(kir::UnaryOp::Exp, kir::binary(BinaryOp::Sub, max, kir::var(top))));
       };
       Expr noMaximum = kir::binary(BinaryOp::Eq, kir::var(top), c(-INFINITY));
-      body.push_back(kir::assign(
-          acc[1],
-          kir::select(noMaximum, kir::binary(BinaryOp::Add, kir::var(acc[1]), kir::var(ps)),
-                      kir::binary(BinaryOp::Add, rescaled(kir::var(acc[1]), kir::var(acc[0])),
-                                  rescaled(kir::var(ps), kir::var(pm))))));
+      body.push_back(kir::withComment(
+          kir::assign(
+              acc[1],
+              kir::select(noMaximum, kir::binary(BinaryOp::Add, kir::var(acc[1]), kir::var(ps)),
+                          kir::binary(BinaryOp::Add, rescaled(kir::var(acc[1]), kir::var(acc[0])),
+                                      rescaled(kir::var(ps), kir::var(pm))))),
+          "both sums at the larger maximum (two of -inf: no exp(-inf - -inf))"));
       body.push_back(kir::assign(acc[0], kir::var(top)));
       return kir::block(std::move(body));
     }

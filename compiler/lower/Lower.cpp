@@ -149,31 +149,21 @@ void addGridPartials(lower::Plan &plan, const lower::LowerContext &context, cons
                                : value->name + "_" + std::to_string(value->id);
   };
   // A one-pass pair: one workspace an accumulator, in the order of the block combine's
-  // tuple ((max, sum) or (count, mean, M2)).
+  // tuple ((max, sum) or (count, mean, M2)), named as the kernels' registers.
   for (const ir::OnePassPair &pair : plan.gridPairs) {
-    bool softmax = pair.kind == ir::OnePassKind::MaxExpSum;
-    std::string who = nameOf(pair.first);
     lower::Plan::GridPartials partials;
     partials.reduction = pair.first;
     partials.pair = pair;
-    std::vector<std::pair<std::string, std::string>> members =
-        softmax ? std::vector<
-                      std::pair<std::string, std::string>>{{"_max", "the partial maximum"},
-                                                           {"_sum",
-                                                            "the partial sum of exp(x - maximum)"}}
-                : std::vector<std::pair<std::string, std::string>>{
-                      {"_count", "the partial count"},
-                      {"_mean", "the partial mean"},
-                      {"_m2", "the partial sum of squared differences from the mean"}};
-    for (const auto &[suffix, what] : members) {
+    for (const ir::OnePassAccumulator &member : ir::onePassAccumulators(pair)) {
       auto buffer = std::make_shared<kir::Buffer>();
-      buffer->name = name + "_" + who + suffix;
+      buffer->name = name + "_" + nameOf(member.owner) + member.suffix;
       buffer->dtype = pair.accumulator;
       buffer->space = kir::MemorySpace::Global;
       buffer->written = true;
-      program.workspaces.push_back({buffer, elements,
-                                    "grid reduction over " + grid.name + ", one pass: " + what +
-                                        " of " + who + " a row and block, for " + name + "_rows"});
+      program.workspaces.push_back(
+          {buffer, elements,
+           "grid reduction over " + grid.name + ", one pass: the partial " + member.what + " of " +
+               nameOf(pair.first) + " a row and block, for " + name + "_rows"});
       partials.tuple.push_back(buffer);
     }
     plan.gridPartials.push_back(partials);
