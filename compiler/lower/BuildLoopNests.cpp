@@ -1156,13 +1156,13 @@ private:
     return scratch;
   }
 
-  /// A grid reduction's block result, to its workspace: [row][block of the grid loop].
   /// A grid reduction's workspace slot of this block's row: [row][block of the grid loop].
   Expr gridSlot() const {
     return cx_.offsetOf(plan_.gridRowDims) * cx_.extentOf(plan_.loops[plan_.gridLoop].extent) +
            kir::var(cx_.loopVars[plan_.gridLoop]);
   }
 
+  /// A grid reduction's block result (outside a one-pass pair), to its workspace slot.
   void storePartials(const ir::Value &reduction, const kir::VarPtr &acc, const kir::VarPtr &index,
                      std::vector<Stmt> &out) const {
     for (const Plan::GridPartials &partials : plan_.gridPartials) {
