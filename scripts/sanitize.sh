@@ -6,7 +6,7 @@
 # Only those three targets are built, at -O1: the whole tree under ASan would double the
 # time CI spends compiling, and the other suites (simulator, nvcc, install, extension)
 # exercise the same code as the lit tests with tools the sanitizers do not see into.
-# The robustness test tries 50 mutated inputs here instead of 300 (the fuzz run after it
+# The robustness test tries 20 mutated inputs here instead of 300 (the fuzz run after it
 # mutates inputs under the same sanitizers for 60 s), each with 60 s where the release
 # build's have 20 (a case that takes 1.4 s there took 8 s sanitized, and over 20 s beside
 # lit's workers). Every sanitizer report aborts, so a suite that accepts exit code 1
@@ -19,7 +19,7 @@ build="${FSL_SANITIZE_BUILD_DIR:-$root/build-san}"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
   "-DCMAKE_C_FLAGS_RELEASE=-O1 -gline-tables-only" "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -gline-tables-only" \
-  -DFSL_SANITIZE=ON -DFSL_FUZZ=ON -DFSL_ROBUSTNESS_CASES=50 -DFSL_ROBUSTNESS_TIME_LIMIT_S=60 > /dev/null
+  -DFSL_SANITIZE=ON -DFSL_FUZZ=ON -DFSL_ROBUSTNESS_CASES=20 -DFSL_ROBUSTNESS_TIME_LIMIT_S=60 > /dev/null
 cmake --build "$build" --target fslc fsl_unit_tests fsl_fuzz_driver
 
 source "$root/scripts/sanitizer-env.sh"
@@ -41,8 +41,11 @@ source "$root/scripts/sanitizer-env.sh"
 # kernel), matmul/two-box-tiles (tiles wider than a TMA box: heuristics/matmul and
 # matmul/epilogue-pieces), lower/latency (early loads, prefetched batches, one reciprocal
 # a row: every norm simulated in lower/ and stdlib/), heuristics/user-guard (guard
-# carving: tune/runtime-range and heuristics/runtime-row).
-export LIT_FILTER_OUT='matmul/(stream-k|pingpong|epilogues|examples|kn|two-products|hilbert-walks|epilogue-pieces-reuse|split-k|two-box-tiles)\.test|matmul/cluster\.fsl|heuristics/(long-rows|matmul-knobs|inner-outer|user-guard)\.test|lower/(clamped-rows|latency)\.test|stdlib/training-simulate\.test'
+# carving: tune/runtime-range and heuristics/runtime-row), matmul/cluster-unaligned (clusters:
+# matmul/persistent and matmul/swap-ab) and lower/grid-one-pass-stdlib (the stdlib's
+# cross-entropy split across blocks at 66000 logits a row: lower/grid-one-pass simulates
+# the same lowering at 1000).
+export LIT_FILTER_OUT='matmul/(stream-k|pingpong|epilogues|examples|kn|two-products|hilbert-walks|epilogue-pieces-reuse|split-k|two-box-tiles|cluster-unaligned)\.test|matmul/cluster\.fsl|heuristics/(long-rows|matmul-knobs|inner-outer|user-guard)\.test|lower/(clamped-rows|latency|grid-one-pass-stdlib)\.test|stdlib/training-simulate\.test'
 # In parallel: lit's last minutes run one slow test on one core, which the robustness and
 # unit suites fill.
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" -R '^(unit|lit|robustness)$'
