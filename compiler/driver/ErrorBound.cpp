@@ -67,8 +67,6 @@ std::vector<double> permute(const std::vector<double> &data, const std::vector<i
   return result;
 }
 
-bool isFloating(ir::DType type) { return unitRoundoff(type) > 0; }
-
 /// |f'(a)| e for a derivative that may be infinite where the error is zero: no error
 /// moves nothing.
 double moved(double slope, double e) { return e == 0 ? 0 : std::fabs(slope) * e; }

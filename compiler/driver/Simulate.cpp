@@ -38,9 +38,9 @@ double unitRoundoff(ir::DType type) {
   FSL_UNREACHABLE("dtype");
 }
 
-namespace {
-
 bool isFloating(ir::DType type) { return unitRoundoff(type) > 0; }
+
+namespace {
 
 /// The lower-precision of two floating types.
 ir::DType lowerPrecision(ir::DType a, ir::DType b) {

@@ -43,6 +43,8 @@ struct ToleranceOptions {
 /// The unit roundoff of a floating type (half its machine epsilon: 2^-8 for bf16, 2^-11
 /// for f16, 2^-24 for f32, 2^-53 for f64); 0 for integers and bool (exact).
 double unitRoundoff(ir::DType type);
+/// Whether `type` rounds (a floating type): its unit roundoff is not 0.
+bool isFloating(ir::DType type);
 
 /// What the value of an output goes through on its way from the inputs: the floating
 /// types of its operations (casts, constants and the output's own type included, the
