@@ -280,7 +280,7 @@ std::vector<OutputComparison> compareOutputs(const ir::Fusion &fusion,
 
 namespace {
 
-std::string number(double value) { return llvm::formatv("{0}", llvm::format("%.9g", value)); }
+std::string nineDigits(double value) { return llvm::formatv("{0}", llvm::format("%.9g", value)); }
 std::string brief(double value) { return llvm::formatv("{0}", llvm::format("%.3g", value)); }
 
 } // namespace
@@ -295,7 +295,7 @@ std::string describeMismatch(const ir::Fusion &fusion, size_t o, const OutputCom
     for (size_t d = 0; d < output.dims.size(); ++d)
       at.push_back(fusion.dims[output.dims[d]].name + "=" + std::to_string(e.coordinates[d]));
     worst.push_back(llvm::formatv("{0}[{1}]: got {2}, expected {3}", output.name,
-                                  llvm::join(at, ", "), number(e.got), number(e.expected)));
+                                  llvm::join(at, ", "), nineDigits(e.got), nineDigits(e.expected)));
   }
   return llvm::formatv("output {0}: {1} of {2} elements out of tolerance {3} + {4} x "
                        "|reference| ({5}); max |error| {6}, max relative error {7}; {8}",
