@@ -14,8 +14,10 @@ struct KnobValues {
 /// widths the lowering takes (128 to 256 in steps a wave of tiles fills; 160 and 176 for
 /// shapes whose waves the wider tiles fill badly; 320, w's tile in two TMA boxes, and with
 /// tile_m = 256 the pair 256 x 160), the pipeline
-/// depths shared memory allows, the tile orders and clusters, the output tile in pieces of
-/// 32 or 64 columns (a stage more beside it). Rows: vector widths of
+/// depths shared memory allows (2 to 6 for large tiles; 8 to 16 small stages for few rows,
+/// where the product streams w and cuBLAS keeps 11 to 16 stages in flight), the operands
+/// swapped or not (the heuristics swap them below 64 rows only), the tile orders and
+/// clusters, the output tile in pieces of 32 or 64 columns (a stage more beside it). Rows: vector widths of
 /// 4 to 16 bytes, batches and rows a block around the heuristics' usual choice.
 std::vector<KnobValues> valuesFor(heuristics::Family family) {
   using heuristics::Family;
@@ -23,7 +25,8 @@ std::vector<KnobValues> valuesFor(heuristics::Family family) {
   case Family::Matmul:
     return {{"tile_m", {"64", "192", "256"}},
             {"tile_n", {"128", "160", "176", "192", "224", "256", "320"}},
-            {"stages", {"2", "3", "4", "5", "6"}},
+            {"stages", {"2", "3", "4", "5", "6", "8", "12", "16"}},
+            {"swap_ab", {"true", "false"}},
             {"pingpong", {"true", "false"}},
             {"cluster_m", {"1", "2", "4"}},
             {"cluster_n", {"2", "4"}},
