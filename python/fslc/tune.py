@@ -391,8 +391,13 @@ def paired_fusions(text, fusion):
 def with_static_sizes(text, fusion, shape):
     """`text` with the static sizes of `fusion`'s declaration (`fusion f<H = 4096>`), and of
     the fusions paired with it by `backward` clauses, set to the shape's values; other
-    fusions and dimensions the shape does not give keep their sizes."""
-    names = "|".join(re.escape(name) for name in sorted(paired_fusions(text, fusion)))
+    fusions and dimensions the shape does not give keep their sizes. Such a fusion declared
+    without static sizes (`fusion matmul(a: bf16[M, K], ...)`) gets the shape's values of
+    the dimensions its signature names: its knobs are checked, when the program loads,
+    against the heuristics' schedule at the shape, not at runtime sizes (a pipeline depth
+    that fits the shape's small tiles is refused beside the large ones runtime sizes get)."""
+    group = sorted(paired_fusions(text, fusion))
+    names = "|".join(re.escape(name) for name in group)
     pattern = re.compile(r"(\bfusion\s+(?:%s)\s*<)([^>]*)(>)" % names)
 
     def sizes(match):
@@ -402,7 +407,24 @@ def with_static_sizes(text, fusion, shape):
 
         return match.group(1) + re.sub(r"(\w+)\s*=\s*\d+", one, match.group(2)) + match.group(3)
 
-    return pattern.sub(sizes, text)
+    text = pattern.sub(sizes, text)
+    bare = re.compile(r"(\bfusion\s+(?:%s))(\s*\()" % names)
+
+    def declared(match):
+        # The signature runs to the body's brace; its dimensions are the names in brackets.
+        end = text.find("{", match.end())
+        signature = text[match.end():end if end >= 0 else len(text)]
+        dims = []
+        for bracket in re.findall(r"\[([^\]]*)\]", signature):
+            for dim in re.findall(r"[A-Za-z_]\w*", bracket):
+                if dim in shape and dim not in dims:
+                    dims.append(dim)
+        if not dims:
+            return match.group(0)
+        return "%s<%s>%s" % (match.group(1), ", ".join("%s = %d" % (d, shape[d]) for d in dims),
+                             match.group(2))
+
+    return bare.sub(declared, text)
 
 
 def _torch_dtype(torch, name):

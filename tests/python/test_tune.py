@@ -125,9 +125,18 @@ class StaticSizes(unittest.TestCase):
         out = tune.with_static_sizes(text, "rms_norm_add_grad", {"H": 2048, "T": 64})
         self.assertIn("fusion rms_norm_add_train<H = 2048>", out)
 
-    def test_a_fusion_without_static_sizes_is_unchanged(self):
+    def test_a_fusion_without_static_sizes_gets_the_shapes_dimensions(self):
+        # examples/matmul.fsl declares no sizes: its knobs must be checked at the shape.
+        text = ("fusion matmul(a: bf16[M, K], w: bf16[N, K]) -> (y: bf16[M, N]) {\n"
+                "    y = bf16(sum(f32(a) * f32(w), over K));\n}\n"
+                "fusion other(x: f32[T]) -> (y: f32[T]) { y = x; }\n")
+        out = tune.with_static_sizes(text, "matmul", {"M": 16, "N": 14336, "K": 5120, "T": 3})
+        self.assertIn("fusion matmul<M = 16, K = 5120, N = 14336>(a: bf16[M, K]", out)
+        self.assertIn("fusion other(x: f32[T])", out)
+
+    def test_a_fusion_without_the_shapes_dimensions_is_unchanged(self):
         text = "fusion f(x: f32[T]) -> (y: f32[T]) { y = x; }"
-        self.assertEqual(tune.with_static_sizes(text, "f", {"T": 8}), text)
+        self.assertEqual(tune.with_static_sizes(text, "f", {"H": 8}), text)
 
 
 class Compare(unittest.TestCase):
