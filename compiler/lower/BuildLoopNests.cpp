@@ -262,21 +262,25 @@ public:
 
   /// The inner-outer form's second kernel: the first kernel's blocks each stored a partial
   /// row of every column reduction ([block][column]), one block a few blocks an SM, so
-  /// there are hundreds of them. A block takes 32 neighbouring columns on 8 lanes of
-  /// threads: lane l adds the pieces l, l + 8, l + 16, ... (loads of 32 neighbouring
-  /// columns, 8 in flight a thread), then the 8 lanes' sums are added in lane order
+  /// there are hundreds of them. A block takes 32 neighbouring columns on L lanes of
+  /// threads: lane l adds the pieces l, l + L, l + 2L, ... (loads of 32 neighbouring
+  /// columns, 8 in flight a thread), then the L lanes' sums are added in lane order
   /// through shared memory (a fixed order: the same result at every run), and lane 0
-  /// computes and stores the column outputs.
+  /// computes and stores the column outputs. L is 8 for up to 64 pieces and 32 above
+  /// (kernelLanes): the columns give only about a block an SM (4096 columns: 128 blocks),
+  /// so the loads in flight come from the lanes; 8 lanes read the 8.6 MB of 264 pieces of
+  /// 4096 x 2 columns at 1 TB/s (profile B3), 32 put four times the bytes in flight.
   ///
-  ///   for block parallel BIDx [ceil(columns / 32)], thread parallel TIDx [256]
+  ///   for block parallel BIDx [ceil(columns / 32)], thread parallel TIDx [32 L]
   ///     row = block * 32 + thread % 32; lane = thread / 32
-  ///     acc = identity; if row < columns: acc (+)= partials[lane + 8 p][row], p = 0, 1, ...
-  ///     scratch[thread] = acc; barrier; total = scratch[row] (+) ... (+) scratch[7 * 32 + row]
-  ///     barrier; if lane == 0 and row < columns: the column outputs
+  ///     acc = identity; if row < columns: acc (+)= partials[lane + L p][row], p = 0, 1, ...
+  ///     scratch[thread] = acc; barrier
+  ///     if lane == 0 and row < columns: total = scratch[row] (+) ... (+) scratch[(L - 1) 32 + row]
+  ///       and the column outputs
   bool runColumnRows() {
     cx_.addParameters();
     addGridPartialParameters();
-    constexpr int64_t kColumns = 32, kLanes = 8, kThreads = kColumns * kLanes;
+    constexpr int64_t kColumns = 32, kLoadsInFlight = 8;
     auto var = [](const char *name) { return kir::makeVar(name, ir::DType::I64); };
     kir::VarPtr block = var("block"), thread = var("thread"), row = var("row"), lane = var("lane"),
                 column = var("column");
@@ -285,11 +289,13 @@ public:
       rows = rows * cx_.dimExtent(dim);
     const PlannedLoop &grid = plan_.loops[plan_.gridLoop];
     Expr pieces = cx_.extentOf(grid.extent);
+    const int64_t kLanes = kernelLanes(pieces), kThreads = kColumns * kLanes;
     std::vector<Stmt> body;
     body.push_back(
         kir::let(column, kir::var(thread) % kir::index(kColumns), "of the block's 32 columns"));
-    body.push_back(kir::let(lane, kir::var(thread) / kir::index(kColumns),
-                            "which of every 8 pieces this thread adds"));
+    body.push_back(
+        kir::let(lane, kir::var(thread) / kir::index(kColumns),
+                 "which of every " + std::to_string(kLanes) + " pieces this thread adds"));
     body.push_back(kir::let(row, kir::var(block) * kir::index(kColumns) + kir::var(column)));
     std::vector<Stmt> last = gridRowIndices(row);
     Expr sharedOffset = kir::index(0);
@@ -314,7 +320,7 @@ public:
           kir::LoopKind::Unrolled,
           kir::block(
               {kir::assign(acc, kir::binary(op, kir::var(acc), kir::load(partials.values, at)))}),
-          {}, kLanes);
+          {}, kLoadsInFlight);
       body.push_back(fromFusion(
           kir::ifThen(kir::var(row) < rows, add, nullptr, "columns past the last add nothing"),
           reduction.range));
@@ -364,8 +370,8 @@ public:
     Stmt nest = kir::parallelLoop(thread, kir::index(kThreads), kir::Axis::TIDx,
                                   kir::block(std::move(body)));
     Expr blocks = (rows + kir::index(kColumns - 1)) / kir::index(kColumns);
-    kir::Origin origin{"the columns of the grid reduction over " + grid.name +
-                           ", 32 a block on 8 lanes of threads",
+    kir::Origin origin{"the columns of the grid reduction over " + grid.name + ", 32 a block on " +
+                           std::to_string(kLanes) + " lanes of threads",
                        grid.origin.range};
     nest = kir::parallelLoop(block, blocks, kir::Axis::BIDx, nest, origin);
     cx_.kernel.body = kir::block({gridDependencyStart({{kir::Axis::BIDx, blocks}}), nest});
@@ -378,6 +384,14 @@ public:
   }
 
 private:
+  /// The lanes of the inner-outer form's second kernel for `pieces` partial rows: 8 (each
+  /// lane's loads in flight cover up to 64 pieces, and lane 0 adds only 8 sums) up to 64
+  /// pieces, 32 above it or where the count is known only at run time.
+  static int64_t kernelLanes(const Expr &pieces) {
+    std::optional<int64_t> count = kir::evaluateStatic(pieces);
+    return count && *count <= 64 ? 8 : 32;
+  }
+
   /// The lets of a grid reduction's row (a column in the inner-outer form) along each
   /// dimension it keeps (row-major) from its flat index `row`; they become the root
   /// indices, the other dimensions' 0.
