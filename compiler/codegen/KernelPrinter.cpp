@@ -518,7 +518,8 @@ llvm::StringRef combinerOf(kir::ReduceKind kind) {
   case kir::ReduceKind::ArgMin:
   case kir::ReduceKind::Welford:
   case kir::ReduceKind::MaxExpSum:
-    break; // several accumulators: the fsl_*_argmax/argmin/welford/max_exp_sum helpers
+  case kir::ReduceKind::SumPair:
+    break; // several accumulators: the fsl_*_argmax/argmin/welford/max_exp_sum/sum_pair helpers
   }
   FSL_UNREACHABLE("reduce kind");
 }
@@ -944,13 +945,14 @@ private:
   }
 
   /// Accumulators combined together by device.cuh's fsl_warp_<kind> / fsl_block_<kind>_x
-  /// (argmax, argmin, welford, max_exp_sum), which update them all in place.
+  /// (argmax, argmin, welford, max_exp_sum, sum_pair), which update them all in place.
   void tupleReduce(const kir::StmtNode &s) {
     FSL_INTERNAL_ASSERT(s.carried.size() + 1 == kir::reduceArity(s.reduceKind),
                         "a reduction without all its accumulators");
     std::string kind = s.reduceKind == kir::ReduceKind::ArgMax    ? "argmax"
                        : s.reduceKind == kir::ReduceKind::ArgMin  ? "argmin"
                        : s.reduceKind == kir::ReduceKind::Welford ? "welford"
+                       : s.reduceKind == kir::ReduceKind::SumPair ? "sum_pair"
                                                                   : "max_exp_sum";
     std::string pair = nameOf(s.var);
     for (const kir::VarPtr &carried : s.carried)

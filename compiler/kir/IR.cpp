@@ -526,6 +526,7 @@ size_t reduceArity(ReduceKind kind) {
   case ReduceKind::ArgMax:
   case ReduceKind::ArgMin:
   case ReduceKind::MaxExpSum:
+  case ReduceKind::SumPair:
     return 2;
   case ReduceKind::Welford:
     return 3;

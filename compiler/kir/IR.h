@@ -220,7 +220,9 @@ bool isThreadAxis(Axis axis);
 /// from the mean) of the values so far, combined by Chan et al.'s parallel formula.
 /// MaxExpSum: two, the maximum m (`var`) and the sum of exp(x - m) over the values so far,
 /// each sum rescaled by exp(m_part - m) when the maximum grows (online softmax).
-enum class ReduceKind { Sum, Max, Min, ArgMax, ArgMin, Welford, MaxExpSum };
+/// SumPair: two independent sums of one type (`var` and `carried[0]`), combined in one
+/// pass: two block reductions of a phase that need one barrier instead of two.
+enum class ReduceKind { Sum, Max, Min, ArgMax, ArgMin, Welford, MaxExpSum, SumPair };
 /// How many accumulators a reduction of `kind` combines (`var` and `carried`).
 size_t reduceArity(ReduceKind kind);
 /// Who combines: the lanes of a warp, the threads of a block along threadIdx.x (each

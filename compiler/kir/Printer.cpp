@@ -60,6 +60,8 @@ llvm::StringRef reduceKindName(ReduceKind kind) {
     return "welford";
   case ReduceKind::MaxExpSum:
     return "max-exp-sum";
+  case ReduceKind::SumPair:
+    return "sum-pair";
   }
   FSL_UNREACHABLE("reduce kind");
 }

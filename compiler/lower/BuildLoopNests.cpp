@@ -819,18 +819,31 @@ private:
       else
         onePassResults(phase.combined[i], tuples[i], out);
     }
+    std::map<unsigned, const ir::Value *> partners = sumPartners(phase, accumulators);
+    std::set<unsigned> reducedWithPartner;
     for (const ir::Value *reduction : phase.reductions) {
       if (plan_.columnReduced.count(reduction->id))
         continue;
       const kir::VarPtr &acc = accumulators[reduction->id];
       bool isArg = ir::isArgReduction(reduction->op);
-      if (plan_.blockReduced.count(reduction->id)) {
-        Stmt r = isArg
-                     ? kir::reduceTuple({acc, indices.at(reduction->id)}, reduceKind(reduction->op),
-                                        kir::ReduceScope::BlockX, pairScratch_, nextSlot())
-                     : kir::reduce(acc, reduceKind(reduction->op), kir::ReduceScope::BlockX,
-                                   scratch_.at(acc->dtype), nextSlot());
-        out.push_back(fromFusion(kir::withComment(r, "over threadIdx.x"), reduction->range));
+      if (plan_.blockReduced.count(reduction->id) && !reducedWithPartner.count(reduction->id)) {
+        auto partner = partners.find(reduction->id);
+        Stmt r;
+        std::string what = "over threadIdx.x";
+        if (partner != partners.end()) {
+          // Two sums of the phase in one pass: one barrier where two reductions take two.
+          const kir::VarPtr &second = accumulators.at(partner->second->id);
+          r = kir::reduceTuple({acc, second}, kir::ReduceKind::SumPair, kir::ReduceScope::BlockX,
+                               scratch_.at(acc->dtype), nextSlot());
+          what += ", with " + second->name + ": two sums in one pass";
+          reducedWithPartner.insert(partner->second->id);
+        } else {
+          r = isArg ? kir::reduceTuple({acc, indices.at(reduction->id)}, reduceKind(reduction->op),
+                                       kir::ReduceScope::BlockX, pairScratch_, nextSlot())
+                    : kir::reduce(acc, reduceKind(reduction->op), kir::ReduceScope::BlockX,
+                                  scratch_.at(acc->dtype), nextSlot());
+        }
+        out.push_back(fromFusion(kir::withComment(r, what), reduction->range));
       }
       if (gridRows) {
         storePartials(*reduction, acc, isArg ? indices.at(reduction->id) : nullptr, partialStores);
@@ -966,6 +979,32 @@ private:
       Expr row_;
     };
     return Alternate(row).mutate(rows);
+  }
+
+  /// The block sums of a phase paired for one pass each (kir::ReduceKind::SumPair), in
+  /// order: each sum or mean of a 4-byte accumulator with the next such one of the phase
+  /// (two of them fit the block reduction scratch's 8 bytes a thread). The phase's block
+  /// reductions all come after its element nest, so no sum's operand depends on another's
+  /// result: any two of them can be combined together.
+  std::map<unsigned, const ir::Value *>
+  sumPartners(const PlannedPhase &phase, const std::map<unsigned, kir::VarPtr> &accumulators) {
+    std::map<unsigned, const ir::Value *> partners;
+    const ir::Value *waiting = nullptr;
+    for (const ir::Value *reduction : phase.reductions) {
+      if (plan_.columnReduced.count(reduction->id) || !plan_.blockReduced.count(reduction->id) ||
+          reduceKind(reduction->op) != kir::ReduceKind::Sum)
+        continue;
+      const kir::VarPtr &acc = accumulators.at(reduction->id);
+      if (ir::dtypeBytes(acc->dtype) > 4)
+        continue;
+      if (waiting && accumulators.at(waiting->id)->dtype == acc->dtype) {
+        partners[waiting->id] = reduction;
+        waiting = nullptr;
+      } else {
+        waiting = reduction;
+      }
+    }
+    return partners;
   }
 
   /// The scratch half of the next block reduction: the two halves in turn (device.cuh's

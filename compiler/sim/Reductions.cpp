@@ -35,6 +35,8 @@ Accumulators combine(kir::ReduceKind kind, const Accumulators &a, const Accumula
   switch (kind) {
   case kir::ReduceKind::Sum:
     return {inRegister(a[0] + b[0], type)}; // each step in the accumulator's C type
+  case kir::ReduceKind::SumPair: // FslSumPairCombine: each sum as Sum's
+    return {inRegister(a[0] + b[0], type), inRegister(a[1] + b[1], type)};
   case kir::ReduceKind::Max:
     return {std::isnan(a[0]) || std::isnan(b[0]) ? NAN : std::max(a[0], b[0])};
   case kir::ReduceKind::Min:

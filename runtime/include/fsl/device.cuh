@@ -237,6 +237,16 @@ struct FslMaxExpSumCombine {
   }
 };
 
+/* Two independent sums of one type, combined together: two block reductions of a phase in
+ * one pass (one barrier), each sum in the order a reduction of its own would take. */
+template <typename T> struct FslSumPair { T first, second; };
+struct FslSumPairCombine {
+  template <typename T>
+  __device__ __forceinline__ FslSumPair<T> operator()(FslSumPair<T> a, FslSumPair<T> b) const {
+    return {a.first + b.first, a.second + b.second};
+  }
+};
+
 /* Shuffles of one value, or of each member of a pair. */
 template <typename T> __device__ __forceinline__ T fsl_shfl_xor(T value, int offset) {
   return __shfl_xor_sync(0xffffffffu, value, offset);
@@ -282,6 +292,18 @@ __device__ __forceinline__ FslMaxExpSum<T> fsl_shfl_down(FslMaxExpSum<T> p, unsi
 template <typename T>
 __device__ __forceinline__ FslMaxExpSum<T> fsl_shfl(FslMaxExpSum<T> p, int lane) {
   return {fsl_shfl(p.max, lane), fsl_shfl(p.sum, lane)};
+}
+
+template <typename T>
+__device__ __forceinline__ FslSumPair<T> fsl_shfl_xor(FslSumPair<T> p, int offset) {
+  return {fsl_shfl_xor(p.first, offset), fsl_shfl_xor(p.second, offset)};
+}
+template <typename T>
+__device__ __forceinline__ FslSumPair<T> fsl_shfl_down(FslSumPair<T> p, unsigned offset) {
+  return {fsl_shfl_down(p.first, offset), fsl_shfl_down(p.second, offset)};
+}
+template <typename T> __device__ __forceinline__ FslSumPair<T> fsl_shfl(FslSumPair<T> p, int lane) {
+  return {fsl_shfl(p.first, lane), fsl_shfl(p.second, lane)};
 }
 
 /* Combines `value` over the 32 lanes of a warp (butterfly shuffles): every lane gets the
@@ -419,6 +441,21 @@ __device__ __forceinline__ void fsl_block_max_exp_sum_x(T &max, T &sum, void *sc
                                                    static_cast<FslMaxExpSum<T> *>(scratch), slot);
   max = total.max;
   sum = total.sum;
+}
+
+template <typename T> __device__ __forceinline__ void fsl_warp_sum_pair(T &first, T &second) {
+  const FslSumPair<T> total = fsl_warp_reduce(FslSumPair<T>{first, second}, FslSumPairCombine());
+  first = total.first;
+  second = total.second;
+}
+template <unsigned StaticX = 0, typename T>
+__device__ __forceinline__ void fsl_block_sum_pair_x(T &first, T &second, void *scratch,
+                                                     unsigned slot) {
+  const FslSumPair<T> total =
+      fsl_block_reduce_x<StaticX>(FslSumPair<T>{first, second}, FslSumPairCombine(),
+                                  static_cast<FslSumPair<T> *>(scratch), slot);
+  first = total.first;
+  second = total.second;
 }
 
 /* --- 5. Barriers, counters and programmatic dependent launch --------------------------- */
