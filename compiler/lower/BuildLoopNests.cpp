@@ -266,7 +266,7 @@ public:
   /// threads: lane l adds the pieces l, l + L, l + 2L, ... (loads of 32 neighbouring
   /// columns, 8 in flight a thread), then the L lanes' sums are added in lane order
   /// through shared memory (a fixed order: the same result at every run), and lane 0
-  /// computes and stores the column outputs. L is 8 for up to 64 pieces and 32 above
+  /// computes and stores the column outputs. L is 8 below 256 pieces and 32 from 256
   /// (kernelLanes): the columns give only about a block an SM (4096 columns: 128 blocks),
   /// so the loads in flight come from the lanes; 8 lanes read the 8.6 MB of 264 pieces of
   /// 4096 x 2 columns at 1 TB/s (profile B3), 32 put four times the bytes in flight.
@@ -384,12 +384,14 @@ public:
   }
 
 private:
-  /// The lanes of the inner-outer form's second kernel for `pieces` partial rows: 8 (each
-  /// lane's loads in flight cover up to 64 pieces, and lane 0 adds only 8 sums) up to 64
-  /// pieces, 32 above it or where the count is known only at run time.
+  /// The lanes of the inner-outer form's second kernel for `pieces` partial rows: 32 from
+  /// 256 pieces or where the count is known only at run time, 8 below. Measured on an H100
+  /// (run T2, the three backward norms): 32 lanes 1.01-1.13x faster than 8 at 264 and 528
+  /// pieces, 0.89-0.98x at 128 and 132 (a second kernel of a few µs, where 1024-thread
+  /// blocks and lane 0's 31 additions cost more than the loads in flight gain).
   static int64_t kernelLanes(const Expr &pieces) {
     std::optional<int64_t> count = kir::evaluateStatic(pieces);
-    return count && *count <= 64 ? 8 : 32;
+    return count && *count < 256 ? 8 : 32;
   }
 
   /// The lets of a grid reduction's row (a column in the inner-outer form) along each
