@@ -289,7 +289,10 @@ public:
       rows = rows * cx_.dimExtent(dim);
     const PlannedLoop &grid = plan_.loops[plan_.gridLoop];
     Expr pieces = cx_.extentOf(grid.extent);
-    const int64_t kLanes = kernelLanes(pieces), kThreads = kColumns * kLanes;
+    int64_t laneBytes = 0; // a thread's lane sums, one a column reduction
+    for (const Plan::GridPartials &partials : plan_.gridPartials)
+      laneBytes += ir::dtypeBytes(partials.values->dtype);
+    const int64_t kLanes = kernelLanes(pieces, laneBytes), kThreads = kColumns * kLanes;
     std::vector<Stmt> body;
     body.push_back(
         kir::let(column, kir::var(thread) % kir::index(kColumns), "of the block's 32 columns"));
@@ -384,14 +387,19 @@ public:
   }
 
 private:
-  /// The lanes of the inner-outer form's second kernel for `pieces` partial rows: 32 from
-  /// 256 pieces or where the count is known only at run time, 8 below. Measured on an H100
+  /// The lanes of the inner-outer form's second kernel for `pieces` partial rows, whose
+  /// threads each keep `laneBytes` of lane sums in shared memory: 32 from 256 pieces, 8
+  /// below, where the count is known only at run time (unmeasured: the form of before) and
+  /// where 32 lanes' sums would pass the 48 KB every target gives a block without opting
+  /// in (more than 12 f32 column reductions; 8 lanes need a quarter). Measured on an H100
   /// (run T2, the three backward norms): 32 lanes 1.01-1.13x faster than 8 at 264 and 528
   /// pieces, 0.89-0.98x at 128 and 132 (a second kernel of a few µs, where 1024-thread
   /// blocks and lane 0's 31 additions cost more than the loads in flight gain).
-  static int64_t kernelLanes(const Expr &pieces) {
+  static int64_t kernelLanes(const Expr &pieces, int64_t laneBytes) {
+    constexpr int64_t kDefaultSharedBytes = 48 * 1024;
     std::optional<int64_t> count = kir::evaluateStatic(pieces);
-    return count && *count < 256 ? 8 : 32;
+    bool many = count && *count >= 256;
+    return many && 32 * 32 * laneBytes <= kDefaultSharedBytes ? 32 : 8;
   }
 
   /// The lets of a grid reduction's row (a column in the inner-outer form) along each
