@@ -8,7 +8,7 @@
 # the unit tests stay file by file, each a program of its own helpers): the whole tree
 # under ASan would double the time CI spends compiling, and the other suites (simulator, nvcc, install, extension)
 # exercise the same code as the lit tests with tools the sanitizers do not see into.
-# The robustness test tries 10 mutated inputs here instead of 300 (the fuzz run after it
+# The robustness test tries 20 mutated inputs here instead of 300 (the fuzz run after it
 # mutates inputs under the same sanitizers for 60 s), each with 60 s where the release
 # build's have 20 (a case that takes 1.4 s there took 8 s sanitized, and over 20 s beside
 # lit's workers). Every sanitizer report aborts, so a suite that accepts exit code 1
@@ -21,7 +21,7 @@ build="${FSL_SANITIZE_BUILD_DIR:-$root/build-san}"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
   "-DCMAKE_C_FLAGS_RELEASE=-O1 -gline-tables-only" "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -gline-tables-only" \
-  -DFSL_SANITIZE=ON -DFSL_FUZZ=ON -DCMAKE_UNITY_BUILD=ON -DFSL_ROBUSTNESS_CASES=10 -DFSL_ROBUSTNESS_TIME_LIMIT_S=60 > /dev/null
+  -DFSL_SANITIZE=ON -DFSL_FUZZ=ON -DCMAKE_UNITY_BUILD=ON -DFSL_ROBUSTNESS_CASES=20 -DFSL_ROBUSTNESS_TIME_LIMIT_S=60 > /dev/null
 cmake --build "$build" --target fslc fsl_unit_tests fsl_fuzz_driver
 
 source "$root/scripts/sanitizer-env.sh"
