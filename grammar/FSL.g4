@@ -136,6 +136,7 @@ directive
     | K_LAUNCH_BOUNDS INT SEMI                                                        # launchBoundsDirective
     | K_MAXRREGCOUNT INT SEMI                                                         # maxrregcountDirective
     | K_PDL SEMI                                                                      # pdlDirective
+    | K_GRID_SYNC SEMI                                                                # gridSyncDirective
     | K_REDUCE form=(K_ONE_PASS | K_TWO_PASS) SEMI                                    # reduceDirective
     | K_FAST_EXP SEMI                                                                 # fastExpDirective
     | K_FAST_TANH SEMI                                                                # fastTanhDirective
@@ -168,7 +169,7 @@ name
     | K_SPLIT | K_BY | K_INTO | K_MERGE | K_REORDER | K_PARALLELIZE | K_VECTORIZE
     | K_UNROLL | K_UNSWITCH | K_PREFETCH | K_RFACTOR | K_INLINE | K_ALL | K_COMPUTE_AT
     | K_COMPUTE_WITH | K_PERSISTENT | K_IN | K_REGISTERS | K_SHARED | K_RECOMPUTE
-    | K_CACHE | K_LAUNCH_BOUNDS | K_MAXRREGCOUNT | K_PDL | K_MMA | K_TILE | K_WARP
+    | K_CACHE | K_LAUNCH_BOUNDS | K_MAXRREGCOUNT | K_PDL | K_GRID_SYNC | K_MMA | K_TILE | K_WARP
     | K_INSTRUCTION | K_PIPELINE | K_STAGES | K_VIA | K_TMA | K_WARP_SPECIALIZE
     | K_PRODUCER | K_CONSUMERS | K_REGS | K_TILES | K_ONE_PER_CTA | K_SWIZZLE | K_HILBERT
     | K_STREAM_K | K_SPLIT_K | K_CLUSTER | K_MULTICAST | K_SWAP_AB | K_EPILOGUE | K_TMA_STORE
@@ -220,6 +221,7 @@ K_CACHE : 'cache' ;
 K_LAUNCH_BOUNDS : 'launch_bounds' ;
 K_MAXRREGCOUNT : 'maxrregcount' ;
 K_PDL : 'pdl' ;
+K_GRID_SYNC : 'grid_sync' ;
 K_REDUCE : 'reduce' ;
 K_ONE_PASS : 'one_pass' ;
 K_TWO_PASS : 'two_pass' ;

@@ -115,6 +115,7 @@ void addDirectives(std::vector<CompletionItem> &items) {
       {"launch_bounds", "__launch_bounds__(N)", "launch_bounds ${1:256};"},
       {"maxrregcount", "registers a thread at most", "maxrregcount ${1:64};"},
       {"pdl", "programmatic dependent launch", "pdl;"},
+      {"grid_sync", "a grid reduction finished in one kernel after a grid barrier", "grid_sync;"},
       {"reduce", "softmax's and LayerNorm's reductions in one pass or two",
        "reduce ${1|one_pass,two_pass|};"},
       {"fast_exp", "f32 exp as the hardware's approximate exponential", "fast_exp;"},

@@ -238,6 +238,7 @@ public:
     LaunchBounds,
     MaxRRegCount,
     Pdl,
+    GridSync,
     Reduce,
     FastExp,
     FastTanh,
@@ -361,6 +362,12 @@ struct PdlDirective : DirectiveOf<Directive::Kind::Pdl> {
 struct ReduceDirective : DirectiveOf<Directive::Kind::Reduce> {
   explicit ReduceDirective(llvm::SMRange r) : DirectiveOf(r) {}
   bool onePass = false;
+};
+
+/// `grid_sync;`: a grid reduction's blocks meet at a grid barrier and finish it in the
+/// same kernel (a cooperative launch) instead of a second kernel.
+struct GridSyncDirective : DirectiveOf<Directive::Kind::GridSync> {
+  explicit GridSyncDirective(llvm::SMRange r) : DirectiveOf(r) {}
 };
 
 /// `fast_exp;`: f32 exp through the hardware's approximate base-2 exponential.

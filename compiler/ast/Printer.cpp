@@ -486,6 +486,9 @@ void printDirective(const Directive &directive, llvm::raw_ostream &out) {
   case K::Pdl:
     out << "pdl";
     break;
+  case K::GridSync:
+    out << "grid_sync";
+    break;
   case K::FastExp:
     out << "fast_exp";
     break;

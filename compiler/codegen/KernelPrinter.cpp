@@ -990,6 +990,11 @@ private:
       line() << "fsl_cluster_sync();";
       end(noteOf(s).empty() ? "every thread of every CTA of the cluster" : noteOf(s));
       return;
+    case kir::BarrierKind::Grid:
+      line() << "fsl_grid_sync();";
+      end(noteOf(s).empty() ? "every thread of every block of the grid (a cooperative launch)"
+                            : noteOf(s));
+      return;
     }
     end(noteOf(s));
   }

@@ -161,6 +161,7 @@ struct ContractKernel {
   std::optional<int64_t> maxThreads;
   bool gridFromOccupancy = false; // persistent: grid.x is an upper bound (kir::LaunchShape)
   bool clustered = false;         // launched in thread block clusters (a cluster extent != 1)
+  bool cooperative = false;       // every block resident: a grid barrier (kir::LaunchShape)
 };
 
 struct ContractVariant {

@@ -867,9 +867,10 @@ private:
            << indent << "    return fsl_fail(FSL_ERROR_LAUNCH, \"" << symbol
            << ": %zu bytes of shared memory: %s\", shared_bytes, cudaGetErrorString(opt_in));\n"
            << indent << "}\n";
-    bool pdl = options_.programmaticDependentLaunch, cluster = launch.clustered;
+    bool pdl = options_.programmaticDependentLaunch, cluster = launch.clustered,
+         cooperative = launch.cooperative;
     std::string args = llvm::join(arguments(launch), ", ");
-    int count = (pdl ? 1 : 0) + (cluster ? 1 : 0), next = 0;
+    int count = (pdl ? 1 : 0) + (cluster ? 1 : 0) + (cooperative ? 1 : 0), next = 0;
     if (pdl)
       out_ << indent
            << "// Programmatic dependent launch: the grid may start while the stream's "
@@ -893,6 +894,12 @@ private:
       for (int a = 0; a < 3; ++a)
         out_ << indent << "attributes[" << next << "].val.clusterDim." << axes[a] << " = (unsigned)"
              << values.cluster[a] << ";\n";
+      ++next;
+    }
+    if (cooperative) {
+      out_ << indent << "attributes[" << next
+           << "].id = cudaLaunchAttributeCooperative;  // every block resident: a grid barrier\n"
+           << indent << "attributes[" << next << "].val.cooperative = 1;\n";
       ++next;
     }
     if (launch.gridFromOccupancy) {
@@ -940,8 +947,13 @@ private:
       out_ << indent << "config.attrs = attributes;\n"
            << indent << "config.numAttrs = " << count << ";\n";
     out_ << indent << "const cudaError_t launched = cudaLaunchKernelEx(&config, " << symbol
-         << (args.empty() ? "" : ", ") << args << ");\n"
-         << indent << "if (launched != cudaSuccess)\n"
+         << (args.empty() ? "" : ", ") << args << ");\n";
+    if (cooperative)
+      out_ << indent << "if (launched == cudaErrorCooperativeLaunchTooLarge)\n"
+           << indent << "  return fsl_fail(FSL_ERROR_LAUNCH, \"" << symbol
+           << ": its blocks meet at a grid barrier (grid_sync), so all %u must be resident at "
+              "once; this device holds fewer\", grid.x * grid.y * grid.z);\n";
+    out_ << indent << "if (launched != cudaSuccess)\n"
          << indent << "  return fsl_fail(FSL_ERROR_LAUNCH, \"" << symbol
          << ": %s\", cudaGetErrorString(launched));\n";
   }

@@ -274,6 +274,27 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
   // One block of a static T holds the whole column sums: the kernel stores the column
   // outputs itself (the lowering makes no second kernel for a grid of one block).
   bool oneKernel = rows.staticExtent && params.blocks == 1;
+  // grid_sync: off unless asked (a knob for the tuner and hand schedules until measured).
+  if (knobs.gridSync) {
+    // Every block must be resident at once: the threads an SM bound the blocks.
+    constexpr int64_t kThreadsPerSm = 2048;
+    int64_t resident = kThreadsPerSm / (params.threads * params.rowsPerBlock) * target.smCount;
+    if (*knobs.gridSync && oneKernel)
+      params.verdicts.refuse("grid_sync", "one block holds the whole column sums already: the "
+                                          "kernel stores them with no second kernel to save");
+    else if (*knobs.gridSync && params.blocks > resident)
+      params.verdicts.refuse(
+          "grid_sync",
+          llvm::formatv("{0} blocks of {1} threads cannot all be resident on the {2} SMs ({3} at "
+                        "most): ask for fewer with blocks_per_sm or row_blocks",
+                        params.blocks, params.threads * params.rowsPerBlock, target.smCount,
+                        resident)
+              .str());
+    else {
+      params.verdicts.honour("grid_sync");
+      params.gridSync = *knobs.gridSync;
+    }
+  }
   params.reasons.push_back(llvm::formatv(
       "auto(inner_outer): {0} in vectors of {1}, {2} threads x {3} vector{8} a thread (unrolled: "
       "the {4} partial column{5} a thread of the {6} column reduction{7} stay in registers)",
@@ -297,8 +318,9 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
       params.blocks == 1 ? "walking" : "each walking",
       params.rowsPerBlock == 1 ? ""
                                : (oneKernel ? "over threadIdx.y, " : "over threadIdx.y, then "),
-      oneKernel ? "stored by this kernel (one block: no second kernel)"
-                : "across the blocks by a second kernel"));
+      oneKernel         ? "stored by this kernel (one block: no second kernel)"
+      : params.gridSync ? "across the blocks after a grid barrier (grid_sync)"
+                        : "across the blocks by a second kernel"));
   if (fullBlocks)
     params.reasons.push_back(llvm::formatv(
         "{0} = {1} rows: blocks of {2} threads, so fewer blocks store partial rows of the {3} "
@@ -342,6 +364,11 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
         "prefetch {0}s: each next row's vectors loaded while this row is reduced and stored, "
         "and read from registers by every phase of the row.",
         rows.name));
+  if (params.gridSync)
+    params.reasons.push_back(llvm::formatv(
+        "grid_sync: the {0} blocks meet at a grid barrier (a cooperative launch) and add the "
+        "partial columns in the same kernel, with no second kernel.",
+        params.blocks));
   return params;
 }
 
@@ -375,6 +402,8 @@ std::vector<sched::ScheduleBlock> innerOuterBlocks(const InnerOuterParams &param
     block.unroll(h + "p", at);
   if (params.prefetchRows)
     block.prefetch(t + "s", at);
+  if (params.gridSync)
+    block.add(sched::GridSync{}, context.at("grid_sync"));
   return {context.finish(std::move(block), context.knobs->when)};
 }
 

@@ -31,6 +31,7 @@ struct InnerOuterParams {
   int64_t blocks = 132;      // blockIdx.x, over the rows
   int64_t columnReductions = 0;
   bool prefetchRows = false; // `prefetch Ts`: the next row's vectors loaded during this row
+  bool gridSync = false;     // `grid_sync`: the column sums finished in the first kernel
   std::vector<std::string> reasons;
   KnobVerdicts verdicts;
 };

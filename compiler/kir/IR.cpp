@@ -538,6 +538,8 @@ Stmt barrier() { return newBarrier(BarrierKind::Block, 0, nullptr); }
 
 Stmt clusterBarrier() { return newBarrier(BarrierKind::Cluster, 0, nullptr); }
 
+Stmt gridBarrier() { return newBarrier(BarrierKind::Grid, 0, nullptr); }
+
 Stmt withBody(const Stmt &node, std::vector<Stmt> body) {
   return copyWith(node, &StmtNode::body, std::move(body));
 }

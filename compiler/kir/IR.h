@@ -233,8 +233,10 @@ enum class ReduceScope { Warp, BlockX, Grid };
 /// Block: __syncthreads. Named: `barrierId` among `threads` threads. Cluster: every thread
 /// of every CTA of the thread-block cluster arrives (release) and waits (acquire), so what
 /// each CTA did before it (mbarrier inits, writes) is seen by all after it; a kernel with
-/// one needs a cluster in its launch (LaunchShape::cluster).
-enum class BarrierKind { Block, Named, Cluster };
+/// one needs a cluster in its launch (LaunchShape::cluster). Grid: every thread of every
+/// block of the grid, the same way (release, then acquire at GPU scope); a kernel with one
+/// needs a cooperative launch (LaunchShape::cooperative), which keeps every block resident.
+enum class BarrierKind { Block, Named, Cluster, Grid };
 enum class GridDependencyOp { WaitAndLaunchDependents, Wait, LaunchDependents };
 
 /// One wgmma operand or accumulator layout (m64nNk16, bf16/f16 inputs, f32 accumulate).
@@ -336,6 +338,7 @@ Stmt reduceTuple(std::vector<VarPtr> accumulators, ReduceKind kind, ReduceScope 
                  BufferPtr scratch, Expr slot);
 Stmt barrier();
 Stmt clusterBarrier(); // BarrierKind::Cluster
+Stmt gridBarrier();    // BarrierKind::Grid
 /// A copy of `node` with other children (the same kind and fields otherwise).
 Stmt withBody(const Stmt &node, std::vector<Stmt> body);
 
@@ -366,6 +369,9 @@ struct LaunchShape {
   /// A persistent kernel (it reads gridDim.x): grid.x is an upper bound, which the
   /// launcher lowers to the clusters (of cluster.x CTAs) the device holds at once.
   bool gridFromOccupancy = false;
+  /// A cooperative launch: every block of the grid is resident at once (the driver refuses
+  /// a grid the device cannot hold), so the blocks may meet at a grid barrier.
+  bool cooperative = false;
 };
 
 struct Kernel {

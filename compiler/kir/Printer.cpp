@@ -86,6 +86,8 @@ llvm::StringRef barrierKindName(BarrierKind kind) {
     return "named";
   case BarrierKind::Cluster:
     return "cluster";
+  case BarrierKind::Grid:
+    return "grid";
   }
   FSL_UNREACHABLE("barrier kind");
 }
@@ -451,6 +453,8 @@ void printLaunch(const LaunchShape &launch, llvm::raw_ostream &out) {
         << (launch.minBlocksPerSm ? ", " + std::to_string(*launch.minBlocksPerSm) : "") << "\n";
   if (launch.maxRegisters)
     out << "  max registers " << *launch.maxRegisters << "\n";
+  if (launch.cooperative)
+    out << "  cooperative\n";
 }
 
 } // namespace

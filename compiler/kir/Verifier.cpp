@@ -154,6 +154,14 @@ private:
       if (s.threads)
         fail("cluster barrier with a thread count (every thread of the cluster takes part)");
     }
+    if (s.kind == StmtKind::Barrier && s.barrierKind == BarrierKind::Grid) {
+      if (!kernel_.launch.cooperative)
+        fail("grid barrier in a kernel launched without the cooperative attribute");
+      if (clustered)
+        fail("grid barrier in a kernel launched with a cluster");
+      if (s.threads)
+        fail("grid barrier with a thread count (every thread of the grid takes part)");
+    }
   }
 
   /// A field the statement's kind does not use (Stmt.def) holds its default, so that no

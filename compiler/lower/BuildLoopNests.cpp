@@ -13,6 +13,7 @@
 #include "support/Diagnostics.h"
 #include "support/Internal.h"
 
+#include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/MathExtras.h>
 
 #include <algorithm>
@@ -98,6 +99,8 @@ public:
     makeBuffers(inner);
     if (plan_.innerOuter()) {
       makeColumnRows(inner);
+      if (plan_.schedule->gridSync && !makeGridSyncColumns(inner))
+        return false;
     } else {
       // A grid reduction's kernel ends with the blocks' partial results (phase 0); the
       // second kernel (runGridRows) does the rest.
@@ -118,7 +121,10 @@ public:
     }
     std::sort(blockAxes.begin(), blockAxes.end(),
               [](const auto &a, const auto &b) { return a.first < b.first; });
-    cx_.kernel.body = kir::block({gridDependencyStart(blockAxes), body});
+    cx_.kernel.body = kir::block({cx_.kernel.launch.cooperative
+                                      ? kir::gridDependency(kir::GridDependencyOp::Wait, nullptr)
+                                      : gridDependencyStart(blockAxes),
+                                  body});
     return true;
   }
 
@@ -353,20 +359,7 @@ public:
       last.push_back(finishReduction(reduction, total, nullptr));
     }
     body.push_back(kir::withComment(kir::barrier(), "every lane's sums are written"));
-    std::vector<const ir::Value *> order, roots;
-    for (const auto &value : f_.values)
-      order.push_back(value.get());
-    for (const ir::Output *output : plan_.columnOutputs)
-      roots.push_back(output->value);
-    int after = static_cast<int>(plan_.phases.size());
-    std::map<unsigned, Expr> values;
-    computeValues(after, order, closure(roots, after, {}), {}, values, last);
-    for (const ir::Output *output : plan_.columnOutputs) {
-      auto found = values.find(output->value->id);
-      last.push_back(storeOutput(*output, found != values.end()
-                                              ? found->second
-                                              : kir::var(results_.at(output->value->id))));
-    }
+    storeColumnOutputs(last);
     body.push_back(kir::ifThen(
         kir::binary(kir::BinaryOp::Eq, kir::var(lane), kir::index(0)) && kir::var(row) < rows,
         kir::block(std::move(last)), nullptr, "lane 0 of each column in bounds"));
@@ -387,6 +380,174 @@ public:
   }
 
 private:
+  /// `grid_sync`: the inner-outer form's column sums finished in the first kernel. Every
+  /// block has stored its partial row of each column reduction (makeColumnTotals); after a
+  /// grid barrier (a cooperative launch keeps all blocks resident) the grid's threads add
+  /// them as the second kernel would (runColumnRows), the block's threads split into L
+  /// lanes of C = threads / L neighbouring columns: lane l adds the pieces l, l + L, ...
+  /// of its column, the lanes' sums meet in shared memory in lane order (the same result
+  /// at every run), and lane 0 computes and stores the column outputs. L (a power of two,
+  /// at most 32 and the pieces) is the largest that still gives every column a lane of
+  /// the grid's threads; groups of C columns beyond the grid's blocks take further rounds.
+  ///
+  ///   grid barrier; then the next kernel may launch (programmatic dependent launch)
+  ///   for round: group = block + round * blocks (while group < groups)
+  ///     column = group * C + thread % C; lane = thread / C
+  ///     acc = identity; if column < columns: acc (+)= partials[lane + L p][column]
+  ///     barrier; scratch[thread] = acc; barrier
+  ///     if lane == 0 and column < columns: total = scratch[thread] (+) ... ; outputs
+  bool makeGridSyncColumns(std::vector<Stmt> &out) {
+    const PlannedLoop &grid = plan_.loops[plan_.gridLoop];
+    const int64_t blocks = *grid.extent.value, threads = *plan_.staticThreads();
+    // Every block resident at once: the target's threads an SM and the SM count (shared
+    // memory is checked by the driver, which refuses the cooperative launch).
+    constexpr int64_t kThreadsPerSm = 2048;
+    int64_t perSm = kThreadsPerSm / threads;
+    if (blocks > perSm * cx_.options.smCount) {
+      cx_.diagnostics.report(
+          DiagId::GridSyncUnsupported, plan_.schedule->gridSync->range,
+          llvm::formatv("the grid reduction's {0} blocks of {1} threads cannot all be resident "
+                        "on the {2} SMs of the target ({3} a SM)",
+                        blocks, threads, cx_.options.smCount, perSm)
+              .str());
+      return false;
+    }
+    kir::LaunchShape &launch = cx_.kernel.launch;
+    launch.cooperative = true;
+    Expr columns = kir::index(1);
+    for (ir::DimId dim : plan_.gridRowDims)
+      columns = columns * cx_.dimExtent(dim);
+    std::optional<int64_t> staticColumns = kir::evaluateStatic(columns);
+    int64_t lanes = 1;
+    while (lanes * 2 <= 32 && lanes * 2 <= blocks && threads % (lanes * 2) == 0 &&
+           (!staticColumns || lanes * 2 * *staticColumns <= blocks * threads))
+      lanes *= 2;
+    const int64_t group = threads / lanes; // columns a block takes a round
+    auto var = [](const char *name) { return kir::makeVar(name, ir::DType::I64); };
+    kir::VarPtr round = var("round"), first = var("group"), column = var("column"),
+                lane = var("lane"), thread = var("thread");
+    Expr block = kir::var(cx_.loopVars[plan_.gridLoop]);
+    out.push_back(kir::withComment(kir::gridBarrier(),
+                                   "grid_sync: every block's partial columns are stored"));
+    out.push_back(
+        kir::withComment(kir::gridDependency(kir::GridDependencyOp::LaunchDependents, nullptr),
+                         "every block is resident: the next kernel may start launching"));
+    std::vector<Stmt> body;
+    body.push_back(kir::let(first, block + kir::var(round) * kir::index(blocks)));
+    body.push_back(kir::let(thread, threadId(), "the thread's index in its block"));
+    body.push_back(
+        kir::let(column, kir::var(first) * kir::index(group) + kir::var(thread) % kir::index(group),
+                 "of the group's " + std::to_string(group) + " columns"));
+    body.push_back(
+        kir::let(lane, kir::var(thread) / kir::index(group),
+                 "which of every " + std::to_string(lanes) + " pieces this thread adds"));
+    std::vector<kir::Expr> savedRoots = cx_.rootIndex;
+    std::vector<Stmt> last = gridRowIndices(column);
+    std::vector<Stmt> shares;
+    // After the per-thread scratch and persistent buffers, before the cached inputs: the
+    // simulator refuses two buffers on the same bytes, even where one is dead.
+    Expr offset = alignTo16(kir::index(threads * plan_.sharedBytesPerThread()));
+    for (const Plan::GridPartials &partials : plan_.gridPartials) {
+      const ir::Value &reduction = *partials.reduction;
+      ir::DType type = partials.values->dtype;
+      kir::BinaryOp op = combineOf(reduction.op);
+      std::string who = columnName(reduction);
+      kir::VarPtr acc = kir::makeVar(who + "_acc", type), piece = var("piece");
+      body.push_back(
+          fromFusion(kir::declare(acc, kir::constant(initialValue(reduction.op, type), type),
+                                  ir::opName(reduction.op).str() + " of " + who +
+                                      ": this lane's pieces of the " + grid.name + " blocks"),
+                     reduction.range));
+      Expr at = (kir::var(lane) + kir::var(piece) * kir::index(lanes)) * columns + kir::var(column);
+      Stmt add = kir::forLoop(
+          piece, (kir::index(blocks) - kir::var(lane) + kir::index(lanes - 1)) / kir::index(lanes),
+          kir::LoopKind::Unrolled,
+          kir::block(
+              {kir::assign(acc, kir::binary(op, kir::var(acc), kir::load(partials.values, at)))}),
+          {}, 8);
+      body.push_back(fromFusion(kir::ifThen(kir::var(column) < columns, add, nullptr,
+                                            "columns past the last add nothing"),
+                                reduction.range));
+      auto scratch = std::make_shared<kir::Buffer>();
+      scratch->name = who + "_lanes";
+      scratch->dtype = type;
+      scratch->space = kir::MemorySpace::Shared;
+      shares.push_back(kir::withComment(kir::allocateStmt(scratch, offset, kir::index(threads)),
+                                        "the lanes' sums of " + who));
+      offset = offset + kir::index(threads * ir::dtypeBytes(type));
+      shares.push_back(kir::store(scratch, kir::var(thread), kir::var(acc)));
+      kir::VarPtr total = kir::makeVar(who + "_total", type), other = var("other");
+      last.push_back(fromFusion(
+          kir::declare(total, kir::load(scratch, kir::var(thread)), "the lanes added in order"),
+          reduction.range));
+      if (lanes > 1)
+        last.push_back(kir::forLoop(
+            other, kir::index(lanes - 1), kir::LoopKind::Unrolled,
+            kir::block({kir::assign(
+                total, kir::binary(op, kir::var(total),
+                                   kir::load(scratch,
+                                             (kir::var(other) + kir::index(1)) * kir::index(group) +
+                                                 kir::var(thread))))})));
+      last.push_back(finishReduction(reduction, total, nullptr));
+    }
+    body.push_back(kir::withComment(kir::barrier(), "the block's scratch is free"));
+    for (Stmt &s : shares)
+      body.push_back(std::move(s));
+    body.push_back(kir::withComment(kir::barrier(), "every lane's sums are written"));
+    storeColumnOutputs(last);
+    cx_.rootIndex = savedRoots;
+    body.push_back(kir::ifThen(
+        kir::binary(kir::BinaryOp::Eq, kir::var(lane), kir::index(0)) && kir::var(column) < columns,
+        kir::block(std::move(last)), nullptr, "lane 0 of each column in bounds"));
+    Expr groups = (columns + kir::index(group - 1)) / kir::index(group);
+    Expr rounds = (groups - block + kir::index(blocks - 1)) / kir::index(blocks);
+    out.push_back(kir::withComment(
+        kir::forLoop(round, rounds, kir::LoopKind::Serial, kir::block(std::move(body)),
+                     {"the column reductions over " + grid.name +
+                          " finished after the grid "
+                          "barrier: " +
+                          std::to_string(group) + " columns a block and round on " +
+                          std::to_string(lanes) + " lanes",
+                      plan_.schedule->gridSync->range}),
+        "grid_sync: the partial columns added"));
+    cx_.gridSyncSharedBytes = (threads * laneBytes() + 15) / 16 * 16;
+    return true;
+  }
+
+  /// The column outputs' values (computed from the column reductions alone), their
+  /// statements appended to `out`: the last step of adding the blocks' partial columns.
+  std::vector<std::pair<const ir::Output *, Expr>> columnOutputValues(std::vector<Stmt> &out) {
+    std::vector<const ir::Value *> order, roots;
+    for (const auto &value : f_.values)
+      order.push_back(value.get());
+    for (const ir::Output *output : plan_.columnOutputs)
+      roots.push_back(output->value);
+    int after = static_cast<int>(plan_.phases.size());
+    std::map<unsigned, Expr> values;
+    computeValues(after, order, closure(roots, after, {}), {}, values, out);
+    std::vector<std::pair<const ir::Output *, Expr>> result;
+    for (const ir::Output *output : plan_.columnOutputs) {
+      auto found = values.find(output->value->id);
+      result.push_back({output, found != values.end() ? found->second
+                                                      : kir::var(results_.at(output->value->id))});
+    }
+    return result;
+  }
+
+  /// The column outputs stored at the root indices (runColumnRows, makeGridSyncColumns).
+  void storeColumnOutputs(std::vector<Stmt> &out) {
+    for (const auto &[output, value] : columnOutputValues(out))
+      out.push_back(storeOutput(*output, value));
+  }
+
+  /// The bytes a thread's lane sums take in shared memory, one a column reduction.
+  int64_t laneBytes() const {
+    int64_t bytes = 0;
+    for (const Plan::GridPartials &partials : plan_.gridPartials)
+      bytes += ir::dtypeBytes(partials.values->dtype);
+    return bytes;
+  }
+
   /// The lanes of the inner-outer form's second kernel for `pieces` partial rows, whose
   /// threads each keep `laneBytes` of lane sums in shared memory: 32 from 256 pieces, 8
   /// below, where the count is known only at run time (unmeasured: the form of before) and
@@ -1103,18 +1264,7 @@ private:
     } else {
       for (const ir::Value *column : columns)
         stores.push_back(finishReduction(*column, totals_.at(column->id), nullptr));
-      std::vector<const ir::Value *> order, roots;
-      for (const auto &value : f_.values)
-        order.push_back(value.get());
-      for (const ir::Output *output : plan_.columnOutputs)
-        roots.push_back(output->value);
-      int after = static_cast<int>(plan_.phases.size());
-      std::map<unsigned, Expr> values;
-      computeValues(after, order, closure(roots, after, {}), {}, values, stores);
-      for (const ir::Output *output : plan_.columnOutputs) {
-        auto found = values.find(output->value->id);
-        Expr value =
-            found != values.end() ? found->second : kir::var(results_.at(output->value->id));
+      for (const auto &[output, value] : columnOutputValues(stores)) {
         unsigned o = static_cast<unsigned>(output - f_.outputs.data());
         stores.push_back(
             fromFusion(kir::store(cx_.outputBuffers[o], renamed(cx_.offsetOf(output->dims)), value),

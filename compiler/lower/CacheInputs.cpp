@@ -71,7 +71,9 @@ public:
   }
 
   void run() {
-    Expr offset = alignTo16(threads_ * kir::index(cx_.plan.sharedBytesPerThread()));
+    Expr offset = alignTo16(threads_ * kir::index(cx_.plan.sharedBytesPerThread())) +
+                  kir::index(cx_.gridSyncSharedBytes); // grid_sync's lane sums before
+
     Expr total = kir::index(0);
     std::vector<Stmt> staging;
     for (const Plan::CachedInput &cached : cx_.plan.cachedInputs) {

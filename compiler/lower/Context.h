@@ -74,6 +74,10 @@ struct LowerContext {
   /// shared memory (Plan::sharedBytesPerThread, 16-byte aligned): set by cache-inputs, read
   /// by launch-shape; null without any.
   kir::Expr cachedInputBytes;
+  /// `grid_sync`: the shared memory the lane sums take after the grid barrier, 16-byte
+  /// aligned, after the per-thread shared memory and before the cached inputs: set by
+  /// build-loop-nests, read by cache-inputs and launch-shape; 0 without.
+  int64_t gridSyncSharedBytes = 0;
 
   /// The matmul path: what its passes hand each other (matmul/MatmulKernel.h).
   std::shared_ptr<MatmulKernelState> matmulKernel;

@@ -37,7 +37,10 @@ bool computeLaunchShape(LowerContext &context) {
   const Plan &plan = context.plan;
   launch.sharedBytes =
       launch.block[0] * launch.block[1] * launch.block[2] * kir::index(plan.sharedBytesPerThread());
-  // The inputs staged in shared memory follow, 16-byte aligned (CacheInputs.cpp).
+  // `grid_sync`'s lane sums follow, 16-byte aligned (BuildLoopNests.cpp), then the inputs
+  // staged in shared memory (CacheInputs.cpp).
+  if (context.gridSyncSharedBytes)
+    launch.sharedBytes = alignTo16(launch.sharedBytes) + kir::index(context.gridSyncSharedBytes);
   if (context.cachedInputBytes)
     launch.sharedBytes = alignTo16(launch.sharedBytes) + context.cachedInputBytes;
   const sched::Schedule &schedule = *plan.schedule;
@@ -60,6 +63,17 @@ bool computeLaunchShape(LowerContext &context) {
           std::max<int64_t>(1, context.options.registersPerSm / (*registers * *launch.maxThreads));
     else
       launch.maxRegisters = registers;
+  }
+  // A cooperative launch (grid_sync) needs every block resident at once: ptxas keeps the
+  // registers within what that many blocks an SM allow (__launch_bounds__'s second
+  // argument), so no register count can make the launch fail.
+  if (launch.cooperative && launch.maxThreads) {
+    std::optional<int64_t> blocks =
+        kir::evaluateStatic(launch.grid[0] * launch.grid[1] * launch.grid[2]);
+    if (blocks)
+      launch.minBlocksPerSm =
+          std::max<int64_t>(launch.minBlocksPerSm.value_or(1),
+                            (*blocks + context.options.smCount - 1) / context.options.smCount);
   }
   return true;
 }

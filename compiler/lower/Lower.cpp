@@ -183,8 +183,8 @@ void addGridPartials(lower::Plan &plan, const lower::LowerContext &context, cons
       program.workspaces.push_back(
           {buffer, elements,
            "grid reduction over " + grid.name + ": " + what + " of " + who +
-               (plan.innerOuter() ? " a block and column, for " : " a row and block, for ") + name +
-               "_rows"});
+               (plan.innerOuter() ? " a block and column, for " : " a row and block, for ") +
+               (plan.schedule->gridSync ? "the blocks after the grid barrier" : name + "_rows")});
       return buffer;
     };
     bool isArg = ir::isArgReduction(value->op);
@@ -279,13 +279,16 @@ std::optional<std::vector<kir::Kernel>> lowerKernels(const sched::Schedule &sche
   if (grid)
     addGridPartials(*plan, context, name, program);
   nameKernel(context, schedule, name,
-             grid ? "the blocks' partial results (a grid reduction) of the schedule of "
-                  : "schedule of ");
+             grid && schedule.gridSync
+                 ? "the blocks' partial results, added after a grid barrier, of the schedule of "
+             : grid ? "the blocks' partial results (a grid reduction) of the schedule of "
+                    : "schedule of ");
   if (!runPasses(lower::passList(), context, print))
     return std::nullopt;
   std::vector<kir::Kernel> kernels;
   kernels.push_back(std::move(context.kernel));
-  if (grid) {
+  // `grid_sync`: the first kernel finishes the grid reduction after a grid barrier.
+  if (grid && !schedule.gridSync) {
     lower::LowerContext rows(*plan, options, diagnostics);
     rows.dimVars = dims;
     nameKernel(rows, schedule, name + "_rows",

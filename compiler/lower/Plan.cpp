@@ -68,7 +68,7 @@ public:
             {tensor.value->paramIndex,
              {"cache " + tensor.name + " in shared", tensor.cacheBy->range}});
     if (!chooseReference() || !checkTensors() || !planColumns() || !checkReductions() ||
-        !assignPhases() || !checkGridReduction() || !checkPrefetch())
+        !assignPhases() || !checkGridReduction() || !checkPrefetch() || !checkGridSync())
       return nullptr;
     chooseClampedRoots();
     return std::move(plan_);
@@ -77,6 +77,48 @@ public:
 private:
   bool unsupported(const std::string &why, llvm::SMRange at = {}) {
     return reportUnsupported(diagnostics_, schedule_, why, at);
+  }
+
+  /// `grid_sync`: the inner-outer form's column sums finished after a grid barrier in the
+  /// first kernel (BuildLoopNests.cpp, makeGridSyncColumns). Its blocks all stay resident
+  /// (a cooperative launch), so the grid is one loop on blockIdx.x of a static extent and
+  /// the block a static thread count; the lowering checks the extent against the SMs.
+  bool checkGridSync() {
+    if (!schedule_.gridSync)
+      return true;
+    llvm::SMRange at = schedule_.gridSync->range;
+    auto refuse = [&](const std::string &why) {
+      diagnostics_.report(DiagId::GridSyncUnsupported, at, why);
+      return false;
+    };
+    std::string name = "'" + fusion_.name + "'";
+    if (plan_->gridLoop < 0)
+      return refuse("the schedule of " + name +
+                    " has no grid reduction (a reduced dimension on a block index) to finish "
+                    "in one kernel");
+    if (!plan_->innerOuter())
+      return refuse("the grid reduction of " + name +
+                    " combines rows; grid_sync finishes column reductions (the inner-outer "
+                    "form: a row reduction and a column reduction in one kernel) only");
+    for (const PlannedLoop &loop : plan_->loops) {
+      if (!sched::isBlockIndex(loop.parallel) || &loop == &plan_->loops[plan_->gridLoop])
+        continue;
+      if (!(loop.extent.isStatic() && *loop.extent.value == 1))
+        return refuse("loop '" + loop.name + "' is on " + sched::parallelName(loop.parallel).str() +
+                      " beside the grid reduction's; the blocks that meet at a grid barrier are "
+                      "the grid reduction's alone");
+    }
+    const PlannedLoop &grid = plan_->loops[plan_->gridLoop];
+    if (grid.parallel != Parallel::BIDx)
+      return refuse("the grid reduction's loop '" + grid.name + "' is on " +
+                    sched::parallelName(grid.parallel).str() + "; bind it to BIDx");
+    if (!grid.extent.isStatic())
+      return refuse("the grid reduction's loop '" + grid.name +
+                    "' has a runtime extent; every block must be resident at once, so the "
+                    "number of blocks must be static (`split T into N`)");
+    if (!plan_->staticThreads())
+      return refuse("the block's thread count is not static");
+    return true;
   }
 
   /// Directives the lowering cannot honour are the checker's rules (rfactor-not-lowered,

@@ -597,6 +597,8 @@ private:
     }
     if (auto *c = dynamic_cast<FSLParser::PdlDirectiveContext *>(context))
       return make<PdlDirective>(c);
+    if (auto *c = dynamic_cast<FSLParser::GridSyncDirectiveContext *>(context))
+      return make<GridSyncDirective>(c);
     if (auto *c = dynamic_cast<FSLParser::FastExpDirectiveContext *>(context))
       return make<FastExpDirective>(c);
     if (auto *c = dynamic_cast<FSLParser::FastTanhDirectiveContext *>(context))

@@ -135,6 +135,11 @@ struct MaxRRegCount {
 
 struct Pdl {};
 
+/// `grid_sync`: the blocks of a grid reduction (the inner-outer form's column sums) meet at
+/// a grid barrier and add their partial results in the same kernel, launched cooperatively
+/// (every block resident at once), instead of in a second kernel.
+struct GridSync {};
+
 /// `fast_exp`: every f32 exp of the kernel as CUDA's __expf, ex2.approx of x log2(e).
 struct FastExp {};
 
@@ -209,8 +214,8 @@ struct Epilogue {
 using DirectiveOp =
     std::variant<Split, Merge, Reorder, Parallelize, Vectorize, Unroll, Unswitch, Prefetch, Rfactor,
                  Inline, ComputeAt, ComputeWith, Persistent, Cache, LaunchBounds, MaxRRegCount, Pdl,
-                 FastExp, FastTanh, FastDiv, ReduceForm, Mma, Pipeline, WarpSpecialize, Tiles,
-                 Cluster, Epilogue>;
+                 GridSync, FastExp, FastTanh, FastDiv, ReduceForm, Mma, Pipeline, WarpSpecialize,
+                 Tiles, Cluster, Epilogue>;
 
 struct Directive {
   DirectiveOp op;

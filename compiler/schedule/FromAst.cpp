@@ -185,6 +185,8 @@ DirectiveOp opOf(const ast::Directive &directive) {
     return MaxRRegCount{countOf(llvm::cast<ast::MaxRRegCountDirective>(directive).value)};
   case K::Pdl:
     return Pdl{};
+  case K::GridSync:
+    return GridSync{};
   case K::FastExp:
     return FastExp{};
   case K::FastTanh:

@@ -98,6 +98,7 @@ struct DirectiveWriter {
   void operator()(const LaunchBounds &d) { out << "launch_bounds " << d.threads.value; }
   void operator()(const MaxRRegCount &d) { out << "maxrregcount " << d.registers.value; }
   void operator()(const Pdl &) { out << "pdl"; }
+  void operator()(const GridSync &) { out << "grid_sync"; }
   void operator()(const FastExp &) { out << "fast_exp"; }
   void operator()(const FastTanh &) { out << "fast_tanh"; }
   void operator()(const FastDiv &) { out << "fast_div"; }
@@ -126,7 +127,9 @@ struct DirectiveWriter {
   void operator()(const Tiles &d) {
     out << "tiles " << tileOrderName(d.order);
     if (d.parameter)
-      out << (d.order == TileOrder::SplitK ? " " : d.hilbert ? " hilbert " : " swizzle ")
+      out << (d.order == TileOrder::SplitK ? " "
+              : d.hilbert                  ? " hilbert "
+                                           : " swizzle ")
           << d.parameter->value;
   }
   void operator()(const Cluster &d) {

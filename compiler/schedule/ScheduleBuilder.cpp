@@ -637,6 +637,7 @@ private:
     setOnce(schedule_->maxRRegCount, applied(d), "maxrregcount");
   }
   void apply(const Pdl &) { setOnce(schedule_->pdl, current_, "pdl"); }
+  void apply(const GridSync &) { setOnce(schedule_->gridSync, current_, "grid_sync"); }
   void apply(const FastExp &) { setOnce(schedule_->fastExp, current_, "fast_exp"); }
   void apply(const FastTanh &) { setOnce(schedule_->fastTanh, current_, "fast_tanh"); }
   void apply(const FastDiv &) { setOnce(schedule_->fastDiv, current_, "fast_div"); }

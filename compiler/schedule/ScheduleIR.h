@@ -150,6 +150,8 @@ struct Schedule {
   std::optional<Applied<LaunchBounds>> launchBounds;
   std::optional<Applied<MaxRRegCount>> maxRRegCount;
   std::optional<Origin> pdl;
+  /// `grid_sync`: a grid reduction finished in its own kernel after a grid barrier.
+  std::optional<Origin> gridSync;
   /// `fast_exp`: the kernel's f32 exps are approximate (CUDA's __expf).
   std::optional<Origin> fastExp;
   /// `fast_tanh`: the kernel's f32 tanhs are approximate (tanh.approx.f32).

@@ -62,18 +62,26 @@ bool Interpreter::execBarrier(Warp &warp, const StmtNode &s, LaneMask lanes) {
     release(met);
     return true;
   }
-  case kir::BarrierKind::Cluster: {
+  case kir::BarrierKind::Cluster:
+  case kir::BarrierKind::Grid: {
     // barrier.cluster.arrive.release + wait.acquire (.aligned: the warp's threads
     // together): every thread of every CTA of the cluster, at whichever cluster barrier
-    // (the hardware has one). What each warp knew before is known to all after.
+    // (the hardware has one). What each warp knew before is known to all after. A grid
+    // barrier (fsl_grid_sync) is the same over every block of a cooperative launch, whose
+    // blocks all run together here (configureCluster).
+    bool grid = s.barrierKind == kir::BarrierKind::Grid;
+    const char *group = grid ? "grid" : "cluster";
+    if (grid && !kernel_.launch.cooperative)
+      fault(mask.front(), "grid barrier in a kernel launched without the cooperative "
+                          "attribute (fsl_grid_sync traps there)");
     if (lanes != warp.lanes) {
       int arrived = std::popcount(lanes);
       for (const Warp *w : warpsAtClusterBarrier())
         arrived += std::popcount(w->waiting);
       fault(mask.front(),
-            llvm::formatv("cluster barrier reached by {0} of the {1} threads of the cluster (a "
+            llvm::formatv("{2} barrier reached by {0} of the {1} threads of the {2} (a "
                           "barrier in divergent code)",
-                          arrived, threads_ * static_cast<int64_t>(ctas_.size())));
+                          arrived, threads_ * static_cast<int64_t>(ctas_.size()), group));
     }
     await(warp, Wait::Cluster, s, lanes);
     std::vector<Warp *> met = warpsAtClusterBarrier();

@@ -47,9 +47,10 @@ std::string Interpreter::waitReason(const Warp &warp) {
     for (const Cta &cta : ctas_)
       for (const Warp &w : cta.warps)
         othersDone = othersDone && (w.done || w.wait == Wait::Cluster);
-    return llvm::formatv("cluster barrier reached by {0} of the {1} threads of the cluster{2}",
-                         arrived, threads_ * static_cast<int64_t>(ctas_.size()),
-                         othersDone ? " (a barrier in divergent code)" : "");
+    const char *group = s.barrierKind == kir::BarrierKind::Grid ? "grid" : "cluster";
+    return llvm::formatv("{3} barrier reached by {0} of the {1} threads of the {3}{2}", arrived,
+                         threads_ * static_cast<int64_t>(ctas_.size()),
+                         othersDone ? " (a barrier in divergent code)" : "", group);
   }
   case Wait::Barrier:
     return llvm::formatv("__syncthreads reached by {0} of {1} threads{2}",

@@ -129,7 +129,11 @@ void Interpreter::assignSlots() {
 void Interpreter::configureCluster() {
   int64_t size = 1;
   for (int d = 0; d < 3; ++d) {
-    cluster_[d] = launchValue(kernel_.launch.cluster[d], "a cluster extent");
+    // A cooperative launch's blocks may meet at a grid barrier: they all run together, as
+    // one cluster of the whole grid.
+    cluster_[d] = kernel_.launch.cooperative
+                      ? grid_[d]
+                      : launchValue(kernel_.launch.cluster[d], "a cluster extent");
     size *= cluster_[d];
   }
   ctas_.resize(static_cast<size_t>(size));

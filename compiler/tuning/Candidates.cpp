@@ -17,8 +17,8 @@ struct KnobValues {
 /// depths shared memory allows (2 to 6 for large tiles; 8 to 16 small stages for few rows,
 /// where the product streams w and cuBLAS keeps 11 to 16 stages in flight), the operands
 /// swapped or not (the heuristics swap them below 64 rows only), the tile orders and
-/// clusters, the output tile in pieces of 32 or 64 columns (a stage more beside it). Rows: vector widths of
-/// 4 to 16 bytes, batches and rows a block around the heuristics' usual choice.
+/// clusters, the output tile in pieces of 32 or 64 columns (a stage more beside it). Rows: vector
+/// widths of 4 to 16 bytes, batches and rows a block around the heuristics' usual choice.
 std::vector<KnobValues> valuesFor(heuristics::Family family) {
   using heuristics::Family;
   switch (family) {
@@ -49,7 +49,8 @@ std::vector<KnobValues> valuesFor(heuristics::Family family) {
             {"persistent_batch", {"1", "2", "4", "8"}},
             {"rows_per_block", {"1", "2", "4", "8"}},
             {"blocks_per_sm", {"1", "2", "4", "8"}},
-            {"prefetch_rows", {"true", "false"}}};
+            {"prefetch_rows", {"true", "false"}},
+            {"grid_sync", {"true", "false"}}};
   }
   return {};
 }

@@ -248,6 +248,8 @@ bool writeLaunch(const fsl::codegen::LaunchContract &contract, const std::string
     }
     if (kernel.gridFromOccupancy)
       out << "occupancy\n";
+    if (kernel.cooperative)
+      out << "cooperative\n";
     for (const ContractArg &arg : kernel.args) {
       switch (arg.kind) {
       case ContractArg::Kind::Tensor:

@@ -390,6 +390,8 @@ std::unique_ptr<LaunchPlan> parseLaunchPlan(const std::string &text, std::string
         kernel->tensorMaps.push_back(std::move(map));
       } else if (what == "occupancy") {
         kernel->gridFromOccupancy = true;
+      } else if (what == "cooperative") {
+        kernel->cooperative = true;
       } else if (what == "shared") {
         if (!parseExpr(tokens, kernel->shared, why))
           return fail(why);

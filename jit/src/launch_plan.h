@@ -127,6 +127,7 @@ struct PlanKernel {
   std::array<LaunchExpr, 3> grid, block, cluster;
   LaunchExpr shared;
   bool gridFromOccupancy = false; // persistent: grid x is an upper bound
+  bool cooperative = false;       // launched cooperatively: its blocks meet at a grid barrier
 };
 
 struct PlanVariant {

@@ -591,7 +591,8 @@ fsl_status Session::launchPlanned(Entry &entry, const PlannedCall &call,
     const PlannedLaunch &planned = launches[l];
     const PlanKernel &kernel = *planned.kernel;
     void *function = loaded.functions[static_cast<size_t>(&kernel - plan.kernels.data())];
-    if ((planned.clustered || kernel.gridFromOccupancy) && !driverApi.launchKernelEx) {
+    if ((planned.clustered || kernel.gridFromOccupancy || kernel.cooperative) &&
+        !driverApi.launchKernelEx) {
       error = kernel.name + ": the CUDA driver has no cuLaunchKernelEx, which thread-block "
                             "clusters need";
       return FSL_ERROR_DRIVER;
@@ -779,7 +780,7 @@ fsl_status Session::launchPlanned(Entry &entry, const PlannedCall &call,
     // kernel may start while the stream's previous kernel finishes, and its
     // griddepcontrol.wait holds it until that kernel's memory is visible. Clusters as the
     // launcher's cluster attribute.
-    CUlaunchAttribute attributes[2]{};
+    CUlaunchAttribute attributes[3]{};
     unsigned count = 0;
     if (plan.pdl && driverApi.launchKernelEx) {
       attributes[count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
@@ -790,6 +791,10 @@ fsl_status Session::launchPlanned(Entry &entry, const PlannedCall &call,
       attributes[count].value.clusterDim.x = static_cast<unsigned>(planned.cluster[0]);
       attributes[count].value.clusterDim.y = static_cast<unsigned>(planned.cluster[1]);
       attributes[count++].value.clusterDim.z = static_cast<unsigned>(planned.cluster[2]);
+    }
+    if (kernel.cooperative) { // every block resident at once: its blocks meet at a grid barrier
+      attributes[count].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+      attributes[count++].value.cooperative = 1;
     }
     int result;
     bool ex = driverApi.launchKernelEx != nullptr;
@@ -811,6 +816,13 @@ fsl_status Session::launchPlanned(Entry &entry, const PlannedCall &call,
           function, grids[l][0], grids[l][1], grids[l][2], static_cast<unsigned>(planned.block[0]),
           static_cast<unsigned>(planned.block[1]), static_cast<unsigned>(planned.block[2]),
           static_cast<unsigned>(planned.shared), stream, args, nullptr);
+    }
+    if (result == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) {
+      freeWorkspaces();
+      error = kernel.name + ": its blocks meet at a grid barrier (grid_sync), so all " +
+              std::to_string(static_cast<uint64_t>(grids[l][0]) * grids[l][1] * grids[l][2]) +
+              " must be resident at once; this device holds fewer";
+      return FSL_ERROR_LAUNCH;
     }
     if (result != 0) {
       freeWorkspaces();

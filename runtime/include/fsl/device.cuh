@@ -512,6 +512,40 @@ __device__ __forceinline__ void fsl_grid_launch_dependents_if(bool when) {
 #endif
 }
 
+/* fsl_grid_sync: every thread of every block of the grid arrives, and none goes on before
+ * all have arrived; what each block wrote before it is seen by every block after it. Only
+ * in a cooperative launch (cudaLaunchAttributeCooperative), where the driver keeps every
+ * block resident at once (it refuses a grid the device cannot hold) and hands the kernel
+ * a barrier word in %envreg1:%envreg2 (high:low), the word cooperative_groups' grid sync
+ * uses. Written out here because NVRTC cannot include cooperative_groups.h without the
+ * toolkit's headers. Thread 0 of each block adds to the word, block 0 adds
+ * 0x80000001 - blocks and the others 1: the sum is 0x80000000, so the top bit flips at the
+ * last arrival and at no other, and each block's thread 0 waits until the word's top bit
+ * differs from the one it saw when it arrived (release on the add, acquire on the loads:
+ * GPU scope). A kernel launched without the attribute sees a null word and traps. */
+__device__ __forceinline__ void fsl_grid_sync() {
+#if defined(__CUDA_ARCH__)
+  unsigned low, high;
+  asm volatile("mov.u32 %0, %%envreg2;" : "=r"(low));
+  asm volatile("mov.u32 %0, %%envreg1;" : "=r"(high));
+  const unsigned long long base = (unsigned long long)high << 32 | low;
+  if (base == 0)
+    __trap();
+  unsigned *word = reinterpret_cast<unsigned *>(base) + 1;
+  __syncthreads();
+  if (threadIdx.x + threadIdx.y + threadIdx.z == 0) {
+    const unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
+    const unsigned add = blockIdx.x + blockIdx.y + blockIdx.z == 0 ? 0x80000001u - blocks : 1u;
+    unsigned seen, now;
+    asm volatile("atom.add.release.gpu.u32 %0, [%1], %2;" : "=r"(seen) : "l"(word), "r"(add) : "memory");
+    do {
+      asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(now) : "l"(word) : "memory");
+    } while (((now ^ seen) & 0x80000000u) == 0);
+  }
+  __syncthreads();
+#endif
+}
+
 /* A branch that no block takes (blockIdx.x is always below gridDim.x) ends ptxas's basic
  * block here, so loads issued above are not moved below it, where ptxas would otherwise
  * sink them towards their first use and their latency would no longer overlap the loads
