@@ -279,7 +279,7 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
     // Every block must be resident at once: the threads an SM bound the blocks.
     constexpr int64_t kThreadsPerSm = 2048;
     int64_t resident = kThreadsPerSm / (params.threads * params.rowsPerBlock) * target.smCount;
-    if (*knobs.gridSync && oneKernel)
+    if (*knobs.gridSync && params.blocks == 1)
       params.verdicts.refuse("grid_sync", "one block holds the whole column sums already: the "
                                           "kernel stores them with no second kernel to save");
     else if (*knobs.gridSync && params.blocks > resident)

@@ -13,7 +13,6 @@
 #include "support/Diagnostics.h"
 #include "support/Internal.h"
 
-#include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/MathExtras.h>
 
 #include <algorithm>
@@ -399,19 +398,7 @@ private:
   bool makeGridSyncColumns(std::vector<Stmt> &out) {
     const PlannedLoop &grid = plan_.loops[plan_.gridLoop];
     const int64_t blocks = *grid.extent.value, threads = *plan_.staticThreads();
-    // Every block resident at once: the target's threads an SM and the SM count (shared
-    // memory is checked by the driver, which refuses the cooperative launch).
-    constexpr int64_t kThreadsPerSm = 2048;
-    int64_t perSm = kThreadsPerSm / threads;
-    if (blocks > perSm * cx_.options.smCount) {
-      cx_.diagnostics.report(
-          DiagId::GridSyncUnsupported, plan_.schedule->gridSync->range,
-          llvm::formatv("the grid reduction's {0} blocks of {1} threads cannot all be resident "
-                        "on the {2} SMs of the target ({3} a SM)",
-                        blocks, threads, cx_.options.smCount, perSm)
-              .str());
-      return false;
-    }
+    // (launch-shape checks that every block can be resident at once.)
     kir::LaunchShape &launch = cx_.kernel.launch;
     launch.cooperative = true;
     Expr columns = kir::index(1);
@@ -449,6 +436,8 @@ private:
     Expr offset = alignTo16(kir::index(threads * plan_.sharedBytesPerThread()));
     for (const Plan::GridPartials &partials : plan_.gridPartials) {
       const ir::Value &reduction = *partials.reduction;
+      FSL_INTERNAL_ASSERT(!ir::isArgReduction(reduction.op),
+                          "an arg reduction over the rows reached the inner-outer form");
       ir::DType type = partials.values->dtype;
       kir::BinaryOp op = combineOf(reduction.op);
       std::string who = columnName(reduction);
@@ -474,7 +463,7 @@ private:
       scratch->space = kir::MemorySpace::Shared;
       shares.push_back(kir::withComment(kir::allocateStmt(scratch, offset, kir::index(threads)),
                                         "the lanes' sums of " + who));
-      offset = offset + kir::index(threads * ir::dtypeBytes(type));
+      offset = offset + kir::index((threads * ir::dtypeBytes(type) + 15) / 16 * 16);
       shares.push_back(kir::store(scratch, kir::var(thread), kir::var(acc)));
       kir::VarPtr total = kir::makeVar(who + "_total", type), other = var("other");
       last.push_back(fromFusion(
@@ -510,7 +499,9 @@ private:
                           std::to_string(lanes) + " lanes",
                       plan_.schedule->gridSync->range}),
         "grid_sync: the partial columns added"));
-    cx_.gridSyncSharedBytes = (threads * laneBytes() + 15) / 16 * 16;
+    cx_.gridSyncSharedBytes = 0;
+    for (const Plan::GridPartials &partials : plan_.gridPartials)
+      cx_.gridSyncSharedBytes += (threads * ir::dtypeBytes(partials.values->dtype) + 15) / 16 * 16;
     return true;
   }
 
@@ -538,14 +529,6 @@ private:
   void storeColumnOutputs(std::vector<Stmt> &out) {
     for (const auto &[output, value] : columnOutputValues(out))
       out.push_back(storeOutput(*output, value));
-  }
-
-  /// The bytes a thread's lane sums take in shared memory, one a column reduction.
-  int64_t laneBytes() const {
-    int64_t bytes = 0;
-    for (const Plan::GridPartials &partials : plan_.gridPartials)
-      bytes += ir::dtypeBytes(partials.values->dtype);
-    return bytes;
   }
 
   /// The lanes of the inner-outer form's second kernel for `pieces` partial rows, whose

@@ -38,6 +38,11 @@ struct LowerOptions {
   /// SMs of the target: persistent matmul CTAs, one each; a row kernel lets the next
   /// kernel launch early only where its grid has at most one block an SM.
   int64_t smCount = 132;
+  /// What an SM holds at once (the target's): a cooperative launch (`grid_sync`) needs
+  /// every block of its grid resident.
+  int64_t maxThreadsPerSm = 2048;
+  int64_t maxBlocksPerSm = 32;
+  int64_t sharedMemoryPerSm = 233472;
 };
 
 struct MatmulKernelState;

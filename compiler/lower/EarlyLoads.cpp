@@ -71,7 +71,8 @@ public:
             early.insert(global.get());
             return true;
           },
-          [](const kir::BufferPtr &local) { return batchArrayName(local, "_early"); }, "early loads");
+          [](const kir::BufferPtr &local) { return batchArrayName(local, "_early"); },
+          "early loads");
       if (!h.loads)
         continue;
       body[nests[n]] = h.nest;

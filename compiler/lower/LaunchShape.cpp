@@ -9,8 +9,57 @@
 #include "lower/Passes.h"
 
 #include "kir/Mutator.h"
+#include "support/Diagnostics.h"
+#include "support/Internal.h"
+
+#include <llvm/Support/FormatVariadic.h>
 
 namespace fsl::lower {
+
+namespace {
+
+/// A cooperative launch (`grid_sync`) needs every block of its grid resident at once: the
+/// blocks an SM that its threads, the SM's block slots and its shared memory allow, times
+/// the SMs, must hold the grid (the driver refuses the launch otherwise). Then ptxas keeps
+/// the registers within what that many blocks an SM allow (__launch_bounds__'s second
+/// argument), so no register count can make the launch fail.
+bool checkResidency(LowerContext &context) {
+  kir::LaunchShape &launch = context.kernel.launch;
+  const LowerOptions &options = context.options;
+  std::optional<int64_t> blocks =
+      kir::evaluateStatic(launch.grid[0] * launch.grid[1] * launch.grid[2]);
+  std::optional<int64_t> threads =
+      kir::evaluateStatic(launch.block[0] * launch.block[1] * launch.block[2]);
+  std::optional<int64_t> shared = kir::evaluateStatic(launch.sharedBytes);
+  FSL_INTERNAL_ASSERT(blocks && threads && shared && launch.maxThreads,
+                      "a cooperative launch of a runtime shape reached launch-shape");
+  int64_t perSm = options.maxThreadsPerSm / *launch.maxThreads;
+  std::string limit = "threads";
+  if (options.maxBlocksPerSm < perSm) {
+    perSm = options.maxBlocksPerSm;
+    limit = "block slots";
+  }
+  if (*shared > 0 && options.sharedMemoryPerSm / *shared < perSm) {
+    perSm = options.sharedMemoryPerSm / *shared;
+    limit = "shared memory";
+  }
+  if (*blocks > perSm * options.smCount) {
+    const sched::Schedule &schedule = *context.plan.schedule;
+    context.diagnostics.report(
+        DiagId::GridSyncUnsupported, schedule.gridSync->range,
+        llvm::formatv("the grid reduction's {0} blocks of {1} threads and {2} bytes of shared "
+                      "memory cannot all be resident on the {3} SMs of the target ({4} an SM: "
+                      "its {5})",
+                      *blocks, *threads, *shared, options.smCount, perSm, limit)
+            .str());
+    return false;
+  }
+  launch.minBlocksPerSm = std::max<int64_t>(launch.minBlocksPerSm.value_or(1),
+                                            (*blocks + options.smCount - 1) / options.smCount);
+  return true;
+}
+
+} // namespace
 
 bool computeLaunchShape(LowerContext &context) {
   kir::LaunchShape &launch = context.kernel.launch;
@@ -64,17 +113,8 @@ bool computeLaunchShape(LowerContext &context) {
     else
       launch.maxRegisters = registers;
   }
-  // A cooperative launch (grid_sync) needs every block resident at once: ptxas keeps the
-  // registers within what that many blocks an SM allow (__launch_bounds__'s second
-  // argument), so no register count can make the launch fail.
-  if (launch.cooperative && launch.maxThreads) {
-    std::optional<int64_t> blocks =
-        kir::evaluateStatic(launch.grid[0] * launch.grid[1] * launch.grid[2]);
-    if (blocks)
-      launch.minBlocksPerSm =
-          std::max<int64_t>(launch.minBlocksPerSm.value_or(1),
-                            (*blocks + context.options.smCount - 1) / context.options.smCount);
-  }
+  if (launch.cooperative && !checkResidency(context))
+    return false;
   return true;
 }
 

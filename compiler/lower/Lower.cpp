@@ -215,6 +215,12 @@ std::optional<std::vector<kir::Kernel>> lowerKernels(const sched::Schedule &sche
     if (schedule.fusion->dims[dim].staticExtent)
       dims[dim] = nullptr;
   if (lower::hasMatmul(*schedule.fusion)) {
+    if (schedule.gridSync) {
+      diagnostics.report(DiagId::GridSyncUnsupported, schedule.gridSync->range,
+                         "a matrix product's tiles are not a grid reduction (split_k and "
+                         "stream_k add their parts in the kernel already)");
+      return std::nullopt;
+    }
     // A matrix product has a path of its own (lower/matmul/Matmul.h): its loops are the mma
     // tiles, planned from the declarative schedule rather than from loop nests.
     std::unique_ptr<lower::MatmulPlan> matmul =

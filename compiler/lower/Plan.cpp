@@ -118,6 +118,11 @@ private:
                     "number of blocks must be static (`split T into N`)");
     if (!plan_->staticThreads())
       return refuse("the block's thread count is not static");
+    if (schedule_.launchBounds && schedule_.launchBounds->threads.value != *plan_->staticThreads())
+      return refuse("launch_bounds " + std::to_string(schedule_.launchBounds->threads.value) +
+                    " is not the block's " + std::to_string(*plan_->staticThreads()) +
+                    " threads: the blocks an SM that every block's residency needs are counted "
+                    "in the block's threads");
     return true;
   }
 

@@ -103,6 +103,10 @@ bool Compilation::lower(DiagnosticEngine &diagnostics) {
   lower::LowerOptions lowerOptions;
   lowerOptions.registersPerSm = options_.target.registersPerSm;
   lowerOptions.smCount = options_.target.smCount;
+  if (options_.target.maxThreadsPerSm > 0)
+    lowerOptions.maxThreadsPerSm = options_.target.maxThreadsPerSm;
+  if (options_.target.sharedMemoryPerSm > 0)
+    lowerOptions.sharedMemoryPerSm = options_.target.sharedMemoryPerSm;
   std::map<const ir::Fusion *, std::vector<const sched::Schedule *>> schedulesOf;
   // By the planned fusion: a schedule under a pinning guard is built against its copy.
   for (const PlannedSchedule &planned : plan_.planned)

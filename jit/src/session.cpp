@@ -593,8 +593,10 @@ fsl_status Session::launchPlanned(Entry &entry, const PlannedCall &call,
     void *function = loaded.functions[static_cast<size_t>(&kernel - plan.kernels.data())];
     if ((planned.clustered || kernel.gridFromOccupancy || kernel.cooperative) &&
         !driverApi.launchKernelEx) {
-      error = kernel.name + ": the CUDA driver has no cuLaunchKernelEx, which thread-block "
-                            "clusters need";
+      error = kernel.name + ": the CUDA driver has no cuLaunchKernelEx, which " +
+              (planned.clustered    ? "thread-block clusters need"
+               : kernel.cooperative ? "a cooperative launch (grid_sync) needs"
+                                    : "a persistent grid sized by occupancy needs");
       return FSL_ERROR_DRIVER;
     }
     if (planned.shared > kDefaultSharedBytes &&
