@@ -867,8 +867,11 @@ private:
            << indent << "    return fsl_fail(FSL_ERROR_LAUNCH, \"" << symbol
            << ": %zu bytes of shared memory: %s\", shared_bytes, cudaGetErrorString(opt_in));\n"
            << indent << "}\n";
-    bool pdl = options_.programmaticDependentLaunch, cluster = launch.clustered,
-         cooperative = launch.cooperative;
+    // A cooperative launch goes without programmatic dependent launch: whether the driver
+    // takes both attributes together is not yet measured, so the kernel starts once the
+    // previous one has finished (its griddepcontrol instructions are then no-ops).
+    bool cooperative = launch.cooperative,
+         pdl = options_.programmaticDependentLaunch && !cooperative, cluster = launch.clustered;
     std::string args = llvm::join(arguments(launch), ", ");
     int count = (pdl ? 1 : 0) + (cluster ? 1 : 0) + (cooperative ? 1 : 0), next = 0;
     if (pdl)

@@ -784,7 +784,8 @@ fsl_status Session::launchPlanned(Entry &entry, const PlannedCall &call,
     // launcher's cluster attribute.
     CUlaunchAttribute attributes[3]{};
     unsigned count = 0;
-    if (plan.pdl && driverApi.launchKernelEx) {
+    // A cooperative launch without it, as the launcher's (LauncherPrinter.cpp).
+    if (plan.pdl && driverApi.launchKernelEx && !kernel.cooperative) {
       attributes[count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
       attributes[count++].value.programmaticStreamSerializationAllowed = 1;
     }
