@@ -330,7 +330,8 @@ std::unique_ptr<LaunchPlan> parseLaunchPlan(const std::string &text, std::string
           e.text = "1", e.value = 1;
       kernel->shared.text = "0";
     } else if (what == "arg" || what == "grid" || what == "block" || what == "cluster" ||
-               what == "shared" || what == "tensormap" || what == "occupancy") {
+               what == "shared" || what == "tensormap" || what == "occupancy" ||
+               what == "cooperative") {
       if (!kernel)
         return fail("'" + what + "' before any kernel");
       if (what == "arg") {

@@ -48,6 +48,8 @@
 //   grid E E E / block E E E / cluster E E E / shared E
 //   occupancy                          grid x is an upper bound: the launch takes at most
 //                                      the clusters resident at once
+//   cooperative                        a cooperative launch: its blocks meet at a grid
+//                                      barrier (grid_sync), every one resident at once
 //   variant always|E KERNEL-INDEX...
 //   end
 #pragma once

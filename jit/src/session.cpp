@@ -453,6 +453,7 @@ fsl_status Session::run(const std::string &fusion, const fsl_tensor *const *tens
       info->launches[i].shared_bytes = launches[i].shared;
       info->launches[i].grid_from_occupancy = launches[i].kernel->gridFromOccupancy;
       info->launches[i].tensor_maps = static_cast<int>(launches[i].tensorMaps.size());
+      info->launches[i].cooperative = launches[i].kernel->cooperative;
     }
     info->workspace_count = static_cast<int>(call.workspaces.size());
     for (size_t i = 0; i < call.workspaces.size(); ++i) {

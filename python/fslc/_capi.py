@@ -87,6 +87,7 @@ class _Launch(ctypes.Structure):
         ("cluster", ctypes.c_int64 * 3),
         ("grid_from_occupancy", ctypes.c_int),
         ("tensor_maps", ctypes.c_int),
+        ("cooperative", ctypes.c_int),
     ]
 
 
@@ -126,6 +127,7 @@ class LaunchInfo(ctypes.Structure):
                     "cluster": tuple(self.launches[i].cluster),
                     "grid_from_occupancy": bool(self.launches[i].grid_from_occupancy),
                     "tensor_maps": self.launches[i].tensor_maps,
+                    "cooperative": bool(self.launches[i].cooperative),
                 }
                 for i in range(self.launch_count)
             ],

@@ -338,6 +338,33 @@ class CapiTest(unittest.TestCase):
                          ("linear_bias_gelu_v0", (132, 1, 1), (2, 1, 1), True))
         self.assertEqual(prog.stats()["launches"], 0)
 
+    def test_09b_grid_sync(self):
+        # grid_sync: one cooperative launch where the inner-outer form had two (the JIT
+        # launches it with the cooperative attribute).
+        text = """fusion rms_norm_backward<H = 2048>(dy: bf16[T, H], x: bf16[T, H], weight: bf16[H], rstd: f32[T])
+    -> (dx: bf16[T, H], dweight: bf16[H]) {
+  let xf = f32(x);
+  let g = f32(dy) * f32(weight);
+  let xhat = xf * rstd;
+  let dot = sum(g * xhat, over H) / f32(H);
+  dx = bf16(rstd * (g - xhat * dot));
+  dweight = bf16(sum(f32(dy) * xhat, over T));
+}
+schedule rms_norm_backward = auto(inner_outer) { grid_sync = %s; }
+"""
+        call = [bf16(40, 2048), bf16(40, 2048), bf16(2048), fslc.descriptor((40,), "f32"),
+                bf16(40, 2048), bf16(2048)]
+        launches = {}
+        for on in ("true", "false"):
+            prog = fslc.load_text("grid_sync_%s.fsl" % on, text % on, arch="sm_90a", cache_dir=CACHE,
+                                  library=LIBRARY, torch_ops=False)
+            info = prog.rms_norm_backward.prepare(call)
+            launches[on] = [(l["kernel"], l["cooperative"]) for l in info["launches"]]
+            prog.close()
+        self.assertEqual(launches["true"], [("rms_norm_backward_v0", True)])
+        self.assertEqual(launches["false"], [("rms_norm_backward_v0", False),
+                                             ("rms_norm_backward_v0_rows", False)])
+
     def test_10_library_lookup(self):
         from fslc import _capi
         saved = os.environ.get("FSL_LIBRARY")

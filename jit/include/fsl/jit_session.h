@@ -91,6 +91,7 @@ typedef struct fsl_jit_launch_info {
     int grid_from_occupancy; /* 1: grid[0] is an upper bound; the launch takes at most the
                                 clusters resident at once (a persistent kernel's grid) */
     int tensor_maps;         /* TMA descriptors encoded for the launch */
+    int cooperative;         /* 1: a cooperative launch (grid_sync: every block resident) */
   } launches[FSL_JIT_MAX_LAUNCHES];
   int workspace_count; /* temporaries allocated for the call (split-K, stream-K) */
   struct {
