@@ -1793,6 +1793,48 @@ TEST_CASE("simulator: a cluster barrier every thread of the cluster must reach")
         "kernel half_cluster: clusters of 16 blocks; the target allows 8");
 }
 
+TEST_CASE("simulator: a grid barrier over the blocks of a cooperative launch") {
+  // Each of 5 blocks writes its own word, meets the others at the grid barrier, then reads
+  // its neighbour's: the barrier makes every block's write visible to every block.
+  BufferPtr mine = makeBuffer("mine", DType::F32, MemorySpace::Global);
+  BufferPtr out = makeBuffer("out", DType::F32, MemorySpace::Global);
+  VarPtr b = makeVar("b", DType::I64), t = makeVar("t", DType::I64);
+  auto body = [&](Stmt barrier) {
+    return parallelLoop(
+        b, index(5), Axis::BIDx,
+        parallelLoop(
+            t, index(32), Axis::TIDx,
+            block({ifThen(eq(var(t), index(0)), store(mine, var(b), f32(1) + var(b))), barrier,
+                   ifThen(eq(var(t), index(0)),
+                          store(out, var(b), load(mine, (var(b) + index(1)) % index(5))))})));
+  };
+  Kernel kernel;
+  kernel.name = "neighbours";
+  kernel.params = {tensorParam(mine), tensorParam(out)};
+  kernel.body = body(gridBarrier());
+  launch(kernel, 5, {32, 1});
+  kernel.launch.cooperative = true;
+  sim::Memory memory;
+  memory.global[mine.get()].assign(5, NAN);
+  memory.global[out.get()].assign(5, NAN);
+  REQUIRE(faultOf(sim::runKernel(kernel, memory)) == "");
+  for (int i = 0; i < 5; ++i)
+    CHECK(memory.global[out.get()][i] == 1 + (i + 1) % 5);
+
+  // Without the cooperative attribute the GPU's barrier word is null (fsl_grid_sync traps).
+  kernel.launch.cooperative = false;
+  CHECK(faultOf(sim::runKernel(kernel, memory))
+            .find("grid barrier in a kernel launched without the cooperative attribute") !=
+        std::string::npos);
+
+  // Reached by some blocks only: a barrier in divergent code.
+  kernel.launch.cooperative = true;
+  kernel.body = body(ifThen(var(b) < index(3), gridBarrier()));
+  CHECK(faultOf(sim::runKernel(kernel, memory))
+            .find("grid barrier reached by 96 of the 160 "
+                  "threads of the grid") != std::string::npos);
+}
+
 TEST_CASE("simulator: a shared buffer needs its elements' alignment, vector accesses theirs") {
   // Three threads' 8-byte scratch before it: an f32 buffer at byte 24 is as the CUDA has
   // it, a typed pointer whose scalar accesses need 4 bytes (the buffer's 16 is what the
