@@ -285,7 +285,7 @@ public:
   bool runColumnRows() {
     cx_.addParameters();
     addGridPartialParameters();
-    constexpr int64_t kColumns = 32, kLoadsInFlight = 8;
+    constexpr int64_t kColumns = 32;
     auto var = [](const char *name) { return kir::makeVar(name, ir::DType::I64); };
     kir::VarPtr block = var("block"), thread = var("thread"), row = var("row"), lane = var("lane"),
                 column = var("column");
@@ -310,52 +310,18 @@ public:
     int64_t sharedBytes = 0;
     for (const Plan::GridPartials &partials : plan_.gridPartials) {
       const ir::Value &reduction = *partials.reduction;
-      FSL_INTERNAL_ASSERT(!ir::isArgReduction(reduction.op),
-                          "an arg reduction over the rows reached the inner-outer form");
-      ir::DType type = partials.values->dtype;
-      kir::BinaryOp op = combineOf(reduction.op);
-      kir::VarPtr acc = kir::makeVar(valueName(reduction) + "_acc", type);
-      kir::VarPtr piece = var("piece");
-      body.push_back(fromFusion(
-          kir::declare(acc, kir::constant(initialValue(reduction.op, type), type),
-                       ir::opName(reduction.op).str() + " of " +
-                           (reduction.name.empty() ? valueName(reduction) : reduction.name) +
-                           ": this lane's pieces of the " + grid.name + " blocks"),
-          reduction.range));
-      Expr at = (kir::var(lane) + kir::var(piece) * kir::index(kLanes)) * rows + kir::var(row);
-      Stmt add = kir::forLoop(
-          piece, (pieces - kir::var(lane) + kir::index(kLanes - 1)) / kir::index(kLanes),
-          kir::LoopKind::Unrolled,
-          kir::block(
-              {kir::assign(acc, kir::binary(op, kir::var(acc), kir::load(partials.values, at)))}),
-          {}, kLoadsInFlight);
-      body.push_back(fromFusion(
-          kir::ifThen(kir::var(row) < rows, add, nullptr, "columns past the last add nothing"),
-          reduction.range));
-      auto scratch = std::make_shared<kir::Buffer>();
-      scratch->name = valueName(reduction) + "_lanes";
-      scratch->dtype = type;
-      scratch->space = kir::MemorySpace::Shared;
-      body.push_back(
-          kir::withComment(kir::allocateStmt(scratch, sharedOffset, kir::index(kThreads)),
-                           "the lanes' sums of " +
-                               (reduction.name.empty() ? valueName(reduction) : reduction.name)));
-      sharedOffset = sharedOffset + kir::index(kThreads * ir::dtypeBytes(type));
-      sharedBytes += kThreads * ir::dtypeBytes(type);
-      body.push_back(kir::store(scratch, kir::var(thread), kir::var(acc)));
-      kir::VarPtr total = kir::makeVar(valueName(reduction) + "_total", type);
-      kir::VarPtr other = var("other");
-      last.push_back(fromFusion(
-          kir::declare(total, kir::load(scratch, kir::var(column)), "the lanes added in order"),
-          reduction.range));
-      last.push_back(kir::forLoop(
-          other, kir::index(kLanes - 1), kir::LoopKind::Unrolled,
-          kir::block(
-              {kir::assign(total, kir::binary(op, kir::var(total),
-                                              kir::load(scratch, (kir::var(other) + kir::index(1)) *
-                                                                         kir::index(kColumns) +
-                                                                     kir::var(column))))})));
-      last.push_back(finishReduction(reduction, total, nullptr));
+      LaneSums sums = laneSums(partials, valueName(reduction),
+                               reduction.name.empty() ? valueName(reduction) : reduction.name, row,
+                               lane, kir::var(thread), kir::var(column), kLanes, kColumns, pieces,
+                               rows, sharedOffset);
+      body.push_back(sums.declare);
+      body.push_back(sums.add);
+      body.push_back(sums.allocate);
+      body.push_back(sums.store);
+      sharedOffset = sharedOffset + kir::index(kThreads * ir::dtypeBytes(partials.values->dtype));
+      sharedBytes += kThreads * ir::dtypeBytes(partials.values->dtype);
+      for (Stmt &s : sums.total)
+        last.push_back(std::move(s));
     }
     body.push_back(kir::withComment(kir::barrier(), "every lane's sums are written"));
     storeColumnOutputs(last);
@@ -435,49 +401,17 @@ private:
     // simulator refuses two buffers on the same bytes, even where one is dead.
     Expr offset = alignTo16(kir::index(threads * plan_.sharedBytesPerThread()));
     for (const Plan::GridPartials &partials : plan_.gridPartials) {
-      const ir::Value &reduction = *partials.reduction;
-      FSL_INTERNAL_ASSERT(!ir::isArgReduction(reduction.op),
-                          "an arg reduction over the rows reached the inner-outer form");
-      ir::DType type = partials.values->dtype;
-      kir::BinaryOp op = combineOf(reduction.op);
-      std::string who = columnName(reduction);
-      kir::VarPtr acc = kir::makeVar(who + "_acc", type), piece = var("piece");
-      body.push_back(
-          fromFusion(kir::declare(acc, kir::constant(initialValue(reduction.op, type), type),
-                                  ir::opName(reduction.op).str() + " of " + who +
-                                      ": this lane's pieces of the " + grid.name + " blocks"),
-                     reduction.range));
-      Expr at = (kir::var(lane) + kir::var(piece) * kir::index(lanes)) * columns + kir::var(column);
-      Stmt add = kir::forLoop(
-          piece, (kir::index(blocks) - kir::var(lane) + kir::index(lanes - 1)) / kir::index(lanes),
-          kir::LoopKind::Unrolled,
-          kir::block(
-              {kir::assign(acc, kir::binary(op, kir::var(acc), kir::load(partials.values, at)))}),
-          {}, 8);
-      body.push_back(fromFusion(kir::ifThen(kir::var(column) < columns, add, nullptr,
-                                            "columns past the last add nothing"),
-                                reduction.range));
-      auto scratch = std::make_shared<kir::Buffer>();
-      scratch->name = who + "_lanes";
-      scratch->dtype = type;
-      scratch->space = kir::MemorySpace::Shared;
-      shares.push_back(kir::withComment(kir::allocateStmt(scratch, offset, kir::index(threads)),
-                                        "the lanes' sums of " + who));
-      offset = offset + kir::index((threads * ir::dtypeBytes(type) + 15) / 16 * 16);
-      shares.push_back(kir::store(scratch, kir::var(thread), kir::var(acc)));
-      kir::VarPtr total = kir::makeVar(who + "_total", type), other = var("other");
-      last.push_back(fromFusion(
-          kir::declare(total, kir::load(scratch, kir::var(thread)), "the lanes added in order"),
-          reduction.range));
-      if (lanes > 1)
-        last.push_back(kir::forLoop(
-            other, kir::index(lanes - 1), kir::LoopKind::Unrolled,
-            kir::block({kir::assign(
-                total, kir::binary(op, kir::var(total),
-                                   kir::load(scratch,
-                                             (kir::var(other) + kir::index(1)) * kir::index(group) +
-                                                 kir::var(thread))))})));
-      last.push_back(finishReduction(reduction, total, nullptr));
+      std::string who = columnName(*partials.reduction);
+      LaneSums sums = laneSums(partials, who, who, column, lane, kir::var(thread), kir::var(thread),
+                               lanes, group, kir::index(blocks), columns, offset);
+      body.push_back(sums.declare);
+      body.push_back(sums.add);
+      shares.push_back(sums.allocate);
+      shares.push_back(sums.store);
+      offset =
+          offset + kir::index((threads * ir::dtypeBytes(partials.values->dtype) + 15) / 16 * 16);
+      for (Stmt &s : sums.total)
+        last.push_back(std::move(s));
     }
     body.push_back(kir::withComment(kir::barrier(), "the block's scratch is free"));
     for (Stmt &s : shares)
@@ -503,6 +437,68 @@ private:
     for (const Plan::GridPartials &partials : plan_.gridPartials)
       cx_.gridSyncSharedBytes += (threads * ir::dtypeBytes(partials.values->dtype) + 15) / 16 * 16;
     return true;
+  }
+
+  /// One column reduction's lane sums, as the inner-outer form's second kernel and
+  /// grid_sync's rounds add the blocks' partial rows: `lanes` lanes of `stride` columns,
+  /// lane l adding the pieces l, l + lanes, ... of `column` (8 loads in flight), its sum
+  /// stored at `thread` in shared memory at `offset`, and lane 0 adding the lanes in order
+  /// (`own`: its own slot) and finishing the reduction. `name` names the registers and the
+  /// buffer, `who` the reduction in comments.
+  struct LaneSums {
+    Stmt declare, add, allocate, store;
+    std::vector<Stmt> total;
+  };
+  static constexpr int64_t kLoadsInFlight = 8; // a lane's partial-row loads
+  LaneSums laneSums(const Plan::GridPartials &partials, const std::string &name,
+                    const std::string &who, const kir::VarPtr &column, const kir::VarPtr &lane,
+                    Expr thread, Expr own, int64_t lanes, int64_t stride, Expr pieces, Expr columns,
+                    Expr offset) {
+    const ir::Value &reduction = *partials.reduction;
+    FSL_INTERNAL_ASSERT(!ir::isArgReduction(reduction.op),
+                        "an arg reduction over the rows reached the inner-outer form");
+    const PlannedLoop &grid = plan_.loops[plan_.gridLoop];
+    ir::DType type = partials.values->dtype;
+    kir::BinaryOp op = combineOf(reduction.op);
+    kir::VarPtr acc = kir::makeVar(name + "_acc", type),
+                piece = kir::makeVar("piece", ir::DType::I64);
+    LaneSums sums;
+    sums.declare =
+        fromFusion(kir::declare(acc, kir::constant(initialValue(reduction.op, type), type),
+                                ir::opName(reduction.op).str() + " of " + who +
+                                    ": this lane's pieces of the " + grid.name + " blocks"),
+                   reduction.range);
+    Expr at = (kir::var(lane) + kir::var(piece) * kir::index(lanes)) * columns + kir::var(column);
+    Stmt add = kir::forLoop(
+        piece, (pieces - kir::var(lane) + kir::index(lanes - 1)) / kir::index(lanes),
+        kir::LoopKind::Unrolled,
+        kir::block(
+            {kir::assign(acc, kir::binary(op, kir::var(acc), kir::load(partials.values, at)))}),
+        {}, kLoadsInFlight);
+    sums.add = fromFusion(
+        kir::ifThen(kir::var(column) < columns, add, nullptr, "columns past the last add nothing"),
+        reduction.range);
+    auto scratch = std::make_shared<kir::Buffer>();
+    scratch->name = name + "_lanes";
+    scratch->dtype = type;
+    scratch->space = kir::MemorySpace::Shared;
+    sums.allocate = kir::withComment(kir::allocateStmt(scratch, offset, kir::index(lanes * stride)),
+                                     "the lanes' sums of " + who);
+    sums.store = kir::store(scratch, thread, kir::var(acc));
+    kir::VarPtr total = kir::makeVar(name + "_total", type),
+                other = kir::makeVar("other", ir::DType::I64);
+    sums.total.push_back(fromFusion(
+        kir::declare(total, kir::load(scratch, own), "the lanes added in order"), reduction.range));
+    if (lanes > 1)
+      sums.total.push_back(kir::forLoop(
+          other, kir::index(lanes - 1), kir::LoopKind::Unrolled,
+          kir::block(
+              {kir::assign(total, kir::binary(op, kir::var(total),
+                                              kir::load(scratch, (kir::var(other) + kir::index(1)) *
+                                                                         kir::index(stride) +
+                                                                     own)))})));
+    sums.total.push_back(finishReduction(reduction, total, nullptr));
+    return sums;
   }
 
   /// The column outputs' values (computed from the column reductions alone), their
