@@ -399,17 +399,18 @@ private:
     std::vector<Stmt> shares;
     // After the per-thread scratch and persistent buffers, before the cached inputs: the
     // simulator refuses two buffers on the same bytes, even where one is dead.
-    Expr offset = alignTo16(kir::index(threads * plan_.sharedBytesPerThread()));
+    Expr base = alignTo16(kir::index(threads * plan_.sharedBytesPerThread()));
+    int64_t laneBytes = 0; // each reduction's lane sums, 16-byte aligned
     for (const Plan::GridPartials &partials : plan_.gridPartials) {
       std::string who = columnName(*partials.reduction);
-      LaneSums sums = laneSums(partials, who, who, column, lane, kir::var(thread), kir::var(thread),
-                               lanes, group, kir::index(blocks), columns, offset);
+      LaneSums sums =
+          laneSums(partials, who, who, column, lane, kir::var(thread), kir::var(thread), lanes,
+                   group, kir::index(blocks), columns, base + kir::index(laneBytes));
       body.push_back(sums.declare);
       body.push_back(sums.add);
       shares.push_back(sums.allocate);
       shares.push_back(sums.store);
-      offset =
-          offset + kir::index((threads * ir::dtypeBytes(partials.values->dtype) + 15) / 16 * 16);
+      laneBytes += (threads * ir::dtypeBytes(partials.values->dtype) + 15) / 16 * 16;
       for (Stmt &s : sums.total)
         last.push_back(std::move(s));
     }
@@ -427,15 +428,11 @@ private:
     out.push_back(kir::withComment(
         kir::forLoop(round, rounds, kir::LoopKind::Serial, kir::block(std::move(body)),
                      {"the column reductions over " + grid.name +
-                          " finished after the grid "
-                          "barrier: " +
-                          std::to_string(group) + " columns a block and round on " +
-                          std::to_string(lanes) + " lanes",
+                          " finished after the grid barrier: " + std::to_string(group) +
+                          " columns a block and round on " + std::to_string(lanes) + " lanes",
                       plan_.schedule->gridSync->range}),
         "grid_sync: the partial columns added"));
-    cx_.gridSyncSharedBytes = 0;
-    for (const Plan::GridPartials &partials : plan_.gridPartials)
-      cx_.gridSyncSharedBytes += (threads * ir::dtypeBytes(partials.values->dtype) + 15) / 16 * 16;
+    cx_.gridSyncSharedBytes = laneBytes;
     return true;
   }
 
