@@ -218,6 +218,10 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
       !knobs.rowsPerBlock && !knobs.rowBlocks && !knobs.blocksPerSm;
   if (fullBlocks)
     params.rowsPerBlock = kFullBlockThreads / params.threads; // at least 4 rows
+  // Never more rows a block than a static T has: a row of threads past T would idle and
+  // still cost the column sums' combine across threadIdx.y.
+  if (rows.staticExtent && *rows.staticExtent >= 1)
+    params.rowsPerBlock = std::min(params.rowsPerBlock, *rows.staticExtent);
   if (knobs.rowsPerBlock) {
     int64_t asked = *knobs.rowsPerBlock;
     if (asked > 1024 / params.threads)
