@@ -181,6 +181,9 @@ private:
     /// Per element (once a TMA store read the buffer): the TMA stores that read it and that
     /// no cp.async.bulk.wait_group.read has retired yet. Writing it then is a fault.
     std::vector<int32_t> storeReads;
+    /// Per element (once a wgmma read the buffer): the wgmma operand reads of groups that no
+    /// wgmma.wait_group has retired yet. Writing it then is a fault.
+    std::vector<int32_t> wgmmaReads;
   };
   /// A bulk async-group of one thread: the shared elements its TMA store reads, which the
   /// GPU may read until a wait_group.read retires the group.
@@ -226,6 +229,10 @@ private:
     std::vector<Unseen> unseen;
     /// Each thread's committed bulk groups (TMA stores), oldest first.
     std::map<int, std::deque<BulkGroup>> bulkGroups;
+    /// A warpgroup's wgmma operand reads: those of its uncommitted products (`open`), then
+    /// one entry a committed group, oldest first, until a wgmma.wait_group retires it.
+    std::map<int, std::vector<BulkGroup::Read>> openWgmmaReads;
+    std::map<int, std::deque<std::vector<BulkGroup::Read>>> wgmmaGroups;
   };
 
   /// Writes of one statement by all its threads: two threads writing different values to
@@ -351,8 +358,10 @@ private:
   void joinEpochs(const std::vector<Warp *> &met);
   void trackShared(const Buffer &buffer, SharedStorage &shared, int64_t at, int t, bool store);
   void trackAsyncWrite(const Buffer &buffer, SharedStorage &shared, int64_t at, int t, bool peer);
-  void checkNotStoreRead(const Buffer &buffer, const SharedStorage &shared, int64_t at, int t);
+  void checkNoAsyncRead(const Buffer &buffer, const SharedStorage &shared, int64_t at, int t);
   void retireBulkGroups(int t, int64_t pending);
+  void commitWgmmaGroup(const Warp &warp);
+  void retireWgmmaGroups(const Warp &warp, int64_t pending);
   std::string statementName(const StmtNode *s) const;
   [[noreturn]] void race(const Buffer &buffer, int64_t at, int t, bool store, const Access &other,
                          bool otherStore);

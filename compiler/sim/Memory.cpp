@@ -89,7 +89,7 @@ double &Interpreter::element(const Buffer &buffer, int64_t index, int t, bool st
                            store ? "store to" : "load from", kir::memorySpaceName(buffer.space),
                            buffer.name, index, size));
   if (store && sharedStorage)
-    checkNotStoreRead(buffer, *sharedStorage, index, t);
+    checkNoAsyncRead(buffer, *sharedStorage, index, t);
   if (sharedStorage && !sharedStorage->tags.empty()) {
     if (store)
       sharedStorage->tags[index] = Tag{}; // the thread's own value from now on

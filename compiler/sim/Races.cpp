@@ -99,16 +99,22 @@ void Interpreter::trackAsyncWrite(const Buffer &buffer, SharedStorage &shared, i
 }
 
 /// A TMA store reads its shared tile after its issue, until a cp.async.bulk.wait_group.read
-/// of the issuing thread retires its group: a write to an element it may still read (by any
-/// thread, the issuing one too) is a missing wait, or one that leaves too many pending.
-void Interpreter::checkNotStoreRead(const Buffer &buffer, const SharedStorage &shared, int64_t at,
-                                    int t) {
-  if (shared.storeReads.empty() || shared.storeReads[at] == 0)
-    return;
-  fault(t, llvm::formatv("write to shared {0}[{1}] in `{2}` while a TMA store may still read it: "
-                         "no cp.async.bulk.wait_group.read of the storing thread has retired "
-                         "the store (a missing wait, or one that leaves it pending)",
-                         buffer.name, at, statementName(current_)));
+/// of the issuing thread retires its group; a wgmma reads its operands until a
+/// wgmma.wait_group of its warpgroup retires its group. A write to an element either may
+/// still read (by any thread, the issuing one too) is a missing wait, or one that leaves
+/// too many pending: on the GPU the read would see the new value.
+void Interpreter::checkNoAsyncRead(const Buffer &buffer, const SharedStorage &shared, int64_t at,
+                                   int t) {
+  if (!shared.storeReads.empty() && shared.storeReads[at] != 0)
+    fault(t, llvm::formatv("write to shared {0}[{1}] in `{2}` while a TMA store may still read "
+                           "it: no cp.async.bulk.wait_group.read of the storing thread has "
+                           "retired the store (a missing wait, or one that leaves it pending)",
+                           buffer.name, at, statementName(current_)));
+  if (!shared.wgmmaReads.empty() && shared.wgmmaReads[at] != 0)
+    fault(t, llvm::formatv("write to shared {0}[{1}] in `{2}` while a wgmma may still read it: "
+                           "no wgmma.wait_group of its warpgroup has retired its group (a stage "
+                           "released before the wait, or a wait that leaves it pending)",
+                           buffer.name, at, statementName(current_)));
 }
 
 /// wait_group.read `pending` by thread `t`: its bulk groups but the `pending` newest have
@@ -157,6 +163,39 @@ void Interpreter::race(const Buffer &buffer, int64_t at, int t, bool store, cons
                       "barrier?)",
                       buffer.name, at, t / 32, store ? "writes" : "reads", statementName(current_),
                       otherWarp, otherStore ? "wrote" : "read", statementName(other.stmt)));
+}
+
+/// wgmma.commit_group by the warpgroup's first warp: the products issued since its last
+/// commit form a group (the last of the four warps to reach each wgmma ran it, so by the
+/// time the first warp commits, every product before the commit has read its operands'
+/// addresses into the group).
+void Interpreter::commitWgmmaGroup(const Warp &warp) {
+  if (warp.id % 4 != 0)
+    return;
+  int group = warp.id / 4;
+  std::vector<BulkGroup::Read> &open = cta_->openWgmmaReads[group];
+  cta_->wgmmaGroups[group].push_back(std::move(open));
+  open.clear();
+}
+
+/// wgmma.wait_group `pending` by the warpgroup's first warp: its groups but the `pending`
+/// newest have read their operands. The reads count as that warp's from now on, so that
+/// a write by another warp (the producer's next load into the stage) must be ordered
+/// after this wait, not after the products' issue.
+void Interpreter::retireWgmmaGroups(const Warp &warp, int64_t pending) {
+  if (warp.id % 4 != 0)
+    return;
+  auto found = cta_->wgmmaGroups.find(warp.id / 4);
+  if (found == cta_->wgmmaGroups.end())
+    return;
+  std::deque<std::vector<BulkGroup::Read>> &groups = found->second;
+  while (static_cast<int64_t>(groups.size()) > pending) {
+    for (const BulkGroup::Read &read : groups.front()) {
+      --read.shared->wgmmaReads[read.at];
+      trackShared(*read.buffer, *read.shared, read.at, warp.first, /*store=*/false);
+    }
+    groups.pop_front();
+  }
 }
 
 } // namespace fsl::sim

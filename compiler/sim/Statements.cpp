@@ -82,9 +82,14 @@ bool Interpreter::enter(Warp &warp, const StmtNode &s, LaneMask mask) {
   case StmtKind::Comment:
   case StmtKind::FenceProxyAsync:
   case StmtKind::WgmmaFence:
-  case StmtKind::WgmmaCommit:
-  case StmtKind::WgmmaWait:
     // Ordering only: every operation here completes before the next statement runs.
+    return true;
+  case StmtKind::WgmmaCommit:
+    commitWgmmaGroup(warp);
+    return true;
+  case StmtKind::WgmmaWait:
+    // The products ran at their issue; what the wait orders is their operand reads.
+    retireWgmmaGroups(warp, s.pending);
     return true;
   case StmtKind::TmaStoreWait:
     for (int t : lanesOf(warp, mask))

@@ -207,7 +207,7 @@ void Interpreter::copyTmaBox(TmaTransfer &x) {
     if (x.load) {
       double value = inside ? memory[offset] : 0.0; // out of the tensor: zero fill
       for (const TmaTransfer::Destination &d : x.destinations) {
-        checkNotStoreRead(tile, *d.shared, at, t);
+        checkNoAsyncRead(tile, *d.shared, at, t);
         trackAsyncWrite(tile, *d.shared, at, t, /*peer=*/d.shared != &shared);
         d.shared->data[at] = value;
         d.shared->tags[at] = {d.barrier->id, d.barrier->phase + 1};

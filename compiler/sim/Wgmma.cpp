@@ -29,8 +29,13 @@ double Interpreter::operand(const Buffer &buffer, int64_t start, bool mnMajor, i
     for (int w = t / 32; w < t / 32 + 4; ++w) // the warpgroup of `t`, its first thread
       checkVisible(buffer, shared, at, w, w * 32);
   // A read by the warpgroup, ordered for the others by what its first warp does after it
-  // (the thread that releases a stage is one a warpgroup).
+  // (the thread that releases a stage is one a warpgroup); the product reads the element
+  // until a wgmma.wait_group retires its group (retireWgmmaGroups).
   trackShared(buffer, shared, at, t, /*store=*/false);
+  if (shared.wgmmaReads.empty())
+    shared.wgmmaReads.assign(shared.elements, 0);
+  ++shared.wgmmaReads[at];
+  cta_->openWgmmaReads[t / 128].push_back({&buffer, &shared, at});
   return shared.data[at];
 }
 

@@ -217,6 +217,20 @@ private:
   std::string comment_;
 };
 
+/// Each wgmma.wait_group that leaves one group in flight leaves two instead: the stage the
+/// K loop then releases may still be read by its products.
+class LenientWgmmaWaits : public kir::Mutator {
+public:
+  using Mutator::mutate;
+  kir::Stmt mutate(const kir::Stmt &s) override {
+    if (s->kind != kir::StmtKind::WgmmaWait || s->pending != 1)
+      return mutateChildren(s);
+    ++changed;
+    return kir::wgmmaWait(2);
+  }
+  int changed = 0;
+};
+
 /// Each TmaStoreWait leaves `extra` more bulk groups pending than the lowering asked for
 /// (`remove`: the waits with no pending group are dropped instead).
 class LenientStoreWaits : public kir::Mutator {
@@ -341,28 +355,55 @@ TEST_CASE("simulate tolerance: the propagated rounding error, operation by opera
   CHECK(bounds[3][0] == doctest::Approx(2 * std::ldexp(1.0, -53) * 0.5));
 }
 
+namespace {
+
+/// A matrix product of 128 x 128 tiles, two warpgroups each 64 x 128, two stages of
+/// k = 64, with `more` added to its schedule.
+std::string twoStageProduct(const std::string &more) {
+  return "fusion mm(a: bf16[M, K], w: bf16[N, K]) -> (y: f32[M, N]) {\n"
+         "    y = sum(f32(a) * f32(w), over K);\n"
+         "}\n"
+         "schedule mm {\n"
+         "    mma over K: tile (128, 128, 64), warp (64, 128), instruction wgmma(64, 128, 16);\n"
+         "    pipeline 2 stages via tma;\n" +
+         more + "}\n";
+}
+
+} // namespace
+
 TEST_CASE("simulate: a matrix product without the barrier before a stage's refill races") {
   // Two consumer warpgroups read each stage by wgmma; thread 0 refills it by TMA once
   // every warpgroup is done, which only the __syncthreads at the end of the K step says.
-  Simulated product("fusion mm(a: bf16[M, K], w: bf16[N, K]) -> (y: f32[M, N]) {\n"
-                    "    y = sum(f32(a) * f32(w), over K);\n"
-                    "}\n"
-                    "schedule mm {\n"
-                    "    mma over K: tile (128, 128, 64), warp (64, 128), instruction "
-                    "wgmma(64, 128, 16);\n"
-                    "    pipeline 2 stages via tma;\n"
-                    "}\n");
+  Simulated product(twoStageProduct(""));
   CHECK(product.compare("M=128,N=128,K=256") == "");
   DropBarrier drop("every warpgroup is done with the stage");
   kir::Program racing = product.mutated(drop);
   REQUIRE(drop.changed == 1);
   std::string result = product.compare("M=128,N=128,K=256", &racing);
-  // Thread 0 refills a stage that warpgroup 1 (warps 4-7) has read, unordered.
-  CHECK_MESSAGE(contains(result, "kernel mm_v0: block (0, 0, 0), thread (0, 0, 0): race on "
+  // Thread 0 refills a stage that warpgroup 1 (warps 4-7) still reads: its products'
+  // group is not retired by its wgmma.wait_group yet when the load writes.
+  CHECK_MESSAGE(contains(result, "kernel mm_v0: block (0, 0, 0), thread (0, 0, 0): write to "
                                  "shared a_tiles["),
                 result);
-  CHECK_MESSAGE(contains(result, "]: warp 0 writes it in `tma.load a_tiles` and warp 4 read it "
-                                 "in `wgmma.mma_async"),
+  CHECK_MESSAGE(contains(result, "] in `tma.load a_tiles` while a wgmma may still read it: no "
+                                 "wgmma.wait_group of its warpgroup has retired its group"),
+                result);
+}
+
+TEST_CASE("simulate: a stage released before the wgmma.wait_group that retires its reads") {
+  // The warp-specialized K loop releases the stage before the one in flight after
+  // wgmma.wait_group 1. With wait_group 2 the released stage's products may still read
+  // it when the producer refills it: the simulator runs the products at their issue, and
+  // faults on the write because no wait has retired their reads.
+  Simulated product(
+      twoStageProduct("    warp_specialize producer(regs 40), consumers(2, regs 232);\n"));
+  CHECK(product.compare("M=128,N=128,K=512") == "");
+  LenientWgmmaWaits lenient;
+  kir::Program racing = product.mutated(lenient);
+  REQUIRE(lenient.changed >= 1);
+  std::string result = product.compare("M=128,N=128,K=512", &racing);
+  CHECK_MESSAGE(contains(result, "while a wgmma may still read it: no wgmma.wait_group of its "
+                                 "warpgroup has retired its group"),
                 result);
 }
 
