@@ -3,6 +3,8 @@
 // the checks when a CTA exits (no peer's arrival or multicast bytes still in flight).
 #include "sim/Interpreter.h"
 
+#include <set>
+
 #include <llvm/Support/FormatVariadic.h>
 
 namespace fsl::sim {
@@ -55,6 +57,22 @@ void Interpreter::finishCta(Cta &cta) {
                           "{3} before the end",
                           groups.size(), groups.size() > 1 ? "s" : "",
                           statementName(groups.back().stmt), groups.size() > 1 ? "them" : "it"));
+  // A product still in flight when the block exits: its accumulators were read (by the
+  // epilogue) or dropped before the products that write them finished.
+  std::set<int> issuing;
+  for (const auto &[group, groups] : cta.wgmmaGroups)
+    for (const std::vector<BulkGroup::Read> &reads : groups)
+      if (!reads.empty())
+        issuing.insert(group);
+  for (const auto &[group, reads] : cta.openWgmmaReads)
+    if (!reads.empty())
+      issuing.insert(group);
+  if (!issuing.empty())
+    fault(*issuing.begin() * 128,
+          llvm::formatv("the block exits while warpgroup {0} has wgmma products in flight: no "
+                        "wgmma.wait_group retired them before the end (the epilogue reads "
+                        "accumulators the products may still write)",
+                        *issuing.begin()));
   for (const auto &[key, barrier] : cta.mbarriers)
     if (barrier.tx < 0)
       fault(-1, llvm::formatv("the block exits with {0} transaction bytes completed on "

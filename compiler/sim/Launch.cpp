@@ -176,6 +176,10 @@ void Interpreter::startCta(int rank, std::array<int64_t, 3> blockIdx) {
   cta.locals.clear();
   cta.shared.clear();
   cta.mbarriers.clear();
+  // The previous block's wgmma groups point into the shared storage just freed (its
+  // exit faulted on any with reads left; committed empty groups may remain).
+  cta.openWgmmaReads.clear();
+  cta.wgmmaGroups.clear();
   cta.staticSharedEnd = 0;
   int count = (threads_ + 31) / 32;
   cta.warps.resize(count);

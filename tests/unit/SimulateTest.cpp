@@ -231,6 +231,21 @@ public:
   int changed = 0;
 };
 
+/// Drops the wgmma.wait_group 0 after a tile's K loop: the epilogue then reads
+/// accumulators its last products may still write.
+class DropFinalWgmmaWait : public kir::Mutator {
+public:
+  using Mutator::mutate;
+  kir::Stmt mutate(const kir::Stmt &s) override {
+    if (s->kind != kir::StmtKind::WgmmaWait || s->pending != 0 ||
+        !llvm::StringRef(s->comment).starts_with("the tile's last products are done"))
+      return mutateChildren(s);
+    ++changed;
+    return kir::block({});
+  }
+  int changed = 0;
+};
+
 /// Each TmaStoreWait leaves `extra` more bulk groups pending than the lowering asked for
 /// (`remove`: the waits with no pending group are dropped instead).
 class LenientStoreWaits : public kir::Mutator {
@@ -404,6 +419,21 @@ TEST_CASE("simulate: a stage released before the wgmma.wait_group that retires i
   std::string result = product.compare("M=128,N=128,K=512", &racing);
   CHECK_MESSAGE(contains(result, "while a wgmma may still read it: no wgmma.wait_group of its "
                                  "warpgroup has retired its group"),
+                result);
+}
+
+TEST_CASE("simulate: a block that exits with wgmma products in flight faults") {
+  // Without the wait after the K loop, the epilogue reads the accumulators while the last
+  // products may still write them; one tile a CTA, so each block then exits with them in
+  // flight. Every block's state starts afresh (the next block reuses the storage).
+  Simulated product(
+      twoStageProduct("    warp_specialize producer(regs 40), consumers(2, regs 232);\n"));
+  DropFinalWgmmaWait drop;
+  kir::Program racing = product.mutated(drop);
+  REQUIRE(drop.changed >= 1);
+  std::string result = product.compare("M=256,N=256,K=512", &racing);
+  CHECK_MESSAGE(contains(result, "the block exits while warpgroup 1 has wgmma products in "
+                                 "flight: no wgmma.wait_group retired them before the end"),
                 result);
 }
 
