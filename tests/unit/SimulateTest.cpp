@@ -384,6 +384,17 @@ std::string twoStageProduct(const std::string &more) {
          more + "}\n";
 }
 
+/// The warp-specialized form of twoStageProduct simulated at `sizes` as lowered (it must
+/// match) and with `mutator` applied (it must change something): the second run's report.
+template <typename M> std::string warpSpecializedMutated(M &mutator, const char *sizes) {
+  Simulated product(
+      twoStageProduct("    warp_specialize producer(regs 40), consumers(2, regs 232);\n"));
+  CHECK(product.compare(sizes) == "");
+  kir::Program mutated = product.mutated(mutator);
+  REQUIRE(mutator.changed >= 1);
+  return product.compare(sizes, &mutated);
+}
+
 } // namespace
 
 TEST_CASE("simulate: a matrix product without the barrier before a stage's refill races") {
@@ -410,13 +421,8 @@ TEST_CASE("simulate: a stage released before the wgmma.wait_group that retires i
   // wgmma.wait_group 1. With wait_group 2 the released stage's products may still read
   // it when the producer refills it: the simulator runs the products at their issue, and
   // faults on the write because no wait has retired their reads.
-  Simulated product(
-      twoStageProduct("    warp_specialize producer(regs 40), consumers(2, regs 232);\n"));
-  CHECK(product.compare("M=128,N=128,K=512") == "");
   LenientWgmmaWaits lenient;
-  kir::Program racing = product.mutated(lenient);
-  REQUIRE(lenient.changed >= 1);
-  std::string result = product.compare("M=128,N=128,K=512", &racing);
+  std::string result = warpSpecializedMutated(lenient, "M=128,N=128,K=512");
   CHECK_MESSAGE(contains(result, "while a wgmma may still read it: no wgmma.wait_group of its "
                                  "warpgroup has retired its group"),
                 result);
@@ -426,12 +432,8 @@ TEST_CASE("simulate: a block that exits with wgmma products in flight faults") {
   // Without the wait after the K loop, the epilogue reads the accumulators while the last
   // products may still write them; one tile a CTA, so each block then exits with them in
   // flight. Every block's state starts afresh (the next block reuses the storage).
-  Simulated product(
-      twoStageProduct("    warp_specialize producer(regs 40), consumers(2, regs 232);\n"));
   DropFinalWgmmaWait drop;
-  kir::Program racing = product.mutated(drop);
-  REQUIRE(drop.changed >= 1);
-  std::string result = product.compare("M=256,N=256,K=512", &racing);
+  std::string result = warpSpecializedMutated(drop, "M=256,N=256,K=512");
   CHECK_MESSAGE(contains(result, "the block exits while warpgroup 1 has wgmma products in "
                                  "flight: no wgmma.wait_group retired them before the end"),
                 result);
