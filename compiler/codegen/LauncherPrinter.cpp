@@ -867,9 +867,10 @@ private:
            << indent << "    return fsl_fail(FSL_ERROR_LAUNCH, \"" << symbol
            << ": %zu bytes of shared memory: %s\", shared_bytes, cudaGetErrorString(opt_in));\n"
            << indent << "}\n";
-    // A cooperative launch goes without programmatic dependent launch: whether the driver
-    // takes both attributes together is not yet measured, so the kernel starts once the
-    // previous one has finished (its griddepcontrol instructions are then no-ops).
+    // A cooperative launch goes without programmatic dependent launch, so the kernel starts
+    // once the previous one has finished (its griddepcontrol instructions are then no-ops).
+    // The driver takes both attributes (tests/gpu/cooperative_pdl_test.cu), but grid_sync
+    // with both measured no faster (docs/performance.md), so the simpler launch stays.
     bool cooperative = launch.cooperative,
          pdl = options_.programmaticDependentLaunch && !cooperative, cluster = launch.clustered;
     std::string args = llvm::join(arguments(launch), ", ");

@@ -280,9 +280,10 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
   bool oneKernel = rows.staticExtent && params.blocks == 1;
   // grid_sync: off unless asked (a knob for the tuner and hand schedules until measured).
   if (knobs.gridSync) {
-    // Every block must be resident at once: the threads an SM bound the blocks.
-    constexpr int64_t kThreadsPerSm = 2048;
-    int64_t resident = kThreadsPerSm / (params.threads * params.rowsPerBlock) * target.smCount;
+    // Every block must be resident at once: the target's threads an SM bound the blocks
+    // (the lowering checks block slots and shared memory too, LaunchShape.cpp).
+    int64_t threadsPerSm = target.maxThreadsPerSm > 0 ? target.maxThreadsPerSm : 2048;
+    int64_t resident = threadsPerSm / (params.threads * params.rowsPerBlock) * target.smCount;
     if (*knobs.gridSync && params.blocks == 1)
       params.verdicts.refuse("grid_sync", "one block holds the whole column sums already: the "
                                           "kernel stores them with no second kernel to save");
