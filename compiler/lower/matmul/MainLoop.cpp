@@ -165,14 +165,39 @@ Expr MainLoop::iteration(const WorkTile &tile, Expr kTile) const {
   return tile.useBase + kTile;
 }
 
-/// The use number of k tile `kTile`: the k tile itself with one tile a CTA, else a
-/// variable `it` defined in `body`.
-Expr MainLoop::useNumber(const WorkTile &tile, std::vector<Stmt> &body, const kir::VarPtr &it,
-                         const kir::VarPtr &kTile) const {
-  if (!tile.useBase)
-    return kir::var(kTile);
-  body.push_back(kir::let(it, iteration(tile, kir::var(kTile)), "use number of the stage"));
-  return kir::var(it);
+/// The ring position of the tile's first k tile, declared in `out`: one division by S a
+/// tile rather than one a k tile.
+StageCounter MainLoop::startCounter(const WorkTile &tile, std::vector<Stmt> &out) const {
+  StageCounter counter{names_.var("stage"), names_.var("phase")};
+  int64_t s = plan_.stages;
+  Expr base = iteration(tile, kir::index(0));
+  out.push_back(kir::declare(counter.stage, base % kir::index(s),
+                             "the ring position of the tile's first k tile"));
+  out.push_back(kir::declare(counter.phase, base / kir::index(s) % kir::index(2),
+                             "the parity of its use of the stage"));
+  return counter;
+}
+
+/// The next k tile's stage: one further round the ring, the parity flipping where it
+/// wraps to stage 0. Selects rather than a branch: nothing in the K loop's body but its
+/// products and their barriers branches.
+Stmt MainLoop::advance(const StageCounter &counter) const {
+  int64_t s = plan_.stages;
+  Expr stage = kir::var(counter.stage), phase = kir::var(counter.phase);
+  return kir::block({
+      kir::assign(counter.stage,
+                  kir::select(kir::binary(kir::BinaryOp::Eq, stage, kir::index(s - 1)),
+                              kir::index(0), stage + kir::index(1))),
+      kir::assign(counter.phase, kir::select(kir::binary(kir::BinaryOp::Eq, stage, kir::index(0)),
+                                             kir::index(1) - phase, phase)),
+  });
+}
+
+/// The stage `back` k tiles before the counter's (back < S).
+Expr MainLoop::stageBefore(const StageCounter &counter, int64_t back) const {
+  Expr stage = kir::var(counter.stage);
+  return kir::select(stage < kir::index(back), stage + kir::index(plan_.stages - back),
+                     stage - kir::index(back));
 }
 
 /// Expect the stage's bytes, then load k tile `kTile` of both operands into `stage`.
@@ -251,18 +276,19 @@ Stmt MainLoop::loadB(const WorkTile &tile, const Expr &k, const Expr &stage,
 }
 
 Stmt MainLoop::producerLoads(const WorkTile &tile) const {
-  int64_t s = plan_.stages;
-  kir::VarPtr kTile = names_.var("k_tile"), it = names_.var("it"), stage = names_.var("stage");
-  std::vector<Stmt> body;
-  Expr use = useNumber(tile, body, it, kTile);
-  body.push_back(kir::let(stage, use % kir::index(s)));
-  body.push_back(
-      withComment(kir::mbarrierWait(storage_.empty, kir::var(stage),
-                                    (use / kir::index(s) + kir::index(1)) % kir::index(2)),
-                  "the consumers released the stage's previous use"));
-  body.push_back(loadStage(tile, kir::var(kTile), kir::var(stage)));
-  return kir::forLoop(kTile, tile.kCount, kir::LoopKind::Serial, kir::block(std::move(body)),
-                      plan_.pipelineOrigin);
+  kir::VarPtr kTile = names_.var("k_tile");
+  std::vector<Stmt> out;
+  StageCounter at = startCounter(tile, out);
+  Stmt body = kir::block({
+      withComment(
+          kir::mbarrierWait(storage_.empty, kir::var(at.stage), kir::index(1) - kir::var(at.phase)),
+          "the consumers released the stage's previous use"),
+      loadStage(tile, kir::var(kTile), kir::var(at.stage)),
+      advance(at),
+  });
+  out.push_back(kir::forLoop(kTile, tile.kCount, kir::LoopKind::Serial, std::move(body),
+                             plan_.pipelineOrigin));
+  return kir::block(std::move(out));
 }
 
 /// Fence, the warpgroup's wgmma over the k steps of `stage`, commit. The first k step of
@@ -324,13 +350,12 @@ Stmt MainLoop::consumerLoop(const WorkTile &tile) const {
 /// before it released (with one stage, each is released as soon as its group is done).
 Stmt MainLoop::warpSpecializedLoop(const WorkTile &tile) const {
   int64_t s = plan_.stages;
-  int64_t inFlight = s > 1 ? 1 : 0;
-  kir::VarPtr kTile = names_.var("k_tile"), it = names_.var("it"), stage = names_.var("stage");
+  bool inFlight = s > 1;
+  kir::VarPtr kTile = names_.var("k_tile");
   Expr leader = threads_.warpgroupLeader();
   // With multicast, the stage is released in every CTA of the cluster: their producers
   // write into this CTA's stage too.
-  auto release = [&](Expr use, const std::string &comment) {
-    Expr at = use % kir::index(s);
+  auto release = [&](Expr at, const std::string &comment) {
     if (!plan_.multicast)
       return kir::ifThen(leader,
                          withComment(kir::mbarrierArrive(storage_.empty, at, nullptr), comment),
@@ -341,33 +366,32 @@ Stmt MainLoop::warpSpecializedLoop(const WorkTile &tile) const {
     });
     return kir::ifThen(leader, arrivals, nullptr, "one thread a warpgroup");
   };
+  std::vector<Stmt> loop;
+  StageCounter at = startCounter(tile, loop);
   std::vector<Stmt> body;
-  Expr use = useNumber(tile, body, it, kTile);
-  body.push_back(kir::let(stage, use % kir::index(s)));
-  body.push_back(withComment(
-      kir::mbarrierWait(storage_.full, kir::var(stage), use / kir::index(s) % kir::index(2)),
-      "the stage's tiles have landed (its use number's parity)"));
-  body.push_back(mmaOnStage(kir::var(stage), kir::var(kTile)));
+  body.push_back(
+      withComment(kir::mbarrierWait(storage_.full, kir::var(at.stage), kir::var(at.phase)),
+                  "the stage's tiles have landed (the parity of its use)"));
+  body.push_back(mmaOnStage(kir::var(at.stage), kir::var(kTile)));
   if (inFlight) {
     body.push_back(withComment(kir::wgmmaWait(1),
                                "the previous stage's products are done; this one's run on"));
     body.push_back(kir::ifThen(kir::index(0) < kir::var(kTile),
-                               release(use + kir::index(s - 1), "the previous stage is free")));
+                               release(stageBefore(at, 1), "the previous stage is free")));
   } else {
     body.push_back(withComment(kir::wgmmaWait(0), "this stage's products are done"));
-    body.push_back(release(use, "the stage is free"));
+    body.push_back(release(kir::var(at.stage), "the stage is free"));
   }
-  std::vector<Stmt> loop;
+  body.push_back(advance(at));
   loop.push_back(kir::forLoop(kTile, tile.kCount, kir::LoopKind::Serial,
                               kir::block(std::move(body)), plan_.mmaOrigin));
   if (inFlight)
     loop.push_back(withComment(kir::wgmmaWait(0), "the tile's last products are done"));
   loop.push_back(zeroIfNoProduct(tile));
-  if (inFlight) {
-    loop.push_back(kir::ifThen(
-        kir::index(0) < tile.kCount,
-        release(iteration(tile, tile.kCount) + kir::index(s - 1), "the last stage is free")));
-  }
+  // The counter is one past the last k tile's stage.
+  if (inFlight)
+    loop.push_back(kir::ifThen(kir::index(0) < tile.kCount,
+                               release(stageBefore(at, 1), "the last stage is free")));
   return kir::block(std::move(loop));
 }
 
@@ -410,31 +434,30 @@ Stmt MainLoop::singleRoleLoop(const WorkTile &tile) const {
         plan_.pipelineOrigin, "the first " + std::to_string(s - 1) + " stages"));
   }
   kir::VarPtr kTile = names_.var("k_tile");
+  StageCounter at = startCounter(tile, out);
   std::vector<Stmt> iterationBody;
   {
     // The load S - 1 tiles ahead goes into the stage the previous iteration read, which
     // the barrier that ended it has freed.
-    kir::VarPtr next = names_.var("next_tile");
+    kir::VarPtr next = names_.var("next_tile"), into = names_.var("next_stage");
     Stmt issue = kir::block({
         kir::let(next, kir::var(kTile) + kir::index(s - 1)),
-        kir::ifThen(
-            kir::var(next) < tile.kCount,
-            loadStage(tile, kir::var(next), iteration(tile, kir::var(next)) % kir::index(s))),
+        kir::ifThen(kir::var(next) < tile.kCount,
+                    kir::block({kir::let(into, stageBefore(at, 1), "the previous k tile's"),
+                                loadStage(tile, kir::var(next), kir::var(into))})),
     });
     iterationBody.push_back(kir::ifThen(threads_.isThread(0), issue, nullptr,
                                         "k tile k_tile + " + std::to_string(s - 1) + ", " +
                                             std::to_string(s - 1) + " stages ahead"));
   }
-  kir::VarPtr it = names_.var("it"), stage = names_.var("stage");
-  Expr use = useNumber(tile, iterationBody, it, kTile);
-  iterationBody.push_back(kir::let(stage, use % kir::index(s)));
-  iterationBody.push_back(withComment(
-      kir::mbarrierWait(storage_.full, kir::var(stage), use / kir::index(s) % kir::index(2)),
-      "the stage's tiles have landed (its use number's parity)"));
-  iterationBody.push_back(mmaOnStage(kir::var(stage), kir::var(kTile)));
+  iterationBody.push_back(
+      withComment(kir::mbarrierWait(storage_.full, kir::var(at.stage), kir::var(at.phase)),
+                  "the stage's tiles have landed (the parity of its use)"));
+  iterationBody.push_back(mmaOnStage(kir::var(at.stage), kir::var(kTile)));
   iterationBody.push_back(withComment(kir::wgmmaWait(0), "this stage's products are done"));
   iterationBody.push_back(
       withComment(kir::barrier(), "every warpgroup is done with the stage before it is refilled"));
+  iterationBody.push_back(advance(at));
   out.push_back(kir::forLoop(kTile, tile.kCount, kir::LoopKind::Serial,
                              kir::block(std::move(iterationBody)), plan_.mmaOrigin));
   out.push_back(zeroIfNoProduct(tile));

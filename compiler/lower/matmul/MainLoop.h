@@ -4,7 +4,8 @@
 //
 // Stages are numbered by use across the CTA's tiles: k tile `k` of a work tile is use
 // `it = useBase + k`, in stage `it % S`, completing phase `it / S` of the stage's barriers
-// (so waits test parity `(it / S) % 2`).
+// (so waits test parity `(it / S) % 2`). Each role computes that once a tile and then
+// counts: the stage steps round the ring, the parity flipping at each wrap.
 //
 // With a producer warpgroup (warp_specialize), its thread 0 waits until the consumers have
 // released a stage (`empty`, parity of the previous use: the first pass through the ring
@@ -67,6 +68,13 @@ Accumulators allocateAccumulators(const MatmulPlan &plan, const KernelNames &nam
 kir::Stmt zeroAccumulatorsIfNoK(const MatmulPlan &plan, const KernelNames &names,
                                 const Accumulators &accumulators, kir::Expr kCount);
 
+/// A position in the ring of stages, kept in two mutable registers: the stage and the
+/// parity of its use. Advanced once a k tile, it replaces `use % S` and `use / S % 2`,
+/// 64-bit divisions by the stage count between one stage's products and the next.
+struct StageCounter {
+  kir::VarPtr stage, phase;
+};
+
 /// The K loops of work tiles.
 class MainLoop {
 public:
@@ -84,8 +92,9 @@ public:
 
 private:
   kir::Expr iteration(const WorkTile &tile, kir::Expr kTile) const;
-  kir::Expr useNumber(const WorkTile &tile, std::vector<kir::Stmt> &body, const kir::VarPtr &it,
-                      const kir::VarPtr &kTile) const;
+  StageCounter startCounter(const WorkTile &tile, std::vector<kir::Stmt> &out) const;
+  kir::Stmt advance(const StageCounter &counter) const;
+  kir::Expr stageBefore(const StageCounter &counter, int64_t back) const;
   kir::Stmt loadStage(const WorkTile &tile, kir::Expr kTile, kir::Expr stage) const;
   kir::Stmt loadA(const WorkTile &tile, const kir::Expr &k, const kir::Expr &stage) const;
   kir::Stmt loadB(const WorkTile &tile, const kir::Expr &k, const kir::Expr &stage,

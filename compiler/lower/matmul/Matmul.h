@@ -42,7 +42,8 @@
 //             then goes out by TMA stores (one thread) or 16-byte copies
 //
 // Tiles (tile_iter-th of a CTA's) number the stage uses across the CTA's tiles: use
-// `it = tile_iter * k_tiles + k_tile` is in stage `it % S` with parity `(it / S) % 2`.
+// `it = tile_iter * k_tiles + k_tile` is in stage `it % S` with parity `(it / S) % 2`; the
+// loops compute that for a tile's first k tile and count from there.
 // The M, N and K tails need no code in the loop: TMA fills the parts of a box outside the
 // tensor with zeros (a zero K column adds nothing), and the epilogue stores only elements
 // inside the output (TMA stores clip at the tensor's edges).
