@@ -8,8 +8,9 @@ Each LIB is a libfusion.so built from fslc's CUDA (or a hand-edited copy, to mea
 idea before building it into the compiler). KIND is "gelu" (examples/linear_bias_gelu.fsl:
 y = gelu_tanh(a w^T + bias)), "plain" (examples/matmul.fsl: y = a w^T) or "swiglu"; the
 default is gelu. `@M,N,K` marks a library of static sizes (`@,N,K`: N and K static, M at
-run time): it is checked and timed at those sizes only (its cells elsewhere are empty, and the ratios take the first variant that runs
-at the shape). Every variant is first checked against PyTorch at shapes with tails in
+run time): it is checked and timed at those sizes only (its cells elsewhere are empty, and
+the ratios take the first variant that runs at the shape); libraries of static sizes may
+share a NAME, one a shape, and so a column. Every variant is first checked against PyTorch at shapes with tails in
 M, N and K (outputs poisoned with NaN), and ten calls at 1000 x 5000 x 3000 must agree to
 the bit; then, at each timed shape, the variants and the
 peers (cuBLAS a@w^T; F.linear + GELU and torch.compile(dynamic=False) of it, and with
@@ -170,11 +171,17 @@ def main():
             peers["max-autotune"] = lambda a, w, b, y: (lambda: autotuned(a, w, b))
     gelu_peers = ["F.linear+gelu", "torch.compile", "max-autotune"]
     peer_of = {"plain": "cuBLAS a@w^T", "swiglu": "torch.compile swiglu"}
-    names = [lib.name for lib in libs] + list(peers)
+    # Libraries of static sizes may share a name (one a shape): they share a column.
+    kind_of = {}
+    for lib in libs:
+        if kind_of.setdefault(lib.name, lib.kind) != lib.kind:
+            raise SystemExit(f"{lib.name}: one name, two kinds ({kind_of[lib.name]}, {lib.kind})")
+    columns = list(kind_of)
+    names = columns + list(peers)
     say("| M | N | K | " + " | ".join(names) + " | " +
-        " | ".join(f"{lib.name} / {libs[0].name}" for lib in libs[1:]) + " | " +
-        " | ".join(f"{lib.name} / peer" for lib in libs) + " |")
-    say("|---" * (3 + len(names) + 2 * len(libs) - 1) + "|")
+        " | ".join(f"{c} / {columns[0]}" for c in columns[1:]) + " | " +
+        " | ".join(f"{c} / peer" for c in columns) + " |")
+    say("|---" * (3 + len(names) + 2 * len(columns) - 1) + "|")
     for M, N, K in shapes:
         a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
         w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
@@ -182,6 +189,8 @@ def main():
         w_up = torch.randn(N, K, device="cuda").to(torch.bfloat16) if "swiglu" in kinds else None
         y = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
         here = [lib for lib in libs if lib.runs_at(M, N, K)]
+        if len({lib.name for lib in here}) != len(here):
+            raise SystemExit(f"two libraries of one name run at {M}x{N}x{K}")
         calls = {lib.name: lib.call(a, w, w_up if lib.kind == "swiglu" else bias, y) for lib in here}
         for lib in here:  # a call that fails would time nothing
             if calls[lib.name]() != 0:
@@ -206,18 +215,18 @@ def main():
         tf = lambda us: flops / (us * 1e-6) / 1e12
         cells = [f"{tf(statistics.median(times[n])):.0f}" if n in times else "" for n in names]
         first = here[0].name if here else None
-        ratios = [f"{statistics.median(t0 / t for t0, t in zip(times[first], times[lib.name])):.3f}"
-                  if lib.name in times and first else "" for lib in libs[1:]]
+        ratios = [f"{statistics.median(t0 / t for t0, t in zip(times[first], times[c])):.3f}"
+                  if c in times and first else "" for c in columns[1:]]
 
-        def peer_ratio(lib):
-            if lib.name not in times:
+        def peer_ratio(column):
+            if column not in times:
                 return ""
-            if lib.kind == "gelu":
+            if kind_of[column] == "gelu":
                 rounds_peer = [min(times[p][r] for p in gelu_peers if p in times) for r in range(rounds)]
             else:
-                rounds_peer = times[peer_of[lib.kind]]
-            return f"{statistics.median(p / t for p, t in zip(rounds_peer, times[lib.name])):.3f}"
-        vs_peer = [peer_ratio(lib) for lib in libs]
+                rounds_peer = times[peer_of[kind_of[column]]]
+            return f"{statistics.median(p / t for p, t in zip(rounds_peer, times[column])):.3f}"
+        vs_peer = [peer_ratio(c) for c in columns]
         say(f"| {M} | {N} | {K} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " | " +
             " | ".join(vs_peer) + " |")
     with open(os.path.join(out, f"matmul_ab{os.environ.get('FSL_AB_TAG', '')}.md"), "w") as f:
