@@ -214,7 +214,8 @@ void matmulDirectives(Block &block, const std::string &k, const MatmulTile &c,
 ///                   64 x 64 tiles leave more than half the SMs idle (a short N).
 ///   M < two waves   128 x 128 tiles (twice as many CTAs busy: 364 against 205 TFLOP/s
 ///                   at M = 128, N = 14336, K = 5120), or 128 x 256 / 224 / 192 / 112
-///                   where their fuller waves make up for their rate (static sizes).
+///                   where their fuller waves make up for their rate, or 64 x 128 where
+///                   128-row tiles leave most SMs idle (static sizes).
 ///   otherwise       128 x 256 tiles, both consumer warpgroups on one tile, persistent;
 ///                   with static M and N the width of 256, 224, 192 or 128 whose rate and
 ///                   last-wave fill finish first (TunedConstants.h).
@@ -375,6 +376,27 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                                 static_cast<int>(100 * wavesFilled(128, was)),
                                 static_cast<int>(100 * best->rate))
                       .str();
+      // Below two waves, where 128-row tiles leave most SMs idle (a short N: 37 tiles of
+      // 128 x 112 at 128 x 4096 x 4096 on 132 SMs), 64 x 128 tiles of one consumer
+      // warpgroup with the deep pipeline of few rows put twice the CTAs to work at a lower
+      // rate (TunedConstants.h: kHalfTileRate).
+      const bool halfAsMeasured =
+          !knobs.stages && !knobs.splitK && !knobs.streamK.value_or(false) && !knobs.epiloguePiece;
+      if (belowTwoWaves && halfAsMeasured) {
+        double half = 1.0 / (tuned::kHalfTileRate * wavesFilled(64, 128));
+        double beat = c.tileN == was ? bestTime : bestTime * (1.0 - tuned::kTileWidthMargin);
+        if (half < beat) {
+          tileWhy = llvm::formatv("128 x {0} tiles fill {1}% of one wave, 64 x 128 ones {2}%; "
+                                  "at {3}% of 128 x 256's rate they finish first.",
+                                  c.tileN, static_cast<int>(100 * wavesFilled(128, c.tileN)),
+                                  static_cast<int>(100 * wavesFilled(64, 128)),
+                                  static_cast<int>(100 * tuned::kHalfTileRate))
+                        .str();
+          c.tileM = 64;
+          c.warpM = 64;
+          c.tileN = 128;
+        }
+      }
       // Operand rows that are not whole 128-byte lines apart (K = 5000: 10000 bytes) make
       // every box row straddle two lines: the kernel becomes bound by L2, and 192 x 192
       // tiles, three consumer warpgroups of 64 x 192 (96 flops a loaded element against
@@ -418,6 +440,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       auto chosenTime = [&] {
         double rate = c.tileM == 192   ? tuned::kTall192RateUnaligned
                       : c.tileM == 256 ? tuned::kTall256Rate
+                      : c.tileM == 64  ? tuned::kHalfTileRate
                                        : 1.0;
         if (c.tileM == 128)
           for (const tuned::TileRate &width : tuned::kTileRates)

@@ -158,6 +158,14 @@ struct TileRate {
 };
 inline constexpr TileRate kTileRates[] = {
     {256, 1.0}, {224, 1.0}, {192, 0.98}, {128, 0.89}, {112, 0.81}};
+/// 64 x 128 tiles (one consumer warpgroup, 8 stages) against 128 x 256 ones, by the share
+/// of their waves each fills, below two waves of 128 x 256 tiles: run S26D (an H100, the
+/// plain product against the heuristics' 128 x 112 tiles, docs/performance.md) had them
+/// 1.36x at 128 x 4096 x 4096 and 128 x 4096 x 14336 (64 tiles against 37) and 1.15-1.18x
+/// at 256 rows of the same (128 against 74): rates of 0.53-0.64 by this estimate; the lowest
+/// but one is kept. Where 128-row tiles filled 84-97 % of a wave (384 and 512 rows) they
+/// ran 0.88-0.89x, which the estimate gives too.
+inline constexpr double kHalfTileRate = 0.55;
 /// Another width replaces a range's own (256 above two waves, 128 below) only when it is
 /// estimated this much faster: the rates above are good to a few per cent (192's measured
 /// 0.97-1.00 in runs T1 and T2), and at 4000 x 14000 x 5000, estimated 1 % faster, 192
