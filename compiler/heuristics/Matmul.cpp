@@ -318,6 +318,36 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                          tile.tileN)
         .str();
   };
+  // A runtime M over a static N (as the JIT specializes it): the 64 x 128 tiles that a
+  // static M takes where 128-row tiles leave most SMs idle (below) get their own range of
+  // rows from kFewRowsBelow, up to the first 64 rows at which the estimate no longer
+  // prefers them to 128 x 128 tiles by the margin (N = 4096: up to 128 rows). Nullopt: no
+  // such range.
+  const bool halfAsMeasured =
+      !knobs.stages && !knobs.splitK && !knobs.streamK.value_or(false) && !knobs.epiloguePiece;
+  std::optional<int64_t> halfRowsBelow;
+  if (!mDim.extent && nDim.extent && !tileNKnob && !knobs.tileM && !twoProducts && halfAsMeasured &&
+      !knobs.swizzle && !knobs.clusterM && !knobs.clusterN && !knobs.pingpong.value_or(false)) {
+    int64_t columns = (*nDim.extent + 127) / 128;
+    auto filled = [&](int64_t tiles) {
+      int64_t waves = (tiles + target.smCount - 1) / target.smCount;
+      return static_cast<double>(tiles) / static_cast<double>(waves * target.smCount);
+    };
+    double rate128 = 1.0;
+    for (const tuned::TileRate &width : tuned::kTileRates)
+      if (width.tileN == 128)
+        rate128 = width.rate;
+    int64_t rows = tuned::kFewRowsBelow - 1;
+    for (; rows + 64 < twoWaves; rows += 64) {
+      int64_t upTo = rows + 64;
+      double half = 1.0 / (tuned::kHalfTileRate * filled(upTo / 64 * columns));
+      double tall = 1.0 / (rate128 * filled((upTo + 127) / 128 * columns));
+      if (!(half < tall * (1.0 - tuned::kTileWidthMargin)))
+        break;
+    }
+    if (rows > tuned::kFewRowsBelow - 1)
+      halfRowsBelow = rows + 1;
+  }
   // One choice for rows in [low, high) (nullopt: unbounded).
   auto choose = [&](std::optional<int64_t> low, std::optional<int64_t> high) {
     MatmulVariant variant;
@@ -380,8 +410,6 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       // 128 x 112 at 128 x 4096 x 4096 on 132 SMs), 64 x 128 tiles of one consumer
       // warpgroup with the deep pipeline of few rows put twice the CTAs to work at a lower
       // rate (TunedConstants.h: kHalfTileRate).
-      const bool halfAsMeasured =
-          !knobs.stages && !knobs.splitK && !knobs.streamK.value_or(false) && !knobs.epiloguePiece;
       if (belowTwoWaves && halfAsMeasured) {
         double half = 1.0 / (tuned::kHalfTileRate * wavesFilled(64, 128));
         double beat = c.tileN == was ? bestTime : bestTime * (1.0 - tuned::kTileWidthMargin);
@@ -536,6 +564,16 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
         c.warpM = 128;
         c.clusterN = 2;
       }
+    }
+    // A runtime M's rows where 64 x 128 tiles are estimated to finish first (halfRowsBelow).
+    if (halfRowsBelow && low && *low == tuned::kFewRowsBelow && high && *high == *halfRowsBelow) {
+      c.tileM = 64;
+      c.warpM = 64;
+      c.tileN = 128;
+      tileWhy = llvm::formatv("up to {0} rows, 128 x 128 tiles of {1} = {2} leave most SMs "
+                              "idle: 64 x 128 tiles put twice the CTAs to work.",
+                              *high - 1, nDim.name, *nDim.extent)
+                    .str();
     }
     // Few rows: 64-row tiles of one consumer warpgroup, as wide as fills one wave of CTAs
     // (N = 14336: 128 tiles of 64 x 112), each CTA streaming its rows of b through a deep
@@ -909,6 +947,8 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   if (!knobs.splitK && !knobs.streamK.value_or(false) && !knobs.swizzle && !knobs.clusterM &&
       !knobs.clusterN && !knobs.tileM && !twoProducts)
     bounds.push_back(tuned::kFewRowsBelow);
+  if (halfRowsBelow && !bounds.empty() && bounds.back() == tuned::kFewRowsBelow)
+    bounds.push_back(*halfRowsBelow);
   if (!tileNKnob && !knobs.tileM && !twoProducts)
     bounds.push_back(twoWaves);
   std::vector<std::pair<std::optional<int64_t>, std::optional<int64_t>>> ranges;
