@@ -42,6 +42,10 @@ void checkMatmulKnobs(const Knobs &knobs, const MatmulShape &mm, KnobVerdicts &v
     refuse("tile_n", "the CTA tile's columns, each consumer warpgroup's too (wgmma's N, "
                      "stored in whole 32-byte boxes): a multiple of 16 from 64 to 256, or 288 "
                      "or 320 (two instructions of half the columns)");
+  else if (knobs.tileN && !mm.rhsKContiguous && *knobs.tileN % 64 != 0)
+    refuse("tile_n", mm.rhsInput + " is [" + mm.k.name + ", " + mm.n.name + "] (" + mm.n.name +
+                         " contiguous), which wgmma reads in blocks of 64 columns: tile_n is a "
+                         "multiple of 64");
   if (twoProducts) {
     const char *why = "two products of one a keep two accumulator sets: 128 x 128 tiles, "
                       "persistent, one consumer group";
@@ -268,6 +272,9 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   if (tileNKnob && !validTileN(*tileNKnob))
     tileNKnob.reset();
   int64_t operandBytes = 2;
+  // The widths wgmma reads b at: any multiple of 16 with K contiguous ([N, K]); whole
+  // blocks of 64 columns with N contiguous ([K, N], the 128-byte swizzle's span).
+  auto readableWidth = [&](int64_t tileN) { return mm.rhsKContiguous || tileN % 64 == 0; };
   // Stages: what the shared memory holds after the epilogue's tile, at most `most`.
   auto stagesFit = [&](const MatmulTile &c) {
     int64_t stage = (c.tileM + c.tileN * (twoProducts ? 2 : 1)) * 64 * operandBytes + 16;
@@ -320,14 +327,17 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   };
   // A runtime M over a static N (as the JIT specializes it): the 64 x 128 tiles that a
   // static M takes where 128-row tiles leave most SMs idle (below) get their own range of
-  // rows from kFewRowsBelow, up to the first 64 rows at which the estimate no longer
-  // prefers them to 128 x 128 tiles by the margin (N = 4096: up to 128 rows). Nullopt: no
-  // such range.
+  // rows from kFewRowsBelow to the last 64 rows at which the estimate prefers them to
+  // 128 x 128 tiles by the margin, before two bands of 64 rows in a row that it does not
+  // (N = 4096: up to 256 rows). One band in between may go the other way by the estimate (N = 4096,
+  // 129-192 rows: 96 tiles of 64 x 128 against 64 of 128 x 128, where the estimate counts the
+  // second row of 128-row tiles as full though half of it is past M); one range keeps the variants
+  // few. Nullopt: no such range.
   const bool halfAsMeasured =
       !knobs.stages && !knobs.splitK && !knobs.streamK.value_or(false) && !knobs.epiloguePiece;
   std::optional<int64_t> halfRowsBelow;
   if (!mDim.extent && nDim.extent && !tileNKnob && !knobs.tileM && !twoProducts && halfAsMeasured &&
-      !knobs.swizzle && !knobs.clusterM && !knobs.clusterN && !knobs.pingpong.value_or(false)) {
+      !knobs.clusterM && !knobs.clusterN && !knobs.pingpong.value_or(false)) {
     int64_t columns = (*nDim.extent + 127) / 128;
     auto filled = [&](int64_t tiles) {
       int64_t waves = (tiles + target.smCount - 1) / target.smCount;
@@ -337,16 +347,17 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     for (const tuned::TileRate &width : tuned::kTileRates)
       if (width.tileN == 128)
         rate128 = width.rate;
-    int64_t rows = tuned::kFewRowsBelow - 1;
-    for (; rows + 64 < twoWaves; rows += 64) {
-      int64_t upTo = rows + 64;
+    bool lostLast = false;
+    for (int64_t upTo = tuned::kFewRowsBelow - 1 + 64; upTo + 1 < twoWaves; upTo += 64) {
       double half = 1.0 / (tuned::kHalfTileRate * filled(upTo / 64 * columns));
       double tall = 1.0 / (rate128 * filled((upTo + 127) / 128 * columns));
-      if (!(half < tall * (1.0 - tuned::kTileWidthMargin)))
-        break;
+      bool wins = half < tall * (1.0 - tuned::kTileWidthMargin);
+      if (wins)
+        halfRowsBelow = upTo + 1;
+      else if (lostLast || !halfRowsBelow)
+        break; // two bands in a row (or the first) go to 128 x 128 tiles: the range ends
+      lostLast = !wins;
     }
-    if (rows > tuned::kFewRowsBelow - 1)
-      halfRowsBelow = rows + 1;
   }
   // One choice for rows in [low, high) (nullopt: unbounded).
   auto choose = [&](std::optional<int64_t> low, std::optional<int64_t> high) {
@@ -391,7 +402,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
           best = &width;
       double bestTime = timeOf(*best) * (1.0 - tuned::kTileWidthMargin);
       for (const tuned::TileRate &width : tuned::kTileRates) {
-        if (width.tileN == was)
+        if (width.tileN == was || !readableWidth(width.tileN))
           continue;
         if (double time = timeOf(width); time < bestTime) {
           best = &width;
@@ -476,8 +487,8 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
               rate = width.rate;
         return 1.0 / (rate * wavesFilled(c.tileM, c.tileN));
       };
-      if (wideAsMeasured && piecesRefusal(wide, tuned::kEpiloguePieceColumns).empty() &&
-          stagesFit(widePieces) >= 3) {
+      if (wideAsMeasured && readableWidth(wide.tileN) &&
+          piecesRefusal(wide, tuned::kEpiloguePieceColumns).empty() && stagesFit(widePieces) >= 3) {
         double tall = 1.0 / (tuned::kTall256Rate * wavesFilled(256, wide.tileN));
         if (tall < chosenTime() * (1.0 - tuned::kTileWidthMargin)) {
           tileWhy =
@@ -518,7 +529,8 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
           candidate.warpM = tile.tileM == 256 ? 128 : 64;
           candidate.clusterN = 2;
           candidate.epiloguePiece = tuned::kEpiloguePieceColumns;
-          if (!piecesRefusal(candidate, tuned::kEpiloguePieceColumns).empty() ||
+          if (!readableWidth(tile.tileN) ||
+              !piecesRefusal(candidate, tuned::kEpiloguePieceColumns).empty() ||
               stagesFit(candidate) < tile.stages)
             continue;
           if (double fill = clusterWavesFilled(tile.tileM, tile.tileN); fill > bestFill + 0.005) {
@@ -571,7 +583,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       c.warpM = 64;
       c.tileN = 128;
       tileWhy = llvm::formatv("up to {0} rows, 128 x 128 tiles of {1} = {2} leave most SMs "
-                              "idle: 64 x 128 tiles put twice the CTAs to work.",
+                              "idle: 64 x 128 tiles put more CTAs to work.",
                               *high - 1, nDim.name, *nDim.extent)
                     .str();
     }
@@ -583,7 +595,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       if (!tileNKnob && nDim.extent) {
         int64_t rowsM = mDim.extent ? (*mDim.extent + 63) / 64 : 1;
         double bestFill = -1;
-        for (int64_t width = 256; width >= 64; width -= 16) {
+        for (int64_t width = 256; width >= 64; width -= readableWidth(16) ? 16 : 64) {
           int64_t tiles = rowsM * ((*nDim.extent + width - 1) / width);
           int64_t waves = (tiles + target.smCount - 1) / target.smCount;
           double fill = static_cast<double>(tiles) / static_cast<double>(waves * target.smCount);

@@ -193,7 +193,7 @@ Stmt MainLoop::advance(const StageCounter &counter) const {
   });
 }
 
-/// The stage `back` k tiles before the counter's (back < S).
+/// The stage `back` k tiles before the counter's (back <= S: with one stage, itself).
 Expr MainLoop::stageBefore(const StageCounter &counter, int64_t back) const {
   Expr stage = kir::var(counter.stage);
   return kir::select(stage < kir::index(back), stage + kir::index(plan_.stages - back),
