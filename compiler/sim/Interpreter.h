@@ -151,6 +151,15 @@ private:
     int64_t elements = 0;
     std::vector<double> data;       // threads x elements
     std::vector<uint8_t> allocated; // per thread
+    /// Per element of each thread (once a wgmma wrote the buffer): the products issued on
+    /// it that no wgmma.wait_group of the thread's warp has retired. The thread reading or
+    /// writing the element then is a fault; another product on it is not (they chain).
+    std::vector<int32_t> wgmmaWrites;
+  };
+  /// An accumulator element a wgmma writes until the wait that retires its group.
+  struct AccumulatorWrite {
+    LocalStorage *local;
+    int64_t at; // thread * elements + index
   };
   /// The TMA load that last wrote a shared element: readable by a warp whose clock holds
   /// `phase` for mbarrier `barrier` (the load's phase completed and seen).
@@ -233,6 +242,10 @@ private:
     /// one entry a committed group, oldest first, until a wgmma.wait_group retires it.
     std::map<int, std::vector<BulkGroup::Read>> openWgmmaReads;
     std::map<int, std::deque<std::vector<BulkGroup::Read>>> wgmmaGroups;
+    /// Each warp's accumulator writes the same way (each warp's wait retires its own
+    /// threads' registers): uncommitted, then one entry a committed group.
+    std::map<int, std::vector<AccumulatorWrite>> openWgmmaWrites;
+    std::map<int, std::deque<std::vector<AccumulatorWrite>>> wgmmaWriteGroups;
   };
 
   /// Writes of one statement by all its threads: two threads writing different values to
@@ -362,6 +375,8 @@ private:
   void retireBulkGroups(int t, int64_t pending);
   void commitWgmmaGroup(const Warp &warp);
   void retireWgmmaGroups(const Warp &warp, int64_t pending);
+  /// True while a wgmma updates its accumulators (its own access is not a fault).
+  bool wgmmaWritingAccumulators_ = false;
   std::string statementName(const StmtNode *s) const;
   [[noreturn]] void race(const Buffer &buffer, int64_t at, int t, bool store, const Access &other,
                          bool otherStore);

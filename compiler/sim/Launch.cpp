@@ -180,6 +180,8 @@ void Interpreter::startCta(int rank, std::array<int64_t, 3> blockIdx) {
   // exit faulted on any with reads left; committed empty groups may remain).
   cta.openWgmmaReads.clear();
   cta.wgmmaGroups.clear();
+  cta.openWgmmaWrites.clear();
+  cta.wgmmaWriteGroups.clear();
   cta.staticSharedEnd = 0;
   int count = (threads_ + 31) / 32;
   cta.warps.resize(count);

@@ -170,6 +170,10 @@ void Interpreter::race(const Buffer &buffer, int64_t at, int t, bool store, cons
 /// time the first warp commits, every product before the commit has read its operands'
 /// addresses into the group).
 void Interpreter::commitWgmmaGroup(const Warp &warp) {
+  // Every warp commits its own threads' accumulator writes.
+  std::vector<AccumulatorWrite> &writes = cta_->openWgmmaWrites[warp.id];
+  cta_->wgmmaWriteGroups[warp.id].push_back(std::move(writes));
+  writes.clear();
   if (warp.id % 4 != 0)
     return;
   int group = warp.id / 4;
@@ -183,6 +187,15 @@ void Interpreter::commitWgmmaGroup(const Warp &warp) {
 /// a write by another warp (the producer's next load into the stage) must be ordered
 /// after this wait, not after the products' issue.
 void Interpreter::retireWgmmaGroups(const Warp &warp, int64_t pending) {
+  // The warp's own accumulator writes: its registers are final once its wait returns.
+  if (auto mine = cta_->wgmmaWriteGroups.find(warp.id); mine != cta_->wgmmaWriteGroups.end()) {
+    std::deque<std::vector<AccumulatorWrite>> &groups = mine->second;
+    while (static_cast<int64_t>(groups.size()) > pending) {
+      for (const AccumulatorWrite &write : groups.front())
+        --write.local->wgmmaWrites[write.at];
+      groups.pop_front();
+    }
+  }
   if (warp.id % 4 != 0)
     return;
   auto found = cta_->wgmmaGroups.find(warp.id / 4);

@@ -95,7 +95,9 @@
 //     copies at its issue, but its shared tile counts as read until the issuing thread's
 //     TmaStoreWait retires its group (one group a store, the printer's commit): writing
 //     the tile before is a fault, as is a block that exits with stores unretired.
-//   - Wgmma: `buffer` is the accumulator (local f32, fragment element i at `index` + i),
+//   - Wgmma: `buffer` is the accumulator (local f32, fragment element i at `index` + i,
+//     written until a WgmmaWait of the thread's warp retires the group: the thread's own
+//     loads and stores of those elements before it are faults),
 //     `offsetA`/`offsetB` are element offsets into the operand buffers. K-major operands
 //     are rows of M (or N), one swizzle width apart; MN-major (transposeA/B) operands are
 //     rows of K, one swizzle width apart, and must fit one row (M or N <= 64 for bf16 with

@@ -128,12 +128,26 @@ void Interpreter::execWgmma(const StmtNode &s, const Mask &mask) {
     // scale-d: the product replaces the accumulator when the flag is 0.
     bool accumulate =
         !s.accumulate || uniform(s.accumulate, members, "the wgmma accumulate flag") != 0;
+    // The products write each thread's fragments until the wait that retires their group
+    // (retireWgmmaGroups): the thread's own accesses before it are faults (element()).
+    auto found = cta_->locals.find(&acc);
+    if (found == cta_->locals.end() || found->second.data.empty())
+      fault(members.front(), "local buffer " + acc.name + " is used before its allocation");
+    LocalStorage &local = found->second;
+    if (local.wgmmaWrites.empty())
+      local.wgmmaWrites.assign(local.data.size(), 0);
     for (int t : members) {
       int64_t base = s.index ? integer(s.index, t, "a wgmma accumulator offset") : 0;
+      std::vector<AccumulatorWrite> &open = cta_->openWgmmaWrites[t / 32];
       for (int64_t i = 0; i < shape.n / 2; ++i) {
         auto [row, col] = kir::wgmmaAccumulatorPosition(t % 128, i);
+        wgmmaWritingAccumulators_ = true;
         double &d = element(acc, base + i, t, true);
+        wgmmaWritingAccumulators_ = false;
         d = eval::roundTo((accumulate ? d : 0.0) + product[row * shape.n + col], DType::F32);
+        int64_t at = static_cast<int64_t>(t) * local.elements + base + i;
+        ++local.wgmmaWrites[at];
+        open.push_back({&local, at});
       }
     }
   }

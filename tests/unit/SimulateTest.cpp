@@ -232,11 +232,17 @@ public:
 };
 
 /// Drops the wgmma.wait_group 0 after a tile's K loop: the epilogue then reads
-/// accumulators its last products may still write.
+/// accumulators its last products may still write. With `dropEpilogue`, the epilogue's
+/// loop over the fragments goes too (nothing reads the accumulators: the products are
+/// left in flight).
 class DropFinalWgmmaWait : public kir::Mutator {
 public:
+  explicit DropFinalWgmmaWait(bool dropEpilogue = false) : dropEpilogue_(dropEpilogue) {}
   using Mutator::mutate;
   kir::Stmt mutate(const kir::Stmt &s) override {
+    if (dropEpilogue_ && s->kind == kir::StmtKind::For &&
+        llvm::StringRef(s->comment).starts_with("the fragments of wgmma"))
+      return kir::block({});
     if (s->kind != kir::StmtKind::WgmmaWait || s->pending != 0 ||
         !llvm::StringRef(s->comment).starts_with("the tile's last products are done"))
       return mutateChildren(s);
@@ -244,6 +250,9 @@ public:
     return kir::block({});
   }
   int changed = 0;
+
+private:
+  bool dropEpilogue_;
 };
 
 /// Each TmaStoreWait leaves `extra` more bulk groups pending than the lowering asked for
@@ -428,11 +437,23 @@ TEST_CASE("simulate: a stage released before the wgmma.wait_group that retires i
                 result);
 }
 
-TEST_CASE("simulate: a block that exits with wgmma products in flight faults") {
+TEST_CASE("simulate: accumulators read before the wgmma.wait_group that retires them") {
   // Without the wait after the K loop, the epilogue reads the accumulators while the last
-  // products may still write them; one tile a CTA, so each block then exits with them in
-  // flight. Every block's state starts afresh (the next block reuses the storage).
+  // products may still write them: the first warp of the first consumer warpgroup faults
+  // at its first fragment.
   DropFinalWgmmaWait drop;
+  std::string result = warpSpecializedMutated(drop, "M=256,N=256,K=512");
+  CHECK_MESSAGE(contains(result, "thread (128, 0, 0): load of accumulator acc[0] while a wgmma "
+                                 "product still writes it: no wgmma.wait_group of warp 4 has "
+                                 "retired its group"),
+                result);
+}
+
+TEST_CASE("simulate: a block that exits with wgmma products in flight faults") {
+  // Without the wait and without the epilogue, nothing reads the accumulators:
+  // one tile a CTA, so each block exits with its last products in flight. Every block's
+  // state starts afresh (the next block reuses the storage).
+  DropFinalWgmmaWait drop(/*dropEpilogue=*/true);
   std::string result = warpSpecializedMutated(drop, "M=256,N=256,K=512");
   CHECK_MESSAGE(contains(result, "the block exits while warpgroup 1 has wgmma products in "
                                  "flight: no wgmma.wait_group retired them before the end"),
