@@ -85,7 +85,7 @@ double &Interpreter::element(const Buffer &buffer, int64_t index, int t, bool st
         index < size && it->second.wgmmaWrites[offset + index] > 0)
       fault(t, llvm::formatv("{0} of accumulator {1}[{2}] while a wgmma product still writes "
                              "it: no wgmma.wait_group of warp {3} has retired its group (a "
-                             "missing wait, or one that leaves it pending)",
+                             "missing wait or commit, or a wait that leaves it pending)",
                              store ? "store to" : "load", buffer.name, index, t / 32));
     break;
   }

@@ -6,6 +6,7 @@
 #include "eval/Evaluator.h"
 #include "kir/Layout.h"
 
+#include <llvm/ADT/ScopeExit.h>
 #include <llvm/Support/FormatVariadic.h>
 
 #include <bit>
@@ -141,10 +142,13 @@ void Interpreter::execWgmma(const StmtNode &s, const Mask &mask) {
       std::vector<AccumulatorWrite> &open = cta_->openWgmmaWrites[t / 32];
       for (int64_t i = 0; i < shape.n / 2; ++i) {
         auto [row, col] = kir::wgmmaAccumulatorPosition(t % 128, i);
-        wgmmaWritingAccumulators_ = true;
-        double &d = element(acc, base + i, t, true);
-        wgmmaWritingAccumulators_ = false;
-        d = eval::roundTo((accumulate ? d : 0.0) + product[row * shape.n + col], DType::F32);
+        double *d = nullptr;
+        {
+          wgmmaWritingAccumulators_ = true;
+          auto reset = llvm::make_scope_exit([&] { wgmmaWritingAccumulators_ = false; });
+          d = &element(acc, base + i, t, true);
+        }
+        *d = eval::roundTo((accumulate ? *d : 0.0) + product[row * shape.n + col], DType::F32);
         int64_t at = static_cast<int64_t>(t) * local.elements + base + i;
         ++local.wgmmaWrites[at];
         open.push_back({&local, at});
