@@ -333,16 +333,19 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   // 129-192 rows: 96 tiles of 64 x 128 against 64 of 128 x 128, where the estimate counts the
   // second row of 128-row tiles as full though half of it is past M); one range keeps the variants
   // few. Nullopt: no such range.
+  // The share of its waves `units` of work fill, `perWave` at a time (CTAs on the SMs,
+  // or clusters).
+  auto waveShare = [&](int64_t units, int64_t perWave) {
+    int64_t waves = (units + perWave - 1) / perWave;
+    return static_cast<double>(units) / static_cast<double>(waves * perWave);
+  };
   const bool halfAsMeasured =
       !knobs.stages && !knobs.splitK && !knobs.streamK.value_or(false) && !knobs.epiloguePiece;
   std::optional<int64_t> halfRowsBelow;
   if (!mDim.extent && nDim.extent && !tileNKnob && !knobs.tileM && !twoProducts && halfAsMeasured &&
       !knobs.clusterM && !knobs.clusterN && !knobs.pingpong.value_or(false)) {
     int64_t columns = (*nDim.extent + 127) / 128;
-    auto filled = [&](int64_t tiles) {
-      int64_t waves = (tiles + target.smCount - 1) / target.smCount;
-      return static_cast<double>(tiles) / static_cast<double>(waves * target.smCount);
-    };
+    auto filled = [&](int64_t tiles) { return waveShare(tiles, target.smCount); };
     double rate128 = 1.0;
     for (const tuned::TileRate &width : tuned::kTileRates)
       if (width.tileN == 128)
@@ -377,8 +380,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     // whose tiles pingpong's documentation and the cluster's walk fix.)
     auto wavesFilled = [&](int64_t tileM, int64_t tileN) {
       int64_t tiles = ((*mDim.extent + tileM - 1) / tileM) * ((*nDim.extent + tileN - 1) / tileN);
-      int64_t waves = (tiles + target.smCount - 1) / target.smCount;
-      return static_cast<double>(tiles) / static_cast<double>(waves * target.smCount);
+      return waveShare(tiles, target.smCount);
     };
     // Below two waves of 128 x 256 tiles the range's own width is 128, and 128 x 256 is a
     // candidate like the others: where both fill their waves alike (2048^3: one wave of 128
@@ -516,9 +518,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
         auto clusterWavesFilled = [&](int64_t tileM, int64_t tileN) {
           int64_t units =
               ((*mDim.extent + tileM - 1) / tileM) * ((*nDim.extent + 2 * tileN - 1) / (2 * tileN));
-          int64_t perWave = target.smCount / 2;
-          int64_t waves = (units + perWave - 1) / perWave;
-          return static_cast<double>(units) / static_cast<double>(waves * perWave);
+          return waveShare(units, target.smCount / 2);
         };
         std::optional<MatmulTile> best;
         double bestFill = 0;
@@ -597,8 +597,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
         double bestFill = -1;
         for (int64_t width = 256; width >= 64; width -= readableWidth(16) ? 16 : 64) {
           int64_t tiles = rowsM * ((*nDim.extent + width - 1) / width);
-          int64_t waves = (tiles + target.smCount - 1) / target.smCount;
-          double fill = static_cast<double>(tiles) / static_cast<double>(waves * target.smCount);
+          double fill = waveShare(tiles, target.smCount);
           if (fill > bestFill + 1e-9) {
             bestFill = fill;
             c.tileN = width;
