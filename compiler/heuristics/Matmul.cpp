@@ -341,8 +341,12 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   };
   const bool halfAsMeasured =
       !knobs.stages && !knobs.splitK && !knobs.streamK.value_or(false) && !knobs.epiloguePiece;
+  // The band of rows is the same for a static M in it: the estimate of single tiles below
+  // (wavesFilled) prefers 128 x 112 tiles at 129-192 rows of N = 4096, which ran at 0.46-0.49x
+  // the 64 x 128 ones there (run S27B, H100: 146 against 316 TFLOP/s at 160 rows, 203 against
+  // 418 at 192), where the static and the runtime M now agree.
   std::optional<int64_t> halfRowsBelow;
-  if (!mDim.extent && nDim.extent && !tileNKnob && !knobs.tileM && !twoProducts && halfAsMeasured &&
+  if (nDim.extent && !tileNKnob && !knobs.tileM && !twoProducts && halfAsMeasured &&
       !knobs.clusterM && !knobs.clusterN && !knobs.pingpong.value_or(false)) {
     int64_t columns = (*nDim.extent + 127) / 128;
     auto filled = [&](int64_t tiles) { return waveShare(tiles, target.smCount); };
@@ -577,14 +581,19 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
         c.clusterN = 2;
       }
     }
-    // A runtime M's rows where 64 x 128 tiles are estimated to finish first (halfRowsBelow).
-    if (halfRowsBelow && low && *low == tuned::kFewRowsBelow && high && *high == *halfRowsBelow) {
+    // A runtime M's rows where 64 x 128 tiles are estimated to finish first (halfRowsBelow),
+    // and a static M among them.
+    bool inHalfRows =
+        halfRowsBelow &&
+        (mDim.extent ? *mDim.extent >= tuned::kFewRowsBelow && *mDim.extent < *halfRowsBelow
+                     : low && *low == tuned::kFewRowsBelow && high && *high == *halfRowsBelow);
+    if (inHalfRows) {
       c.tileM = 64;
       c.warpM = 64;
       c.tileN = 128;
       tileWhy = llvm::formatv("up to {0} rows, 128 x 128 tiles of {1} = {2} leave most SMs "
                               "idle: 64 x 128 tiles put more CTAs to work.",
-                              *high - 1, nDim.name, *nDim.extent)
+                              *halfRowsBelow - 1, nDim.name, *nDim.extent)
                     .str();
     }
     // Few rows: 64-row tiles of one consumer warpgroup, as wide as fills one wave of CTAs
@@ -958,7 +967,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   if (!knobs.splitK && !knobs.streamK.value_or(false) && !knobs.swizzle && !knobs.clusterM &&
       !knobs.clusterN && !knobs.tileM && !twoProducts)
     bounds.push_back(tuned::kFewRowsBelow);
-  if (halfRowsBelow && !bounds.empty() && bounds.back() == tuned::kFewRowsBelow)
+  if (!mDim.extent && halfRowsBelow && !bounds.empty() && bounds.back() == tuned::kFewRowsBelow)
     bounds.push_back(*halfRowsBelow);
   if (!tileNKnob && !knobs.tileM && !twoProducts)
     bounds.push_back(twoWaves);
