@@ -186,6 +186,7 @@ ContractKernel describeKernel(const kir::Program &program, const kir::Kernel &ke
   described.sharedBytes = launch.sharedBytes;
   described.maxThreads = launch.maxThreads;
   described.gridFromOccupancy = launch.gridFromOccupancy;
+  described.fullGrid = launch.fullGrid;
   described.cooperative = launch.cooperative;
   described.clustered = isClustered(launch);
   for (const kir::KernelParam &param : kernel.params) {

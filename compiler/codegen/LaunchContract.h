@@ -159,9 +159,10 @@ struct ContractKernel {
   std::array<kir::Expr, 3> grid, block, cluster;
   kir::Expr sharedBytes;
   std::optional<int64_t> maxThreads;
-  bool gridFromOccupancy = false; // persistent: grid.x is an upper bound (kir::LaunchShape)
-  bool clustered = false;         // launched in thread block clusters (a cluster extent != 1)
-  bool cooperative = false;       // every block resident: a grid barrier (kir::LaunchShape)
+  bool gridFromOccupancy = false;  // persistent: grid.x is an upper bound (kir::LaunchShape)
+  std::optional<int64_t> fullGrid; // persistent: a smaller grid goes without PDL (kir::LaunchShape)
+  bool clustered = false;          // launched in thread block clusters (a cluster extent != 1)
+  bool cooperative = false;        // every block resident: a grid barrier (kir::LaunchShape)
 };
 
 struct ContractVariant {

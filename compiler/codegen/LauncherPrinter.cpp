@@ -533,7 +533,7 @@ private:
     for (unsigned k : variant.launches)
       shapes.push_back(
           writeLaunchShape(contract_.kernels[k], several ? "_" + std::to_string(k) : ""));
-    writeWorkspaces();
+    writeWorkspaces(variant);
     for (size_t i = 0; i < variant.launches.size(); ++i) {
       const ContractKernel &kernel = contract_.kernels[variant.launches[i]];
       std::string indent = several ? "      " : "    ";
@@ -548,12 +548,22 @@ private:
     out_ << "    return FSL_OK;\n  }\n";
   }
 
-  /// The program's workspaces, allocated on the call's stream after every check and
-  /// before the first launch; each is freed on the stream when the variant's block ends,
-  /// whether its launches went or one failed (fsl_workspace's destructor).
-  void writeWorkspaces() {
+  /// The workspaces the variant's kernels take, allocated on the call's stream after every
+  /// check and before the first launch; each is freed on the stream when the variant's
+  /// block ends, whether its launches went or one failed (fsl_workspace's destructor).
+  /// Another variant's are not allocated: each is a stream-ordered allocation and free,
+  /// host time of every call and, captured in a CUDA graph, two nodes between the kernels
+  /// (the JIT's launch plan allocates the same ones).
+  void writeWorkspaces(const ContractVariant &variant) {
+    std::set<std::string> taken;
+    for (unsigned k : variant.launches)
+      for (const ContractArg &arg : contract_.kernels[k].args)
+        if (arg.kind == ContractArg::Kind::Tensor && arg.workspace)
+          taken.insert(arg.cName);
     for (const ContractWorkspace &workspace : contract_.workspaces) {
       const std::string &name = workspace.cName;
+      if (!taken.count(name))
+        continue;
       std::string bytes = "fsl_bytes_" + name;
       writeCheckedValue(workspace.bytes, bytes, "the size of workspace " + workspace.name);
       out_ << "    fsl_workspace " << name << "(stream);  // "
@@ -888,7 +898,17 @@ private:
       out_ << indent << "attributes[" << next
            << "].id = cudaLaunchAttributeProgrammaticStreamSerialization;\n"
            << indent << "attributes[" << next
-           << "].val.programmaticStreamSerializationAllowed = FSL_PDL;\n";
+           << "].val.programmaticStreamSerializationAllowed = FSL_PDL";
+      // A persistent grid of fewer CTAs than SMs goes without it: two such launches in a
+      // row ran 1.14x (128 CTAs on 132 SMs) and 1.34x (96) faster so, full grids level
+      // (docs/performance.md, run S27F); the kernel's griddepcontrol instructions are
+      // then no-ops.
+      if (launch.fullGrid)
+        out_ << " && grid.x >= " << *launch.fullGrid
+             << "u;  // fewer CTAs than SMs: no early launch";
+      else
+        out_ << ";";
+      out_ << "\n";
       ++next;
     }
     if (cluster) {

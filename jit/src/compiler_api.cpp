@@ -250,6 +250,8 @@ bool writeLaunch(const fsl::codegen::LaunchContract &contract, const std::string
       out << "occupancy\n";
     if (kernel.cooperative)
       out << "cooperative\n";
+    if (kernel.fullGrid)
+      out << "fullgrid " << *kernel.fullGrid << "\n";
     for (const ContractArg &arg : kernel.args) {
       switch (arg.kind) {
       case ContractArg::Kind::Tensor:

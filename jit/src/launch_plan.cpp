@@ -331,7 +331,7 @@ std::unique_ptr<LaunchPlan> parseLaunchPlan(const std::string &text, std::string
       kernel->shared.text = "0";
     } else if (what == "arg" || what == "grid" || what == "block" || what == "cluster" ||
                what == "shared" || what == "tensormap" || what == "occupancy" ||
-               what == "cooperative") {
+               what == "cooperative" || what == "fullgrid") {
       if (!kernel)
         return fail("'" + what + "' before any kernel");
       if (what == "arg") {
@@ -393,6 +393,9 @@ std::unique_ptr<LaunchPlan> parseLaunchPlan(const std::string &text, std::string
         kernel->gridFromOccupancy = true;
       } else if (what == "cooperative") {
         kernel->cooperative = true;
+      } else if (what == "fullgrid") {
+        if (!parseInt(tokens.next(), kernel->fullGrid) || kernel->fullGrid < 1)
+          return fail("kernel " + kernel->name + ": fullgrid takes a CTA count of at least 1");
       } else if (what == "shared") {
         if (!parseExpr(tokens, kernel->shared, why))
           return fail(why);

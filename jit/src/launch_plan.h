@@ -50,6 +50,9 @@
 //                                      the clusters resident at once
 //   cooperative                        a cooperative launch: its blocks meet at a grid
 //                                      barrier (grid_sync), every one resident at once
+//   fullgrid N                         a persistent kernel's CTAs when every SM runs one:
+//                                      a grid x below N goes without programmatic
+//                                      dependent launch (the launcher's rule)
 //   variant always|E KERNEL-INDEX...
 //   end
 #pragma once
@@ -130,6 +133,7 @@ struct PlanKernel {
   LaunchExpr shared;
   bool gridFromOccupancy = false; // persistent: grid x is an upper bound
   bool cooperative = false;       // launched cooperatively: its blocks meet at a grid barrier
+  int64_t fullGrid = 0;           // > 0: a grid x below it launches without PDL
 };
 
 struct PlanVariant {

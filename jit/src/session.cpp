@@ -785,8 +785,10 @@ fsl_status Session::launchPlanned(Entry &entry, const PlannedCall &call,
     // launcher's cluster attribute.
     CUlaunchAttribute attributes[3]{};
     unsigned count = 0;
-    // A cooperative launch without it, as the launcher's (LauncherPrinter.cpp).
-    if (plan.pdl && driverApi.launchKernelEx && !kernel.cooperative) {
+    // A cooperative launch without it, and a persistent grid of fewer CTAs than SMs, as the
+    // launcher's (LauncherPrinter.cpp).
+    bool fewerThanSms = kernel.fullGrid > 0 && planned.grid[0] < kernel.fullGrid;
+    if (plan.pdl && driverApi.launchKernelEx && !kernel.cooperative && !fewerThanSms) {
       attributes[count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
       attributes[count++].value.programmaticStreamSerializationAllowed = 1;
     }

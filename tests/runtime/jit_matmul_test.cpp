@@ -137,6 +137,12 @@ int main(int argc, char **argv) {
              mm->variants[6].guard->text == "(&& (>= M 512) (== (% N 8) 0))" &&
              mm->workspaces.empty(),
          "matmul: programmatic dependent launch, the launcher's eight variants by M and N % 8");
+  // Persistent tiles: a grid below the SMs' 132 CTAs goes without programmatic dependent
+  // launch, as the launcher's (LauncherPrinter.cpp); the split-K kernels of the fewest
+  // rows are not persistent.
+  expect(mm->kernels[0].fullGrid == 0 && mm->kernels[6].fullGrid == 132 &&
+             mm->kernels[7].fullGrid == 132,
+         "matmul: the persistent kernels' full grid of 132 CTAs");
   expect(mm->kernels[0].tensorMaps.size() == 2 && mm->kernels[6].tensorMaps.size() == 3 &&
              mm->kernels[7].tensorMaps.size() == 2 && mm->kernels[6].tensorMaps[2].tensor == "y" &&
              mm->kernels[0].args[0].kind == fsl::jit::PlanArg::Kind::TensorMap &&
@@ -381,6 +387,7 @@ int main(int argc, char **argv) {
       {"an unknown workspace", "kernel k 0\narg workspace scratch\n",
        "kernel k takes an undeclared scratch"},
       {"pdl 2", "pdl 2\n", "pdl is 0 or 1"},
+      {"a full grid of 0", "kernel k 0\nfullgrid 0\n", "fullgrid takes a CTA count of at least 1"},
   };
   for (const Bad &b : bad) {
     std::string why;

@@ -76,6 +76,8 @@ public:
   void launchGrid(kir::LaunchShape &launch) const override {
     launch.grid = {ctaCount(), kir::index(1), kir::index(1)};
     launch.gridFromOccupancy = plan_.clusterSize() > 1;
+    int64_t c = plan_.clusterSize();
+    launch.fullGrid = std::max<int64_t>(plan_.smCount / c, 1) * c;
   }
 
 private:
