@@ -346,8 +346,9 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   // the 64 x 128 ones there (run S27B, H100: 146 against 316 TFLOP/s at 160 rows, 203 against
   // 418 at 192), where the static and the runtime M now agree.
   std::optional<int64_t> halfRowsBelow;
+  // (Under the knobs that give a runtime M no such range, a static M has none either.)
   if (nDim.extent && !tileNKnob && !knobs.tileM && !twoProducts && halfAsMeasured &&
-      !knobs.clusterM && !knobs.clusterN && !knobs.pingpong.value_or(false)) {
+      !knobs.swizzle && !knobs.clusterM && !knobs.clusterN && !knobs.pingpong.value_or(false)) {
     int64_t columns = (*nDim.extent + 127) / 128;
     auto filled = [&](int64_t tiles) { return waveShare(tiles, target.smCount); };
     double rate128 = 1.0;
@@ -591,6 +592,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       c.tileM = 64;
       c.warpM = 64;
       c.tileN = 128;
+      c.clusterN = 1; // as measured: alone (a cluster chosen above was for other tiles)
       tileWhy = llvm::formatv("up to {0} rows, 128 x 128 tiles of {1} = {2} leave most SMs "
                               "idle: 64 x 128 tiles put more CTAs to work.",
                               *halfRowsBelow - 1, nDim.name, *nDim.extent)

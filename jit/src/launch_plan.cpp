@@ -870,4 +870,8 @@ fsl_status bindTensorMaps(const LaunchPlan &plan, const fsl_tensor *const *tenso
   return FSL_OK;
 }
 
+bool usesProgrammaticLaunch(const LaunchPlan &plan, const PlanKernel &kernel, int64_t gridX) {
+  return plan.pdl && !kernel.cooperative && !(kernel.fullGrid > 0 && gridX < kernel.fullGrid);
+}
+
 } // namespace fsl::jit

@@ -50,9 +50,10 @@
 //                                      the clusters resident at once
 //   cooperative                        a cooperative launch: its blocks meet at a grid
 //                                      barrier (grid_sync), every one resident at once
-//   fullgrid N                         a persistent kernel's CTAs when every SM runs one:
-//                                      a grid x below N goes without programmatic
-//                                      dependent launch (the launcher's rule)
+//   fullgrid N                         a persistent kernel's CTAs when every SM runs one
+//                                      (fewer with clusters): a grid x below N (before it
+//                                      is lowered to the clusters resident) goes without
+//                                      programmatic dependent launch (the launcher's rule)
 //   variant always|E KERNEL-INDEX...
 //   end
 #pragma once
@@ -221,6 +222,12 @@ fsl_status checkCallData(const LaunchPlan &plan, const fsl_tensor *const *tensor
 fsl_status planLaunches(const LaunchPlan &plan, const std::map<std::string, int64_t> &dims,
                         const fsl_tensor *const *tensors, bool checkData, PlannedCall &call,
                         std::string &error);
+
+/// Whether a launch of `kernel` with `gridX` CTAs along x (its grid before a persistent
+/// grid is lowered to what is resident) uses programmatic dependent launch, as the
+/// launcher's: where the plan does, except a cooperative launch and a persistent grid
+/// below its full grid (`fullgrid`).
+bool usesProgrammaticLaunch(const LaunchPlan &plan, const PlanKernel &kernel, int64_t gridX);
 
 /// Gives `call`'s tensor maps the data pointers of `tensors` (a call laid out as the one
 /// `call` was planned for), refusing one not aligned to 16 bytes as planLaunches does.

@@ -787,8 +787,7 @@ fsl_status Session::launchPlanned(Entry &entry, const PlannedCall &call,
     unsigned count = 0;
     // A cooperative launch without it, and a persistent grid of fewer CTAs than SMs, as the
     // launcher's (LauncherPrinter.cpp).
-    bool fewerThanSms = kernel.fullGrid > 0 && planned.grid[0] < kernel.fullGrid;
-    if (plan.pdl && driverApi.launchKernelEx && !kernel.cooperative && !fewerThanSms) {
+    if (driverApi.launchKernelEx && usesProgrammaticLaunch(plan, kernel, planned.grid[0])) {
       attributes[count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
       attributes[count++].value.programmaticStreamSerializationAllowed = 1;
     }

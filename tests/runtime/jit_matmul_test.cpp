@@ -143,6 +143,11 @@ int main(int argc, char **argv) {
   expect(mm->kernels[0].fullGrid == 0 && mm->kernels[6].fullGrid == 132 &&
              mm->kernels[7].fullGrid == 132,
          "matmul: the persistent kernels' full grid of 132 CTAs");
+  expect(fsl::jit::usesProgrammaticLaunch(*mm, mm->kernels[6], 132) &&
+             !fsl::jit::usesProgrammaticLaunch(*mm, mm->kernels[6], 96) &&
+             fsl::jit::usesProgrammaticLaunch(*mm, mm->kernels[0], 1),
+         "matmul: a persistent grid of 96 CTAs launches without PDL, a full one and a split-K "
+         "kernel's with it");
   expect(mm->kernels[0].tensorMaps.size() == 2 && mm->kernels[6].tensorMaps.size() == 3 &&
              mm->kernels[7].tensorMaps.size() == 2 && mm->kernels[6].tensorMaps[2].tensor == "y" &&
              mm->kernels[0].args[0].kind == fsl::jit::PlanArg::Kind::TensorMap &&
