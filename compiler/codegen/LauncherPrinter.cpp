@@ -900,7 +900,7 @@ private:
            << indent << "attributes[" << next
            << "].val.programmaticStreamSerializationAllowed = FSL_PDL";
       // A persistent grid of fewer CTAs than SMs goes without it: two such launches in a
-      // row ran 1.14x (128 CTAs on 132 SMs) and 1.34x (96) faster so, full grids level
+      // row ran 1.14x (128 CTAs on 132 SMs) and 1.35x (96) faster so, full grids level
       // (docs/performance.md, run S27F); the kernel's griddepcontrol instructions are
       // then no-ops.
       if (launch.fullGrid)

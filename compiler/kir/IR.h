@@ -371,7 +371,7 @@ struct LaunchShape {
   bool gridFromOccupancy = false;
   /// A persistent kernel's CTAs when every SM runs one (fewer with clusters): a grid
   /// below it leaves SMs idle and goes without programmatic dependent launch (two such
-  /// launches in a row ran up to 1.34x faster without it; docs/performance.md, run S27F).
+  /// launches in a row ran up to 1.35x faster without it; docs/performance.md, run S27F).
   std::optional<int64_t> fullGrid;
   /// A cooperative launch: every block of the grid is resident at once (the driver refuses
   /// a grid the device cannot hold), so the blocks may meet at a grid barrier.
