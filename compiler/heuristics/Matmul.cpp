@@ -341,10 +341,13 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   };
   const bool halfAsMeasured =
       !knobs.stages && !knobs.splitK && !knobs.streamK.value_or(false) && !knobs.epiloguePiece;
-  // The band of rows is the same for a static M in it: the estimate of single tiles below
-  // (wavesFilled) prefers 128 x 112 tiles at 129-192 rows of N = 4096, which ran at 0.46-0.49x
-  // the 64 x 128 ones there (run S27B, H100: 146 against 316 TFLOP/s at 160 rows, 203 against
-  // 418 at 192), where the static and the runtime M now agree.
+  // A static M in the band takes the same tiles (below, `inHalfRows`): one decision for
+  // both. 64 x 128 tiles of one consumer warpgroup with the deep pipeline of few rows put
+  // twice the CTAs to work at a lower rate (TunedConstants.h: kHalfTileRate) where 128-row
+  // tiles leave most SMs idle (128 x 4096 x 4096: 37 tiles of 128 x 112 on 132 SMs); an
+  // estimate of the static M's own tiles took 128 x 112 at 129-192 rows of N = 4096, which
+  // ran at 0.46-0.49x the 64 x 128 ones there (run S27B, H100: 146 against 316 TFLOP/s at
+  // 160 rows, 203 against 418 at 192).
   std::optional<int64_t> halfRowsBelow;
   // (Under the knobs that give a runtime M no such range, a static M has none either.)
   if (nDim.extent && !tileNKnob && !knobs.tileM && !twoProducts && halfAsMeasured &&
@@ -424,25 +427,6 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                                 static_cast<int>(100 * wavesFilled(128, was)),
                                 static_cast<int>(100 * best->rate))
                       .str();
-      // Below two waves, where 128-row tiles leave most SMs idle (a short N: 37 tiles of
-      // 128 x 112 at 128 x 4096 x 4096 on 132 SMs), 64 x 128 tiles of one consumer
-      // warpgroup with the deep pipeline of few rows put twice the CTAs to work at a lower
-      // rate (TunedConstants.h: kHalfTileRate).
-      if (belowTwoWaves && halfAsMeasured) {
-        double half = 1.0 / (tuned::kHalfTileRate * wavesFilled(64, 128));
-        double beat = c.tileN == was ? bestTime : bestTime * (1.0 - tuned::kTileWidthMargin);
-        if (half < beat) {
-          tileWhy = llvm::formatv("128 x {0} tiles fill {1}% of one wave, 64 x 128 ones {2}%; "
-                                  "at {3}% of 128 x 256's rate they finish first.",
-                                  c.tileN, static_cast<int>(100 * wavesFilled(128, c.tileN)),
-                                  static_cast<int>(100 * wavesFilled(64, 128)),
-                                  static_cast<int>(100 * tuned::kHalfTileRate))
-                        .str();
-          c.tileM = 64;
-          c.warpM = 64;
-          c.tileN = 128;
-        }
-      }
       // Operand rows that are not whole 128-byte lines apart (K = 5000: 10000 bytes) make
       // every box row straddle two lines: the kernel becomes bound by L2, and 192 x 192
       // tiles, three consumer warpgroups of 64 x 192 (96 flops a loaded element against
@@ -486,7 +470,6 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       auto chosenTime = [&] {
         double rate = c.tileM == 192   ? tuned::kTall192RateUnaligned
                       : c.tileM == 256 ? tuned::kTall256Rate
-                      : c.tileM == 64  ? tuned::kHalfTileRate
                                        : 1.0;
         if (c.tileM == 128)
           for (const tuned::TileRate &width : tuned::kTileRates)
