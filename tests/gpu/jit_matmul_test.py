@@ -143,7 +143,7 @@ SHAPES = {
     # clusters of two along N, a multicast (the specialized K and N, M at run time).
     "matmul": [(1, 14336, 5120), (1, 4096, 4096), (77, 1000, 520), (129, 2056, 776),
                (300, 1003, 1032), (700, 1003, 520), (4096, 14336, 5120), (1, 14000, 5000),
-               (4000, 14000, 5000)],
+               (4000, 14000, 5000), (160, 4096, 4096)],
     "linear_bias_gelu": [(1, 14336, 5120), (77, 1000, 520), (129, 2056, 776), (4096, 14336, 5120),
                          (4000, 14000, 5000)],
     "swiglu": [(1, 14336, 5120), (77, 1000, 520), (4096, 14336, 5120)],
@@ -196,7 +196,7 @@ def graph_case():
     # products (the split-K one allocates and frees its workspace inside the graph),
     # replayed with new inputs; the outputs are poisoned before each replay.
     cases = [("matmul", (129, 2056, 776)), ("swiglu", (77, 1000, 520)), ("split_k", (300, 1000, 1032)),
-             ("stream_k", (77, 1000, 520)), ("cluster", (300, 2056, 776))]
+             ("stream_k", (77, 1000, 520)), ("cluster", (300, 2056, 776)), ("matmul", (160, 4096, 4096))]
     static = []
     for program, (M, N, K) in cases:
         ins, _ = operands(KINDS[program], M, N, K, seed=1)
