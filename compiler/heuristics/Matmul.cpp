@@ -211,7 +211,8 @@ void matmulDirectives(Block &block, const std::string &k, const MatmulTile &c,
 /// `when N % 8 == 0` for bf16), through shared memory and the threads for the other
 /// runtime N, in registers otherwise. By the number of rows M:
 ///   M <= 64         64-row tiles of one consumer warpgroup, one a CTA, 8 stages, the
-///                   epilogue in registers: the product is bound by reading w, and tiles
+///                   epilogue by TMA stores where the 8 stages fit beside the output tile
+///                   (in registers otherwise): the product is bound by reading w, and tiles
 ///                   as wide as fill one wave of CTAs (64 x 112 for N = 14336; 64 x 128
 ///                   for a runtime N) stream it through a deep pipeline (run T2: 237
 ///                   against split_k's 158 TFLOP/s at M = 64). split_k only where even
@@ -725,9 +726,22 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     } else if (fewRows && !knobs.streamK.value_or(false) && !knobs.swizzle && !knobs.clusterM &&
                !knobs.clusterN && !knobs.pingpong.value_or(false)) {
       c.order = sched::TileOrder::OnePerCta;
-      c.epilogue = sched::EpilogueKind::Registers;
       orderWhy = "one tile a CTA";
-      epilogueHow = "in registers (a few rows a tile)";
+      // The output tile through shared memory and TMA stores where it still leaves the
+      // deep pipeline its full stages (64 x 112: 8 stages of 22.5 KiB beside 14 KiB); run
+      // S28A, 64 x 14336 x 5120 on an H100: 175 against 167 TFLOP/s in registers, whose
+      // 4-byte stores of the accumulators' pairs are each a part of a line. Wider tiles
+      // (64 x 224 for N = 28672) would give up stages for it: in registers, not measured.
+      MatmulTile stored = c;
+      stored.epilogue = sched::EpilogueKind::SharedTmaStore;
+      if (c.epilogue == sched::EpilogueKind::SharedTmaStore && c.tileM == 64 &&
+          stagesFit(stored) >= tuned::kFewRowsStages) {
+        epilogueHow += " (its " + std::to_string(tuned::kFewRowsStages) +
+                       " stages fit beside the output tile)";
+      } else {
+        c.epilogue = sched::EpilogueKind::Registers;
+        epilogueHow = "in registers (a few rows a tile)";
+      }
     } else {
       c.orderParameter = knobs.swizzle ? *knobs.swizzle : tuned::kSwizzle;
       // Ping-pong (two consumer groups on alternate 64 x tile_n tiles, one group's

@@ -347,7 +347,7 @@ TEST_CASE("auto(matmul): tiles, stages, order and epilogue by M, N and K") {
        "[, 9): 8 x 64, 12 stages, 1 groups, one_per_cta 1, cluster 1, epilogue registers; "
        "[9, 17): 16 x 64, 11 stages, 1 groups, one_per_cta 1, cluster 1, epilogue registers; "
        "[17, 33): 32 x 64, 9 stages, 1 groups, one_per_cta 1, cluster 1, epilogue registers; "
-       "[33, 65): 64 x 112, 8 stages, 1 groups, one_per_cta 8, cluster 1, epilogue registers; "
+       "[33, 65): 64 x 112, 8 stages, 1 groups, one_per_cta 8, cluster 1, epilogue shared tma_store; "
        "[65, 640): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
        "tma_store; [640, ): 128 x 256, 3 stages, 1 groups, persistent 8, cluster 1, epilogue "
        "shared tma_store"},
@@ -358,7 +358,7 @@ TEST_CASE("auto(matmul): tiles, stages, order and epilogue by M, N and K") {
        "[, 65): 16 x 64, 11 stages, 1 groups, one_per_cta 1, cluster 1, epilogue registers"},
       // 33 to 64 rows: 64-row tiles as wide as fill one wave.
       {48, 14336, 5120, 2, false,
-       "[, 65): 64 x 112, 8 stages, 1 groups, one_per_cta 8, cluster 1, epilogue registers"},
+       "[, 65): 64 x 112, 8 stages, 1 groups, one_per_cta 8, cluster 1, epilogue shared tma_store"},
       // Few rows and a short N: 16 x 64 tiles would leave more than half the SMs idle, so K
       // is split (8 parts for 8 tiles on 132 SMs: 64 CTAs, one an SM, 16 stages each).
       {16, 512, 4096, 2, false,
@@ -453,7 +453,7 @@ TEST_CASE("auto(matmul): tiles, stages, order and epilogue by M, N and K") {
        "[, 9): 8 x 64, 12 stages, 1 groups, one_per_cta 1, cluster 1, epilogue registers; "
        "[9, 17): 16 x 64, 11 stages, 1 groups, one_per_cta 1, cluster 1, epilogue registers; "
        "[17, 33): 32 x 64, 9 stages, 1 groups, one_per_cta 1, cluster 1, epilogue registers; "
-       "[33, 65): 64 x 112, 8 stages, 1 groups, one_per_cta 8, cluster 1, epilogue registers; "
+       "[33, 65): 64 x 112, 8 stages, 1 groups, one_per_cta 8, cluster 1, epilogue shared tma_store; "
        "[65, 640): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
        "tma_store; [640, ): 256 x 128, 4 stages, 1 groups, persistent 8, cluster 1, epilogue "
        "shared tma_store in pieces of 32, cluster_n 2"},
