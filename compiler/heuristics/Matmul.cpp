@@ -211,12 +211,12 @@ void matmulDirectives(Block &block, const std::string &k, const MatmulTile &c,
 /// `when N % 8 == 0` for bf16), through shared memory and the threads for the other
 /// runtime N, in registers otherwise. By the number of rows M:
 ///   M <= 64         64-row tiles of one consumer warpgroup, one a CTA, 8 stages, the
-///                   epilogue by TMA stores where the 8 stages fit beside the output tile
-///                   (in registers otherwise): the product is bound by reading w, and tiles
-///                   as wide as fill one wave of CTAs (64 x 112 for N = 14336; 64 x 128
-///                   for a runtime N) stream it through a deep pipeline (run T2: 237
-///                   against split_k's 158 TFLOP/s at M = 64). split_k only where even
-///                   64 x 64 tiles leave more than half the SMs idle (a short N).
+///                   epilogue by TMA stores from 33 rows where the 8 stages fit beside the
+///                   output tile (in registers otherwise): the product is bound by reading w, and
+///                   tiles as wide as fill one wave of CTAs (64 x 112 for N = 14336; 64 x 128 for a
+///                   runtime N) stream it through a deep pipeline (run T2: 237 against split_k's
+///                   158 TFLOP/s at M = 64). split_k only where even 64 x 64 tiles leave more than
+///                   half the SMs idle (a short N).
 ///   M < two waves   128 x 128 tiles (twice as many CTAs busy: 364 against 205 TFLOP/s
 ///                   at M = 128, N = 14336, K = 5120), or 128 x 256 / 224 / 192 / 112
 ///                   where their fuller waves make up for their rate, or 64 x 128 where
@@ -728,19 +728,40 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       c.order = sched::TileOrder::OnePerCta;
       orderWhy = "one tile a CTA";
       // The output tile through shared memory and TMA stores where it still leaves the
-      // deep pipeline its full stages (64 x 112: 8 stages of 22.5 KiB beside 14 KiB); run
-      // S28A, 64 x 14336 x 5120 on an H100: 175 against 167 TFLOP/s in registers, whose
-      // 4-byte stores of the accumulators' pairs are each a part of a line. Wider tiles
-      // (64 x 224 for N = 28672) would give up stages for it: in registers, not measured.
+      // deep pipeline its stages (64 x 112: 8 stages of 22.5 KiB beside 14 KiB; the stages
+      // knob's count where it asks for more; counted in the pieces the epilogue_piece knob
+      // asks for); run S28A, 64 x 14336 x 5120 on an H100: 175 against 167 TFLOP/s in
+      // registers, whose 4-byte stores of the accumulators' pairs are each a part of a
+      // line. Measured at 40-64 rows only: fewer rows (64-row tiles that are not swapped,
+      // a [K, N] w) and wider tiles (64 x 224 for N = 28672, which would give up stages for
+      // it) keep registers.
       MatmulTile stored = c;
       stored.epilogue = sched::EpilogueKind::SharedTmaStore;
-      if (c.epilogue == sched::EpilogueKind::SharedTmaStore && c.tileM == 64 &&
-          stagesFit(stored) >= tuned::kFewRowsStages) {
-        epilogueHow += " (its " + std::to_string(tuned::kFewRowsStages) +
-                       " stages fit beside the output tile)";
+      if (knobs.epiloguePiece && piecesRefusal(stored, *knobs.epiloguePiece).empty())
+        stored.epiloguePiece = *knobs.epiloguePiece;
+      const int64_t stagesWanted =
+          std::max<int64_t>(tuned::kFewRowsStages, knobs.stages.value_or(0));
+      const bool measuredRows = mDim.extent ? *mDim.extent >= tuned::kStoredFewRowsFrom
+                                            : low && *low >= tuned::kStoredFewRowsFrom;
+      if (c.epilogue != sched::EpilogueKind::SharedTmaStore) {
+        // The threads' copy that a runtime N takes above is not measured with these tiles.
+        epilogueHow = c.epilogue == sched::EpilogueKind::Registers
+                          ? epilogueWhy
+                          : "in registers (a runtime " + nDim.name +
+                                ": rows TMA may not store, and the threads' copy is not "
+                                "measured with 64-row tiles)";
+        c.epilogue = sched::EpilogueKind::Registers;
+      } else if (c.tileM == 64 && measuredRows && stagesFit(stored) >= stagesWanted) {
+        epilogueHow += " (the pipeline keeps its stages beside the output tile)";
       } else {
         c.epilogue = sched::EpilogueKind::Registers;
-        epilogueHow = "in registers (a few rows a tile)";
+        epilogueHow = !measuredRows
+                          ? "in registers (fewer than " +
+                                std::to_string(tuned::kStoredFewRowsFrom) +
+                                " rows: these tiles' TMA stores not measured there)"
+                          : "in registers (" + std::to_string(stagesWanted) +
+                                " stages would not fit beside the " + std::to_string(c.tileM) +
+                                " x " + std::to_string(c.tileN) + " output tile)";
       }
     } else {
       c.orderParameter = knobs.swizzle ? *knobs.swizzle : tuned::kSwizzle;

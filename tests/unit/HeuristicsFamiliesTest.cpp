@@ -347,7 +347,8 @@ TEST_CASE("auto(matmul): tiles, stages, order and epilogue by M, N and K") {
        "[, 9): 8 x 64, 12 stages, 1 groups, one_per_cta 1, cluster 1, epilogue registers; "
        "[9, 17): 16 x 64, 11 stages, 1 groups, one_per_cta 1, cluster 1, epilogue registers; "
        "[17, 33): 32 x 64, 9 stages, 1 groups, one_per_cta 1, cluster 1, epilogue registers; "
-       "[33, 65): 64 x 112, 8 stages, 1 groups, one_per_cta 8, cluster 1, epilogue shared tma_store; "
+       "[33, 65): 64 x 112, 8 stages, 1 groups, one_per_cta 8, cluster 1, epilogue shared "
+       "tma_store; "
        "[65, 640): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
        "tma_store; [640, ): 128 x 256, 3 stages, 1 groups, persistent 8, cluster 1, epilogue "
        "shared tma_store"},
@@ -453,7 +454,8 @@ TEST_CASE("auto(matmul): tiles, stages, order and epilogue by M, N and K") {
        "[, 9): 8 x 64, 12 stages, 1 groups, one_per_cta 1, cluster 1, epilogue registers; "
        "[9, 17): 16 x 64, 11 stages, 1 groups, one_per_cta 1, cluster 1, epilogue registers; "
        "[17, 33): 32 x 64, 9 stages, 1 groups, one_per_cta 1, cluster 1, epilogue registers; "
-       "[33, 65): 64 x 112, 8 stages, 1 groups, one_per_cta 8, cluster 1, epilogue shared tma_store; "
+       "[33, 65): 64 x 112, 8 stages, 1 groups, one_per_cta 8, cluster 1, epilogue shared "
+       "tma_store; "
        "[65, 640): 128 x 128, 5 stages, 1 groups, persistent 8, cluster 1, epilogue shared "
        "tma_store; [640, ): 256 x 128, 4 stages, 1 groups, persistent 8, cluster 1, epilogue "
        "shared tma_store in pieces of 32, cluster_n 2"},
