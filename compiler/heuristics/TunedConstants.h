@@ -119,8 +119,9 @@ inline constexpr int64_t kFewRowsBelow = 65;
 inline constexpr int64_t kFewRowsStages = 8;
 /// From this many rows (a static M, or a range of a runtime M starting there) those tiles'
 /// output leaves through shared memory and TMA stores where the stages still fit beside it:
-/// run S28A/S28B on an H100, 1.026-1.044x (plain) and 1.030-1.061x (bias + GELU) the
-/// 4-byte stores from registers at 40, 48 and 64 rows. Not measured at fewer rows.
+/// runs S28A, S28B and S28L on an H100, 1.026-1.052x (plain) and 1.030-1.061x (bias + GELU)
+/// the 4-byte stores from registers at 40, 48 and 64 rows (64 x 112, 128 and 144 tiles).
+/// Not measured at fewer rows.
 inline constexpr int64_t kStoredFewRowsFrom = 33;
 /// Few rows whose 64 x 64 tiles would leave more than half the SMs idle still split K
 /// (at most 8 parts, each of 4 k tiles or more).
