@@ -751,7 +751,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                                 ": rows TMA may not store, and the threads' copy is not "
                                 "measured with 64-row tiles)";
         c.epilogue = sched::EpilogueKind::Registers;
-      } else if (c.tileM == 64 && measuredRows && stagesFit(stored) >= stagesWanted) {
+      } else if (measuredRows && stagesFit(stored) >= stagesWanted) {
         epilogueHow += " (the pipeline keeps its stages beside the output tile)";
       } else {
         c.epilogue = sched::EpilogueKind::Registers;
