@@ -55,6 +55,27 @@ std::vector<KnobValues> valuesFor(heuristics::Family family) {
   return {};
 }
 
+/// Matmul tile shapes, both sides at once. One knob alone leaves the other side to the
+/// heuristics (`tile_m = 64` takes the width they choose for 64 rows, `tile_n` alone 128
+/// rows), and the pairs round times `tile_m` with `tile_n` only where both did well alone:
+/// 64 x 160 at 320 x 4096 x 4096, 1.16x the heuristics' tiles, was never timed so (neither
+/// side alone was among the fastest; docs/performance.md run S29G). The heights other than
+/// 128 with the widths their register budgets allow (192 rows up to 192 columns, 256 up to
+/// 160).
+std::vector<KnobSettings> tileShapes(heuristics::Family family) {
+  if (family != heuristics::Family::Matmul)
+    return {};
+  const std::vector<std::pair<const char *, std::vector<const char *>>> shapes = {
+      {"64", {"128", "160", "192", "256"}},
+      {"192", {"128", "160", "192"}},
+      {"256", {"128", "160"}}};
+  std::vector<KnobSettings> candidates;
+  for (const auto &[rows, widths] : shapes)
+    for (const char *width : widths)
+      candidates.push_back({{"tile_m", rows}, {"tile_n", width}});
+  return candidates;
+}
+
 } // namespace
 
 std::vector<KnobSettings> candidateKnobs(heuristics::Family family) {
@@ -62,6 +83,8 @@ std::vector<KnobSettings> candidateKnobs(heuristics::Family family) {
   for (const KnobValues &knob : valuesFor(family))
     for (const char *value : knob.values)
       candidates.push_back({{knob.knob, value}});
+  for (KnobSettings &shape : tileShapes(family))
+    candidates.push_back(std::move(shape));
   return candidates;
 }
 

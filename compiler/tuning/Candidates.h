@@ -1,6 +1,7 @@
 // Candidates.h — the knob settings `fslc tune` tries for a fusion: the heuristics' own
 // choice (no knob), then each knob of the family's heuristic varied alone over the values
-// worth measuring, and on request every two knobs varied together (docs/tuning.md).
+// worth measuring, the matrix products' tile shapes (two knobs that make one change), and
+// on request every two knobs varied together (docs/tuning.md).
 //
 // One knob at a time keeps the count small (a few dozen a shape) and each candidate one
 // readable change from what the heuristics chose; the compiler prunes those a heuristic
@@ -20,7 +21,9 @@ using KnobSetting = std::pair<std::string, std::string>;
 /// The knobs of one candidate; empty: the heuristics' choice.
 using KnobSettings = std::vector<KnobSetting>;
 
-/// The candidates for a fusion of `family`, the heuristics' choice first.
+/// The candidates for a fusion of `family`, the heuristics' choice first, then each knob
+/// alone, then (matmul) whole tile shapes: `tile_m` and `tile_n` together, two knobs that
+/// only make a shape as a pair.
 std::vector<KnobSettings> candidateKnobs(heuristics::Family family);
 
 /// The second round's candidates (`fslc tune --pairs`): every value of one knob with every
