@@ -1,9 +1,9 @@
 // Tune.cpp — `fslc tune`: for each shape, the fusion's file recompiled with its schedules
 // replaced by `= auto(kind) { knobs }` for every candidate (tuning/Candidates.h: each knob
-// alone, and with --pairs every two knobs together), at the shape's sizes; what a heuristic
-// refuses, the checker rejects or the lowering cannot do is pruned, and a candidate whose schedule
-// comes out as an earlier one's is a duplicate. Each survivor's source, schedule and CUDA are
-// written with a manifest (JSON).
+// alone, the matmul tile shapes, and with --pairs every two knobs together), at the shape's sizes;
+// what a heuristic refuses, the checker rejects or the lowering cannot do is pruned, and a
+// candidate whose schedule comes out as an earlier one's is a duplicate. Each survivor's source,
+// schedule and CUDA are written with a manifest (JSON).
 #include "driver/Tune.h"
 
 #include "ast/AST.h"
@@ -230,7 +230,8 @@ public:
     withoutSchedules.append(from, text.end());
     unsourced_ = llvm::StringRef(withoutSchedules).rtrim().str() + "\n";
 
-    // The first round: the heuristics' choice and each knob alone; with --pairs, the second:
+    // The first round: the heuristics' choice, each knob alone and the matmul tile shapes
+    // (tile_m with tile_n, one candidate each); with --pairs, the second:
     // every two knobs together (the runner times those whose knobs both did well alone).
     // For launch-time variants the heuristics' choice is the file as compiled without a
     // database (their own variants), and every other candidate is a variant under the
