@@ -1,6 +1,8 @@
 // Candidates.cpp — the values each knob is tried at.
 #include "tuning/Candidates.h"
 
+#include <string_view>
+
 namespace fsl::tuning {
 namespace {
 
@@ -80,11 +82,16 @@ std::vector<KnobSettings> tileShapes(heuristics::Family family) {
 
 std::vector<KnobSettings> candidateKnobs(heuristics::Family family) {
   std::vector<KnobSettings> candidates = {{}};
-  for (const KnobValues &knob : valuesFor(family))
+  for (const KnobValues &knob : valuesFor(family)) {
     for (const char *value : knob.values)
       candidates.push_back({{knob.knob, value}});
-  for (KnobSettings &shape : tileShapes(family))
-    candidates.push_back(std::move(shape));
+    // The tile shapes right after the widths alone: the runner times a shape's candidates
+    // in this order until its budget runs out, and the tiles matter more than the knobs
+    // after them.
+    if (std::string_view(knob.knob) == "tile_n")
+      for (KnobSettings &shape : tileShapes(family))
+        candidates.push_back(std::move(shape));
+  }
   return candidates;
 }
 

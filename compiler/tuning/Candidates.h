@@ -22,8 +22,8 @@ using KnobSetting = std::pair<std::string, std::string>;
 using KnobSettings = std::vector<KnobSetting>;
 
 /// The candidates for a fusion of `family`, the heuristics' choice first, then each knob
-/// alone, then (matmul) whole tile shapes: `tile_m` and `tile_n` together, two knobs that
-/// only make a shape as a pair.
+/// alone, with (matmul) the whole tile shapes after the widths: `tile_m` and `tile_n`
+/// together, two knobs that only make a shape as a pair.
 std::vector<KnobSettings> candidateKnobs(heuristics::Family family);
 
 /// The second round's candidates (`fslc tune --pairs`): every value of one knob with every
