@@ -60,8 +60,9 @@ std::vector<KnobValues> valuesFor(heuristics::Family family) {
 /// Matmul tile shapes, both sides at once. One knob alone leaves the other side to the
 /// heuristics (`tile_m = 64` takes the width they choose for 64 rows, `tile_n` alone 128
 /// rows), and the pairs round times `tile_m` with `tile_n` only where both did well alone:
-/// 64 x 160 at 320 x 4096 x 4096, 1.16x the heuristics' tiles, was never timed so (neither
-/// side alone was among the fastest; docs/performance.md run S29G). The heights other than
+/// 64 x 160 at 320 x 4096 x 4096 (1.16x the heuristics' tiles by hand in run S28A, 1.14x as
+/// a tile shape in run S29I) was never timed so (neither side alone was among the fastest;
+/// docs/performance.md run S29G). The heights other than
 /// 128 with the widths their register budgets allow (192 rows up to 192 columns, 256 up to
 /// 160).
 std::vector<KnobSettings> tileShapes(heuristics::Family family) {
