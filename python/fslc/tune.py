@@ -527,34 +527,47 @@ def _time_graph(torch, launch, sets, rounds):
 CONFIRM_TIMINGS = 4
 
 
-def _confirm(torch, shape_results, timed, sets, rounds, key, log):
+def confirmation_order(count, timings=CONFIRM_TIMINGS):
+    """The order of the confirmation round over `count` implementations (the heuristics'
+    candidate, the fastest other one, then the peers): each timed `timings` times, the whole
+    list forward then backward (A B P P B A A B P ...), so that a drift during the round (the
+    clocks under sustained load) weighs on each alike, whatever its place in the list."""
+    order = []
+    for turn in range(timings):
+        order += list(range(count)) if turn % 2 == 0 else list(reversed(range(count)))
+    return order
+
+
+def confirm(shape_results, timed, peers, time_one, key, log):
     """Times the heuristics' candidate and the fastest other candidate of a shape again,
-    alternately, and gives each the median of those timings as its time (the first
-    timing stays as screen_ms): a winner is chosen from measurements taken side by side,
-    not minutes apart."""
+    alternately with the peers (confirmation_order), and gives each the median of those
+    timings as its time (the first timing stays as screen_ms): a winner is chosen from
+    measurements taken side by side, not minutes apart, and the peers' times, measured
+    among them, compare with theirs. `timed` maps a candidate's id to its call, `peers` a
+    name to its call, `time_one(call)` gives the median milliseconds of one timing. Returns
+    the peers' times (name -> ms), empty where nothing was confirmed."""
     ok = [r for r in shape_results if r.get("status") == STATUS_OK and r["id"] in timed]
     heuristics = next((r for r in ok if r["heuristics"]), None)
     others = sorted((r for r in ok if not r["heuristics"]), key=lambda r: r["time_ms"])
     if heuristics is None or not others:
-        return
+        return {}
     pair = [heuristics, others[0]]
-    medians = {r["id"]: [] for r in pair}
+    calls = [timed[r["id"]] for r in pair] + list(peers.values())
+    medians = [[] for _ in calls]
     try:
-        for turn in range(2 * CONFIRM_TIMINGS):
-            result = pair[(turn + turn // 2) % 2]  # A B B A A B B A
-            fusion, signature = timed[result["id"]]
-            median, _ = _time_graph(torch, lambda t: _call(fusion, signature, t), sets, rounds)
-            medians[result["id"]].append(median)
+        for index in confirmation_order(len(calls)):
+            medians[index].append(time_one(calls[index]))
     except Exception as error:  # both keep their screening times; nothing is confirmed
         print("%s confirmation failed, the screening times stay: %s" % (key, error), file=log)
-        return
-    for result in pair:
+        return {}
+    for result, times in zip(pair, medians):
         result["screen_ms"] = result["time_ms"]
-        result["time_ms"] = statistics.median(medians[result["id"]])
-        result["confirm_ms"] = medians[result["id"]]
+        result["time_ms"] = statistics.median(times)
+        result["confirm_ms"] = times
     print("%s confirmed: heuristics %.4f ms (screened %.4f), c%d %s %.4f ms (screened %.4f)"
           % (key, heuristics["time_ms"], heuristics["screen_ms"], others[0]["id"], others[0]["knobs"],
              others[0]["time_ms"], others[0]["screen_ms"]), file=log)
+    return {name: statistics.median(times) for name, times in zip(peers, medians[2:])}
 
 
 def _load_callable(spec):
@@ -659,10 +672,22 @@ def run(manifest_path, reference, peers=None, rounds=5, budget_s=60.0, rtol=None
             print("%s c%d %s: %.4f ms" % (key, candidate["id"], candidate["knobs"], median), file=log)
         # Variant manifests choose one winner a guard over several shapes (geometric means
         # of every candidate's times): those are compared as screened.
+        # The peers run in the confirmation round (their times then compare with the
+        # confirmed ones); where there is none (no other candidate ran, or a variant
+        # manifest), after the screen, as the candidates were timed.
+        confirmed = {}
         if sets and not manifest.get("variants"):
-            _confirm(torch, shape_results, timed, sets, rounds, key, log)
+            def time_one(launch):
+                return _time_graph(torch, launch, sets, rounds)[0]
+
+            peer_calls = {name: (lambda t, function=function: function(t, shape))
+                          for name, function in (peers or {}).items()}
+            calls = {i: (lambda t, fs=fs: _call(fs[0], fs[1], t)) for i, fs in timed.items()}
+            confirmed = confirm(shape_results, calls, peer_calls, time_one, key, log)
         timed.clear()
-        for name, function in (peers or {}).items() if sets else ():
+        if confirmed:
+            peer_times[key] = confirmed
+        for name, function in (peers or {}).items() if sets and not confirmed else ():
             try:
                 median, _ = _time_graph(torch, lambda t: function(t, shape), sets or [], rounds)
                 peer_times.setdefault(key, {})[name] = median

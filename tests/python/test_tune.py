@@ -11,6 +11,7 @@ usage: test_tune.py FSLC REPO_ROOT WORK_DIR
 import importlib.util
 import json
 import os
+import statistics
 import subprocess
 import sys
 import unittest
@@ -75,6 +76,49 @@ class Winners(unittest.TestCase):
         self.assertIn("measured: 0.9900 ms (median of 4 timings alternated with the heuristics', 5 rounds each)",
                       text)
         self.assertIn("heuristics 1.1000 ms (-10.0 %)", text)
+
+    def test_the_confirmation_alternates_forward_and_back(self):
+        # heuristics (0), the fastest other (1), two peers (2, 3): four timings each.
+        self.assertEqual(tune.confirmation_order(4, 4), [0, 1, 2, 3, 3, 2, 1, 0, 0, 1, 2, 3, 3, 2, 1, 0])
+
+    def test_peers_are_timed_in_the_confirmation(self):
+        # The clocks drift: every timing is slower than the one before. Timed in the
+        # alternation, each implementation sees the drift alike, and the peers' times
+        # compare with the confirmed ones (a peer timed after the round would look slower).
+        clock = {"now": 0.0}
+        base = {"heur": 1.0, "best": 0.9, "cublas": 0.8}
+
+        def time_one(call):
+            clock["now"] += 0.001
+            return base[call] + clock["now"]
+
+        results = [result(0, 1.0, knobs={}, heuristics=True), result(1, 0.9), result(2, 0.95)]
+        log = open(os.devnull, "w")
+        peers = tune.confirm(results, {0: "heur", 1: "best", 2: "other"}, {"cublas": "cublas"},
+                             time_one, "M=4096", log)
+        self.assertEqual(len(results[0]["confirm_ms"]), tune.CONFIRM_TIMINGS)
+        self.assertEqual(results[0]["screen_ms"], 1.0)
+        self.assertNotIn("confirm_ms", results[2])  # only the fastest other is confirmed
+        # Each median is its base plus the same mean drift (the order is symmetric).
+        drift = [t - 1.0 for t in results[0]["confirm_ms"]]
+        self.assertAlmostEqual(results[1]["time_ms"] - 0.9, statistics.median(drift))
+        self.assertAlmostEqual(peers["cublas"] - 0.8, statistics.median(drift))
+
+    def test_a_failed_confirmation_keeps_the_screen_and_times_no_peer(self):
+        def time_one(call):
+            raise RuntimeError("launch failed")
+
+        results = [result(0, 1.0, knobs={}, heuristics=True), result(1, 0.9)]
+        peers = tune.confirm(results, {0: "heur", 1: "best"}, {"cublas": "cublas"}, time_one, "k",
+                             open(os.devnull, "w"))
+        self.assertEqual(peers, {})
+        self.assertEqual(results[1]["time_ms"], 0.9)
+        self.assertNotIn("confirm_ms", results[1])
+
+    def test_nothing_to_confirm_without_another_candidate(self):
+        results = [result(0, 1.0, knobs={}, heuristics=True), result(1, None, status="mismatch")]
+        self.assertEqual(tune.confirm(results, {0: "heur"}, {"cublas": "cublas"}, lambda call: 1.0, "k",
+                                      open(os.devnull, "w")), {})
 
     def test_a_shape_where_everything_failed_has_no_winner(self):
         results = [result(0, None, knobs={}, heuristics=True, status="compile-error"),
