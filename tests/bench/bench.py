@@ -104,18 +104,27 @@ def fsl_call(lib, fusion, s):
     return lambda: fn(d[0], d[1], stream())
 
 
-def time_calls(calls, replays=30):
+def time_calls(calls, replays=30, keep_outputs=True):
     """Median time of one call: a graph of all calls, replayed.
 
     The graph is replayed for at least 20 ms before timing, so the first implementation
-    timed at a size does not pay for clocks ramping up or pages first touched."""
+    timed at a size does not pay for clocks ramping up or pages first touched. Each call's
+    outputs stay referenced while the graph is captured, so that every call of a peer writes
+    its own buffer, as ours write each set's y: an output freed at once would be the next
+    call's, one buffer for the whole graph that the L2 keeps (at T = 1024, one y for every
+    set took 0.2-1.7 µs off our norms on an H100, docs/performance.md run S30B).
+    `keep_outputs=False` is the old way, kept to measure that."""
     for c in calls:  # warm-up (and compile) outside the graph
         c()
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
+    outputs = []
     with torch.cuda.graph(graph):
         for c in calls:
-            c()
+            result = c()
+            if keep_outputs:
+                outputs.append(result)
+    del outputs  # the graph's private pool keeps their memory, to replays only
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     graph.replay()
