@@ -112,7 +112,7 @@ def time_calls(calls, replays=30, keep_outputs=True):
     outputs stay referenced while the graph is captured, so that every call of a peer writes
     its own buffer, as ours write each set's y: an output freed at once would be the next
     call's, one buffer for the whole graph that the L2 keeps (at T = 1024, one y for every
-    set took 0.2-1.7 µs off our norms on an H100, docs/performance.md run S30B).
+    set took up to 1.9 µs off our norms on an H100, docs/performance.md run S30B).
     `keep_outputs=False` is the old way, kept to measure that."""
     for c in calls:  # warm-up (and compile) outside the graph
         c()
@@ -121,9 +121,10 @@ def time_calls(calls, replays=30, keep_outputs=True):
     outputs = []
     with torch.cuda.graph(graph):
         for c in calls:
-            result = c()
             if keep_outputs:
-                outputs.append(result)
+                outputs.append(c())
+            else:
+                c()  # freed at once: the next call's output takes its memory
     del outputs  # the graph's private pool keeps their memory, to replays only
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()

@@ -104,7 +104,7 @@ class Winners(unittest.TestCase):
         self.assertAlmostEqual(results[1]["time_ms"] - 0.9, statistics.median(drift))
         self.assertAlmostEqual(peers["cublas"] - 0.8, statistics.median(drift))
 
-    def test_a_failed_confirmation_keeps_the_screen_and_times_no_peer(self):
+    def test_a_failed_candidate_keeps_the_screen_and_gives_no_peer_time(self):
         def time_one(call):
             raise RuntimeError("launch failed")
 
@@ -114,6 +114,23 @@ class Winners(unittest.TestCase):
         self.assertEqual(peers, {})
         self.assertEqual(results[1]["time_ms"], 0.9)
         self.assertNotIn("confirm_ms", results[1])
+
+    def test_a_failed_peer_leaves_the_round_and_the_candidates_confirmed(self):
+        calls = []
+
+        def time_one(call):
+            calls.append(call)
+            if call == "broken":
+                raise RuntimeError("peer launch failed")
+            return {"heur": 1.0, "best": 0.9, "cublas": 0.8}[call]
+
+        results = [result(0, 1.0, knobs={}, heuristics=True), result(1, 0.95)]
+        peers = tune.confirm(results, {0: "heur", 1: "best"}, {"broken": "broken", "cublas": "cublas"},
+                             time_one, "k", open(os.devnull, "w"))
+        self.assertEqual(peers, {"cublas": 0.8})
+        self.assertEqual(results[1]["time_ms"], 0.9)  # confirmed, not the screen's 0.95
+        self.assertEqual(calls.count("broken"), 1)  # not timed again after it failed
+        self.assertEqual(calls.count("cublas"), tune.CONFIRM_TIMINGS)
 
     def test_nothing_to_confirm_without_another_candidate(self):
         results = [result(0, 1.0, knobs={}, heuristics=True), result(1, None, status="mismatch")]
