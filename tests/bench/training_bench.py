@@ -38,7 +38,8 @@ The method (tests/bench/bench.py's and fslc.tune's): every implementation runs o
 shape on the first input set and is checked against the same computation in float64 (bf16
 outputs within 2e-2 relative plus 2e-2 of the reference's RMS, f32 within 1e-4); then a
 CUDA graph of one call per input set, rotating over enough sets that one pass is twice the
-L2 (at most 64 sets; the smallest shapes stay in L2), is replayed for 20 ms and then
+L2 (at most 64 sets; the smallest shapes stay in L2), each call writing outputs of its own
+(referenced while the graph is captured), is replayed for 20 ms and then
 --rounds times, and the median replay over the number of calls is the time of one call;
 every implementation timed in one order and again in the reverse (ABBA), each the mean of
 its two. Bytes moved are each row's minimum (its inputs read once and outputs written
@@ -613,9 +614,14 @@ class GpuTimer:
             call()
         self.stream.synchronize()
         graph = torch.cuda.CUDAGraph()
+        # Each call's outputs stay referenced while the graph is captured, so that every
+        # call writes buffers of its own, as a model's calls do: freed at once, they would
+        # be the next call's, one buffer the L2 keeps (bench.py's time_calls).
+        outputs = []
         with torch.cuda.graph(graph, stream=self.stream):
             for call in calls:
-                call()
+                outputs.append(call())
+        del outputs  # their memory stays the graph's, for its replays
         self.stream.synchronize()
         return graph, len(calls)
 
