@@ -684,11 +684,11 @@ def run(manifest_path, reference, peers=None, rounds=5, budget_s=60.0, rtol=None
             result.update(status=STATUS_OK, time_ms=median, rounds_ms=times)
             timed[candidate["id"]] = (fusion, signature)
             print("%s c%d %s: %.4f ms" % (key, candidate["id"], candidate["knobs"], median), file=log)
-        # Variant manifests choose one winner a guard over several shapes (geometric means
-        # of every candidate's times): those are compared as screened.
         # The peers run in the confirmation round (their times then compare with the
-        # confirmed ones); where there is none (no other candidate ran, or a variant
-        # manifest), after the screen, as the candidates were timed.
+        # confirmed ones); where there is none, after the screen, as the candidates were
+        # timed: no other candidate ran, the re-timing failed, or a variant manifest, whose
+        # one winner a guard over several shapes (geometric means of every candidate's
+        # times) is compared as screened.
         confirmed = {}
         if sets and not manifest.get("variants"):
             def time_one(launch):
