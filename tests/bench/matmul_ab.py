@@ -2,7 +2,7 @@
 """A/B of matrix-product kernels: several builds of one fusion, alternated in one process.
 
 usage: matmul_ab.py OUT NAME=LIB[:KIND[@M,N,K]] ... [--shapes M,N,K;M,N,K...] [--rounds R]
-                    [--max-autotune]
+                    [--max-autotune] [--no-rotate]
 
 Each LIB is a libfusion.so built from fslc's CUDA (or a hand-edited copy, to measure an
 idea before building it into the compiler). KIND is "gelu" (examples/linear_bias_gelu.fsl:
@@ -19,7 +19,10 @@ SwiGLU, eager and torch.compile(dynamic=False) of silu(a w_gate^T) * (a w_up^T);
 of SwiGLU count both products as 2MNK each; each compiled once a shape before the rounds)
 are timed in turn, ROUNDS
 times in a new random order each round, each run for 0.3 s before it is timed (its clocks
-settled), then timed as CUDA-graph replays of 10 calls; the table gives the median
+settled), then timed as CUDA-graph replays of 10 calls, which take turns over sets of
+operands (a, w, bias, y) that together are at least twice the L2 (at most ten sets;
+--no-rotate: one set, as the runs until 2026-12-06 timed them), each peer's outputs kept
+referenced so that each call writes a buffer of its own; the table gives the median
 TFLOP/s (2MNK) of each, each variant's median ratio to the first one, and each variant's
 median ratio to its peer (plain: cuBLAS; gelu: the fastest of its peers that round;
 swiglu: torch.compile), round by round, so that drift between rounds cancels. Written to OUT/matmul_ab.md and printed.
@@ -76,6 +79,7 @@ def main():
     shapes = [(4096, 14336, 5120), (4096, 4096, 4096), (8192, 8192, 8192)]
     rounds = 7
     max_autotune = False
+    rotate = True
     libs = []
     while args:
         arg = args.pop(0)
@@ -85,6 +89,8 @@ def main():
             rounds = int(args.pop(0))
         elif arg == "--max-autotune":
             max_autotune = True
+        elif arg == "--no-rotate":
+            rotate = False
         else:
             name, spec = arg.split("=", 1)
             path, _, kind = spec.partition(":")
@@ -146,6 +152,8 @@ def main():
             failures += 1
             say(f"FAIL {lib.name} at {M}x{N}x{K}: two calls gave different bits")
     say(f"correctness: {failures} failures over {len(libs)} variants\n")
+    say("operands: " + ("rotated over sets of at least twice the L2 together (at most ten)"
+                        if rotate else "one set a shape (--no-rotate)") + "\n")
     kinds = {lib.kind for lib in libs}
     # One compiled graph a shape, as a model of fixed sizes gets it: without dynamic=False
     # Dynamo makes the sizes symbolic at the second shape, and past its recompile limit
@@ -182,24 +190,38 @@ def main():
         " | ".join(f"{c} / {columns[0]}" for c in columns[1:]) + " | " +
         " | ".join(f"{c} / peer" for c in columns) + " |")
     say("|---" * (3 + len(names) + 2 * len(columns) - 1) + "|")
+    # Operand sets a shape, rotated through the graph's ten calls: as many as make twice
+    # the L2 (at most ten), so that w is read from memory where it would fit in the L2
+    # (N = K = 4096: 32 MiB), as a model's layer reads it, and not found there by every call
+    # after the first. Sets of more than the L2 each are one set.
+    l2_bytes = torch.cuda.get_device_properties(0).L2_cache_size
+    set_counts = []
     for M, N, K in shapes:
-        a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
-        w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
-        bias = torch.randn(N, device="cuda").to(torch.bfloat16)
-        w_up = torch.randn(N, K, device="cuda").to(torch.bfloat16) if "swiglu" in kinds else None
-        y = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+        set_bytes = 2 * (M * K + N * K * (2 if "swiglu" in kinds else 1) + N + M * N)
+        sets = max(1, min(10, -(-2 * l2_bytes // set_bytes))) if rotate else 1
+        set_counts.append(f"{M}x{N}x{K}: {sets}")
+        operands = []
+        for _ in range(sets):
+            a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+            w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
+            bias = torch.randn(N, device="cuda").to(torch.bfloat16)
+            w_up = torch.randn(N, K, device="cuda").to(torch.bfloat16) if "swiglu" in kinds else None
+            y = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+            operands.append((a, w, bias, w_up, y))
         here = [lib for lib in libs if lib.runs_at(M, N, K)]
         if len({lib.name for lib in here}) != len(here):
             raise SystemExit(f"two libraries of one name run at {M}x{N}x{K}")
-        calls = {lib.name: lib.call(a, w, w_up if lib.kind == "swiglu" else bias, y) for lib in here}
+        calls = {lib.name: [lib.call(a, w, w_up if lib.kind == "swiglu" else bias, y)
+                            for a, w, bias, w_up, y in operands] for lib in here}
         for lib in here:  # a call that fails would time nothing
-            if calls[lib.name]() != 0:
+            if calls[lib.name][0]() != 0:
                 raise SystemExit(f"{lib.name} at {M}x{N}x{K}: {lib.err().decode()}")
-        calls.update({name: make(a, w, w_up if "swiglu" in name else bias, y)
+        calls.update({name: [make(a, w, w_up if "swiglu" in name else bias, y)
+                             for a, w, bias, w_up, y in operands]
                       for name, make in peers.items() if name != "max-autotune" or M >= 128})
         for name in peers:  # compiled (and autotuned) before the rounds
             if name in calls:
-                calls[name]()
+                calls[name][0]()
         torch.cuda.synchronize()
         timed = [n for n in names if n in calls]
         times = {name: [] for name in timed}
@@ -229,6 +251,7 @@ def main():
         vs_peer = [peer_ratio(c) for c in columns]
         say(f"| {M} | {N} | {K} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " | " +
             " | ".join(vs_peer) + " |")
+    say(f"\noperand sets a shape (L2 {l2_bytes >> 20} MiB): " + ", ".join(set_counts))
     with open(os.path.join(out, f"matmul_ab{os.environ.get('FSL_AB_TAG', '')}.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     sys.exit(1 if failures else 0)

@@ -56,14 +56,24 @@ def linear_gelu(a, w_nk, bias):
 
 def time_us(call, replays=15, warm_s=0.0):
     """µs a call: a CUDA graph of 10 calls, replayed once (or for warm_s seconds, so that
-    the clocks settle on this kernel's power), then the median of `replays` timed replays."""
+    the clocks settle on this kernel's power), then the median of `replays` timed replays.
+
+    `call` may be a list of calls, one an operand set: the graph's calls take them in turn,
+    so that operands which fit in the L2 are read from memory as a model's layers read them
+    (tests/bench/matmul_ab.py rotates sets larger than the L2 together). Each call's result
+    stays referenced while the graph is captured, so a peer that allocates its output
+    writes a buffer of its own each call, as our kernels write each set's y."""
+    calls = call if isinstance(call, list) else [call]
     for _ in range(3):
-        call()
+        for c in calls:
+            c()
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
+    outputs = []
     with torch.cuda.graph(graph):
-        for _ in range(10):
-            call()
+        for i in range(10):
+            outputs.append(calls[i % len(calls)]())
+    del outputs  # the graph's private pool keeps their memory, to replays only
     start = time.perf_counter()
     graph.replay()
     torch.cuda.synchronize()
