@@ -2,12 +2,15 @@
 // replaced by `= auto(kind) { knobs }` for every candidate (tuning/Candidates.h: each knob
 // alone, the matmul tile shapes, and with --pairs every two knobs together), at the shape's sizes;
 // what a heuristic refuses, the checker rejects or the lowering cannot do is pruned, and a
-// candidate whose schedule comes out as an earlier one's is a duplicate. Each survivor's source,
-// schedule and CUDA are written with a manifest (JSON).
+// candidate whose schedule comes out as an earlier one's is a duplicate; a matrix product's
+// candidate that the cost model (tuning/CostModel.h) estimates far slower than the heuristics'
+// choice is pruned too. Each survivor's source, schedule and CUDA are written with a manifest
+// (JSON).
 #include "driver/Tune.h"
 
 #include "ast/AST.h"
 #include "driver/Driver.h"
+#include "heuristics/FusionShape.h"
 #include "heuristics/Heuristics.h"
 #include "pipeline/Compilation.h"
 #include "pipeline/Settings.h"
@@ -16,6 +19,7 @@
 #include "sema/Sema.h"
 #include "support/Diagnostics.h"
 #include "tuning/Candidates.h"
+#include "tuning/CostModel.h"
 
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/FileSystem.h>
@@ -26,6 +30,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -43,6 +48,7 @@ struct TuneArguments {
   std::string input, fusion, shapes, shapesFile, outputDir, target, configPath, stdlibDir, pairs,
       variants;
   std::vector<std::string> includeDirs, defines;
+  bool costModel = true; // --no-cost-model: prune only what does not compile
 };
 
 /// The arguments after `tune`; a message when they are not what `fslc tune` takes.
@@ -58,6 +64,10 @@ std::optional<std::string> parseArguments(llvm::ArrayRef<const char *> args,
                                                                 {"-D", &parsed.defines}};
   for (size_t i = 0; i < args.size(); ++i) {
     llvm::StringRef arg = args[i];
+    if (arg == "--no-cost-model") {
+      parsed.costModel = false;
+      continue;
+    }
     auto [name, inlineValue] = arg.split('=');
     bool hasInline = arg.contains('=') && name.starts_with("--");
     std::string key = hasInline ? name.str() : arg.str();
@@ -75,8 +85,8 @@ std::optional<std::string> parseArguments(llvm::ArrayRef<const char *> args,
         repeated[key]->push_back(value);
     } else if (arg.starts_with("-") && arg != "-") {
       return "fslc tune: unknown option '" + arg.str() +
-             "'; options: --fusion, --shapes, --shapes-file, -o, --pairs, --variants, --target, "
-             "-I, -D, --config, --stdlib";
+             "'; options: --fusion, --shapes, --shapes-file, -o, --pairs, --variants, "
+             "--no-cost-model, --target, -I, -D, --config, --stdlib";
     } else if (parsed.input.empty()) {
       parsed.input = arg.str();
     } else {
@@ -86,9 +96,8 @@ std::optional<std::string> parseArguments(llvm::ArrayRef<const char *> args,
   if (parsed.input.empty() || parsed.fusion.empty() || parsed.outputDir.empty() ||
       (parsed.shapes.empty() == parsed.shapesFile.empty()))
     return "usage: fslc tune FILE --fusion NAME (--shapes \"M=4096,N=14336;...\" | "
-           "--shapes-file FILE) -o DIR [--pairs K] [--variants D,...] [--target NAME] [-I DIR] [-D "
-           "NAME=VALUE] "
-           "[--config fsl.toml] [--stdlib DIR]";
+           "--shapes-file FILE) -o DIR [--pairs K] [--variants D,...] [--no-cost-model] [--target "
+           "NAME] [-I DIR] [-D NAME=VALUE] [--config fsl.toml] [--stdlib DIR]";
   int64_t pairs;
   if (!parsed.pairs.empty() && (llvm::StringRef(parsed.pairs).getAsInteger(10, pairs) || pairs < 2))
     return "fslc tune: --pairs takes how many of the fastest single knobs are paired, 2 or "
@@ -256,6 +265,8 @@ public:
     unsigned nextId = 0;
     for (const Shape &sizes : shapes) {
       std::map<std::string, unsigned> seen; // schedule text -> candidate id
+      // The heuristics' choice's estimate at this shape: what the others are pruned against.
+      std::optional<tuning::ProductEstimate> heuristicsEstimate;
       std::string folder = arguments_.outputDir + "/" + shapeFolder(sizes);
       if (std::error_code error = llvm::sys::fs::create_directories(folder)) {
         err_ << "fslc tune: cannot create '" << folder << "': " << error.message() << "\n";
@@ -289,6 +300,21 @@ public:
         for (const auto &each : candidate.program()->fusions)
           if (each->name == fusion->name)
             compiledFusion = each.get();
+        std::optional<tuning::ProductEstimate> estimate = estimateOf(candidate, *compiledFusion);
+        if (heuristics)
+          heuristicsEstimate = estimate;
+        else if (estimate && heuristicsEstimate &&
+                 estimate->micros > tuning::kPruneAbove * heuristicsEstimate->micros) {
+          pruned.push_back(llvm::json::Object{
+              {"shape", shapeJson(sizes)},
+              {"knobs", std::move(knobObject)},
+              {"reason", llvm::formatv("the cost model estimates {0:F2}x the heuristics' time "
+                                       "({1}; the heuristics': {2})",
+                                       estimate->micros / heuristicsEstimate->micros,
+                                       estimate->summary, heuristicsEstimate->summary)
+                             .str()}});
+          continue;
+        }
         auto [key, printed] = scheduleText(candidate, *compiledFusion);
         auto [earlier, first] = seen.emplace(key, nextId);
         if (!first) {
@@ -315,6 +341,10 @@ public:
                                  {"schedule", printed}};
         if (!guard.empty())
           entry["guard"] = guard;
+        if (estimate) {
+          entry["estimate_us"] = static_cast<int64_t>(std::lround(estimate->micros));
+          entry["estimate"] = estimate->summary;
+        }
         candidates.push_back(std::move(entry));
       }
     }
@@ -373,6 +403,32 @@ private:
     for (const std::string &dim : variantDims_)
       conditions.push_back(dim + " == " + std::to_string(sizes.at(dim)));
     return llvm::join(conditions, " && ");
+  }
+
+  /// The cost model's estimate for a matrix product's candidate at static sizes (none for
+  /// other families, launch-time variants, several blocks, or under --no-cost-model).
+  std::optional<tuning::ProductEstimate> estimateOf(const pipeline::Compilation &compiled,
+                                                    const ir::Fusion &fusion) const {
+    if (!arguments_.costModel || family_ != heuristics::Family::Matmul || !variantDims_.empty())
+      return std::nullopt;
+    const sched::Schedule *built = nullptr;
+    for (const pipeline::PlannedSchedule &planned : compiled.schedules().planned) {
+      if (planned.fusion != &fusion || planned.block.header.isAuto)
+        continue;
+      if (built || !planned.built)
+        return std::nullopt; // several blocks (variants by size): no one estimate
+      built = planned.built;
+    }
+    if (!built || !built->fusion)
+      return std::nullopt;
+    heuristics::FusionShape shape = heuristics::shapeOf(*built->fusion);
+    if (!shape.matmul || !shape.matmul->m.extent || !shape.matmul->n.extent ||
+        !shape.matmul->k.extent)
+      return std::nullopt;
+    const heuristics::MatmulShape &product = *shape.matmul;
+    return tuning::estimateProduct(built->matmul, *product.m.extent, *product.n.extent,
+                                   *product.k.extent, product.twoProducts ? 2 : 1,
+                                   product.outputBytes ? product.outputBytes : 2, settings_.target);
   }
 
   /// The fusion's schedule blocks printed without the heuristics' reasons (what tells two

@@ -64,12 +64,14 @@ std::vector<KnobValues> valuesFor(heuristics::Family family) {
 /// a tile shape in run S29I) was never timed so (neither side alone was among the fastest;
 /// docs/performance.md run S29G). The heights other than
 /// 128 with the widths their register budgets allow (192 rows up to 192 columns, 256 up to
-/// 160).
+/// 160); 64 rows also 64 and 96 wide, which put twice or 1.3x the CTAs of 64 x 128 to work
+/// at few rows (64 x 64 tiles with 12 stages ran 1.10x the heuristics' 64 x 128 at
+/// 128 x 4096 x 4096 in run S31B; the cost model prunes them where their waves do not fit).
 std::vector<KnobSettings> tileShapes(heuristics::Family family) {
   if (family != heuristics::Family::Matmul)
     return {};
   const std::vector<std::pair<const char *, std::vector<const char *>>> shapes = {
-      {"64", {"128", "160", "192", "256"}},
+      {"64", {"64", "96", "128", "160", "192", "256"}},
       {"192", {"128", "160", "192"}},
       {"256", {"128", "160"}}};
   std::vector<KnobSettings> candidates;

@@ -173,12 +173,13 @@ class CapiTest(unittest.TestCase):
         self.assertRegex(source, r"when T >= 132 \([^)]*tuning/h200\.fsl:\d+\)")
         self.assertNotIn("h200.fsl", shipped.specialize("rms_norm", H=1000)[1])
         # "auto" is the database of the program's target: the H100's for target h100-sxm,
-        # whose entry at H = 12288, T = 1024 is a variant of its own; none for the A100.
+        # whose entry for rms_norm_grad at H = 4096, T = 16384 is a variant of its own; none
+        # for the A100.
         h100 = fslc.load(NORMS, tuning_db="auto", target="h100-sxm", **options)
         self.assertEqual(h100.tuning_db, os.path.join(h100.stdlib, "tuning", "h100-sxm.fsl"))
-        self.assertRegex(h100.specialize("rms_norm", H=12288)[1],
-                         r"schedule of rms_norm when T == 1024 \([^)]*tuning/h100-sxm\.fsl:\d+\)")
-        self.assertNotIn("h100-sxm.fsl", h100.specialize("rms_norm", H=8192)[1])
+        self.assertRegex(h100.specialize("rms_norm_grad", H=4096)[1],
+                         r"schedule of rms_norm_grad when T == 16384 \([^)]*tuning/h100-sxm\.fsl:\d+\)")
+        self.assertNotIn("h100-sxm.fsl", h100.specialize("rms_norm", H=12288)[1])
         self.assertIsNone(fslc.load(NORMS, tuning_db="auto", target="a100", arch="sm_80",
                                     **{k: v for k, v in options.items() if k != "arch"}).tuning_db)
 

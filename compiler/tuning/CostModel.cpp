@@ -1,0 +1,136 @@
+// CostModel.cpp — the tensor pipes' time and the memory's, whichever is longer.
+#include "tuning/CostModel.h"
+
+#include "heuristics/TunedConstants.h"
+
+#include <llvm/Support/FormatVariadic.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace fsl::tuning {
+namespace {
+
+/// The share of the 16-bit dense tensor peak that 128 x 256 tiles sustain over a long K:
+/// 700-710 TFLOP/s of 989 on an H100 (docs/performance.md, run S29L at 8192^3 and
+/// 8192 x 28672 x 8192).
+constexpr double kSustainedShare = 0.71;
+/// The share of the memory's datasheet bandwidth a copy reaches (H100: about 2.9 of 3.35
+/// TB/s; H200: 4.2-4.3 of 4.8).
+constexpr double kMemoryShare = 0.88;
+/// A launch's fixed cost (µs), and a second kernel's (split-K's partial sums added).
+constexpr double kLaunchMicros = 3.0;
+
+/// A 128-row tile's rate by its width, relative to 128 x 256 (TunedConstants.h's measured
+/// widths, straight lines between them, and in proportion to the width below 112).
+double widthRate(int64_t width) {
+  struct Point {
+    int64_t width;
+    double rate;
+  };
+  // kTileRates, sorted by width.
+  std::vector<Point> points;
+  for (const heuristics::tuned::TileRate &each : heuristics::tuned::kTileRates)
+    points.push_back({each.tileN, each.rate});
+  std::sort(points.begin(), points.end(),
+            [](const Point &a, const Point &b) { return a.width < b.width; });
+  if (width <= points.front().width)
+    return points.front().rate * static_cast<double>(width) / points.front().width;
+  if (width >= points.back().width)
+    return points.back().rate;
+  for (size_t i = 1; i < points.size(); ++i)
+    if (width <= points[i].width) {
+      double t = static_cast<double>(width - points[i - 1].width) /
+                 static_cast<double>(points[i].width - points[i - 1].width);
+      return points[i - 1].rate + t * (points[i].rate - points[i - 1].rate);
+    }
+  return points.back().rate;
+}
+
+/// 64-row tiles (one consumer warpgroup) against 128-row ones of the same width, where both
+/// fill their waves alike: 0.88-0.89 (docs/performance.md, run S26D at 384 and 512 rows).
+/// The optimistic end of what was measured: at few rows with w read from memory 64-row tiles
+/// ran closer to 128-row ones' rate still (run S31B), and a candidate is pruned only when even
+/// this rate leaves it far behind.
+constexpr double kHalfTileFactor = 0.88;
+double halfTileFactor() { return kHalfTileFactor; }
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+} // namespace
+
+std::optional<ProductEstimate> estimateProduct(const sched::MatmulSchedule &schedule, int64_t m,
+                                               int64_t n, int64_t k, int products,
+                                               int64_t outputBytes, const Target &target) {
+  if (!schedule.mma || schedule.mma->ctaTile.size() < 2 || m <= 0 || n <= 0 || k <= 0 ||
+      target.tensorTflops16 <= 0 || target.memoryBandwidthGBps <= 0 || target.smCount <= 0)
+    return std::nullopt;
+  const sched::Mma &mma = *schedule.mma;
+  int64_t tileM = mma.ctaTile[0].value, tileN = mma.ctaTile[1].value;
+  if (tileM <= 0 || tileN <= 0)
+    return std::nullopt;
+  // Ping-pong: consumer groups of the tile's rows each, taking alternate tiles, so that an
+  // SM works on as many tiles at once at the rate of one tile as tall as all of them.
+  int64_t groups = 1;
+  if (!mma.swapAB && schedule.warpSpecialize && mma.warpTile.size() >= 1 &&
+      mma.warpTile[0].value == tileM)
+    groups = std::max<int64_t>(1, schedule.warpSpecialize->consumerCount.value);
+  // The instruction's N side sets its rate: the tile's width, or with swap_ab the tile's M
+  // (a's rows); a tile wider than 256 is two instructions of half its width.
+  double rate;
+  if (mma.swapAB)
+    rate = widthRate(tileM) * halfTileFactor();
+  else
+    rate = widthRate(tileN > 256 ? tileN / 2 : tileN) *
+           (tileM * groups < 128 ? halfTileFactor() : 1.0);
+  if (tileN > 256 && !mma.swapAB)
+    rate = std::max(rate, widthRate(256)); // two boxes of w: measured level with 256 wide
+
+  int64_t parts = 1;
+  bool streamK = false;
+  for (const auto &tiles : schedule.tiles) {
+    if (tiles.order == sched::TileOrder::SplitK && tiles.parameter)
+      parts = std::max<int64_t>(1, tiles.parameter->value);
+    streamK = streamK || tiles.order == sched::TileOrder::StreamK;
+  }
+
+  ProductEstimate estimate;
+  int64_t tiles = ceilDiv(m, tileM) * ceilDiv(n, tileN);
+  estimate.workUnits = tiles * parts;
+  int64_t atOnce = target.smCount * groups;
+  int64_t waves = ceilDiv(estimate.workUnits, atOnce);
+  estimate.waveShare =
+      streamK ? 1.0 : static_cast<double>(estimate.workUnits) / static_cast<double>(waves * atOnce);
+  // One work unit: its tile over K / parts, both products, at the SM's share of the peak.
+  double perSmFlops =
+      target.tensorTflops16 * 1e12 * kSustainedShare * rate / static_cast<double>(target.smCount);
+  double unitFlops = 2.0 * static_cast<double>(tileM) * static_cast<double>(tileN) *
+                     static_cast<double>(ceilDiv(k, parts)) * products;
+  double unitMicros = unitFlops / perSmFlops * 1e6 * static_cast<double>(groups);
+  estimate.tensorMicros = streamK ? unitMicros * static_cast<double>(estimate.workUnits) /
+                                        static_cast<double>(target.smCount)
+                                  : unitMicros * static_cast<double>(waves);
+
+  double bytes = 2.0 * (static_cast<double>(m) * k + static_cast<double>(products) * n * k) +
+                 static_cast<double>(outputBytes) * m * n;
+  if (parts > 1) // f32 partial sums written, then read back
+    bytes += 2.0 * 4.0 * static_cast<double>(parts) * m * n;
+  estimate.memoryMicros =
+      bytes / (static_cast<double>(target.memoryBandwidthGBps) * 1e9 * kMemoryShare) * 1e6;
+  estimate.micros = std::max(estimate.tensorMicros, estimate.memoryMicros) + kLaunchMicros +
+                    (parts > 1 ? kLaunchMicros : 0.0);
+  std::string spread =
+      streamK ? llvm::formatv("stream-K over {0} SMs", target.smCount).str()
+              : llvm::formatv("{0}% of {1} wave(s) filled",
+                              static_cast<int>(std::lround(100 * estimate.waveShare)), waves)
+                    .str();
+  estimate.summary =
+      llvm::formatv("{0} x {1} tiles{2}: {3} work units, {4}; tensor pipes {5:F1} us, memory "
+                    "{6:F1} us",
+                    tileM, tileN, parts > 1 ? llvm::formatv(" in {0} parts of K", parts).str() : "",
+                    estimate.workUnits, spread, estimate.tensorMicros, estimate.memoryMicros)
+          .str();
+  return estimate;
+}
+
+} // namespace fsl::tuning

@@ -1,0 +1,107 @@
+// CostModelTest.cpp — the estimates `fslc tune` prunes by (tuning/CostModel.h): the tiles'
+// waves, the tensor pipes against the memory, split-K's partial sums, ping-pong's groups.
+#include "tuning/CostModel.h"
+
+#include <doctest/doctest.h>
+
+using namespace fsl;
+
+namespace {
+
+Target h100() {
+  Target t;
+  t.name = "h100-sxm";
+  t.smCount = 132;
+  t.memoryBandwidthGBps = 3350;
+  t.tensorTflops16 = 989;
+  return t;
+}
+
+sched::Count count(int64_t value) { return {value, {}}; }
+
+/// `mma over K: tile (M, N, 64), warp (W, N)`, `warp_specialize ... consumers(C)` and the
+/// tile order.
+sched::MatmulSchedule schedule(int64_t tileM, int64_t tileN, int64_t warpM = 64,
+                               int64_t consumers = 2,
+                               sched::TileOrder order = sched::TileOrder::Persistent,
+                               int64_t parts = 0, bool swapAB = false) {
+  sched::MatmulSchedule s;
+  sched::Applied<sched::Mma> mma;
+  mma.ctaTile = {count(tileM), count(tileN), count(64)};
+  mma.warpTile = {count(warpM), count(tileN)};
+  mma.swapAB = swapAB;
+  s.mma = mma;
+  sched::Applied<sched::WarpSpecialize> specialize;
+  specialize.producerRegs = count(40);
+  specialize.consumerCount = count(consumers);
+  specialize.consumerRegs = count(232);
+  s.warpSpecialize = specialize;
+  sched::Applied<sched::Tiles> tiles;
+  tiles.order = order;
+  if (parts)
+    tiles.parameter = count(parts);
+  s.tiles.push_back(tiles);
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("cost model: 128 x 256 tiles at 8192^3 fill 97 % of 16 waves, bound by the tensor "
+          "pipes") {
+  auto estimate = tuning::estimateProduct(schedule(128, 256), 8192, 8192, 8192, 1, 2, h100());
+  REQUIRE(estimate);
+  CHECK(estimate->workUnits == 2048);
+  CHECK(estimate->waveShare == doctest::Approx(2048.0 / (16 * 132)));
+  CHECK(estimate->tensorMicros > estimate->memoryMicros);
+  // 2 x 8192^3 flops in 16 waves at 71 % of 989 TFLOP/s: about 1.6 ms (measured on an H100:
+  // 1.55 ms, 708 TFLOP/s).
+  CHECK(estimate->micros == doctest::Approx(1617).epsilon(0.01));
+  CHECK(estimate->summary.find("128 x 256 tiles: 2048 work units, 97% of 16 wave(s)") == 0);
+}
+
+TEST_CASE("cost model: ping-pong's two 64-row groups work like one 128-row tile") {
+  auto pair = tuning::estimateProduct(schedule(128, 256), 4096, 4096, 4096, 1, 2, h100());
+  auto pingpong = tuning::estimateProduct(schedule(64, 256, 64, 2), 4096, 4096, 4096, 1, 2, h100());
+  auto alone = tuning::estimateProduct(schedule(64, 256, 64, 1), 4096, 4096, 4096, 1, 2, h100());
+  REQUIRE((pair && pingpong && alone));
+  CHECK(pingpong->micros == doctest::Approx(pair->micros));
+  CHECK(alone->micros > pair->micros); // one warpgroup: the 64-row tiles' lower rate
+}
+
+TEST_CASE("cost model: a few rows are bound by the memory; split-K writes partial sums") {
+  // 16 x 14336 x 5120: w alone is 147 MB.
+  auto swapped = tuning::estimateProduct(schedule(16, 64, 16, 1, sched::TileOrder::OnePerCta, 0,
+                                                  /*swapAB=*/true),
+                                         16, 14336, 5120, 1, 2, h100());
+  REQUIRE(swapped);
+  CHECK(swapped->memoryMicros ==
+        doctest::Approx(2.0 * (16.0 * 5120 + 14336.0 * 5120) / 1e3 / (3350 * 0.88) +
+                        2.0 * 16 * 14336 / 1e3 / (3350 * 0.88))
+            .epsilon(0.001));
+  auto split = tuning::estimateProduct(schedule(64, 128, 64, 1, sched::TileOrder::SplitK, 4), 64,
+                                       4096, 4096, 1, 2, h100());
+  auto whole = tuning::estimateProduct(schedule(64, 128, 64, 1), 64, 4096, 4096, 1, 2, h100());
+  REQUIRE((split && whole));
+  CHECK(split->workUnits == 4 * whole->workUnits);
+  CHECK(split->memoryMicros > whole->memoryMicros); // 4 x 64 x 4096 f32 partial sums, twice
+  CHECK(split->summary.find("in 4 parts of K") != std::string::npos);
+}
+
+TEST_CASE("cost model: tiles past the rows cost their whole area") {
+  // 256-row tiles at 128 rows: half of each tile is past M, and 16 of 132 SMs work.
+  auto tall = tuning::estimateProduct(schedule(256, 128, 128), 128, 4096, 4096, 1, 2, h100());
+  auto half = tuning::estimateProduct(schedule(64, 128, 64, 1), 128, 4096, 4096, 1, 2, h100());
+  REQUIRE((tall && half));
+  CHECK(tall->workUnits == 32);
+  CHECK(half->workUnits == 64);
+  CHECK(tall->micros > tuning::kPruneAbove * half->micros);
+}
+
+TEST_CASE("cost model: no estimate without an mma, sizes or the target's tensor rate") {
+  sched::MatmulSchedule none;
+  CHECK_FALSE(tuning::estimateProduct(none, 128, 128, 128, 1, 2, h100()));
+  CHECK_FALSE(tuning::estimateProduct(schedule(128, 256), 0, 128, 128, 1, 2, h100()));
+  Target unknown = h100();
+  unknown.tensorTflops16 = 0;
+  CHECK_FALSE(tuning::estimateProduct(schedule(128, 256), 128, 128, 128, 1, 2, unknown));
+}
