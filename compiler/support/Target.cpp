@@ -43,7 +43,8 @@ std::optional<Target> parseTarget(llvm::SourceMgr &sources, unsigned bufferId,
   struct IntField {
     const char *key;
     int64_t Target::*field;
-    int axis = -1; // an element of an array field
+    int axis = -1;         // an element of an array field
+    bool optional = false; // may be left out (the field keeps 0)
   };
   static const IntField intFields[] = {
       {"sm_count", &Target::smCount},
@@ -57,7 +58,9 @@ std::optional<Target> parseTarget(llvm::SourceMgr &sources, unsigned bufferId,
       {"l2_bytes", &Target::l2Bytes},
       {"memory_bytes", &Target::memoryBytes},
       {"memory_bandwidth_gbps", &Target::memoryBandwidthGBps},
-      {"tensor_tflops_16bit", &Target::tensorTflops16},
+      // Only `fslc tune`'s cost model reads it: a target file without it compiles as
+      // before, and its candidates are not pruned by estimate.
+      {"tensor_tflops_16bit", &Target::tensorTflops16, -1, true},
       {"max_grid_x", nullptr, 0},
       {"max_grid_y", nullptr, 1},
       {"max_grid_z", nullptr, 2},
@@ -100,6 +103,8 @@ std::optional<Target> parseTarget(llvm::SourceMgr &sources, unsigned bufferId,
   }
   for (const IntField &field : intFields) {
     const toml::node *node = root.get(field.key);
+    if (!node && field.optional)
+      continue;
     if (!node || !node->is_integer() || *node->value<int64_t>() <= 0) {
       diagnostics.report(DiagId::ConfigInvalidValue,
                          node ? rangeOf(sources, bufferId, node->source()) : fileStart, field.key,

@@ -55,7 +55,8 @@ struct Target {
   int64_t memoryBytes = 0;
   int64_t memoryBandwidthGBps = 0;
   /// The dense 16-bit (bf16, f16) tensor peak, TFLOP/s: the cost model of `fslc tune`
-  /// weighs the tensor pipes' time against the memory's with it.
+  /// weighs the tensor pipes' time against the memory's with it. Optional in a target
+  /// file; 0 (left out): no estimates, nothing pruned by them.
   int64_t tensorTflops16 = 0;
   // Launch limits: the checker refuses static extents beyond them, generated launchers
   // refuse runtime ones (FSL_ERROR_SIZE) and the simulator faults on them. The defaults

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace fsl::tuning {
 namespace {
@@ -28,16 +29,17 @@ double widthRate(int64_t width) {
     int64_t width;
     double rate;
   };
-  // kTileRates, sorted by width.
-  std::vector<Point> points;
-  for (const heuristics::tuned::TileRate &each : heuristics::tuned::kTileRates)
-    points.push_back({each.tileN, each.rate});
-  std::sort(points.begin(), points.end(),
-            [](const Point &a, const Point &b) { return a.width < b.width; });
+  // kTileRates sorted by width, once.
+  static const std::vector<Point> points = [] {
+    std::vector<Point> sorted;
+    for (const heuristics::tuned::TileRate &each : heuristics::tuned::kTileRates)
+      sorted.push_back({each.tileN, each.rate});
+    std::sort(sorted.begin(), sorted.end(),
+              [](const Point &a, const Point &b) { return a.width < b.width; });
+    return sorted;
+  }();
   if (width <= points.front().width)
     return points.front().rate * static_cast<double>(width) / points.front().width;
-  if (width >= points.back().width)
-    return points.back().rate;
   for (size_t i = 1; i < points.size(); ++i)
     if (width <= points[i].width) {
       double t = static_cast<double>(width - points[i - 1].width) /
@@ -49,11 +51,9 @@ double widthRate(int64_t width) {
 
 /// 64-row tiles (one consumer warpgroup) against 128-row ones of the same width, where both
 /// fill their waves alike: 0.88-0.89 (docs/performance.md, run S26D at 384 and 512 rows).
-/// The optimistic end of what was measured: at few rows with w read from memory 64-row tiles
-/// ran closer to 128-row ones' rate still (run S31B), and a candidate is pruned only when even
-/// this rate leaves it far behind.
+/// (TunedConstants.h's kHalfTileRate, 0.55 of 128 x 256, also counts the waves' fill: taken
+/// as a rate here it put the few-row tiles 1.5x slower than they ran in run S31B.)
 constexpr double kHalfTileFactor = 0.88;
-double halfTileFactor() { return kHalfTileFactor; }
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -69,23 +69,6 @@ std::optional<ProductEstimate> estimateProduct(const sched::MatmulSchedule &sche
   int64_t tileM = mma.ctaTile[0].value, tileN = mma.ctaTile[1].value;
   if (tileM <= 0 || tileN <= 0)
     return std::nullopt;
-  // Ping-pong: consumer groups of the tile's rows each, taking alternate tiles, so that an
-  // SM works on as many tiles at once at the rate of one tile as tall as all of them.
-  int64_t groups = 1;
-  if (!mma.swapAB && schedule.warpSpecialize && mma.warpTile.size() >= 1 &&
-      mma.warpTile[0].value == tileM)
-    groups = std::max<int64_t>(1, schedule.warpSpecialize->consumerCount.value);
-  // The instruction's N side sets its rate: the tile's width, or with swap_ab the tile's M
-  // (a's rows); a tile wider than 256 is two instructions of half its width.
-  double rate;
-  if (mma.swapAB)
-    rate = widthRate(tileM) * halfTileFactor();
-  else
-    rate = widthRate(tileN > 256 ? tileN / 2 : tileN) *
-           (tileM * groups < 128 ? halfTileFactor() : 1.0);
-  if (tileN > 256 && !mma.swapAB)
-    rate = std::max(rate, widthRate(256)); // two boxes of w: measured level with 256 wide
-
   int64_t parts = 1;
   bool streamK = false;
   for (const auto &tiles : schedule.tiles) {
@@ -93,23 +76,42 @@ std::optional<ProductEstimate> estimateProduct(const sched::MatmulSchedule &sche
       parts = std::max<int64_t>(1, tiles.parameter->value);
     streamK = streamK || tiles.order == sched::TileOrder::StreamK;
   }
-
   ProductEstimate estimate;
-  int64_t tiles = ceilDiv(m, tileM) * ceilDiv(n, tileN);
-  estimate.workUnits = tiles * parts;
-  int64_t atOnce = target.smCount * groups;
-  int64_t waves = ceilDiv(estimate.workUnits, atOnce);
-  estimate.waveShare =
-      streamK ? 1.0 : static_cast<double>(estimate.workUnits) / static_cast<double>(waves * atOnce);
-  // One work unit: its tile over K / parts, both products, at the SM's share of the peak.
+  estimate.workUnits = ceilDiv(m, tileM) * ceilDiv(n, tileN) * parts;
+  // Persistent CTAs, one an SM: an SM's share of the work units (its waves).
+  int64_t waves = ceilDiv(estimate.workUnits, target.smCount);
+  estimate.waveShare = streamK ? 1.0
+                               : static_cast<double>(estimate.workUnits) /
+                                     static_cast<double>(waves * target.smCount);
+
+  // Ping-pong: consumer groups of the tile's rows each take alternate tiles, so an SM with
+  // at least as many tiles as groups works on that many at once, at the rate of one tile as
+  // tall as all of them; with fewer (a tile an SM), one group works alone.
+  int64_t groups = 1;
+  if (!mma.swapAB && schedule.warpSpecialize && !mma.warpTile.empty() &&
+      mma.warpTile[0].value == tileM)
+    groups = std::max<int64_t>(1, schedule.warpSpecialize->consumerCount.value);
+  int64_t together = std::min(groups, waves);
+  // The rows a tile's warpgroups cover together: 64-row tiles of one warpgroup run slower.
+  // With swap_ab a consumer warpgroup takes 64 of N (the instruction's rows).
+  int64_t rowsTogether = mma.swapAB ? tileN : tileM * together;
+  // The instruction's N side sets the rate: the tile's width (a tile wider than 256 is
+  // two instructions of half its width, measured level with 256), or with swap_ab the
+  // tile's M (a's rows).
+  double rate = widthRate(mma.swapAB ? tileM : std::min<int64_t>(tileN, 256)) *
+                (rowsTogether < 128 ? kHalfTileFactor : 1.0);
+
+  // One work unit, its tile over K / parts and both products, at the SM's whole rate; an SM
+  // finishes its units `together` at a time, each group at its share of the rate.
   double perSmFlops =
       target.tensorTflops16 * 1e12 * kSustainedShare * rate / static_cast<double>(target.smCount);
   double unitFlops = 2.0 * static_cast<double>(tileM) * static_cast<double>(tileN) *
                      static_cast<double>(ceilDiv(k, parts)) * products;
-  double unitMicros = unitFlops / perSmFlops * 1e6 * static_cast<double>(groups);
-  estimate.tensorMicros = streamK ? unitMicros * static_cast<double>(estimate.workUnits) /
-                                        static_cast<double>(target.smCount)
-                                  : unitMicros * static_cast<double>(waves);
+  double unitMicros = unitFlops / perSmFlops * 1e6;
+  estimate.tensorMicros =
+      streamK ? unitMicros * static_cast<double>(estimate.workUnits) /
+                    static_cast<double>(target.smCount)
+              : unitMicros * static_cast<double>(ceilDiv(waves, together) * together);
 
   double bytes = 2.0 * (static_cast<double>(m) * k + static_cast<double>(products) * n * k) +
                  static_cast<double>(outputBytes) * m * n;

@@ -19,7 +19,8 @@ SwiGLU, eager and torch.compile(dynamic=False) of silu(a w_gate^T) * (a w_up^T);
 of SwiGLU count both products as 2MNK each; each compiled once a shape before the rounds)
 are timed in turn, ROUNDS
 times in a new random order each round, each run for 0.3 s before it is timed (its clocks
-settled), then timed as CUDA-graph replays of 10 calls, which take turns over sets of
+settled), then timed as CUDA-graph replays of about 10 calls (whole turns over the sets),
+which take turns over sets of
 operands (a, w, bias, y) that together are at least twice the L2 (at most ten sets;
 --no-rotate: one set, as the runs until 2026-12-06 timed them), each peer's outputs kept
 referenced so that each call writes a buffer of its own; the table gives the median
@@ -190,10 +191,10 @@ def main():
         " | ".join(f"{c} / {columns[0]}" for c in columns[1:]) + " | " +
         " | ".join(f"{c} / peer" for c in columns) + " |")
     say("|---" * (3 + len(names) + 2 * len(columns) - 1) + "|")
-    # Operand sets a shape, rotated through the graph's ten calls: as many as make twice
-    # the L2 (at most ten), so that w is read from memory where it would fit in the L2
-    # (N = K = 4096: 32 MiB), as a model's layer reads it, and not found there by every call
-    # after the first. Sets of more than the L2 each are one set.
+    # Operand sets a shape, taken in turn by the graph's calls: as many as make at least
+    # twice the L2 together (at most ten), so that w is read from memory where it would fit
+    # in the L2 (N = K = 4096: 32 MiB), as a model's layer reads it, and not found there by
+    # every call after the first. A set of twice the L2 or more is one set.
     l2_bytes = torch.cuda.get_device_properties(0).L2_cache_size
     set_counts = []
     for M, N, K in shapes:

@@ -90,6 +90,40 @@ TEST_CASE("the stdlib target files describe the H100 and the H200") {
   CHECK(h200.maxBlockDim == std::array<int64_t, 3>{1024, 1024, 64});
   CHECK(h200.maxClusterSize == 8);
   CHECK(targets.at("a100").maxClusterSize == 1);
+  CHECK(h200.tensorTflops16 == 989);
+}
+
+TEST_CASE("a target file may leave out the tensor rate, not a wrong one") {
+  // Only `fslc tune`'s cost model reads tensor_tflops_16bit: a file written before it
+  // existed still describes its target.
+  std::string h200;
+  {
+    auto buffer = llvm::MemoryBuffer::getFile(FSL_TEST_STDLIB_DIR "/targets/h200.toml");
+    REQUIRE(buffer);
+    h200 = (*buffer)->getBuffer().str();
+  }
+  size_t at = h200.find("tensor_tflops_16bit");
+  REQUIRE(at != std::string::npos);
+  std::string without = h200.substr(0, at) + h200.substr(h200.find('\n', at) + 1);
+  std::string wrong =
+      h200.substr(0, at) + "tensor_tflops_16bit = -1\n" + h200.substr(h200.find('\n', at) + 1);
+  for (const auto &[text, accepted] : {std::pair{without, true}, std::pair{wrong, false}}) {
+    llvm::SourceMgr sources;
+    CollectingDiagnosticConsumer collected;
+    DiagnosticEngine engine(collected);
+    unsigned id = sources.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(text, "custom.toml"), llvm::SMLoc());
+    std::optional<Target> target = parseTarget(sources, id, engine);
+    CHECK(target.has_value() == accepted);
+    if (accepted) {
+      CHECK(target->tensorTflops16 == 0);
+      CHECK(collected.diagnostics.empty());
+    } else {
+      REQUIRE(collected.diagnostics.size() == 1);
+      CHECK(collected.diagnostics[0].kind == DiagId::ConfigInvalidValue);
+      CHECK(collected.diagnostics[0].message.find("tensor_tflops_16bit") != std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("target files with missing, wrong or unknown keys are refused at their line") {

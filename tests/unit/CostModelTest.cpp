@@ -68,6 +68,28 @@ TEST_CASE("cost model: ping-pong's two 64-row groups work like one 128-row tile"
   CHECK(alone->micros > pair->micros); // one warpgroup: the 64-row tiles' lower rate
 }
 
+TEST_CASE("cost model: ping-pong with a tile an SM has one group working") {
+  // 128 x 4096: 64 tiles of 64 x 128 on 132 SMs; the second group has no tile of its own.
+  auto pingpong = tuning::estimateProduct(schedule(64, 128, 64, 2), 128, 4096, 4096, 1, 2, h100());
+  auto alone = tuning::estimateProduct(schedule(64, 128, 64, 1), 128, 4096, 4096, 1, 2, h100());
+  REQUIRE((pingpong && alone));
+  CHECK(pingpong->micros == doctest::Approx(alone->micros));
+  // Stream-K spreads the same work over the SMs whether or not the groups alternate.
+  auto streamed = tuning::estimateProduct(schedule(64, 256, 64, 2, sched::TileOrder::StreamK), 8192,
+                                          8192, 8192, 1, 2, h100());
+  auto streamedPair = tuning::estimateProduct(schedule(128, 256, 64, 2, sched::TileOrder::StreamK),
+                                              8192, 8192, 8192, 1, 2, h100());
+  REQUIRE((streamed && streamedPair));
+  CHECK(streamed->tensorMicros == doctest::Approx(streamedPair->tensorMicros));
+}
+
+TEST_CASE("cost model: tiles wider than 256 keep the 64-row tiles' lower rate") {
+  auto narrow = tuning::estimateProduct(schedule(64, 320, 64, 1), 8192, 8192, 8192, 1, 2, h100());
+  auto tall = tuning::estimateProduct(schedule(128, 320), 8192, 8192, 8192, 1, 2, h100());
+  REQUIRE((narrow && tall));
+  CHECK(narrow->tensorMicros > 1.1 * tall->tensorMicros);
+}
+
 TEST_CASE("cost model: a few rows are bound by the memory; split-K writes partial sums") {
   // 16 x 14336 x 5120: w alone is 147 MB.
   auto swapped = tuning::estimateProduct(schedule(16, 64, 16, 1, sched::TileOrder::OnePerCta, 0,
@@ -78,6 +100,7 @@ TEST_CASE("cost model: a few rows are bound by the memory; split-K writes partia
         doctest::Approx(2.0 * (16.0 * 5120 + 14336.0 * 5120) / 1e3 / (3350 * 0.88) +
                         2.0 * 16 * 14336 / 1e3 / (3350 * 0.88))
             .epsilon(0.001));
+  CHECK(swapped->memoryMicros > swapped->tensorMicros);
   auto split = tuning::estimateProduct(schedule(64, 128, 64, 1, sched::TileOrder::SplitK, 4), 64,
                                        4096, 4096, 1, 2, h100());
   auto whole = tuning::estimateProduct(schedule(64, 128, 64, 1), 64, 4096, 4096, 1, 2, h100());
