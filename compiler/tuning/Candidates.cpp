@@ -88,9 +88,9 @@ std::vector<KnobSettings> candidateKnobs(heuristics::Family family) {
   for (const KnobValues &knob : valuesFor(family)) {
     for (const char *value : knob.values)
       candidates.push_back({{knob.knob, value}});
-    // The tile shapes right after the widths alone: the runner times a shape's candidates
-    // in this order until its budget runs out, and the tiles matter more than the knobs
-    // after them.
+    // The tile shapes right after the widths alone: the ids follow this order, and the
+    // runner times candidates of equal estimate (or without one) by id until its budget
+    // runs out, where the tiles matter more than the knobs after them.
     if (std::string_view(knob.knob) == "tile_n")
       for (KnobSettings &shape : tileShapes(family))
         candidates.push_back(std::move(shape));

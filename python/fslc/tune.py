@@ -152,8 +152,12 @@ def is_paired(candidate, selected):
 
 def timing_order(candidates):
     """A shape's candidates as the runner times them: the heuristics' first (the tie rule
-    needs its time), then the first round, then the pairs (chosen from the first round)."""
-    return sorted(candidates, key=lambda c: (not c.get("heuristics"), c.get("round", 1), c["id"]))
+    needs its time), then the first round, then the pairs (chosen from the first round);
+    within a round, matrix products' candidates by the cost model's estimate (`fslc tune`
+    writes `estimate_us`), so that a budget that runs out skips those estimated slowest,
+    and otherwise in the manifest's order."""
+    return sorted(candidates, key=lambda c: (not c.get("heuristics"), c.get("round", 1),
+                                             c.get("estimate_us", 0), c["id"]))
 
 
 # --- The database text -----------------------------------------------------------------
@@ -624,6 +628,8 @@ def run(manifest_path, reference, peers=None, rounds=5, budget_s=60.0, rtol=None
         for candidate in timing_order(candidates):
             result = {"id": candidate["id"], "shape": shape, "knobs": candidate["knobs"],
                       "heuristics": candidate.get("heuristics", False), "round": candidate.get("round", 1)}
+            if "estimate_us" in candidate:  # kept beside the time: what checks the model
+                result["estimate_us"] = candidate["estimate_us"]
             results.append(result)
             shape_results.append(result)
             if result["round"] == 2:

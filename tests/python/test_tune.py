@@ -278,6 +278,15 @@ class Pairs(unittest.TestCase):
                       {"id": 2}]
         self.assertEqual([c["id"] for c in tune.timing_order(candidates)], [0, 1, 2, 3])
 
+    def test_timing_order_by_the_cost_models_estimate(self):
+        # Within a round the lower estimate first (a tight budget skips the slowest
+        # estimated); the heuristics' candidate stays first whatever its estimate, the
+        # pairs last, equal estimates in the manifest's order.
+        candidates = [{"id": 0, "round": 1, "heuristics": True, "estimate_us": 30},
+                      {"id": 1, "round": 1, "estimate_us": 40}, {"id": 2, "round": 1, "estimate_us": 20},
+                      {"id": 3, "round": 1, "estimate_us": 20}, {"id": 4, "round": 2, "estimate_us": 10}]
+        self.assertEqual([c["id"] for c in tune.timing_order(candidates)], [0, 2, 3, 1, 4])
+
 
 def row(id, time_ms, T, H, knobs=None, heuristics=False, status="ok"):
     return result(id, time_ms, shape={"T": T, "H": H}, knobs=knobs if knobs is not None else {},
