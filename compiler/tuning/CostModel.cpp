@@ -1,8 +1,10 @@
 // CostModel.cpp — the tensor pipes' time and the memory's, whichever is longer.
 #include "tuning/CostModel.h"
 
+#include "heuristics/SizeMath.h"
 #include "heuristics/TunedConstants.h"
 
+#include <llvm/Support/CheckedArithmetic.h>
 #include <llvm/Support/FormatVariadic.h>
 
 #include <algorithm>
@@ -11,6 +13,8 @@
 
 namespace fsl::tuning {
 namespace {
+
+using heuristics::ceilDiv;
 
 /// The share of the 16-bit dense tensor peak that 128 x 256 tiles sustain over a long K:
 /// 700-710 TFLOP/s of 989 on an H100 (docs/performance.md, run S29L at 8192^3 and
@@ -55,8 +59,6 @@ double widthRate(int64_t width) {
 /// as a rate here it put the few-row tiles 1.5x slower than they ran in run S31B.)
 constexpr double kHalfTileFactor = 0.88;
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 } // namespace
 
 std::optional<ProductEstimate> estimateProduct(const sched::MatmulSchedule &schedule, int64_t m,
@@ -77,7 +79,12 @@ std::optional<ProductEstimate> estimateProduct(const sched::MatmulSchedule &sche
     streamK = streamK || tiles.order == sched::TileOrder::StreamK;
   }
   ProductEstimate estimate;
-  estimate.workUnits = ceilDiv(m, tileM) * ceilDiv(n, tileN) * parts;
+  // Checked: the sizes are the user's (`fslc tune --shapes`); no estimate past 64 bits.
+  std::optional<int64_t> tiles = llvm::checkedMul(ceilDiv(m, tileM), ceilDiv(n, tileN));
+  std::optional<int64_t> units = tiles ? llvm::checkedMul(*tiles, parts) : std::nullopt;
+  if (!units)
+    return std::nullopt;
+  estimate.workUnits = *units;
   // Persistent CTAs, one an SM: an SM's share of the work units (its waves).
   int64_t waves = ceilDiv(estimate.workUnits, target.smCount);
   estimate.waveShare = streamK ? 1.0

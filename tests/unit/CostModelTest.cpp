@@ -124,6 +124,9 @@ TEST_CASE("cost model: no estimate without an mma, sizes or the target's tensor 
   sched::MatmulSchedule none;
   CHECK_FALSE(tuning::estimateProduct(none, 128, 128, 128, 1, 2, h100()));
   CHECK_FALSE(tuning::estimateProduct(schedule(128, 256), 0, 128, 128, 1, 2, h100()));
+  // Work units past 64 bits: no estimate (and no wrapped one).
+  const int64_t huge = int64_t(1) << 62;
+  CHECK_FALSE(tuning::estimateProduct(schedule(64, 64), huge, huge, 128, 1, 2, h100()));
   Target unknown = h100();
   unknown.tensorTflops16 = 0;
   CHECK_FALSE(tuning::estimateProduct(schedule(128, 256), 128, 128, 128, 1, 2, unknown));
