@@ -142,6 +142,15 @@ mm_variant plain_full nk matmul 's/^schedule matmul = auto(matmul);/schedule mat
 mm_variant plain_pp nk matmul 's/^schedule matmul = auto(matmul);/schedule matmul {\n    mma over K: tile (64, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16);\n    pipeline 4 stages via tma;\n    warp_specialize producer(regs 40), consumers(2, regs 232);\n    tiles persistent swizzle 8;\n    epilogue via shared tma_store;\n}/'
 mm_variant plain_pp128 nk matmul 's/^schedule matmul = auto(matmul);/schedule matmul {\n    mma over K: tile (128, 128, 64), warp (128, 128), instruction wgmma(64, 128, 16);\n    pipeline 5 stages via tma;\n    warp_specialize producer(regs 40), consumers(2, regs 232);\n    tiles persistent swizzle 8;\n    epilogue via shared tma_store;\n}/'
 mm_variant plain_sk nk matmul 's/^schedule matmul = auto(matmul);/schedule matmul {\n    mma over K: tile (128, 256, 64), warp (64, 256), instruction wgmma(64, 256, 16);\n    pipeline 3 stages via tma;\n    warp_specialize producer(regs 40), consumers(2, regs 232);\n    tiles stream_k swizzle 8;\n    epilogue via shared tma_store;\n}/'
+# cuBLAS's few-row form in fslc's words: two M tiles of the swapped product (a's rows on
+# wgmma's N side) by 64 columns of N, two consumer warpgroups each taking half the tile's
+# rows, one tile a CTA; alone, in clusters of two (multicast a), and with the bias + GELU
+# epilogue at tails in M and N.
+swap2='mma over K: tile (80, 64, 64), warp (40, 64), instruction wgmma(64, 40, 16), swap_ab;\n    pipeline 11 stages via tma;\n    warp_specialize producer(regs 40), consumers(2, regs 232);\n    tiles one_per_cta;'
+mm_variant swap2_160 nk matmul "s/^schedule matmul = auto(matmul);/schedule matmul {\n    $swap2\n    epilogue via registers;\n}/; s/fusion matmul(/fusion matmul<M = 160, N = 4096, K = 4096>(/" 160,4096,4096
+mm_variant swap2_cluster_160 nk matmul "s/^schedule matmul = auto(matmul);/schedule matmul {\n    $swap2\n    cluster (2, 1) multicast;\n    epilogue via registers;\n}/; s/fusion matmul(/fusion matmul<M = 160, N = 4096, K = 4096>(/" 160,4096,4096
+mm_variant swap2_gelu_150 nk linear_bias_gelu "/^schedule/,\$c schedule linear_bias_gelu {\n    $swap2\n    epilogue via registers;\n    fast_tanh;\n}
+s/fusion linear_bias_gelu(/fusion linear_bias_gelu<M = 150, N = 4000, K = 4040>(/" 150,4000,4040
 # The JIT test on the GPU machine builds runtime/src/jit.cpp, which includes the device
 # header's text as CMake generated it here.
 mkdir -p "$out/jit" && cp "$root/build/runtime/generated/fsl_device_header.inc" "$out/jit/"
