@@ -14,6 +14,7 @@ packages=(
   clang-19 libclang-rt-19-dev            # the sanitizer build and libFuzzer (scripts/sanitize.sh)
   python3-setuptools python3-wheel python3-pip python3-venv  # the Python wheel (python/)
   libmlir-19-dev                         # fsl-lsp's LSP layer (MLIR's lsp-server-support)
+  python3-torch libtorch-dev pybind11-dev  # CPU torch for the compiled op path's host test (python-ops-kernel)
 )
 # The VS Code extension's tests run on Node.js; take Debian's only if none is installed.
 if ! command -v npm > /dev/null; then packages+=(nodejs npm); fi
