@@ -8,6 +8,7 @@ import math
 import os
 import string
 import sys
+import warnings
 
 from . import _capi, _device, _places
 from ._ops import build as _ops_build
@@ -328,7 +329,7 @@ class Fusion:
                 raise mapped from None
         op = self.op
         if op is None:
-            self.program._register_torch()
+            self.program._register_torch(asked=True)
             return self(*args, **kwargs)
         return op(*args, **kwargs)
 
@@ -441,7 +442,7 @@ class Program:
         if torch_ops or (torch_ops is None and "torch" in sys.modules) or (
             torch_ops is None and importlib.util.find_spec("torch") is not None
         ):
-            self._register_torch()
+            self._register_torch(asked=bool(torch_ops))
 
     def _load(self, text, options):
         handle = ctypes.c_void_p()
@@ -462,10 +463,24 @@ class Program:
         count = self._lib.fsl_program_fusion_count(self._handle)
         return [self._lib.fsl_program_fusion_name(self._handle, i).decode() for i in range(count)]
 
-    def _register_torch(self):
+    def _register_torch(self, asked=True):
         from . import _torch  # imports torch
 
-        _torch.register_program(self)
+        try:
+            _torch.register_program(self)
+        except FslError as error:
+            # An importable torch older than 2.4 (Debian 12's 1.13) without the compiled
+            # path leaves the program's remaining fusions without ops: a warning where the
+            # ops were not asked for, an error where they were (torch_ops=True, or a call
+            # with tensors).
+            if asked or not getattr(error, "old_torch", False):
+                raise
+            warnings.warn(
+                "%s; its fusions without an op are not registered as torch ops (torch_ops=False "
+                "silences this)" % error,
+                RuntimeWarning,
+                stacklevel=4,
+            )
         return self.fusions
 
     def __getitem__(self, name):

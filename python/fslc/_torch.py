@@ -36,6 +36,7 @@ from .errors import (
     FslDeviceError,
     FslDriverError,
     FslDtypeError,
+    FslError,
     FslExtensionError,
     FslRankError,
     FslSizeError,
@@ -372,6 +373,11 @@ def _register_compiled(program, fusion, namespace, name):
 
 
 def _register_ctypes(fusion, qualname):
+    if not hasattr(torch.library, "custom_op"):
+        error = FslError("%s: torch %s has no torch.library.custom_op, which the ctypes op path "
+                         "needs (torch 2.4 or later)" % (qualname, torch.__version__))
+        error.old_torch = True
+        raise error
     custom = torch.library.custom_op(
         qualname, _make_impl(fusion), mutates_args=tuple(p.name for p in fusion.signature.inout),
         schema=fusion.signature.op_schema()

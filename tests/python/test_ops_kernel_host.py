@@ -22,10 +22,12 @@ op the extension refuses (the ctypes path with a warning; FslExtensionError when
 
 import ctypes
 import os
+import re
 import subprocess
 import sys
 import types
 import unittest
+import warnings
 
 ROOT, WORK = (os.path.abspath(a) for a in sys.argv[2:4])
 LIBRARY = os.path.abspath(sys.argv[1])
@@ -330,6 +332,28 @@ class KernelTest(unittest.TestCase):
         self.prog.rms_norm(bf16(0, 40), bf16(40))  # nothing to launch
         os.environ["FAKE_CAPTURING"] = "0"
         self.prog.rms_norm(bf16(2, 40), bf16(40))
+
+    def test_ctypes_path_needs_custom_op(self):
+        # The ctypes path registers torch.library.custom_op ops (torch 2.4 and later). With
+        # an older torch (Debian 12's 1.13) a load that registers ops by default warns and
+        # leaves the fusions without ops; asked for them, it is an error naming the version.
+        if hasattr(torch.library, "custom_op"):
+            self.skipTest("torch %s has custom_op: the ctypes path registers" % torch.__version__)
+        options = dict(arch="sm_90a", library=LIBRARY, cache_dir=os.path.join(WORK, "jit"), ops="ctypes")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            prog = fslc.load(NORMS, namespace="fsl_host_old", **options)
+        messages = [str(w.message) for w in caught if w.category is RuntimeWarning]
+        self.assertEqual(len(messages), 1, messages)
+        self.assertRegex(messages[0], r"fsl_host_old::\w+: torch %s has no torch.library.custom_op, which the "
+                         r"ctypes op path needs \(torch 2.4 or later\); its fusions without an op are not "
+                         r"registered as torch ops" % re.escape(torch.__version__))
+        self.assertEqual(caught[0].filename, __file__)  # the caller's load
+        self.assertIsNone(prog.rms_norm.op)
+        with self.assertRaisesRegex(fslc.FslError, r"torch.library.custom_op, which the ctypes op path needs"):
+            prog.rms_norm(bf16(2, 40), bf16(40))  # a call with tensors asks for the op
+        with self.assertRaisesRegex(fslc.FslError, r"fsl_host_old2::\w+: torch .* has no torch.library.custom_op"):
+            fslc.load(NORMS, namespace="fsl_host_old2", torch_ops=True, **options)
 
     def test_refused_plan(self):
         # The extension refuses an op (here: a plan it cannot read): under "auto" the op
