@@ -145,10 +145,12 @@ mm_variant plain_sk nk matmul 's/^schedule matmul = auto(matmul);/schedule matmu
 # cuBLAS's few-row form in fslc's words: two M tiles of the swapped product (a's rows on
 # wgmma's N side) by 64 columns of N, two consumer warpgroups each taking half the tile's
 # rows, one tile a CTA; alone, in clusters of two (multicast a), and with the bias + GELU
-# epilogue at tails in M and N.
+# epilogue at tails in M, N and K.
 swap2='mma over K: tile (80, 64, 64), warp (40, 64), instruction wgmma(64, 40, 16), swap_ab;\n    pipeline 11 stages via tma;\n    warp_specialize producer(regs 40), consumers(2, regs 232);\n    tiles one_per_cta;'
 mm_variant swap2_160 nk matmul "s/^schedule matmul = auto(matmul);/schedule matmul {\n    $swap2\n    epilogue via registers;\n}/; s/fusion matmul(/fusion matmul<M = 160, N = 4096, K = 4096>(/" 160,4096,4096
 mm_variant swap2_cluster_160 nk matmul "s/^schedule matmul = auto(matmul);/schedule matmul {\n    $swap2\n    cluster (2, 1) multicast;\n    epilogue via registers;\n}/; s/fusion matmul(/fusion matmul<M = 160, N = 4096, K = 4096>(/" 160,4096,4096
+# cuBLAS's tiles at 256-320 rows: 80 rows of a by 128 columns of w, a consumer on each 64.
+mm_variant swapn_320 nk matmul "s/^schedule matmul = auto(matmul);/schedule matmul {\n    mma over K: tile (80, 128, 64), warp (80, 64), instruction wgmma(64, 80, 16), swap_ab;\n    pipeline 8 stages via tma;\n    warp_specialize producer(regs 40), consumers(2, regs 232);\n    tiles one_per_cta;\n    epilogue via registers;\n}/; s/fusion matmul(/fusion matmul<M = 320, N = 4096, K = 4096>(/" 320,4096,4096
 mm_variant swap2_gelu_150 nk linear_bias_gelu "/^schedule/,\$c schedule linear_bias_gelu {\n    $swap2\n    epilogue via registers;\n    fast_tanh;\n}
 s/fusion linear_bias_gelu(/fusion linear_bias_gelu<M = 150, N = 4000, K = 4040>(/" 150,4000,4040
 # The JIT test on the GPU machine builds runtime/src/jit.cpp, which includes the device
