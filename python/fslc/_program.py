@@ -470,14 +470,13 @@ class Program:
             _torch.register_program(self)
         except FslError as error:
             # An importable torch older than 2.4 (Debian 12's 1.13) without the compiled
-            # path leaves the program's remaining fusions without ops: a warning where the
-            # ops were not asked for, an error where they were (torch_ops=True, or a call
-            # with tensors).
+            # path leaves the program without ops: a warning where the ops were not asked
+            # for, an error where they were (torch_ops=True, or a fusion's call).
             if asked or not getattr(error, "old_torch", False):
                 raise
             warnings.warn(
-                "%s; its fusions without an op are not registered as torch ops (torch_ops=False "
-                "silences this)" % error,
+                "%s; its fusions are not registered as torch ops (torch_ops=False silences this)"
+                % error,
                 RuntimeWarning,
                 stacklevel=4,
             )

@@ -373,11 +373,6 @@ def _register_compiled(program, fusion, namespace, name):
 
 
 def _register_ctypes(fusion, qualname):
-    if not hasattr(torch.library, "custom_op"):
-        error = FslError("%s: torch %s has no torch.library.custom_op, which the ctypes op path "
-                         "needs (torch 2.4 or later)" % (qualname, torch.__version__))
-        error.old_torch = True
-        raise error
     custom = torch.library.custom_op(
         qualname, _make_impl(fusion), mutates_args=tuple(p.name for p in fusion.signature.inout),
         schema=fusion.signature.op_schema()
@@ -542,6 +537,13 @@ def register_program(program):
     (program.ops: the choice asked for, else $FSLC_OPS)."""
     namespace = program.namespace
     path = _build.load(torch, program.ops)
+    if path != "compiled" and not hasattr(torch.library, "custom_op"):
+        # Checked before any name is taken: the program keeps none of its ops.
+        error = FslError("%s (namespace %s): torch %s has no torch.library.custom_op, which the "
+                         "ctypes op path needs (torch 2.4 or later)"
+                         % (program.source, namespace, torch.__version__))
+        error.old_torch = True
+        raise error
     for fusion in program.fusions.values():
         if fusion.op is not None:
             continue
