@@ -17,12 +17,11 @@ peers (cuBLAS a@w^T; F.linear + GELU and torch.compile(dynamic=False) of it, and
 --max-autotune its max-autotune-no-cudagraphs mode at shapes of at least 128 rows; for
 SwiGLU, eager and torch.compile(dynamic=False) of silu(a w_gate^T) * (a w_up^T); TFLOP/s
 of SwiGLU count both products as 2MNK each; each compiled once a shape before the rounds)
-are timed in turn, ROUNDS
-times in a new random order each round, each run for 0.3 s before it is timed (its clocks
-settled), then timed as CUDA-graph replays of about 10 calls (whole turns over the sets),
-which take turns over sets of
-operands (a, w, bias, y) that together are at least twice the L2 (at most ten sets;
---no-rotate: one set, as the runs until 2026-12-06 timed them), each peer's outputs kept
+are timed in turn, ROUNDS times in a new random order each round, each run for 0.3 s
+before it is timed (its clocks settled), then timed as CUDA-graph replays of about 10
+calls (whole turns over the sets), which take turns over sets of operands (a, w, bias, y)
+that together are at least twice the L2 (at most ten sets; --no-rotate: one set, as the
+runs until 2026-12-06 timed them), each peer's outputs kept
 referenced so that each call writes a buffer of its own; the table gives the median
 TFLOP/s (2MNK) of each, each variant's median ratio to the first one, and each variant's
 median ratio to its peer (plain: cuBLAS; gelu: the fastest of its peers that round;
