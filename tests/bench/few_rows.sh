@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Few rows of a square product (M = 128-320, N = K = 4096, static sizes): the heuristics,
+# the H100 database's entries, and swapped tiles (swap_ab: w's columns on wgmma's 64-row
+# side, a's rows on its N side) with one or two consumer warpgroups, in the grids cuBLAS
+# launches there (docs/performance.md, runs S32B and S32C); then matmul_ab.py alternates
+# them with cuBLAS and the fused product's peers.
+#   generate (here):      tests/bench/few_rows.sh generate build/bin/fslc
+#   run (GPU machine):    OUT=... [ROUNDS=5] tests/bench/few_rows.sh run
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+dir="$root/bench-build/few_rows"
+rows=(128 160 256 320)
+
+# Writes examples/<example>.fsl at M x 4096 x 4096 with the schedule block in $4 (empty:
+# `= auto(matmul)`), and the CUDA fslc prints for it (further fslc flags after the fourth),
+# as bench-build/few_rows/<name>.
+variant() { # name example M schedule [fslc flags...]
+  local name="$1" example="$2" m="$3" body="$4"
+  shift 4
+  mkdir -p "$dir/$name"
+  if [ -z "$body" ]; then
+    body="schedule $example = auto(matmul);"
+  else
+    [ "$example" = linear_bias_gelu ] && body="$body
+    fast_tanh;"
+    body="schedule $example {
+$body
+}"
+  fi
+  awk -v body="$body" -v fusion="$example" -v m="$m" '
+    $0 ~ "^fusion " fusion "\\(" { sub("^fusion " fusion "\\(", "fusion " fusion "<M = " m ", N = 4096, K = 4096>(") }
+    /^schedule/ { print body; skip = ($0 !~ /;[ \t]*$/); next }
+    skip && /^}/ { skip = 0; next }
+    !skip { print }' "$root/examples/$example.fsl" > "$dir/$name.fsl"
+  "$fslc" --diagnostics-color=never "$@" -o "$dir/$name" "$dir/$name.fsl"
+}
+# A swapped tile: R rows of a by C columns of w, the warpgroups' share WR x WC (WR rows of a
+# on wgmma's N side), with `stages` stages, one tile a CTA, the epilogue from registers.
+swapped() { # name example M R C WR WC consumers stages [cluster]
+  local cluster=""
+  [ -n "${10:-}" ] && cluster="
+    cluster ${10} multicast;"
+  variant "$1" "$2" "$3" "    mma over K: tile ($4, $5, 64), warp ($6, $7), instruction wgmma(64, $6, 16), swap_ab;
+    pipeline $9 stages via tma;
+    warp_specialize producer(regs 40), consumers($8, regs 232);
+    tiles one_per_cta;$cluster
+    epilogue via registers;"
+}
+
+case "${1:-}" in
+generate)
+  fslc="$2"
+  rm -rf "$dir" && mkdir -p "$dir"
+  # The heuristics (no database), and the H100 database's entries where it has them.
+  for m in "${rows[@]}"; do
+    variant "h_$m" matmul "$m" ""
+    variant "gelu_h_$m" linear_bias_gelu "$m" ""
+  done
+  h100_db=(--target h100-sxm --tuning-db "$root/stdlib/tuning/h100-sxm.fsl")
+  for m in 128 320; do
+    variant "db_$m" matmul "$m" "" "${h100_db[@]}"
+    variant "gelu_db_$m" linear_bias_gelu "$m" "" "${h100_db[@]}"
+  done
+  # Run S32B's form: two M tiles by 64 columns, one consumer warpgroup (stages: what about
+  # 200 KB of shared memory holds).
+  swapped sw1_128 matmul 128 64 64 64 64 1 13
+  swapped sw1_160 matmul 160 80 64 80 64 1 11
+  swapped sw1_256 matmul 256 128 64 128 64 1 9
+  swapped sw1_320 matmul 320 160 64 160 64 1 7
+  # Run S32C: two consumer warpgroups on one swapped tile. At 128 and 160 rows each takes
+  # half of a's rows (cuBLAS's 64 x 64 and 64 x 80 grids of 128 CTAs); at 256 and 320 rows
+  # cuBLAS's own tiles, 64 or 80 rows of a by 128 columns of w (four M tiles by 32 N
+  # tiles), a consumer on each 64 columns, and run S32B's tiles with the rows halved.
+  swapped sw2_128 matmul 128 64 64 32 64 2 13
+  swapped sw2_160 matmul 160 80 64 40 64 2 11
+  swapped sw2n_256 matmul 256 64 128 64 64 2 8
+  swapped sw2n_320 matmul 320 80 128 80 64 2 8
+  swapped sw2_256 matmul 256 128 64 64 64 2 9
+  swapped sw2_320 matmul 320 160 64 80 64 2 7
+  # The same with cuBLAS's clusters of two (consecutive N tiles sharing a's tile).
+  swapped sw2c_160 matmul 160 80 64 40 64 2 11 "(2, 1)"
+  swapped sw2nc_320 matmul 320 80 128 80 64 2 8 "(2, 1)"
+  # The fused product in the two-consumer forms.
+  swapped gelu_sw2_128 linear_bias_gelu 128 64 64 32 64 2 13
+  swapped gelu_sw2_160 linear_bias_gelu 160 80 64 40 64 2 11
+  swapped gelu_sw2n_256 linear_bias_gelu 256 64 128 64 64 2 8
+  swapped gelu_sw2n_320 linear_bias_gelu 320 80 128 80 64 2 8
+  ;;
+run)
+  out="${OUT:-$dir}"
+  mkdir -p "$out"
+  for d in "$dir"/*/; do
+    (nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -shared -Xcompiler -fPIC \
+      -I "$root/runtime/include" -I "$d" -o "$d/libfusion.so" "$d"/*.cu > "$d/nvcc.txt" 2>&1 ||
+      { echo "BUILD FAILED: $d"; cat "$d/nvcc.txt"; }) &
+  done
+  wait
+  grep -H -E "registers|spill" "$dir"/*/nvcc.txt > "$out/ptxas.txt" 2>/dev/null || true
+  # NAME=lib:kind@M,4096,4096 for each M the variant exists at: one column a form.
+  column() { # name kind
+    local m
+    for m in "${rows[@]}"; do
+      [ -f "$dir/${1}_$m/libfusion.so" ] && echo "$1=$dir/${1}_$m/libfusion.so:$2@$m,4096,4096"
+    done
+    return 0
+  }
+  shapes="128,4096,4096;160,4096,4096;256,4096,4096;320,4096,4096"
+  FSL_AB_TAG=_plain python3 "$root/tests/bench/matmul_ab.py" "$out" \
+    $(column h plain) $(column db plain) $(column sw1 plain) $(column sw2 plain) \
+    $(column sw2n plain) $(column sw2c plain) $(column sw2nc plain) \
+    --rounds "${ROUNDS:-5}" --shapes "$shapes"
+  FSL_AB_TAG=_gelu python3 "$root/tests/bench/matmul_ab.py" "$out" \
+    $(column gelu_h gelu) $(column gelu_db gelu) $(column gelu_sw2 gelu) $(column gelu_sw2n gelu) \
+    --rounds "${ROUNDS:-5}" --shapes "$shapes"
+  ;;
+*)
+  echo "usage: $0 generate FSLC | run" >&2
+  exit 2
+  ;;
+esac
