@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The matrix products' table of record (docs/performance.md): the static-size auto(matmul)
+# kernels of examples/matmul.fsl and examples/linear_bias_gelu.fsl at every shape the
+# table lists, compiled with the target's shipped tuning database, then matmul_ab.py with
+# every peer (max-autotune included), the operands rotated over twice the L2.
+#   generate (here):      tests/bench/products_record.sh generate build/bin/fslc TARGET
+#                         (TARGET: h200 or h100-sxm; the database stdlib/tuning/TARGET.fsl)
+#   run (GPU machine):    OUT=... [ROUNDS=3] [PART=large|rows|tails|all]
+#                         tests/bench/products_record.sh run
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+dir="$root/bench-build/products_record"
+large="4096,14336,5120;4096,5120,14336;8192,8192,8192;8192,28672,8192;4096,4096,4096;2048,2048,2048"
+rows="1024,14336,5120;256,14336,5120;128,14336,5120;64,14336,5120;16,14336,5120;1,14336,5120"
+tails="1000,5000,3000;4000,14000,5000;3000,7000,2000"
+
+case "${1:-}" in
+generate)
+  fslc="$2" target="$3"
+  rm -rf "$dir" && mkdir -p "$dir"
+  echo "$target" > "$dir/target.txt"
+  for shape in ${large//;/ } ${rows//;/ } ${tails//;/ }; do
+    IFS=, read -r m n k <<< "$shape"
+    for example in matmul linear_bias_gelu; do
+      name="${example}_${m}_${n}_${k}"
+      mkdir -p "$dir/$name"
+      sed -e "s/^fusion $example(/fusion $example<M = $m, N = $n, K = $k>(/" \
+        -e "/^schedule $example/,\$c schedule $example = auto(matmul);" \
+        "$root/examples/$example.fsl" > "$dir/$name.fsl"
+      "$fslc" --diagnostics-color=never --target "$target" \
+        --tuning-db "$root/stdlib/tuning/$target.fsl" -o "$dir/$name" "$dir/$name.fsl"
+    done
+  done
+  ;;
+run)
+  out="${OUT:-$dir}"
+  mkdir -p "$out"
+  for d in "$dir"/*/; do
+    (nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -shared -Xcompiler -fPIC \
+      -I "$root/runtime/include" -I "$d" -o "$d/libfusion.so" "$d"/*.cu > "$d/nvcc.txt" 2>&1 ||
+      { echo "BUILD FAILED: $d"; cat "$d/nvcc.txt"; }) &
+  done
+  wait
+  case "${PART:-all}" in
+  large) shapes="$large" ;;
+  rows) shapes="$rows" ;;
+  tails) shapes="$tails" ;;
+  all) shapes="$large;$rows;$tails" ;;
+  *) echo "PART is large, rows, tails or all" >&2; exit 2 ;;
+  esac
+  libs=()
+  for shape in ${shapes//;/ }; do
+    tag="${shape//,/_}"
+    libs+=("plain=$dir/matmul_$tag/libfusion.so:plain@$shape"
+           "gelu=$dir/linear_bias_gelu_$tag/libfusion.so:gelu@$shape")
+  done
+  FSL_AB_TAG="_record_${PART:-all}" python3 "$root/tests/bench/matmul_ab.py" "$out" "${libs[@]}" \
+    --max-autotune --rounds "${ROUNDS:-3}" --shapes "$shapes"
+  ;;
+*)
+  echo "usage: $0 generate FSLC TARGET | run" >&2
+  exit 2
+  ;;
+esac
