@@ -62,7 +62,13 @@ void checkMatmulKnobs(const Knobs &knobs, const MatmulShape &mm, KnobVerdicts &v
     if (knobs.clusterN && *knobs.clusterN > 1)
       refuse("cluster_n", why);
   }
-  if (knobs.tileM) {
+  const bool swapped = knobs.swapAB.value_or(false);
+  if (knobs.tileM && swapped) {
+    // Swapped, the tile's rows are a's, on wgmma's N side: a multiple of 8 up to 256.
+    if (*knobs.tileM % 8 != 0 || *knobs.tileM > 256)
+      refuse("tile_m", "with swap_ab a's rows are wgmma's N side: tile_m is a multiple of 8 "
+                       "from 8 to 256");
+  } else if (knobs.tileM) {
     int64_t rows = *knobs.tileM;
     if (rows != 64 && rows != 128 && rows != 192 && rows != 256)
       refuse("tile_m", "the CTA tile's M is 64 (one consumer warpgroup), 128 (two), 192 (three) "
@@ -71,9 +77,6 @@ void checkMatmulKnobs(const Knobs &knobs, const MatmulShape &mm, KnobVerdicts &v
       refuse("tile_m", "two products of one a keep two accumulator sets: 128 x 128 tiles");
     else if (knobs.pingpong.value_or(false))
       refuse("tile_m", "pingpong's two consumer groups take 64-row tiles each: leave tile_m out");
-    else if (knobs.swapAB.value_or(false))
-      refuse("tile_m", "with swap_ab the tile's M is the rows rounded up to 8 (at most 64): leave "
-                       "tile_m out");
     else if (rows == 256 && knobs.tileN && *knobs.tileN > kTall256TileNMost)
       refuse("tile_m", llvm::formatv("256-row tiles are two consumer warpgroups of 128 x tile_n: "
                                      "at most 160 f32 accumulators a thread fit, so tile_n is at "
@@ -133,6 +136,25 @@ void checkMatmulKnobs(const Knobs &knobs, const MatmulShape &mm, KnobVerdicts &v
     if (knobs.tileN && (*knobs.tileN % 64 != 0 || *knobs.tileN > 256))
       refuse("tile_n", "with swap_ab a consumer warpgroup takes 64 columns of N: tile_n is 64, "
                        "128, 192 or 256");
+    // Consumer warpgroups: one a 64 columns of N, or (64 columns) two on halves of a's rows,
+    // each half a multiple of 8 (wgmma's N).
+    int64_t alongN = knobs.tileN && *knobs.tileN % 64 == 0 ? *knobs.tileN / 64 : 1;
+    if (knobs.consumers && *knobs.consumers != alongN) {
+      if (alongN != 1 || *knobs.consumers != 2)
+        refuse("consumers",
+               llvm::formatv("with swap_ab each consumer warpgroup takes 64 columns of N ({0} "
+                             "here), or with tile_n = 64 two take half of a's rows each: "
+                             "consumers is {0}{1}",
+                             alongN, alongN == 1 ? " or 2" : "")
+                   .str());
+      else if (knobs.tileM && *knobs.tileM % 16 != 0)
+        refuse("consumers", "two consumer warpgroups on halves of a's rows take a multiple of 8 "
+                            "each: tile_m is a multiple of 16");
+    }
+  } else if (knobs.consumers) {
+    refuse("consumers", "unswapped tiles take their consumer warpgroups from tile_m (64 rows "
+                        "each; two of 128 rows at tile_m = 256) and pingpong: consumers is a "
+                        "knob of swapped tiles (swap_ab = true)");
   }
 }
 
@@ -147,12 +169,15 @@ void matmulDirectives(Block &block, const std::string &k, const MatmulTile &c,
   llvm::SMRange groupsAt = knobs.pingpong ? at("pingpong") : header;
   llvm::SMRange swapAt = knobs.swapAB ? at("swap_ab") : header;
   if (c.swapAB) {
-    // The instruction's 64 rows along N: a consumer warpgroup a 64 columns of the tile.
+    // The instruction's 64 rows along N: a consumer warpgroup a 64 columns of the tile, and
+    // c.warpM of a's rows (all of them, or half with `consumers = 2`).
+    llvm::SMRange rowsAt = knobs.tileM ? at("tile_m") : swapAt;
+    llvm::SMRange warpRowsAt = knobs.consumers ? at("consumers") : rowsAt;
     block.add(sched::Mma{{k, header},
-                         {count(c.tileM, swapAt), count(c.tileN, tileAt), count(64, header)},
-                         {count(c.tileM, swapAt), count(64, swapAt)},
+                         {count(c.tileM, rowsAt), count(c.tileN, tileAt), count(64, header)},
+                         {count(c.warpM, warpRowsAt), count(64, swapAt)},
                          {"wgmma", header},
-                         {count(64, header), count(c.tileM, swapAt), count(16, header)},
+                         {count(64, header), count(c.warpM, warpRowsAt), count(16, header)},
                          true,
                          swapAt},
               swapAt);
@@ -170,16 +195,19 @@ void matmulDirectives(Block &block, const std::string &k, const MatmulTile &c,
   }
   // Consumer warpgroups: the tile's warp tiles, in each of the groups. Three take 152
   // registers each: with the producer's 40, 128 x (40 + 3 x 152) of the 65536.
-  int64_t consumers = (c.swapAB ? c.tileN / 64 : c.tileM / c.warpM) * c.groups;
+  int64_t consumers = (c.swapAB ? c.tileN / 64 : 1) * (c.tileM / c.warpM) * c.groups;
   int64_t consumerRegisters = consumers == 3 ? 152 : 232;
+  llvm::SMRange consumersAt = knobs.consumers ? at("consumers")
+                              : knobs.tileM   ? at("tile_m")
+                                              : groupsAt;
   block.add(sched::Pipeline{count(c.stages, at("stages")), true},
             knobs.stages ? at("stages") : header);
-  block.add(sched::WarpSpecialize{count(40, header),
-                                  count(consumers, knobs.tileM ? at("tile_m") : groupsAt),
+  block.add(sched::WarpSpecialize{count(40, header), count(consumers, consumersAt),
                                   count(consumerRegisters, header)},
-            knobs.pingpong ? groupsAt
-            : knobs.tileM  ? at("tile_m")
-                           : header);
+            knobs.pingpong    ? groupsAt
+            : knobs.consumers ? at("consumers")
+            : knobs.tileM     ? at("tile_m")
+                              : header);
   llvm::SMRange orderAt = c.order == sched::TileOrder::SplitK && knobs.splitK     ? at("split_k")
                           : c.order == sched::TileOrder::StreamK && knobs.streamK ? at("stream_k")
                           : knobs.swizzle && c.order != sched::TileOrder::SplitK  ? at("swizzle")
@@ -617,8 +645,8 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     bool swap = knobs.swapAB
                     ? *knobs.swapAB
                     : fewRows && swapRows && *swapRows <= tuned::kSwapRowsAtMost &&
-                          mm.rhsKContiguous && !tileNKnob && !knobs.swizzle && !knobs.clusterM &&
-                          !knobs.clusterN && !knobs.streamK.value_or(false) &&
+                          mm.rhsKContiguous && !tileNKnob && !knobs.tileM && !knobs.swizzle &&
+                          !knobs.clusterM && !knobs.clusterN && !knobs.streamK.value_or(false) &&
                           !knobs.pingpong.value_or(false);
     if (knobs.swapAB && !*knobs.swapAB)
       verdicts.honour("swap_ab");
@@ -627,8 +655,29 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
         verdicts.honour("swap_ab");
       c.swapAB = true;
       c.groups = 1;
-      c.tileM = swapRows ? std::clamp<int64_t>((*swapRows + 7) / 8 * 8, 8, 64) : 64;
+      c.tileM = knobs.tileM ? *knobs.tileM
+                : swapRows  ? std::clamp<int64_t>((*swapRows + 7) / 8 * 8, 8, 64)
+                            : 64;
       c.tileN = tileNKnob && *tileNKnob % 64 == 0 ? *tileNKnob : 64;
+      c.warpM = c.tileM;
+      if (knobs.tileM)
+        verdicts.honour("tile_m");
+      if (knobs.consumers) {
+        verdicts.honour("consumers");
+        // Two consumer warpgroups on halves of a's rows (the 384-thread form cuBLAS launches
+        // for few rows): each waits on its own wgmma groups while the other issues.
+        if (*knobs.consumers == 2 && c.tileN == 64) {
+          if (c.tileM % 16 != 0)
+            verdicts.refuse("consumers",
+                            llvm::formatv("two consumer warpgroups on halves of a's rows take a "
+                                          "multiple of 8 each: the swapped tile's {0} rows are "
+                                          "not a multiple of 16 (set tile_m)",
+                                          c.tileM)
+                                .str());
+          else
+            c.warpM = c.tileM / 2;
+        }
+      }
       c.epilogue = sched::EpilogueKind::Registers;
       int64_t tiles =
           tilesOf(mDim, c.tileM).value_or(1) * tilesOf(nDim, c.tileN).value_or(target.smCount);
@@ -678,16 +727,18 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                                            : "at most " + std::to_string(c.tileM),
                                        mm.rhsInput)
                              .str());
+      int64_t consumers = c.tileN / 64 * (c.tileM / c.warpM);
       variant.reasons.push_back(
-          llvm::formatv("{0} x {1} tiles computed as {1} x {0} (wgmma m64n{0}k16 on {2}'s rows, "
-                        "{3} consumer warpgroup{4}), {5} stages of {6} bytes ({7} CTA{9} an SM), "
-                        "{8}; the epilogue in registers, stored transposed.",
+          llvm::formatv("{0} x {1} tiles computed as {1} x {0} (wgmma m64n{10}k16 on {2}'s rows, "
+                        "{3} consumer warpgroup{4}{11}), {5} stages of {6} bytes ({7} CTA{9} an "
+                        "SM), {8}; the epilogue in registers, stored transposed.",
                         c.tileM, c.tileN, mm.rhsInput,
-                        c.tileN == 64 ? std::string("one") : std::to_string(c.tileN / 64),
-                        c.tileN > 64 ? "s" : "", c.stages, stage, ctasPerSm,
+                        consumers == 1 ? std::string("one") : std::to_string(consumers),
+                        consumers > 1 ? "s" : "", c.stages, stage, ctasPerSm,
                         parts > 1 ? "K split in " + std::to_string(parts) + " parts"
                                   : std::string("one tile a CTA"),
-                        ctasPerSm > 1 ? "s" : "")
+                        ctasPerSm > 1 ? "s" : "", c.warpM,
+                        c.warpM < c.tileM ? " on halves of its rows" : "")
               .str());
       return variant;
     }

@@ -81,6 +81,22 @@ std::vector<KnobSettings> tileShapes(heuristics::Family family) {
   return candidates;
 }
 
+/// Swapped tiles (w's columns on wgmma's 64-row side) of more rows than the heuristics
+/// swap, in the grids cuBLAS launches for few rows of a short N (docs/performance.md, run
+/// S32A: 128 CTAs of 384 threads): two consumer warpgroups on halves of 64, 80, 128 or 160
+/// rows of a by 64 columns, and 64 or 80 rows by 128 columns, a warpgroup on each 64. The
+/// cost model prunes them where the rows fill more waves than the heuristics' tiles.
+std::vector<KnobSettings> swappedShapes(heuristics::Family family) {
+  if (family != heuristics::Family::Matmul)
+    return {};
+  std::vector<KnobSettings> candidates;
+  for (const char *rows : {"64", "80", "128", "160"})
+    candidates.push_back({{"swap_ab", "true"}, {"tile_m", rows}, {"consumers", "2"}});
+  for (const char *rows : {"64", "80"})
+    candidates.push_back({{"swap_ab", "true"}, {"tile_m", rows}, {"tile_n", "128"}});
+  return candidates;
+}
+
 } // namespace
 
 std::vector<KnobSettings> candidateKnobs(heuristics::Family family) {
@@ -93,6 +109,9 @@ std::vector<KnobSettings> candidateKnobs(heuristics::Family family) {
     // runs out, where the tiles matter more than the knobs after them.
     if (std::string_view(knob.knob) == "tile_n")
       for (KnobSettings &shape : tileShapes(family))
+        candidates.push_back(std::move(shape));
+    if (std::string_view(knob.knob) == "swap_ab")
+      for (KnobSettings &shape : swappedShapes(family))
         candidates.push_back(std::move(shape));
   }
   return candidates;
