@@ -133,9 +133,20 @@ void checkMatmulKnobs(const Knobs &knobs, const MatmulShape &mm, KnobVerdicts &v
                         "schedule by hand");
     if (knobs.swizzle)
       refuse("swizzle", "swapped tiles run one a CTA (or split_k): there is no walk to swizzle");
-    if (knobs.tileN && (*knobs.tileN % 64 != 0 || *knobs.tileN > 256))
-      refuse("tile_n", "with swap_ab a consumer warpgroup takes 64 columns of N: tile_n is 64, "
-                       "128, 192 or 256");
+    // A consumer warpgroup a 64 columns: at most three beside the producer (four would need
+    // 128 x (40 + 4 x 232) registers, more than an SM's 65536).
+    if (knobs.tileN && (*knobs.tileN % 64 != 0 || *knobs.tileN > 192))
+      refuse("tile_n", "with swap_ab a consumer warpgroup takes 64 columns of N, and at most "
+                       "three fit an SM's registers beside the producer: tile_n is 64, 128 or "
+                       "192");
+    // Three consumers compile within 128 registers a thread (512 threads): a's rows are each
+    // thread's accumulators twice over, at most kTallTileNMost rows as for unswapped tiles.
+    else if (knobs.tileN && *knobs.tileN == 192 && knobs.tileM && *knobs.tileM > kTallTileNMost)
+      refuse("tile_m", llvm::formatv("swapped tiles of 192 columns are three consumer "
+                                     "warpgroups within 128 registers a thread, each holding "
+                                     "tile_m / 2 f32 accumulators: tile_m is at most {0}",
+                                     kTallTileNMost)
+                           .str());
     // Consumer warpgroups: one a 64 columns of N, or (64 columns) two on halves of a's rows,
     // each half a multiple of 8 (wgmma's N).
     int64_t alongN = knobs.tileN && *knobs.tileN % 64 == 0 ? *knobs.tileN / 64 : 1;
@@ -666,16 +677,11 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
         verdicts.honour("consumers");
         // Two consumer warpgroups on halves of a's rows (the 384-thread form cuBLAS launches
         // for few rows): each waits on its own wgmma groups while the other issues.
+        // Each half a multiple of 8 (wgmma's N): rows derived from M (not tile_m, whose
+        // value the knob check holds to multiples of 16) round up to 16.
         if (*knobs.consumers == 2 && c.tileN == 64) {
-          if (c.tileM % 16 != 0)
-            verdicts.refuse("consumers",
-                            llvm::formatv("two consumer warpgroups on halves of a's rows take a "
-                                          "multiple of 8 each: the swapped tile's {0} rows are "
-                                          "not a multiple of 16 (set tile_m)",
-                                          c.tileM)
-                                .str());
-          else
-            c.warpM = c.tileM / 2;
+          c.tileM = (c.tileM + 15) / 16 * 16;
+          c.warpM = c.tileM / 2;
         }
       }
       c.epilogue = sched::EpilogueKind::Registers;
