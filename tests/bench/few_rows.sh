@@ -89,12 +89,7 @@ generate)
 run)
   out="${OUT:-$dir}"
   mkdir -p "$out"
-  for d in "$dir"/*/; do
-    (nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -shared -Xcompiler -fPIC \
-      -I "$root/runtime/include" -I "$d" -o "$d/libfusion.so" "$d"/*.cu > "$d/nvcc.txt" 2>&1 ||
-      { echo "BUILD FAILED: $d"; cat "$d/nvcc.txt"; }) &
-  done
-  wait
+  "$root/tests/bench/build_libraries.sh" "$dir"
   grep -H -E "registers|spill" "$dir"/*/nvcc.txt > "$out/ptxas.txt" 2>/dev/null || true
   # NAME=lib:kind@M,4096,4096 for each M the variant exists at: one column a form.
   column() { # name kind

@@ -254,13 +254,8 @@ run)
   out="${OUT:-$dir}"
   # ONLY="name name ...": build just those variants (a run's own), which saves the device
   # a minute of compiling the others.
-  for d in "$dir"/*/; do
-    if [ -n "${ONLY:-}" ] && ! [[ " $ONLY " == *" $(basename "$d") "* ]]; then continue; fi
-    (nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -shared -Xcompiler -fPIC \
-      -I "$root/runtime/include" -I "$d" -o "$d/libfusion.so" "$d"/*.cu > "$d/nvcc.txt" 2>&1 ||
-      { echo "BUILD FAILED: $d"; cat "$d/nvcc.txt"; }) &
-  done
-  wait
+  # shellcheck disable=SC2086 # ONLY: the variants' names, one word each
+  "$root/tests/bench/build_libraries.sh" "$dir" ${ONLY:-}
   grep -H -E "registers|spill" "$dir"/*/nvcc.txt > "$out/ptxas.txt" 2>/dev/null || true
   lib() { echo "$1=$dir/$1/libfusion.so:$2"; }
   if [ "${RUN:-T2}" = Q1 ]; then

@@ -35,12 +35,7 @@ generate)
 run)
   out="${OUT:-$dir}"
   mkdir -p "$out"
-  for d in "$dir"/*/; do
-    (nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -shared -Xcompiler -fPIC \
-      -I "$root/runtime/include" -I "$d" -o "$d/libfusion.so" "$d"/*.cu > "$d/nvcc.txt" 2>&1 ||
-      { echo "BUILD FAILED: $d"; cat "$d/nvcc.txt"; }) &
-  done
-  wait
+  "$root/tests/bench/build_libraries.sh" "$dir"
   case "${PART:-all}" in
   large) shapes="$large" ;;
   rows) shapes="$rows" ;;
