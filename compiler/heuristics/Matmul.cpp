@@ -204,10 +204,9 @@ void matmulDirectives(Block &block, const std::string &k, const MatmulTile &c,
                          {}},
               knobs.tileN ? tileAt : header);
   }
-  // Consumer warpgroups: the tile's warp tiles, in each of the groups. Three take 152
-  // registers each: with the producer's 40, 128 x (40 + 3 x 152) of the 65536.
+  // Consumer warpgroups: the tile's warp tiles, in each of the groups.
   int64_t consumers = (c.swapAB ? c.tileN / 64 : 1) * (c.tileM / c.warpM) * c.groups;
-  int64_t consumerRegisters = consumers == 3 ? 152 : 232;
+  int64_t consumerRegisters = consumerRegistersOf(c);
   llvm::SMRange consumersAt = knobs.consumers ? at("consumers")
                               : knobs.tileM   ? at("tile_m")
                                               : groupsAt;
@@ -242,6 +241,14 @@ void matmulDirectives(Block &block, const std::string &k, const MatmulTile &c,
 }
 
 } // namespace
+
+int64_t consumerRegistersOf(const MatmulTile &tile) {
+  int64_t consumers = (tile.swapAB ? tile.tileN / 64 : 1) * (tile.tileM / tile.warpM) * tile.groups;
+  // Three: 128 x (40 + 3 x 152) of the 65536. Two CTAs an SM: 128 x (40 + 216) each.
+  if (consumers == 3)
+    return 152;
+  return tile.ctasPerSm == 2 ? 216 : 232;
+}
 
 /// As the hand schedule of examples/linear_bias_gelu.fsl, the fastest measured on the
 /// H200 (docs/performance.md): 128 x 256 tiles, persistent in groups of 8 M tiles, a
@@ -702,10 +709,16 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       c.orderParameter = parts;
       // The CTAs an SM hosts at once share its shared memory: the stages a CTA gets.
       // At most two: measured with two (run S1); more CTAs an SM would each get fewer stages.
+      // Two only with one consumer warpgroup, which then takes 216 registers so that the
+      // registers hold two CTAs too (232 left one resident beside half-empty shared memory);
+      // the roles of two or more consumers fill one CTA's registers.
+      int64_t consumerCount = c.tileN / 64 * (c.tileM / c.warpM);
       int64_t ctasPerSm =
-          nDim.extent
+          consumerCount > 1 ? 1
+          : nDim.extent
               ? std::clamp<int64_t>((tiles * parts + target.smCount - 1) / target.smCount, 1, 2)
               : 2;
+      c.ctasPerSm = ctasPerSm;
       int64_t stage = (c.tileM + c.tileN) * 64 * operandBytes + 16;
       int64_t perCta =
           std::min(target.sharedMemoryPerBlock, target.sharedMemoryPerSm / ctasPerSm - 1024);
@@ -951,7 +964,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                       c.tileM / c.warpM * c.groups == 1   ? "one consumer warpgroup"
                       : c.tileM / c.warpM * c.groups == 3 ? "three consumer warpgroups"
                                                           : "two consumer warpgroups",
-                      c.tileM / c.warpM * c.groups == 3 ? 152 : 232, c.warpM)
+                      consumerRegistersOf(c), c.warpM)
             .str());
     return variant;
   };

@@ -11,12 +11,13 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="$root/bench-build/few_rows"
 rows=(128 160 256 320)
 
-# Writes examples/<example>.fsl at M x 4096 x 4096 with the schedule block in $4 (empty:
-# `= auto(matmul)`), and the CUDA fslc prints for it (further fslc flags after the fourth),
-# as bench-build/few_rows/<name>.
-variant() { # name example M schedule [fslc flags...]
-  local name="$1" example="$2" m="$3" body="$4"
+# Writes examples/<example>.fsl at M x 4096 x 4096 (or at M,N,K) with the schedule block in
+# $4 (empty: `= auto(matmul)`), and the CUDA fslc prints for it (further fslc flags after
+# the fourth), as bench-build/few_rows/<name>.
+variant() { # name example M|M,N,K schedule [fslc flags...]
+  local name="$1" example="$2" m="$3" body="$4" n=4096 k=4096
   shift 4
+  if [[ "$m" == *,* ]]; then IFS=, read -r m n k <<< "$m"; fi
   mkdir -p "$dir/$name"
   if [ -z "$body" ]; then
     body="schedule $example = auto(matmul);"
@@ -27,22 +28,23 @@ variant() { # name example M schedule [fslc flags...]
 $body
 }"
   fi
-  awk -v body="$body" -v fusion="$example" -v m="$m" '
-    $0 ~ "^fusion " fusion "\\(" { sub("^fusion " fusion "\\(", "fusion " fusion "<M = " m ", N = 4096, K = 4096>(") }
+  awk -v body="$body" -v fusion="$example" -v m="$m" -v n="$n" -v k="$k" '
+    $0 ~ "^fusion " fusion "\\(" { sub("^fusion " fusion "\\(", "fusion " fusion "<M = " m ", N = " n ", K = " k ">(") }
     /^schedule/ { print body; skip = ($0 !~ /;[ \t]*$/); next }
     skip && /^}/ { skip = 0; next }
     !skip { print }' "$root/examples/$example.fsl" > "$dir/$name.fsl"
   "$fslc" --diagnostics-color=never "$@" -o "$dir/$name" "$dir/$name.fsl"
 }
 # A swapped tile: R rows of a by C columns of w, the warpgroups' share WR x WC (WR rows of a
-# on wgmma's N side), with `stages` stages, one tile a CTA, the epilogue from registers.
+# on wgmma's N side), with `stages` stages, one tile a CTA, the epilogue from registers;
+# REGS (default 232) the consumers' setmaxnreg count.
 swapped() { # name example M R C WR WC consumers stages [cluster]
   local cluster=""
   [ -n "${10:-}" ] && cluster="
     cluster ${10} multicast;"
   variant "$1" "$2" "$3" "    mma over K: tile ($4, $5, 64), warp ($6, $7), instruction wgmma(64, $6, 16), swap_ab;
     pipeline $9 stages via tma;
-    warp_specialize producer(regs 40), consumers($8, regs 232);
+    warp_specialize producer(regs 40), consumers($8, regs ${REGS:-232});
     tiles one_per_cta;$cluster
     epilogue via registers;"
 }
@@ -85,6 +87,17 @@ generate)
   swapped gelu_sw2_160 linear_bias_gelu 160 80 64 40 64 2 11
   swapped gelu_sw2n_256 linear_bias_gelu 256 64 128 64 64 2 8
   swapped gelu_sw2n_320 linear_bias_gelu 320 80 128 80 64 2 8
+  # Residency of the swapped tiles whose CTAs outnumber the SMs (224 tiles at N = 14336):
+  # the heuristics (one consumer of 216 registers: two CTAs an SM, 11 stages each), the
+  # kernel before (232 registers: one CTA resident beside shared memory for two), and one
+  # CTA an SM with 16 stages.
+  for r in 16 32; do
+    variant "res_h_$r" matmul "$r,14336,5120" ""
+    variant "gelu_res_h_$r" linear_bias_gelu "$r,14336,5120" ""
+    swapped "res_old_$r" matmul "$r,14336,5120" "$r" 64 "$r" 64 1 "$([ $r = 16 ] && echo 11 || echo 9)"
+    swapped "gelu_res_old_$r" linear_bias_gelu "$r,14336,5120" "$r" 64 "$r" 64 1 "$([ $r = 16 ] && echo 11 || echo 9)"
+    swapped "res_one_$r" matmul "$r,14336,5120" "$r" 64 "$r" 64 1 "$([ $r = 16 ] && echo 16 || echo 14)"
+  done
   ;;
 run)
   out="${OUT:-$dir}"
@@ -107,6 +120,20 @@ run)
   FSL_AB_TAG=_gelu python3 "$root/tests/bench/matmul_ab.py" "$out" \
     $(column gelu_h gelu) $(column gelu_db gelu) $(column gelu_sw2 gelu) $(column gelu_sw2n gelu) \
     --rounds "${ROUNDS:-5}" --shapes "$shapes"
+  # The residency A/B (res_*): 16 and 32 rows of 14336 x 5120.
+  res() { # name kind
+    local r
+    for r in 16 32; do
+      [ -f "$dir/${1}_$r/libfusion.so" ] && echo "$1=$dir/${1}_$r/libfusion.so:$2@$r,14336,5120"
+    done
+    return 0
+  }
+  FSL_AB_TAG=_residency python3 "$root/tests/bench/matmul_ab.py" "$out" \
+    $(res res_h plain) $(res res_old plain) $(res res_one plain) \
+    --rounds "${ROUNDS:-5}" --shapes "16,14336,5120;32,14336,5120"
+  FSL_AB_TAG=_residency_gelu python3 "$root/tests/bench/matmul_ab.py" "$out" \
+    $(res gelu_res_h gelu) $(res gelu_res_old gelu) \
+    --rounds "${ROUNDS:-5}" --shapes "16,14336,5120;32,14336,5120"
   ;;
 *)
   echo "usage: $0 generate FSLC | run" >&2

@@ -16,6 +16,8 @@
 
 #include "support/Internal.h"
 
+#include <llvm/Support/FormatVariadic.h>
+
 namespace fsl::lower {
 
 using kir::Expr;
@@ -34,6 +36,30 @@ const WorkTile &MatmulKernelState::tileOf(const Stmt &marker) const {
 }
 
 namespace {
+
+/// Shared memory the driver keeps for each resident CTA beside its dynamic bytes (sm_90).
+constexpr int64_t kSharedReservedPerCta = 1024;
+
+/// The CTAs of a warp-specialized kernel an SM holds at once: setmaxnreg moves registers
+/// only within what a CTA was launched with (the register file over the resident CTAs'
+/// threads, in steps of 8), so a second CTA an SM is possible only where the roles'
+/// registers (128 x (producer + consumers x consumer)) fit that smaller share and the
+/// shared memory fits twice. Then the kernel is bounded to that many (ptxas keeps the
+/// launch count of registers within the share); else to one, whose whole register file
+/// setmaxnreg redistributes.
+int64_t residentCtas(const MatmulPlan &plan, int64_t sharedBytes, const LowerOptions &options) {
+  int64_t threads = plan.threads();
+  int64_t roles = 128 * (plan.producerRegisters + plan.warpgroups * plan.consumerRegisters);
+  int64_t ctas = 1;
+  for (int64_t more = 2; more <= options.maxBlocksPerSm; ++more) {
+    int64_t atLaunch = std::min<int64_t>(256, options.registersPerSm / (threads * more) / 8 * 8);
+    if (threads * more > options.maxThreadsPerSm || roles > threads * atLaunch ||
+        more * (sharedBytes + kSharedReservedPerCta) > options.sharedMemoryPerSm)
+      break;
+    ctas = more;
+  }
+  return ctas;
+}
 
 /// Warpgroup 0 with warp specialization: gives registers back, and one thread issues the
 /// TMA loads of every stage of every tile, as soon as the consumers free the stage.
@@ -190,9 +216,15 @@ bool buildMatmulTileScheduler(LowerContext &cx) {
     launch.cluster = {kir::index(plan.clusterSize()), kir::index(1), kir::index(1)};
   launch.sharedBytes = kir::index(shared.bytes);
   launch.maxThreads = plan.threads();
-  // setmaxnreg redistributes the registers of one resident CTA an SM.
-  if (plan.warpSpecialized)
-    launch.minBlocksPerSm = 1;
+  if (plan.warpSpecialized) {
+    launch.minBlocksPerSm = residentCtas(plan, shared.bytes, cx.options);
+    if (*launch.minBlocksPerSm > 1)
+      launch.registerNote = llvm::formatv(
+          "{0} CTAs an SM: the warp roles' 128 x ({1} + {2} x {3}) registers and the {4} bytes "
+          "of shared memory fit the SM {0} times",
+          *launch.minBlocksPerSm, plan.producerRegisters, plan.warpgroups, plan.consumerRegisters,
+          shared.bytes);
+  }
   return true;
 }
 
