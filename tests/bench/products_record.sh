@@ -3,13 +3,14 @@
 # kernels of examples/matmul.fsl and examples/linear_bias_gelu.fsl at every shape the
 # table lists, compiled with the target's shipped tuning database, then matmul_ab.py with
 # every peer (max-autotune included), the operands rotated over twice the L2.
-#   generate (here):      tests/bench/products_record.sh generate build/bin/fslc TARGET
+#   generate (here):      [DIR=...] tests/bench/products_record.sh generate build/bin/fslc TARGET
 #                         (TARGET: h200 or h100-sxm; the database stdlib/tuning/TARGET.fsl)
-#   run (GPU machine):    OUT=... [ROUNDS=3] [PART=large|rows|tails|all]
+#   run (GPU machine):    OUT=... [DIR=...] [ROUNDS=3] [PART=large|rows|tails|all]
 #                         tests/bench/products_record.sh run
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-dir="$root/bench-build/products_record"
+# DIR: the libraries' folder (default bench-build/products_record), one a target.
+dir="${DIR:-$root/bench-build/products_record}"
 large="4096,14336,5120;4096,5120,14336;8192,8192,8192;8192,28672,8192;4096,4096,4096;2048,2048,2048"
 rows="1024,14336,5120;256,14336,5120;128,14336,5120;64,14336,5120;16,14336,5120;1,14336,5120"
 tails="1000,5000,3000;4000,14000,5000;3000,7000,2000"
