@@ -709,12 +709,14 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       c.orderParameter = parts;
       // The CTAs an SM hosts at once share its shared memory: the stages a CTA gets.
       // At most two: measured with two (run S1); more CTAs an SM would each get fewer stages.
-      // Two only with one consumer warpgroup, which then takes 216 registers so that the
-      // registers hold two CTAs too (232 left one resident beside half-empty shared memory);
-      // the roles of two or more consumers fill one CTA's registers.
+      // Two only with one consumer warpgroup of at most 64 accumulators a thread (128 rows
+      // of a), which then takes 216 registers so that the registers hold two CTAs too (232
+      // left one resident beside half-empty shared memory; the lowering bounds such a
+      // kernel to two CTAs an SM, and ptxas compiles it within 128 registers a thread). The
+      // roles of two or more consumers fill one CTA's registers.
       int64_t consumerCount = c.tileN / 64 * (c.tileM / c.warpM);
       int64_t ctasPerSm =
-          consumerCount > 1 ? 1
+          consumerCount > 1 || c.warpM * 64 / 128 > 64 ? 1
           : nDim.extent
               ? std::clamp<int64_t>((tiles * parts + target.smCount - 1) / target.smCount, 1, 2)
               : 2;

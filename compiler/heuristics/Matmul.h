@@ -39,9 +39,10 @@ struct MatmulTile {
   /// swap_ab: (tileM, tileN) is still the output tile, but the instruction's 64 rows run
   /// along N (one consumer warpgroup a 64 columns of N) and its N side is tileM.
   bool swapAB = false;
-  /// CTAs an SM: 2 where a swapped tile's one consumer warpgroup takes 216 registers, so that
-  /// its roles' 128 x (40 + 216) registers are half the register file and the kernel is
-  /// launched two CTAs an SM (each with half the shared memory).
+  /// CTAs an SM: 2 where a swapped tile's one consumer warpgroup (of at most 128 rows of a)
+  /// takes 216 registers, so that its roles' 128 x (40 + 216) registers are half the
+  /// register file and the lowering bounds the kernel to two CTAs an SM (each with half the
+  /// shared memory).
   int64_t ctasPerSm = 1;
 };
 

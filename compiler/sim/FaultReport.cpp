@@ -85,10 +85,14 @@ std::string Interpreter::waitReason(const Warp &warp) {
       wanted += 32 * (w.wait == Wait::Registers ? w.want : w.registers);
     return llvm::formatv(
         "setmaxnreg.inc {0} waits for {1} registers but the block's pool holds {2}: its warps "
-        "would hold {3} registers, the block has {4} ({5} per thread at launch, {6} per SM)",
+        "would hold {3} registers, the block has {4} ({5} per thread at launch, {6} per SM{7})",
         warp.want, 32 * (warp.want - warp.registers), cta_->registerPool, wanted,
         32 * initialRegisters_ * static_cast<int64_t>(cta_->warps.size()), initialRegisters_,
-        limits_.registersPerSm);
+        limits_.registersPerSm,
+        residentBlocks_ > 1
+            ? llvm::formatv(" shared by the {0} blocks __launch_bounds__ asks for", residentBlocks_)
+                  .str()
+            : std::string());
   }
   }
   FSL_UNREACHABLE("a deadlock reason for a warp that does not wait");

@@ -464,6 +464,7 @@ private:
   int64_t epoch_ = 0;
   Mask lanes_;                   // lanesOf's
   int64_t initialRegisters_ = 0; // per thread, at launch
+  int64_t residentBlocks_ = 1;   // blocks an SM whose share of registers a block gets
 };
 
 } // namespace fsl::sim

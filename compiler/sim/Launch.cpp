@@ -93,11 +93,12 @@ void Interpreter::configureLaunch() {
   // resident (one without it) share the register file (the compiler's count is not known
   // here).
   int64_t warps = (threads + 31) / 32;
-  int64_t resident = std::max<int64_t>(1, launch.minBlocksPerSm.value_or(1));
+  residentBlocks_ =
+      launch.maxRegisters ? 1 : std::max<int64_t>(1, launch.minBlocksPerSm.value_or(1));
   initialRegisters_ =
       launch.maxRegisters
           ? (*launch.maxRegisters + 7) / 8 * 8
-          : std::min<int64_t>(256, limits_.registersPerSm / (32 * warps * resident) / 8 * 8);
+          : std::min<int64_t>(256, limits_.registersPerSm / (32 * warps * residentBlocks_) / 8 * 8);
   dynamicShared_ = launch.sharedBytes ? launchValue(launch.sharedBytes, "the shared bytes") : 0;
   if (dynamicShared_ < 0 || dynamicShared_ > limits_.maxSharedBytesPerBlock)
     fail(llvm::formatv("{0} bytes of dynamic shared memory; the target allows {1} per block",

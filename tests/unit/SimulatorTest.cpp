@@ -1431,6 +1431,16 @@ TEST_CASE("simulator: setmaxnreg moves registers between warpgroups within the r
                      "256: its warps would hold 66560 registers, the block has 64512 (168 per "
                      "thread at launch, 65536 per SM) in warp 11") != std::string::npos);
 
+  // Two blocks an SM (__launch_bounds__(384, 2)) launch each thread with 80 registers:
+  // the same counts then need more than the block's half of the register file.
+  Pipeline twoBlocks(Pipeline::Bug::None, 40, 232);
+  twoBlocks.kernel.launch.minBlocksPerSm = 2;
+  memory = twoBlocks.memory();
+  message = faultOf(sim::runKernel(twoBlocks.kernel, memory));
+  INFO(message);
+  CHECK(message.find("the block has 30720 (80 per thread at launch, 65536 per SM shared by the "
+                     "2 blocks __launch_bounds__ asks for)") != std::string::npos);
+
   // A decrease that raises the count of a warp whose count is known.
   Pipeline raise(Pipeline::Bug::None, 40, 232);
   raise.kernel.launch.maxRegisters = 32;
