@@ -1219,6 +1219,12 @@ private:
         return refuse(mma.swapABRange,
                       "swap_ab: b is [K, N] (N contiguous); with the operands swapped b is "
                       "wgmma's left operand, which is read with K contiguous: write b as [N, K]");
+      // a becomes wgmma's right operand; read with M contiguous it would take whole
+      // 64-element blocks of M, which few rows do not fill (not lowered).
+      if (product.lhsLayout && !product.lhsLayout->contractedIsInner)
+        return refuse(mma.swapABRange,
+                      "swap_ab: a is [K, M] (M contiguous); with the operands swapped a is "
+                      "wgmma's right operand, read here with K contiguous: write a as [M, K]");
       std::optional<unsigned> a = operandParam(product.operands[0]),
                               b = operandParam(product.operands[1]);
       if (a && a == b)

@@ -315,6 +315,7 @@ std::optional<MatmulShape> matmulOf(const ir::Fusion &fusion) {
     shape.lhsInput = product.lhsLayout->inputName;
     shape.rhsInput = product.rhsLayout->inputName;
     shape.rhsKContiguous = product.rhsLayout->contractedIsInner;
+    shape.lhsKContiguous = product.lhsLayout->contractedIsInner;
     shape.twoProducts =
         llvm::count_if(fusion.values, [](const auto &v) { return v->op == ir::Op::MatMul; }) == 2;
     shape.fusedEpilogue = llvm::any_of(fusion.values, [](const auto &v) {

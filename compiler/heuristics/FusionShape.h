@@ -55,6 +55,7 @@ struct MatmulShape {
   /// The one output over [M, N], and its element size; 0 when there is none.
   int64_t outputBytes = 0;
   bool rhsKContiguous = true; // b is [N, K], not [K, N]
+  bool lhsKContiguous = true; // a is [M, K], not [K, M] (which the lowering refuses)
   /// The epilogue computes more than the product's cast (a bias, an activation, a
   /// residual): its instructions sit between one tile's products and the next's.
   bool fusedEpilogue = false;

@@ -123,6 +123,11 @@ void checkMatmulKnobs(const Knobs &knobs, const MatmulShape &mm, KnobVerdicts &v
       refuse("swap_ab", "with the operands swapped " + mm.rhsInput +
                             " is wgmma's left operand, read with K contiguous: write it as [" +
                             mm.n.name + ", " + mm.k.name + "]");
+    else if (!mm.lhsKContiguous)
+      refuse("swap_ab", "with the operands swapped " + mm.lhsInput +
+                            " is wgmma's right operand, which the swapped kernel reads with K "
+                            "contiguous: write it as [" +
+                            mm.m.name + ", " + mm.k.name + "]");
     if (knobs.pingpong.value_or(false))
       refuse("swap_ab", "the swapped tiles have one consumer warpgroup a 64 columns of N; "
                         "pingpong's 64 x 256 tiles are not swapped");
@@ -663,12 +668,12 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     bool swap = knobs.swapAB
                     ? *knobs.swapAB
                     : fewRows && swapRows && *swapRows <= tuned::kSwapRowsAtMost &&
-                          mm.rhsKContiguous && !tileNKnob && !knobs.tileM && !knobs.swizzle &&
-                          !knobs.clusterM && !knobs.clusterN && !knobs.streamK.value_or(false) &&
-                          !knobs.pingpong.value_or(false);
+                          mm.rhsKContiguous && mm.lhsKContiguous && !tileNKnob && !knobs.tileM &&
+                          !knobs.swizzle && !knobs.clusterM && !knobs.clusterN &&
+                          !knobs.streamK.value_or(false) && !knobs.pingpong.value_or(false);
     if (knobs.swapAB && !*knobs.swapAB)
       verdicts.honour("swap_ab");
-    if (swap && !twoProducts && mm.rhsKContiguous) {
+    if (swap && !twoProducts && mm.rhsKContiguous && mm.lhsKContiguous) {
       if (knobs.swapAB)
         verdicts.honour("swap_ab");
       c.swapAB = true;
@@ -1051,9 +1056,10 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   std::vector<int64_t> bounds;
   // A runtime M: swapped tiles of 8, 16 and 32 rows for the fewest rows (run S1: each the
   // fastest at its rows), unless a knob fixes what they change.
-  if (!mDim.extent && !twoProducts && mm.rhsKContiguous && knobs.swapAB.value_or(true) &&
-      !knobs.splitK && !knobs.streamK.value_or(false) && !knobs.swizzle && !knobs.clusterM &&
-      !knobs.clusterN && !tileNKnob && !knobs.tileM && !knobs.pingpong.value_or(false))
+  if (!mDim.extent && !twoProducts && mm.rhsKContiguous && mm.lhsKContiguous &&
+      knobs.swapAB.value_or(true) && !knobs.splitK && !knobs.streamK.value_or(false) &&
+      !knobs.swizzle && !knobs.clusterM && !knobs.clusterN && !tileNKnob && !knobs.tileM &&
+      !knobs.pingpong.value_or(false))
     for (int64_t rows = 8; rows <= tuned::kSwapRowsAtMost; rows *= 2)
       bounds.push_back(rows + 1);
   if (!knobs.splitK && !knobs.streamK.value_or(false) && !knobs.swizzle && !knobs.clusterM &&
