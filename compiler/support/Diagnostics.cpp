@@ -44,6 +44,16 @@ DiagnosticBuilder::~DiagnosticBuilder() {
 void DiagnosticEngine::emit(Diagnostic diagnostic) {
   if (limitReached_)
     return;
+  if (diagnostic.range.isValid()) {
+    std::string text = diagnostic.message;
+    for (const DiagNote &note : diagnostic.notes)
+      text += "\n" + note.message;
+    if (!reported_
+             .emplace(static_cast<int>(diagnostic.kind), diagnostic.range.Start.getPointer(),
+                      diagnostic.range.End.getPointer(), std::move(text))
+             .second)
+      return;
+  }
   if (diagnostic.severity == Severity::Warning && warningsAsErrors_) {
     diagnostic.severity = Severity::Error;
     diagnostic.notes.push_back(

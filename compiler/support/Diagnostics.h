@@ -12,7 +12,9 @@
 #include <llvm/Support/SMLoc.h>
 
 #include <memory>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace llvm {
@@ -139,6 +141,9 @@ private:
   unsigned errorCount_ = 0;
   unsigned warningCount_ = 0;
   bool limitReached_ = false;
+  /// What was reported at a source range, so that the same diagnostic (one lowering's
+  /// refusal of each `when` variant of a fusion, say) is reported once.
+  std::set<std::tuple<int, const char *, const char *, std::string>> reported_;
 };
 
 /// Prints clang-style text: `file:line:col: error: message [id]`, the line and a caret.

@@ -49,6 +49,21 @@ TEST_CASE("after the error limit one too-many-errors is reported, then nothing")
   CHECK(engine.limitReached());
 }
 
+TEST_CASE("the same diagnostic at the same source range is reported once") {
+  CollectingDiagnosticConsumer collected;
+  DiagnosticEngine engine(collected);
+  const char text[] = "fusion f(x: f32[N]) -> (y: f32[N]) { y = z; }";
+  llvm::SMRange at(llvm::SMLoc::getFromPointer(text + 41), llvm::SMLoc::getFromPointer(text + 42));
+  engine.report(DiagId::UnknownName, at, "z");
+  engine.report(DiagId::UnknownName, at, "z"); // a second variant's same refusal
+  engine.report(DiagId::UnknownName, at, "w"); // another message: reported
+  engine.report(DiagId::UsageError, llvm::SMRange(), "no source");
+  engine.report(DiagId::UsageError, llvm::SMRange(), "no source"); // no range: each one
+  REQUIRE(collected.diagnostics.size() == 4);
+  CHECK(collected.diagnostics[1].message == "unknown name 'w'");
+  CHECK(engine.errorCount() == 4);
+}
+
 TEST_CASE("text diagnostics are clang-style with the line and a caret") {
   llvm::SourceMgr sources;
   unsigned buffer = sources.AddNewSourceBuffer(
