@@ -209,9 +209,10 @@ void matmulDirectives(Block &block, const std::string &k, const MatmulTile &c,
                          {}},
               knobs.tileN ? tileAt : header);
   }
-  // Consumer warpgroups: the tile's warp tiles, in each of the groups.
+  // Consumer warpgroups: the tile's warp tiles, in each of the groups. Three take 152
+  // registers each: with the producer's 40, 128 x (40 + 3 x 152) of the 65536.
   int64_t consumers = (c.swapAB ? c.tileN / 64 : 1) * (c.tileM / c.warpM) * c.groups;
-  int64_t consumerRegisters = consumerRegistersOf(c);
+  int64_t consumerRegisters = consumers == 3 ? 152 : 232;
   llvm::SMRange consumersAt = knobs.consumers ? at("consumers")
                               : knobs.tileM   ? at("tile_m")
                                               : groupsAt;
@@ -246,14 +247,6 @@ void matmulDirectives(Block &block, const std::string &k, const MatmulTile &c,
 }
 
 } // namespace
-
-int64_t consumerRegistersOf(const MatmulTile &tile) {
-  int64_t consumers = (tile.swapAB ? tile.tileN / 64 : 1) * (tile.tileM / tile.warpM) * tile.groups;
-  // Three: 128 x (40 + 3 x 152) of the 65536. Two CTAs an SM: 128 x (40 + 216) each.
-  if (consumers == 3)
-    return 152;
-  return tile.ctasPerSm == 2 ? 216 : 232;
-}
 
 /// As the hand schedule of examples/linear_bias_gelu.fsl, the fastest measured on the
 /// H200 (docs/performance.md): 128 x 256 tiles, persistent in groups of 8 M tiles, a
@@ -714,18 +707,13 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       c.orderParameter = parts;
       // The CTAs an SM hosts at once share its shared memory: the stages a CTA gets.
       // At most two: measured with two (run S1); more CTAs an SM would each get fewer stages.
-      // Two only with one consumer warpgroup of at most 64 accumulators a thread (128 rows
-      // of a), which then takes 216 registers so that the registers hold two CTAs too (232
-      // left one resident beside half-empty shared memory; the lowering bounds such a
-      // kernel to two CTAs an SM, and ptxas compiles it within 128 registers a thread). The
-      // roles of two or more consumers fill one CTA's registers.
-      int64_t consumerCount = c.tileN / 64 * (c.tileM / c.warpM);
+      // The registers (232 a consumer thread) leave one CTA resident all the same: run S34A
+      // measured that 1.04-1.05x two resident (216 registers, __launch_bounds__(256, 2)) and
+      // 1.02x one CTA with all the shared memory's stages (16 and 32 rows, N = 14336).
       int64_t ctasPerSm =
-          consumerCount > 1 || c.warpM * 64 / 128 > 64 ? 1
-          : nDim.extent
+          nDim.extent
               ? std::clamp<int64_t>((tiles * parts + target.smCount - 1) / target.smCount, 1, 2)
               : 2;
-      c.ctasPerSm = ctasPerSm;
       int64_t stage = (c.tileM + c.tileN) * 64 * operandBytes + 16;
       int64_t perCta =
           std::min(target.sharedMemoryPerBlock, target.sharedMemoryPerSm / ctasPerSm - 1024);
@@ -755,16 +743,16 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                              .str());
       int64_t consumers = c.tileN / 64 * (c.tileM / c.warpM);
       variant.reasons.push_back(
-          llvm::formatv("{0} x {1} tiles computed as {1} x {0} (wgmma m64n{10}k16 on {2}'s rows, "
-                        "{3} consumer warpgroup{4}{11}), {5} stages of {6} bytes ({7} CTA{9} an "
-                        "SM), {8}; the epilogue in registers, stored transposed.",
+          llvm::formatv("{0} x {1} tiles computed as {1} x {0} (wgmma m64n{9}k16 on {2}'s rows, "
+                        "{3} consumer warpgroup{4}{10}), {5} stages of {6} bytes ({7}), {8}; the "
+                        "epilogue in registers, stored transposed.",
                         c.tileM, c.tileN, mm.rhsInput,
                         consumers == 1 ? std::string("one") : std::to_string(consumers),
-                        consumers > 1 ? "s" : "", c.stages, stage, ctasPerSm,
+                        consumers > 1 ? "s" : "", c.stages, stage,
+                        ctasPerSm > 1 ? "half an SM's shared memory" : "an SM's shared memory",
                         parts > 1 ? "K split in " + std::to_string(parts) + " parts"
                                   : std::string("one tile a CTA"),
-                        ctasPerSm > 1 ? "s" : "", c.warpM,
-                        c.warpM < c.tileM ? " on halves of its rows" : "")
+                        c.warpM, c.warpM < c.tileM ? " on halves of its rows" : "")
               .str());
       return variant;
     }
@@ -971,7 +959,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                       c.tileM / c.warpM * c.groups == 1   ? "one consumer warpgroup"
                       : c.tileM / c.warpM * c.groups == 3 ? "three consumer warpgroups"
                                                           : "two consumer warpgroups",
-                      consumerRegistersOf(c), c.warpM)
+                      c.tileM / c.warpM * c.groups == 3 ? 152 : 232, c.warpM)
             .str());
     return variant;
   };

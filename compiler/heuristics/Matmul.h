@@ -39,17 +39,7 @@ struct MatmulTile {
   /// swap_ab: (tileM, tileN) is still the output tile, but the instruction's 64 rows run
   /// along N (one consumer warpgroup a 64 columns of N) and its N side is tileM.
   bool swapAB = false;
-  /// CTAs an SM: 2 where a swapped tile's one consumer warpgroup (of at most 128 rows of a)
-  /// takes 216 registers, so that its roles' 128 x (40 + 216) registers are half the
-  /// register file and the lowering bounds the kernel to two CTAs an SM (each with half the
-  /// shared memory).
-  int64_t ctasPerSm = 1;
 };
-
-/// The registers setmaxnreg gives each consumer warpgroup of `tile`: what 3 consumers
-/// beside the producer's 40 leave (152), what two CTAs an SM leave one consumer (216), or
-/// 232 (the accumulators of a 64 x 256 warp tile beside the addresses).
-int64_t consumerRegistersOf(const MatmulTile &tile);
 
 /// The choice for one range of M, [low, high) (none: unbounded).
 struct MatmulVariant {

@@ -16,8 +16,6 @@
 
 #include "support/Internal.h"
 
-#include <llvm/Support/FormatVariadic.h>
-
 namespace fsl::lower {
 
 using kir::Expr;
@@ -36,35 +34,6 @@ const WorkTile &MatmulKernelState::tileOf(const Stmt &marker) const {
 }
 
 namespace {
-
-/// Shared memory the driver keeps for each resident CTA beside its dynamic bytes (sm_90).
-constexpr int64_t kSharedReservedPerCta = 1024;
-/// f32 accumulators a consumer thread may hold in a kernel bounded to two CTAs an SM: ptxas
-/// compiles all of the kernel, the consumers' code included, within the launch count (128
-/// registers for 256 threads), whatever setmaxnreg raises them to later; 64 (swapped tiles
-/// of up to 128 rows) compile without spills, 128 fail to compile ("insufficient
-/// registers").
-constexpr int64_t kTwoCtaAccumulators = 64;
-
-/// The CTAs of a warp-specialized kernel an SM holds at once: 1, or 2 where the kernel
-/// walks one tile (or one part of K) a CTA, the roles' registers (128 x (producer +
-/// consumers x consumer)) fit the register file's share over two CTAs (setmaxnreg moves
-/// registers only within what a CTA was launched with, so counts beyond the share would
-/// wait forever), the consumers' accumulators fit the launch count ptxas then compiles
-/// the kernel within, and the shared memory fits twice. The kernel is then bounded to two
-/// (__launch_bounds__'s second argument); a persistent walk's grid is one CTA an SM, so it
-/// keeps one, whose whole register file setmaxnreg redistributes.
-int64_t residentCtas(const MatmulPlan &plan, int64_t sharedBytes, const LowerOptions &options) {
-  const int64_t two = 2, threads = plan.threads();
-  int64_t roles = 128 * (plan.producerRegisters + plan.warpgroups * plan.consumerRegisters);
-  int64_t accumulators = plan.accumulators() * (plan.product2 ? 2 : 1);
-  int64_t atLaunch = std::min<int64_t>(256, options.registersPerSm / (threads * two) / 8 * 8);
-  bool fits = !plan.persistentCtas() && threads * two <= options.maxThreadsPerSm &&
-              two <= options.maxBlocksPerSm && roles <= threads * atLaunch &&
-              accumulators <= kTwoCtaAccumulators &&
-              two * (sharedBytes + kSharedReservedPerCta) <= options.sharedMemoryPerSm;
-  return fits ? two : 1;
-}
 
 /// Warpgroup 0 with warp specialization: gives registers back, and one thread issues the
 /// TMA loads of every stage of every tile, as soon as the consumers free the stage.
@@ -221,15 +190,9 @@ bool buildMatmulTileScheduler(LowerContext &cx) {
     launch.cluster = {kir::index(plan.clusterSize()), kir::index(1), kir::index(1)};
   launch.sharedBytes = kir::index(shared.bytes);
   launch.maxThreads = plan.threads();
-  if (plan.warpSpecialized) {
-    launch.minBlocksPerSm = residentCtas(plan, shared.bytes, cx.options);
-    if (*launch.minBlocksPerSm > 1)
-      launch.registerNote = llvm::formatv(
-          "{0} CTAs an SM: the warp roles' 128 x ({1} + {2} x {3}) registers and the {4} bytes "
-          "of shared memory fit the SM {0} times",
-          *launch.minBlocksPerSm, plan.producerRegisters, plan.warpgroups, plan.consumerRegisters,
-          shared.bytes);
-  }
+  // setmaxnreg redistributes the registers of one resident CTA an SM.
+  if (plan.warpSpecialized)
+    launch.minBlocksPerSm = 1;
   return true;
 }
 
