@@ -44,25 +44,34 @@ DiagnosticBuilder::~DiagnosticBuilder() {
 void DiagnosticEngine::emit(Diagnostic diagnostic) {
   if (limitReached_)
     return;
-  if (diagnostic.range.isValid()) {
-    std::string text = diagnostic.message;
-    for (const DiagNote &note : diagnostic.notes)
-      text += "\n" + note.message;
-    if (!reported_
-             .emplace(static_cast<int>(diagnostic.kind), diagnostic.range.Start.getPointer(),
-                      diagnostic.range.End.getPointer(), std::move(text))
-             .second)
-      return;
-  }
   if (diagnostic.severity == Severity::Warning && warningsAsErrors_) {
     diagnostic.severity = Severity::Error;
     diagnostic.notes.push_back(
         {DiagId::NoteWarningAsError, llvm::SMRange(), diagInfo(DiagId::NoteWarningAsError).format});
   }
+  // The same diagnostic at the same source range, its notes at the same places, is shown
+  // once; a repeat is still counted, so that a phase that meets it again sees its failure.
+  bool repeat = false;
+  if (diagnostic.range.isValid()) {
+    std::string key = std::to_string(static_cast<int>(diagnostic.kind)) + "\n" + diagnostic.message;
+    auto place = [&](llvm::SMRange range) {
+      key += llvm::formatv("\n{0}:{1}", static_cast<const void *>(range.Start.getPointer()),
+                           static_cast<const void *>(range.End.getPointer()))
+                 .str();
+    };
+    place(diagnostic.range);
+    for (const DiagNote &note : diagnostic.notes) {
+      key += "\n" + note.message;
+      place(note.range);
+    }
+    repeat = !reported_.insert(std::move(key)).second;
+  }
   if (diagnostic.severity == Severity::Error) {
-    if (errorLimit_ != 0 && errorCount_ == errorLimit_) {
+    ++errorCount_;
+    if (repeat)
+      return;
+    if (errorLimit_ != 0 && shownErrors_ == errorLimit_) {
       limitReached_ = true;
-      ++errorCount_;
       consumer_->handle(
           Diagnostic{DiagId::TooManyErrors,
                      Severity::Error,
@@ -71,9 +80,13 @@ void DiagnosticEngine::emit(Diagnostic diagnostic) {
                      {}});
       return;
     }
-    ++errorCount_;
+    ++shownErrors_;
   } else if (diagnostic.severity == Severity::Warning) {
     ++warningCount_;
+    if (repeat)
+      return;
+  } else if (repeat) {
+    return;
   }
   consumer_->handle(diagnostic);
 }

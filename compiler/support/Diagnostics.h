@@ -14,7 +14,6 @@
 #include <memory>
 #include <set>
 #include <string>
-#include <tuple>
 #include <vector>
 
 namespace llvm {
@@ -141,9 +140,11 @@ private:
   unsigned errorCount_ = 0;
   unsigned warningCount_ = 0;
   bool limitReached_ = false;
-  /// What was reported at a source range, so that the same diagnostic (one lowering's
-  /// refusal of each `when` variant of a fusion, say) is reported once.
-  std::set<std::tuple<int, const char *, const char *, std::string>> reported_;
+  unsigned shownErrors_ = 0; // errors handed to the consumer (the error limit counts these)
+  /// Each diagnostic shown at a source range (its kind, message, range and notes), so that
+  /// the same one (the lowering's refusal of each `when` variant of a fusion, say) is
+  /// shown once.
+  std::set<std::string> reported_;
 };
 
 /// Prints clang-style text: `file:line:col: error: message [id]`, the line and a caret.

@@ -49,19 +49,47 @@ TEST_CASE("after the error limit one too-many-errors is reported, then nothing")
   CHECK(engine.limitReached());
 }
 
-TEST_CASE("the same diagnostic at the same source range is reported once") {
+TEST_CASE("the same diagnostic at the same source range is shown once and counted") {
   CollectingDiagnosticConsumer collected;
   DiagnosticEngine engine(collected);
   const char text[] = "fusion f(x: f32[N]) -> (y: f32[N]) { y = z; }";
-  llvm::SMRange at(llvm::SMLoc::getFromPointer(text + 41), llvm::SMLoc::getFromPointer(text + 42));
-  engine.report(DiagId::UnknownName, at, "z");
-  engine.report(DiagId::UnknownName, at, "z"); // a second variant's same refusal
-  engine.report(DiagId::UnknownName, at, "w"); // another message: reported
+  auto range = [&](int from, int to) {
+    return llvm::SMRange(llvm::SMLoc::getFromPointer(text + from),
+                         llvm::SMLoc::getFromPointer(text + to));
+  };
+  engine.report(DiagId::UnknownName, range(41, 42), "z");
+  engine.report(DiagId::UnknownName, range(41, 42), "z"); // a second variant's same refusal
+  engine.report(DiagId::UnknownName, range(41, 42), "w"); // another message: shown
   engine.report(DiagId::UsageError, llvm::SMRange(), "no source");
   engine.report(DiagId::UsageError, llvm::SMRange(), "no source"); // no range: each one
-  REQUIRE(collected.diagnostics.size() == 4);
+  // The same message and note text, the note elsewhere: another diagnostic (a third
+  // overlapping `when` schedule against a second one).
+  engine.report(DiagId::UnknownName, range(41, 42), "z")
+      .note(DiagId::NoteDirective, range(0, 6), "here");
+  engine.report(DiagId::UnknownName, range(41, 42), "z")
+      .note(DiagId::NoteDirective, range(7, 8), "here");
+  engine.report(DiagId::UnknownName, range(41, 42), "z")
+      .note(DiagId::NoteDirective, range(7, 8), "here");
+  REQUIRE(collected.diagnostics.size() == 6);
   CHECK(collected.diagnostics[1].message == "unknown name 'w'");
-  CHECK(engine.errorCount() == 4);
+  CHECK(collected.diagnostics[5].notes.at(0).range.Start.getPointer() == text + 7);
+  // Repeats count: a phase that reports one again still sees that it failed.
+  CHECK(engine.errorCount() == 8);
+}
+
+TEST_CASE("repeats do not count toward the error limit") {
+  CollectingDiagnosticConsumer collected;
+  DiagnosticEngine engine(collected);
+  engine.setErrorLimit(2);
+  const char text[] = "y = z;";
+  llvm::SMRange at(llvm::SMLoc::getFromPointer(text + 4), llvm::SMLoc::getFromPointer(text + 5));
+  for (int i = 0; i < 4; ++i)
+    engine.report(DiagId::UnknownName, at, "z");
+  engine.report(DiagId::UnknownName, at, "w");
+  REQUIRE(collected.diagnostics.size() == 2);
+  CHECK_FALSE(engine.limitReached());
+  engine.report(DiagId::UnknownName, at, "v");
+  CHECK(collected.diagnostics.back().kind == DiagId::TooManyErrors);
 }
 
 TEST_CASE("text diagnostics are clang-style with the line and a caret") {
