@@ -42,10 +42,10 @@ void checkMatmulKnobs(const Knobs &knobs, const MatmulShape &mm, KnobVerdicts &v
     refuse("tile_n", "the CTA tile's columns, each consumer warpgroup's too (wgmma's N, "
                      "stored in whole 32-byte boxes): a multiple of 16 from 64 to 256, or 288 "
                      "or 320 (two instructions of half the columns)");
-  else if (knobs.tileN && !mm.rhsKContiguous && *knobs.tileN % 64 != 0)
+  else if (knobs.tileN && !mm.rhsKContiguous && instructionColumns(*knobs.tileN) % 64 != 0)
     refuse("tile_n", mm.rhsInput + " is [" + mm.k.name + ", " + mm.n.name + "] (" + mm.n.name +
                          " contiguous), which wgmma reads in blocks of 64 columns: tile_n is a "
-                         "multiple of 64");
+                         "multiple of 64 up to 256 (320 is two instructions of 160)");
   if (twoProducts) {
     const char *why = "two products of one a keep two accumulator sets: 128 x 128 tiles, "
                       "persistent, one consumer group";
