@@ -92,7 +92,8 @@ private:
   bool checkOperand(const ir::Value *operand, const ir::MatMulOperand &layout, bool lhs,
                     MatmulOperand &result) {
     const ir::Value &product = *plan_->product;
-    const char *which = lhs ? "left" : "right";
+    // Named as the user wrote the product (swap_ab swaps the roles, not the names).
+    const char *which = operand == product.operands[0] ? "left" : "right";
     const ir::Value *input = operand->op == ir::Op::Cast && operand->dtype == ir::DType::F32
                                  ? operand->operands[0]
                                  : nullptr;
