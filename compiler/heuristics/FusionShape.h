@@ -59,6 +59,10 @@ struct MatmulShape {
   /// The epilogue computes more than the product's cast (a bias, an activation, a
   /// residual): its instructions sit between one tile's products and the next's.
   bool fusedEpilogue = false;
+
+  /// Whether the product can be computed with its operands swapped (swap_ab): one product,
+  /// both operands K contiguous (b becomes wgmma's left operand and a its right one).
+  bool swappable() const { return !twoProducts && rhsKContiguous && lhsKContiguous; }
 };
 
 /// A function the hardware can approximate (exp, tanh, division): whether the fusion computes it

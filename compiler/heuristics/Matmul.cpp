@@ -661,12 +661,12 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     bool swap = knobs.swapAB
                     ? *knobs.swapAB
                     : fewRows && swapRows && *swapRows <= tuned::kSwapRowsAtMost &&
-                          mm.rhsKContiguous && mm.lhsKContiguous && !tileNKnob && !knobs.tileM &&
-                          !knobs.swizzle && !knobs.clusterM && !knobs.clusterN &&
-                          !knobs.streamK.value_or(false) && !knobs.pingpong.value_or(false);
+                          mm.swappable() && !tileNKnob && !knobs.tileM && !knobs.swizzle &&
+                          !knobs.clusterM && !knobs.clusterN && !knobs.streamK.value_or(false) &&
+                          !knobs.pingpong.value_or(false);
     if (knobs.swapAB && !*knobs.swapAB)
       verdicts.honour("swap_ab");
-    if (swap && !twoProducts && mm.rhsKContiguous && mm.lhsKContiguous) {
+    if (swap && mm.swappable()) {
       if (knobs.swapAB)
         verdicts.honour("swap_ab");
       c.swapAB = true;
@@ -1045,10 +1045,9 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   std::vector<int64_t> bounds;
   // A runtime M: swapped tiles of 8, 16 and 32 rows for the fewest rows (run S1: each the
   // fastest at its rows), unless a knob fixes what they change.
-  if (!mDim.extent && !twoProducts && mm.rhsKContiguous && mm.lhsKContiguous &&
-      knobs.swapAB.value_or(true) && !knobs.splitK && !knobs.streamK.value_or(false) &&
-      !knobs.swizzle && !knobs.clusterM && !knobs.clusterN && !tileNKnob && !knobs.tileM &&
-      !knobs.pingpong.value_or(false))
+  if (!mDim.extent && mm.swappable() && knobs.swapAB.value_or(true) && !knobs.splitK &&
+      !knobs.streamK.value_or(false) && !knobs.swizzle && !knobs.clusterM && !knobs.clusterN &&
+      !tileNKnob && !knobs.tileM && !knobs.pingpong.value_or(false))
     for (int64_t rows = 8; rows <= tuned::kSwapRowsAtMost; rows *= 2)
       bounds.push_back(rows + 1);
   if (!knobs.splitK && !knobs.streamK.value_or(false) && !knobs.swizzle && !knobs.clusterM &&
