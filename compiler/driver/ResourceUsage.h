@@ -28,6 +28,11 @@ struct KernelResources {
 ///   ptxas info    : Used 18 registers, 1024 bytes smem, 384 bytes cmem[0]
 std::vector<KernelResources> parsePtxasReport(llvm::StringRef log);
 
+/// Whether ptxas says it ignored a `setmaxnreg` (its info C7507: a warp role's count is
+/// below what the role's code needs, so the kernel keeps the registers it was launched with
+/// and setmaxnreg moves none). The line names no kernel.
+bool ptxasIgnoredSetMaxNReg(llvm::StringRef log);
+
 /// Compiles each fusion's kernels to a cubin with ptxas -v and reports their figures.
 /// An exit code.
 int reportResourceUsage(const pipeline::Compilation &compilation,
