@@ -48,9 +48,7 @@ std::vector<KernelResources> parsePtxasReport(llvm::StringRef log) {
   return kernels;
 }
 
-bool ptxasIgnoredSetMaxNReg(llvm::StringRef log) {
-  return log.contains("'setmaxnreg' ignored");
-}
+bool ptxasIgnoredSetMaxNReg(llvm::StringRef log) { return log.contains("'setmaxnreg' ignored"); }
 
 int reportResourceUsage(const pipeline::Compilation &compilation,
                         const std::vector<std::string> &nvrtcOptions,
