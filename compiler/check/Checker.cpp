@@ -760,6 +760,49 @@ private:
     return nullptr;
   }
 
+  /// Each operand of each matrix product is f32(x) of a bf16 or f16 tensor parameter x:
+  /// the tiles TMA loads and wgmma multiplies. A parameter of another dtype is refused here
+  /// (matmul-operand, at its declaration); false for any other operand too.
+  bool checkMatmulOperands() {
+    bool tiled = true;
+    for (const auto &value : schedule_.fusion->values) {
+      // A product accumulated in another dtype is the lowering's refusal (its message says
+      // how to write the f32 accumulation).
+      if (value->op != ir::Op::MatMul || value->dtype != ir::DType::F32)
+        continue;
+      for (size_t i = 0; i < value->operands.size(); ++i) {
+        const ir::Value *operand = value->operands[i];
+        const ir::Value *input = operand->op == ir::Op::Cast && operand->dtype == ir::DType::F32
+                                     ? operand->operands[0]
+                                     : nullptr;
+        if (input && input->op == ir::Op::Input &&
+            (input->dtype == ir::DType::BF16 || input->dtype == ir::DType::F16))
+          continue;
+        tiled = false;
+        const char *which = i == 0 ? "left" : "right";
+        // The parameter behind the operand, when it is one (with or without a cast).
+        const ir::Value *source = operand;
+        while (source->op == ir::Op::Cast)
+          source = source->operands[0];
+        if (source->op == ir::Op::Input && source->dtype != ir::DType::BF16 &&
+            source->dtype != ir::DType::F16) {
+          const ir::Param &param = schedule_.fusion->params[source->paramIndex];
+          diagnostics_
+              .report(DiagId::MatmulOperand, param.range,
+                      llvm::formatv("'{0}', the {1} operand of the matrix product, is {2}: wgmma "
+                                    "multiplies bf16 or f16 tiles that TMA loads; declare '{0}' "
+                                    "bf16 or f16 and write f32({0}) in the product",
+                                    param.name, which, ir::dtypeName(source->dtype))
+                          .str())
+              .note(DiagId::NoteFusionLine, value->range, "the matrix product is here");
+        }
+        // A computed operand (a scaled parameter, another product's result) is the lowering's
+        // refusal, which names the form it reads or that chained products are not lowered.
+      }
+    }
+    return tiled;
+  }
+
   void checkMatmul() {
     const sched::MatmulSchedule &mm = schedule_.matmul;
     if (!mm.any())
@@ -786,6 +829,10 @@ private:
                       "' is not the contracted dimension of the matrix product; it is " +
                       contracted)
           .note(DiagId::NoteFusionLine, product->range, "the matrix product is here");
+
+    // The operands first: the shared-memory budget below counts their tiles in the
+    // operands' dtype, which is meaningless for an operand wgmma cannot read.
+    bool operandsTiled = checkMatmulOperands();
 
     bool sm90 = target_.arch == "sm_90a";
     auto needSm90 = [&](const sched::Origin &origin, const char *what) {
@@ -857,7 +904,7 @@ private:
                       .str());
     }
 
-    if (mm.pipeline && mm.mma && mm.mma->ctaTile.size() == 3) {
+    if (operandsTiled && mm.pipeline && mm.mma && mm.mma->ctaTile.size() == 3) {
       int64_t m = mm.mma->ctaTile[0].value, n = mm.mma->ctaTile[1].value,
               k = mm.mma->ctaTile[2].value;
       int64_t operandBytes = 2;
