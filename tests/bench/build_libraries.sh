@@ -4,7 +4,9 @@
 # nvcc for sm_90a, ptxas's report in each folder's nvcc.txt.
 #   tests/bench/build_libraries.sh DIR [NAME ...]     (NAME ...: only those folders of DIR)
 # A folder whose libfusion.so is newer than its .cu files and the runtime's headers is kept as it is (built here, where
-# nvcc is, it need not be built again on the GPU machine's time); FORCE=1 rebuilds all.
+# nvcc is, it need not be built again on the GPU machine's time); FORCE=1 rebuilds all;
+# KEEP=1 keeps every library there is (an A/B's baseline built with the headers before a
+# change to them), building only the missing ones.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="$1"
@@ -12,6 +14,7 @@ shift
 only=" $* "
 for d in "$dir"/*/; do
   if [ "$only" != "  " ] && ! [[ "$only" == *" $(basename "$d") "* ]]; then continue; fi
+  if [ -n "${KEEP:-}" ] && [ -f "$d/libfusion.so" ]; then continue; fi
   if [ -z "${FORCE:-}" ] && [ -f "$d/libfusion.so" ] &&
     [ -z "$(find "$d" "$root/runtime/include" -maxdepth 2 \( -name '*.cu' -o -name '*.cuh' -o -name '*.h' \) \
       -newer "$d/libfusion.so")" ]; then continue; fi
