@@ -760,47 +760,36 @@ private:
     return nullptr;
   }
 
-  /// Each operand of each matrix product is f32(x) of a bf16 or f16 tensor parameter x:
-  /// the tiles TMA loads and wgmma multiplies. A parameter of another dtype is refused here
-  /// (matmul-operand, at its declaration); false for any other operand too.
+  /// The parameters a matrix product's operands read are bf16 or f16: the tiles TMA loads
+  /// and wgmma multiplies. One of another dtype is refused at its declaration
+  /// (matmul-operand, once, however many products read it); false then. Any other operand
+  /// form (computed, chained, accumulated in bf16) is the lowering's refusal, which names the
+  /// form it reads.
   bool checkMatmulOperands() {
-    bool tiled = true;
+    std::set<size_t> refused; // parameter indices
     for (const auto &value : schedule_.fusion->values) {
-      // A product accumulated in another dtype is the lowering's refusal (its message says
-      // how to write the f32 accumulation).
-      if (value->op != ir::Op::MatMul || value->dtype != ir::DType::F32)
+      if (value->op != ir::Op::MatMul)
         continue;
       for (size_t i = 0; i < value->operands.size(); ++i) {
-        const ir::Value *operand = value->operands[i];
-        const ir::Value *input = operand->op == ir::Op::Cast && operand->dtype == ir::DType::F32
-                                     ? operand->operands[0]
-                                     : nullptr;
-        if (input && input->op == ir::Op::Input &&
-            (input->dtype == ir::DType::BF16 || input->dtype == ir::DType::F16))
-          continue;
-        tiled = false;
-        const char *which = i == 0 ? "left" : "right";
-        // The parameter behind the operand, when it is one (with or without a cast).
-        const ir::Value *source = operand;
+        const ir::Value *source = value->operands[i];
         while (source->op == ir::Op::Cast)
           source = source->operands[0];
-        if (source->op == ir::Op::Input && source->dtype != ir::DType::BF16 &&
-            source->dtype != ir::DType::F16) {
-          const ir::Param &param = schedule_.fusion->params[source->paramIndex];
-          diagnostics_
-              .report(DiagId::MatmulOperand, param.range,
-                      llvm::formatv("'{0}', the {1} operand of the matrix product, is {2}: wgmma "
-                                    "multiplies bf16 or f16 tiles that TMA loads; declare '{0}' "
-                                    "bf16 or f16 and write f32({0}) in the product",
-                                    param.name, which, ir::dtypeName(source->dtype))
-                          .str())
-              .note(DiagId::NoteFusionLine, value->range, "the matrix product is here");
-        }
-        // A computed operand (a scaled parameter, another product's result) is the lowering's
-        // refusal, which names the form it reads or that chained products are not lowered.
+        if (source->op != ir::Op::Input || source->dtype == ir::DType::BF16 ||
+            source->dtype == ir::DType::F16 || !refused.insert(source->paramIndex).second)
+          continue;
+        const ir::Param &param = schedule_.fusion->params[source->paramIndex];
+        diagnostics_
+            .report(DiagId::MatmulOperand, param.range,
+                    llvm::formatv("'{0}', the {1} operand of the matrix product, is {2}: wgmma "
+                                  "multiplies bf16 or f16 tiles that TMA loads; declare '{0}' "
+                                  "bf16 or f16 and write f32({0}) in the product",
+                                  param.name, i == 0 ? "left" : "right",
+                                  ir::dtypeName(source->dtype))
+                        .str())
+            .note(DiagId::NoteFusionLine, value->range, "the matrix product is here");
       }
     }
-    return tiled;
+    return refused.empty();
   }
 
   void checkMatmul() {
@@ -831,7 +820,7 @@ private:
           .note(DiagId::NoteFusionLine, product->range, "the matrix product is here");
 
     // The operands first: the shared-memory budget below counts their tiles in the
-    // operands' dtype, which is meaningless for an operand wgmma cannot read.
+    // parameters' dtype, which is meaningless for a parameter wgmma cannot read.
     bool operandsTiled = checkMatmulOperands();
 
     bool sm90 = target_.arch == "sm_90a";
@@ -893,6 +882,17 @@ private:
                                        ws.producerRegs.value, ws.consumerCount.value,
                                        ws.consumerRegs.value, sizeText(total))
                              .str();
+      // The producer gives registers away (setmaxnreg.dec) and the consumers take them
+      // (.inc): ptxas sizes the kernel for the consumers' count, and a producer count above
+      // it is a decrease to more than the warp holds, which ptxas refuses (C7406).
+      if (countsValid && ws.producerRegs.value > ws.consumerRegs.value)
+        diagnostics_.report(
+            DiagId::WarpRolesRegisters, ws.producerRegs.range,
+            llvm::formatv("producer(regs {0}) above the consumers' {1}: the producer gives "
+                          "registers to the consumers (setmaxnreg.dec, then .inc), so its count "
+                          "is at most theirs",
+                          ws.producerRegs.value, ws.consumerRegs.value)
+                .str());
       if (countsValid && ws.consumerCount.value >= 1 && (!total || !pool || *total > *pool))
         diagnostics_.report(
             DiagId::WarpRolesRegisters, ws.origin.range,

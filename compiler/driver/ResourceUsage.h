@@ -28,13 +28,13 @@ struct KernelResources {
 ///   ptxas info    : Used 18 registers, 1024 bytes smem, 384 bytes cmem[0]
 std::vector<KernelResources> parsePtxasReport(llvm::StringRef log);
 
-/// Whether ptxas says it ignored a `setmaxnreg` (its info C7507: a warp role's count is
-/// below what the role's code needs, so the kernel keeps the registers it was launched with
-/// and setmaxnreg moves none). The line names no kernel.
+/// Whether ptxas says it ignored a `setmaxnreg` because a warp role's count is below what
+/// the role's code needs (its info C7507: the kernel keeps the registers it was launched
+/// with and setmaxnreg moves none). The line names no kernel.
 bool ptxasIgnoredSetMaxNReg(llvm::StringRef log);
 
 /// Compiles each fusion's kernels to a cubin with ptxas -v and reports their figures.
-/// An exit code.
+/// An exit code: kExitDiagnostics when it reported an error (a warning under -Werror).
 int reportResourceUsage(const pipeline::Compilation &compilation,
                         const std::vector<std::string> &nvrtcOptions,
                         DiagnosticEngine &diagnostics);

@@ -1,6 +1,7 @@
 // DriverTest.cpp — the driver called on text held in memory (DriverOptions::inputTexts),
 // as the fuzzer (tests/fuzz) calls it: the same results as from a file, no file read.
 #include "driver/Driver.h"
+#include "driver/ResourceUsage.h"
 
 #include <doctest/doctest.h>
 #include <llvm/Support/raw_ostream.h>
@@ -83,4 +84,37 @@ TEST_CASE("a -D given twice must give one value") {
   CHECK(run({"H=8", "H=8"}).code == kExitSuccess);
   // A -D no input declares is a usage error too.
   CHECK(run({"W=8"}).code == kExitUsage);
+}
+
+TEST_CASE("ptxas -v's report read a kernel at a time, and the setmaxnreg it ignored") {
+  // The shape of NVRTC's log with --ptxas-options=-v (two kernels, the second spilling).
+  const char *log = "ptxas info    : (C7507) Potential Performance Loss: 'setmaxnreg' ignored to "
+                    "maintain minimum register requirements.\n"
+                    "ptxas info    : 0 bytes gmem\n"
+                    "ptxas info    : Compiling entry function 'k_v0' for 'sm_90a'\n"
+                    "ptxas info    : Function properties for k_v0\n"
+                    "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+                    "ptxas info    : Used 18 registers, 1024 bytes smem, 384 bytes cmem[0]\n"
+                    "ptxas info    : Compiling entry function 'k_v1' for 'sm_90a'\n"
+                    "ptxas info    : Function properties for k_v1\n"
+                    "    16 bytes stack frame, 24 bytes spill stores, 8 bytes spill loads\n"
+                    "ptxas info    : Used 168 registers, used 2 barriers, 16 bytes cumulative "
+                    "stack size\n";
+  std::vector<KernelResources> kernels = parsePtxasReport(log);
+  REQUIRE(kernels.size() == 2);
+  CHECK(kernels[0].name == "k_v0");
+  CHECK(kernels[0].registers == 18);
+  CHECK(kernels[0].sharedBytes == 1024);
+  CHECK(kernels[0].spillStores == 0);
+  CHECK(kernels[1].name == "k_v1");
+  CHECK(kernels[1].registers == 168);
+  CHECK(kernels[1].stackBytes == 16);
+  CHECK(kernels[1].spillStores == 24);
+  CHECK(kernels[1].spillLoads == 8);
+  CHECK(ptxasIgnoredSetMaxNReg(log));
+  // ptxas's other reasons are not a role's count that raising would cure.
+  CHECK_FALSE(ptxasIgnoredSetMaxNReg(
+      "ptxas info    : (C7505) Potential Performance Loss: 'setmaxnreg' ignored to allow "
+      "debugging.\n"));
+  CHECK_FALSE(ptxasIgnoredSetMaxNReg("ptxas info    : Used 18 registers"));
 }
