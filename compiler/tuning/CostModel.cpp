@@ -1,4 +1,5 @@
-// CostModel.cpp — the tensor pipes' time and the memory's, whichever is longer.
+// CostModel.cpp — the tensor pipes' time and the memory's, whichever is longer, then the
+// partial sums of K split into pieces.
 #include "tuning/CostModel.h"
 
 #include "heuristics/SizeMath.h"
@@ -58,6 +59,35 @@ double widthRate(int64_t width) {
 /// (TunedConstants.h's kHalfTileRate, 0.55 of 128 x 256, also counts the waves' fill: taken
 /// as a rate here it put the few-row tiles 1.5x slower than they ran in run S31B.)
 constexpr double kHalfTileFactor = 0.88;
+
+/// The pieces of stream-K's runs that do not cover their tile, each stored as f32 partial
+/// sums and read back once: the split lower/matmul/StreamK.cpp makes. ctas = min(SMs,
+/// tiles x k tiles); whole waves of tiles first (all of them when the tiles fill the waves,
+/// else all but the last two), then the k tiles of the tiles left cut into one run a CTA.
+int64_t streamKPartialPieces(int64_t tiles, int64_t kTiles, int64_t smCount) {
+  std::optional<int64_t> allKTiles = llvm::checkedMul(tiles, kTiles);
+  if (!allKTiles || *allKTiles <= 0 || smCount <= 0)
+    return 0;
+  int64_t ctas = std::min<int64_t>(smCount, *allKTiles);
+  int64_t wholeTiles = tiles % ctas == 0 ? tiles : std::max<int64_t>(tiles / ctas - 1, 0) * ctas;
+  // At most 2 ctas - 1 tiles are left, so runs cross a few tiles each; past 64 bits (a K of
+  // some 2^50) every CTA is taken to store both of its slots.
+  std::optional<int64_t> runKTiles = llvm::checkedMul(tiles - wholeTiles, kTiles);
+  std::optional<int64_t> lastProduct =
+      runKTiles ? llvm::checkedMul(*runKTiles, ctas) : std::nullopt;
+  if (!lastProduct)
+    return 2 * ctas;
+  int64_t pieces = 0;
+  for (int64_t cta = 0; cta < ctas; ++cta) {
+    int64_t first = cta * *runKTiles / ctas, end = (cta + 1) * *runKTiles / ctas;
+    for (int64_t tile = first / kTiles; first < end && tile <= (end - 1) / kTiles; ++tile) {
+      int64_t begin = std::max(first, tile * kTiles), stop = std::min(end, (tile + 1) * kTiles);
+      if (begin != tile * kTiles || stop != (tile + 1) * kTiles)
+        ++pieces;
+    }
+  }
+  return pieces;
+}
 
 } // namespace
 
@@ -122,33 +152,38 @@ std::optional<ProductEstimate> estimateProduct(const sched::MatmulSchedule &sche
 
   double bytes = 2.0 * (static_cast<double>(m) * k + static_cast<double>(products) * n * k) +
                  static_cast<double>(outputBytes) * m * n;
-  // f32 partial sums written, then read back: split-K's every part; stream-K's split tiles,
-  // about one a CTA.
-  double partialBytes = 0;
+  estimate.memoryMicros =
+      bytes / (static_cast<double>(target.memoryBandwidthGBps) * 1e3 * kMemoryShare);
+  // f32 partial sums, written and read back: split-K's every part (summed by a second
+  // kernel); stream-K's pieces that do not cover their tile (summed by the CTA whose piece
+  // arrives last). They are written after a piece's main loop, so their time is not hidden
+  // behind the products (run S34C, H100: inside the larger of the two, split-K and stream-K
+  // were estimated 1.6-2.3x too fast; after it, 1.02-1.21x, stream-K at 160 rows 1.58x).
+  double partialElements = 0;
   if (parts > 1)
-    partialBytes = 2.0 * 4.0 * static_cast<double>(parts) * m * n;
-  else if (streamK && estimate.workUnits % target.smCount != 0)
-    partialBytes = 2.0 * 4.0 * static_cast<double>(tileM) * static_cast<double>(tileN) *
-                   static_cast<double>(std::min<int64_t>(estimate.workUnits, target.smCount));
-  double bytesPerMicro = static_cast<double>(target.memoryBandwidthGBps) * 1e3 * kMemoryShare;
-  estimate.memoryMicros = (bytes + partialBytes) / bytesPerMicro;
-  // The operands stream in behind the products; the partial sums are written after a
-  // piece's main loop and read back after all of them, so their time adds (run S34C, H100:
-  // with it inside the larger of the two, split-K and stream-K were estimated 1.6-2.3x
-  // too fast; added, 1.0-1.3x, stream-K at 160 rows 1.8x).
-  double partialMicros = partialBytes / bytesPerMicro;
-  estimate.micros = std::max(estimate.tensorMicros, estimate.memoryMicros - partialMicros) +
-                    partialMicros + kLaunchMicros + (parts > 1 ? kLaunchMicros : 0.0);
+    partialElements = static_cast<double>(parts) * static_cast<double>(m) * n;
+  else if (streamK && mma.ctaTile[2].value > 0)
+    partialElements = static_cast<double>(streamKPartialPieces(
+                          *tiles, ceilDiv(k, mma.ctaTile[2].value), target.smCount)) *
+                      static_cast<double>(tileM) * static_cast<double>(tileN);
+  estimate.partialMicros = 2.0 * 4.0 * partialElements /
+                           (static_cast<double>(target.memoryBandwidthGBps) * 1e3 * kMemoryShare);
+  estimate.micros = std::max(estimate.tensorMicros, estimate.memoryMicros) +
+                    estimate.partialMicros + kLaunchMicros + (parts > 1 ? kLaunchMicros : 0.0);
   std::string spread =
       streamK ? llvm::formatv("stream-K over {0} SMs", target.smCount).str()
               : llvm::formatv("{0}% of {1} wave(s) filled",
                               static_cast<int>(std::lround(100 * estimate.waveShare)), waves)
                     .str();
   estimate.summary =
-      llvm::formatv("{0} x {1} tiles{2}: {3} work units, {4}; tensor pipes {5:F1} us, memory "
-                    "{6:F1} us",
-                    tileM, tileN, parts > 1 ? llvm::formatv(" in {0} parts of K", parts).str() : "",
-                    estimate.workUnits, spread, estimate.tensorMicros, estimate.memoryMicros)
+      llvm::formatv(
+          "{0} x {1} tiles{2}: {3} work units, {4}; tensor pipes {5:F1} us, memory "
+          "{6:F1} us{7}",
+          tileM, tileN, parts > 1 ? llvm::formatv(" in {0} parts of K", parts).str() : "",
+          estimate.workUnits, spread, estimate.tensorMicros, estimate.memoryMicros,
+          estimate.partialMicros > 0
+              ? llvm::formatv(", then partial sums {0:F1} us", estimate.partialMicros).str()
+              : std::string())
           .str();
   return estimate;
 }

@@ -3,8 +3,10 @@
 //
 // The estimate is coarse on purpose: the tensor pipes' time (the tiles' waves over the SMs
 // at each tile shape's measured rate, TunedConstants.h) or the memory's (every operand
-// read once, the output and split-K's partial sums written), whichever is longer. Of the
-// tile orders it counts split-K's parts and takes stream-K as perfectly balanced; it knows
+// read once, the output written), whichever is longer, then the f32 partial sums that
+// split-K's parts and stream-K's split tiles write and read back (after a piece's main
+// loop, so not hidden behind it). Of the tile orders it counts split-K's parts, and
+// stream-K's pieces as its lowering cuts them (balanced over the CTAs); it knows
 // nothing of stages, clusters, swizzles or the epilogue's form, so it never tells two
 // candidates apart by those: they are left to the timing. Only a candidate estimated far
 // slower than the heuristics' own choice is pruned (kPruneAbove), so the estimate's error
@@ -22,12 +24,13 @@ namespace fsl::tuning {
 
 /// What the model estimates for one schedule of a product of M x N x K.
 struct ProductEstimate {
-  double micros = 0;       // the longer of the two below
-  double tensorMicros = 0; // the tiles' waves at their rate
-  double memoryMicros = 0; // the bytes at the memory's bandwidth
-  int64_t workUnits = 0;   // tiles, times split-K's parts
-  double waveShare = 1;    // the share of their waves the work units fill
-  std::string summary;     // "128 x 256 tiles: 448 units fill 85 % of 4 waves; ..."
+  double micros = 0;        // the longer of the next two, the partial sums and launches
+  double tensorMicros = 0;  // the tiles' waves at their rate
+  double memoryMicros = 0;  // the operands and the output at the memory's bandwidth
+  double partialMicros = 0; // split-K's or stream-K's f32 partial sums, written and read
+  int64_t workUnits = 0;    // tiles, times split-K's parts
+  double waveShare = 1;     // the share of their waves the work units fill
+  std::string summary;      // "128 x 256 tiles: 448 units fill 85 % of 4 waves; ..."
 };
 
 /// A candidate estimated more than this many times the heuristics' time is pruned.
