@@ -170,7 +170,10 @@ std::string Compilation::relativeLocation(llvm::SMRange range) const {
       llvm::SmallString<256> prefix(root);
       if (prefix.empty())
         continue;
-      llvm::sys::path::append(prefix, "");
+      // A whole folder of the path: `stdlib` is no prefix of `stdlib-old/x.fsl`, and
+      // `tuning/h200.fsl` keeps no leading separator (append() adds none for "").
+      if (!llvm::sys::path::is_separator(prefix.back()))
+        prefix += llvm::sys::path::get_separator();
       if (llvm::StringRef(path).starts_with(prefix)) {
         shown = path.substr(prefix.size());
         break;

@@ -2,7 +2,10 @@
 # The matrix products' table of record (docs/performance.md): the static-size auto(matmul)
 # kernels of examples/matmul.fsl and examples/linear_bias_gelu.fsl at every shape the
 # table lists, compiled with the target's shipped tuning database, then matmul_ab.py with
-# every peer (max-autotune included), the operands rotated over twice the L2.
+# every peer (max-autotune included), the operands rotated over twice the L2. Where the
+# database changes a shape's schedule, the heuristics' kernel (compiled without it) is
+# timed beside it (the columns `plain_heur` and `gelu_heur`): the database must not be
+# slower than the heuristics at any shape.
 #   generate (here):      [DIR=...] tests/bench/products_record.sh generate build/bin/fslc TARGET
 #                         (TARGET: h200 or h100-sxm; the database stdlib/tuning/TARGET.fsl)
 #   run (GPU machine):    OUT=... [DIR=...] [ROUNDS=3] [PART=large|rows|tails|all]
@@ -30,6 +33,13 @@ generate)
         "$root/examples/$example.fsl" > "$dir/$name.fsl"
       "$fslc" --diagnostics-color=never --target "$target" \
         --tuning-db "$root/stdlib/tuning/$target.fsl" -o "$dir/$name" "$dir/$name.fsl"
+      mkdir -p "$dir/${name}_heur"
+      "$fslc" --diagnostics-color=never --target "$target" -o "$dir/${name}_heur" "$dir/$name.fsl"
+      # The same code but for the comments (which name the schedule's file): no column.
+      if diff -q <(sed 's|//.*||' "$dir/$name/$example.cu") \
+        <(sed 's|//.*||' "$dir/${name}_heur/$example.cu") > /dev/null; then
+        rm -rf "$dir/${name}_heur"
+      fi
     done
   done
   ;;
@@ -49,6 +59,9 @@ run)
     tag="${shape//,/_}"
     libs+=("plain=$dir/matmul_$tag/libfusion.so:plain@$shape"
            "gelu=$dir/linear_bias_gelu_$tag/libfusion.so:gelu@$shape")
+    [ -d "$dir/matmul_${tag}_heur" ] && libs+=("plain_heur=$dir/matmul_${tag}_heur/libfusion.so:plain@$shape")
+    [ -d "$dir/linear_bias_gelu_${tag}_heur" ] &&
+      libs+=("gelu_heur=$dir/linear_bias_gelu_${tag}_heur/libfusion.so:gelu@$shape")
   done
   FSL_AB_TAG="_record_${PART:-all}" python3 "$root/tests/bench/matmul_ab.py" "$out" "${libs[@]}" \
     --max-autotune --rounds "${ROUNDS:-3}" --shapes "$shapes"
