@@ -7,7 +7,8 @@
 # timed beside it (the columns `plain_heur` and `gelu_heur`): the database must not be
 # slower than the heuristics at any shape.
 #   generate (here):      [DIR=...] tests/bench/products_record.sh generate build/bin/fslc TARGET
-#                         (TARGET: h200 or h100-sxm; the database stdlib/tuning/TARGET.fsl)
+#                         (TARGET: h200 or h100-sxm; the database stdlib/tuning/TARGET.fsl,
+#                         or TUNING_DB=FILE)
 #   run (GPU machine):    OUT=... [DIR=...] [ROUNDS=3] [PART=large|rows|tails|all]
 #                         tests/bench/products_record.sh run
 set -euo pipefail
@@ -32,7 +33,7 @@ generate)
         -e "/^schedule $example/,\$c schedule $example = auto(matmul);" \
         "$root/examples/$example.fsl" > "$dir/$name.fsl"
       "$fslc" --diagnostics-color=never --target "$target" \
-        --tuning-db "$root/stdlib/tuning/$target.fsl" -o "$dir/$name" "$dir/$name.fsl"
+        --tuning-db "${TUNING_DB:-$root/stdlib/tuning/$target.fsl}" -o "$dir/$name" "$dir/$name.fsl"
       mkdir -p "$dir/${name}_heur"
       "$fslc" --diagnostics-color=never --target "$target" -o "$dir/${name}_heur" "$dir/$name.fsl"
       # The same code but for the comments (which name the schedule's file): no column.
