@@ -24,7 +24,8 @@ constexpr double kSustainedShare = 0.71;
 /// The share of the memory's datasheet bandwidth a copy reaches (H100: about 2.9 of 3.35
 /// TB/s; H200: 4.2-4.3 of 4.8).
 constexpr double kMemoryShare = 0.88;
-/// A launch's fixed cost (µs), and a second kernel's (split-K's partial sums added).
+/// A launch's fixed cost (µs): the product's, and for split-K and stream-K the kernel
+/// before it that zeroes the tiles' arrival counters (lower/Lower.cpp).
 constexpr double kLaunchMicros = 3.0;
 
 /// A 128-row tile's rate by its width, relative to 128 x 256 (TunedConstants.h's measured
@@ -154,11 +155,11 @@ std::optional<ProductEstimate> estimateProduct(const sched::MatmulSchedule &sche
                  static_cast<double>(outputBytes) * m * n;
   estimate.memoryMicros =
       bytes / (static_cast<double>(target.memoryBandwidthGBps) * 1e3 * kMemoryShare);
-  // f32 partial sums, written and read back: split-K's every part (summed by a second
-  // kernel); stream-K's pieces that do not cover their tile (summed by the CTA whose piece
-  // arrives last). They are written after a piece's main loop, so their time is not hidden
-  // behind the products (run S34C, H100: inside the larger of the two, split-K and stream-K
-  // were estimated 1.6-2.3x too fast; after it, 1.02-1.21x, stream-K at 160 rows 1.58x).
+  // f32 partial sums, written and read back: split-K's every part and stream-K's pieces
+  // that do not cover their tile, each summed by the CTA whose part arrives last. They are
+  // written after a piece's main loop, so their time is not hidden behind the products (run
+  // S34C, H100: inside the larger of the two, split-K and stream-K were estimated 1.6-2.3x
+  // too fast; after it, 1.02-1.21x, stream-K at 160 rows 1.58x).
   double partialElements = 0;
   if (parts > 1)
     partialElements = static_cast<double>(parts) * static_cast<double>(m) * n;
@@ -169,7 +170,8 @@ std::optional<ProductEstimate> estimateProduct(const sched::MatmulSchedule &sche
   estimate.partialMicros = 2.0 * 4.0 * partialElements /
                            (static_cast<double>(target.memoryBandwidthGBps) * 1e3 * kMemoryShare);
   estimate.micros = std::max(estimate.tensorMicros, estimate.memoryMicros) +
-                    estimate.partialMicros + kLaunchMicros + (parts > 1 ? kLaunchMicros : 0.0);
+                    estimate.partialMicros + kLaunchMicros +
+                    (parts > 1 || streamK ? kLaunchMicros : 0.0);
   std::string spread =
       streamK ? llvm::formatv("stream-K over {0} SMs", target.smCount).str()
               : llvm::formatv("{0}% of {1} wave(s) filled",
