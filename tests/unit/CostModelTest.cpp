@@ -165,9 +165,10 @@ TEST_CASE("cost model: partial sums are written after a piece's main loop, so th
         doctest::Approx(2.0 * 4.0 * 128 * 256 * 248 / perMicro).epsilon(0.001));
   CHECK(streamed->micros == doctest::Approx(50.5).epsilon(0.1));
   // Two launches, as split-K's: the arrival counters are zeroed by a kernel of their own.
-  CHECK(streamed->micros == doctest::Approx(std::max(streamed->tensorMicros, streamed->memoryMicros) +
-                                            streamed->partialMicros + 6.0)
-                                .epsilon(0.001));
+  CHECK(streamed->micros ==
+        doctest::Approx(std::max(streamed->tensorMicros, streamed->memoryMicros) +
+                        streamed->partialMicros + 6.0)
+            .epsilon(0.001));
   // Tiles that fill the waves (264 = 2 x 132) are all taken whole: no pieces.
   auto filled = tuning::estimateProduct(schedule(128, 256, 64, 2, sched::TileOrder::StreamK),
                                         128 * 24, 256 * 11, 2048, 1, 2, target);
