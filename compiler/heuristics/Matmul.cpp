@@ -2,6 +2,7 @@
 // directives.
 #include "heuristics/Matmul.h"
 
+#include "heuristics/SizeMath.h"
 #include "heuristics/TunedConstants.h"
 
 #include <llvm/Support/FormatVariadic.h>
@@ -298,7 +299,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       "in registers (several outputs, or one not over [" + mDim.name + ", " + nDim.name + "])";
   int64_t outputBytes = mm.outputBytes;
   if (outputBytes > 0) {
-    if (nDim.extent && *nDim.extent * outputBytes % 16 == 0) {
+    if (nDim.extent && *nDim.extent % 16 * outputBytes % 16 == 0) {
       epilogue = sched::EpilogueKind::SharedTmaStore;
       epilogueWhy = "through shared memory and TMA stores";
     } else if (!nDim.extent) {
@@ -352,22 +353,22 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   auto tilesOf = [&](const DimShape &dim, int64_t tile) -> std::optional<int64_t> {
     if (!dim.extent)
       return std::nullopt;
-    return (*dim.extent + tile - 1) / tile;
+    return ceilDiv(*dim.extent, tile);
   };
-  int64_t tilesAlongN = nDim.extent ? (*nDim.extent + 255) / 256 : 0;
+  int64_t tilesAlongN = nDim.extent ? ceilDiv(*nDim.extent, 256) : 0;
   int64_t twoWaves =
       tilesAlongN > 0 ? 128 * ((2 * target.smCount + tilesAlongN - 1) / tilesAlongN) : 512;
   // A static K whose operand rows are not whole 128-byte lines apart (K = 5000: 10000
   // bytes): every TMA box row straddles two lines. With a long K, clusters along N pay.
-  const bool rowsStraddleLines = kDim.extent && (*kDim.extent * operandBytes) % 128 != 0;
+  const bool rowsStraddleLines = kDim.extent && *kDim.extent % 128 * operandBytes % 128 != 0;
   const bool clustersForStraddlingRows =
       rowsStraddleLines && *kDim.extent / 64 >= tuned::kClusterUnalignedMinKSteps;
   auto straddleWhy = [&](const MatmulTile &tile) {
     return llvm::formatv("{0}'s rows are {1} bytes apart, not whole 128-byte lines, and K has "
                          "{2} steps of 64: clusters of two {3} x {4} tiles along N share the a "
                          "tile (each CTA loads half of it into both)",
-                         mm.lhsInput, *kDim.extent * operandBytes, *kDim.extent / 64, tile.tileM,
-                         tile.tileN)
+                         mm.lhsInput, saturatingMul(*kDim.extent, operandBytes), *kDim.extent / 64,
+                         tile.tileM, tile.tileN)
         .str();
   };
   // A runtime M over a static N (as the JIT specializes it): the 64 x 128 tiles that a
@@ -381,8 +382,8 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   // The share of its waves `units` of work fill, `perWave` at a time (CTAs on the SMs,
   // or clusters).
   auto waveShare = [&](int64_t units, int64_t perWave) {
-    int64_t waves = (units + perWave - 1) / perWave;
-    return static_cast<double>(units) / static_cast<double>(waves * perWave);
+    int64_t waves = ceilDiv(units, perWave);
+    return static_cast<double>(units) / (static_cast<double>(waves) * static_cast<double>(perWave));
   };
   const bool halfAsMeasured =
       !knobs.stages && !knobs.splitK && !knobs.streamK.value_or(false) && !knobs.epiloguePiece;
@@ -397,7 +398,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   // (Under the knobs that give a runtime M no such range, a static M has none either.)
   if (nDim.extent && !tileNKnob && !knobs.tileM && !twoProducts && halfAsMeasured &&
       !knobs.swizzle && !knobs.clusterM && !knobs.clusterN && !knobs.pingpong.value_or(false)) {
-    int64_t columns = (*nDim.extent + 127) / 128;
+    int64_t columns = ceilDiv(*nDim.extent, 128);
     auto filled = [&](int64_t tiles) { return waveShare(tiles, target.smCount); };
     double rate128 = 1.0;
     for (const tuned::TileRate &width : tuned::kTileRates)
@@ -432,7 +433,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     // is for 128-row tiles without clusters: not under the pingpong or cluster_m knobs,
     // whose tiles pingpong's documentation and the cluster's walk fix.)
     auto wavesFilled = [&](int64_t tileM, int64_t tileN) {
-      int64_t tiles = ((*mDim.extent + tileM - 1) / tileM) * ((*nDim.extent + tileN - 1) / tileN);
+      int64_t tiles = saturatingMul(ceilDiv(*mDim.extent, tileM), ceilDiv(*nDim.extent, tileN));
       return waveShare(tiles, target.smCount);
     };
     // Below two waves of 128 x 256 tiles the range's own width is 128, and 128 x 256 is a
@@ -490,7 +491,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                                   "L2 bounds the kernel, and 192 x 192 tiles (three consumer "
                                   "warpgroups) load fewer bytes a flop; they fill {2}% of "
                                   "their waves.",
-                                  mm.lhsInput, *kDim.extent * operandBytes,
+                                  mm.lhsInput, saturatingMul(*kDim.extent, operandBytes),
                                   static_cast<int>(100 * wavesFilled(192, 192)))
                         .str();
           c.tileM = 192;
@@ -550,7 +551,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       if (clustersForStraddlingRows && wideAsMeasured && !knobs.swizzle) {
         auto clusterWavesFilled = [&](int64_t tileM, int64_t tileN) {
           int64_t units =
-              ((*mDim.extent + tileM - 1) / tileM) * ((*nDim.extent + 2 * tileN - 1) / (2 * tileN));
+              saturatingMul(ceilDiv(*mDim.extent, tileM), ceilDiv(*nDim.extent, 2 * tileN));
           return waveShare(units, target.smCount / 2);
         };
         std::optional<MatmulTile> best;
@@ -632,10 +633,10 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     if (fewRows) {
       c.tileM = 64;
       if (!tileNKnob && nDim.extent) {
-        int64_t rowsM = mDim.extent ? (*mDim.extent + 63) / 64 : 1;
+        int64_t rowsM = mDim.extent ? ceilDiv(*mDim.extent, 64) : 1;
         double bestFill = -1;
         for (int64_t width = 256; width >= 64; width -= readableWidth(16) ? 16 : 64) {
-          int64_t tiles = rowsM * ((*nDim.extent + width - 1) / width);
+          int64_t tiles = saturatingMul(rowsM, ceilDiv(*nDim.extent, width));
           double fill = waveShare(tiles, target.smCount);
           if (fill > bestFill + 1e-9) {
             bestFill = fill;
@@ -643,7 +644,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
           }
         }
         tileWhy = llvm::formatv("64 x {0} tiles: {1} CTAs fill {2}% of their waves.", c.tileN,
-                                rowsM * ((*nDim.extent + c.tileN - 1) / c.tileN),
+                                saturatingMul(rowsM, ceilDiv(*nDim.extent, c.tileN)),
                                 static_cast<int>(100 * bestFill))
                       .str();
       } else if (!tileNKnob) {
@@ -672,7 +673,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       c.swapAB = true;
       c.groups = 1;
       c.tileM = knobs.tileM ? *knobs.tileM
-                : swapRows  ? std::clamp<int64_t>((*swapRows + 7) / 8 * 8, 8, 64)
+                : swapRows  ? std::clamp<int64_t>(roundUp(*swapRows, 8), 8, 64)
                             : 64;
       c.tileN = tileNKnob && *tileNKnob % 64 == 0 ? *tileNKnob : 64;
       c.warpM = c.tileM;
@@ -690,13 +691,13 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
         }
       }
       c.epilogue = sched::EpilogueKind::Registers;
-      int64_t tiles =
-          tilesOf(mDim, c.tileM).value_or(1) * tilesOf(nDim, c.tileN).value_or(target.smCount);
+      int64_t tiles = saturatingMul(tilesOf(mDim, c.tileM).value_or(1),
+                                    tilesOf(nDim, c.tileN).value_or(target.smCount));
       int64_t parts = 1;
       if (knobs.splitK) {
         parts = *knobs.splitK;
         verdicts.honour("split_k");
-      } else if (nDim.extent && 2 * tiles < target.smCount) {
+      } else if (nDim.extent && tiles < ceilDiv(target.smCount, 2)) {
         // As many parts as fit one CTA an SM: more leave some SMs two parts to stream
         // (run Q3: 2 parts of 64 tiles 1.28-1.37x no split at N = 4096, 3 parts 0.97-1.08x).
         parts = std::clamp<int64_t>(target.smCount / tiles, 1, tuned::kSplitKMaxParts);
@@ -713,7 +714,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       // stages (16 and 32 rows, N = 14336).
       int64_t ctasPerSm =
           nDim.extent
-              ? std::clamp<int64_t>((tiles * parts + target.smCount - 1) / target.smCount, 1, 2)
+              ? std::clamp<int64_t>(ceilDiv(saturatingMul(tiles, parts), target.smCount), 1, 2)
               : 2;
       int64_t stage = (c.tileM + c.tileN) * 64 * operandBytes + 16;
       int64_t perCta =
@@ -767,9 +768,9 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
       verdicts.honour("split_k");
     } else if (fewRows && !knobs.streamK.value_or(false) && !knobs.swizzle && !knobs.clusterM &&
                !knobs.clusterN && !tileNKnob && nDim.extent) {
-      int64_t rowsM = mDim.extent ? (*mDim.extent + 63) / 64 : 1;
-      int64_t narrowest = rowsM * *tilesOf(nDim, 64);
-      if (2 * narrowest < target.smCount) {
+      int64_t rowsM = mDim.extent ? ceilDiv(*mDim.extent, 64) : 1;
+      int64_t narrowest = saturatingMul(rowsM, *tilesOf(nDim, 64));
+      if (narrowest < ceilDiv(target.smCount, 2)) {
         c.tileN = 64;
         tileWhy.clear();
         parts = std::clamp<int64_t>(target.smCount / narrowest, 1, tuned::kSplitKMaxParts);
@@ -975,7 +976,8 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
   // Static sizes whose tiles make at most kEpiloguePieceWaves waves.
   auto fewWaves = [&](const MatmulTile &c) {
     std::optional<int64_t> alongM = tilesOf(mDim, c.tileM), alongN = tilesOf(nDim, c.tileN);
-    return alongM && alongN && *alongM * *alongN <= tuned::kEpiloguePieceWaves * target.smCount;
+    return alongM && alongN &&
+           saturatingMul(*alongM, *alongN) <= tuned::kEpiloguePieceWaves * target.smCount;
   };
   auto storeInPieces = [&](MatmulParams &chosen) {
     std::string whyNot;
