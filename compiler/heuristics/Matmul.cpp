@@ -20,6 +20,13 @@ bool validTileN(int64_t tileN) {
   return tileN >= 64 && tileN % 16 == 0 && (tileN <= 256 || tileN == 288 || tileN == 320);
 }
 
+/// tile_m values: with swap_ab a's rows on wgmma's N side (a multiple of 8 up to 256);
+/// otherwise one consumer warpgroup (64), two (128, or 256 of 128-row halves) or three (192).
+bool validTileM(int64_t tileM, bool swapped) {
+  return swapped ? tileM > 0 && tileM % 8 == 0 && tileM <= 256
+                 : tileM == 64 || tileM == 128 || tileM == 192 || tileM == 256;
+}
+
 /// wgmma's N for a tile of `tileN` columns: the tile's own up to 256, half of it above.
 int64_t instructionColumns(int64_t tileN) { return tileN > 256 ? tileN / 2 : tileN; }
 
@@ -66,12 +73,12 @@ void checkMatmulKnobs(const Knobs &knobs, const MatmulShape &mm, KnobVerdicts &v
   const bool swapped = knobs.swapAB.value_or(false);
   if (knobs.tileM && swapped) {
     // Swapped, the tile's rows are a's, on wgmma's N side: a multiple of 8 up to 256.
-    if (*knobs.tileM % 8 != 0 || *knobs.tileM > 256)
+    if (!validTileM(*knobs.tileM, true))
       refuse("tile_m", "with swap_ab a's rows are wgmma's N side: tile_m is a multiple of 8 "
                        "from 8 to 256");
   } else if (knobs.tileM) {
     int64_t rows = *knobs.tileM;
-    if (rows != 64 && rows != 128 && rows != 192 && rows != 256)
+    if (!validTileM(rows, false))
       refuse("tile_m", "the CTA tile's M is 64 (one consumer warpgroup), 128 (two), 192 (three) "
                        "or 256 (two consumer warpgroups of 128 rows)");
     else if (twoProducts && rows != 128)
@@ -276,7 +283,7 @@ void matmulDirectives(Block &block, const std::string &k, const MatmulTile &c,
 /// measured yet, never chosen without the knob), pingpong (two consumer groups on
 /// alternate 64-row tiles), fast_exp,
 /// fast_tanh, fast_div.
-MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const Knobs &knobs) {
+MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const Knobs &given) {
   MatmulParams params;
   KnobVerdicts &verdicts = params.verdicts;
   if (target.arch != "sm_90a") {
@@ -285,7 +292,7 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
     return params;
   }
   using namespace family_sets;
-  for (const auto &[name, set] : knobsOutside(knobs, Matmul))
+  for (const auto &[name, set] : knobsOutside(given, Matmul))
     if (set)
       verdicts.refuse(name,
                       "auto(matmul) has no such knob (it takes " + knobNames(Family::Matmul) + ")");
@@ -311,9 +318,12 @@ MatmulParams chooseMatmul(const FusionShape &shape, const Target &target, const 
                     " elements are not 16-byte multiples)";
     }
   }
-  // A refused knob drops the choice (Heuristics.cpp); an invalid tile_n is not used to
-  // pick the rest.
-  checkMatmulKnobs(knobs, mm, verdicts);
+  // A refused knob drops the choice (Heuristics.cpp); an invalid tile_n or tile_m (any
+  // 64-bit value the user wrote) is not used to pick the rest.
+  checkMatmulKnobs(given, mm, verdicts);
+  Knobs knobs = given;
+  if (knobs.tileM && !validTileM(*knobs.tileM, knobs.swapAB.value_or(false)))
+    knobs.tileM.reset();
   std::optional<int64_t> tileNKnob = knobs.tileN;
   if (tileNKnob && !validTileN(*tileNKnob))
     tileNKnob.reset();
