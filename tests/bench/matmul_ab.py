@@ -23,7 +23,8 @@ calls (whole turns over the sets), which take turns over sets of operands (a, w,
 that together are at least twice the L2 (at most ten sets; --no-rotate: one set, as the
 runs until 2026-12-06 timed them), each peer's outputs kept
 referenced so that each call writes a buffer of its own; the table gives the median
-TFLOP/s (2MNK) of each, each variant's median ratio to the first one, and each variant's
+TFLOP/s (2MNK) of each, each variant's median ratio to the first one (a variant after the
+first of its kind: to that one, so `gelu_heur / gelu`), and each variant's
 median ratio to its peer (plain: cuBLAS; gelu: the fastest of its peers that round;
 swiglu: torch.compile), round by round, so that drift between rounds cancels. Written to OUT/matmul_ab.md and printed.
 """
@@ -186,8 +187,15 @@ def main():
             raise SystemExit(f"{lib.name}: one name, two kinds ({kind_of[lib.name]}, {lib.kind})")
     columns = list(kind_of)
     names = columns + list(peers)
+    # Each column after the first against the first of its kind (`plain_heur / plain`),
+    # or, the first of its kind, against the first column (`gelu / plain`).
+    first_of_kind = {}
+    for c in columns:
+        first_of_kind.setdefault(kind_of[c], c)
+    base_of = {c: first_of_kind[kind_of[c]] if first_of_kind[kind_of[c]] != c else columns[0]
+               for c in columns[1:]}
     say("| M | N | K | " + " | ".join(names) + " | " +
-        " | ".join(f"{c} / {columns[0]}" for c in columns[1:]) + " | " +
+        " | ".join(f"{c} / {base_of[c]}" for c in columns[1:]) + " | " +
         " | ".join(f"{c} / peer" for c in columns) + " |")
     say("|---" * (3 + len(names) + 2 * len(columns) - 1) + "|")
     # Operand sets a shape, taken in turn by the graph's calls: as many as make at least
@@ -236,9 +244,11 @@ def main():
         flops = 2 * M * N * K * (2 if kinds == {"swiglu"} else 1)
         tf = lambda us: flops / (us * 1e-6) / 1e12
         cells = [f"{tf(statistics.median(times[n])):.0f}" if n in times else "" for n in names]
-        first = here[0].name if here else None
-        ratios = [f"{statistics.median(t0 / t for t0, t in zip(times[first], times[c])):.3f}"
-                  if c in times and first else "" for c in columns[1:]]
+        # A base that does not run at this shape: the first variant that does.
+        def base(c):
+            return base_of[c] if base_of[c] in times else (here[0].name if here else None)
+        ratios = [f"{statistics.median(t0 / t for t0, t in zip(times[base(c)], times[c])):.3f}"
+                  if c in times and base(c) else "" for c in columns[1:]]
 
         def peer_ratio(column):
             if column not in times:

@@ -37,6 +37,9 @@ generate)
       mkdir -p "$dir/${name}_heur"
       "$fslc" --diagnostics-color=never --target "$target" -o "$dir/${name}_heur" "$dir/$name.fsl"
       # The same code but for the comments (which name the schedule's file): no column.
+      for cu in "$dir/$name/$example.cu" "$dir/${name}_heur/$example.cu"; do
+        [ -f "$cu" ] || { echo "products_record.sh: fslc wrote no $cu" >&2; exit 1; }
+      done
       if diff -q <(sed 's|//.*||' "$dir/$name/$example.cu") \
         <(sed 's|//.*||' "$dir/${name}_heur/$example.cu") > /dev/null; then
         rm -rf "$dir/${name}_heur"
