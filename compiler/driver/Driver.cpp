@@ -45,6 +45,9 @@
 namespace fsl {
 namespace {
 
+/// The largest --simulate-misalign (elements).
+constexpr int64_t kMostMisalign = int64_t(1) << 20;
+
 /// One input on its way through the pipeline.
 struct Unit {
   std::string path;       // as named in diagnostics: `<stdin>` for `-`
@@ -204,6 +207,14 @@ private:
                             std::string("--") + name + " applies to --simulate only");
         return kExitUsage;
       }
+    }
+    // --simulate-misalign: elements past an aligned address, which the simulator multiplies
+    // by each tensor's element bytes.
+    if (options_.simulateMisalign < 0 || options_.simulateMisalign > kMostMisalign) {
+      diagnostics_.report(DiagId::InvalidOptionValue, llvm::SMRange(),
+                          std::to_string(options_.simulateMisalign), "simulate-misalign",
+                          "0 to " + std::to_string(kMostMisalign), "");
+      return kExitUsage;
     }
     return kExitSuccess;
   }

@@ -1,6 +1,8 @@
 // IR.cpp — node constructors, with the folding of index arithmetic as it is built.
 #include "kir/IR.h"
 
+#include <llvm/Support/CheckedArithmetic.h>
+
 #include <limits>
 
 #include "support/Internal.h"
@@ -130,13 +132,15 @@ std::optional<int64_t> asConstant(const Expr &e) {
 }
 
 std::optional<int64_t> foldIntegers(BinaryOp op, int64_t a, int64_t b) {
+  // A result past 64 bits is not folded: the expression stays as written (static sizes
+  // near 2^63 once wrapped here into negative grid sizes).
   switch (op) {
   case BinaryOp::Add:
-    return a + b;
+    return llvm::checkedAdd(a, b);
   case BinaryOp::Sub:
-    return a - b;
+    return llvm::checkedSub(a, b);
   case BinaryOp::Mul:
-    return a * b;
+    return llvm::checkedMul(a, b);
   case BinaryOp::Div:
     return b == 0 ? std::nullopt : std::optional<int64_t>(a / b);
   case BinaryOp::Mod:

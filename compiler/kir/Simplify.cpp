@@ -3,6 +3,7 @@
 
 #include "kir/Mutator.h"
 
+#include <llvm/Support/CheckedArithmetic.h>
 #include <map>
 
 namespace fsl::kir {
@@ -53,7 +54,8 @@ public:
       // (x * c1) * c2 -> x * (c1 * c2)
       if (a->binary == BinaryOp::Mul)
         if (std::optional<int64_t> inner = asConstant(a->operands[1]))
-          return a->operands[0] * index(*inner * *c);
+          if (std::optional<int64_t> both = llvm::checkedMul(*inner, *c))
+            return a->operands[0] * index(*both);
       // (x + y) * c -> x * c + y * c: the strides of split loops meet their constants
       // (`Hp * 4096 + Hx * 8`, not `(Hp * 512 + Hx) * 8`), the form people write and
       // the one that gave ptxas the faster schedule (docs/performance.md, 2026-11-30).
@@ -78,16 +80,20 @@ private:
     if (e->kind != ExprKind::Binary || !ir::isInteger(e->dtype))
       return {};
     Interval x = bounds(e->operands[0]), y = bounds(e->operands[1]);
+    // A bound past 64 bits is no bound (static sizes near 2^63 once wrapped here).
     auto both = [](auto f, std::optional<int64_t> p, std::optional<int64_t> q) {
-      return p && q ? std::optional<int64_t>(f(*p, *q)) : std::nullopt;
+      return p && q ? f(*p, *q) : std::nullopt;
     };
+    auto add = [](int64_t p, int64_t q) { return llvm::checkedAdd(p, q); };
+    auto mul = [](int64_t p, int64_t q) { return llvm::checkedMul(p, q); };
+    auto div = [](int64_t p, int64_t q) { return std::optional<int64_t>(p / q); };
     if (e->binary == BinaryOp::Add)
-      return {both(std::plus<>(), x.lo, y.lo), both(std::plus<>(), x.hi, y.hi)};
+      return {both(add, x.lo, y.lo), both(add, x.hi, y.hi)};
     bool nonNegative = x.lo && *x.lo >= 0 && y.lo && *y.lo >= 0;
     if (e->binary == BinaryOp::Mul && nonNegative)
-      return {*x.lo * *y.lo, both(std::multiplies<>(), x.hi, y.hi)};
+      return {both(mul, x.lo, y.lo), both(mul, x.hi, y.hi)};
     if (e->binary == BinaryOp::Div && nonNegative && *y.lo > 0)
-      return {0, both(std::divides<>(), x.hi, y.lo)};
+      return {0, both(div, x.hi, y.lo)};
     if (e->binary == BinaryOp::Mod && x.lo && *x.lo >= 0 && y.hi && *y.hi > 0)
       return {0, *y.hi - 1};
     return {}; // unbounded as far as these rules need

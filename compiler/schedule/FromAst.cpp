@@ -297,6 +297,9 @@ std::unique_ptr<Schedule> buildSchedule(const ast::ScheduleDecl &decl, const ir:
 
 namespace {
 
+/// The largest value of an int knob (2^20).
+constexpr int64_t kKnobMost = int64_t(1) << 20;
+
 /// A knob as Knobs.def lists it: what sched::checkAutoSchedule checks.
 struct KnobSpec {
   const char *name;
@@ -391,6 +394,12 @@ bool checkAutoSchedule(const ast::ScheduleDecl &decl, DiagnosticEngine &diagnost
       diagnostics.report(DiagId::KnobType, knob.value->range, knob.name.text, "true or false");
     else if (std::string(spec->type) == "int" && (!isInt || literal.intValue < 1))
       diagnostics.report(DiagId::KnobType, knob.value->range, knob.name.text, "a positive integer");
+    else if (std::string(spec->type) == "int" && literal.intValue > kKnobMost)
+      // Every int knob counts threads, vectors, rows, blocks, stages, tiles or parts; the
+      // heuristics multiply them with each other and with sizes, which a bound keeps in
+      // 64 bits (vector_width = 2^62 wrapped its bytes).
+      diagnostics.report(DiagId::KnobType, knob.value->range, knob.name.text,
+                         llvm::formatv("a positive integer of at most {0}", kKnobMost).str());
     else if (spec->powerOfTwo && !llvm::isPowerOf2_64(literal.intValue))
       diagnostics.report(DiagId::KnobType, knob.value->range, knob.name.text, "a power of two");
     else if (auto reason = refusedKnob(*spec, kind))

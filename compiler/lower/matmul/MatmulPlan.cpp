@@ -9,6 +9,7 @@
 #include "support/Internal.h"
 
 #include <llvm/ADT/STLExtras.h>
+#include <llvm/Support/CheckedArithmetic.h>
 #include <llvm/Support/FormatVariadic.h>
 
 #include <functional>
@@ -122,14 +123,18 @@ private:
     // by the launcher (the tensor map cannot be encoded) and by the simulator.
     ir::DimId inner = param.dims.back();
     std::optional<int64_t> extent = fusion_.dims[inner].staticExtent;
-    int64_t rowBytes = extent ? *extent * ir::dtypeBytes(input->dtype) : 16;
-    if (rowBytes % 16 != 0)
-      return unsupported(llvm::formatv("rows of {0} are {1} x {2} = {3} bytes apart; TMA needs a "
-                                       "multiple of 16 bytes",
-                                       param.name, dimName(inner), ir::dtypeName(input->dtype),
-                                       rowBytes)
-                             .str(),
-                         param.range);
+    // The remainder mod 16 is all the check needs; the product itself may pass 64 bits.
+    int64_t elementBytes = ir::dtypeBytes(input->dtype);
+    if (extent && *extent % 16 * elementBytes % 16 != 0) {
+      std::optional<int64_t> rowBytes = llvm::checkedMul(*extent, elementBytes);
+      return unsupported(
+          llvm::formatv("rows of {0} are {1} x {2} = {3} bytes apart; TMA needs a "
+                        "multiple of 16 bytes",
+                        param.name, dimName(inner), ir::dtypeName(input->dtype),
+                        rowBytes ? std::to_string(*rowBytes) : std::string("more than 2^63 - 1"))
+              .str(),
+          param.range);
+    }
     return true;
   }
 
@@ -280,9 +285,10 @@ private:
       plan_->tileGroup = mm.tiles[0].parameter ? mm.tiles[0].parameter->value : 1;
       plan_->hilbertOrder = mm.tiles[0].hilbert;
       FSL_INTERNAL_ASSERT(plan_->tileGroup >= 1, "an unchecked swizzle reached the lowering");
-      FSL_INTERNAL_ASSERT(!plan_->hilbertOrder || (plan_->tileGroup >= 2 &&
-                                                   (plan_->tileGroup & (plan_->tileGroup - 1)) == 0),
-                          "an unchecked hilbert block reached the lowering");
+      FSL_INTERNAL_ASSERT(
+          !plan_->hilbertOrder ||
+              (plan_->tileGroup >= 2 && (plan_->tileGroup & (plan_->tileGroup - 1)) == 0),
+          "an unchecked hilbert block reached the lowering");
       plan_->tilesOrigin.text =
           std::string(streamK ? "tiles stream_k" : "tiles persistent") +
           (mm.tiles[0].parameter ? std::string(plan_->hilbertOrder ? " hilbert " : " swizzle ") +
