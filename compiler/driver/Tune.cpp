@@ -272,6 +272,8 @@ public:
         err_ << "fslc tune: cannot create '" << folder << "': " << error.message() << "\n";
         return kExitUsage;
       }
+      unsigned firstAtShape = nextId;
+      std::string heuristicsPruned; // why the heuristics' own choice was pruned here
       for (const auto &[knobs, round, heuristics] : rounds) {
         std::string guard =
             variantDims_.empty() || heuristics ? std::string() : variantGuard(sizes);
@@ -291,9 +293,12 @@ public:
                         engine.errorCount() == 0;
         llvm::json::Object knobObject = knobsJson(knobs);
         if (!compiled) {
+          std::string reason = firstError(candidateDiagnostics);
+          if (heuristics && heuristicsPruned.empty())
+            heuristicsPruned = reason;
           pruned.push_back(llvm::json::Object{{"shape", shapeJson(sizes)},
                                               {"knobs", std::move(knobObject)},
-                                              {"reason", firstError(candidateDiagnostics)}});
+                                              {"reason", std::move(reason)}});
           continue;
         }
         const ir::Fusion *compiledFusion = nullptr;
@@ -346,6 +351,16 @@ public:
           entry["estimate"] = estimate->summary;
         }
         candidates.push_back(std::move(entry));
+      }
+      // A shape without a candidate is timed by nothing: say why where it is seen.
+      if (nextId == firstAtShape) {
+        std::string label;
+        for (const auto &[dim, size] : sizes)
+          label += (label.empty() ? "" : ",") + dim + "=" + std::to_string(size);
+        err_ << "fslc tune: warning: no candidate at " << label << "; every one was pruned"
+             << (heuristicsPruned.empty() ? std::string()
+                                          : ", the heuristics' own because: " + heuristicsPruned)
+             << "\n";
       }
     }
     llvm::json::Object manifest{{"fusion", fusion->name},
