@@ -246,6 +246,25 @@ class Compare(unittest.TestCase):
         self.assertIn("K=4096,M=64,N=4096: agree", out)
         self.assertIn("1 of 2 shapes agree", out)
 
+    def test_a_winner_not_confirmed_in_the_other_run_is_compared_by_screening_times(self):
+        # Run F and run B of the fused product at 8192^3 (H100): the second run confirmed the
+        # heuristics' candidate (1.58 ms, screened 1.386) and another; the first run's winner
+        # (swizzle 16) it only screened, at 1.378 ms: 0.6 % faster than the heuristics'
+        # screening time, not 12.8 % faster than its confirmed time. The first run put the
+        # heuristics' 2.2 % behind its winner: the runs disagree, by 2.2 %.
+        def confirmed(r, screen_ms, confirm_ms):
+            r.update(screen_ms=screen_ms, time_ms=statistics.median(confirm_ms), confirm_ms=confirm_ms)
+            return r
+        first = self.document(confirmed(result(0, None, knobs={}, heuristics=True), 1.39, [1.61] * 4),
+                              confirmed(result(1, None, knobs={"swizzle": 16}), 1.37, [1.575] * 4))
+        second = self.document(confirmed(result(0, None, knobs={}, heuristics=True), 1.386, [1.58] * 4),
+                               confirmed(result(1, None, knobs={"stages": 3}), 1.378, [1.57] * 4),
+                               result(2, 1.378, knobs={"swizzle": 16}))
+        code, out = self.run_compare(first, second)
+        self.assertEqual(code, 1, out)
+        self.assertIn('winners {"swizzle": 16} (1.5750 ms) and {} (1.5800 ms); '
+                      "the other's winner +2.2 %, -0.6 %", out)
+
     def test_a_winner_missing_from_the_other_run_disagrees(self):
         first = self.document(result(0, 1.0, knobs={}, heuristics=True), result(1, 0.90, knobs={"stages": 3}))
         second = self.document(result(0, 0.9, knobs={}, heuristics=True),
@@ -286,6 +305,21 @@ class Pairs(unittest.TestCase):
                       {"id": 1, "round": 1, "estimate_us": 40}, {"id": 2, "round": 1, "estimate_us": 20},
                       {"id": 3, "round": 1, "estimate_us": 20}, {"id": 4, "round": 2, "estimate_us": 10}]
         self.assertEqual([c["id"] for c in tune.timing_order(candidates)], [0, 2, 3, 1, 4])
+
+    def test_the_budget_starts_after_the_heuristics_candidate(self):
+        # The heuristics' candidate is never over budget, however long it took (it pays the
+        # process's start); the clock runs from the first other candidate.
+        now = [0.0]
+        budget = tune.ShapeBudget(10.0, clock=lambda: now[0])
+        now[0] = 0.0
+        self.assertFalse(budget.exhausted({"heuristics": True}))
+        now[0] = 30.0  # the first compilation and CUDA's start took 30 s
+        self.assertFalse(budget.exhausted({"id": 1}))
+        now[0] = 39.0
+        self.assertFalse(budget.exhausted({"id": 2}))
+        now[0] = 40.5
+        self.assertTrue(budget.exhausted({"id": 3}))
+        self.assertFalse(budget.exhausted({"heuristics": True}))
 
 
 def row(id, time_ms, T, H, knobs=None, heuristics=False, status="ok"):
