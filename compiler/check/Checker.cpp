@@ -357,6 +357,10 @@ private:
             once(loop.unrolledBy, 0))
           diagnostics_.report(DiagId::UnrollNotStatic, at(loop.unrolledBy), loop.name,
                               loop.extent.text);
+        if (loop.unrolled && !loop.unrollFactor && loop.extent.isStatic() &&
+            *loop.extent.value > kMaxUnrollFactor && once(loop.unrolledBy, 9))
+          diagnostics_.report(DiagId::UnrollTooLong, at(loop.unrolledBy), loop.name,
+                              *loop.extent.value);
         if (loop.unrolled && loop.unrollFactor &&
             (*loop.unrollFactor < 1 || *loop.unrollFactor > kMaxUnrollFactor) &&
             once(loop.unrolledBy, 8))

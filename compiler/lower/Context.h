@@ -43,6 +43,10 @@ struct LowerOptions {
   int64_t maxThreadsPerSm = 2048;
   int64_t maxBlocksPerSm = 32;
   int64_t sharedMemoryPerSm = 233472;
+  /// A thread's registers (the target's) and the target's name: the bound on what the
+  /// lowering keeps in registers (Plan.h, PlanLimits).
+  int64_t maxRegistersPerThread = 255;
+  std::string targetName = "the target";
 };
 
 struct MatmulKernelState;

@@ -276,7 +276,8 @@ std::optional<std::vector<kir::Kernel>> lowerKernels(const sched::Schedule &sche
     kernels.push_back(std::move(products.kernel));
     return kernels;
   }
-  std::unique_ptr<lower::Plan> plan = lower::planKernel(schedule, diagnostics);
+  std::unique_ptr<lower::Plan> plan =
+      lower::planKernel(schedule, diagnostics, {options.maxRegistersPerThread, options.targetName});
   if (!plan)
     return std::nullopt;
   lower::LowerContext context(*plan, options, diagnostics);

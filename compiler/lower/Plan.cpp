@@ -8,6 +8,7 @@
 #include "support/Internal.h"
 
 #include <llvm/ADT/STLExtras.h>
+#include <llvm/Support/MathExtras.h>
 
 #include <functional>
 
@@ -54,8 +55,9 @@ namespace {
 
 class Planner {
 public:
-  Planner(const sched::Schedule &schedule, DiagnosticEngine &diagnostics)
-      : schedule_(schedule), fusion_(*schedule.fusion), diagnostics_(diagnostics) {}
+  Planner(const sched::Schedule &schedule, DiagnosticEngine &diagnostics, const PlanLimits &limits)
+      : schedule_(schedule), fusion_(*schedule.fusion), diagnostics_(diagnostics), limits_(limits) {
+  }
 
   std::unique_ptr<Plan> run() {
     plan_ = std::make_unique<Plan>();
@@ -374,6 +376,42 @@ private:
     return true;
   }
 
+  /// The column reductions' partial sums stay in a thread's registers, one array a column
+  /// sum with an element for each iteration of the serial loops (BuildLoopNests.cpp,
+  /// makeColumnRows). Past the register file they spill to local memory, far past it the
+  /// kernel does not compile (a static H of 2^40 asked for 2^32 floats a thread): the same
+  /// budget as a persistent buffer in registers, 32 registers left for the rest.
+  bool checkColumnPartials(const std::vector<const ir::Value *> &columns) {
+    uint64_t elements = 1;
+    const PlannedLoop *widest = nullptr;
+    std::string names;
+    for (int index : plan_->serialLoops()) {
+      const PlannedLoop &loop = plan_->loops[index];
+      uint64_t extent = static_cast<uint64_t>(*loop.extent.value);
+      elements = llvm::SaturatingMultiply(elements, extent);
+      if (!widest || *loop.extent.value > *widest->extent.value)
+        widest = &loop;
+      names += (names.empty() ? "" : ", ") + loop.name + " (" + std::to_string(extent) + ")";
+    }
+    uint64_t each = (ir::dtypeBytes(registerType(columns.front()->dtype)) + 3) / 4;
+    uint64_t perSum = llvm::SaturatingMultiply(elements, each);
+    uint64_t registers = llvm::SaturatingMultiply(perSum, static_cast<uint64_t>(columns.size()));
+    int64_t budget = limits_.maxRegistersPerThread - 32;
+    if (registers <= static_cast<uint64_t>(std::max<int64_t>(budget, 0)))
+      return true;
+    std::string sums;
+    for (const ir::Value *column : columns)
+      sums += (sums.empty() ? "" : ", ") + describe(*column);
+    auto count = [](uint64_t n) {
+      return n == UINT64_MAX ? std::string("more than 2^64") : std::to_string(n);
+    };
+    diagnostics_.report(DiagId::ColumnPartialsTooLarge,
+                        widest ? widest->origin.range : llvm::SMRange(), sums, count(registers),
+                        count(perSum), names, limits_.targetName, budget,
+                        limits_.maxRegistersPerThread);
+    return false;
+  }
+
   /// The inner-outer form (Plan::columnReduced): the column reductions, the serial loops
   /// over their rows around the phases, and what reduces them across threads and blocks.
   bool planColumns() {
@@ -510,6 +548,8 @@ private:
                                plan_->loops[index].name +
                                "', whose extent is a runtime size; split it by a constant",
                            plan_->loops[index].origin.range);
+    if (!checkColumnPartials(columns))
+      return false;
     for (const auto &value : fusion_.values)
       if (ir::isReduction(value->op) && !plan_->columnReduced.count(value->id) &&
           llvm::any_of(value->reduced, reducedHere))
@@ -854,14 +894,16 @@ private:
   const sched::Schedule &schedule_;
   const ir::Fusion &fusion_;
   DiagnosticEngine &diagnostics_;
+  const PlanLimits &limits_;
   std::unique_ptr<Plan> plan_;
   std::vector<ir::OnePassPair> pairs_; // `reduce one_pass`
 };
 
 } // namespace
 
-std::unique_ptr<Plan> planKernel(const sched::Schedule &schedule, DiagnosticEngine &diagnostics) {
-  return Planner(schedule, diagnostics).run();
+std::unique_ptr<Plan> planKernel(const sched::Schedule &schedule, DiagnosticEngine &diagnostics,
+                                 const PlanLimits &limits) {
+  return Planner(schedule, diagnostics, limits).run();
 }
 
 } // namespace fsl::lower

@@ -134,8 +134,16 @@ struct Plan {
 bool reportUnsupported(DiagnosticEngine &diagnostics, const sched::Schedule &schedule,
                        const std::string &why, llvm::SMRange at = {});
 
+/// The registers a thread may have (the target's), which bound the inner-outer form's
+/// partial column sums.
+struct PlanLimits {
+  int64_t maxRegistersPerThread = 255;
+  std::string targetName = "the target";
+};
+
 /// The plan of one schedule, or null after a `lowering-unsupported` diagnostic at the
 /// directive (or schedule) that asks for what cannot be lowered.
-std::unique_ptr<Plan> planKernel(const sched::Schedule &schedule, DiagnosticEngine &diagnostics);
+std::unique_ptr<Plan> planKernel(const sched::Schedule &schedule, DiagnosticEngine &diagnostics,
+                                 const PlanLimits &limits = {});
 
 } // namespace fsl::lower

@@ -103,6 +103,9 @@ bool Compilation::lower(DiagnosticEngine &diagnostics) {
   lower::LowerOptions lowerOptions;
   lowerOptions.registersPerSm = options_.target.registersPerSm;
   lowerOptions.smCount = options_.target.smCount;
+  if (options_.target.maxRegistersPerThread > 0)
+    lowerOptions.maxRegistersPerThread = options_.target.maxRegistersPerThread;
+  lowerOptions.targetName = options_.target.name;
   if (options_.target.maxThreadsPerSm > 0)
     lowerOptions.maxThreadsPerSm = options_.target.maxThreadsPerSm;
   if (options_.target.sharedMemoryPerSm > 0)
