@@ -27,6 +27,13 @@ constexpr double kMemoryShare = 0.88;
 /// A launch's fixed cost (µs): the product's, and for split-K and stream-K the kernel
 /// before it that zeroes the tiles' arrival counters (lower/Lower.cpp).
 constexpr double kLaunchMicros = 3.0;
+/// What a stage of the pipeline waits from the producer's TMA load to its data in shared
+/// memory (µs). Each stage's buffer goes round being loaded, then multiplied, then released,
+/// so S stages give a k step at most every (latency + step) / S: past the step's own time
+/// with 2 stages, not with 3 or more at 128 x 256 tiles. Fitted on an H100 (run S37A-S37D,
+/// docs/performance.md): 2 stages against the heuristics' 3-4 ran 1.51-1.72x at six shapes,
+/// a latency of 1.4-1.7 µs (2.1 at 1000 x 5000 x 3000, whose rows are not whole lines).
+constexpr double kStageLatencyMicros = 1.5;
 
 /// A 128-row tile's rate by its width, relative to 128 x 256 (TunedConstants.h's measured
 /// widths, straight lines between them, and in proportion to the width below 112).
@@ -146,6 +153,17 @@ std::optional<ProductEstimate> estimateProduct(const sched::MatmulSchedule &sche
   double unitFlops = 2.0 * static_cast<double>(tileM) * static_cast<double>(tileN) *
                      static_cast<double>(ceilDiv(k, parts)) * products;
   double unitMicros = unitFlops / perSmFlops * 1e6;
+  // Too few stages to hide the loads' latency: each k step waits for its stage's data.
+  int64_t kStep = mma.ctaTile.size() > 2 ? mma.ctaTile[2].value : 0;
+  if (schedule.pipeline && schedule.pipeline->stages.value > 0 && kStep > 0) {
+    double stepMicros = unitMicros / static_cast<double>(ceilDiv(ceilDiv(k, parts), kStep));
+    double fedMicros =
+        (kStageLatencyMicros + stepMicros) / static_cast<double>(schedule.pipeline->stages.value);
+    if (fedMicros > stepMicros) {
+      estimate.stageFactor = fedMicros / stepMicros;
+      unitMicros *= estimate.stageFactor;
+    }
+  }
   estimate.tensorMicros =
       streamK ? unitMicros * static_cast<double>(estimate.workUnits) /
                     static_cast<double>(target.smCount)
@@ -180,12 +198,17 @@ std::optional<ProductEstimate> estimateProduct(const sched::MatmulSchedule &sche
                     .str();
   estimate.summary =
       llvm::formatv(
-          "{0} x {1} tiles{2}: {3} work units, {4}; tensor pipes {5:F1} us, memory "
+          "{0} x {1} tiles{2}: {3} work units, {4}; tensor pipes {5:F1} us{8}, memory "
           "{6:F1} us{7}",
           tileM, tileN, parts > 1 ? llvm::formatv(" in {0} parts of K", parts).str() : "",
           estimate.workUnits, spread, estimate.tensorMicros, estimate.memoryMicros,
           estimate.partialMicros > 0
               ? llvm::formatv(", then partial sums {0:F1} us", estimate.partialMicros).str()
+              : std::string(),
+          estimate.stageFactor > 1
+              ? llvm::formatv(" ({0} stages: each k step waits for its loads, {1:F2}x)",
+                              schedule.pipeline->stages.value, estimate.stageFactor)
+                    .str()
               : std::string())
           .str();
   return estimate;

@@ -6,9 +6,10 @@
 // read once, the output written), whichever is longer, then the f32 partial sums that
 // split-K's parts and stream-K's split tiles write and read back (after a piece's main
 // loop, so not hidden behind it). Of the tile orders it counts split-K's parts, and
-// stream-K's pieces as its lowering cuts them (balanced over the CTAs); it knows
-// nothing of stages, clusters, swizzles or the epilogue's form, so it never tells two
-// candidates apart by those: they are left to the timing. Only a candidate estimated far
+// stream-K's pieces as its lowering cuts them (balanced over the CTAs); of the pipeline,
+// whether its stages hide the loads' latency (a k step at most every (latency + step) /
+// stages). It knows nothing of clusters, swizzles or the epilogue's form, so it never
+// tells two candidates apart by those: they are left to the timing. Only a candidate estimated far
 // slower than the heuristics' own choice is pruned (kPruneAbove), so the estimate's error
 // (4-10 % where it was checked, more where an unseen knob matters) does not prune a winner.
 #pragma once
@@ -30,6 +31,7 @@ struct ProductEstimate {
   double partialMicros = 0; // split-K's or stream-K's f32 partial sums, written and read
   int64_t workUnits = 0;    // tiles, times split-K's parts
   double waveShare = 1;     // the share of their waves the work units fill
+  double stageFactor = 1;   // how much slower a k step runs for want of stages (>= 1)
   std::string summary;      // "128 x 256 tiles: 448 units fill 85 % of 4 waves; ..."
 };
 
