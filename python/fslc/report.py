@@ -54,10 +54,17 @@ def work_of(document, key, shape):
 def series_of(document):
     """{implementation: {shape key: ms}} and the shapes by key, from one document."""
     shapes, tuned, heuristics = {}, {}, {}
-    for result in document.get("results", []):
-        if result.get("status") != "ok" or result.get("time_ms") is None:
-            continue
+    ok = [r for r in document.get("results", []) if r.get("status") == "ok" and r.get("time_ms") is not None]
+    # Where the runner's confirmation round re-timed the heuristics' candidate and the
+    # fastest other side by side, those two decide, as they do the winner (tune.py's
+    # choose_winners): another candidate's screening time, taken after the GPU idled
+    # through a compilation, ran 10-14 % below confirmed times on an H100.
+    confirmed = {shape_key(r["shape"]) for r in ok if r.get("confirm_ms")}
+    for result in ok:
         key = shape_key(result["shape"])
+        if key in confirmed and not result.get("confirm_ms"):
+            shapes[key] = result["shape"]
+            continue
         shapes[key] = result["shape"]
         if result.get("heuristics"):
             heuristics[key] = result["time_ms"]

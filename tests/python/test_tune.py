@@ -435,6 +435,19 @@ class Report(unittest.TestCase):
         self.assertAlmostEqual(report.roofline_ms({"flops": 2.0 * 4096 * 14336 * 5120, "bytes": 1.0}, 989.0, 4800.0),
                                2.0 * 4096 * 14336 * 5120 / 989e12 * 1e3)
 
+    def test_tuned_is_the_confirmed_winner_not_a_screening_time(self):
+        # Run S37B (H100), the fused product at 4096 x 5120 x 14336: the confirmation round
+        # had the heuristics' 0.8578 ms and swizzle 16's 0.8647 (screened 0.7504 and
+        # 0.7440); a third candidate screened at 0.7455 is no "tuned" time beside them.
+        heuristics = dict(result(0, 0.8578, knobs={}, heuristics=True), screen_ms=0.7504, confirm_ms=[0.8578] * 4)
+        other = dict(result(1, 0.8647, knobs={"swizzle": 16}), screen_ms=0.7440, confirm_ms=[0.8647] * 4)
+        screened = result(2, 0.7455, knobs={"epilogue_piece": 64})
+        document = {"fusion": "linear_bias_gelu", "kind": "matmul", "results": [heuristics, other, screened]}
+        series, shapes = report.series_of(document)
+        self.assertEqual(series["fslc tuned"], {"K=5120,M=4096,N=14336": 0.8578})
+        self.assertEqual(series["fslc heuristics"], {"K=5120,M=4096,N=14336": 0.8578})
+        self.assertIn("K=5120,M=4096,N=14336", shapes)
+
     def test_without_work_only_time(self):
         document = dict(self.DOCUMENT, kind="inner_persistent", roofline={})
         files = report.plots(document)
