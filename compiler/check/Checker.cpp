@@ -351,16 +351,30 @@ private:
       return reported.insert({origin ? origin->index : SIZE_MAX, rule}).second;
     };
     for (const TensorSchedule &tensor : schedule_.tensors) {
+      // The copies of the innermost body the unrolls make, from the outermost loop in: a
+      // full unroll inside another multiplies them (2^16 inside 2^16 were 2^32 copies).
+      int64_t copies = 1;
+      bool nested = false;
       for (size_t i = 0; i < tensor.loops.size(); ++i) {
         const Loop &loop = tensor.loops[i];
         if (loop.unrolled && !loop.unrollFactor && !loop.extent.isStatic() &&
             once(loop.unrolledBy, 0))
           diagnostics_.report(DiagId::UnrollNotStatic, at(loop.unrolledBy), loop.name,
                               loop.extent.text);
-        if (loop.unrolled && !loop.unrollFactor && loop.extent.isStatic() &&
-            *loop.extent.value > kMaxUnrollFactor && once(loop.unrolledBy, 9))
-          diagnostics_.report(DiagId::UnrollTooLong, at(loop.unrolledBy), loop.name,
-                              *loop.extent.value);
+        if (loop.unrolled && (loop.unrollFactor || loop.extent.isStatic())) {
+          int64_t here = loop.unrollFactor ? *loop.unrollFactor : *loop.extent.value;
+          if (loop.unrollFactor && loop.extent.isStatic())
+            here = std::min(here, *loop.extent.value);
+          std::optional<int64_t> total = mul(copies, std::max<int64_t>(here, 1));
+          bool validFactor = !loop.unrollFactor ||
+                             (*loop.unrollFactor >= 1 && *loop.unrollFactor <= kMaxUnrollFactor);
+          if (validFactor && (!total || *total > kMaxUnrollFactor) && once(loop.unrolledBy, 9))
+            diagnostics_.report(DiagId::UnrollTooLong, at(loop.unrolledBy), loop.name,
+                                total ? std::to_string(*total) : std::string("more than 2^63"),
+                                nested ? " (with the unrolled loops around it)" : "");
+          copies = total ? *total : INT64_MAX;
+          nested = true;
+        }
         if (loop.unrolled && loop.unrollFactor &&
             (*loop.unrollFactor < 1 || *loop.unrollFactor > kMaxUnrollFactor) &&
             once(loop.unrolledBy, 8))

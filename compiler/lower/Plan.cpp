@@ -70,7 +70,8 @@ public:
             {tensor.value->paramIndex,
              {"cache " + tensor.name + " in shared", tensor.cacheBy->range}});
     if (!chooseReference() || !checkTensors() || !planColumns() || !checkReductions() ||
-        !assignPhases() || !checkGridReduction() || !checkPrefetch() || !checkGridSync())
+        !assignPhases() || !checkRegisterArrays() || !checkGridReduction() || !checkPrefetch() ||
+        !checkGridSync())
       return nullptr;
     chooseClampedRoots();
     return std::move(plan_);
@@ -376,38 +377,75 @@ private:
     return true;
   }
 
-  /// The column reductions' partial sums stay in a thread's registers, one array a column
-  /// sum with an element for each iteration of the serial loops (BuildLoopNests.cpp,
-  /// makeColumnRows). Past the register file they spill to local memory, far past it the
-  /// kernel does not compile (a static H of 2^40 asked for 2^32 floats a thread): the same
-  /// budget as a persistent buffer in registers, 32 registers left for the rest.
-  bool checkColumnPartials(const std::vector<const ir::Value *> &columns) {
-    uint64_t elements = 1;
+  /// What a thread keeps in registers across its serial loops: each persistent buffer in
+  /// registers and each column reduction's partial sums (BuildLoopNests.cpp, makeColumnRows),
+  /// an element for every iteration of the serial loops (Plan::bufferElements). Past the
+  /// registers a thread may have they spill to local memory, far past them the kernel does
+  /// not compile (a static H of 2^40 declared 2^32 partial sums a thread): together they
+  /// keep to the budget the checker gives one persistent buffer, 32 registers left for the
+  /// rest. (ptxas also spills below it where a large block leaves each thread fewer.)
+  bool checkRegisterArrays() {
+    struct Array {
+      std::string what;
+      uint64_t words; // registers an element
+    };
+    std::vector<Array> arrays;
+    // A column sum by the output it makes (dweight), else by its text.
+    auto nameOf = [&](const ir::Value &value) {
+      for (const ir::Output &output : fusion_.outputs)
+        if (output.value == &value || llvm::is_contained(output.value->operands, &value))
+          return output.name;
+      return ir::userName(fusion_, value);
+    };
+    for (const auto &value : fusion_.values) {
+      uint64_t words = (ir::dtypeBytes(registerType(value->dtype)) + 3) / 4;
+      if (plan_->columnReduced.count(value->id))
+        arrays.push_back({"the partial sums of " + nameOf(*value), words});
+      else if (plan_->persistent.count(value->id) && !plan_->persistentShared.count(value->id))
+        arrays.push_back({"persistent " + ir::userName(fusion_, *value), words});
+    }
+    if (arrays.empty())
+      return true;
+    uint64_t elements = 1, words = 0;
     const PlannedLoop *widest = nullptr;
-    std::string names;
+    std::string loops;
     for (int index : plan_->serialLoops()) {
       const PlannedLoop &loop = plan_->loops[index];
+      if (!loop.extent.isStatic())
+        continue; // (refused earlier where anything is kept over it)
       uint64_t extent = static_cast<uint64_t>(*loop.extent.value);
       elements = llvm::SaturatingMultiply(elements, extent);
       if (!widest || *loop.extent.value > *widest->extent.value)
         widest = &loop;
-      names += (names.empty() ? "" : ", ") + loop.name + " (" + std::to_string(extent) + ")";
+      loops += (loops.empty() ? "" : ", ") + loop.name + " (" + std::to_string(extent) + ")";
     }
-    uint64_t each = (ir::dtypeBytes(registerType(columns.front()->dtype)) + 3) / 4;
-    uint64_t perSum = llvm::SaturatingMultiply(elements, each);
-    uint64_t registers = llvm::SaturatingMultiply(perSum, static_cast<uint64_t>(columns.size()));
+    std::string what;
+    for (const Array &array : arrays) {
+      words = llvm::SaturatingAdd(words, array.words);
+      what +=
+          (what.empty() ? "" : ", ") + array.what +
+          (array.words > 1 ? " (" + std::to_string(array.words) + " registers an element)" : "");
+    }
+    uint64_t registers = llvm::SaturatingMultiply(elements, words);
     int64_t budget = limits_.maxRegistersPerThread - 32;
     if (registers <= static_cast<uint64_t>(std::max<int64_t>(budget, 0)))
       return true;
-    std::string sums;
-    for (const ir::Value *column : columns)
-      sums += (sums.empty() ? "" : ", ") + describe(*column);
     auto count = [](uint64_t n) {
       return n == UINT64_MAX ? std::string("more than 2^64") : std::to_string(n);
     };
-    diagnostics_.report(DiagId::ColumnPartialsTooLarge,
-                        widest ? widest->origin.range : llvm::SMRange(), sums, count(registers),
-                        count(perSum), names, limits_.targetName, budget,
+    // At the directive that gave the largest serial loop its kind (its unroll), else at the
+    // first `persistent`, else at the schedule's fusion name.
+    llvm::SMRange at = widest ? widest->origin.range : llvm::SMRange();
+    if (!at.isValid())
+      for (const sched::TensorSchedule &tensor : schedule_.tensors)
+        if (tensor.persistentBy && plan_->persistent.count(tensor.value->id)) {
+          at = tensor.persistentBy->range;
+          break;
+        }
+    if (!at.isValid())
+      at = schedule_.header.fusionRange;
+    diagnostics_.report(DiagId::RegisterArraysTooLarge, at, count(registers), what, count(elements),
+                        loops.empty() ? std::string("(none)") : loops, limits_.targetName, budget,
                         limits_.maxRegistersPerThread);
     return false;
   }
@@ -548,8 +586,6 @@ private:
                                plan_->loops[index].name +
                                "', whose extent is a runtime size; split it by a constant",
                            plan_->loops[index].origin.range);
-    if (!checkColumnPartials(columns))
-      return false;
     for (const auto &value : fusion_.values)
       if (ir::isReduction(value->op) && !plan_->columnReduced.count(value->id) &&
           llvm::any_of(value->reduced, reducedHere))

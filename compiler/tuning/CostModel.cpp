@@ -30,9 +30,10 @@ constexpr double kLaunchMicros = 3.0;
 /// What a stage of the pipeline waits from the producer's TMA load to its data in shared
 /// memory (µs). Each stage's buffer goes round being loaded, then multiplied, then released,
 /// so S stages give a k step at most every (latency + step) / S: past the step's own time
-/// with 2 stages, not with 3 or more at 128 x 256 tiles. Fitted on an H100 (run S37A-S37D,
-/// docs/performance.md): 2 stages against the heuristics' 3-4 ran 1.51-1.72x at six shapes,
-/// a latency of 1.4-1.7 µs (2.1 at 1000 x 5000 x 3000, whose rows are not whole lines).
+/// with 2 stages, not with 3 or more at 128 x 256 tiles. Fitted on an H100 (runs S37A-S37F,
+/// docs/performance.md): 2 stages against the heuristics' 3-4 ran 1.48-1.72x at nine shapes
+/// of 128 rows or more, a latency of 1.4-1.7 µs at the six plain ones (2.1 at 1000 x 5000 x
+/// 3000, whose rows are not whole lines).
 constexpr double kStageLatencyMicros = 1.5;
 
 /// A 128-row tile's rate by its width, relative to 128 x 256 (TunedConstants.h's measured
@@ -156,7 +157,10 @@ std::optional<ProductEstimate> estimateProduct(const sched::MatmulSchedule &sche
   // Too few stages to hide the loads' latency: each k step waits for its stage's data.
   int64_t kStep = mma.ctaTile.size() > 2 ? mma.ctaTile[2].value : 0;
   if (schedule.pipeline && schedule.pipeline->stages.value > 0 && kStep > 0) {
-    double stepMicros = unitMicros / static_cast<double>(ceilDiv(ceilDiv(k, parts), kStep));
+    // A whole k tile a step, K's last one padded as the hardware runs it (with K under a k
+    // tile the unit's own flops would make the step, and so the wait's share, too small).
+    double stepMicros = 2.0 * static_cast<double>(tileM) * static_cast<double>(tileN) *
+                        static_cast<double>(kStep) * products / perSmFlops * 1e6;
     double fedMicros =
         (kStageLatencyMicros + stepMicros) / static_cast<double>(schedule.pipeline->stages.value);
     if (fedMicros > stepMicros) {
