@@ -406,18 +406,17 @@ private:
     }
     if (arrays.empty())
       return true;
-    uint64_t elements = 1, words = 0;
+    uint64_t elements = static_cast<uint64_t>(plan_->bufferElements), words = 0;
     const PlannedLoop *widest = nullptr;
     std::string loops;
     for (int index : plan_->serialLoops()) {
       const PlannedLoop &loop = plan_->loops[index];
       if (!loop.extent.isStatic())
         continue; // (refused earlier where anything is kept over it)
-      uint64_t extent = static_cast<uint64_t>(*loop.extent.value);
-      elements = llvm::SaturatingMultiply(elements, extent);
       if (!widest || *loop.extent.value > *widest->extent.value)
         widest = &loop;
-      loops += (loops.empty() ? "" : ", ") + loop.name + " (" + std::to_string(extent) + ")";
+      loops +=
+          (loops.empty() ? "" : ", ") + loop.name + " (" + std::to_string(*loop.extent.value) + ")";
     }
     std::string what;
     for (const Array &array : arrays) {
@@ -431,7 +430,8 @@ private:
     if (registers <= static_cast<uint64_t>(std::max<int64_t>(budget, 0)))
       return true;
     auto count = [](uint64_t n) {
-      return n == UINT64_MAX ? std::string("more than 2^64") : std::to_string(n);
+      return n >= static_cast<uint64_t>(INT64_MAX) ? std::string("more than 2^63")
+                                                   : std::to_string(n);
     };
     // At the directive that gave the largest serial loop its kind (its unroll), else at the
     // first `persistent`, else at the schedule's fusion name.
@@ -727,7 +727,11 @@ private:
                              persistentAt);
         continue;
       }
-      plan_->bufferElements *= *loop.extent.value;
+      // Saturated: the register check (checkRegisterArrays) refuses anything near it.
+      plan_->bufferElements = static_cast<int64_t>(
+          std::min<uint64_t>(llvm::SaturatingMultiply(static_cast<uint64_t>(plan_->bufferElements),
+                                                      static_cast<uint64_t>(*loop.extent.value)),
+                             INT64_MAX));
     }
     // An inout write-back waits for the last phase that reads its parameter, so every
     // read sees the old data; deferring can make a phase read another inout parameter,
