@@ -19,21 +19,31 @@ once) when the document has none.
 """
 
 import argparse
+import importlib.util
 import json
 import math
 import os
 import sys
 from xml.sax.saxutils import escape
 
-# The winners' rule of fslc.tune, without importing it (it is a sibling module that may
-# be run from a checkout without the package).
-TIE_FRACTION = 0.02
+
+def _tune_rules():
+    """fslc.tune's winners' rules (pure Python: tune.py imports torch only to time), loaded
+    from beside this file, so that the report also runs from a checkout without the package
+    and plots the winner that `python -m fslc.tune record` writes."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tune.py")
+    spec = importlib.util.spec_from_file_location("_fslc_tune_rules", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+tune = _tune_rules()
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 
 
-def shape_key(shape):
-    return ",".join("%s=%d" % (name, shape[name]) for name in sorted(shape))
+shape_key = tune.shape_key
 
 
 def shape_size(shape):
@@ -53,30 +63,42 @@ def work_of(document, key, shape):
 
 def series_of(document):
     """{implementation: {shape key: ms}} and the shapes by key, from one document."""
-    shapes, tuned, heuristics = {}, {}, {}
-    ok = [r for r in document.get("results", []) if r.get("status") == "ok" and r.get("time_ms") is not None]
-    # Where the runner's confirmation round re-timed the heuristics' candidate and the
-    # fastest other side by side, those two decide, as they do the winner (tune.py's
-    # choose_winners): another candidate's screening time, taken after the GPU idled
-    # through a compilation, ran 10-14 % below confirmed times on an H100.
-    confirmed = {shape_key(r["shape"]) for r in ok if r.get("confirm_ms")}
-    for result in ok:
-        key = shape_key(result["shape"])
-        if key in confirmed and not result.get("confirm_ms"):
-            shapes[key] = result["shape"]
+    results = document.get("results", [])
+    shapes, heuristics = {}, {}
+    for result in results:
+        if result.get("status") != "ok" or result.get("time_ms") is None:
             continue
-        shapes[key] = result["shape"]
+        shapes[shape_key(result["shape"])] = result["shape"]
         if result.get("heuristics"):
-            heuristics[key] = result["time_ms"]
-        best = tuned.get(key)
-        if best is None or result["time_ms"] < best:
-            tuned[key] = result["time_ms"]
-    # The tuned time is the winner's: the heuristics' when within the tie.
-    for key, ms in list(tuned.items()):
-        if key in heuristics and ms >= heuristics[key] * (1 - TIE_FRACTION):
-            tuned[key] = heuristics[key]
+            heuristics[shape_key(result["shape"])] = result["time_ms"]
+    # The tuned time is the winner's, chosen as `record` chooses it: the fastest of the two
+    # the confirmation round timed side by side, the heuristics' within the tie; for a
+    # launch-time variant run (`--variants`), each guard's winner by the geometric mean over
+    # its shapes, drawn at each of them.
+    tuned = {}
+    if document.get("variants"):
+        timed = {}
+        for r in results:
+            if r.get("status") == "ok" and r.get("time_ms") is not None:
+                knobs = tune.HEURISTICS_KEY if r.get("heuristics") else tune._knob_key(r["knobs"])
+                timed[(shape_key(r["shape"]), knobs)] = r["time_ms"]
+        by_id = {(shape_key(r["shape"]), r["id"]): r for r in results if "id" in r}
+        for d in document.get("duplicates", []):
+            same = by_id.get((shape_key(d["shape"]), d["same_as"]))
+            if same is not None and same.get("status") == "ok" and same.get("time_ms") is not None:
+                timed.setdefault((shape_key(d["shape"]), tune._knob_key(d["knobs"])), same["time_ms"])
+        winners = tune.choose_variant_winners(results, document.get("duplicates"), document["variants"])
+        for winner in winners.values():
+            if winner is None:
+                continue
+            knobs = tune.HEURISTICS_KEY if winner["heuristics"] else tune._knob_key(winner["knobs"])
+            for key in winner["shapes"]:
+                if (key, knobs) in timed:
+                    tuned[key] = timed[(key, knobs)]
+    else:
+        tuned = {key: winner["time_ms"] for key, winner in tune.choose_winners(results).items() if winner}
     # Without a candidate other than the heuristics' (a benchmark), "tuned" is the same line.
-    tuned_any = any(not r.get("heuristics") and r.get("status") == "ok" for r in document.get("results", []))
+    tuned_any = any(not r.get("heuristics") and r.get("status") == "ok" for r in results)
     series = {"fslc tuned": tuned, "fslc heuristics": heuristics} if tuned_any else {"fslc heuristics": heuristics}
     for key, peers in document.get("peers", {}).items():
         for name, ms in peers.items():

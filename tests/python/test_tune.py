@@ -448,6 +448,19 @@ class Report(unittest.TestCase):
         self.assertEqual(series["fslc heuristics"], {"K=5120,M=4096,N=14336": 0.8578})
         self.assertIn("K=5120,M=4096,N=14336", shapes)
 
+    def test_tuned_for_variants_is_the_guards_winner_at_each_shape(self):
+        # A --variants run at H = 4096, T = 1 and 1024: the guard's winner (no knob, 0.8 and
+        # 8.0 ms; geometric mean below the heuristics' 1.0 and 8.5) is what `record` writes
+        # and what the plot draws at both T, not the vector width 4 that was fastest at T = 1
+        # alone (0.5 ms) and failed at T = 1024.
+        results = [row(0, 1.0, 1, 4096, heuristics=True), row(1, 0.8, 1, 4096), row(2, 0.5, 1, 4096, {"vector_width": 4}),
+                   row(3, 8.5, 1024, 4096, heuristics=True), row(4, 8.0, 1024, 4096),
+                   row(5, 7.0, 1024, 4096, {"vector_width": 4}, status="mismatch")]
+        document = {"fusion": "rms_norm", "kind": "inner_persistent", "variants": ["H"], "results": results}
+        series, _ = report.series_of(document)
+        self.assertEqual(series["fslc tuned"], {"H=4096,T=1": 0.8, "H=4096,T=1024": 8.0})
+        self.assertEqual(series["fslc heuristics"], {"H=4096,T=1": 1.0, "H=4096,T=1024": 8.5})
+
     def test_without_work_only_time(self):
         document = dict(self.DOCUMENT, kind="inner_persistent", roofline={})
         files = report.plots(document)
