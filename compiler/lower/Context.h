@@ -43,10 +43,9 @@ struct LowerOptions {
   int64_t maxThreadsPerSm = 2048;
   int64_t maxBlocksPerSm = 32;
   int64_t sharedMemoryPerSm = 233472;
-  /// A thread's registers (the target's) and the target's name: the bound on what the
-  /// lowering keeps in registers (Plan.h, PlanLimits).
-  int64_t maxRegistersPerThread = 255;
-  std::string targetName = "the target";
+  /// A thread's registers and the target's name, which bound what the plan keeps in
+  /// registers (Plan.h).
+  PlanLimits plan;
 };
 
 struct MatmulKernelState;

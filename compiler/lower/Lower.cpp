@@ -276,8 +276,7 @@ std::optional<std::vector<kir::Kernel>> lowerKernels(const sched::Schedule &sche
     kernels.push_back(std::move(products.kernel));
     return kernels;
   }
-  std::unique_ptr<lower::Plan> plan =
-      lower::planKernel(schedule, diagnostics, {options.maxRegistersPerThread, options.targetName});
+  std::unique_ptr<lower::Plan> plan = lower::planKernel(schedule, diagnostics, options.plan);
   if (!plan)
     return std::nullopt;
   lower::LowerContext context(*plan, options, diagnostics);

@@ -134,8 +134,8 @@ struct Plan {
 bool reportUnsupported(DiagnosticEngine &diagnostics, const sched::Schedule &schedule,
                        const std::string &why, llvm::SMRange at = {});
 
-/// The registers a thread may have (the target's), which bound the inner-outer form's
-/// partial column sums.
+/// The registers a thread may have (the target's), which bound the arrays a thread keeps
+/// in registers across its serial loops (persistent buffers, partial column sums).
 struct PlanLimits {
   int64_t maxRegistersPerThread = 255;
   std::string targetName = "the target";

@@ -104,8 +104,8 @@ bool Compilation::lower(DiagnosticEngine &diagnostics) {
   lowerOptions.registersPerSm = options_.target.registersPerSm;
   lowerOptions.smCount = options_.target.smCount;
   if (options_.target.maxRegistersPerThread > 0)
-    lowerOptions.maxRegistersPerThread = options_.target.maxRegistersPerThread;
-  lowerOptions.targetName = options_.target.name;
+    lowerOptions.plan.maxRegistersPerThread = options_.target.maxRegistersPerThread;
+  lowerOptions.plan.targetName = options_.target.name;
   if (options_.target.maxThreadsPerSm > 0)
     lowerOptions.maxThreadsPerSm = options_.target.maxThreadsPerSm;
   if (options_.target.sharedMemoryPerSm > 0)
