@@ -250,12 +250,23 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   // than 128 threads a row for every fusion once block reductions are cheap.
   bool warpPerRow = ceilDiv(vectors, 32) <= batchLimit && vectors > 32;
   RowSplit normal = choose(warpPerRow ? 32 : 128);
+  int64_t scratchBytes = params.onePass ? shape.scratchBytesOnePass : shape.scratchBytesTwoPass;
+  // Rows too long to keep (H > 32768 bf16: the block's registers and shared memory hold
+  // no buffer of the row): every buffer is recomputed, each phase reads the row again
+  // (from L2), and the row is streamed as one that keeps nothing.
+  const bool recomputeAll =
+      persistent && !kept.empty() && !knobs.persistentBatch &&
+      llvm::all_of(kept, [&](const BufferShape *buffer) {
+        return placeBuffer(*buffer, normal, numBuffers, scratchBytes, target, knobs).memory ==
+               sched::MemoryKind::Recompute;
+      });
   // Rows streamed from memory (no persistent buffers: argmax over a vocabulary, or an
   // inner_persistent row that keeps nothing: cross-entropy's forward, whose passes re-read
-  // the logits or which one pass reduces) of more than 4 vectors a thread at 256 threads:
-  // 256 threads and a serial loop unrolled by 4 (TunedConstants.h; for cross-entropy at
-  // T = 1024, 142 against 335 us two-pass at V = 128256, docs/performance.md, run U6).
-  if ((!persistent || kept.empty()) && staticBdimx && !knobs.persistentBatch &&
+  // the logits or which one pass reduces, or whose buffers are all recomputed) of more
+  // than 4 vectors a thread at 256 threads: 256 threads and a serial loop unrolled by 4
+  // (TunedConstants.h; for cross-entropy at T = 1024, 142 against 335 us two-pass at
+  // V = 128256, docs/performance.md, run U6).
+  if ((!persistent || kept.empty() || recomputeAll) && staticBdimx && !knobs.persistentBatch &&
       vectors > tuned::kStreamedRowThreads * tuned::kStreamedRowUnroll) {
     normal.threads = tuned::kStreamedRowThreads;
     normal.batch = ceilDiv(vectors, normal.threads);
@@ -279,6 +290,8 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
     else if (wide.batch > tuned::kStreamedRowUnroll)
       wide.unrollBy = tuned::kStreamedRowUnroll;
   }
+  if (recomputeAll && wide.batch > tuned::kStreamedRowUnroll)
+    wide.unrollBy = tuned::kStreamedRowUnroll;
   params.normal = normal;
   params.wide = wide;
   if (knobs.staticBdimx)
@@ -329,11 +342,18 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   }
 
   bool computedWith = false; // some buffer is computed with its first consumer
-  int64_t scratchBytes = params.onePass ? shape.scratchBytesOnePass : shape.scratchBytesTwoPass;
   auto place = [&](const RowSplit &split) {
     std::vector<BufferPlacement> placements;
     for (const BufferShape *buffer : kept) {
       placements.push_back(placeBuffer(*buffer, split, numBuffers, scratchBytes, target, knobs));
+      // The streamed split of a row too long to keep recomputes every buffer, wherever
+      // its smaller batch would fit.
+      if (recomputeAll && placements.back().memory != sched::MemoryKind::Recompute)
+        placements.back() = {buffer->name, sched::MemoryKind::Recompute,
+                             "persistent " + buffer->name +
+                                 " in recompute: the row is streamed, as the blocks of "
+                                 "the split that keeps it hold no buffer of it.",
+                             false};
       computedWith |= placements.back().memory != sched::MemoryKind::Recompute;
     }
     return placements;
@@ -467,7 +487,7 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   const int64_t recomputeBelow = tuned::kRecomputeBelowRows;
   bool castsOfInputs =
       llvm::all_of(kept, [](const BufferShape *buffer) { return buffer->castOfInput; });
-  if (widen && persistent && !params.onePass && !kept.empty() && castsOfInputs &&
+  if (widen && persistent && !params.onePass && !kept.empty() && !recomputeAll && castsOfInputs &&
       vectors >= tuned::kRecomputeMinVectors && wave < recomputeBelow) {
     std::vector<sched::SizeGuard> when{guard(rowDim, sched::Comparison::Ge, wave),
                                        guard(rowDim, sched::Comparison::Lt, recomputeBelow)};

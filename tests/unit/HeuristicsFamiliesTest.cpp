@@ -181,6 +181,16 @@ TEST_CASE("auto(inner_persistent): row split, wider blocks and buffers by row le
       {16384, 2, 2, false,
        "Wide T < 132: 8 x 512 threads x 4, registers, registers; Normal: 8 x 256 threads x 8, "
        "registers, registers"},
+      // 4096 vectors: 512 threads x 8 keep 64 values of 128 registers a thread.
+      {32768, 2, 1, true, "Normal: 8 x 512 threads x 8, registers"},
+      // Longer rows: 1024 threads leave 64 registers a thread, 768 leave 80, which hold
+      // no 64 values: every buffer recomputed, the row streamed on 256 threads.
+      {131072, 2, 1, true,
+       "Wide T < 132: 8 x 1024 threads x 16, unroll 4, recompute; Normal: 8 x 256 threads x "
+       "64, unroll 4, recompute"},
+      {49152, 2, 2, false,
+       "Wide T < 132: 8 x 768 threads x 8, unroll 4, recompute, recompute; Normal: 8 x 256 "
+       "threads x 24, unroll 4, recompute, recompute"},
       // f32 rows: 4-element vectors.
       {4096, 4, 1, true,
        "Wide T < 132: 4 x 512 threads x 2, registers; Normal: 4 x 256 threads x 4, registers"},
@@ -218,7 +228,7 @@ TEST_CASE("auto(inner_persistent): knobs fix the batch and the rows a block, or 
       {4096, 3, {}, false, "Normal: 8 x 171 threads x 3, registers", ""},
       {4096, 1024, {}, {}, "Normal: 8 x 32 threads x 1024, 4 rows, recompute", "persistent_batch"},
       {4096, {}, 4, {}, "Normal: 8 x 128 threads x 4, 4 rows, registers", ""},
-      {4096, {}, 16, {}, "Normal: 8 x 128 threads x 4, 16 rows, registers", "rows_per_block"},
+      {4096, {}, 16, {}, "Normal: 8 x 128 threads x 4, 16 rows, recompute", "rows_per_block"},
   };
   for (const Row &row : table) {
     CAPTURE(row.extent);
