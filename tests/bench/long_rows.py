@@ -9,7 +9,8 @@ table gives the median time of the rounds and the median of the per-round ratios
 
 usage: long_rows.py BUILD OUT [H,H,...] [T,T,...] [NEW OLD ...]
 
-BUILD/<name>_<H>/lib<fusion>.so for each name (default: new and old), as
+BUILD/<name>_<H>/lib<fusion>.so for each name (default: new and old; LONG_FUSIONS=a,b
+times only those fusions), as
 tests/bench/long_rows.sh builds them; every other kernel and torch.compile are compared
 with the first. BUILD/libcopy16.so gives the copy ceiling.
 """
@@ -54,8 +55,9 @@ def main():
     print(f"copy ceiling: {ceiling:.2f} TB/s", flush=True)
     static = {f: torch.compile(bench.eager(f), dynamic=False) for f in bench.FUSIONS}
     results, failures = [], 0
+    fusions = os.environ.get("LONG_FUSIONS", ",".join(bench.FUSIONS)).split(",")
     for H in hidden:
-        for fusion in bench.FUSIONS:
+        for fusion in fusions:
             paths = {name: os.path.join(build, f"{name}_{H}", f"lib{fusion}.so")
                      for name in kernels}
             if not all(os.path.exists(p) for p in paths.values()):
