@@ -252,14 +252,23 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   RowSplit normal = choose(warpPerRow ? 32 : 128);
   int64_t scratchBytes = params.onePass ? shape.scratchBytesOnePass : shape.scratchBytesTwoPass;
   // Rows too long to keep (H > 32768 bf16: the block's registers and shared memory hold
-  // no buffer of the row): every buffer is recomputed, each phase reads the row again
-  // (from L2), and the row is streamed as one that keeps nothing.
+  // no buffer of the row), or the `recompute` knob: every buffer is recomputed, each phase
+  // reads the row again (from L2), and the row is streamed as one that keeps nothing.
   const bool recomputeAll =
-      persistent && !kept.empty() && !knobs.persistentBatch &&
-      llvm::all_of(kept, [&](const BufferShape *buffer) {
-        return placeBuffer(*buffer, normal, numBuffers, scratchBytes, target, knobs).memory ==
-               sched::MemoryKind::Recompute;
-      });
+      persistent && !kept.empty() &&
+      knobs.recompute.value_or(
+          !knobs.persistentBatch && llvm::all_of(kept, [&](const BufferShape *buffer) {
+            return placeBuffer(*buffer, normal, numBuffers, scratchBytes, target, knobs).memory ==
+                   sched::MemoryKind::Recompute;
+          }));
+  if (knobs.recompute) {
+    if (persistent && kept.empty())
+      verdicts.refuse("recompute", "'" + shape.name +
+                                       "' keeps no persistent buffer to recompute (each phase "
+                                       "reads its inputs already); remove the knob");
+    else
+      verdicts.honour("recompute");
+  }
   // Rows streamed from memory (no persistent buffers: argmax over a vocabulary, or an
   // inner_persistent row that keeps nothing: cross-entropy's forward, whose passes re-read
   // the logits or which one pass reduces, or whose buffers are all recomputed) of more
@@ -351,8 +360,11 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
       if (recomputeAll && placements.back().memory != sched::MemoryKind::Recompute)
         placements.back() = {buffer->name, sched::MemoryKind::Recompute,
                              "persistent " + buffer->name +
-                                 " in recompute: the row is streamed, as the blocks of "
-                                 "the split that keeps it hold no buffer of it.",
+                                 (knobs.recompute
+                                      ? " in recompute (recompute = true): each phase reads "
+                                        "the row again."
+                                      : " in recompute: the row is streamed, as the blocks of "
+                                        "the split that keeps it hold no buffer of it."),
                              false};
       computedWith |= placements.back().memory != sched::MemoryKind::Recompute;
     }

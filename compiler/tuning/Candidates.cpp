@@ -37,11 +37,9 @@ std::vector<KnobValues> valuesFor(heuristics::Family family) {
             {"swizzle", {"1", "4", "8", "16"}},
             {"epilogue_piece", {"32", "64"}}};
   case Family::InnerPersistent:
-    return {{"vector_width", {"2", "4", "8"}},
-            {"persistent_batch", {"1", "2", "4", "8"}},
-            {"rows_per_block", {"1", "2", "4"}},
-            {"static_bdimx", {"true", "false"}},
-            {"one_pass", {"true", "false"}}};
+    return {{"vector_width", {"2", "4", "8"}},   {"persistent_batch", {"1", "2", "4", "8"}},
+            {"rows_per_block", {"1", "2", "4"}}, {"static_bdimx", {"true", "false"}},
+            {"one_pass", {"true", "false"}},     {"recompute", {"true", "false"}}};
   case Family::Reduction:
     return {{"vector_width", {"2", "4", "8"}}, {"one_pass", {"true", "false"}}};
   case Family::Pointwise:
