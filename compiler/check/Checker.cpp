@@ -609,13 +609,16 @@ private:
         // Leave room for addresses, indices and the reduction's own values.
         int64_t budget = target_.maxRegistersPerThread - 32;
         // A block's threads share the SM's registers: past 256 threads a thread has fewer
-        // than it may (64 of 1024), and a buffer over half of them spills.
-        std::optional<int64_t> threads = perBlock && perThread && *perThread > 0
-                                             ? std::optional<int64_t>(*perBlock / *perThread)
-                                             : std::nullopt;
-        int64_t threadRegisters = target_.maxRegistersPerThread;
-        if (threads && *threads > 0 && target_.registersPerSm > 0)
-          threadRegisters = std::min(threadRegisters, target_.registersPerSm / *threads / 8 * 8);
+        // than it may (64 of 1024), and a buffer over half of them spills. The block is
+        // the widest of its tensors' thread loops, this buffer's own or another's.
+        std::optional<int64_t> bufferThreads = perBlock && perThread && *perThread > 0
+                                                   ? std::optional<int64_t>(*perBlock / *perThread)
+                                                   : std::nullopt;
+        std::optional<int64_t> blockThreads = threads;
+        if (bufferThreads && (!blockThreads || *bufferThreads > *blockThreads))
+          blockThreads = bufferThreads;
+        int64_t threadRegisters = blockThreads ? target_.registersPerThreadOfBlock(*blockThreads)
+                                               : target_.maxRegistersPerThread;
         if (!registers || *registers > budget)
           diagnostics_.report(
               DiagId::PersistentTooLarge, tensor.persistentBy->range, tensor.name,
@@ -626,10 +629,10 @@ private:
                             "threads, or persistent {3} in shared",
                             target_.name, budget, target_.maxRegistersPerThread, tensor.name)
                   .str());
-        else if (threads && *threads > 256 && *registers * 2 > threadRegisters)
+        else if (threadRegisters<target_.maxRegistersPerThread && * registers * 2> threadRegisters)
           diagnostics_.report(DiagId::PersistentRegistersSpill, tensor.persistentBy->range,
                               tensor.name, *registers, sizeText(perThread),
-                              ir::dtypeName(tensor.dtype), *threads, threadRegisters,
+                              ir::dtypeName(tensor.dtype), *blockThreads, threadRegisters,
                               target_.registersPerSm, target_.name);
       } else if (tensor.persistent == sched::MemoryKind::Shared) {
         int64_t storage = bytes == 8 ? 8 : 4;

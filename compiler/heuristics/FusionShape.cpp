@@ -282,6 +282,7 @@ void bufferFacts(const ir::Fusion &fusion, const std::vector<ir::OnePassPair> &p
     BufferShape buffer;
     buffer.name = tensor.name;
     buffer.dtypeName = std::string(ir::dtypeName(tensor.dtype));
+    buffer.registersPerValue = (ir::dtypeBytes(tensor.dtype) + 3) / 4;
     buffer.keptInTwoPasses = !afterReduction || expensive(tensor.value, tensors);
     buffer.onlyInTwoPasses = bufferOnlyInTwoPasses(fusion, pairs, tensor.value);
     buffer.castOfInput = value.op == ir::Op::Cast && value.operands.size() == 1 &&

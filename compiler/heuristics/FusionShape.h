@@ -45,6 +45,8 @@ struct BufferShape {
   /// A cast of one input (LayerNorm's and RMSNorm's xf): reading it again costs a read
   /// and a conversion.
   bool castOfInput = false;
+  /// Registers a value takes (2 for 64-bit types).
+  int64_t registersPerValue = 1;
 };
 
 /// A fusion with a matrix product: its M, N and K and what its epilogue stores.

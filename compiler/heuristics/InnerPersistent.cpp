@@ -43,18 +43,16 @@ BufferPlacement placeBuffer(const BufferShape &buffer, const RowSplit &split, in
   // may have (64 at 1024 threads): a buffer of more than half of them spills. At 1024
   // threads x 128 values ptxas spilled 1.4-2.2 KB a thread (H = 128256).
   int64_t blockThreads = saturatingMul(split.threads, split.rowsPerBlock);
-  int64_t threadRegisters = target.maxRegistersPerThread;
-  if (target.registersPerSm > 0 && blockThreads > 0)
-    threadRegisters = std::min(threadRegisters, target.registersPerSm / blockThreads / 8 * 8);
-  bool spills = threadRegisters > 0 && blockThreads > tuned::kFullRegisterThreads &&
-                saturatingMul(values, 2) > threadRegisters;
+  int64_t threadRegisters = target.registersPerThreadOfBlock(blockThreads);
+  bool spills = threadRegisters < target.maxRegistersPerThread &&
+                saturatingMul(saturatingMul(values, buffer.registersPerValue), 2) > threadRegisters;
   if (spills) {
     // Not shared memory: its buffers' index math took 40 registers and spilled 0.9 KB a
     // thread at 768 threads (LayerNorm, H = 49152); recomputing keeps no index at all.
     memory = sched::MemoryKind::Recompute;
-    reason = llvm::formatv("{0} values a thread are over half the {1} registers a thread of "
-                           "{2} has: the inputs are read again",
-                           values, threadRegisters, blockThreads)
+    reason = llvm::formatv("{0} values of {1} a thread are over half the {2} registers a "
+                           "thread of {3} has: the inputs are read again",
+                           values, buffer.dtypeName, threadRegisters, blockThreads)
                  .str();
   } else if (saturatingMul(values, numBuffers) > 2 * tuned::kRegisterBudget) {
     // Shared memory also holds the reduction scratch, 8 or 16 bytes a thread.

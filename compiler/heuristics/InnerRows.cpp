@@ -254,13 +254,16 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   // Rows too long to keep (H > 32768 bf16: the block's registers and shared memory hold
   // no buffer of the row), or the `recompute` knob: every buffer is recomputed, each phase
   // reads the row again (from L2), and the row is streamed as one that keeps nothing.
+  // Decided on the heuristics' own split: a batch or rows a block given by a knob keep
+  // their split (and are checked on it below), buffers placed by size.
+  const bool fitsNowhere =
+      persistent && !kept.empty() && llvm::all_of(kept, [&](const BufferShape *buffer) {
+        return placeBuffer(*buffer, normal, numBuffers, scratchBytes, target, knobs).memory ==
+               sched::MemoryKind::Recompute;
+      });
   const bool recomputeAll =
       persistent && !kept.empty() &&
-      knobs.recompute.value_or(
-          !knobs.persistentBatch && llvm::all_of(kept, [&](const BufferShape *buffer) {
-            return placeBuffer(*buffer, normal, numBuffers, scratchBytes, target, knobs).memory ==
-                   sched::MemoryKind::Recompute;
-          }));
+      knobs.recompute.value_or(fitsNowhere && !knobs.persistentBatch && !knobs.rowsPerBlock);
   if (knobs.recompute) {
     if (persistent && kept.empty())
       verdicts.refuse("recompute", "'" + shape.name +
@@ -281,6 +284,12 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
     normal.batch = ceilDiv(vectors, normal.threads);
     normal.unrollBy = tuned::kStreamedRowUnroll;
   }
+  // A recomputed row's loop unrolled whole loads its batch ahead, into registers the
+  // block does not have (1024 threads x 16 vectors spilled 1.1-1.3 KB a thread): unrolled
+  // by 4 wherever the row is not streamed (static_bdimx = false, recompute = false).
+  if ((recomputeAll || fitsNowhere) && normal.batch > tuned::kStreamedRowUnroll &&
+      normal.unrollBy == 0)
+    normal.unrollBy = tuned::kStreamedRowUnroll;
   // Fewer rows than SMs: a batch of 2, up to 512 threads a row (at least 128)
   // (TunedConstants.h).
   RowSplit wide = choose(std::clamp<int64_t>(roundUp(ceilDiv(vectors, tuned::kWideBatch), 32),
@@ -299,7 +308,7 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
     else if (wide.batch > tuned::kStreamedRowUnroll)
       wide.unrollBy = tuned::kStreamedRowUnroll;
   }
-  if (recomputeAll && wide.batch > tuned::kStreamedRowUnroll)
+  if ((recomputeAll || fitsNowhere) && wide.batch > tuned::kStreamedRowUnroll)
     wide.unrollBy = tuned::kStreamedRowUnroll;
   params.normal = normal;
   params.wide = wide;
@@ -442,7 +451,7 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   // blocks have at most 256 threads, they serve every row count that is one wave of them
   // (TunedConstants.h).
   int64_t wave = target.smCount;
-  int64_t keptValues = normal.batch * normal.vector * numBuffers;
+  int64_t keptValues = recomputeAll ? 0 : normal.batch * normal.vector * numBuffers;
   if (persistent && normal.threads >= 128 && wide.threads <= tuned::kWideWaveMaxThreads &&
       keptValues > tuned::kWideWaveKeptValues && target.maxThreadsPerSm > 0)
     wave = target.smCount *
@@ -538,8 +547,12 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
                       kept.empty()
                           ? "'" + shape.name +
                                 "' keeps no persistent buffer to compute with its first consumer"
-                          : "its persistent buffers are recomputed (too large for registers "
-                            "and shared memory), not kept");
+                      : knobs.recompute.value_or(false)
+                          ? std::string("recompute = true recomputes its persistent buffers: "
+                                        "none is kept to compute with its first consumer")
+                          : std::string("its persistent buffers are recomputed (too large for "
+                                        "a thread's share of the block's registers and for "
+                                        "shared memory), not kept"));
   }
   return params;
 }

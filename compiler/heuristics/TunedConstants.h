@@ -33,9 +33,6 @@ inline constexpr bool kOnePassForRowOutputs = true;
 
 /// Register budget for buffers: 64 f32 values a thread keeps occupancy near 50%.
 inline constexpr int64_t kRegisterBudget = 64;
-/// Blocks of more threads than this leave each thread fewer registers than it may have
-/// (65536 an SM): a buffer in registers is then at most half of what is left.
-inline constexpr int64_t kFullRegisterThreads = 256;
 /// The batch is at most 4 vectors a thread: measured on the H200 (docs/performance.md,
 /// change 5), 256 threads x 4 beat 128 x 8 at H = 8192 and 512 x 4 beat 256 x 8 at
 /// H = 16384 (the larger batch's registers halve the warps an SM holds).

@@ -7,6 +7,7 @@
 
 #include <llvm/ADT/StringRef.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -58,6 +59,17 @@ struct Target {
   /// weighs the tensor pipes' time against the memory's with it. Optional in a target
   /// file; 0 (left out): no estimates, nothing pruned by them.
   int64_t tensorTflops16 = 0;
+
+  /// The registers each thread of a block of `threads` may have: the target's limit a
+  /// thread, or the SM's registers shared by the block's threads (rounded down to 8, as
+  /// ptxas allocates them) where that is fewer (64 a thread of 1024). Past 256 threads a
+  /// block leaves its threads fewer than the limit.
+  int64_t registersPerThreadOfBlock(int64_t threads) const {
+    if (registersPerSm <= 0 || threads <= 0)
+      return maxRegistersPerThread;
+    int64_t shared = registersPerSm / threads / 8 * 8;
+    return maxRegistersPerThread > 0 ? std::min(maxRegistersPerThread, shared) : shared;
+  }
   // Launch limits: the checker refuses static extents beyond them, generated launchers
   // refuse runtime ones (FSL_ERROR_SIZE) and the simulator faults on them. The defaults
   // are CUDA's for every compute capability since 3.0; clusters came with sm_90.

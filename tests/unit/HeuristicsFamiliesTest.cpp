@@ -226,7 +226,12 @@ TEST_CASE("auto(inner_persistent): knobs fix the batch and the rows a block, or 
       {4096, 8, {}, {}, "Normal: 8 x 64 threads x 8, 2 rows, registers", ""},
       {4096, 3, {}, {}, "Normal: 8 x 192 threads x 3, registers", ""}, // 171 -> 192 threads
       {4096, 3, {}, false, "Normal: 8 x 171 threads x 3, registers", ""},
-      {4096, 1024, {}, {}, "Normal: 8 x 32 threads x 1024, 4 rows, recompute", "persistent_batch"},
+      {4096,
+       1024,
+       {},
+       {},
+       "Normal: 8 x 32 threads x 1024, 4 rows, unroll 4, recompute",
+       "persistent_batch"},
       {4096, {}, 4, {}, "Normal: 8 x 128 threads x 4, 4 rows, registers", ""},
       {4096, {}, 16, {}, "Normal: 8 x 128 threads x 4, 16 rows, recompute", "rows_per_block"},
   };
