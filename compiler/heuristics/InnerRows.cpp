@@ -281,8 +281,21 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   if ((!persistent || kept.empty() || recomputeAll) && staticBdimx && !knobs.persistentBatch &&
       vectors > tuned::kStreamedRowThreads * tuned::kStreamedRowUnroll) {
     normal.threads = tuned::kStreamedRowThreads;
+    // A recomputed row: more threads a row (TunedConstants.h), a block's rows in flight
+    // fewer, so the row read again is found in L2 more often.
+    if (recomputeAll && !knobs.rowsPerBlock)
+      normal.threads = std::clamp(roundUp(ceilDiv(vectors, tuned::kRecomputedRowBatch), 32),
+                                  tuned::kRecomputedRowMinThreads, target.maxThreadsPerBlock);
     normal.batch = ceilDiv(vectors, normal.threads);
     normal.unrollBy = tuned::kStreamedRowUnroll;
+  }
+  // Reduction pairs of a recomputed row in one pass: each pass reads the row, and one
+  // fewer is what the rows that fill the SMs pay for (TunedConstants.h); fewer rows keep
+  // two passes (the wide variant's twoPass below).
+  bool recomputedOnePass = false;
+  if (recomputeAll && !knobs.onePass && !params.onePass && !shape.onePassPairs.empty()) {
+    params.onePass = true;
+    recomputedOnePass = true;
   }
   // A recomputed row's loop unrolled whole loads its batch ahead, into registers the
   // block does not have (1024 threads x 16 vectors spilled 1.1-1.3 KB a thread): unrolled
@@ -310,6 +323,8 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   }
   if ((recomputeAll || fitsNowhere) && wide.batch > tuned::kStreamedRowUnroll)
     wide.unrollBy = tuned::kStreamedRowUnroll;
+  if (recomputedOnePass)
+    fewRowsTwoPass = true;
   params.normal = normal;
   params.wide = wide;
   if (knobs.staticBdimx)
@@ -444,8 +459,8 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
       gridBelow = grid.rowsBelow;
     }
   // A guard, a row count or a batch the user gave applies to every size: no variant.
-  bool widen = wide.threads > normal.threads && knobs.when.empty() && !knobs.rowsPerBlock &&
-               !knobs.persistentBatch;
+  bool widen = (wide.threads > normal.threads || recomputedOnePass) && knobs.when.empty() &&
+               !knobs.rowsPerBlock && !knobs.persistentBatch;
   // Nor when another guarded schedule of the fusion applies to some of those sizes.
   // Where the normal split keeps more than 32 values a thread in registers and the wider
   // blocks have at most 256 threads, they serve every row count that is one wave of them
@@ -488,7 +503,10 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
                   .str());
     small.reasons.push_back(describe(wide, "row split"));
     small.twoPass = fewRowsTwoPass;
-    if (fewRowsTwoPass)
+    if (recomputedOnePass)
+      small.reasons.push_back("two passes: the rows of a one-pass recomputed row are "
+                              "latency-bound below a wave (one pass 1.1-1.8x slower at T = 1).");
+    else if (fewRowsTwoPass)
       small.reasons.push_back(llvm::formatv("two passes over the row's {0} prefetched values a "
                                             "thread: few rows are latency-bound.",
                                             wide.batch * wide.vector)

@@ -55,6 +55,15 @@ inline constexpr int64_t kReductionBatchLimit = 16;
 /// blocks an SM stream the row, each with 4 vectors in flight a thread.
 inline constexpr int64_t kStreamedRowThreads = 256;
 inline constexpr int64_t kStreamedRowUnroll = 4;
+/// Rows too long to keep (every buffer recomputed, each phase reading the row again):
+/// 8 vectors a thread on at least 256 threads, up to a block's 1024, the loop unrolled by
+/// 4, and reduction pairs (softmax's, LayerNorm's) in one pass where the rows fill the SMs.
+/// Measured on the H100 (docs/performance.md, run S38A, T = 4096): 1024 threads against
+/// 256 0.93-0.98x for RMSNorm, 0.75-0.98x for LayerNorm and softmax at H = 65536 and
+/// 131072; one pass 0.76x two passes (one read of the row fewer); at T = 1 one pass was
+/// 1.13-1.84x slower, so fewer rows than SMs keep two.
+inline constexpr int64_t kRecomputedRowBatch = 8;
+inline constexpr int64_t kRecomputedRowMinThreads = 256;
 
 /// Fewer rows than SMs: a batch of 2, up to 512 threads a row (at least 128). Measured
 /// (change 5): 512 x 2 beat 1024 x 1 at H = 8192 by 5-16 %, 256 x 2 beat 512 x 1 at

@@ -184,13 +184,10 @@ TEST_CASE("auto(inner_persistent): row split, wider blocks and buffers by row le
       // 4096 vectors: 512 threads x 8 keep 64 values of 128 registers a thread.
       {32768, 2, 1, true, "Normal: 8 x 512 threads x 8, registers"},
       // Longer rows: 1024 threads leave 64 registers a thread, 768 leave 80, which hold
-      // no 64 values: every buffer recomputed, the row streamed on 256 threads.
-      {131072, 2, 1, true,
-       "Wide T < 132: 8 x 1024 threads x 16, unroll 4, recompute; Normal: 8 x 256 threads x "
-       "64, unroll 4, recompute"},
-      {49152, 2, 2, false,
-       "Wide T < 132: 8 x 768 threads x 8, unroll 4, recompute, recompute; Normal: 8 x 256 "
-       "threads x 24, unroll 4, recompute, recompute"},
+      // no 64 values: every buffer recomputed, 8 vectors a thread on up to 1024 threads
+      // unrolled by 4 (no wider variant: the row takes a block's threads already).
+      {131072, 2, 1, true, "Normal: 8 x 1024 threads x 16, unroll 4, recompute"},
+      {49152, 2, 2, false, "Normal: 8 x 768 threads x 8, unroll 4, recompute, recompute"},
       // f32 rows: 4-element vectors.
       {4096, 4, 1, true,
        "Wide T < 132: 4 x 512 threads x 2, registers; Normal: 4 x 256 threads x 4, registers"},
