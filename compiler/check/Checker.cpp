@@ -91,8 +91,12 @@ private:
   /// of the row, and a second kernel combines the pieces and computes the row outputs
   /// (lower/Plan.cpp). That holds only while no value needs the result per element of a
   /// reduced dimension (softmax's exp(x - max) does): then every block would need the
-  /// others' pieces before going on.
+  /// others' pieces before going on, unless `grid_sync` has every block store its piece's
+  /// result, meet the others at a grid barrier and combine the row's pieces itself
+  /// (lower/Plan.cpp checks the rest).
   void checkReductionParallelization() {
+    if (schedule_.gridSync)
+      return;
     for (const TensorSchedule &tensor : schedule_.tensors)
       for (const Loop &loop : tensor.loops) {
         if (!loop.isReduction || !sched::isBlockIndex(loop.parallel))

@@ -458,6 +458,74 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
       params.variants.push_back(std::move(variant));
       gridBelow = grid.rowsBelow;
     }
+  // Few rows of a long row whose reductions its elements use (softmax, the norms over a
+  // row too long for one block: one SM reads it): each row in pieces on blockIdx.y whose
+  // buffers stay in registers; the blocks of a row meet at a grid barrier after each
+  // reduction (a cooperative launch) and go on with the row's results, so the row is read
+  // once, in one kernel, in two passes (TunedConstants.h). `grid_sync = true` asks for it
+  // from shorter rows, `false` keeps one block a row.
+  bool gridSyncDefault = vectors >= tuned::kGridSyncMinVectors;
+  if (persistent && (knobs.gridSync.value_or(gridSyncDefault))) {
+    std::string refused;
+    if (shape.noOutputAlongRow || gridBelow > 0)
+      refused = "'" + shape.name +
+                "' stores row outputs alone: a second kernel combines the pieces of its "
+                "rows, with no grid barrier";
+    else if (!staticBdimx)
+      refused = "static_bdimx = false splits the row's batch outer, not into pieces";
+    else if (!knobs.when.empty() || knobs.rowsPerBlock || knobs.persistentBatch)
+      refused = "a guard, rows_per_block or persistent_batch applies to every row count: no "
+                "variant for few rows";
+    else if (vectors < tuned::kGridSyncKnobMinVectors)
+      refused = llvm::formatv("a row of {0} vectors ({1}) is one block's work; pieces of a row "
+                              "need {2} vectors or more",
+                              vectors, vectorWhy, tuned::kGridSyncKnobMinVectors)
+                    .str();
+    std::vector<sched::SizeGuard> when{guard(rowDim, sched::Comparison::Lt, tuned::kGridFewRows)};
+    if (refused.empty() && overlapsAny(when, knobs.otherGuards))
+      refused = "another guarded schedule of '" + shape.name + "' applies to some of its " +
+                std::to_string(tuned::kGridFewRows - 1) + " rows or fewer";
+    if (!refused.empty()) {
+      if (knobs.gridSync)
+        verdicts.refuse("grid_sync", refused + "; remove the knob");
+    } else {
+      if (knobs.gridSync)
+        verdicts.honour("grid_sync");
+      RowVariant variant;
+      variant.kind = RowVariant::Kind::GridSync;
+      variant.when = std::move(when);
+      variant.pieces = std::clamp<int64_t>(ceilDiv(vectors, tuned::kGridPieceVectors), 2, 32);
+      variant.split.vector = vector;
+      variant.split.threads = tuned::kGridThreads;
+      variant.split.batch = ceilDiv(ceilDiv(vectors, variant.split.threads), variant.pieces);
+      // Two passes, a barrier a reduction: one pass was slower (Welford 1.3-1.5x).
+      bool onePass = knobs.onePass.value_or(false) && params.onePass;
+      variant.twoPass = params.onePass && !onePass;
+      variant.reasons.push_back(
+          llvm::formatv("auto(inner_persistent), fewer than {0} rows{1}: each row in pieces "
+                        "whose blocks meet at a grid barrier after each reduction.",
+                        tuned::kGridFewRows, knobs.gridSync ? " (grid_sync = true)" : "")
+              .str());
+      variant.reasons.push_back(
+          llvm::formatv("grid_sync: {0} = {1}: {2} vectors ({3}) = {4} pieces on blockIdx.y "
+                        "x {5} threads x {6} serial; a cooperative launch, one kernel.",
+                        d.name, *d.extent, vectors, vectorWhy, variant.pieces,
+                        variant.split.threads, variant.split.batch)
+              .str());
+      if (variant.twoPass)
+        variant.reasons.push_back("two passes: a grid barrier a reduction, each pass over "
+                                  "the piece in registers.");
+      std::vector<const BufferShape *> pieceBuffers = keptBuffers(shape, onePass);
+      for (const BufferShape *buffer : pieceBuffers)
+        variant.buffers.push_back(placeBuffer(
+            *buffer, variant.split, std::max<int64_t>(1, static_cast<int64_t>(pieceBuffers.size())),
+            scratchBytes, target, knobs));
+      params.variants.push_back(std::move(variant));
+      gridBelow = tuned::kGridFewRows;
+    }
+  } else if (knobs.gridSync) {
+    verdicts.honour("grid_sync"); // false: one block a row
+  }
   // A guard, a row count or a batch the user gave applies to every size: no variant.
   bool widen = (wide.threads > normal.threads || recomputedOnePass) && knobs.when.empty() &&
                !knobs.rowsPerBlock && !knobs.persistentBatch;
@@ -578,20 +646,23 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
 namespace {
 
 /// `reduce one_pass;` and its reason, when chosen.
-void onePassDirective(const FusionShape &shape, const RowParams &params, bool grid, Block &block,
-                      const BlockContext &context) {
+void onePassDirective(const FusionShape &shape, const RowParams &params, RowVariant::Kind kind,
+                      Block &block, const BlockContext &context) {
   if (!params.onePass)
     return;
   std::vector<std::string> names;
   for (const OnePassPairShape &pair : shape.onePassPairs)
     names.push_back((pair.maxExpSum ? "online softmax (" : "Welford (") + pair.first + ", " +
                     pair.second + ")");
-  block.reasons.push_back("reduce one_pass" +
-                          std::string(context.knobs->onePass ? " (one_pass = true)" : "") + ": " +
-                          llvm::join(names, ", ") +
-                          (grid ? " in one pass over each piece, one block reduction a pair; "
-                                  "the second kernel combines the pieces' pairs."
-                                : " in one pass over the row, one block reduction a pair."));
+  block.reasons.push_back(
+      "reduce one_pass" + std::string(context.knobs->onePass ? " (one_pass = true)" : "") + ": " +
+      llvm::join(names, ", ") +
+      (kind == RowVariant::Kind::Grid ? " in one pass over each piece, one block reduction a pair; "
+                                        "the second kernel combines the pieces' pairs."
+       : kind == RowVariant::Kind::GridSync
+           ? " in one pass over each piece, one block reduction and one "
+             "grid barrier a pair."
+           : " in one pass over the row, one block reduction a pair."));
   block.add(sched::ReduceForm{true}, context.at("one_pass"));
 }
 
@@ -637,6 +708,10 @@ std::vector<sched::ScheduleBlock> rowBlocks(const FusionShape &shape, const RowP
     case RowVariant::Kind::Grid:
       gridDirectives(block, d, shape.rows[0], variant, context);
       break;
+    case RowVariant::Kind::GridSync:
+      gridDirectives(block, d, shape.rows[0], variant, context);
+      block.add(sched::GridSync{}, context.at("grid_sync"));
+      break;
     case RowVariant::Kind::Wide:
     case RowVariant::Kind::Recompute:
     case RowVariant::Kind::Normal:
@@ -664,7 +739,7 @@ std::vector<sched::ScheduleBlock> rowBlocks(const FusionShape &shape, const RowP
         block.computeWith(buffer.name, context.at("compute_with"));
     }
     if (variant.kind != RowVariant::Kind::Recompute && !variant.twoPass)
-      onePassDirective(shape, params, variant.kind == RowVariant::Kind::Grid, block, context);
+      onePassDirective(shape, params, variant.kind, block, context);
     std::vector<sched::SizeGuard> when = variant.when;
     for (sched::SizeGuard &guard : when)
       guard.range = decl;

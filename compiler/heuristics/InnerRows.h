@@ -28,6 +28,7 @@ struct RowVariant {
   enum class Kind {
     Outer,           // an outer reduction: a column a thread
     Grid,            // few rows, each in pieces on blockIdx.y
+    GridSync,        // the same, the pieces' blocks meeting at grid barriers (grid_sync)
     Wide,            // fewer rows than SMs (or a wave): wider blocks
     Recompute,       // long rows from a wave on: the buffers recomputed
     Normal,          // every other row count
@@ -39,7 +40,7 @@ struct RowVariant {
   std::vector<sched::SizeGuard> when;
   bool userGuard = false;
   RowSplit split;
-  int64_t pieces = 1; // Grid: pieces a row
+  int64_t pieces = 1; // Grid, GridSync: pieces a row
   /// Two passes where the schedule's others take one: few rows of a row output whose
   /// prefetched row fits the registers (cross-entropy at V = 32000, T < 132).
   bool twoPass = false;

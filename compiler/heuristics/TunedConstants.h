@@ -112,6 +112,16 @@ inline constexpr int64_t kGridUnroll = 4;            // the serial loop unrolled
 /// blocks there); between them 1.24x at 72, 1.08x at 96, 1.007x at 104, 1.000x at 112,
 /// 0.93x at 120: the 8 pieces serve fewer than 104 rows.
 inline constexpr int64_t kGridOnePassMinVectors = 8192;
+/// Few rows (kGridFewRows) of rows of at least kGridSyncMinVectors vectors in
+/// auto(inner_persistent): pieces of about kGridPieceVectors (2 to 32 a row) on 256
+/// threads, kept in registers, whose blocks meet at grid barriers (grid_sync), two passes.
+/// Run S39A (H100, docs/performance.md; T = 1 and 8 at H = 65536 and 131072, softmax at
+/// 128256 T = 1 and 15): 0.21-0.78x the time of one block a row, and 0.59-0.95x
+/// torch.compile's (which splits the row over blocks and a second kernel); one pass
+/// (online softmax, Welford) 1.0-1.1x and 1.2-1.5x the two passes' time. Rows from
+/// kGridSyncKnobMinVectors take it where `grid_sync = true` asks (unmeasured there).
+inline constexpr int64_t kGridSyncMinVectors = 8192;
+inline constexpr int64_t kGridSyncKnobMinVectors = 2048;
 inline constexpr int64_t kGridOnePassRowsBelow = 104;
 
 /// A runtime row length: 256 threads loop over the row.

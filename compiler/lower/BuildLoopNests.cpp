@@ -102,8 +102,12 @@ public:
         return false;
     } else {
       // A grid reduction's kernel ends with the blocks' partial results (phase 0); the
-      // second kernel (runGridRows) does the rest.
-      size_t phases = plan_.gridLoop >= 0 ? 1 : plan_.phases.size();
+      // second kernel (runGridRows) does the rest. With `grid_sync` the blocks meet at a
+      // grid barrier after each phase's partial results and go on (gridSyncRowResults).
+      bool secondKernel = plan_.gridLoop >= 0 && !plan_.schedule->gridSync;
+      if (plan_.gridLoop >= 0 && plan_.schedule->gridSync)
+        cx_.kernel.launch.cooperative = true; // (launch-shape checks residency)
+      size_t phases = secondKernel ? 1 : plan_.phases.size();
       for (size_t p = 0; p < phases; ++p)
         makePhase(static_cast<int>(p), inner);
     }
@@ -150,79 +154,12 @@ public:
     const PlannedLoop &grid = plan_.loops[plan_.gridLoop];
     Expr pieces = cx_.extentOf(grid.extent);
     for (const Plan::GridPartials &partials : plan_.gridPartials) {
-      if (partials.pair) { // a one-pass pair: its tuple of accumulators
-        const ir::OnePassPair &pair = *partials.pair;
-        bool softmax = pair.kind == ir::OnePassKind::MaxExpSum;
-        std::vector<ir::OnePassAccumulator> members = ir::onePassAccumulators(pair);
-        std::vector<kir::VarPtr> acc;
-        auto at = [&](Expr p) { return kir::var(row) * pieces + p; };
-        for (size_t i = 0; i < members.size(); ++i) {
-          // Named as the blocks' accumulators (declareOnePass).
-          acc.push_back(
-              kir::makeVar(valueName(*members[i].owner) + members[i].suffix, pair.accumulator));
-          std::string comment;
-          if (i == 0)
-            comment = std::string(softmax ? "online softmax" : "Welford") + " of " +
-                      (pair.operand->name.empty() ? valueName(*pair.operand) : pair.operand->name) +
-                      ": the " + grid.name + " blocks' partial results, combined in order";
-          body.push_back(fromFusion(
-              kir::declare(acc.back(), kir::load(partials.tuple[i], at(kir::index(0))), comment),
-              i == 0 ? pair.first->range : pair.second->range));
-        }
-        kir::VarPtr piece = var("piece");
-        std::vector<Expr> next;
-        for (const kir::BufferPtr &buffer : partials.tuple)
-          next.push_back(kir::load(buffer, at(kir::var(piece) + kir::index(1))));
-        body.push_back(fromFusion(kir::forLoop(piece, pieces - kir::index(1), kir::LoopKind::Serial,
-                                               combineOnePassPiece(pair, acc, next)),
-                                  pair.second->range));
-        onePassResults(pair, acc, body);
-        continue;
-      }
-      const ir::Value &reduction = *partials.reduction;
-      bool isArg = ir::isArgReduction(reduction.op);
-      kir::VarPtr piece = var("piece");
       // Row grid reductions: [row][piece]; column reductions: [piece][column], so that
       // both kernels' neighbouring threads touch neighbouring columns.
       auto at = [&](Expr p) {
         return plan_.innerOuter() ? p * rows + kir::var(row) : kir::var(row) * pieces + p;
       };
-      kir::VarPtr acc = kir::makeVar(valueName(reduction) + "_acc", partials.values->dtype);
-      body.push_back(fromFusion(
-          kir::declare(acc, kir::load(partials.values, at(kir::index(0))),
-                       ir::opName(reduction.op).str() + " of " +
-                           (reduction.name.empty() ? valueName(reduction) : reduction.name) +
-                           ": the partial results of the " + grid.name + " blocks, in order"),
-          reduction.range));
-      kir::VarPtr index;
-      std::vector<Stmt> combine;
-      Expr next = kir::var(piece) + kir::index(1); // from piece 1
-      Expr x = kir::load(partials.values, at(next));
-      if (isArg) {
-        index = kir::makeVar(valueName(reduction) + "_at", ir::DType::I64);
-        body.push_back(
-            kir::declare(index, kir::load(partials.indices, at(kir::index(0))), "and its index"));
-        kir::VarPtr i = kir::makeVar(valueName(reduction) + "_piece_at", ir::DType::I64);
-        kir::VarPtr take = kir::makeVar(valueName(reduction) + "_wins", ir::DType::Bool);
-        kir::VarPtr v = kir::makeVar(valueName(reduction) + "_piece", acc->dtype);
-        combine.push_back(kir::let(v, x));
-        combine.push_back(kir::let(i, kir::load(partials.indices, at(next))));
-        combine.push_back(kir::let(take, argWins(reduction, kir::var(v), kir::var(i), kir::var(acc),
-                                                 kir::var(index), false)));
-        combine.push_back(
-            kir::assign(acc, kir::select(kir::var(take), kir::var(v), kir::var(acc))));
-        combine.push_back(
-            kir::assign(index, kir::select(kir::var(take), kir::var(i), kir::var(index))));
-      } else {
-        kir::BinaryOp op = reduction.op == ir::Op::ReduceMax   ? kir::BinaryOp::Max
-                           : reduction.op == ir::Op::ReduceMin ? kir::BinaryOp::Min
-                                                               : kir::BinaryOp::Add;
-        combine.push_back(kir::assign(acc, kir::binary(op, kir::var(acc), x)));
-      }
-      body.push_back(fromFusion(kir::forLoop(piece, pieces - kir::index(1), kir::LoopKind::Serial,
-                                             kir::block(std::move(combine))),
-                                reduction.range));
-      body.push_back(finishReduction(reduction, acc, index));
+      combinePartials(partials, at, pieces, "", body);
     }
     // The row outputs: phase 1's values from the results (the column outputs: the values
     // computed from the column reductions alone).
@@ -263,6 +200,82 @@ public:
     launch.block = {kir::index(kThreads), kir::index(1), kir::index(1)};
     launch.maxThreads = kThreads;
     return true;
+  }
+
+  /// A grid reduction's row result from the blocks' partial accumulators at `at(piece)`,
+  /// combined in piece order (a sum adds them the same way at every run), declared in
+  /// `body` with `suffix` after the blocks' accumulator names: the reduction's result (or
+  /// the pair's two) for the values after it.
+  void combinePartials(const Plan::GridPartials &partials, const std::function<Expr(Expr)> &at,
+                       Expr pieces, const std::string &suffix, std::vector<Stmt> &body) {
+    const PlannedLoop &grid = plan_.loops[plan_.gridLoop];
+    auto var = [](const char *name) { return kir::makeVar(name, ir::DType::I64); };
+    if (partials.pair) { // a one-pass pair: its tuple of accumulators
+      const ir::OnePassPair &pair = *partials.pair;
+      bool softmax = pair.kind == ir::OnePassKind::MaxExpSum;
+      std::vector<ir::OnePassAccumulator> members = ir::onePassAccumulators(pair);
+      std::vector<kir::VarPtr> acc;
+      for (size_t i = 0; i < members.size(); ++i) {
+        // Named as the blocks' accumulators (declareOnePass).
+        acc.push_back(kir::makeVar(valueName(*members[i].owner) + members[i].suffix + suffix,
+                                   pair.accumulator));
+        std::string comment;
+        if (i == 0)
+          comment = std::string(softmax ? "online softmax" : "Welford") + " of " +
+                    (pair.operand->name.empty() ? valueName(*pair.operand) : pair.operand->name) +
+                    ": the " + grid.name + " blocks' partial results, combined in order";
+        body.push_back(fromFusion(
+            kir::declare(acc.back(), kir::load(partials.tuple[i], at(kir::index(0))), comment),
+            i == 0 ? pair.first->range : pair.second->range));
+      }
+      kir::VarPtr piece = var("piece");
+      std::vector<Expr> next;
+      for (const kir::BufferPtr &buffer : partials.tuple)
+        next.push_back(kir::load(buffer, at(kir::var(piece) + kir::index(1))));
+      body.push_back(fromFusion(kir::forLoop(piece, pieces - kir::index(1), kir::LoopKind::Serial,
+                                             combineOnePassPiece(pair, acc, next)),
+                                pair.second->range));
+      onePassResults(pair, acc, body);
+      return;
+    }
+    const ir::Value &reduction = *partials.reduction;
+    bool isArg = ir::isArgReduction(reduction.op);
+    kir::VarPtr piece = var("piece");
+    kir::VarPtr acc = kir::makeVar(valueName(reduction) + "_acc" + suffix, partials.values->dtype);
+    body.push_back(fromFusion(
+        kir::declare(acc, kir::load(partials.values, at(kir::index(0))),
+                     ir::opName(reduction.op).str() + " of " +
+                         (reduction.name.empty() ? valueName(reduction) : reduction.name) +
+                         ": the partial results of the " + grid.name + " blocks, in order"),
+        reduction.range));
+    kir::VarPtr index;
+    std::vector<Stmt> combine;
+    Expr next = kir::var(piece) + kir::index(1); // from piece 1
+    Expr x = kir::load(partials.values, at(next));
+    if (isArg) {
+      index = kir::makeVar(valueName(reduction) + "_at" + suffix, ir::DType::I64);
+      body.push_back(
+          kir::declare(index, kir::load(partials.indices, at(kir::index(0))), "and its index"));
+      kir::VarPtr i = kir::makeVar(valueName(reduction) + "_piece_at", ir::DType::I64);
+      kir::VarPtr take = kir::makeVar(valueName(reduction) + "_wins", ir::DType::Bool);
+      kir::VarPtr v = kir::makeVar(valueName(reduction) + "_piece", acc->dtype);
+      combine.push_back(kir::let(v, x));
+      combine.push_back(kir::let(i, kir::load(partials.indices, at(next))));
+      combine.push_back(kir::let(take, argWins(reduction, kir::var(v), kir::var(i), kir::var(acc),
+                                               kir::var(index), false)));
+      combine.push_back(kir::assign(acc, kir::select(kir::var(take), kir::var(v), kir::var(acc))));
+      combine.push_back(
+          kir::assign(index, kir::select(kir::var(take), kir::var(i), kir::var(index))));
+    } else {
+      kir::BinaryOp op = reduction.op == ir::Op::ReduceMax   ? kir::BinaryOp::Max
+                         : reduction.op == ir::Op::ReduceMin ? kir::BinaryOp::Min
+                                                             : kir::BinaryOp::Add;
+      combine.push_back(kir::assign(acc, kir::binary(op, kir::var(acc), x)));
+    }
+    body.push_back(fromFusion(kir::forLoop(piece, pieces - kir::index(1), kir::LoopKind::Serial,
+                                           kir::block(std::move(combine))),
+                              reduction.range));
+    body.push_back(finishReduction(reduction, acc, index));
   }
 
   /// The inner-outer form's second kernel: the first kernel's blocks each stored a partial
@@ -1012,6 +1025,39 @@ private:
               rowLeader([&](ir::DimId dim) { return llvm::is_contained(plan_.gridRowDims, dim); }))
         stores = kir::ifThen(first, stores, nullptr, "one thread stores the row's partial results");
       out.push_back(stores);
+      if (plan_.schedule->gridSync)
+        gridSyncRowResults(phase, out);
+    }
+  }
+
+  /// `grid_sync` on a row reduction: after a phase's blocks have stored their partial
+  /// results, they meet at a grid barrier (a cooperative launch keeps them all resident),
+  /// and every thread combines its row's pieces in order, so each block goes on with the
+  /// row's results (and its piece of the row still in its buffers).
+  ///
+  ///   partials[row][piece] = the block's result; grid barrier
+  ///   acc = partials[row][0] (+) ... (+) partials[row][G - 1]; the next phase
+  void gridSyncRowResults(const PlannedPhase &phase, std::vector<Stmt> &out) {
+    const PlannedLoop &grid = plan_.loops[plan_.gridLoop];
+    out.push_back(kir::withComment(
+        kir::gridBarrier(), "grid_sync: every block's partial results of the row are stored"));
+    if (!dependentsLaunched_) {
+      out.push_back(
+          kir::withComment(kir::gridDependency(kir::GridDependencyOp::LaunchDependents, nullptr),
+                           "every block is resident: the next kernel may start launching"));
+      dependentsLaunched_ = true;
+    }
+    Expr pieces = cx_.extentOf(grid.extent);
+    Expr row = cx_.offsetOf(plan_.gridRowDims);
+    auto at = [&](Expr p) { return row * pieces + p; };
+    for (const Plan::GridPartials &partials : plan_.gridPartials) {
+      bool ofPhase = partials.pair ? llvm::any_of(phase.combined,
+                                                  [&](const ir::OnePassPair &pair) {
+                                                    return pair.first == partials.pair->first;
+                                                  })
+                                   : llvm::is_contained(phase.reductions, partials.reduction);
+      if (ofPhase)
+        combinePartials(partials, at, pieces, "_row", out);
     }
   }
 
@@ -1443,6 +1489,12 @@ private:
       return llvm::any_of(
           stores, [&](const ir::Output *output) { return llvm::is_contained(output->dims, dim); });
     });
+    // With `grid_sync` every block of a row's pieces has the row's values: the first stores.
+    if (plan_.gridLoop >= 0 && plan_.schedule->gridSync && !plan_.innerOuter()) {
+      Expr firstPiece =
+          kir::binary(kir::BinaryOp::Eq, kir::var(cx_.loopVars[plan_.gridLoop]), kir::index(0));
+      first = first ? kir::binary(kir::BinaryOp::And, firstPiece, first) : firstPiece;
+    }
     Stmt stores_ = kir::block(std::move(body));
     if (first)
       stores_ = kir::ifThen(first, stores_, nullptr, "one thread stores the row's values");
@@ -1802,6 +1854,7 @@ private:
   std::map<unsigned, kir::BufferPtr> columnPartials_; // the inner-outer form's
   std::map<unsigned, kir::VarPtr> totals_;            // a block's column, per element
   int blockReductions_ = 0;
+  bool dependentsLaunched_ = false; // grid_sync's first barrier has let the next kernel in
 };
 
 } // namespace

@@ -23,11 +23,63 @@ namespace {
 /// the SMs, must hold the grid (the driver refuses the launch otherwise). Then ptxas keeps
 /// the registers within what that many blocks an SM allow (__launch_bounds__'s second
 /// argument), so no register count can make the launch fail.
+/// The largest size of each runtime dimension that the schedule's `when` guards allow
+/// (`T < 16`: 15); a dimension without such a bound has none.
+std::map<ir::DimId, int64_t> guardedMaxima(const sched::Schedule &schedule) {
+  std::map<ir::DimId, int64_t> maxima;
+  for (const sched::SizeGuard &guard : schedule.header.when) {
+    if (guard.modulus > 0)
+      continue;
+    std::optional<int64_t> most;
+    switch (guard.comparison) {
+    case sched::Comparison::Lt:
+      most = guard.bound - 1;
+      break;
+    case sched::Comparison::Le:
+    case sched::Comparison::Eq:
+      most = guard.bound;
+      break;
+    default:
+      break;
+    }
+    if (!most)
+      continue;
+    auto [it, fresh] = maxima.emplace(guard.dim, *most);
+    if (!fresh)
+      it->second = std::min(it->second, *most);
+  }
+  return maxima;
+}
+
 bool checkResidency(LowerContext &context) {
   kir::LaunchShape &launch = context.kernel.launch;
   const LowerOptions &options = context.options;
-  std::optional<int64_t> blocks =
-      kir::evaluateStatic(launch.grid[0] * launch.grid[1] * launch.grid[2]);
+  const sched::Schedule &schedule = *context.plan.schedule;
+  // A grid of runtime rows (grid_sync on a row reduction) is counted at the most rows its
+  // guards let it have: the grid's extents only grow with a dimension's size.
+  kir::Expr grid = launch.grid[0] * launch.grid[1] * launch.grid[2];
+  std::map<ir::DimId, int64_t> maxima = guardedMaxima(schedule);
+  std::string unbounded;
+  grid = kir::substitute(grid, [&](const kir::VarPtr &v) -> kir::Expr {
+    for (ir::DimId dim = 0; dim < context.dimVars.size(); ++dim)
+      if (context.dimVars[dim] == v) {
+        auto found = maxima.find(dim);
+        if (found != maxima.end())
+          return kir::index(std::max<int64_t>(found->second, 0));
+        unbounded = schedule.fusion->dims[dim].name;
+      }
+    return nullptr;
+  });
+  if (!unbounded.empty()) {
+    context.diagnostics.report(
+        DiagId::GridSyncUnsupported, schedule.gridSync->range,
+        "the grid's blocks grow with " + unbounded +
+            " at run time, and every block of a grid barrier must be resident at once; bound it "
+            "with a guard (`when " +
+            unbounded + " < N`) or give it a static size");
+    return false;
+  }
+  std::optional<int64_t> blocks = kir::evaluateStatic(grid);
   std::optional<int64_t> threads =
       kir::evaluateStatic(launch.block[0] * launch.block[1] * launch.block[2]);
   std::optional<int64_t> shared = kir::evaluateStatic(launch.sharedBytes);
@@ -44,7 +96,6 @@ bool checkResidency(LowerContext &context) {
     limit = "shared memory";
   }
   if (*blocks > perSm * options.smCount) {
-    const sched::Schedule &schedule = *context.plan.schedule;
     context.diagnostics.report(
         DiagId::GridSyncUnsupported, schedule.gridSync->range,
         llvm::formatv("the grid reduction's {0} blocks of {1} threads and {2} bytes of shared "

@@ -99,10 +99,17 @@ private:
       return refuse("the schedule of " + name +
                     " has no grid reduction (a reduced dimension on a block index) to finish "
                     "in one kernel");
-    if (!plan_->innerOuter())
-      return refuse("the grid reduction of " + name +
-                    " combines rows; grid_sync finishes column reductions (the inner-outer "
-                    "form: a row reduction and a column reduction in one kernel) only");
+    // The row form: the blocks of a row's pieces combine them after each phase's barrier
+    // (BuildLoopNests.cpp, gridSyncRowResults); the rows may take other block indices.
+    if (!plan_->innerOuter()) {
+      if (!plan_->staticThreads())
+        return refuse("the block's thread count is not static");
+      if (!plan_->loops[plan_->gridLoop].extent.isStatic())
+        return refuse("the grid reduction's loop '" + plan_->loops[plan_->gridLoop].name +
+                      "' has a runtime extent; every block must be resident at once, so the "
+                      "number of pieces a row must be static");
+      return checkLaunchBoundsThreads(refuse);
+    }
     for (const PlannedLoop &loop : plan_->loops) {
       if (!sched::isBlockIndex(loop.parallel) || &loop == &plan_->loops[plan_->gridLoop])
         continue;
@@ -121,6 +128,12 @@ private:
                     "number of blocks must be static (`split T into N`)");
     if (!plan_->staticThreads())
       return refuse("the block's thread count is not static");
+    return checkLaunchBoundsThreads(refuse);
+  }
+
+  /// A cooperative launch's residency is counted in the block's threads: launch_bounds
+  /// must be that count.
+  template <typename Refuse> bool checkLaunchBoundsThreads(Refuse &refuse) {
     if (schedule_.launchBounds && schedule_.launchBounds->threads.value != *plan_->staticThreads())
       return refuse("launch_bounds " + std::to_string(schedule_.launchBounds->threads.value) +
                     " is not the block's " + std::to_string(*plan_->staticThreads()) +
@@ -802,7 +815,9 @@ private:
         return unsupported(why + describe(*first) + " and " + describe(*value) +
                                " keep different dimensions",
                            grid.origin.range);
-      if (plan_->phaseOf.at(value->id) != 0)
+      // (With `grid_sync` each phase's reductions are combined after a grid barrier of
+      // their own, so one may read another's result.)
+      if (plan_->phaseOf.at(value->id) != 0 && !schedule_.gridSync)
         return unsupported(why + describe(*value) + " reads another reduction's result",
                            grid.origin.range);
       first = first ? first : value.get();
@@ -812,13 +827,25 @@ private:
     // A one-pass pair's blocks store its accumulators together (every pair is in phase 0:
     // its second reduction is computed with the first).
     std::set<unsigned> paired;
-    for (const ir::OnePassPair &pair : plan_->phases[0].combined) {
-      plan_->gridPairs.push_back(pair);
-      paired.insert({pair.first->id, pair.second->id});
-    }
+    for (const PlannedPhase &phase : plan_->phases)
+      for (const ir::OnePassPair &pair : phase.combined) {
+        plan_->gridPairs.push_back(pair);
+        paired.insert({pair.first->id, pair.second->id});
+      }
     for (const auto &value : fusion_.values)
       if (ir::isReduction(value->op) && !paired.count(value->id))
         plan_->gridReduced.push_back(value.get());
+    // `grid_sync`: every block goes on after the barrier with the row's results, its piece
+    // of the row kept (persistent) or read again, and stores its piece of the outputs.
+    if (schedule_.gridSync) {
+      for (const PlannedPhase &phase : plan_->phases)
+        for (const ir::Output *output : phase.stores)
+          if (output->isInout && !llvm::is_contained(output->dims, grid.roots.front()))
+            return unsupported(why + "inout '" + output->name +
+                                   "' would be written by every block of '" + grid.name + "'",
+                               grid.origin.range);
+      return true;
+    }
     // The blocks keep nothing for the rows kernel but their partial accumulators.
     for (unsigned id : plan_->persistent)
       return unsupported(why + describe(*fusion_.values[id]) +

@@ -73,8 +73,8 @@ std::string splitText(const RowSplit &split) {
 
 /// "Wide T < 132: 8 x 256 threads x 2; Normal: 8 x 128 threads x 4" (the guards' bounds).
 std::string variantsText(const RowParams &params) {
-  static const char *kinds[] = {"Outer",           "Grid",       "Wide", "Recompute", "Normal",
-                                "RuntimeMultiple", "RuntimeLoop"};
+  static const char *kinds[] = {"Outer",     "Grid",   "GridSync",        "Wide",
+                                "Recompute", "Normal", "RuntimeMultiple", "RuntimeLoop"};
   std::string text;
   for (const RowVariant &variant : params.variants) {
     if (!text.empty())
@@ -185,8 +185,11 @@ TEST_CASE("auto(inner_persistent): row split, wider blocks and buffers by row le
       {32768, 2, 1, true, "Normal: 8 x 512 threads x 8, registers"},
       // Longer rows: 1024 threads leave 64 registers a thread, 768 leave 80, which hold
       // no 64 values: every buffer recomputed, 8 vectors a thread on up to 1024 threads
-      // unrolled by 4 (no wider variant: the row takes a block's threads already).
-      {131072, 2, 1, true, "Normal: 8 x 1024 threads x 16, unroll 4, recompute"},
+      // unrolled by 4 (no wider variant: the row takes a block's threads already). Below
+      // 16 rows, 16 pieces of a row on 256 threads meet at grid barriers, kept in registers.
+      {131072, 2, 1, true,
+       "GridSync T < 16: 8 x 256 threads x 4, registers; Normal: 8 x 1024 threads x 16, "
+       "unroll 4, recompute"},
       {49152, 2, 2, false, "Normal: 8 x 768 threads x 8, unroll 4, recompute, recompute"},
       // f32 rows: 4-element vectors.
       {4096, 4, 1, true,
