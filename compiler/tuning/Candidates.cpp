@@ -39,7 +39,8 @@ std::vector<KnobValues> valuesFor(heuristics::Family family) {
   case Family::InnerPersistent:
     return {{"vector_width", {"2", "4", "8"}},   {"persistent_batch", {"1", "2", "4", "8"}},
             {"rows_per_block", {"1", "2", "4"}}, {"static_bdimx", {"true", "false"}},
-            {"one_pass", {"true", "false"}},     {"recompute", {"true", "false"}}};
+            {"one_pass", {"true", "false"}},     {"recompute", {"true", "false"}},
+            {"grid_sync", {"true", "false"}}};
   case Family::Reduction:
     return {{"vector_width", {"2", "4", "8"}}, {"one_pass", {"true", "false"}}};
   case Family::Pointwise:
