@@ -481,10 +481,42 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
                               "need {2} vectors or more",
                               vectors, vectorWhy, tuned::kGridSyncKnobMinVectors)
                     .str();
-    std::vector<sched::SizeGuard> when{guard(rowDim, sched::Comparison::Lt, tuned::kGridFewRows)};
+
+    // Every block of the grid is resident at once, with its piece of the row in registers
+    // (the kept buffers, or without them the inputs read twice, at most half a thread's
+    // share): the rows served are those whose values fit half the SMs' registers.
+    bool gridOnePass = knobs.onePass.value_or(false) && params.onePass;
+    std::vector<const BufferShape *> pieceBuffers = keptBuffers(shape, gridOnePass);
+    int64_t registersPerElement = 0;
+    for (const BufferShape *buffer : pieceBuffers)
+      registersPerElement += buffer->registersPerValue;
+    if (pieceBuffers.empty()) // the inputs' first loads kept for the later phase instead
+      registersPerElement = shape.rowInputsReadTwice;
+    int64_t rowsBelow = tuned::kGridFewRows;
+    if (registersPerElement > 0 && target.registersPerSm > 0)
+      rowsBelow = std::min<int64_t>(
+          rowsBelow,
+          1 + saturatingMul(target.registersPerSm, target.smCount) /
+                  saturatingMul(saturatingMul(vectors * vector, registersPerElement), 2));
+    // And at most two of the 256-thread blocks an SM, as measured (128 registers a thread:
+    // at four an SM, 64, LayerNorm's pieces of 262144 spilled).
+    const int64_t gridSyncPieces = std::clamp<int64_t>(ceilDiv(vectors, tuned::kGridPieceVectors),
+                                                       2, tuned::kGridSyncMaxPieces);
+    rowsBelow = std::min<int64_t>(rowsBelow, 1 + target.smCount * tuned::kGridSyncBlocksPerSm /
+                                                     gridSyncPieces);
+    if (refused.empty() && rowsBelow < 2)
+      refused = llvm::formatv("a row of {0} values of {1} registers each is more than half of "
+                              "the {2} SMs' registers",
+                              vectors * vector, registersPerElement, target.smCount)
+                    .str();
+    std::vector<sched::SizeGuard> when{guard(rowDim, sched::Comparison::Lt, rowsBelow)};
     if (refused.empty() && overlapsAny(when, knobs.otherGuards))
       refused = "another guarded schedule of '" + shape.name + "' applies to some of its " +
-                std::to_string(tuned::kGridFewRows - 1) + " rows or fewer";
+                std::to_string(rowsBelow - 1) + " rows or fewer";
+    if (refused.empty() && rowDim.extent && *rowDim.extent >= rowsBelow)
+      refused = llvm::formatv("{0} = {1} rows: the pieces serve fewer than {2}", rowDim.name,
+                              *rowDim.extent, rowsBelow)
+                    .str();
     if (!refused.empty()) {
       if (knobs.gridSync)
         verdicts.refuse("grid_sync", refused + "; remove the knob");
@@ -494,17 +526,25 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
       RowVariant variant;
       variant.kind = RowVariant::Kind::GridSync;
       variant.when = std::move(when);
-      variant.pieces = std::clamp<int64_t>(ceilDiv(vectors, tuned::kGridPieceVectors), 2, 32);
+      // The pieces a row, then as few as that batch needs (no piece left empty).
+      const int64_t laneVectors = ceilDiv(vectors, tuned::kGridThreads);
       variant.split.vector = vector;
       variant.split.threads = tuned::kGridThreads;
-      variant.split.batch = ceilDiv(ceilDiv(vectors, variant.split.threads), variant.pieces);
+      variant.split.batch = ceilDiv(laneVectors, gridSyncPieces);
+      variant.pieces = ceilDiv(laneVectors, variant.split.batch);
       // Two passes, a barrier a reduction: one pass was slower (Welford 1.3-1.5x).
-      bool onePass = knobs.onePass.value_or(false) && params.onePass;
-      variant.twoPass = params.onePass && !onePass;
+      variant.twoPass = params.onePass && !gridOnePass;
       variant.reasons.push_back(
-          llvm::formatv("auto(inner_persistent), fewer than {0} rows{1}: each row in pieces "
-                        "whose blocks meet at a grid barrier after each reduction.",
-                        tuned::kGridFewRows, knobs.gridSync ? " (grid_sync = true)" : "")
+          llvm::formatv(
+              "auto(inner_persistent), fewer than {0} rows{1}: each row in pieces "
+              "whose blocks meet at a grid barrier after each reduction{2}.",
+              rowsBelow, knobs.gridSync ? " (grid_sync = true)" : "",
+              rowsBelow < tuned::kGridFewRows
+                  ? llvm::formatv(" (the pieces of {0} rows or more would pass half the SMs' "
+                                  "registers)",
+                                  rowsBelow)
+                        .str()
+                  : "")
               .str());
       variant.reasons.push_back(
           llvm::formatv("grid_sync: {0} = {1}: {2} vectors ({3}) = {4} pieces on blockIdx.y "
@@ -514,14 +554,29 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
               .str());
       if (variant.twoPass)
         variant.reasons.push_back("two passes: a grid barrier a reduction, each pass over "
-                                  "the piece in registers.");
-      std::vector<const BufferShape *> pieceBuffers = keptBuffers(shape, onePass);
-      for (const BufferShape *buffer : pieceBuffers)
+                                  "the row's piece.");
+      // Every block of the grid is resident at once: the blocks an SM that its most rows
+      // need share the SM's registers as rows of one block would (`__launch_bounds__`
+      // holds ptxas to that share).
+      int64_t mostRows = rowDim.extent ? *rowDim.extent : rowsBelow - 1;
+      RowSplit resident = variant.split;
+      resident.rowsPerBlock =
+          std::max<int64_t>(1, ceilDiv(saturatingMul(mostRows, variant.pieces), target.smCount));
+      for (const BufferShape *buffer : pieceBuffers) {
+        if (knobs.recompute.value_or(false)) {
+          variant.buffers.push_back({buffer->name, sched::MemoryKind::Recompute,
+                                     "persistent " + buffer->name +
+                                         " in recompute (recompute = true): each phase reads "
+                                         "the piece again.",
+                                     false});
+          continue;
+        }
         variant.buffers.push_back(placeBuffer(
-            *buffer, variant.split, std::max<int64_t>(1, static_cast<int64_t>(pieceBuffers.size())),
+            *buffer, resident, std::max<int64_t>(1, static_cast<int64_t>(pieceBuffers.size())),
             scratchBytes, target, knobs));
+      }
       params.variants.push_back(std::move(variant));
-      gridBelow = tuned::kGridFewRows;
+      gridBelow = rowsBelow;
     }
   } else if (knobs.gridSync) {
     verdicts.honour("grid_sync"); // false: one block a row

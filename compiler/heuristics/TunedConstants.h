@@ -116,11 +116,13 @@ inline constexpr int64_t kGridOnePassMinVectors = 8192;
 /// auto(inner_persistent): pieces of about kGridPieceVectors (2 to 32 a row) on 256
 /// threads, kept in registers, whose blocks meet at grid barriers (grid_sync), two passes.
 /// Run S39A (H100, docs/performance.md; T = 1 and 8 at H = 65536 and 131072, softmax at
-/// 128256 T = 1 and 15): 0.21-0.78x the time of one block a row, and 0.59-0.95x
+/// 128256 T = 1 and 15): 0.21-0.78x the time of one block a row, and 0.56-0.95x
 /// torch.compile's (which splits the row over blocks and a second kernel); one pass
 /// (online softmax, Welford) 1.0-1.1x and 1.2-1.5x the two passes' time. Rows from
 /// kGridSyncKnobMinVectors take it where `grid_sync = true` asks (unmeasured there).
 inline constexpr int64_t kGridSyncMinVectors = 8192;
+inline constexpr int64_t kGridSyncMaxPieces = 32;  // pieces a row at most
+inline constexpr int64_t kGridSyncBlocksPerSm = 2; // resident blocks an SM at most (as timed)
 inline constexpr int64_t kGridSyncKnobMinVectors = 2048;
 inline constexpr int64_t kGridOnePassRowsBelow = 104;
 

@@ -1048,7 +1048,15 @@ private:
       dependentsLaunched_ = true;
     }
     Expr pieces = cx_.extentOf(grid.extent);
+    // A row past the end of a dimension that is checked rather than clamped (merged rows)
+    // stored nothing: it reads the last row's slots instead, and its values go unused.
+    std::vector<Expr> savedRoots = cx_.rootIndex;
+    for (ir::DimId dim : plan_.gridRowDims)
+      if (plan_.inexactRoots.count(dim))
+        cx_.rootIndex[dim] =
+            kir::binary(kir::BinaryOp::Min, cx_.rootIndex[dim], cx_.dimExtent(dim) - kir::index(1));
     Expr row = cx_.offsetOf(plan_.gridRowDims);
+    cx_.rootIndex = savedRoots;
     auto at = [&](Expr p) { return row * pieces + p; };
     for (const Plan::GridPartials &partials : plan_.gridPartials) {
       bool ofPhase = partials.pair ? llvm::any_of(phase.combined,

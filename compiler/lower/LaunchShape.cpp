@@ -51,29 +51,42 @@ std::map<ir::DimId, int64_t> guardedMaxima(const sched::Schedule &schedule) {
   return maxima;
 }
 
+/// The shared memory the driver keeps for itself in every block (1 KB on sm_80 and later),
+/// which counts against an SM's shared memory beside the block's own.
+constexpr int64_t kSharedReservedPerBlock = 1024;
+
 bool checkResidency(LowerContext &context) {
   kir::LaunchShape &launch = context.kernel.launch;
   const LowerOptions &options = context.options;
   const sched::Schedule &schedule = *context.plan.schedule;
-  // A grid of runtime rows (grid_sync on a row reduction) is counted at the most rows its
-  // guards let it have: the grid's extents only grow with a dimension's size.
-  kir::Expr grid = launch.grid[0] * launch.grid[1] * launch.grid[2];
+  // A schedule whose guards exclude a static size is never launched: nothing to hold.
+  for (const sched::SizeGuard &guard : schedule.header.when)
+    if (std::optional<int64_t> size = schedule.fusion->dims[guard.dim].staticExtent)
+      if (!guard.holds(*size))
+        return true;
+  // A grid of runtime rows (grid_sync on a row reduction), and shared memory sized by a
+  // runtime dimension, are counted at the most its guards let it have: both only grow
+  // with a dimension's size.
   std::map<ir::DimId, int64_t> maxima = guardedMaxima(schedule);
   std::string unbounded;
-  grid = kir::substitute(grid, [&](const kir::VarPtr &v) -> kir::Expr {
-    for (ir::DimId dim = 0; dim < context.dimVars.size(); ++dim)
-      if (context.dimVars[dim] == v) {
-        auto found = maxima.find(dim);
-        if (found != maxima.end())
-          return kir::index(std::max<int64_t>(found->second, 0));
-        unbounded = schedule.fusion->dims[dim].name;
-      }
-    return nullptr;
-  });
+  auto atMost = [&](const kir::Expr &e) {
+    return kir::substitute(e, [&](const kir::VarPtr &v) -> kir::Expr {
+      for (ir::DimId dim = 0; dim < context.dimVars.size(); ++dim)
+        if (context.dimVars[dim] == v) {
+          auto found = maxima.find(dim);
+          if (found != maxima.end())
+            return kir::index(std::max<int64_t>(found->second, 0));
+          unbounded = schedule.fusion->dims[dim].name;
+        }
+      return nullptr;
+    });
+  };
+  kir::Expr grid = atMost(launch.grid[0] * launch.grid[1] * launch.grid[2]);
+  kir::Expr sharedBytes = atMost(launch.sharedBytes);
   if (!unbounded.empty()) {
     context.diagnostics.report(
         DiagId::GridSyncUnsupported, schedule.gridSync->range,
-        "the grid's blocks grow with " + unbounded +
+        "the grid's blocks or their shared memory grow with " + unbounded +
             " at run time, and every block of a grid barrier must be resident at once; bound it "
             "with a guard (`when " +
             unbounded + " < N`) or give it a static size");
@@ -82,7 +95,7 @@ bool checkResidency(LowerContext &context) {
   std::optional<int64_t> blocks = kir::evaluateStatic(grid);
   std::optional<int64_t> threads =
       kir::evaluateStatic(launch.block[0] * launch.block[1] * launch.block[2]);
-  std::optional<int64_t> shared = kir::evaluateStatic(launch.sharedBytes);
+  std::optional<int64_t> shared = kir::evaluateStatic(sharedBytes);
   FSL_INTERNAL_ASSERT(blocks && threads && shared && launch.maxThreads,
                       "a cooperative launch of a runtime shape reached launch-shape");
   int64_t perSm = options.maxThreadsPerSm / *launch.maxThreads;
@@ -91,8 +104,8 @@ bool checkResidency(LowerContext &context) {
     perSm = options.maxBlocksPerSm;
     limit = "block slots";
   }
-  if (*shared > 0 && options.sharedMemoryPerSm / *shared < perSm) {
-    perSm = options.sharedMemoryPerSm / *shared;
+  if (*shared > 0 && options.sharedMemoryPerSm / (*shared + kSharedReservedPerBlock) < perSm) {
+    perSm = options.sharedMemoryPerSm / (*shared + kSharedReservedPerBlock);
     limit = "shared memory";
   }
   if (*blocks > perSm * options.smCount) {
