@@ -69,9 +69,9 @@ public:
         plan_->cachedInputs.push_back(
             {tensor.value->paramIndex,
              {"cache " + tensor.name + " in shared", tensor.cacheBy->range}});
-    if (!chooseReference() || !checkTensors() || !planColumns() || !checkReductions() ||
-        !assignPhases() || !checkRegisterArrays() || !checkGridReduction() || !checkPrefetch() ||
-        !checkGridSync())
+    if (!chooseReference() || !checkTensors() || !checkInoutCoverage() || !planColumns() ||
+        !checkReductions() || !assignPhases() || !checkRegisterArrays() || !checkGridReduction() ||
+        !checkPrefetch() || !checkGridSync())
       return nullptr;
     chooseClampedRoots();
     return std::move(plan_);
@@ -368,6 +368,39 @@ private:
                                    " vectors of each input, over the " +
                                    std::to_string(sched::kMaxPrefetchVectors) +
                                    " a prefetch keeps in registers");
+    }
+    return true;
+  }
+
+  /// An inout tensor is read and written back once an element. A dimension that it lacks
+  /// and whose loop is on a block index (w[S] updated in a fusion over [T, S] with T on
+  /// BIDx) would have every block read and write it, each seeing another's update. (A
+  /// dimension on threads or serial loops is stored once by one thread, a row store; a
+  /// reduced one is a grid reduction's, checked with it.)
+  bool checkInoutCoverage() {
+    std::set<ir::DimId> reduced;
+    for (const auto &value : fusion_.values)
+      if (ir::isReduction(value->op))
+        reduced.insert(value->reduced.begin(), value->reduced.end());
+    for (const ir::Output &output : fusion_.outputs) {
+      if (!output.isInout)
+        continue;
+      for (const PlannedLoop &loop : plan_->loops) {
+        if (!sched::isBlockIndex(loop.parallel))
+          continue;
+        for (ir::DimId dim : loop.roots) {
+          if (llvm::is_contained(output.dims, dim) || reduced.count(dim))
+            continue;
+          const std::string &name = fusion_.dims[dim].name;
+          return unsupported("inout '" + output.name + "' lacks " + name + ", whose loop '" +
+                                 loop.name + "' is on " + sched::parallelName(loop.parallel).str() +
+                                 ": every block would read it and write it back, each seeing "
+                                 "another's update; give it the dimension, or update it in a "
+                                 "fusion without " +
+                                 name,
+                             output.range);
+        }
+      }
     }
     return true;
   }
