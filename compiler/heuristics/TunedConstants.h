@@ -118,9 +118,11 @@ inline constexpr int64_t kGridOnePassMinVectors = 8192;
 /// Run S39A (H100, docs/performance.md; T = 1 and 8 at H = 65536 and 131072, softmax at
 /// 128256 T = 1 and 15): 0.21-0.78x the time of one block a row, and 0.56-0.95x
 /// torch.compile's (which splits the row over blocks and a second kernel); one pass
-/// (online softmax, Welford) 1.0-1.1x and 1.2-1.5x the two passes' time. Rows from
-/// kGridSyncKnobMinVectors take it where `grid_sync = true` asks (unmeasured there).
-inline constexpr int64_t kGridSyncMinVectors = 8192;
+/// (online softmax, Welford) 1.0-1.1x and 1.2-1.5x the two passes' time. Run S39C (H100,
+/// T = 1, 8, 15): at 49152 (6144 vectors) 0.51-0.89x one block a row; at 32768 (4096)
+/// 0.84-1.31x, 1.13-1.29x but for add + RMSNorm; at 16384 (2048) 1.39-1.81x. Rows from
+/// kGridSyncKnobMinVectors take it where `grid_sync = true` asks.
+inline constexpr int64_t kGridSyncMinVectors = 6144;
 inline constexpr int64_t kGridSyncMaxPieces = 32;  // pieces a row at most
 inline constexpr int64_t kGridSyncBlocksPerSm = 2; // resident blocks an SM at most (as timed)
 inline constexpr int64_t kGridSyncKnobMinVectors = 2048;

@@ -186,11 +186,13 @@ TEST_CASE("auto(inner_persistent): row split, wider blocks and buffers by row le
       // Longer rows: 1024 threads leave 64 registers a thread, 768 leave 80, which hold
       // no 64 values: every buffer recomputed, 8 vectors a thread on up to 1024 threads
       // unrolled by 4 (no wider variant: the row takes a block's threads already). Below
-      // 16 rows, 16 pieces of a row on 256 threads meet at grid barriers, kept in registers.
+      // 16 rows, pieces of a row on 256 threads meet at grid barriers, kept in registers.
       {131072, 2, 1, true,
        "GridSync T < 16: 8 x 256 threads x 4, registers; Normal: 8 x 1024 threads x 16, "
        "unroll 4, recompute"},
-      {49152, 2, 2, false, "Normal: 8 x 768 threads x 8, unroll 4, recompute, recompute"},
+      {49152, 2, 2, false,
+       "GridSync T < 16: 8 x 256 threads x 4, registers, registers; Normal: 8 x 768 threads x "
+       "8, unroll 4, recompute, recompute"},
       // f32 rows: 4-element vectors.
       {4096, 4, 1, true,
        "Wide T < 132: 4 x 512 threads x 2, registers; Normal: 4 x 256 threads x 4, registers"},
