@@ -60,7 +60,9 @@ def main():
         for fusion in fusions:
             paths = {name: os.path.join(build, f"{name}_{H}", f"lib{fusion}.so")
                      for name in kernels}
-            if not all(os.path.exists(p) for p in paths.values()):
+            missing = [p for p in paths.values() if not os.path.exists(p)]
+            if missing:
+                print(f"{fusion} H={H}: not timed, no {', '.join(missing)}", flush=True)
                 continue
             libs = {name: ctypes.CDLL(p) for name, p in paths.items()}
             for T in rows:
