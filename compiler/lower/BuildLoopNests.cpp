@@ -267,10 +267,7 @@ public:
       combine.push_back(
           kir::assign(index, kir::select(kir::var(take), kir::var(i), kir::var(index))));
     } else {
-      kir::BinaryOp op = reduction.op == ir::Op::ReduceMax   ? kir::BinaryOp::Max
-                         : reduction.op == ir::Op::ReduceMin ? kir::BinaryOp::Min
-                                                             : kir::BinaryOp::Add;
-      combine.push_back(kir::assign(acc, kir::binary(op, kir::var(acc), x)));
+      combine.push_back(kir::assign(acc, kir::binary(combineOf(reduction.op), kir::var(acc), x)));
     }
     body.push_back(fromFusion(kir::forLoop(piece, pieces - kir::index(1), kir::LoopKind::Serial,
                                            kir::block(std::move(combine))),
@@ -942,9 +939,7 @@ private:
         accumulateArg(*reduction, acc, indices.at(reduction->id), operand, element);
         continue;
       }
-      kir::BinaryOp combine = reduction->op == ir::Op::ReduceMax   ? kir::BinaryOp::Max
-                              : reduction->op == ir::Op::ReduceMin ? kir::BinaryOp::Min
-                                                                   : kir::BinaryOp::Add;
+      kir::BinaryOp combine = combineOf(reduction->op);
       element.push_back(fromFusion(kir::assign(acc, kir::binary(combine, kir::var(acc), operand)),
                                    reduction->range));
     }
