@@ -7,6 +7,7 @@
 #include "check/Checker.h"
 
 #include "ir/OnePass.h"
+#include "ir/RegisterPressure.h"
 #include "schedule/ScheduleBuilder.h"
 #include "support/Diagnostics.h"
 
@@ -571,6 +572,21 @@ private:
     diagnostics_.report(id, directive->range, schedule_.fusion->name);
   }
 
+  /// Registers a thread needs to keep `values` of `tensor` in registers, with the row
+  /// inputs read beside it: the estimate auto(inner_persistent) places buffers by.
+  int64_t neededRegisters(const TensorSchedule &tensor, int64_t values, int64_t perValue) const {
+    std::set<const ir::Value *> kept; // the buffers the later phases read, not the inputs
+    for (const TensorSchedule &other : schedule_.tensors)
+      if (other.persistentBy && other.isPersistentBuffer && other.value &&
+          other.persistent != sched::MemoryKind::Recompute)
+        kept.insert(other.value);
+    int64_t lateBytes =
+        tensor.value && !tensor.value->dims.empty()
+            ? ir::lateRowInputBytes(*schedule_.fusion, tensor.value->dims.back(), kept)
+            : 0;
+    return ir::persistentRegistersNeeded(values, perValue, lateBytes);
+  }
+
   void checkPersistentBuffers() {
     // Shared memory as the lowering allocates it (lower/LaunchShape.cpp): 8 bytes a thread
     // of block-reduction scratch (16 with argmax), and each persistent buffer in shared memory at 4
@@ -633,10 +649,11 @@ private:
                             "threads, or persistent {3} in shared",
                             target_.name, budget, target_.maxRegistersPerThread, tensor.name)
                   .str());
-        else if (threadRegisters<target_.maxRegistersPerThread && * registers * 2> threadRegisters)
+        else if (int64_t needed = neededRegisters(tensor, *perThread, (bytes + 3) / 4);
+                 threadRegisters < target_.maxRegistersPerThread && needed > threadRegisters)
           diagnostics_.report(DiagId::PersistentRegistersSpill, tensor.persistentBy->range,
                               tensor.name, *registers, sizeText(perThread),
-                              ir::dtypeName(tensor.dtype), *blockThreads, threadRegisters,
+                              ir::dtypeName(tensor.dtype), needed, *blockThreads, threadRegisters,
                               target_.registersPerSm, target_.name);
       } else if (tensor.persistent == sched::MemoryKind::Shared) {
         int64_t storage = bytes == 8 ? 8 : 4;

@@ -2,6 +2,7 @@
 #include "heuristics/FusionShape.h"
 
 #include "ir/OnePass.h"
+#include "ir/RegisterPressure.h"
 #include "schedule/ScheduleBuilder.h"
 
 #include <llvm/ADT/STLExtras.h>
@@ -119,35 +120,6 @@ bool noOutputAlongRow(const ir::Fusion &fusion, ir::DimId inner) {
   });
 }
 
-/// Inputs with `inner` that a reduction reads (through pointwise values) and that a value
-/// after a reduction (one reading a reduction's result, or a value that does) reads again.
-int64_t rowInputsReadTwice(const ir::Fusion &fusion, ir::DimId inner) {
-  std::map<const ir::Value *, std::set<const ir::Value *>> inputsOf; // through pointwise values
-  std::set<const ir::Value *> late, readByReductions, readLate;
-  for (const auto &owned : fusion.values) {
-    const ir::Value *value = owned.get();
-    std::set<const ir::Value *> &inputs = inputsOf[value];
-    if (value->op == ir::Op::Input && llvm::is_contained(value->dims, inner))
-      inputs.insert(value);
-    bool isLate = false;
-    for (const ir::Value *operand : value->operands) {
-      isLate |= ir::isReduction(operand->op) || late.count(operand) != 0;
-      if (ir::isReduction(operand->op))
-        continue;
-      const std::set<const ir::Value *> &reached = inputsOf[operand];
-      inputs.insert(reached.begin(), reached.end());
-    }
-    if (ir::isReduction(value->op))
-      readByReductions.insert(inputs.begin(), inputs.end());
-    if (isLate) {
-      late.insert(value);
-      readLate.insert(inputs.begin(), inputs.end());
-    }
-  }
-  return llvm::count_if(readByReductions,
-                        [&](const ir::Value *input) { return readLate.count(input) != 0; });
-}
-
 /// Whether every reduction's result reaches only values without the reduced dimension
 /// `inner` (row outputs: argmax's token, a row's sum), and no output has it. With
 /// `onePass`, the values a one-pass pair absorbs (exp(x - max), (x - mean)^2) do not count:
@@ -260,8 +232,9 @@ bool bufferOnlyInTwoPasses(const ir::Fusion &fusion, const std::vector<ir::OnePa
 }
 
 /// Persistent-buffer candidates: values a reduction consumes and a later use needs.
+/// The persistent buffers (their values go to `kept`), in the order of the fusion.
 void bufferFacts(const ir::Fusion &fusion, const std::vector<ir::OnePassPair> &pairs,
-                 FusionShape &shape) {
+                 FusionShape &shape, std::set<const ir::Value *> &kept) {
   std::vector<sched::TensorSchedule> tensors = sched::rootTensors(fusion);
   for (const sched::TensorSchedule &tensor : tensors) {
     // A reduction's result is one value a row, in a register: no buffer.
@@ -288,6 +261,7 @@ void bufferFacts(const ir::Fusion &fusion, const std::vector<ir::OnePassPair> &p
     buffer.castOfInput = value.op == ir::Op::Cast && value.operands.size() == 1 &&
                          value.operands[0]->op == ir::Op::Input;
     shape.buffers.push_back(std::move(buffer));
+    kept.insert(tensor.value);
   }
 }
 
@@ -366,13 +340,15 @@ FusionShape shapeOf(const ir::Fusion &fusion) {
         {pair.kind == ir::OnePassKind::MaxExpSum,
          pair.first->name.empty() ? "max" : pair.first->name,
          pair.second->name.empty() ? std::string(ir::opName(pair.second->op)) : pair.second->name});
-  bufferFacts(fusion, pairs, shape);
+  std::set<const ir::Value *> kept;
+  bufferFacts(fusion, pairs, shape, kept);
   shape.scratchBytesTwoPass = ir::reductionScratchBytesPerThread(fusion, false);
   shape.scratchBytesOnePass = ir::reductionScratchBytesPerThread(fusion, true);
   shape.noOutputAlongRow = noOutputAlongRow(fusion, shape.inner.id);
   shape.rowOutputsOnly = rowOutputsOnly(fusion, shape.inner.id, /*onePass=*/false);
   shape.rowOutputsOnlyOnePass = rowOutputsOnly(fusion, shape.inner.id, /*onePass=*/true);
-  shape.rowInputsReadTwice = rowInputsReadTwice(fusion, shape.inner.id);
+  shape.rowInputsReadTwice = ir::rowInputsReadTwice(fusion, shape.inner.id);
+  shape.lateRowInputBytes = ir::lateRowInputBytes(fusion, shape.inner.id, kept);
   return shape;
 }
 

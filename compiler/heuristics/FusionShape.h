@@ -112,6 +112,9 @@ struct FusionShape {
   /// (softmax's backward: y and grad_y): no buffer keeps them, but ptxas keeps the first
   /// phase's loads in registers for the later one, so they weigh as kept values.
   int64_t rowInputsReadTwice = 0;
+  /// Bytes a row element of the inputs along `inner` that only values after a reduction
+  /// read (RMSNorm's weight): they take registers beside a kept buffer (ir/RegisterPressure.h).
+  int64_t lateRowInputBytes = 0;
 };
 
 /// The shape of `fusion`.

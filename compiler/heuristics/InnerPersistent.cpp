@@ -4,6 +4,7 @@
 
 #include "heuristics/SizeMath.h"
 #include "heuristics/TunedConstants.h"
+#include "ir/RegisterPressure.h"
 
 #include <llvm/Support/FormatVariadic.h>
 
@@ -31,8 +32,9 @@ int64_t persistentBatchLimit(int64_t vectors, int64_t vector, int64_t numBuffers
                              tuned::kBatchTarget);
 }
 
-BufferPlacement placeBuffer(const BufferShape &buffer, const RowSplit &split, int64_t numBuffers,
-                            int64_t scratchBytes, const Target &target, const Knobs &knobs) {
+BufferPlacement placeBuffer(const BufferShape &buffer, int64_t lateInputBytes,
+                            const RowSplit &split, int64_t numBuffers, int64_t scratchBytes,
+                            const Target &target, const Knobs &knobs) {
   int64_t values = split.batch * split.vector;
   int64_t sharedBytes =
       saturatingMul(saturatingMul(values, 4), saturatingMul(split.threads, split.rowsPerBlock));
@@ -40,19 +42,21 @@ BufferPlacement placeBuffer(const BufferShape &buffer, const RowSplit &split, in
   std::string reason =
       llvm::formatv("{0} values of {1} a thread fit registers", values, buffer.dtypeName).str();
   // A block of more than 256 threads leaves each fewer than the 255 registers a thread
-  // may have (64 at 1024 threads): a buffer of more than half of them spills. At 1024
-  // threads x 128 values ptxas spilled 1.4-2.2 KB a thread (H = 128256).
+  // may have (64 at 1024 threads): a buffer that, with the row inputs read beside it, needs
+  // more spills (ir/RegisterPressure.h). At 1024 threads x 128 values ptxas spilled 1.4-2.2
+  // KB a thread (H = 128256); at 64 values in 80 registers RMSNorm spilled 240 bytes and
+  // ran 1.27-1.38x the recomputed row's time, softmax none and 0.74-0.77x (run S40A).
   int64_t blockThreads = saturatingMul(split.threads, split.rowsPerBlock);
   int64_t threadRegisters = target.registersPerThreadOfBlock(blockThreads);
-  bool spills = threadRegisters < target.maxRegistersPerThread &&
-                saturatingMul(saturatingMul(values, buffer.registersPerValue), 2) > threadRegisters;
+  int64_t needed = ir::persistentRegistersNeeded(values, buffer.registersPerValue, lateInputBytes);
+  bool spills = threadRegisters < target.maxRegistersPerThread && needed > threadRegisters;
   if (spills) {
     // Not shared memory: its buffers' index math took 40 registers and spilled 0.9 KB a
     // thread at 768 threads (LayerNorm, H = 49152); recomputing keeps no index at all.
     memory = sched::MemoryKind::Recompute;
-    reason = llvm::formatv("{0} values of {1} a thread are over half the {2} registers a "
-                           "thread of {3} has: the inputs are read again",
-                           values, buffer.dtypeName, threadRegisters, blockThreads)
+    reason = llvm::formatv("{0} values of {1} a thread need about {2} registers, over the {3} "
+                           "a thread of {4} has: the inputs are read again",
+                           values, buffer.dtypeName, needed, threadRegisters, blockThreads)
                  .str();
   } else if (saturatingMul(values, numBuffers) > 2 * tuned::kRegisterBudget) {
     // Shared memory also holds the reduction scratch, 8 or 16 bytes a thread.

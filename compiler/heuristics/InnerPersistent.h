@@ -24,8 +24,10 @@ std::vector<const BufferShape *> keptBuffers(const FusionShape &shape, bool oneP
 int64_t persistentBatchLimit(int64_t vectors, int64_t vector, int64_t numBuffers);
 
 /// Where `buffer` is kept with rows split as `split`: registers, else shared memory, else
-/// recomputed. `scratchBytes`: the block reduction's a thread.
-BufferPlacement placeBuffer(const BufferShape &buffer, const RowSplit &split, int64_t numBuffers,
-                            int64_t scratchBytes, const Target &target, const Knobs &knobs);
+/// recomputed. `lateInputBytes`: the row inputs read beside it (FusionShape's
+/// lateRowInputBytes); `scratchBytes`: the block reduction's a thread.
+BufferPlacement placeBuffer(const BufferShape &buffer, int64_t lateInputBytes,
+                            const RowSplit &split, int64_t numBuffers, int64_t scratchBytes,
+                            const Target &target, const Knobs &knobs);
 
 } // namespace fsl::heuristics

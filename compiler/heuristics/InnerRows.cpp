@@ -251,15 +251,17 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   bool warpPerRow = ceilDiv(vectors, 32) <= batchLimit && vectors > 32;
   RowSplit normal = choose(warpPerRow ? 32 : 128);
   int64_t scratchBytes = params.onePass ? shape.scratchBytesOnePass : shape.scratchBytesTwoPass;
-  // Rows too long to keep (H > 32768 bf16: the block's registers and shared memory hold
-  // no buffer of the row), or the `recompute` knob: every buffer is recomputed, each phase
-  // reads the row again (from L2), and the row is streamed as one that keeps nothing.
-  // Decided on the heuristics' own split: a batch or rows a block given by a knob keep
-  // their split (and are checked on it below), buffers placed by size.
+  // Rows too long to keep (bf16 rows over 32768 for LayerNorm, 40960 for RMSNorm, 57344
+  // for softmax: the block's registers and shared memory hold no buffer of the row), or
+  // the `recompute` knob: every buffer is recomputed, each phase reads the row again (from
+  // L2), and the row is streamed as one that keeps nothing. Decided on the heuristics' own
+  // split: a batch or rows a block given by a knob keep their split (and are checked on
+  // it below), buffers placed by size.
   const bool fitsNowhere =
       persistent && !kept.empty() && llvm::all_of(kept, [&](const BufferShape *buffer) {
-        return placeBuffer(*buffer, normal, numBuffers, scratchBytes, target, knobs).memory ==
-               sched::MemoryKind::Recompute;
+        return placeBuffer(*buffer, shape.lateRowInputBytes, normal, numBuffers, scratchBytes,
+                           target, knobs)
+                   .memory == sched::MemoryKind::Recompute;
       });
   const bool recomputeAll =
       persistent && !kept.empty() &&
@@ -378,7 +380,8 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   auto place = [&](const RowSplit &split) {
     std::vector<BufferPlacement> placements;
     for (const BufferShape *buffer : kept) {
-      placements.push_back(placeBuffer(*buffer, split, numBuffers, scratchBytes, target, knobs));
+      placements.push_back(placeBuffer(*buffer, shape.lateRowInputBytes, split, numBuffers,
+                                       scratchBytes, target, knobs));
       // The streamed split of a row too long to keep recomputes every buffer, wherever
       // its smaller batch would fit.
       if (recomputeAll && placements.back().memory != sched::MemoryKind::Recompute)
@@ -571,9 +574,10 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
                                      false});
           continue;
         }
-        variant.buffers.push_back(placeBuffer(
-            *buffer, resident, std::max<int64_t>(1, static_cast<int64_t>(pieceBuffers.size())),
-            scratchBytes, target, knobs));
+        variant.buffers.push_back(
+            placeBuffer(*buffer, shape.lateRowInputBytes, resident,
+                        std::max<int64_t>(1, static_cast<int64_t>(pieceBuffers.size())),
+                        scratchBytes, target, knobs));
       }
       params.variants.push_back(std::move(variant));
       gridBelow = rowsBelow;

@@ -61,13 +61,18 @@ struct Target {
   int64_t tensorTflops16 = 0;
 
   /// The registers each thread of a block of `threads` may have: the target's limit a
-  /// thread, or the SM's registers shared by the block's threads (rounded down to 8, as
-  /// ptxas allocates them) where that is fewer (64 a thread of 1024). Past 256 threads a
-  /// block leaves its threads fewer than the limit.
+  /// thread, or where that is fewer the SM's registers shared by the block's warps, as
+  /// ptxas allocates them: each of the SM's four sub-partitions holds a quarter of the
+  /// registers and of the warps (the most any one holds: 5 of a block of 18), in steps of 8
+  /// a thread (64 a thread of 1024; 96 of 576, where an even share would be 112). Past 256
+  /// threads a block leaves its threads fewer than the limit.
   int64_t registersPerThreadOfBlock(int64_t threads) const {
     if (registersPerSm <= 0 || threads <= 0)
       return maxRegistersPerThread;
-    int64_t shared = registersPerSm / threads / 8 * 8;
+    constexpr int64_t kSubPartitions = 4; // every SM since Volta
+    int64_t warps = (threads + 31) / 32;
+    int64_t warpsPerPartition = (warps + kSubPartitions - 1) / kSubPartitions;
+    int64_t shared = registersPerSm / kSubPartitions / warpsPerPartition / 32 / 8 * 8;
     return maxRegistersPerThread > 0 ? std::min(maxRegistersPerThread, shared) : shared;
   }
   // Launch limits: the checker refuses static extents beyond them, generated launchers

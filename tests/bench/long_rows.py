@@ -63,8 +63,9 @@ def main():
             missing = [p for p in paths.values() if not os.path.exists(p)]
             if missing:
                 print(f"{fusion} H={H}: not timed, no {', '.join(missing)}", flush=True)
-                continue
-            libs = {name: ctypes.CDLL(p) for name, p in paths.items()}
+            if not os.path.exists(paths[first]):
+                continue  # every ratio is against the first kernel
+            libs = {name: ctypes.CDLL(p) for name, p in paths.items() if os.path.exists(p)}
             for T in rows:
                 moved = bench.bytes_moved(fusion, T, H)
                 sets = max(1, min(64, -(-3 * bench.L2_BYTES // moved)))

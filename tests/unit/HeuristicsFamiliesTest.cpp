@@ -157,6 +157,7 @@ TEST_CASE("auto(inner_persistent): row split, wider blocks and buffers by row le
     int buffers;
     bool castsOfInput;
     const char *variants;
+    int64_t lateInputBytes = 0; // inputs read beside the buffers (RMSNorm's weight: 2)
   };
   const Row table[] = {
       // RMSNorm-like, bf16: 128 threads x 4 vectors of 8; below 132 rows, 256 x 2.
@@ -183,16 +184,27 @@ TEST_CASE("auto(inner_persistent): row split, wider blocks and buffers by row le
        "registers, registers"},
       // 4096 vectors: 512 threads x 8 keep 64 values of 128 registers a thread.
       {32768, 2, 1, true, "Normal: 8 x 512 threads x 8, registers"},
-      // Longer rows: 1024 threads leave 64 registers a thread, 768 leave 80, which hold
-      // no 64 values: every buffer recomputed, 8 vectors a thread on up to 1024 threads
-      // unrolled by 4 (no wider variant: the row takes a block's threads already). Below
-      // 16 rows, pieces of a row on 256 threads meet at grid barriers, kept in registers.
+      // Longer rows: 1024 threads leave 64 registers a thread, 768 leave 80. A buffer of
+      // 64 values needs about 72 with index math, 88 with a bf16 weight read beside it
+      // (ir/RegisterPressure.h): what fits nowhere is recomputed, 8 vectors a thread on up
+      // to 1024 threads unrolled by 4 (no wider variant: the row takes a block's threads
+      // already). Below 16 rows, pieces of a row on 256 threads meet at grid barriers,
+      // kept in registers.
       {131072, 2, 1, true,
        "GridSync T < 16: 8 x 256 threads x 4, registers; Normal: 8 x 1024 threads x 16, "
        "unroll 4, recompute"},
       {49152, 2, 2, false,
        "GridSync T < 16: 8 x 256 threads x 4, registers, registers; Normal: 8 x 768 threads x "
+       "8, registers, registers"},
+      {49152, 2, 1, true,
+       "GridSync T < 16: 8 x 256 threads x 4, registers; Normal: 8 x 768 threads x 8, unroll 4, "
+       "recompute",
+       2},
+      {65536, 2, 2, false,
+       "GridSync T < 16: 8 x 256 threads x 4, registers, registers; Normal: 8 x 1024 threads x "
        "8, unroll 4, recompute, recompute"},
+      // 640 threads leave 96 registers: 64 values and a bf16 weight's 16 fit.
+      {40960, 2, 1, true, "Normal: 8 x 640 threads x 8, registers", 2},
       // f32 rows: 4-element vectors.
       {4096, 4, 1, true,
        "Wide T < 132: 4 x 512 threads x 2, registers; Normal: 4 x 256 threads x 4, registers"},
@@ -208,7 +220,9 @@ TEST_CASE("auto(inner_persistent): row split, wider blocks and buffers by row le
   for (const Row &row : table) {
     CAPTURE(row.extent.value_or(-1));
     CAPTURE(row.buffers);
+    CAPTURE(row.lateInputBytes);
     FusionShape shape = reducedShape(row.extent, row.bytes, row.buffers, row.castsOfInput);
+    shape.lateRowInputBytes = row.lateInputBytes;
     InnerPersistentParams params = chooseInnerPersistent(shape, h200(), Knobs());
     CHECK(params.declined == "");
     CHECK(variantsText(params) == row.variants);

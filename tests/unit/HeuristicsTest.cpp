@@ -2,6 +2,7 @@
 #include "TestSupport.h"
 
 #include "heuristics/Heuristics.h"
+#include "ir/RegisterPressure.h"
 #include "schedule/FromAst.h"
 #include "schedule/Printer.h"
 #include "sema/Sema.h"
@@ -287,4 +288,55 @@ TEST_CASE("chosen directives point at the knob that decided them, the others at 
   CHECK(parsed.text(block.directives[3].range).rfind("schedule f = auto(inner_persistent)", 0) ==
         0);
   CHECK(block.reasons.front() == "auto(inner_persistent).");
+}
+
+TEST_CASE("register pressure: the row inputs read beside a kept buffer, and the block's share") {
+  auto lateBytes = [](const std::string &source) {
+    Parsed parsed(source);
+    REQUIRE_MESSAGE(parsed.file, parsed.firstMessage());
+    auto program =
+        analyze(std::move(parsed.file), parsed.sources, parsed.diagnostics, SemaOptions{});
+    REQUIRE_MESSAGE(program, parsed.firstMessage());
+    const ir::Fusion &fusion = *program->fusions[0];
+    ir::DimId inner = fusion.outputs[0].dims.back();
+    std::set<const ir::Value *> kept; // the values named xf, kept across the reductions
+    for (const auto &value : fusion.values)
+      if (value->name == "xf")
+        kept.insert(value.get());
+    return std::pair(ir::lateRowInputBytes(fusion, inner, kept),
+                     ir::rowInputsReadTwice(fusion, inner));
+  };
+  // RMSNorm's weight is read after the mean, beside the kept row; x is the buffer's.
+  CHECK(lateBytes("fusion f(x: bf16[T, H], w: bf16[H]) -> (y: bf16[T, H]) {\n"
+                  "    let xf = f32(x);\n"
+                  "    y = bf16(xf * rsqrt(mean(xf * xf, over H) + 1e-6) * f32(w));\n}\n") ==
+        std::pair<int64_t, int64_t>(2, 1));
+  // LayerNorm's gamma (f32 here) and beta: 4 + 2 bytes.
+  CHECK(lateBytes("fusion f(x: bf16[T, H], g: f32[H], b: bf16[H]) -> (y: bf16[T, H]) {\n"
+                  "    let xf = f32(x);\n    let d = xf - mean(xf, over H);\n"
+                  "    y = bf16(d * rsqrt(mean(d * d, over H) + 1e-5) * g + f32(b));\n}\n") ==
+        std::pair<int64_t, int64_t>(6, 1));
+  // Nothing kept: x is read again after the mean, beside the weight.
+  CHECK(lateBytes("fusion f(x: bf16[T, H], w: bf16[H]) -> (y: bf16[T, H]) {\n"
+                  "    y = bf16(f32(x) * rsqrt(mean(f32(x) * f32(x), over H) + 1e-6) * "
+                  "f32(w));\n}\n") == std::pair<int64_t, int64_t>(4, 1));
+  // Softmax reads nothing but its row.
+  CHECK(lateBytes("fusion f(x: bf16[T, S]) -> (y: bf16[T, S]) {\n"
+                  "    let xf = f32(x);\n    let e = exp(xf - max(xf, over S));\n"
+                  "    y = bf16(e / sum(e, over S));\n}\n") == std::pair<int64_t, int64_t>(0, 1));
+  // 64 values with a bf16 weight: 64 + 16 + 8 index registers.
+  CHECK(ir::persistentRegistersNeeded(64, 1, 2) == 88);
+  CHECK(ir::persistentRegistersNeeded(64, 1, 0) == 72);
+  CHECK(ir::persistentRegistersNeeded(24, 2, 0) == 56);
+
+  // The SM's registers in four sub-partitions: a block of 18 warps puts 5 on one of them.
+  Target t = h200();
+  CHECK(t.registersPerThreadOfBlock(256) == 255);
+  CHECK(t.registersPerThreadOfBlock(512) == 128);
+  CHECK(t.registersPerThreadOfBlock(576) == 96);
+  CHECK(t.registersPerThreadOfBlock(640) == 96);
+  CHECK(t.registersPerThreadOfBlock(768) == 80);
+  CHECK(t.registersPerThreadOfBlock(896) == 72);
+  CHECK(t.registersPerThreadOfBlock(1024) == 64);
+  CHECK(t.registersPerThreadOfBlock(320) == 168);
 }

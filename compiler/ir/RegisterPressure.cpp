@@ -1,0 +1,72 @@
+// RegisterPressure.cpp — the row inputs read beside a kept buffer, and the registers it
+// needs (RegisterPressure.h).
+#include "ir/RegisterPressure.h"
+
+#include <llvm/ADT/STLExtras.h>
+
+#include <map>
+#include <set>
+
+namespace fsl::ir {
+namespace {
+
+/// The inputs along `inner` that reductions read and those that values after a reduction
+/// (one reading a reduction's result, or a value that does) read, through pointwise values
+/// but not through `kept` buffers (the later phases read those from registers or shared
+/// memory).
+struct RowInputReads {
+  std::set<const Value *> byReductions, late;
+};
+
+RowInputReads rowInputReads(const Fusion &fusion, DimId inner,
+                            const std::set<const Value *> &kept) {
+  std::map<const Value *, std::set<const Value *>> inputsOf;
+  std::set<const Value *> lateValues;
+  RowInputReads reads;
+  for (const auto &owned : fusion.values) {
+    const Value *value = owned.get();
+    std::set<const Value *> &inputs = inputsOf[value];
+    if (value->op == Op::Input && llvm::is_contained(value->dims, inner))
+      inputs.insert(value);
+    bool isLate = false;
+    for (const Value *operand : value->operands) {
+      isLate |= isReduction(operand->op) || lateValues.count(operand) != 0;
+      if (isReduction(operand->op) || kept.count(operand))
+        continue;
+      const std::set<const Value *> &reached = inputsOf[operand];
+      inputs.insert(reached.begin(), reached.end());
+    }
+    if (isReduction(value->op))
+      reads.byReductions.insert(inputs.begin(), inputs.end());
+    if (isLate) {
+      lateValues.insert(value);
+      reads.late.insert(inputs.begin(), inputs.end());
+    }
+  }
+  return reads;
+}
+
+} // namespace
+
+int64_t lateRowInputBytes(const Fusion &fusion, DimId inner, const std::set<const Value *> &kept) {
+  int64_t bytes = 0;
+  for (const Value *input : rowInputReads(fusion, inner, kept).late)
+    bytes += dtypeBytes(input->dtype);
+  return bytes;
+}
+
+int64_t rowInputsReadTwice(const Fusion &fusion, DimId inner) {
+  RowInputReads reads = rowInputReads(fusion, inner, {});
+  return llvm::count_if(reads.byReductions,
+                        [&](const Value *input) { return reads.late.count(input) != 0; });
+}
+
+int64_t persistentRegistersNeeded(int64_t values, int64_t registersPerValue,
+                                  int64_t lateInputBytes) {
+  // Index math and the reduction's own values.
+  constexpr int64_t kIndexRegisters = 8;
+  // A late input's value takes bytes / 4 registers; half of them count (RegisterPressure.h).
+  return values * registersPerValue + values * lateInputBytes / 8 + kIndexRegisters;
+}
+
+} // namespace fsl::ir

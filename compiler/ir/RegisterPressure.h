@@ -1,0 +1,37 @@
+// RegisterPressure.h — how many registers a thread needs to keep a persistent buffer in
+// registers, as the heuristics decide it (heuristics/InnerPersistent.cpp) and the checker
+// warns about it (check/Checker.cpp): one estimate, so that `auto` never picks a buffer
+// the checker then says will spill.
+//
+// A kept row is not all a thread holds: the phase after the reduction reads the row's
+// other inputs (RMSNorm's weight, LayerNorm's gamma and beta, or a backward's inputs read
+// again) next to it, and ptxas keeps part of those loads in flight. Fitted on ptxas and on run S40A
+// (docs/performance.md, H100): counting such inputs at half their registers (bf16: a quarter of a
+// register a value) and 8 registers of index math separates the kept rows that beat recomputing the
+// row (softmax's 64 values in 72 registers, RMSNorm's 64 in 96) from those that spilled
+// and lost (RMSNorm's 64 in 80, LayerNorm's 64 in 96, softmax's 64 in 64).
+#pragma once
+
+#include "ir/FusionIR.h"
+
+#include <cstdint>
+#include <set>
+
+namespace fsl::ir {
+
+/// Bytes a row element of the inputs along `inner` that values after a reduction read other
+/// than through a `kept` buffer (RMSNorm's weight: 2, its x being kept as xf; LayerNorm's
+/// gamma and beta: 4; softmax: 0; LayerNorm's backward, which keeps no row: x, gamma and
+/// grad_y, 6).
+int64_t lateRowInputBytes(const Fusion &fusion, DimId inner, const std::set<const Value *> &kept);
+
+/// The inputs along `inner` that a reduction reads (through pointwise values) and that a
+/// value after a reduction reads again (softmax's backward: y and grad_y).
+int64_t rowInputsReadTwice(const Fusion &fusion, DimId inner);
+
+/// Registers a thread needs to keep `values` of a buffer of `registersPerValue` each, with
+/// the late row inputs of `lateInputBytes` an element read beside them.
+int64_t persistentRegistersNeeded(int64_t values, int64_t registersPerValue,
+                                  int64_t lateInputBytes);
+
+} // namespace fsl::ir
