@@ -171,6 +171,143 @@ void chooseRuntimeRow(const FusionShape &shape, const Knobs &knobs,
   params.variants.push_back(std::move(loop));
 }
 
+/// A static row's split so far: what the variants for few rows start from.
+struct StaticRow {
+  const DimShape &d, &rowDim; // the row's dimension and the rows'
+  int64_t vectors, vector;    // the row's vectors, elements a vector
+  const std::string &vectorWhy;
+};
+
+/// Few rows of a long row whose reductions its elements use (softmax, the norms over a
+/// row too long for one block: one SM reads it): each row in pieces on blockIdx.y whose
+/// buffers stay in registers; the blocks of a row meet at a grid barrier after each
+/// reduction (a cooperative launch) and go on with the row's results, so the row is read
+/// once, in one kernel, in two passes (TunedConstants.h). `grid_sync = true` asks for it
+/// from shorter rows, `false` keeps one block a row.
+///
+/// The variant, or none (a `grid_sync` knob it cannot honour refused in `params`'s
+/// verdicts). `gridBelow`: the row counts the grid reductions' variants serve (0: none);
+/// `rowsBelow`: the row counts this one serves.
+std::optional<RowVariant> gridSyncVariant(const FusionShape &shape, const StaticRow &row,
+                                          const Target &target, const Knobs &knobs,
+                                          int64_t gridBelow, int64_t scratchBytes,
+                                          RowParams &params, int64_t &rowsBelow) {
+  const DimShape &d = row.d, &rowDim = row.rowDim;
+  const int64_t vectors = row.vectors, vector = row.vector;
+  const std::string &vectorWhy = row.vectorWhy;
+  KnobVerdicts &verdicts = params.verdicts;
+  std::string refused;
+  if (shape.noOutputAlongRow || gridBelow > 0)
+    refused = "'" + shape.name +
+              "' stores row outputs alone: a second kernel combines the pieces of its "
+              "rows, with no grid barrier";
+  else if (!params.staticBdimx)
+    refused = "static_bdimx = false splits the row's batch outer, not into pieces";
+  else if (!knobs.when.empty() || knobs.rowsPerBlock || knobs.persistentBatch)
+    refused = "a guard, rows_per_block or persistent_batch applies to every row count: no "
+              "variant for few rows";
+  else if (vectors < tuned::kGridSyncKnobMinVectors)
+    refused = llvm::formatv("a row of {0} vectors ({1}) is one block's work; pieces of a row "
+                            "need {2} vectors or more",
+                            vectors, vectorWhy, tuned::kGridSyncKnobMinVectors)
+                  .str();
+
+  // Every block of the grid is resident at once, with its piece of the row in registers
+  // (the kept buffers, or without them the inputs read twice, at most half a thread's
+  // share): the rows served are those whose values fit half the SMs' registers.
+  bool gridOnePass = knobs.onePass.value_or(false) && params.onePass;
+  std::vector<const BufferShape *> pieceBuffers = keptBuffers(shape, gridOnePass);
+  int64_t registersPerElement = 0;
+  for (const BufferShape *buffer : pieceBuffers)
+    registersPerElement += buffer->registersPerValue;
+  if (pieceBuffers.empty()) // the inputs' first loads kept for the later phase instead
+    registersPerElement = shape.rowInputsReadTwice;
+  rowsBelow = tuned::kGridFewRows;
+  if (registersPerElement > 0 && target.registersPerSm > 0)
+    rowsBelow = std::min<int64_t>(
+        rowsBelow, 1 + saturatingMul(target.registersPerSm, target.smCount) /
+                           saturatingMul(saturatingMul(vectors * vector, registersPerElement), 2));
+  // And at most two of the 256-thread blocks an SM, as measured (128 registers a thread:
+  // at four an SM, 64, LayerNorm's pieces of 262144 spilled).
+  const int64_t gridSyncPieces =
+      std::clamp<int64_t>(ceilDiv(vectors, tuned::kGridPieceVectors), 2, tuned::kGridSyncMaxPieces);
+  rowsBelow = std::min<int64_t>(rowsBelow,
+                                1 + target.smCount * tuned::kGridSyncBlocksPerSm / gridSyncPieces);
+  if (refused.empty() && rowsBelow < 2)
+    refused = llvm::formatv("a row of {0} values of {1} registers each is more than half of "
+                            "the {2} SMs' registers",
+                            vectors * vector, registersPerElement, target.smCount)
+                  .str();
+  std::vector<sched::SizeGuard> when{guard(rowDim, sched::Comparison::Lt, rowsBelow)};
+  if (refused.empty() && overlapsAny(when, knobs.otherGuards))
+    refused = "another guarded schedule of '" + shape.name + "' applies to some of its " +
+              std::to_string(rowsBelow - 1) + " rows or fewer";
+  if (refused.empty() && rowDim.extent && *rowDim.extent >= rowsBelow)
+    refused = llvm::formatv("{0} = {1} rows: the pieces serve fewer than {2}", rowDim.name,
+                            *rowDim.extent, rowsBelow)
+                  .str();
+  if (!refused.empty()) {
+    if (knobs.gridSync)
+      verdicts.refuse("grid_sync", refused + "; remove the knob");
+    return std::nullopt;
+  }
+  if (knobs.gridSync)
+    verdicts.honour("grid_sync");
+  RowVariant variant;
+  variant.kind = RowVariant::Kind::GridSync;
+  variant.when = std::move(when);
+  // The pieces a row, then as few as that batch needs (no piece left empty).
+  const int64_t laneVectors = ceilDiv(vectors, tuned::kGridThreads);
+  variant.split.vector = vector;
+  variant.split.threads = tuned::kGridThreads;
+  variant.split.batch = ceilDiv(laneVectors, gridSyncPieces);
+  variant.pieces = ceilDiv(laneVectors, variant.split.batch);
+  // Two passes, a barrier a reduction: one pass was slower (Welford 1.3-1.5x).
+  variant.twoPass = params.onePass && !gridOnePass;
+  variant.reasons.push_back(
+      llvm::formatv("auto(inner_persistent), fewer than {0} rows{1}: each row in pieces "
+                    "whose blocks meet at a grid barrier after each reduction{2}.",
+                    rowsBelow, knobs.gridSync ? " (grid_sync = true)" : "",
+                    rowsBelow < tuned::kGridFewRows
+                        ? llvm::formatv(" (the pieces of {0} rows or more would pass half the SMs' "
+                                        "registers)",
+                                        rowsBelow)
+                              .str()
+                        : "")
+          .str());
+  variant.reasons.push_back(
+      llvm::formatv("grid_sync: {0} = {1}: {2} vectors ({3}) = {4} pieces on blockIdx.y "
+                    "x {5} threads x {6} serial; a cooperative launch, one kernel.",
+                    d.name, *d.extent, vectors, vectorWhy, variant.pieces, variant.split.threads,
+                    variant.split.batch)
+          .str());
+  if (variant.twoPass)
+    variant.reasons.push_back("two passes: a grid barrier a reduction, each pass over "
+                              "the row's piece.");
+  // Every block of the grid is resident at once: the blocks an SM that its most rows
+  // need share the SM's registers as rows of one block would (`__launch_bounds__`
+  // holds ptxas to that share).
+  int64_t mostRows = rowDim.extent ? *rowDim.extent : rowsBelow - 1;
+  RowSplit resident = variant.split;
+  resident.rowsPerBlock =
+      std::max<int64_t>(1, ceilDiv(saturatingMul(mostRows, variant.pieces), target.smCount));
+  for (const BufferShape *buffer : pieceBuffers) {
+    if (knobs.recompute.value_or(false)) {
+      variant.buffers.push_back({buffer->name, sched::MemoryKind::Recompute,
+                                 "persistent " + buffer->name +
+                                     " in recompute (recompute = true): each phase reads "
+                                     "the piece again.",
+                                 false});
+      continue;
+    }
+    variant.buffers.push_back(
+        placeBuffer(*buffer, shape.lateRowInputBytes, resident,
+                    std::max<int64_t>(1, static_cast<int64_t>(pieceBuffers.size())), scratchBytes,
+                    target, knobs));
+  }
+  return variant;
+}
+
 } // namespace
 
 RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs &knobs,
@@ -461,125 +598,15 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
       params.variants.push_back(std::move(variant));
       gridBelow = grid.rowsBelow;
     }
-  // Few rows of a long row whose reductions its elements use (softmax, the norms over a
-  // row too long for one block: one SM reads it): each row in pieces on blockIdx.y whose
-  // buffers stay in registers; the blocks of a row meet at a grid barrier after each
-  // reduction (a cooperative launch) and go on with the row's results, so the row is read
-  // once, in one kernel, in two passes (TunedConstants.h). `grid_sync = true` asks for it
-  // from shorter rows, `false` keeps one block a row.
+  // Few rows of a row too long for one block whose reductions its elements use: pieces
+  // that meet at grid barriers (gridSyncVariant).
   bool gridSyncDefault = vectors >= tuned::kGridSyncMinVectors;
-  if (persistent && (knobs.gridSync.value_or(gridSyncDefault))) {
-    std::string refused;
-    if (shape.noOutputAlongRow || gridBelow > 0)
-      refused = "'" + shape.name +
-                "' stores row outputs alone: a second kernel combines the pieces of its "
-                "rows, with no grid barrier";
-    else if (!staticBdimx)
-      refused = "static_bdimx = false splits the row's batch outer, not into pieces";
-    else if (!knobs.when.empty() || knobs.rowsPerBlock || knobs.persistentBatch)
-      refused = "a guard, rows_per_block or persistent_batch applies to every row count: no "
-                "variant for few rows";
-    else if (vectors < tuned::kGridSyncKnobMinVectors)
-      refused = llvm::formatv("a row of {0} vectors ({1}) is one block's work; pieces of a row "
-                              "need {2} vectors or more",
-                              vectors, vectorWhy, tuned::kGridSyncKnobMinVectors)
-                    .str();
-
-    // Every block of the grid is resident at once, with its piece of the row in registers
-    // (the kept buffers, or without them the inputs read twice, at most half a thread's
-    // share): the rows served are those whose values fit half the SMs' registers.
-    bool gridOnePass = knobs.onePass.value_or(false) && params.onePass;
-    std::vector<const BufferShape *> pieceBuffers = keptBuffers(shape, gridOnePass);
-    int64_t registersPerElement = 0;
-    for (const BufferShape *buffer : pieceBuffers)
-      registersPerElement += buffer->registersPerValue;
-    if (pieceBuffers.empty()) // the inputs' first loads kept for the later phase instead
-      registersPerElement = shape.rowInputsReadTwice;
-    int64_t rowsBelow = tuned::kGridFewRows;
-    if (registersPerElement > 0 && target.registersPerSm > 0)
-      rowsBelow = std::min<int64_t>(
-          rowsBelow,
-          1 + saturatingMul(target.registersPerSm, target.smCount) /
-                  saturatingMul(saturatingMul(vectors * vector, registersPerElement), 2));
-    // And at most two of the 256-thread blocks an SM, as measured (128 registers a thread:
-    // at four an SM, 64, LayerNorm's pieces of 262144 spilled).
-    const int64_t gridSyncPieces = std::clamp<int64_t>(ceilDiv(vectors, tuned::kGridPieceVectors),
-                                                       2, tuned::kGridSyncMaxPieces);
-    rowsBelow = std::min<int64_t>(rowsBelow, 1 + target.smCount * tuned::kGridSyncBlocksPerSm /
-                                                     gridSyncPieces);
-    if (refused.empty() && rowsBelow < 2)
-      refused = llvm::formatv("a row of {0} values of {1} registers each is more than half of "
-                              "the {2} SMs' registers",
-                              vectors * vector, registersPerElement, target.smCount)
-                    .str();
-    std::vector<sched::SizeGuard> when{guard(rowDim, sched::Comparison::Lt, rowsBelow)};
-    if (refused.empty() && overlapsAny(when, knobs.otherGuards))
-      refused = "another guarded schedule of '" + shape.name + "' applies to some of its " +
-                std::to_string(rowsBelow - 1) + " rows or fewer";
-    if (refused.empty() && rowDim.extent && *rowDim.extent >= rowsBelow)
-      refused = llvm::formatv("{0} = {1} rows: the pieces serve fewer than {2}", rowDim.name,
-                              *rowDim.extent, rowsBelow)
-                    .str();
-    if (!refused.empty()) {
-      if (knobs.gridSync)
-        verdicts.refuse("grid_sync", refused + "; remove the knob");
-    } else {
-      if (knobs.gridSync)
-        verdicts.honour("grid_sync");
-      RowVariant variant;
-      variant.kind = RowVariant::Kind::GridSync;
-      variant.when = std::move(when);
-      // The pieces a row, then as few as that batch needs (no piece left empty).
-      const int64_t laneVectors = ceilDiv(vectors, tuned::kGridThreads);
-      variant.split.vector = vector;
-      variant.split.threads = tuned::kGridThreads;
-      variant.split.batch = ceilDiv(laneVectors, gridSyncPieces);
-      variant.pieces = ceilDiv(laneVectors, variant.split.batch);
-      // Two passes, a barrier a reduction: one pass was slower (Welford 1.3-1.5x).
-      variant.twoPass = params.onePass && !gridOnePass;
-      variant.reasons.push_back(
-          llvm::formatv(
-              "auto(inner_persistent), fewer than {0} rows{1}: each row in pieces "
-              "whose blocks meet at a grid barrier after each reduction{2}.",
-              rowsBelow, knobs.gridSync ? " (grid_sync = true)" : "",
-              rowsBelow < tuned::kGridFewRows
-                  ? llvm::formatv(" (the pieces of {0} rows or more would pass half the SMs' "
-                                  "registers)",
-                                  rowsBelow)
-                        .str()
-                  : "")
-              .str());
-      variant.reasons.push_back(
-          llvm::formatv("grid_sync: {0} = {1}: {2} vectors ({3}) = {4} pieces on blockIdx.y "
-                        "x {5} threads x {6} serial; a cooperative launch, one kernel.",
-                        d.name, *d.extent, vectors, vectorWhy, variant.pieces,
-                        variant.split.threads, variant.split.batch)
-              .str());
-      if (variant.twoPass)
-        variant.reasons.push_back("two passes: a grid barrier a reduction, each pass over "
-                                  "the row's piece.");
-      // Every block of the grid is resident at once: the blocks an SM that its most rows
-      // need share the SM's registers as rows of one block would (`__launch_bounds__`
-      // holds ptxas to that share).
-      int64_t mostRows = rowDim.extent ? *rowDim.extent : rowsBelow - 1;
-      RowSplit resident = variant.split;
-      resident.rowsPerBlock =
-          std::max<int64_t>(1, ceilDiv(saturatingMul(mostRows, variant.pieces), target.smCount));
-      for (const BufferShape *buffer : pieceBuffers) {
-        if (knobs.recompute.value_or(false)) {
-          variant.buffers.push_back({buffer->name, sched::MemoryKind::Recompute,
-                                     "persistent " + buffer->name +
-                                         " in recompute (recompute = true): each phase reads "
-                                         "the piece again.",
-                                     false});
-          continue;
-        }
-        variant.buffers.push_back(
-            placeBuffer(*buffer, shape.lateRowInputBytes, resident,
-                        std::max<int64_t>(1, static_cast<int64_t>(pieceBuffers.size())),
-                        scratchBytes, target, knobs));
-      }
-      params.variants.push_back(std::move(variant));
+  if (persistent && knobs.gridSync.value_or(gridSyncDefault)) {
+    int64_t rowsBelow = 0;
+    if (std::optional<RowVariant> variant =
+            gridSyncVariant(shape, {d, rowDim, vectors, vector, vectorWhy}, target, knobs,
+                            gridBelow, scratchBytes, params, rowsBelow)) {
+      params.variants.push_back(std::move(*variant));
       gridBelow = rowsBelow;
     }
   } else if (knobs.gridSync) {
