@@ -575,16 +575,21 @@ private:
   /// Registers a thread needs to keep `values` of `tensor` in registers, with the row
   /// inputs read beside it: the estimate auto(inner_persistent) places buffers by.
   int64_t neededRegisters(const TensorSchedule &tensor, int64_t values, int64_t perValue) const {
-    std::set<const ir::Value *> kept; // the buffers the later phases read, not the inputs
+    // The buffers the later phases read instead of the inputs, and those in registers.
+    std::set<const ir::Value *> kept, inRegisters;
     for (const TensorSchedule &other : schedule_.tensors)
       if (other.persistentBy && other.isPersistentBuffer && other.value &&
-          other.persistent != sched::MemoryKind::Recompute)
+          other.persistent != sched::MemoryKind::Recompute) {
         kept.insert(other.value);
+        if (other.persistent == sched::MemoryKind::Registers)
+          inRegisters.insert(other.value);
+      }
     int64_t lateBytes =
         tensor.value && !tensor.value->dims.empty()
             ? ir::lateRowInputBytes(*schedule_.fusion, tensor.value->dims.back(), kept)
             : 0;
-    return ir::persistentRegistersNeeded(values, perValue, lateBytes);
+    int64_t live = ir::liveBufferRegistersPerValue(*schedule_.fusion, inRegisters);
+    return ir::persistentRegistersNeeded(values, std::max(perValue, live), lateBytes);
   }
 
   void checkPersistentBuffers() {

@@ -349,6 +349,8 @@ FusionShape shapeOf(const ir::Fusion &fusion) {
   shape.rowOutputsOnlyOnePass = rowOutputsOnly(fusion, shape.inner.id, /*onePass=*/true);
   shape.rowInputsReadTwice = ir::rowInputsReadTwice(fusion, shape.inner.id);
   shape.lateRowInputBytes = ir::lateRowInputBytes(fusion, shape.inner.id, kept);
+  shape.lateRowInputBytesNoneKept = ir::lateRowInputBytes(fusion, shape.inner.id, {});
+  shape.liveRegistersPerValue = ir::liveBufferRegistersPerValue(fusion, kept);
   return shape;
 }
 

@@ -115,6 +115,12 @@ struct FusionShape {
   /// Bytes a row element of the inputs along `inner` that only values after a reduction
   /// read (RMSNorm's weight): they take registers beside a kept buffer (ir/RegisterPressure.h).
   int64_t lateRowInputBytes = 0;
+  /// The same with every buffer recomputed: what a kept buffer has beside it where others
+  /// are not kept.
+  int64_t lateRowInputBytesNoneKept = 0;
+  /// Registers a value of the buffers live together take (ir/RegisterPressure.h: softmax's
+  /// xf hands its registers to e); 0 without buffers.
+  int64_t liveRegistersPerValue = 0;
 };
 
 /// The shape of `fusion`.

@@ -6,6 +6,7 @@
 #include "heuristics/TunedConstants.h"
 #include "ir/RegisterPressure.h"
 
+#include <llvm/ADT/STLExtras.h>
 #include <llvm/Support/FormatVariadic.h>
 
 #include <algorithm>
@@ -32,7 +33,7 @@ int64_t persistentBatchLimit(int64_t vectors, int64_t vector, int64_t numBuffers
                              tuned::kBatchTarget);
 }
 
-BufferPlacement placeBuffer(const BufferShape &buffer, int64_t lateInputBytes,
+BufferPlacement placeBuffer(const BufferShape &buffer, const RegisterShare &share,
                             const RowSplit &split, int64_t numBuffers, int64_t scratchBytes,
                             const Target &target, const Knobs &knobs) {
   int64_t values = split.batch * split.vector;
@@ -48,7 +49,9 @@ BufferPlacement placeBuffer(const BufferShape &buffer, int64_t lateInputBytes,
   // ran 1.27-1.38x the recomputed row's time, softmax none and 0.74-0.77x (run S40A).
   int64_t blockThreads = saturatingMul(split.threads, split.rowsPerBlock);
   int64_t threadRegisters = target.registersPerThreadOfBlock(blockThreads);
-  int64_t needed = ir::persistentRegistersNeeded(values, buffer.registersPerValue, lateInputBytes);
+  int64_t needed = ir::persistentRegistersNeeded(
+      values, std::max(buffer.registersPerValue, share.liveRegistersPerValue),
+      share.lateInputBytes);
   bool spills = threadRegisters < target.maxRegistersPerThread && needed > threadRegisters;
   if (spills) {
     // Not shared memory: its buffers' index math took 40 registers and spilled 0.9 KB a
@@ -78,6 +81,32 @@ BufferPlacement placeBuffer(const BufferShape &buffer, int64_t lateInputBytes,
           "persistent " + buffer.name + " in " + sched::memoryKindName(memory).str() + ": " +
               reason + ".",
           memory != sched::MemoryKind::Recompute && knobs.computeWith.value_or(true)};
+}
+
+std::vector<BufferPlacement> placeBuffers(const FusionShape &shape,
+                                          const std::vector<const BufferShape *> &buffers,
+                                          const RowSplit &split, int64_t scratchBytes,
+                                          const Target &target, const Knobs &knobs) {
+  int64_t numBuffers = std::max<int64_t>(1, static_cast<int64_t>(buffers.size()));
+  auto placeAll = [&](int64_t lateInputBytes) {
+    std::vector<BufferPlacement> placements;
+    for (const BufferShape *buffer : buffers)
+      placements.push_back(placeBuffer(*buffer, {shape.liveRegistersPerValue, lateInputBytes},
+                                       split, numBuffers, scratchBytes, target, knobs));
+    return placements;
+  };
+  std::vector<BufferPlacement> placements = placeAll(shape.lateRowInputBytes);
+  auto recomputed = [](const BufferPlacement &p) {
+    return p.memory == sched::MemoryKind::Recompute;
+  };
+  if (llvm::any_of(placements, recomputed) && !llvm::all_of(placements, recomputed) &&
+      shape.lateRowInputBytesNoneKept > shape.lateRowInputBytes) {
+    std::vector<BufferPlacement> again = placeAll(shape.lateRowInputBytesNoneKept);
+    for (size_t i = 0; i < placements.size(); ++i)
+      if (!recomputed(placements[i]))
+        placements[i] = std::move(again[i]);
+  }
+  return placements;
 }
 
 } // namespace fsl::heuristics

@@ -23,11 +23,27 @@ std::vector<const BufferShape *> keptBuffers(const FusionShape &shape, bool oneP
 /// (TunedConstants.h).
 int64_t persistentBatchLimit(int64_t vectors, int64_t vector, int64_t numBuffers);
 
+/// What a thread holds beside a kept buffer (ir/RegisterPressure.h): the registers a value
+/// of the buffers live together take, and the bytes an element of the row inputs read after
+/// a reduction.
+struct RegisterShare {
+  int64_t liveRegistersPerValue = 0;
+  int64_t lateInputBytes = 0;
+};
+
 /// Where `buffer` is kept with rows split as `split`: registers, else shared memory, else
-/// recomputed. `lateInputBytes`: the row inputs read beside it (FusionShape's
-/// lateRowInputBytes); `scratchBytes`: the block reduction's a thread.
-BufferPlacement placeBuffer(const BufferShape &buffer, int64_t lateInputBytes,
+/// recomputed. `scratchBytes`: the block reduction's a thread.
+BufferPlacement placeBuffer(const BufferShape &buffer, const RegisterShare &share,
                             const RowSplit &split, int64_t numBuffers, int64_t scratchBytes,
                             const Target &target, const Knobs &knobs);
+
+/// Every buffer of `buffers` placed with rows split as `split`, each beside the others'
+/// registers (FusionShape's liveRegistersPerValue) and the row inputs read after a
+/// reduction; where some are recomputed, the others are placed again beside every such
+/// input (lateRowInputBytesNoneKept), which the recomputed ones read again.
+std::vector<BufferPlacement> placeBuffers(const FusionShape &shape,
+                                          const std::vector<const BufferShape *> &buffers,
+                                          const RowSplit &split, int64_t scratchBytes,
+                                          const Target &target, const Knobs &knobs);
 
 } // namespace fsl::heuristics

@@ -291,7 +291,10 @@ std::optional<RowVariant> gridSyncVariant(const FusionShape &shape, const Static
   RowSplit resident = variant.split;
   resident.rowsPerBlock =
       std::max<int64_t>(1, ceilDiv(saturatingMul(mostRows, variant.pieces), target.smCount));
-  for (const BufferShape *buffer : pieceBuffers) {
+  std::vector<BufferPlacement> placed =
+      placeBuffers(shape, pieceBuffers, resident, scratchBytes, target, knobs);
+  for (size_t i = 0; i < pieceBuffers.size(); ++i) {
+    const BufferShape *buffer = pieceBuffers[i];
     if (knobs.recompute.value_or(false)) {
       variant.buffers.push_back({buffer->name, sched::MemoryKind::Recompute,
                                  "persistent " + buffer->name +
@@ -300,10 +303,7 @@ std::optional<RowVariant> gridSyncVariant(const FusionShape &shape, const Static
                                  false});
       continue;
     }
-    variant.buffers.push_back(
-        placeBuffer(*buffer, shape.lateRowInputBytes, resident,
-                    std::max<int64_t>(1, static_cast<int64_t>(pieceBuffers.size())), scratchBytes,
-                    target, knobs));
+    variant.buffers.push_back(std::move(placed[i]));
   }
   return variant;
 }
@@ -395,11 +395,11 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   // split: a batch or rows a block given by a knob keep their split (and are checked on
   // it below), buffers placed by size.
   const bool fitsNowhere =
-      persistent && !kept.empty() && llvm::all_of(kept, [&](const BufferShape *buffer) {
-        return placeBuffer(*buffer, shape.lateRowInputBytes, normal, numBuffers, scratchBytes,
-                           target, knobs)
-                   .memory == sched::MemoryKind::Recompute;
-      });
+      persistent && !kept.empty() &&
+      llvm::all_of(placeBuffers(shape, kept, normal, scratchBytes, target, knobs),
+                   [](const BufferPlacement &placement) {
+                     return placement.memory == sched::MemoryKind::Recompute;
+                   });
   const bool recomputeAll =
       persistent && !kept.empty() &&
       knobs.recompute.value_or(fitsNowhere && !knobs.persistentBatch && !knobs.rowsPerBlock);
@@ -516,9 +516,11 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   bool computedWith = false; // some buffer is computed with its first consumer
   auto place = [&](const RowSplit &split) {
     std::vector<BufferPlacement> placements;
-    for (const BufferShape *buffer : kept) {
-      placements.push_back(placeBuffer(*buffer, shape.lateRowInputBytes, split, numBuffers,
-                                       scratchBytes, target, knobs));
+    std::vector<BufferPlacement> placed =
+        placeBuffers(shape, kept, split, scratchBytes, target, knobs);
+    for (size_t i = 0; i < kept.size(); ++i) {
+      const BufferShape *buffer = kept[i];
+      placements.push_back(std::move(placed[i]));
       // The streamed split of a row too long to keep recomputes every buffer, wherever
       // its smaller batch would fit.
       if (recomputeAll && placements.back().memory != sched::MemoryKind::Recompute)

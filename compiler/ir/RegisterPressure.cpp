@@ -3,6 +3,9 @@
 #include "ir/RegisterPressure.h"
 
 #include <llvm/ADT/STLExtras.h>
+#include <llvm/Support/MathExtras.h>
+
+#include <limits>
 
 #include <map>
 #include <set>
@@ -61,12 +64,56 @@ int64_t rowInputsReadTwice(const Fusion &fusion, DimId inner) {
                         [&](const Value *input) { return reads.late.count(input) != 0; });
 }
 
+int64_t liveBufferRegistersPerValue(const Fusion &fusion, const std::set<const Value *> &kept) {
+  std::map<const Value *, std::vector<const Value *>> users;
+  for (const auto &value : fusion.values)
+    for (const Value *operand : value->operands)
+      users[operand].push_back(value.get());
+  std::set<const Value *> stored;
+  for (const Output &output : fusion.outputs)
+    stored.insert(output.value);
+  // Whether every use of `buffer` but reductions reaches, through pointwise values,
+  // another kept buffer before anything else (an output, a value no buffer follows).
+  auto handedOff = [&](const Value *buffer) {
+    if (stored.count(buffer))
+      return false;
+    std::vector<const Value *> stack = {buffer};
+    std::set<const Value *> seen;
+    bool reachesBuffer = false;
+    while (!stack.empty()) {
+      const Value *value = stack.back();
+      stack.pop_back();
+      for (const Value *user : users[value]) {
+        if (isReduction(user->op) || !seen.insert(user).second)
+          continue;
+        if (kept.count(user)) {
+          reachesBuffer = true;
+          continue;
+        }
+        if (stored.count(user) || users[user].empty())
+          return false;
+        stack.push_back(user);
+      }
+    }
+    return reachesBuffer;
+  };
+  int64_t registers = 0;
+  for (const Value *buffer : kept)
+    if (!handedOff(buffer))
+      registers += (dtypeBytes(buffer->dtype) + 3) / 4;
+  return registers;
+}
+
 int64_t persistentRegistersNeeded(int64_t values, int64_t registersPerValue,
                                   int64_t lateInputBytes) {
   // Index math and the reduction's own values.
   constexpr int64_t kIndexRegisters = 8;
   // A late input's value takes bytes / 4 registers; half of them count (RegisterPressure.h).
-  return values * registersPerValue + values * lateInputBytes / 8 + kIndexRegisters;
+  int64_t buffer = 0, late = 0;
+  if (llvm::MulOverflow(values, registersPerValue, buffer) ||
+      llvm::MulOverflow(values, lateInputBytes, late))
+    return std::numeric_limits<int64_t>::max();
+  return buffer + late / 8 + kIndexRegisters;
 }
 
 } // namespace fsl::ir

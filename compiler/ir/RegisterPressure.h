@@ -29,8 +29,15 @@ int64_t lateRowInputBytes(const Fusion &fusion, DimId inner, const std::set<cons
 /// value after a reduction reads again (softmax's backward: y and grad_y).
 int64_t rowInputsReadTwice(const Fusion &fusion, DimId inner);
 
-/// Registers a thread needs to keep `values` of a buffer of `registersPerValue` each, with
-/// the late row inputs of `lateInputBytes` an element read beside them.
+/// Registers a value of the `kept` buffers that are live together take: every one but
+/// those whose uses other than reductions all feed another kept buffer (softmax's xf, which
+/// exp(xf - max) turns into e an element at a time, so e takes its registers). A kept
+/// buffer's value takes its type's registers (2 for 64-bit types).
+int64_t liveBufferRegistersPerValue(const Fusion &fusion, const std::set<const Value *> &kept);
+
+/// Registers a thread needs to keep `values` of buffers of `registersPerValue` each (those
+/// live together: liveBufferRegistersPerValue), with the late row inputs of
+/// `lateInputBytes` an element read beside them.
 int64_t persistentRegistersNeeded(int64_t values, int64_t registersPerValue,
                                   int64_t lateInputBytes);
 

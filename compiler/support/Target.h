@@ -70,7 +70,7 @@ struct Target {
     if (registersPerSm <= 0 || threads <= 0)
       return maxRegistersPerThread;
     constexpr int64_t kSubPartitions = 4; // every SM since Volta
-    int64_t warps = (threads + 31) / 32;
+    int64_t warps = threads / 32 + (threads % 32 != 0);
     int64_t warpsPerPartition = (warps + kSubPartitions - 1) / kSubPartitions;
     int64_t shared = registersPerSm / kSubPartitions / warpsPerPartition / 32 / 8 * 8;
     return maxRegistersPerThread > 0 ? std::min(maxRegistersPerThread, shared) : shared;

@@ -291,20 +291,28 @@ TEST_CASE("chosen directives point at the knob that decided them, the others at 
 }
 
 TEST_CASE("register pressure: the row inputs read beside a kept buffer, and the block's share") {
-  auto lateBytes = [](const std::string &source) {
+  // `measure` of the first fusion of `source`, with the values it names kept.
+  auto withFusion = [](const std::string &source, std::initializer_list<const char *> names,
+                       auto measure) {
     Parsed parsed(source);
     REQUIRE_MESSAGE(parsed.file, parsed.firstMessage());
     auto program =
         analyze(std::move(parsed.file), parsed.sources, parsed.diagnostics, SemaOptions{});
     REQUIRE_MESSAGE(program, parsed.firstMessage());
     const ir::Fusion &fusion = *program->fusions[0];
-    ir::DimId inner = fusion.outputs[0].dims.back();
-    std::set<const ir::Value *> kept; // the values named xf, kept across the reductions
+    std::set<const ir::Value *> kept;
     for (const auto &value : fusion.values)
-      if (value->name == "xf")
-        kept.insert(value.get());
-    return std::pair(ir::lateRowInputBytes(fusion, inner, kept),
-                     ir::rowInputsReadTwice(fusion, inner));
+      for (const char *name : names)
+        if (value->name == name)
+          kept.insert(value.get());
+    return measure(fusion, kept);
+  };
+  auto lateBytes = [&](const std::string &source) {
+    return withFusion(source, {"xf"}, [](const ir::Fusion &fusion, const auto &kept) {
+      ir::DimId inner = fusion.outputs[0].dims.back();
+      return std::pair(ir::lateRowInputBytes(fusion, inner, kept),
+                       ir::rowInputsReadTwice(fusion, inner));
+    });
   };
   // RMSNorm's weight is read after the mean, beside the kept row; x is the buffer's.
   CHECK(lateBytes("fusion f(x: bf16[T, H], w: bf16[H]) -> (y: bf16[T, H]) {\n"
@@ -324,6 +332,24 @@ TEST_CASE("register pressure: the row inputs read beside a kept buffer, and the 
   CHECK(lateBytes("fusion f(x: bf16[T, S]) -> (y: bf16[T, S]) {\n"
                   "    let xf = f32(x);\n    let e = exp(xf - max(xf, over S));\n"
                   "    y = bf16(e / sum(e, over S));\n}\n") == std::pair<int64_t, int64_t>(0, 1));
+  // Buffers live together: softmax's xf becomes e an element at a time (one register a
+  // value), two rows read in the last phase take both (two), an f64 buffer two.
+  auto live = [&](const std::string &source) {
+    return withFusion(source, {"xf", "e", "zf", "zd"},
+                      [](const ir::Fusion &fusion, const auto &kept) {
+                        return ir::liveBufferRegistersPerValue(fusion, kept);
+                      });
+  };
+  CHECK(live("fusion f(x: bf16[T, S]) -> (y: bf16[T, S]) {\n"
+             "    let xf = f32(x);\n    let e = exp(xf - max(xf, over S));\n"
+             "    y = bf16(e / sum(e, over S));\n}\n") == 1);
+  CHECK(live("fusion f(x: bf16[T, H], z: bf16[T, H]) -> (y: bf16[T, H]) {\n"
+             "    let xf = f32(x);\n    let zf = f32(z);\n"
+             "    y = bf16(xf / sum(xf, over H) + zf / sum(zf, over H));\n}\n") == 2);
+  CHECK(live("fusion f(x: bf16[T, H], z: f64[T, H]) -> (y: bf16[T, H]) {\n"
+             "    let xf = f32(x);\n    let zd = z * 2.0;\n"
+             "    y = bf16(xf / sum(xf, over H) + f32(zd / sum(zd, over H)));\n}\n") == 3);
+
   // 64 values with a bf16 weight: 64 + 16 + 8 index registers.
   CHECK(ir::persistentRegistersNeeded(64, 1, 2) == 88);
   CHECK(ir::persistentRegistersNeeded(64, 1, 0) == 72);
