@@ -5,11 +5,12 @@
 //
 // A kept row is not all a thread holds: the phase after the reduction reads the row's
 // other inputs (RMSNorm's weight, LayerNorm's gamma and beta, or a backward's inputs read
-// again) next to it, and ptxas keeps part of those loads in flight. Fitted on ptxas and on run S40A
-// (docs/performance.md, H100): counting such inputs at half their registers (bf16: a quarter of a
-// register a value) and 8 registers of index math separates the kept rows that beat recomputing the
-// row (softmax's 64 values in 72 registers, RMSNorm's 64 in 96) from those that spilled
-// and lost (RMSNorm's 64 in 80, LayerNorm's 64 in 96, softmax's 64 in 64).
+// again) next to it, and ptxas keeps part of those loads in flight. Fitted on ptxas and
+// on run S40A (docs/performance.md, H100): counting such inputs at half their registers
+// (bf16: a quarter of a register a value) and 8 registers of index math separates the
+// kept rows that beat recomputing the row (softmax's 64 values in 72 registers,
+// RMSNorm's 64 in 96) from those that spilled and lost (RMSNorm's 64 in 80, LayerNorm's
+// 64 in 96, softmax's 64 in 64).
 #pragma once
 
 #include "ir/FusionIR.h"
