@@ -84,6 +84,8 @@ struct BlockContext {
 struct RowSplit {
   int64_t vector = 1, threads = 32, batch = 1, rowsPerBlock = 1;
   int64_t unrollBy = 0; // the serial loop unrolled by this many (0: fully)
+  /// `maxrregcount`: the registers a thread, so that two blocks fit an SM (0: none).
+  int64_t maxRegisters = 0;
 };
 
 /// Where each directive of a row split points: the knob that decided it, or the header.

@@ -435,6 +435,13 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   if (recomputeAll && !knobs.onePass && !params.onePass && !shape.onePassPairs.empty()) {
     params.onePass = true;
     recomputedOnePass = true;
+    // Its blocks of more than 512 threads: registers for two an SM, so one block's wait
+    // on its loads overlaps the other's work (LayerNorm's one pass at 768 threads took 46
+    // registers, one block an SM; held to 40, 0.90-0.91x the time, run S40C; where ptxas
+    // needs no more, the kernel is the same). Not measured for the other fusions.
+    int64_t blockThreads = normal.threads * normal.rowsPerBlock;
+    if (blockThreads > tuned::kTwoBlocksMinThreads)
+      normal.maxRegisters = target.registersPerThreadOfBlock(2 * blockThreads);
   }
   // A recomputed row's loop unrolled whole loads its batch ahead, into registers the
   // block does not have (1024 threads x 16 vectors spilled 1.1-1.3 KB a thread): unrolled
@@ -805,6 +812,14 @@ std::vector<sched::ScheduleBlock> rowBlocks(const FusionShape &shape, const RowP
     case RowVariant::Kind::Normal:
       rowDirectives(block, shape.rows[0].name, d.name, variant.split, params.staticBdimx, true,
                     rowRanges(context));
+      if (variant.split.maxRegisters > 0) {
+        block.add(sched::MaxRRegCount{sched::Count{variant.split.maxRegisters, decl}}, decl);
+        block.reasons.push_back(
+            llvm::formatv("maxrregcount {0}: two blocks of {1} threads an SM.",
+                          variant.split.maxRegisters,
+                          variant.split.threads * variant.split.rowsPerBlock)
+                .str());
+      }
       break;
     case RowVariant::Kind::RuntimeMultiple:
       rowDirectives(block, shape.rows[0].name, d.name, variant.split, /*staticBdimx=*/false,

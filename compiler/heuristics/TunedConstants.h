@@ -33,6 +33,10 @@ inline constexpr bool kOnePassForRowOutputs = true;
 
 /// Register budget for buffers: 64 f32 values a thread keeps occupancy near 50%.
 inline constexpr int64_t kRegisterBudget = 64;
+/// A recomputed row's blocks of more threads than this get the registers that let two of
+/// them share an SM (`maxrregcount`): LayerNorm's one pass over rows of 49152 at 768
+/// threads, 0.90-0.91x the time of one block an SM (H100, docs/performance.md run S40C).
+inline constexpr int64_t kTwoBlocksMinThreads = 512;
 /// The batch is at most 4 vectors a thread: measured on the H200 (docs/performance.md,
 /// change 5), 256 threads x 4 beat 128 x 8 at H = 8192 and 512 x 4 beat 256 x 8 at
 /// H = 16384 (the larger batch's registers halve the warps an SM holds).
