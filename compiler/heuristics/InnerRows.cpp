@@ -814,11 +814,10 @@ std::vector<sched::ScheduleBlock> rowBlocks(const FusionShape &shape, const RowP
                     rowRanges(context));
       if (variant.split.maxRegisters > 0) {
         block.add(sched::MaxRRegCount{sched::Count{variant.split.maxRegisters, decl}}, decl);
-        block.reasons.push_back(
-            llvm::formatv("maxrregcount {0}: two blocks of {1} threads an SM.",
-                          variant.split.maxRegisters,
-                          variant.split.threads * variant.split.rowsPerBlock)
-                .str());
+        block.reasons.push_back(llvm::formatv("maxrregcount {0}: two blocks of {1} threads an SM.",
+                                              variant.split.maxRegisters,
+                                              variant.split.threads * variant.split.rowsPerBlock)
+                                    .str());
       }
       break;
     case RowVariant::Kind::RuntimeMultiple:
