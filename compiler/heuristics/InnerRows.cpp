@@ -709,6 +709,49 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
       params.variants.push_back(std::move(middle));
     }
   }
+  std::vector<BufferPlacement> normalBuffers = place(normal);
+  // Fewer rows than SMs of a row whose kept casts of one input take more than half the
+  // registers a thread of its block has (RMSNorm's xf at H = 36864-40960: 64 values of
+  // 96): the buffers recomputed, the loop unrolled by 4. A lone row is latency-bound, and
+  // the kept row's whole batch loaded ahead with the weight's waits longer than the
+  // recomputed row's loop reading it again from L2 (1.06-1.20x slower at T = 1 and 64,
+  // 0.77-0.81x from T = 1024: docs/performance.md, run S40B). Where the wide variant
+  // serves those rows, its own placement decides.
+  int64_t normalThreadRegisters =
+      target.registersPerThreadOfBlock(normal.threads * normal.rowsPerBlock);
+  bool keptInRegisters =
+      !normalBuffers.empty() && llvm::all_of(normalBuffers, [](const BufferPlacement &placement) {
+        return placement.memory == sched::MemoryKind::Registers;
+      });
+  if (persistent && !widen && !params.onePass && keptInRegisters && castsOfInputs &&
+      2 * normal.batch * normal.vector * numBuffers > normalThreadRegisters &&
+      gridBelow < target.smCount && knobs.when.empty() && !knobs.rowsPerBlock &&
+      !knobs.persistentBatch && !knobs.recompute) {
+    std::vector<sched::SizeGuard> when{guard(rowDim, sched::Comparison::Lt, target.smCount)};
+    if (gridBelow > 0)
+      when.insert(when.begin(), guard(rowDim, sched::Comparison::Ge, gridBelow));
+    if (!overlapsAny(when, knobs.otherGuards)) {
+      RowVariant fewKept;
+      fewKept.kind = RowVariant::Kind::Recompute;
+      fewKept.when = std::move(when);
+      fewKept.split = normal;
+      if (fewKept.split.batch > tuned::kStreamedRowUnroll)
+        fewKept.split.unrollBy = tuned::kStreamedRowUnroll;
+      fewKept.reasons.push_back(
+          llvm::formatv("auto({0}), fewer rows than the {1} SMs of {2}: buffers recomputed "
+                        "from the row (read again, from L2); the {3} values a thread kept "
+                        "take over half the {4} registers a thread of {5} has, and a lone "
+                        "row waits on their loads.",
+                        kind, target.smCount, target.name,
+                        normal.batch * normal.vector * numBuffers, normalThreadRegisters,
+                        normal.threads * normal.rowsPerBlock)
+              .str());
+      fewKept.reasons.push_back(describe(fewKept.split, "row split"));
+      for (const BufferShape *buffer : kept)
+        fewKept.buffers.push_back({buffer->name, sched::MemoryKind::Recompute, "", false});
+      params.variants.push_back(std::move(fewKept));
+    }
+  }
   RowVariant block;
   block.kind = RowVariant::Kind::Normal;
   block.userGuard = true;
@@ -718,7 +761,7 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
                     widen ? llvm::formatv(", {0} rows or more", wave).str() : "", notWidened)
           .str());
   block.reasons.push_back(describe(normal, "row split"));
-  block.buffers = place(normal);
+  block.buffers = std::move(normalBuffers);
   params.variants.push_back(std::move(block));
   if (knobs.computeWith) {
     if (computedWith)
