@@ -59,6 +59,11 @@ inline constexpr int64_t kReductionBatchLimit = 16;
 /// blocks an SM stream the row, each with 4 vectors in flight a thread.
 inline constexpr int64_t kStreamedRowThreads = 256;
 inline constexpr int64_t kStreamedRowUnroll = 4;
+/// A batch of 3 or 4 vectors whose inputs are read again after a reduction and do not fit
+/// the registers (the backward norms' wider blocks from H = 20480): unrolled by 2, so the
+/// loop is not unrolled whole and ptxas does not hold the first phase's loads (unrolled
+/// by 3 at 3 vectors spilled 176 bytes a thread). Checked by ptxas only, not timed.
+inline constexpr int64_t kReadAgainUnroll = 2;
 /// Rows too long to keep (every buffer recomputed, each phase reading the row again):
 /// 8 vectors a thread on at least 256 threads, up to a block's 1024, the loop unrolled by
 /// 4, and reduction pairs (softmax's, LayerNorm's) in one pass where the rows fill the SMs.
