@@ -241,6 +241,10 @@ void bufferFacts(const ir::Fusion &fusion, const std::vector<ir::OnePassPair> &p
     if (!tensor.isPersistentBuffer || tensor.isOutput ||
         tensor.name.find('%') != std::string::npos || ir::isReduction(tensor.value->op))
       continue;
+    // A value over the rows alone (LayerNorm's backward reads its rstd: f32[T]) is one
+    // register a row wherever it is placed: no buffer of the row.
+    if (!llvm::is_contained(tensor.value->dims, shape.inner.id))
+      continue;
     bool afterReduction = false;
     std::vector<const ir::Value *> stack = {tensor.value};
     while (!stack.empty()) {

@@ -469,12 +469,12 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   }
   if ((recomputeAll || fitsNowhere) && wide.batch > tuned::kStreamedRowUnroll)
     wide.unrollBy = tuned::kStreamedRowUnroll;
-  // A reduction's wider blocks whose batch is over the inputs read again that fit the
-  // registers (1024 threads x 3-16 vectors of the backward norms' three inputs from H =
-  // 20480): a loop unrolled whole lets ptxas keep every first-phase load for the second
-  // (176-1676 bytes a thread spilled at 20480-65536); unrolled by 2 or 4 it reads them
-  // again, with no spill (ptxas, sm_90a). Not timed.
-  if (!persistent && !knobs.persistentBatch && wide.batch > reductionBatchLimit)
+  // The wider blocks of a row that keeps no buffer, whose batch is over the inputs read
+  // again that fit the registers (1024 threads x 3-16 vectors of the backward norms'
+  // three inputs from H = 20480): a loop unrolled whole lets ptxas keep every first-phase
+  // load for the second (176-1676 bytes a thread spilled at 20480-65536); unrolled by 2
+  // or 4 it reads them again, with no spill (ptxas, sm_90a). Not timed.
+  if ((!persistent || kept.empty()) && !knobs.persistentBatch && wide.batch > reductionBatchLimit)
     wide.unrollBy = wide.batch > tuned::kStreamedRowUnroll ? tuned::kStreamedRowUnroll
                                                            : tuned::kReadAgainUnroll;
   if (recomputedOnePass)

@@ -11,7 +11,8 @@ new build's kernel is faster).
 usage: python3 tests/bench/ab_libraries.py --old OLD/libfsl.so --new NEW/libfsl.so
            [--fusions layer_norm_grad,rms_norm_grad] [--shapes 1x2048,1024x4096]
 (fusions: the stdlib's rms_norm_grad, rms_norm_add_grad, layer_norm_grad, rms_norm,
-layer_norm, rms_norm_backward, softmax_backward from std/norms.fsl, cross_entropy_train from
+layer_norm, rms_norm_backward, rms_norm_add_backward, layer_norm_backward, softmax_backward
+from std/norms.fsl, cross_entropy_train from
 std/losses.fsl; T x H, with H the fusion's S for softmax and V for cross-entropy, whose
 labels are random with ignore_index on every 8th row)
            [--rounds 9] [--tuning-db FILE|''] [-o ab.json]
@@ -71,6 +72,10 @@ def inputs(fusion, T, H, seed):
         return (x, w, randn(H))
     if fusion == "rms_norm_backward":  # dx only
         return (x, w, rstd, dy)
+    if fusion == "rms_norm_add_backward":  # dx (written twice) from h, with grad_h
+        return (x, w, rstd, dy, randn(T, H))
+    if fusion == "layer_norm_backward":  # dx only
+        return (x, w, xf.mean(-1), torch.rsqrt(xf.var(-1, unbiased=False) + 1e-5), dy)
     if fusion == "softmax_backward":  # y a softmax's output (rows summing to 1), H is S
         return (torch.softmax(xf, -1).to(BF16), dy)
     if fusion == "cross_entropy_train":  # logits [T, V] and labels, H is V
@@ -79,7 +84,8 @@ def inputs(fusion, T, H, seed):
         return (x, label)
     raise SystemExit("--fusions: %s is not one of rms_norm_grad, rms_norm_add_grad, "
                      "layer_norm_grad, rms_norm, layer_norm, rms_norm_backward, "
-                     "softmax_backward, cross_entropy_train" % fusion)
+                     "rms_norm_add_backward, layer_norm_backward, softmax_backward, "
+                     "cross_entropy_train" % fusion)
 
 
 def source(fusion):
