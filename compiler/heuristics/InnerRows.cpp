@@ -460,9 +460,14 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   // rows (not where the knob asks for it); where it does not fit, the loop unrolled as the
   // streamed rows' (prefetched whole, 16 vectors a thread at V = 128256 spilled 104 bytes;
   // one pass 1.24-1.4x faster there). Measured on the H200 (docs/performance.md, run U6).
+  // Fitting is also within the block's registers a thread, less 8 of index math: at
+  // 1024 threads (64 registers) 8 vectors a thread (V = 61440, 65536) spilled 20-104 bytes.
   bool fewRowsTwoPass = false;
   if (persistent && kept.empty() && !knobs.persistentBatch) {
-    if (wide.batch * wide.vector <= tuned::kRegisterBudget && !knobs.onePass.value_or(false))
+    bool rowFits = wide.batch * wide.vector <= tuned::kRegisterBudget &&
+                   wide.batch * wide.vector + tuned::kIndexRegisters <=
+                       target.registersPerThreadOfBlock(wide.threads * wide.rowsPerBlock);
+    if (rowFits && !knobs.onePass.value_or(false))
       fewRowsTwoPass = params.onePass;
     else if (wide.batch > tuned::kStreamedRowUnroll)
       wide.unrollBy = tuned::kStreamedRowUnroll;
@@ -473,8 +478,14 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   // again that fit the registers (1024 threads x 3-16 vectors of the backward norms'
   // three inputs from H = 20480): a loop unrolled whole lets ptxas keep every first-phase
   // load for the second (176-1676 bytes a thread spilled at 20480-65536); unrolled by 2
-  // or 4 it reads them again, with no spill (ptxas, sm_90a). Not timed.
-  if ((!persistent || kept.empty()) && !knobs.persistentBatch && wide.batch > reductionBatchLimit)
+  // or 4 it reads them again, with no spill (ptxas, sm_90a). Not timed. The budget is
+  // also the block's registers a thread, less 8 of index math: softmax's backward at
+  // 1024 threads x 4 vectors of its two inputs (64 values) spilled 44 bytes.
+  bool readAgainFits =
+      wide.batch <= reductionBatchLimit &&
+      wide.batch * wide.vector * shape.rowInputsReadTwice + tuned::kIndexRegisters <=
+          target.registersPerThreadOfBlock(wide.threads * wide.rowsPerBlock);
+  if ((!persistent || kept.empty()) && !knobs.persistentBatch && !readAgainFits)
     wide.unrollBy = wide.batch > tuned::kStreamedRowUnroll ? tuned::kStreamedRowUnroll
                                                            : tuned::kReadAgainUnroll;
   if (recomputedOnePass)
