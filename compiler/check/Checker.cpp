@@ -67,6 +67,7 @@ public:
     checkNotLowered();
     checkStridedParameters();
     checkPersistentBuffers();
+    checkColumnPartials();
     checkCache();
     checkMatmul();
     checkMatmulSchedule();
@@ -590,6 +591,96 @@ private:
             : 0;
     int64_t live = ir::liveBufferRegistersPerValue(*schedule_.fusion, inRegisters);
     return ir::persistentRegistersNeeded(values, std::max(perValue, live), lateBytes);
+  }
+
+  /// The inner-outer row walk (a row reduction over the columns next to column sums over
+  /// the rows: the backward norms) keeps each thread's partial columns in registers, and
+  /// the row inputs read beside them: past the registers a thread of the block has, ptxas
+  /// spills. The estimate auto(inner_outer) decides its prefetch by (ir/RegisterPressure.h).
+  void checkColumnPartials() {
+    const ir::Fusion &fusion = *schedule_.fusion;
+    std::optional<ir::DimId> rows, columns;
+    for (const auto &column : fusion.values) {
+      if (!ir::isReduction(column->op) || column->dims.size() != 1 || column->reduced.size() != 1)
+        continue;
+      for (const auto &row : fusion.values)
+        if (ir::isReduction(row->op) && row->dims == column->reduced &&
+            row->reduced == column->dims) {
+          rows = column->reduced[0];
+          columns = column->dims[0];
+        }
+      if (rows)
+        break;
+    }
+    if (!rows)
+      return;
+    // The columns are the inputs' innermost dimension, which the row reduction reduces.
+    bool swapped = false;
+    for (const ir::Param &param : fusion.params)
+      if (param.dims.size() >= 2 && llvm::is_contained(param.dims, *rows) &&
+          llvm::is_contained(param.dims, *columns))
+        swapped |= param.dims.back() == *rows;
+    if (swapped)
+      std::swap(rows, columns);
+    std::optional<int64_t> threads = staticBlockThreads();
+    if (!threads)
+      return;
+    int64_t threadRegisters = target_.registersPerThreadOfBlock(*threads);
+    if (threadRegisters >= target_.maxRegistersPerThread)
+      return;
+    int64_t reductions = 0, perThread = 0;
+    llvm::SMRange at;
+    bool prefetch = false;
+    for (const TensorSchedule &tensor : schedule_.tensors) {
+      for (const Loop &loop : tensor.loops)
+        prefetch |= loop.prefetchedBy.has_value();
+      const ir::Value *value = tensor.value;
+      if (!value || !ir::isReduction(value->op) ||
+          value->reduced != std::vector<ir::DimId>{*rows} ||
+          value->dims != std::vector<ir::DimId>{*columns})
+        continue;
+      ++reductions;
+      std::optional<int64_t> own = 1;
+      for (const Loop &loop : tensor.loops) {
+        if (loop.roots != std::vector<ir::DimId>{*columns})
+          continue;
+        if (sched::isThreadIndex(loop.parallel)) {
+          if (!at.isValid() && loop.parallelizedBy)
+            at = loop.parallelizedBy->range;
+          continue;
+        }
+        if (sched::isBlockIndex(loop.parallel))
+          continue;
+        if (!loop.extent.isStatic())
+          return; // a runtime count of partial columns: refused elsewhere
+        own = mul(own, *loop.extent.value);
+      }
+      if (!own)
+        return;
+      perThread = std::max(perThread, *own);
+    }
+    if (reductions == 0)
+      return;
+    if (!at.isValid()) // the heuristics' schedule: at its declaration
+      at = schedule_.header.range.isValid() ? schedule_.header.range : schedule_.header.fusionRange;
+    ir::RowWalkInputs inputs = ir::rowWalkInputs(fusion, *rows, *columns);
+    int64_t needed = ir::columnPartialsRegistersNeeded(perThread, reductions, inputs.bytes,
+                                                       prefetch ? inputs.heldBytes : 0);
+    if (needed <= threadRegisters)
+      return;
+    std::optional<int64_t> partials = mul(perThread, reductions);
+    std::string advice;
+    if (*threads < target_.maxThreadsPerBlock)
+      advice += "put more of " + fusion.dims[*columns].name + " on threads, ";
+    if (prefetch)
+      advice += "drop the prefetch, ";
+    if (!advice.empty())
+      advice += "or ";
+    diagnostics_.report(DiagId::ColumnPartialsSpill, at, sizeText(partials), perThread, reductions,
+                        fusion.dims[*rows].name,
+                        prefetch ? std::string(", and prefetches the next row") : std::string(),
+                        needed, threadRegisters, *threads, target_.registersPerSm, target_.name,
+                        advice);
   }
 
   void checkPersistentBuffers() {

@@ -8,9 +8,6 @@
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/Support/FormatVariadic.h>
 
-#include <map>
-#include <set>
-
 namespace fsl::heuristics {
 namespace {
 
@@ -54,11 +51,7 @@ struct Layout {
   std::string why; // empty: the fusion has the shape
   ir::DimId rows = 0, columns = 0;
   int64_t columnReductions = 0;
-  int64_t rowTensors = 0;     // inputs over the rows and the columns: [T, H]
-  int64_t rowTensorBytes = 0; // their bytes an element, together
-  /// Those the row reductions read: a thread holds their values across the reductions
-  /// (add + RMSNorm's grad_h, read only after them, is not held).
-  int64_t rowTensorsHeld = 0;
+  int64_t rowTensors = 0; // inputs over the rows and the columns: [T, H]
 };
 
 Layout layoutOf(const ir::Fusion &fusion) {
@@ -96,26 +89,8 @@ Layout layoutOf(const ir::Fusion &fusion) {
     layout.columnReductions += column;
   }
   for (const ir::Param &param : fusion.params)
-    if (llvm::is_contained(param.dims, layout.rows) &&
-        llvm::is_contained(param.dims, layout.columns)) {
-      ++layout.rowTensors;
-      layout.rowTensorBytes += ir::dtypeBytes(param.dtype);
-    }
-  std::map<const ir::Value *, std::set<const ir::Value *>> tensorsOf;
-  std::set<const ir::Value *> held;
-  for (const auto &owned : fusion.values) {
-    const ir::Value *value = owned.get();
-    std::set<const ir::Value *> &tensors = tensorsOf[value];
-    if (value->op == ir::Op::Input && llvm::is_contained(value->dims, layout.rows) &&
-        llvm::is_contained(value->dims, layout.columns))
-      tensors.insert(value);
-    for (const ir::Value *operand : value->operands)
-      if (!ir::isReduction(operand->op))
-        tensors.insert(tensorsOf[operand].begin(), tensorsOf[operand].end());
-    if (ir::isReduction(value->op) && value->reduced == std::vector<ir::DimId>{layout.columns})
-      held.insert(tensors.begin(), tensors.end());
-  }
-  layout.rowTensorsHeld = static_cast<int64_t>(held.size());
+    layout.rowTensors += llvm::is_contained(param.dims, layout.rows) &&
+                         llvm::is_contained(param.dims, layout.columns);
   if (rowReductions == 0 || layout.columnReductions == 0)
     layout.why = "auto(inner_outer) needs a reduction over " + columns + " and one over " + rows;
   return layout;
@@ -364,15 +339,18 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
   // its registers left room for fewer blocks than the grid has: there the tuning database
   // halves the blocks an SM or the batch (run P3), or turns it off.
   // The arrays need vector accesses (an unvectorized row has no static batch of vectors).
-  // Not where the next row's raw vectors, beside the kept row and the partial columns,
-  // are over the registers a thread of the block has: at 1024 threads (64 registers) from
-  // H = 12288 (LayerNorm) and 16384 (the RMSNorms) ptxas spilled 36-856 bytes a thread
-  // with the prefetch and none without it up to 20480-24576 (sm_90a; not timed).
-  int64_t keptValues =
-      (layout.rowTensorsHeld + params.columnReductions) * params.batch * params.vector;
-  int64_t prefetchedRegisters = ceilDiv(layout.rowTensorBytes * params.batch * params.vector, 4);
-  bool prefetchFits = ir::persistentRegistersNeeded(keptValues, 1, 0) + prefetchedRegisters <=
-                      target.registersPerThreadOfBlock(params.threads * params.rowsPerBlock);
+  // Not where, with the next row's vectors, a thread needs more registers than the
+  // block leaves it (ir/RegisterPressure.h, the estimate the checker's
+  // column-partials-spill warning uses): at 1024 threads (64 registers) from H = 12288
+  // (LayerNorm) and 16384 (the RMSNorms) ptxas spilled 36-856 bytes a thread with the
+  // prefetch and none without it up to 20480-24576 (sm_90a; not timed).
+  const ir::RowWalkInputs rowInputs = ir::rowWalkInputs(fusion, layout.rows, layout.columns);
+  const int64_t threadColumns = params.batch * params.vector;
+  const int64_t threadRegisters =
+      target.registersPerThreadOfBlock(params.threads * params.rowsPerBlock);
+  const int64_t prefetchNeeds = ir::columnPartialsRegistersNeeded(
+      threadColumns, params.columnReductions, rowInputs.bytes, rowInputs.heldBytes);
+  const bool prefetchFits = prefetchNeeds <= threadRegisters;
   params.prefetchRows =
       params.vector > 1 && params.batch <= sched::kMaxPrefetchVectors && prefetchFits;
   if (knobs.prefetchRows) {
@@ -402,12 +380,11 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
   }
   if (!prefetchFits && !knobs.prefetchRows && params.vector > 1 &&
       params.batch <= sched::kMaxPrefetchVectors)
-    params.reasons.push_back(llvm::formatv(
-        "no prefetch of {0}: the {2} values a thread keeps, 8 registers of index math and the "
-        "next row's {1} are over the {3} a thread of {4} has.",
-        rows.name, prefetchedRegisters, keptValues,
-        target.registersPerThreadOfBlock(params.threads * params.rowsPerBlock),
-        params.threads * params.rowsPerBlock));
+    params.reasons.push_back(llvm::formatv("no prefetch of {0}: with the next row's vectors a "
+                                           "thread would need about {1} registers, over the {2} "
+                                           "a thread of {3} has.",
+                                           rows.name, prefetchNeeds, threadRegisters,
+                                           params.threads * params.rowsPerBlock));
   if (params.prefetchRows)
     params.reasons.push_back(llvm::formatv(
         "prefetch {0}s: each next row's vectors loaded while this row is reduced and stored, "

@@ -485,7 +485,10 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
       wide.batch <= reductionBatchLimit &&
       wide.batch * wide.vector * shape.rowInputsReadTwice + tuned::kIndexRegisters <=
           target.registersPerThreadOfBlock(wide.threads * wide.rowsPerBlock);
-  if ((!persistent || kept.empty()) && !knobs.persistentBatch && !readAgainFits)
+  // Not where the few rows take two passes over their row prefetched whole (it fits, as
+  // decided above): that loop stays unrolled whole.
+  if ((!persistent || (kept.empty() && !fewRowsTwoPass)) && !knobs.persistentBatch &&
+      !readAgainFits)
     wide.unrollBy = wide.batch > tuned::kStreamedRowUnroll ? tuned::kStreamedRowUnroll
                                                            : tuned::kReadAgainUnroll;
   if (recomputedOnePass)
@@ -745,7 +748,7 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   if (persistent && !widen && !params.onePass && keptInRegisters && castsOfInputs &&
       2 * normal.batch * normal.vector * numBuffers > normalThreadRegisters &&
       gridBelow < target.smCount && knobs.when.empty() && !knobs.rowsPerBlock &&
-      !knobs.persistentBatch && !knobs.recompute) {
+      !knobs.persistentBatch && !knobs.recompute && !knobs.vectorWidth) {
     std::vector<sched::SizeGuard> when{guard(rowDim, sched::Comparison::Lt, target.smCount)};
     if (gridBelow > 0)
       when.insert(when.begin(), guard(rowDim, sched::Comparison::Ge, gridBelow));

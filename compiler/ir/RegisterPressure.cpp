@@ -116,4 +116,38 @@ int64_t persistentRegistersNeeded(int64_t values, int64_t registersPerValue,
   return buffer + late / 8 + kIndexRegisters;
 }
 
+int64_t columnPartialsRegistersNeeded(int64_t columns, int64_t columnReductions,
+                                      int64_t rowInputBytes, int64_t prefetchedBytes) {
+  constexpr int64_t kIndexRegisters = 8;
+  int64_t partials = 0, inputs = 0, prefetched = 0;
+  if (llvm::MulOverflow(columns, columnReductions, partials) ||
+      llvm::MulOverflow(columns, rowInputBytes, inputs) ||
+      llvm::MulOverflow(columns, prefetchedBytes, prefetched))
+    return std::numeric_limits<int64_t>::max();
+  return partials + inputs / 8 + prefetched / 2 + kIndexRegisters;
+}
+
+RowWalkInputs rowWalkInputs(const Fusion &fusion, DimId rows, DimId columns) {
+  RowWalkInputs inputs;
+  std::map<const Value *, std::set<const Value *>> tensorsOf;
+  std::set<const Value *> held;
+  for (const auto &owned : fusion.values) {
+    const Value *value = owned.get();
+    std::set<const Value *> &tensors = tensorsOf[value];
+    if (value->op == Op::Input && llvm::is_contained(value->dims, columns)) {
+      inputs.bytes += dtypeBytes(value->dtype);
+      if (llvm::is_contained(value->dims, rows))
+        tensors.insert(value);
+    }
+    for (const Value *operand : value->operands)
+      if (!isReduction(operand->op))
+        tensors.insert(tensorsOf[operand].begin(), tensorsOf[operand].end());
+    if (isReduction(value->op) && value->reduced == std::vector<DimId>{columns})
+      held.insert(tensors.begin(), tensors.end());
+  }
+  for (const Value *tensor : held)
+    inputs.heldBytes += dtypeBytes(tensor->dtype);
+  return inputs;
+}
+
 } // namespace fsl::ir

@@ -42,4 +42,24 @@ int64_t liveBufferRegistersPerValue(const Fusion &fusion, const std::set<const V
 int64_t persistentRegistersNeeded(int64_t values, int64_t registersPerValue,
                                   int64_t lateInputBytes);
 
+/// Registers a thread of an inner-outer row walk (a row reduction next to column sums over
+/// the rows: the backward norms) needs: its `columns` columns of each of `columnReductions`
+/// partial sums (f32), the row inputs read beside them at half their registers
+/// (`rowInputBytes` an element: the [rows, columns] inputs and the weights over the
+/// columns), 8 of index math, and, where the walk prefetches the next row, a register for
+/// each 2 bytes of it that the row reductions read (`prefetchedBytes` an element). Fitted
+/// on ptxas (sm_90a) at H = 8192-65536: it separates the kernels that spilled from those
+/// that did not but one (add + RMSNorm's at 28672: 64 estimated, 96 bytes spilled).
+int64_t columnPartialsRegistersNeeded(int64_t columns, int64_t columnReductions,
+                                      int64_t rowInputBytes, int64_t prefetchedBytes);
+
+/// What an inner-outer row walk reads a row, in bytes an element: every input along
+/// `columns` (the [rows, columns] tensors and the weights over the columns), and the
+/// [rows, columns] inputs that the row reductions (over `columns`) read, which a thread
+/// holds across them (add + RMSNorm's grad_h, read only after them, is not held).
+struct RowWalkInputs {
+  int64_t bytes = 0, heldBytes = 0;
+};
+RowWalkInputs rowWalkInputs(const Fusion &fusion, DimId rows, DimId columns);
+
 } // namespace fsl::ir
