@@ -8,6 +8,7 @@
 #include "sema/Sema.h"
 
 #include <doctest/doctest.h>
+#include <limits>
 
 #include <llvm/Support/FormatVariadic.h>
 
@@ -354,6 +355,30 @@ TEST_CASE("register pressure: the row inputs read beside a kept buffer, and the 
   CHECK(ir::persistentRegistersNeeded(64, 1, 2) == 88);
   CHECK(ir::persistentRegistersNeeded(64, 1, 0) == 72);
   CHECK(ir::persistentRegistersNeeded(24, 2, 0) == 56);
+
+  // An inner-outer row walk: every input along the columns counts, and the [rows, columns]
+  // inputs the row reductions read are the ones a prefetch holds (add + RMSNorm's grad_h,
+  // read after them, is not).
+  auto walk = [&](const std::string &source) {
+    return withFusion(source, {}, [](const ir::Fusion &fusion, const auto &) {
+      ir::DimId rows = fusion.outputs[0].dims[0], columns = fusion.outputs[0].dims[1];
+      ir::RowWalkInputs inputs = ir::rowWalkInputs(fusion, rows, columns);
+      return std::pair(inputs.bytes, inputs.heldBytes);
+    });
+  };
+  CHECK(walk("fusion f(h: bf16[T, H], w: bf16[H], r: f32[T], dy: bf16[T, H], dh: bf16[T, H])\n"
+             "    -> (dx: bf16[T, H], dw: bf16[H]) {\n"
+             "    let g = f32(w) * f32(dy);\n"
+             "    dx = bf16(r * (g - f32(h) * r * r * mean(g * f32(h), over H)) + f32(dh));\n"
+             "    dw = bf16(sum(f32(dy) * f32(h) * r, over T));\n}\n") ==
+        std::pair<int64_t, int64_t>(8, 4));
+  // RMSNorm's backward at 16 columns a thread: 16 partials + 6 bytes / 8 x 16 + 8 = 36;
+  // with the prefetch of x and grad_y (4 bytes / 2 x 16) 68, over 1024 threads' 64.
+  CHECK(ir::columnPartialsRegistersNeeded(16, 1, 6, 0) == 36);
+  CHECK(ir::columnPartialsRegistersNeeded(16, 1, 6, 4) == 68);
+  CHECK(ir::columnPartialsRegistersNeeded(24, 2, 6, 0) == 74);
+  CHECK(ir::columnPartialsRegistersNeeded(int64_t{1} << 62, 4, 6, 4) ==
+        std::numeric_limits<int64_t>::max());
 
   // The SM's registers in four sub-partitions: a block of 18 warps puts 5 on one of them.
   Target t = h200();
