@@ -594,34 +594,38 @@ private:
   }
 
   /// The inner-outer row walk (a row reduction over the columns next to column sums over
-  /// the rows: the backward norms) keeps each thread's partial columns in registers, and
-  /// the row inputs read beside them: past the registers a thread of the block has, ptxas
-  /// spills. The estimate auto(inner_outer) decides its prefetch by (ir/RegisterPressure.h).
+  /// the rows: the backward norms) keeps each thread's partial columns in registers for
+  /// the whole walk: past the registers a thread of the block has, ptxas spills them. A
+  /// lower bound (ir/RegisterPressure.h), so the warning names only kernels that spill.
   void checkColumnPartials() {
     const ir::Fusion &fusion = *schedule_.fusion;
+    // A column sum keeps the columns on threadIdx.x; the row reduction beside it reduces
+    // them across threadIdx.x, keeping the rows (walked, or also on threadIdx.y).
+    auto columnsOnLanes = [&](const ir::Value *value, const std::vector<ir::DimId> &dims) {
+      for (const TensorSchedule &tensor : schedule_.tensors)
+        if (tensor.value == value)
+          return llvm::any_of(tensor.loops, [&](const Loop &loop) {
+            return loop.parallel == Parallel::TIDx && loop.roots == dims;
+          });
+      return false;
+    };
     std::optional<ir::DimId> rows, columns;
     for (const auto &column : fusion.values) {
-      if (!ir::isReduction(column->op) || column->dims.size() != 1 || column->reduced.size() != 1)
+      if (!ir::isReduction(column->op) || column->dims.size() != 1 || column->reduced.size() != 1 ||
+          !columnsOnLanes(column.get(), column->dims))
         continue;
-      for (const auto &row : fusion.values)
-        if (ir::isReduction(row->op) && row->dims == column->reduced &&
-            row->reduced == column->dims) {
-          rows = column->reduced[0];
-          columns = column->dims[0];
-        }
-      if (rows)
+      bool rowBeside = llvm::any_of(fusion.values, [&](const auto &row) {
+        return ir::isReduction(row->op) && row->dims == column->reduced &&
+               row->reduced == column->dims && columnsOnLanes(row.get(), row->reduced);
+      });
+      if (rowBeside) {
+        rows = column->reduced[0];
+        columns = column->dims[0];
         break;
+      }
     }
     if (!rows)
       return;
-    // The columns are the inputs' innermost dimension, which the row reduction reduces.
-    bool swapped = false;
-    for (const ir::Param &param : fusion.params)
-      if (param.dims.size() >= 2 && llvm::is_contained(param.dims, *rows) &&
-          llvm::is_contained(param.dims, *columns))
-        swapped |= param.dims.back() == *rows;
-    if (swapped)
-      std::swap(rows, columns);
     std::optional<int64_t> threads = staticBlockThreads();
     if (!threads)
       return;
@@ -633,7 +637,7 @@ private:
     bool prefetch = false;
     for (const TensorSchedule &tensor : schedule_.tensors) {
       for (const Loop &loop : tensor.loops)
-        prefetch |= loop.prefetchedBy.has_value();
+        prefetch |= loop.prefetchedBy.has_value() && loop.roots == std::vector<ir::DimId>{*rows};
       const ir::Value *value = tensor.value;
       if (!value || !ir::isReduction(value->op) ||
           value->reduced != std::vector<ir::DimId>{*rows} ||
@@ -663,24 +667,22 @@ private:
       return;
     if (!at.isValid()) // the heuristics' schedule: at its declaration
       at = schedule_.header.range.isValid() ? schedule_.header.range : schedule_.header.fusionRange;
-    ir::RowWalkInputs inputs = ir::rowWalkInputs(fusion, *rows, *columns);
-    int64_t needed = ir::columnPartialsRegistersNeeded(perThread, reductions, inputs.bytes,
-                                                       prefetch ? inputs.heldBytes : 0);
+    int64_t heldBytes = ir::rowWalkInputs(fusion, *rows, *columns).heldBytes;
+    int64_t needed =
+        ir::columnPartialsRegistersNeeded(perThread, reductions, prefetch ? heldBytes : 0);
     if (needed <= threadRegisters)
       return;
+    // More threads leave each as many fewer registers as columns: only the prefetch may
+    // help, where the partial columns alone fit.
+    bool withoutPrefetchFits =
+        prefetch && ir::columnPartialsRegistersNeeded(perThread, reductions, 0) <= threadRegisters;
     std::optional<int64_t> partials = mul(perThread, reductions);
-    std::string advice;
-    if (*threads < target_.maxThreadsPerBlock)
-      advice += "put more of " + fusion.dims[*columns].name + " on threads, ";
-    if (prefetch)
-      advice += "drop the prefetch, ";
-    if (!advice.empty())
-      advice += "or ";
     diagnostics_.report(DiagId::ColumnPartialsSpill, at, sizeText(partials), perThread, reductions,
                         fusion.dims[*rows].name,
                         prefetch ? std::string(", and prefetches the next row") : std::string(),
                         needed, threadRegisters, *threads, target_.registersPerSm, target_.name,
-                        advice);
+                        withoutPrefetchFits ? std::string("drop the prefetch, or ")
+                                            : std::string());
   }
 
   void checkPersistentBuffers() {

@@ -339,17 +339,23 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
   // its registers left room for fewer blocks than the grid has: there the tuning database
   // halves the blocks an SM or the batch (run P3), or turns it off.
   // The arrays need vector accesses (an unvectorized row has no static batch of vectors).
-  // Not where, with the next row's vectors, a thread needs more registers than the
-  // block leaves it (ir/RegisterPressure.h, the estimate the checker's
-  // column-partials-spill warning uses): at 1024 threads (64 registers) from H = 12288
+  // Not where, with the next row's raw vectors (a register for 4 bytes of every [T, H]
+  // input) beside the values held across the row reductions (the inputs they read and
+  // the partial columns, a register each) and 8 of index math, a thread needs more
+  // registers than the block leaves it: at 1024 threads (64 registers) from H = 12288
   // (LayerNorm) and 16384 (the RMSNorms) ptxas spilled 36-856 bytes a thread with the
-  // prefetch and none without it up to 20480-24576 (sm_90a; not timed).
+  // prefetch and none without it up to 20480-24576 (sm_90a; not timed). Never where the
+  // checker's lower bound (ir/RegisterPressure.h) would warn.
   const ir::RowWalkInputs rowInputs = ir::rowWalkInputs(fusion, layout.rows, layout.columns);
   const int64_t threadColumns = params.batch * params.vector;
   const int64_t threadRegisters =
       target.registersPerThreadOfBlock(params.threads * params.rowsPerBlock);
-  const int64_t prefetchNeeds = ir::columnPartialsRegistersNeeded(
-      threadColumns, params.columnReductions, rowInputs.bytes, rowInputs.heldBytes);
+  const int64_t prefetchNeeds =
+      std::max(ir::persistentRegistersNeeded(
+                   (rowInputs.heldTensors + params.columnReductions) * threadColumns, 1, 0) +
+                   ceilDiv(rowInputs.rowTensorBytes * threadColumns, 4),
+               ir::columnPartialsRegistersNeeded(threadColumns, params.columnReductions,
+                                                 rowInputs.heldBytes));
   const bool prefetchFits = prefetchNeeds <= threadRegisters;
   params.prefetchRows =
       params.vector > 1 && params.batch <= sched::kMaxPrefetchVectors && prefetchFits;

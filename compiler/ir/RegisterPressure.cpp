@@ -117,14 +117,13 @@ int64_t persistentRegistersNeeded(int64_t values, int64_t registersPerValue,
 }
 
 int64_t columnPartialsRegistersNeeded(int64_t columns, int64_t columnReductions,
-                                      int64_t rowInputBytes, int64_t prefetchedBytes) {
+                                      int64_t prefetchedBytes) {
   constexpr int64_t kIndexRegisters = 8;
-  int64_t partials = 0, inputs = 0, prefetched = 0;
+  int64_t partials = 0, prefetched = 0;
   if (llvm::MulOverflow(columns, columnReductions, partials) ||
-      llvm::MulOverflow(columns, rowInputBytes, inputs) ||
       llvm::MulOverflow(columns, prefetchedBytes, prefetched))
     return std::numeric_limits<int64_t>::max();
-  return partials + inputs / 8 + prefetched / 2 + kIndexRegisters;
+  return partials + prefetched / 2 + kIndexRegisters;
 }
 
 RowWalkInputs rowWalkInputs(const Fusion &fusion, DimId rows, DimId columns) {
@@ -136,8 +135,10 @@ RowWalkInputs rowWalkInputs(const Fusion &fusion, DimId rows, DimId columns) {
     std::set<const Value *> &tensors = tensorsOf[value];
     if (value->op == Op::Input && llvm::is_contained(value->dims, columns)) {
       inputs.bytes += dtypeBytes(value->dtype);
-      if (llvm::is_contained(value->dims, rows))
+      if (llvm::is_contained(value->dims, rows)) {
         tensors.insert(value);
+        inputs.rowTensorBytes += dtypeBytes(value->dtype);
+      }
     }
     for (const Value *operand : value->operands)
       if (!isReduction(operand->op))
@@ -147,6 +148,7 @@ RowWalkInputs rowWalkInputs(const Fusion &fusion, DimId rows, DimId columns) {
   }
   for (const Value *tensor : held)
     inputs.heldBytes += dtypeBytes(tensor->dtype);
+  inputs.heldTensors = static_cast<int64_t>(held.size());
   return inputs;
 }
 

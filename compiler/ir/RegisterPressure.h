@@ -43,15 +43,15 @@ int64_t persistentRegistersNeeded(int64_t values, int64_t registersPerValue,
                                   int64_t lateInputBytes);
 
 /// Registers a thread of an inner-outer row walk (a row reduction next to column sums over
-/// the rows: the backward norms) needs: its `columns` columns of each of `columnReductions`
-/// partial sums (f32), the row inputs read beside them at half their registers
-/// (`rowInputBytes` an element: the [rows, columns] inputs and the weights over the
-/// columns), 8 of index math, and, where the walk prefetches the next row, a register for
-/// each 2 bytes of it that the row reductions read (`prefetchedBytes` an element). Fitted
-/// on ptxas (sm_90a) at H = 8192-65536: it separates the kernels that spilled from those
-/// that did not but one (add + RMSNorm's at 28672: 64 estimated, 96 bytes spilled).
+/// the rows: the backward norms) needs at least: its `columns` columns of each of
+/// `columnReductions` partial sums (f32), 8 of index math, and, where the walk prefetches
+/// the next row, a register for each 2 bytes of it (`prefetchedBytes` an element: the
+/// [rows, columns] inputs the row reductions read). A lower bound: ptxas (sm_90a) spilled
+/// wherever it is over the registers a thread has (948-2016 bytes a thread at H = 65536
+/// on 1024 threads), and also below it (the row inputs held beside them: RMSNorm's
+/// backward at 45056, 128 bytes).
 int64_t columnPartialsRegistersNeeded(int64_t columns, int64_t columnReductions,
-                                      int64_t rowInputBytes, int64_t prefetchedBytes);
+                                      int64_t prefetchedBytes);
 
 /// What an inner-outer row walk reads a row, in bytes an element: every input along
 /// `columns` (the [rows, columns] tensors and the weights over the columns), and the
@@ -59,6 +59,8 @@ int64_t columnPartialsRegistersNeeded(int64_t columns, int64_t columnReductions,
 /// holds across them (add + RMSNorm's grad_h, read only after them, is not held).
 struct RowWalkInputs {
   int64_t bytes = 0, heldBytes = 0;
+  int64_t rowTensorBytes = 0; // the [rows, columns] inputs alone
+  int64_t heldTensors = 0;    // those the row reductions read
 };
 RowWalkInputs rowWalkInputs(const Fusion &fusion, DimId rows, DimId columns);
 

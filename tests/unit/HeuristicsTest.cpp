@@ -372,12 +372,12 @@ TEST_CASE("register pressure: the row inputs read beside a kept buffer, and the 
              "    dx = bf16(r * (g - f32(h) * r * r * mean(g * f32(h), over H)) + f32(dh));\n"
              "    dw = bf16(sum(f32(dy) * f32(h) * r, over T));\n}\n") ==
         std::pair<int64_t, int64_t>(8, 4));
-  // RMSNorm's backward at 16 columns a thread: 16 partials + 6 bytes / 8 x 16 + 8 = 36;
-  // with the prefetch of x and grad_y (4 bytes / 2 x 16) 68, over 1024 threads' 64.
-  CHECK(ir::columnPartialsRegistersNeeded(16, 1, 6, 0) == 36);
-  CHECK(ir::columnPartialsRegistersNeeded(16, 1, 6, 4) == 68);
-  CHECK(ir::columnPartialsRegistersNeeded(24, 2, 6, 0) == 74);
-  CHECK(ir::columnPartialsRegistersNeeded(int64_t{1} << 62, 4, 6, 4) ==
+  // The lower bound the checker warns by: 64 partial columns and 8 of index math; with a
+  // prefetch of x and grad_y (4 bytes / 2 a column) 32 columns need 104.
+  CHECK(ir::columnPartialsRegistersNeeded(64, 1, 0) == 72);
+  CHECK(ir::columnPartialsRegistersNeeded(32, 1, 4) == 104);
+  CHECK(ir::columnPartialsRegistersNeeded(32, 2, 0) == 72);
+  CHECK(ir::columnPartialsRegistersNeeded(int64_t{1} << 62, 4, 4) ==
         std::numeric_limits<int64_t>::max());
 
   // The SM's registers in four sub-partitions: a block of 18 warps puts 5 on one of them.
