@@ -8,6 +8,7 @@
 #include "heuristics/SizeMath.h"
 #include "heuristics/TunedConstants.h"
 #include "heuristics/Vectors.h"
+#include "ir/RegisterPressure.h"
 
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/StringExtras.h>
@@ -465,7 +466,7 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   bool fewRowsTwoPass = false;
   if (persistent && kept.empty() && !knobs.persistentBatch) {
     bool rowFits = wide.batch * wide.vector <= tuned::kRegisterBudget &&
-                   wide.batch * wide.vector + tuned::kIndexRegisters <=
+                   wide.batch * wide.vector + ir::kIndexRegisters <=
                        target.registersPerThreadOfBlock(wide.threads * wide.rowsPerBlock);
     if (rowFits && !knobs.onePass.value_or(false))
       fewRowsTwoPass = params.onePass;
@@ -481,10 +482,9 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   // or 4 it reads them again, with no spill (ptxas, sm_90a). Not timed. The budget is
   // also the block's registers a thread, less 8 of index math: softmax's backward at
   // 1024 threads x 4 vectors of its two inputs (64 values) spilled 44 bytes.
-  bool readAgainFits =
-      wide.batch <= reductionBatchLimit &&
-      wide.batch * wide.vector * shape.rowInputsReadTwice + tuned::kIndexRegisters <=
-          target.registersPerThreadOfBlock(wide.threads * wide.rowsPerBlock);
+  bool readAgainFits = wide.batch <= reductionBatchLimit &&
+                       wide.batch * wide.vector * shape.rowInputsReadTwice + ir::kIndexRegisters <=
+                           target.registersPerThreadOfBlock(wide.threads * wide.rowsPerBlock);
   // Not where the few rows take two passes over their row prefetched whole (it fits, as
   // decided above): that loop stays unrolled whole.
   if ((!persistent || (kept.empty() && !fewRowsTwoPass)) && !knobs.persistentBatch &&

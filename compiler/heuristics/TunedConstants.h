@@ -64,9 +64,6 @@ inline constexpr int64_t kStreamedRowUnroll = 4;
 /// loop is not unrolled whole and ptxas does not hold the first phase's loads (unrolled
 /// by 3 at 3 vectors spilled 176 bytes a thread). Checked by ptxas only, not timed.
 inline constexpr int64_t kReadAgainUnroll = 2;
-/// Registers of index math and the reductions' own values beside what a thread holds
-/// (ir/RegisterPressure.h counts the same 8).
-inline constexpr int64_t kIndexRegisters = 8;
 /// Rows too long to keep (every buffer recomputed, each phase reading the row again):
 /// 8 vectors a thread on at least 256 threads, up to a block's 1024, the loop unrolled by
 /// 4, and reduction pairs (softmax's, LayerNorm's) in one pass where the rows fill the SMs.

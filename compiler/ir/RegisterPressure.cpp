@@ -106,8 +106,6 @@ int64_t liveBufferRegistersPerValue(const Fusion &fusion, const std::set<const V
 
 int64_t persistentRegistersNeeded(int64_t values, int64_t registersPerValue,
                                   int64_t lateInputBytes) {
-  // Index math and the reduction's own values.
-  constexpr int64_t kIndexRegisters = 8;
   // A late input's value takes bytes / 4 registers; half of them count (RegisterPressure.h).
   int64_t buffer = 0, late = 0;
   if (llvm::MulOverflow(values, registersPerValue, buffer) ||
@@ -118,12 +116,12 @@ int64_t persistentRegistersNeeded(int64_t values, int64_t registersPerValue,
 
 int64_t columnPartialsRegistersNeeded(int64_t columns, int64_t columnReductions,
                                       int64_t prefetchedBytes) {
-  constexpr int64_t kIndexRegisters = 8;
-  int64_t partials = 0, prefetched = 0;
-  if (llvm::MulOverflow(columns, columnReductions, partials) ||
-      llvm::MulOverflow(columns, prefetchedBytes, prefetched))
+  // A partial column is a value of one register; a prefetched byte counts as 4 late
+  // input bytes do (a register for 2 bytes).
+  int64_t asLateBytes = 0;
+  if (llvm::MulOverflow(prefetchedBytes, int64_t{4}, asLateBytes))
     return std::numeric_limits<int64_t>::max();
-  return partials + prefetched / 2 + kIndexRegisters;
+  return persistentRegistersNeeded(columns, columnReductions, asLateBytes);
 }
 
 RowWalkInputs rowWalkInputs(const Fusion &fusion, DimId rows, DimId columns) {

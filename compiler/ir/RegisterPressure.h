@@ -20,6 +20,9 @@
 
 namespace fsl::ir {
 
+/// Registers of index math and a reduction's own values, beside what a thread keeps.
+inline constexpr int64_t kIndexRegisters = 8;
+
 /// Bytes a row element of the inputs along `inner` that values after a reduction read other
 /// than through a `kept` buffer (RMSNorm's weight: 2, its x being kept as xf; LayerNorm's
 /// gamma and beta: 4; softmax: 0; LayerNorm's backward, which keeps no row: x, gamma and
