@@ -131,12 +131,10 @@ RowWalkInputs rowWalkInputs(const Fusion &fusion, DimId rows, DimId columns) {
   for (const auto &owned : fusion.values) {
     const Value *value = owned.get();
     std::set<const Value *> &tensors = tensorsOf[value];
-    if (value->op == Op::Input && llvm::is_contained(value->dims, columns)) {
-      inputs.bytes += dtypeBytes(value->dtype);
-      if (llvm::is_contained(value->dims, rows)) {
-        tensors.insert(value);
-        inputs.rowTensorBytes += dtypeBytes(value->dtype);
-      }
+    if (value->op == Op::Input && llvm::is_contained(value->dims, columns) &&
+        llvm::is_contained(value->dims, rows)) {
+      tensors.insert(value);
+      inputs.rowTensorBytes += dtypeBytes(value->dtype);
     }
     for (const Value *operand : value->operands)
       if (!isReduction(operand->op))

@@ -56,14 +56,12 @@ int64_t persistentRegistersNeeded(int64_t values, int64_t registersPerValue,
 int64_t columnPartialsRegistersNeeded(int64_t columns, int64_t columnReductions,
                                       int64_t prefetchedBytes);
 
-/// What an inner-outer row walk reads a row, in bytes an element: every input along
-/// `columns` (the [rows, columns] tensors and the weights over the columns), and the
-/// [rows, columns] inputs that the row reductions (over `columns`) read, which a thread
-/// holds across them (add + RMSNorm's grad_h, read only after them, is not held).
+/// The [rows, columns] inputs an inner-outer row walk reads a row, in bytes an element,
+/// and those of them that the row reductions (over `columns`) read, which a thread holds
+/// across them (add + RMSNorm's grad_h, read only after them, is not held).
 struct RowWalkInputs {
-  int64_t bytes = 0, heldBytes = 0;
-  int64_t rowTensorBytes = 0; // the [rows, columns] inputs alone
-  int64_t heldTensors = 0;    // those the row reductions read
+  int64_t rowTensorBytes = 0;
+  int64_t heldBytes = 0, heldTensors = 0;
 };
 RowWalkInputs rowWalkInputs(const Fusion &fusion, DimId rows, DimId columns);
 
