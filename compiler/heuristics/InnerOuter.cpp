@@ -201,7 +201,8 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
   if (params.columnReductions * params.batch * params.vector > kBatchRegisters) {
     params.declined = llvm::formatv("{0} = {1} gives each of 1024 threads {2} partial columns "
                                     "for {3} column reduction(s), over the {4} registers "
-                                    "auto(inner_outer) keeps for them",
+                                    "auto(inner_outer) keeps for them; compute the row "
+                                    "outputs and the column reductions in two fusions",
                                     columns.name, extent, params.batch * params.vector,
                                     params.columnReductions, kBatchRegisters)
                           .str();
