@@ -9,8 +9,11 @@
 #   generate (here):      [DIR=...] tests/bench/products_record.sh generate build/bin/fslc TARGET
 #                         (TARGET: h200 or h100-sxm; the database stdlib/tuning/TARGET.fsl,
 #                         or TUNING_DB=FILE)
-#   run (GPU machine):    OUT=... [DIR=...] [ROUNDS=3] [PART=large|rows|tails|all]
-#                         tests/bench/products_record.sh run
+#   run (GPU machine):    OUT=... [DIR=...] [ROUNDS=3] [PART=large|rows|tails|all|changed]
+#                         [MAX_AUTOTUNE=0] tests/bench/products_record.sh run
+#                         (changed: only the shapes where the database changes a schedule;
+#                         MAX_AUTOTUNE=0 leaves out the max-autotune peer, whose compilation
+#                         takes minutes a shape)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 # DIR: the libraries' folder (default bench-build/products_record), one a target.
@@ -50,14 +53,37 @@ generate)
 run)
   out="${OUT:-$dir}"
   mkdir -p "$out"
-  "$root/tests/bench/build_libraries.sh" "$dir"
   case "${PART:-all}" in
   large) shapes="$large" ;;
   rows) shapes="$rows" ;;
   tails) shapes="$tails" ;;
   all) shapes="$large;$rows;$tails" ;;
-  *) echo "PART is large, rows, tails or all" >&2; exit 2 ;;
+  changed)
+    # Only the shapes where the database changes a schedule (a _heur folder beside): the
+    # question "is it ever slower than the heuristics" at the fewest shapes.
+    shapes=""
+    for shape in ${large//;/ } ${rows//;/ } ${tails//;/ }; do
+      tag="${shape//,/_}"
+      if [ -d "$dir/matmul_${tag}_heur" ] || [ -d "$dir/linear_bias_gelu_${tag}_heur" ]; then
+        shapes="${shapes:+$shapes;}$shape"
+      fi
+    done
+    if [ -z "$shapes" ]; then
+      echo "products_record.sh: the database changes no shape's schedule" | tee "$out/changed.txt"
+      exit 0
+    fi
+    echo "shapes the database changes: $shapes" | tee "$out/changed.txt"
+    ;;
+  *) echo "PART is large, rows, tails, all or changed" >&2; exit 2 ;;
   esac
+  names=()
+  for shape in ${shapes//;/ }; do
+    tag="${shape//,/_}"
+    for name in "matmul_$tag" "linear_bias_gelu_$tag" "matmul_${tag}_heur" "linear_bias_gelu_${tag}_heur"; do
+      [ -d "$dir/$name" ] && names+=("$name")
+    done
+  done
+  "$root/tests/bench/build_libraries.sh" "$dir" "${names[@]}"
   libs=()
   for shape in ${shapes//;/ }; do
     tag="${shape//,/_}"
@@ -68,7 +94,7 @@ run)
       libs+=("gelu_heur=$dir/linear_bias_gelu_${tag}_heur/libfusion.so:gelu@$shape")
   done
   FSL_AB_TAG="_record_${PART:-all}" python3 "$root/tests/bench/matmul_ab.py" "$out" "${libs[@]}" \
-    --max-autotune --rounds "${ROUNDS:-3}" --shapes "$shapes"
+    $([ "${MAX_AUTOTUNE:-1}" = 0 ] || echo --max-autotune) --rounds "${ROUNDS:-3}" --shapes "$shapes"
   ;;
 *)
   echo "usage: $0 generate FSLC TARGET | run" >&2
