@@ -636,8 +636,10 @@ def _input_sets(torch, signature, shape, l2_bytes, seed):
 
 
 def run(manifest_path, reference, peers=None, rounds=5, budget_s=60.0, rtol=None, seed=0, log=sys.stderr,
-        pairs=None):
-    """Compiles, checks and times every candidate of a manifest; the results document."""
+        pairs=None, checkpoint=None):
+    """Compiles, checks and times every candidate of a manifest; the results document.
+    `checkpoint`, if given, is called with the document of the shapes finished so far after
+    each shape (`complete` false until the last), so that a run stopped early keeps them."""
     import torch
     import fslc
 
@@ -650,7 +652,9 @@ def run(manifest_path, reference, peers=None, rounds=5, budget_s=60.0, rtol=None
     for candidate in manifest["candidates"]:
         by_shape.setdefault(shape_key(candidate["shape"]), []).append(candidate)
     results, peer_times = [], {}
-    for key, candidates in by_shape.items():
+    device = torch.cuda.get_device_properties(0)
+    machine = {"gpu": device.name, "driver": _driver_version(), "date": datetime.date.today().isoformat()}
+    for done, (key, candidates) in enumerate(by_shape.items(), 1):
         budget = ShapeBudget(budget_s)
         shape = candidates[0]["shape"]
         sets = None
@@ -750,16 +754,30 @@ def run(manifest_path, reference, peers=None, rounds=5, budget_s=60.0, rtol=None
                 peer_times.setdefault(key, {})[name] = median
             except Exception as error:
                 print("%s peer %s failed: %s" % (key, name, error), file=log)
-    driver = torch.cuda.get_device_properties(0)
+        if checkpoint is not None and done < len(by_shape):
+            checkpoint(results_document(manifest, machine, peer_times, results, complete=False))
+    return results_document(manifest, machine, peer_times, results, complete=True)
+
+
+def results_document(manifest, machine, peer_times, results, complete):
+    """`run`'s output: the results and peers' times by shape, the machine, and what `record`
+    needs of the manifest (the variants' dimensions, the duplicates)."""
     return {
         "fusion": manifest["fusion"], "kind": manifest["kind"], "target": manifest["target"],
-        "machine": {"gpu": driver.name, "driver": _driver_version(),
-                    "date": datetime.date.today().isoformat()},
+        "machine": machine, "complete": complete,
         "peers": peer_times, "results": results,
-        # What `record` needs of the manifest: the variants' dimensions, the duplicates.
         **({"variants": manifest["variants"]} if manifest.get("variants") else {}),
         "duplicates": manifest.get("duplicates", []),
     }
+
+
+def write_json(path, document):
+    """Writes `document` to `path` whole or not at all (a run stopped mid-write leaves the
+    last checkpoint)."""
+    temporary = path + ".partial"
+    with open(temporary, "w") as f:
+        json.dump(document, f, indent=2)
+    os.replace(temporary, path)
 
 
 def _driver_version():
@@ -802,9 +820,8 @@ def main(argv=None):
             name, _, function = spec.partition("=")
             peers[name] = _load_callable(function)
         document = run(args.manifest, _load_callable(args.reference), peers, args.rounds, args.budget, args.rtol,
-                       pairs=args.pairs)
-        with open(args.output, "w") as f:
-            json.dump(document, f, indent=2)
+                       pairs=args.pairs, checkpoint=lambda partial: write_json(args.output, partial))
+        write_json(args.output, document)
         return 0
     if args.command == "compare":
         documents = []
@@ -819,6 +836,10 @@ def main(argv=None):
         return 1 if disagree else 0
     with open(args.results) as f:
         document = json.load(f)
+    if document.get("complete") is False:
+        shapes = len({shape_key(r["shape"]) for r in document.get("results", [])})
+        print("fslc.tune record: %s holds the %d shape(s) a run finished before it stopped; "
+              "only those are recorded" % (args.results, shapes), file=sys.stderr)
     existing = ""
     if os.path.exists(args.output):
         with open(args.output) as f:

@@ -365,6 +365,56 @@ class Variants(unittest.TestCase):
         self.assertEqual(tune.record(dict(document, results=results[:2]), "// kept\n"), "// kept\n")
 
 
+class Checkpoints(unittest.TestCase):
+    """A run stopped early (a time limit on the GPU machine) keeps the shapes it finished:
+    `run` hands each partial document to its checkpoint, the command writes it whole, and
+    `record` records those shapes, saying that the run stopped."""
+
+    DOCUMENT = {"fusion": "matmul", "kind": "matmul", "target": "h200",
+                "machine": {"gpu": "NVIDIA H200", "driver": "12.6", "date": "2026-12-02"},
+                "peers": {}, "duplicates": [], "complete": False,
+                "results": [result(0, 1.0, knobs={}, heuristics=True), result(1, 0.9, knobs={"tile_n": 128})]}
+
+    def test_the_document_is_written_whole(self):
+        path = os.path.join(WORK or ".", "checkpoint.json")
+        tune.write_json(path, self.DOCUMENT)
+        tune.write_json(path, dict(self.DOCUMENT, complete=True))
+        with open(path) as f:
+            self.assertTrue(json.load(f)["complete"])
+        self.assertFalse(os.path.exists(path + ".partial"))
+
+    def test_results_document(self):
+        manifest = {"fusion": "rms", "kind": "inner_persistent", "target": "h200", "variants": ["H"],
+                    "duplicates": [{"same_as": 0}]}
+        document = tune.results_document(manifest, {"gpu": "g"}, {"k": {}}, [], complete=False)
+        self.assertEqual(document["complete"], False)
+        self.assertEqual(document["variants"], ["H"])
+        self.assertEqual(document["duplicates"], [{"same_as": 0}])
+        self.assertNotIn("variants", tune.results_document(dict(manifest, variants=None), {}, {}, [], True))
+
+    def test_record_of_a_partial_run_records_its_shapes_and_says_so(self):
+        import contextlib
+        import io
+        path = os.path.join(WORK or ".", "partial-results.json")
+        tune.write_json(path, self.DOCUMENT)
+        database = os.path.join(WORK or ".", "partial.fsl")
+        if os.path.exists(database):
+            os.remove(database)
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr):
+            self.assertEqual(tune.main(["record", path, "-o", database]), 0)
+        self.assertIn("holds the 1 shape(s) a run finished before it stopped", stderr.getvalue())
+        with open(database) as f:
+            self.assertIn("schedule matmul when K == 5120 && M == 4096 && N == 14336 = auto(matmul) {\n"
+                          "    tile_n = 128;\n}", f.read())
+        # A complete run says nothing.
+        tune.write_json(path, dict(self.DOCUMENT, complete=True))
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr):
+            tune.main(["record", path, "-o", database])
+        self.assertEqual(stderr.getvalue(), "")
+
+
 class DatabaseText(unittest.TestCase):
     def test_entry(self):
         text = tune.entry_text("matmul", "matmul", "h200", SHAPE, {"tile_n": 224, "pingpong": False},
