@@ -7,7 +7,8 @@
 #
 #   generate (here):   [DIR=...] tests/bench/tune_products.sh generate FSLC TARGET
 #   run (GPU machine): OUT=... [DIR=...] tests/bench/tune_products.sh run plain|fused
-#                      (BUDGET=seconds a shape; the results under DIR and OUT)
+#                      (BUDGET=seconds a shape; TIME_LIMIT=seconds for the whole run,
+#                      which keeps the shapes finished by then; the results under DIR and OUT)
 #   record:            [DIR=...] tests/bench/tune_products.sh record
 #                      (writes DIR/<TARGET>_tuned.fsl: the shipped database, updated)
 #   then:              TUNING_DB=DIR/<TARGET>_tuned.fsl tests/bench/products_record.sh
@@ -45,7 +46,7 @@ run)
   mkdir -p "$out"
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > "$out/gpu_$which.txt"
   (cd "$dir" && PYTHONPATH="$root/python:$root/tests/bench${PYTHONPATH:+:$PYTHONPATH}" \
-    python3 -m fslc.tune run "$which/manifest.json" --reference "tune_references:$reference" \
+    ${TIME_LIMIT:+timeout "$TIME_LIMIT"} python3 -m fslc.tune run "$which/manifest.json" --reference "tune_references:$reference" \
     --peer "$peer" --rounds 5 --budget "${BUDGET:-20}" -o "$dir/results_$which.json" \
     2> "$out/tune_$which.log")
   cp "$dir/results_$which.json" "$out/" 2> /dev/null || true
