@@ -305,6 +305,11 @@ def glu_autograd_case(T, H):
 for T, H in [(1, 4096), (7, 1000), (33, 77), (256, 5120)]:
     run("autograd norms T=%d H=%d" % (T, H), lambda: norms_case(T, H))
     run("row statistics T=%d H=%d" % (T, H), lambda: stats_case(T, H))
+# Rows longer than any table: few rows split into pieces that meet at grid barriers (3 x
+# 65536), fewer rows than SMs recomputing the row (100 x 40960), and the backward's row walk
+# without its prefetch (1500 x 24576).
+for T, H in [(3, 65536), (100, 40960), (1500, 24576)]:
+    run("autograd norms, long rows, T=%d H=%d" % (T, H), lambda: norms_case(T, H))
 for T, V, smoothing in [(1, 32000, 0.0), (7, 1001, 0.1), (64, 32000, 0.0), (13, 128256, 0.05)]:
     run("autograd cross_entropy T=%d V=%d" % (T, V), lambda: xent_autograd_case(T, V, smoothing))
 for T, D in [(1, 128), (9, 66), (512, 128)]:
