@@ -418,6 +418,18 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   // than 4 vectors a thread at 256 threads: 256 threads and a serial loop unrolled by 4
   // (TunedConstants.h; for cross-entropy at T = 1024, 142 against 335 us two-pass at
   // V = 128256, docs/performance.md, run U6).
+  // An inner_persistent row that keeps nothing but whose inputs a later phase reads again,
+  // where 256 threads hold them whole with a margin: the loop unrolled whole keeps every
+  // first-phase load in registers for the second, where the streamed loop reads them again
+  // from memory once a wave's rows are past the L2 (LayerNorm's backward at H = 16384,
+  // T = 4096: 152 against 217 us, 1.14-1.42x at T = 1-4096; docs/performance.md, run
+  // S42A). auto(reduction)'s rows (RMSNorm's and softmax's backward) stay streamed: not
+  // timed held.
+  const bool readAgainHeld =
+      persistent && shape.rowInputsReadTwice > 0 && !params.onePass && !recomputeAll &&
+      ceilDiv(vectors, tuned::kStreamedRowThreads) * vector * shape.rowInputsReadTwice +
+              2 * ir::kIndexRegisters <=
+          target.registersPerThreadOfBlock(tuned::kStreamedRowThreads);
   if ((!persistent || kept.empty() || recomputeAll) && staticBdimx && !knobs.persistentBatch &&
       vectors > tuned::kStreamedRowThreads * tuned::kStreamedRowUnroll) {
     normal.threads = tuned::kStreamedRowThreads;
@@ -427,7 +439,7 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
       normal.threads = std::clamp(roundUp(ceilDiv(vectors, tuned::kRecomputedRowBatch), 32),
                                   tuned::kRecomputedRowMinThreads, target.maxThreadsPerBlock);
     normal.batch = ceilDiv(vectors, normal.threads);
-    normal.unrollBy = tuned::kStreamedRowUnroll;
+    normal.unrollBy = readAgainHeld ? 0 : tuned::kStreamedRowUnroll;
   }
   // Reduction pairs of a recomputed row in one pass: each pass reads the row, and one
   // fewer is what the rows that fill the SMs pay for (TunedConstants.h); fewer rows keep
@@ -482,9 +494,15 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   // or 4 it reads them again, with no spill (ptxas, sm_90a). Not timed. The budget is
   // also the block's registers a thread, less 8 of index math: softmax's backward at
   // 1024 threads x 4 vectors of its two inputs (64 values) spilled 44 bytes.
-  bool readAgainFits = wide.batch <= reductionBatchLimit &&
-                       wide.batch * wide.vector * shape.rowInputsReadTwice + ir::kIndexRegisters <=
-                           target.registersPerThreadOfBlock(wide.threads * wide.rowsPerBlock);
+  // In inner_persistent, nor over the 64-value budget where the block's registers hold
+  // them with a margin: LayerNorm's backward at 512 threads x 4 vectors of its three
+  // inputs (H = 16384), unrolled whole, 128 registers, no spill, 1.13-1.16x faster than
+  // unrolled by 2 at T = 1 and 64 (run S42A).
+  const int64_t readAgainValues = wide.batch * wide.vector * shape.rowInputsReadTwice;
+  const int64_t wideRegisters = target.registersPerThreadOfBlock(wide.threads * wide.rowsPerBlock);
+  bool readAgainFits = (wide.batch <= reductionBatchLimit &&
+                        readAgainValues + ir::kIndexRegisters <= wideRegisters) ||
+                       (persistent && readAgainValues + 2 * ir::kIndexRegisters <= wideRegisters);
   // Not where the few rows take two passes over their row prefetched whole (it fits, as
   // decided above): that loop stays unrolled whole.
   if ((!persistent || (kept.empty() && !fewRowsTwoPass)) && !knobs.persistentBatch &&
@@ -567,7 +585,19 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   };
   auto describe = [&](const RowSplit &split, const char *purpose) {
     std::string readTwice;
-    if (!persistent && !knobs.persistentBatch && reductionBatchLimit < tuned::kReductionBatchLimit)
+    bool readAgain = !knobs.persistentBatch && shape.rowInputsReadTwice > 0 && !params.onePass &&
+                     (!persistent || kept.empty());
+    if (readAgain && split.batch > reductionBatchLimit) {
+      bool held = split.unrollBy == 0; // unrolled whole: ptxas keeps the first loads
+      readTwice = llvm::formatv("; the {0} inputs read again after the reductions ({1} values "
+                                "a thread) {2}",
+                                shape.rowInputsReadTwice,
+                                split.batch * split.vector * shape.rowInputsReadTwice,
+                                held ? "stay in registers, unrolled whole"
+                                     : "are loaded again from memory by the second phase")
+                      .str();
+    } else if (!persistent && !knobs.persistentBatch &&
+               reductionBatchLimit < tuned::kReductionBatchLimit)
       readTwice =
           llvm::formatv("; at most {0} a thread: {1} inputs read again after the "
                         "reductions stay in registers ({2} values a thread at most)",
