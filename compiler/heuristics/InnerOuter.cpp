@@ -199,13 +199,14 @@ InnerOuterParams chooseInnerOuter(const ir::Fusion &fusion, const Target &target
   // No idle warps: the threads the batch needs, whole warps.
   params.threads = std::max<int64_t>(32, ceilDiv(ceilDiv(vectors, params.batch), 32) * 32);
   if (params.columnReductions * params.batch * params.vector > kBatchRegisters) {
-    params.declined = llvm::formatv("{0} = {1} gives each of 1024 threads {2} partial columns "
-                                    "for {3} column reduction(s), over the {4} registers "
-                                    "auto(inner_outer) keeps for them; compute the row "
-                                    "outputs and the column reductions in two fusions",
-                                    columns.name, extent, params.batch * params.vector,
-                                    params.columnReductions, kBatchRegisters)
-                          .str();
+    params.declined =
+        llvm::formatv("{0} = {1} gives each of 1024 threads {2} partial columns of each of {3} "
+                      "column reduction(s), {5} in all, over the {4} registers "
+                      "auto(inner_outer) keeps for them; compute the row outputs and the "
+                      "column reductions in two fusions",
+                      columns.name, extent, params.batch * params.vector, params.columnReductions,
+                      kBatchRegisters, params.batch * params.vector * params.columnReductions)
+            .str();
     return params;
   }
   // Rows on threadIdx.y fill the block to kBlockThreads threads, then several blocks an SM

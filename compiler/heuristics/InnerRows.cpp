@@ -423,10 +423,13 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   // first-phase load in registers for the second, where the streamed loop reads them again
   // from memory once a wave's rows are past the L2 (LayerNorm's backward at H = 16384,
   // T = 4096: 152 against 217 us, 1.14-1.42x at T = 1-4096; docs/performance.md, run
-  // S42A). auto(reduction)'s rows (RMSNorm's and softmax's backward) stay streamed: not
-  // timed held.
+  // S42A). Not a fusion with reduction pairs (cross-entropy's max and sum read the logits
+  // again only with one_pass = false) nor rows a block given by a knob (the block's
+  // registers a thread are fewer): not timed held. auto(reduction)'s rows (RMSNorm's and
+  // softmax's backward) stay streamed: not timed held either.
   const bool readAgainHeld =
-      persistent && shape.rowInputsReadTwice > 0 && !params.onePass && !recomputeAll &&
+      persistent && shape.rowInputsReadTwice > 0 && shape.onePassPairs.empty() && !params.onePass &&
+      !recomputeAll && !knobs.rowsPerBlock &&
       ceilDiv(vectors, tuned::kStreamedRowThreads) * vector * shape.rowInputsReadTwice +
               2 * ir::kIndexRegisters <=
           target.registersPerThreadOfBlock(tuned::kStreamedRowThreads);
@@ -502,7 +505,8 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   const int64_t wideRegisters = target.registersPerThreadOfBlock(wide.threads * wide.rowsPerBlock);
   bool readAgainFits = (wide.batch <= reductionBatchLimit &&
                         readAgainValues + ir::kIndexRegisters <= wideRegisters) ||
-                       (persistent && readAgainValues + 2 * ir::kIndexRegisters <= wideRegisters);
+                       (persistent && shape.onePassPairs.empty() &&
+                        readAgainValues + 2 * ir::kIndexRegisters <= wideRegisters);
   // Not where the few rows take two passes over their row prefetched whole (it fits, as
   // decided above): that loop stays unrolled whole.
   if ((!persistent || (kept.empty() && !fewRowsTwoPass)) && !knobs.persistentBatch &&
@@ -588,13 +592,17 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
     bool readAgain = !knobs.persistentBatch && shape.rowInputsReadTwice > 0 && !params.onePass &&
                      (!persistent || kept.empty());
     if (readAgain && split.batch > reductionBatchLimit) {
-      bool held = split.unrollBy == 0; // unrolled whole: ptxas keeps the first loads
-      readTwice = llvm::formatv("; the {0} inputs read again after the reductions ({1} values "
-                                "a thread) {2}",
-                                shape.rowInputsReadTwice,
-                                split.batch * split.vector * shape.rowInputsReadTwice,
-                                held ? "stay in registers, unrolled whole"
-                                     : "are loaded again from memory by the second phase")
+      int64_t values = split.batch * split.vector * shape.rowInputsReadTwice;
+      bool whole = split.unrollBy == 0 || split.unrollBy >= split.batch;
+      bool fits = values + 2 * ir::kIndexRegisters <=
+                  target.registersPerThreadOfBlock(split.threads * split.rowsPerBlock);
+      readTwice = llvm::formatv("; the {0} input(s) read again after the reductions ({1} "
+                                "values a thread) {2}",
+                                shape.rowInputsReadTwice, values,
+                                !whole ? "are loaded again from memory by the second phase"
+                                : fits ? "stay in registers, unrolled whole"
+                                       : "are unrolled whole, over the block's registers a "
+                                         "thread: ptxas loads them again or spills")
                       .str();
     } else if (!persistent && !knobs.persistentBatch &&
                reductionBatchLimit < tuned::kReductionBatchLimit)

@@ -839,7 +839,11 @@ def main(argv=None):
     if document.get("complete") is False:
         shapes = len({shape_key(r["shape"]) for r in document.get("results", [])})
         print("fslc.tune record: %s holds the %d shape(s) a run finished before it stopped; "
-              "only those are recorded" % (args.results, shapes), file=sys.stderr)
+              "only those are recorded%s" % (args.results, shapes,
+                                             " (a variant's geometric mean is over those shapes "
+                                             "alone, its entry guards every row count)"
+                                             if document.get("variants") else ""),
+              file=sys.stderr)
     existing = ""
     if os.path.exists(args.output):
         with open(args.output) as f:

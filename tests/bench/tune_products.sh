@@ -18,6 +18,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="${DIR:-$root/bench-build/tune_products}"
+mkdir -p "$dir" && dir="$(cd "$dir" && pwd)"  # absolute: the runner runs from inside it
 # The plain product's misses on the H200 (2048^3, 4096^3, the three tails, both MLP
 # shapes of 4096 rows, 128 and 16 rows of 14336 x 5120) and the few-row shape where
 # swapped tiles led (160 x 4096 x 4096); the fused product's (both MLP shapes, the two
@@ -43,14 +44,18 @@ run)
   *) echo "run plain or run fused" >&2; exit 2 ;;
   esac
   out="${OUT:-$dir}"
-  mkdir -p "$out"
+  mkdir -p "$out" && out="$(cd "$out" && pwd)"
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > "$out/gpu_$which.txt"
+  # A time limit or a failure still copies what the runner wrote (its results after each
+  # shape) to OUT, which is what comes back from the GPU machine; then exits as it did.
+  status=0
   (cd "$dir" && PYTHONPATH="$root/python:$root/tests/bench${PYTHONPATH:+:$PYTHONPATH}" \
     ${TIME_LIMIT:+timeout "$TIME_LIMIT"} python3 -m fslc.tune run "$which/manifest.json" --reference "tune_references:$reference" \
     --peer "$peer" --rounds 5 --budget "${BUDGET:-20}" -o "$dir/results_$which.json" \
-    2> "$out/tune_$which.log")
-  cp "$dir/results_$which.json" "$out/" 2> /dev/null || true
+    2> "$out/tune_$which.log") || status=$?
+  if [ "$out" != "$dir" ]; then cp "$dir/results_$which.json" "$out/" 2> /dev/null || true; fi
   grep -E "confirmed|failed" "$out/tune_$which.log" || true
+  exit "$status"
   ;;
 record)
   target="$(cat "$dir/target.txt")"
