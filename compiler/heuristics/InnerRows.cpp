@@ -427,12 +427,18 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   // again only with one_pass = false) nor rows a block given by a knob (the block's
   // registers a thread are fewer): not timed held. auto(reduction)'s rows (RMSNorm's and
   // softmax's backward) stay streamed: not timed held either.
-  const bool readAgainHeld =
-      persistent && shape.rowInputsReadTwice > 0 && shape.onePassPairs.empty() && !params.onePass &&
-      !recomputeAll && !knobs.rowsPerBlock &&
-      ceilDiv(vectors, tuned::kStreamedRowThreads) * vector * shape.rowInputsReadTwice +
-              2 * ir::kIndexRegisters <=
-          target.registersPerThreadOfBlock(tuned::kStreamedRowThreads);
+  // Whether a thread's batch of the inputs read again fits the block's registers a thread
+  // with 16 to spare (index math and the row's other values): the rule for holding them,
+  // and what the printed reason says.
+  auto readAgainHeldFits = [&](int64_t batch, int64_t vectorWidth, int64_t blockThreads) {
+    return batch * vectorWidth * shape.rowInputsReadTwice + 2 * ir::kIndexRegisters <=
+           target.registersPerThreadOfBlock(blockThreads);
+  };
+  const bool readAgainHeld = persistent && shape.rowInputsReadTwice > 0 &&
+                             shape.onePassPairs.empty() && !params.onePass && !recomputeAll &&
+                             !knobs.rowsPerBlock &&
+                             readAgainHeldFits(ceilDiv(vectors, tuned::kStreamedRowThreads), vector,
+                                               tuned::kStreamedRowThreads);
   if ((!persistent || kept.empty() || recomputeAll) && staticBdimx && !knobs.persistentBatch &&
       vectors > tuned::kStreamedRowThreads * tuned::kStreamedRowUnroll) {
     normal.threads = tuned::kStreamedRowThreads;
@@ -501,12 +507,12 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
   // them with a margin: LayerNorm's backward at 512 threads x 4 vectors of its three
   // inputs (H = 16384), unrolled whole, 128 registers, no spill, 1.13-1.16x faster than
   // unrolled by 2 at T = 1 and 64 (run S42A).
-  const int64_t readAgainValues = wide.batch * wide.vector * shape.rowInputsReadTwice;
-  const int64_t wideRegisters = target.registersPerThreadOfBlock(wide.threads * wide.rowsPerBlock);
-  bool readAgainFits = (wide.batch <= reductionBatchLimit &&
-                        readAgainValues + ir::kIndexRegisters <= wideRegisters) ||
-                       (persistent && shape.onePassPairs.empty() &&
-                        readAgainValues + 2 * ir::kIndexRegisters <= wideRegisters);
+  bool readAgainFits =
+      (wide.batch <= reductionBatchLimit &&
+       wide.batch * wide.vector * shape.rowInputsReadTwice + ir::kIndexRegisters <=
+           target.registersPerThreadOfBlock(wide.threads * wide.rowsPerBlock)) ||
+      (persistent && shape.onePassPairs.empty() &&
+       readAgainHeldFits(wide.batch, wide.vector, wide.threads * wide.rowsPerBlock));
   // Not where the few rows take two passes over their row prefetched whole (it fits, as
   // decided above): that loop stays unrolled whole.
   if ((!persistent || (kept.empty() && !fewRowsTwoPass)) && !knobs.persistentBatch &&
@@ -594,8 +600,7 @@ RowParams chooseRows(const FusionShape &shape, const Target &target, const Knobs
     if (readAgain && split.batch > reductionBatchLimit) {
       int64_t values = split.batch * split.vector * shape.rowInputsReadTwice;
       bool whole = split.unrollBy == 0 || split.unrollBy >= split.batch;
-      bool fits = values + 2 * ir::kIndexRegisters <=
-                  target.registersPerThreadOfBlock(split.threads * split.rowsPerBlock);
+      bool fits = readAgainHeldFits(split.batch, split.vector, split.threads * split.rowsPerBlock);
       readTwice = llvm::formatv("; the {0} input(s) read again after the reductions ({1} "
                                 "values a thread) {2}",
                                 shape.rowInputsReadTwice, values,
